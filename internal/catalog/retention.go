@@ -1,0 +1,296 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// Retention is the deletion policy of one database's backup sets.
+type Retention struct {
+	// KeepVerified is how many verified sets to keep per server. The newest
+	// verified set is kept regardless (see Decide), so 0 behaves like 1.
+	KeepVerified int
+	// DeleteFailedAfter: failed sets are deleted once their last state change
+	// is this old (0: at the next retention run).
+	DeleteFailedAfter time.Duration
+	// DeleteAbandonedAfter: sets that stopped before verified without being
+	// marked failed (written/copied/restored/checked) are deleted once their
+	// last state change is this old. Must be longer than the longest cycle,
+	// or a running cycle would lose its set.
+	DeleteAbandonedAfter time.Duration
+	// DeleteOrphansAfter: stripe files without a manifest and leftover
+	// temporary files are deleted once their modification time is this old
+	// (0: DeleteAbandonedAfter). A BACKUP in progress keeps touching its
+	// files, so their age stays near zero.
+	DeleteOrphansAfter time.Duration
+}
+
+// Validate checks the policy.
+func (r Retention) Validate() error {
+	var errs []error
+	if r.KeepVerified < 0 {
+		errs = append(errs, fmt.Errorf("keep_verified = %d must be 0 or more", r.KeepVerified))
+	}
+	if r.DeleteFailedAfter < 0 {
+		errs = append(errs, fmt.Errorf("delete_failed_after = %s must not be negative", r.DeleteFailedAfter))
+	}
+	if r.DeleteAbandonedAfter <= 0 {
+		errs = append(errs, fmt.Errorf("delete_abandoned_after = %s must be positive and longer than the longest backup cycle (e.g. 72h)", r.DeleteAbandonedAfter))
+	}
+	if r.DeleteOrphansAfter < 0 {
+		errs = append(errs, fmt.Errorf("delete_orphans_after = %s must not be negative", r.DeleteOrphansAfter))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("retention: %w", err)
+	}
+	return nil
+}
+
+// ServerManifest is a manifest as found on one backup server.
+type ServerManifest struct {
+	Server   string
+	Manifest *Manifest
+}
+
+// SetKey identifies a backup set.
+type SetKey struct {
+	Database string // raw name; for orphans, the file-name form (tsql.FileNamePart)
+	Sequence int64
+}
+
+// Reason says why a set or file is deleted.
+type Reason string
+
+const (
+	ReasonSuperseded Reason = "superseded" // verified, but more than KeepVerified newer verified sets exist on the server
+	ReasonFailed     Reason = "failed"     // failed, older than DeleteFailedAfter
+	ReasonAbandoned  Reason = "abandoned"  // never verified nor failed, older than DeleteAbandonedAfter
+	ReasonOrphan     Reason = "orphan"     // files without a manifest, or temporary leftovers, older than DeleteOrphansAfter
+)
+
+// Deletion is one set (or group of orphan files) to delete on one server.
+// Files are base names in the server's backup directory, stripes first and
+// the manifest last, so a deletion interrupted half-way leaves the manifest
+// behind and the next run finishes it.
+type Deletion struct {
+	Server string
+	Set    SetKey
+	Files  []string
+	Reason Reason
+	Detail string // human-readable: state, age, rank
+}
+
+type dbSeq struct {
+	dbPart string
+	seq    int64
+}
+
+// Decide applies the policy. manifests are the decoded manifests of every
+// server (one entry per server holding the set), files the directory listing
+// per server (nil for a server means "not listed": no orphan detection and
+// only manifest-named files for its sets), inFlight the sets of running
+// cycles, which are never touched.
+//
+// Rules:
+//   - per server and database, verified sets beyond the newest KeepVerified are
+//     deleted (ReasonSuperseded);
+//   - failed sets older than DeleteFailedAfter are deleted;
+//   - sets in written/copied/restored/checked older than DeleteAbandonedAfter
+//     are deleted;
+//   - NEVER deleted: the newest verified set of a database (on every server
+//     holding it), and the newest verified set of a database on each server,
+//     whatever KeepVerified and however old;
+//   - stripe files whose set has no manifest file on that server, and
+//     temporary files, older than DeleteOrphansAfter are deleted. A manifest
+//     file that exists but cannot be decoded still protects its set: a broken
+//     manifest is for a human to look at, not a reason to delete.
+func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo, now time.Time, inFlight ...SetKey) ([]Deletion, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	orphanAge := r.DeleteOrphansAfter
+	if orphanAge == 0 {
+		orphanAge = r.DeleteAbandonedAfter
+	}
+	busy := map[dbSeq]bool{}
+	for _, k := range inFlight {
+		busy[dbSeq{tsql.FileNamePart(k.Database), k.Sequence}] = true
+	}
+
+	// The protected sets: newest verified per database, and per (server, database).
+	newestGlobal := map[string]int64{}
+	newestOnServer := map[[2]string]int64{}
+	for _, sm := range manifests {
+		m := sm.Manifest
+		if m == nil || !m.Verified() {
+			continue
+		}
+		if s, ok := newestGlobal[m.Database]; !ok || m.Sequence > s {
+			newestGlobal[m.Database] = m.Sequence
+		}
+		k := [2]string{sm.Server, m.Database}
+		if s, ok := newestOnServer[k]; !ok || m.Sequence > s {
+			newestOnServer[k] = m.Sequence
+		}
+	}
+
+	// Verified sets per (server, database), newest first, for KeepVerified.
+	rank := map[[2]string][]int64{}
+	for _, sm := range manifests {
+		if m := sm.Manifest; m != nil && m.Verified() {
+			k := [2]string{sm.Server, m.Database}
+			rank[k] = append(rank[k], m.Sequence)
+		}
+	}
+	for k := range rank {
+		sort.Slice(rank[k], func(i, j int) bool { return rank[k][i] > rank[k][j] })
+	}
+
+	// Files on each server, parsed once and grouped by set.
+	stripesOf := map[string]map[dbSeq][]FileInfo{}
+	hasManifest := map[string]map[dbSeq]bool{}
+	for server, fl := range files {
+		stripesOf[server] = map[dbSeq][]FileInfo{}
+		hasManifest[server] = map[dbSeq]bool{}
+		for _, f := range fl {
+			if p, ok := tsql.ParseManifestFileName(f.Name); ok {
+				hasManifest[server][dbSeq{p.DBPart, p.Sequence}] = true
+			} else if p, ok := tsql.ParseStripeFileName(f.Name); ok {
+				k := dbSeq{p.DBPart, p.Sequence}
+				stripesOf[server][k] = append(stripesOf[server][k], f)
+			}
+		}
+	}
+	for _, sm := range manifests {
+		if sm.Manifest == nil {
+			continue
+		}
+		if hasManifest[sm.Server] == nil {
+			hasManifest[sm.Server] = map[dbSeq]bool{}
+		}
+		hasManifest[sm.Server][dbSeq{tsql.FileNamePart(sm.Manifest.Database), sm.Manifest.Sequence}] = true
+	}
+
+	var out []Deletion
+	for _, sm := range manifests {
+		m := sm.Manifest
+		if m == nil {
+			continue
+		}
+		key := dbSeq{tsql.FileNamePart(m.Database), m.Sequence}
+		if busy[key] {
+			continue
+		}
+		if m.Verified() && (newestGlobal[m.Database] == m.Sequence || newestOnServer[[2]string{sm.Server, m.Database}] == m.Sequence) {
+			continue
+		}
+		age := now.Sub(m.UpdatedAt)
+		var reason Reason
+		var detail string
+		switch {
+		case m.Verified():
+			pos := indexOf(rank[[2]string{sm.Server, m.Database}], m.Sequence)
+			if pos < r.KeepVerified {
+				continue
+			}
+			reason, detail = ReasonSuperseded, fmt.Sprintf("verified set %d is number %d on %s, keeping the newest %d", m.Sequence, pos+1, sm.Server, max(r.KeepVerified, 1))
+		case m.State == StateFailed:
+			if age < r.DeleteFailedAfter {
+				continue
+			}
+			reason, detail = ReasonFailed, fmt.Sprintf("failed %s ago", age.Round(time.Second))
+			if m.Failure != nil {
+				detail = fmt.Sprintf("failed at %s %s ago: %s", m.Failure.Step, age.Round(time.Second), m.Failure.Reason)
+			}
+		default:
+			if age < r.DeleteAbandonedAfter {
+				continue
+			}
+			reason, detail = ReasonAbandoned, fmt.Sprintf("stuck in %s for %s", m.State, age.Round(time.Second))
+		}
+		names := map[string]bool{}
+		for _, s := range m.Stripes {
+			names[s.Name] = true
+		}
+		for _, f := range stripesOf[sm.Server][key] {
+			names[f.Name] = true // also partial stripes the manifest does not list
+		}
+		out = append(out, Deletion{
+			Server: sm.Server, Set: SetKey{m.Database, m.Sequence}, Reason: reason, Detail: detail,
+			Files: append(sorted(names), m.FileName()),
+		})
+	}
+
+	// Orphans: stripe files without a manifest file, and temporary files.
+	for server, fl := range files {
+		groups := map[dbSeq][]string{}
+		for _, f := range fl {
+			if !IsTempName(f.Name) || now.Sub(f.ModTime) < orphanAge {
+				continue
+			}
+			inner := strings.TrimPrefix(f.Name[:strings.Index(f.Name, tempMarker)], ".")
+			var k dbSeq
+			if p, ok := tsql.ParseManifestFileName(inner); ok {
+				k = dbSeq{p.DBPart, p.Sequence}
+			}
+			if !busy[k] {
+				groups[k] = append(groups[k], f.Name)
+			}
+		}
+		for k, stripes := range stripesOf[server] {
+			if hasManifest[server][k] || busy[k] {
+				continue
+			}
+			for _, f := range stripes {
+				if now.Sub(f.ModTime) >= orphanAge {
+					groups[k] = append(groups[k], f.Name)
+				}
+			}
+		}
+		for k, names := range groups {
+			sort.Strings(names)
+			out = append(out, Deletion{
+				Server: server, Set: SetKey{k.dbPart, k.seq}, Files: names, Reason: ReasonOrphan,
+				Detail: fmt.Sprintf("%d file(s) without a manifest, untouched for at least %s", len(names), orphanAge),
+			})
+		}
+	}
+
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Server != b.Server {
+			return a.Server < b.Server
+		}
+		if a.Set.Database != b.Set.Database {
+			return a.Set.Database < b.Set.Database
+		}
+		if a.Set.Sequence != b.Set.Sequence {
+			return a.Set.Sequence < b.Set.Sequence
+		}
+		return a.Reason < b.Reason
+	})
+	return out, nil
+}
+
+func indexOf(s []int64, v int64) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return len(s)
+}
+
+func sorted(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,205 @@
+package catalog
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// FileInfo describes one file of a backup directory.
+type FileInfo struct {
+	Name    string // base name, no directory
+	Size    int64
+	ModTime time.Time
+}
+
+// FS is the file access the catalog needs in one backup directory (a local
+// directory or an SMB share path). internal/storage adapts its backends to
+// it; the catalog does not import storage.
+//
+// Contract: names are base names inside the directory. Create creates or
+// truncates. Rename must atomically replace newName if it exists (os.Rename
+// semantics; on SMB a rename with ReplaceIfExists). ReadFile of a missing file
+// returns an error wrapping io/fs.ErrNotExist. List returns the plain files
+// of the directory (no subdirectories).
+type FS interface {
+	ReadFile(ctx context.Context, name string) ([]byte, error)
+	Create(ctx context.Context, name string) (io.WriteCloser, error)
+	Rename(ctx context.Context, oldName, newName string) error
+	Remove(ctx context.Context, name string) error
+	List(ctx context.Context) ([]FileInfo, error)
+}
+
+// tempMarker is in every temporary name, so listings can skip (and
+// retention can clean up) the leftovers of a crashed write.
+const tempMarker = ".tmp-"
+
+// IsTempName reports whether name is a temporary file of WriteFileAtomic.
+func IsTempName(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+// WriteFileAtomic writes data under name so that readers see either the old
+// content or the new one, never a torn file: it writes ".<name>.tmp-<random>",
+// syncs it if the writer supports Sync, closes it, then renames it over name.
+// On any error the temporary file is removed (best effort) and name is
+// untouched.
+func WriteFileAtomic(ctx context.Context, fsys FS, name string, data []byte) (err error) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("write %s: temporary name: %w", name, err)
+	}
+	tmp := "." + name + tempMarker + hex.EncodeToString(rnd[:])
+	w, err := fsys.Create(ctx, tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: create %s: %w", name, tmp, err)
+	}
+	defer func() {
+		if err != nil {
+			// The temporary file is not trusted by anyone; its removal may fail
+			// when the share is gone, and retention removes it later.
+			_ = fsys.Remove(context.WithoutCancel(ctx), tmp)
+		}
+	}()
+	if _, err = w.Write(data); err != nil {
+		w.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if s, ok := w.(interface{ Sync() error }); ok {
+		if err = s.Sync(); err != nil {
+			w.Close()
+			return fmt.Errorf("write %s: sync: %w", tmp, err)
+		}
+	}
+	if err = w.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", tmp, err)
+	}
+	if err = fsys.Rename(ctx, tmp, name); err != nil {
+		return fmt.Errorf("write %s: rename %s: %w", name, tmp, err)
+	}
+	return nil
+}
+
+// Save encodes m and writes it atomically as m.FileName().
+func Save(ctx context.Context, fsys FS, m *Manifest) error {
+	data, err := Encode(m)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(ctx, fsys, m.FileName(), data)
+}
+
+// Load reads and strictly decodes the manifest of set seq of database db,
+// checking that the file really describes that set.
+func Load(ctx context.Context, fsys FS, db string, seq int64) (*Manifest, error) {
+	name := tsql.ManifestFileName(db, seq)
+	data, err := fsys.ReadFile(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", name, err)
+	}
+	m, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if m.Database != db || m.Sequence != seq {
+		return nil, fmt.Errorf("manifest %s describes set %d of %q, not set %d of %q", name, m.Sequence, m.Database, seq, db)
+	}
+	return m, nil
+}
+
+// Listing is what one backup directory holds.
+type Listing struct {
+	Files     []FileInfo  // every file, as listed
+	Manifests []*Manifest // manifests that decoded, newest sequence first
+	// Broken maps a manifest file name to why it could not be read. Its set is
+	// neither trusted nor deleted (retention leaves it to a human).
+	Broken map[string]error
+}
+
+// List reads every manifest in the directory (optionally only those of
+// database db; "" for all).
+func List(ctx context.Context, fsys FS, db string) (Listing, error) {
+	files, err := fsys.List(ctx)
+	if err != nil {
+		return Listing{}, fmt.Errorf("list backup directory: %w", err)
+	}
+	l := Listing{Files: files, Broken: map[string]error{}}
+	for _, f := range files {
+		p, ok := tsql.ParseManifestFileName(f.Name)
+		if !ok || (db != "" && p.DBPart != tsql.FileNamePart(db)) {
+			continue
+		}
+		data, err := fsys.ReadFile(ctx, f.Name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Listing{}, ctx.Err()
+			}
+			l.Broken[f.Name] = err
+			continue
+		}
+		m, err := Decode(data)
+		if err == nil && m.FileName() != f.Name {
+			err = fmt.Errorf("manifest file %s describes set %d of %q (%s)", f.Name, m.Sequence, m.Database, m.FileName())
+		}
+		if err != nil {
+			l.Broken[f.Name] = err
+			continue
+		}
+		if db == "" || m.Database == db {
+			l.Manifests = append(l.Manifests, m)
+		}
+	}
+	sort.Slice(l.Manifests, func(i, j int) bool {
+		a, b := l.Manifests[i], l.Manifests[j]
+		if a.Sequence != b.Sequence {
+			return a.Sequence > b.Sequence
+		}
+		return a.Database < b.Database
+	})
+	return l, nil
+}
+
+// LastServer returns the primary server of the newest set of db among the
+// given manifests (from every server of the rotation), for plan.NextServer;
+// "" when there is none. Failed sets count: a cycle that failed on BAK01
+// still moves the rotation on to BAK02.
+func LastServer(db string, manifests []*Manifest) string {
+	var best *Manifest
+	for _, m := range manifests {
+		if m.Database != db || m.PrimaryServer == "" {
+			continue
+		}
+		if best == nil || m.Sequence > best.Sequence {
+			best = m
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.PrimaryServer
+}
+
+// ErrNotFound is returned by NewestVerified when no verified set exists.
+var ErrNotFound = errors.New("no verified backup set")
+
+// NewestVerified returns the verified set of db with the highest sequence.
+func NewestVerified(db string, manifests []*Manifest) (*Manifest, error) {
+	var best *Manifest
+	for _, m := range manifests {
+		if m.Database == db && m.Verified() && (best == nil || m.Sequence > best.Sequence) {
+			best = m
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w of database %q", ErrNotFound, db)
+	}
+	return best, nil
+}

@@ -1,0 +1,611 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// DefaultPolicy is what `defaults:` starts from (see the package doc).
+func DefaultPolicy() Policy {
+	return Policy{
+		Stripes:          StripesAuto,
+		Compression:      true,
+		Sequence:         SequenceTable,
+		MemoryBudget:     2 << 30,
+		SQLHostWait:      Backoff{Initial: 15 * time.Second, MaxInterval: 5 * time.Minute, GiveUpAfter: 2 * time.Hour},
+		BackupServerWait: Backoff{Initial: 15 * time.Second, MaxInterval: 5 * time.Minute, GiveUpAfter: 30 * time.Minute},
+		CopyWait:         Retry{Initial: 5 * time.Second, MaxInterval: 2 * time.Minute},
+		CopyDeadline:     6 * time.Hour,
+		Retention:        Retention{KeepVerified: 2, DeleteFailedAfter: 72 * time.Hour},
+		VerifyName:       "{db}_verify",
+	}
+}
+
+// Defaults of the other sections.
+const (
+	DefaultTemporalAddress   = "127.0.0.1:7233"
+	DefaultNamespace         = "default"
+	DefaultTaskQueue         = "backupcycle"
+	DefaultEncrypt           = "false"
+	DefaultConnectTimeout    = 30 * time.Second
+	DefaultSQLMaxConcurrent  = 1
+	DefaultServerConcurrency = 2
+	DefaultSMBPort           = 445
+	// SQLServerDefaultMaxTransfer is what SQL Server uses for disk backups when
+	// MAXTRANSFERSIZE is not given; the memory guard counts with it.
+	SQLServerDefaultMaxTransfer Size = 1 << 20
+	// MaxBufferCount bounds buffer_count far above any useful value (it would
+	// need terabytes), so the memory arithmetic cannot overflow.
+	MaxBufferCount = 1 << 20
+)
+
+// check validates the decoded configuration and fills in defaults.
+func (d *decoder) check(c *Config) {
+	d.checkTemporal(c)
+
+	// Inherit first so every database is checked with the values it will use.
+	d.inherit(reflect.ValueOf(&c.Defaults).Elem(), reflect.ValueOf(DefaultPolicy()), "defaults")
+	for i := range c.Databases {
+		d.inherit(reflect.ValueOf(&c.Databases[i].Policy).Elem(), reflect.ValueOf(c.Defaults), fmt.Sprintf("databases[%d]", i))
+	}
+	d.checkPolicy(&c.Defaults, "defaults", "defaults", func(string) bool { return true })
+
+	instances := map[string]*SQLInstance{}
+	for i := range c.SQLInstances {
+		d.checkInstance(&c.SQLInstances[i], fmt.Sprintf("sql_instances[%d]", i), instances)
+	}
+	servers := map[string]*BackupServer{}
+	for i := range c.BackupServers {
+		d.checkServer(&c.BackupServers[i], fmt.Sprintf("backup_servers[%d]", i), servers, instances)
+	}
+	if len(c.Databases) == 0 {
+		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers)")
+	}
+	dbs := map[string]string{}
+	verifyNames := map[string]string{} // verify instance + name -> database
+	for i := range c.Databases {
+		d.checkDatabase(&c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, servers, dbs, verifyNames)
+	}
+}
+
+func (d *decoder) checkTemporal(c *Config) {
+	t := &c.Temporal
+	if t.Address == "" {
+		t.Address = DefaultTemporalAddress
+	} else {
+		d.checkHostPort(t.Address, "temporal.address", "the Temporal frontend, e.g. temporal:7233")
+	}
+	if t.Namespace == "" {
+		t.Namespace = DefaultNamespace
+	}
+	if t.TaskQueue == "" {
+		t.TaskQueue = DefaultTaskQueue
+	} else if strings.ContainsAny(t.TaskQueue, " \t\n") {
+		d.errf(d.line("temporal.task_queue"), "temporal.task_queue", "temporal.task_queue %q must not contain spaces", t.TaskQueue)
+	}
+	if t.APIKeyEnv != "" {
+		d.checkEnvName(t.APIKeyEnv, "temporal.api_key_env")
+	}
+	if t.TLS != nil {
+		if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
+			d.errf(d.line("temporal.tls"), "temporal.tls", "temporal.tls: cert_file and key_file go together (mTLS client certificate): set both or neither")
+		}
+		t.TLS.CAFile = d.relPath(t.TLS.CAFile)
+		t.TLS.CertFile = d.relPath(t.TLS.CertFile)
+		t.TLS.KeyFile = d.relPath(t.TLS.KeyFile)
+	}
+}
+
+// relPath makes a relative path relative to the config file's directory.
+func (d *decoder) relPath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(d.file), p)
+}
+
+func (d *decoder) checkHostPort(addr, path, example string) {
+	if strings.Contains(addr, "://") || strings.Contains(addr, "@") {
+		d.errf(d.line(path), path, "%s %q must be host:port only (%s); credentials go in user and password_env/password_file", path, addr, example)
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		d.errf(d.line(path), path, "%s %q is not host:port (%s)", path, addr, example)
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		d.errf(d.line(path), path, "%s %q: port %q is not a number from 1 to 65535", path, addr, port)
+	}
+}
+
+// checkEnvName does not echo a bad name: it may be a secret pasted by mistake.
+func (d *decoder) checkEnvName(name, path string) {
+	if !envRE.MatchString(name) {
+		d.errf(d.line(path), path, "%s is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): it names the variable that holds the secret, it is not the secret", path)
+	}
+}
+
+// checkSecret checks a password reference at path (the mapping holding it).
+func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
+	switch {
+	case r.Env != "" && r.File != "":
+		d.errf(d.line(join(path, "password_file")), path, "%s: password_env and password_file are both set: keep one", owner)
+	case r.Env == "" && r.File == "":
+		if d.inline[path] || d.reported[join(path, "password_env")] || d.reported[join(path, "password_file")] {
+			return // the inline or misspelt password key is the error to fix
+		}
+		d.errf(d.line(path), path, "missing required key \"password_env\" or \"password_file\" in %s: name the environment variable or file that holds the password", owner)
+	case r.Env != "":
+		d.checkEnvName(r.Env, join(path, "password_env"))
+	default:
+		r.File = d.relPath(r.File)
+	}
+}
+
+func (d *decoder) required(value, path, key, owner, what string) bool {
+	if strings.TrimSpace(value) == "" {
+		d.errf(d.line(join(path, key)), join(path, key), "missing required key %q in %s (%s)", key, owner, what)
+		return false
+	}
+	return true
+}
+
+// seen is the name -> line map of a section, for duplicate names.
+func (d *decoder) seen(section string) map[string]int {
+	if d.names == nil {
+		d.names = map[string]map[string]int{}
+	}
+	if d.names[section] == nil {
+		d.names[section] = map[string]int{}
+	}
+	return d.names[section]
+}
+
+func (d *decoder) checkName(name, path, owner, section string, seen map[string]int) bool {
+	if !d.required(name, path, "name", owner, "a short name other sections refer to") {
+		return false
+	}
+	if !nameRE.MatchString(name) {
+		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q: use letters, digits, '.', '_' or '-' (at most 63)", owner, name)
+		return false
+	}
+	if first, dup := seen[name]; dup {
+		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q is already used in %s at line %d: names must be unique", owner, name, section, first)
+		return false
+	}
+	seen[name] = d.line(join(path, "name"))
+	return true
+}
+
+func labelled(path, name string) string {
+	if name == "" {
+		return path
+	}
+	return fmt.Sprintf("%s (%s)", path, name)
+}
+
+func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQLInstance) {
+	owner := labelled(path, s.Name)
+	if d.checkName(s.Name, path, owner, "sql_instances", d.seen("sql_instances")) {
+		all[s.Name] = s
+	}
+	if d.required(s.Address, path, "address", owner, "host:port of the SQL Server, e.g. sql01:1433") {
+		d.checkHostPort(s.Address, join(path, "address"), "e.g. sql01:1433")
+	}
+	d.required(s.User, path, "user", owner, "the SQL login")
+	d.checkSecret(&s.Password, path, owner)
+	switch s.Encrypt {
+	case "":
+		s.Encrypt = DefaultEncrypt
+	case "disable", "false", "true", "strict":
+	default:
+		d.errf(d.line(join(path, "encrypt")), join(path, "encrypt"), "%s: encrypt %q: use disable, false (login only), true or strict", owner, s.Encrypt)
+	}
+	if d.given(join(path, "connect_timeout")) {
+		if s.ConnectTimeout <= 0 {
+			d.errf(d.line(join(path, "connect_timeout")), join(path, "connect_timeout"), "%s: connect_timeout must be positive, e.g. 30s", owner)
+		}
+	} else {
+		s.ConnectTimeout = DefaultConnectTimeout
+	}
+	s.MaxConcurrent = d.positive(s.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultSQLMaxConcurrent)
+}
+
+func (d *decoder) positive(v int, path, owner string, def int) int {
+	if !d.given(path) {
+		return def
+	}
+	if v < 1 {
+		d.errf(d.line(path), path, "%s: %s must be at least 1", owner, path[strings.LastIndex(path, ".")+1:])
+	}
+	return v
+}
+
+var uncRE = regexp.MustCompile(`^\\\\[^\\/]+\\[^\\/]+(\\[^\\/]+)*\\?$`)
+
+// validSQLPath accepts \\host\share[\dir], C:\dir and /dir (SQL Server on Linux).
+func validSQLPath(p string) bool {
+	if uncRE.MatchString(p) {
+		return true
+	}
+	if len(p) >= 3 && p[1] == ':' && p[2] == '\\' && ((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z')) {
+		return true
+	}
+	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//")
+}
+
+func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*BackupServer, instances map[string]*SQLInstance) {
+	owner := labelled(path, b.Name)
+	if d.checkName(b.Name, path, owner, "backup_servers", d.seen("backup_servers")) {
+		all[b.Name] = b
+	}
+	if len(b.UNCPaths) == 0 {
+		d.errf(d.line(join(path, "unc_paths")), join(path, "unc_paths"), `missing required key "unc_paths" in %s (the paths SQL Server writes to, one per NIC, e.g. \\192.168.2.2\backup)`, owner)
+	}
+	seenPath := map[string]bool{}
+	for i, p := range b.UNCPaths {
+		pp := fmt.Sprintf("%s.unc_paths[%d]", path, i)
+		switch {
+		case !validSQLPath(p):
+			d.errf(d.line(pp), pp, `%s: unc_paths[%d] "%s" is not a path SQL Server can write to: use \\host\share (one per NIC), D:\dir or /dir; the worker's own access goes in location`, owner, i, p)
+		case seenPath[strings.ToLower(p)]:
+			d.errf(d.line(pp), pp, "%s: unc_paths[%d] \"%s\" is listed twice", owner, i, p)
+		}
+		seenPath[strings.ToLower(p)] = true
+	}
+	if d.required(b.Location, path, "location", owner, "how the worker reaches the files: smb://host/share/dir, file:///path or a local path") {
+		d.parseLocation(b, join(path, "location"), owner)
+	}
+	if b.Loc.Scheme == "smb" {
+		if b.SMB == nil {
+			d.errf(d.line(join(path, "location")), join(path, "smb"), "missing required key \"smb\" in %s: an smb:// location needs smb: {user, password_env or password_file}", owner)
+		} else {
+			sp := join(path, "smb")
+			d.required(b.SMB.User, sp, "user", owner+".smb", "the SMB user")
+			d.checkSecret(&b.SMB.Password, sp, owner+".smb")
+		}
+	} else if b.SMB != nil && b.Loc.Scheme != "" {
+		d.errf(d.line(join(path, "smb")), join(path, "smb"), "%s: smb: is only used with an smb:// location; remove it or change location", owner)
+	}
+	if b.VerifyInstance != "" {
+		if _, ok := instances[b.VerifyInstance]; !ok {
+			d.errf(d.line(join(path, "verify_instance")), join(path, "verify_instance"), "%s: verify_instance %q is not defined in sql_instances (defined: %s)", owner, b.VerifyInstance, keys(instances))
+		}
+		d.required(b.RestoreDataDir, path, "restore_data_dir", owner, "where the verify instance restores data files, in its own path syntax")
+		d.required(b.RestoreLogDir, path, "restore_log_dir", owner, "where the verify instance restores log files")
+	} else if b.RestoreDataDir != "" || b.RestoreLogDir != "" {
+		d.errf(d.line(join(path, "restore_data_dir")), join(path, "verify_instance"), "%s: restore_data_dir/restore_log_dir are set but verify_instance is not: name the SQL instance that restores there", owner)
+	}
+	b.MaxConcurrent = d.positive(b.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultServerConcurrency)
+	if strings.ContainsAny(b.TaskQueue, " \t\n") {
+		d.errf(d.line(join(path, "task_queue")), join(path, "task_queue"), "%s: task_queue %q must not contain spaces", owner, b.TaskQueue)
+	}
+}
+
+func (d *decoder) parseLocation(b *BackupServer, path, owner string) {
+	raw := b.Location
+	if !strings.Contains(raw, "://") {
+		b.Loc = Location{Scheme: "file", Path: filepath.Clean(d.relPath(raw))}
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		d.errf(d.line(path), path, "%s: location %q is not a URL: %v", owner, raw, err)
+		return
+	}
+	if u.User != nil {
+		if _, hasPw := u.User.Password(); hasPw {
+			d.errf(d.line(path), path, "%s: location: inline password is not allowed: remove it from the URL and use smb: {user, password_env or password_file}", owner)
+		} else {
+			d.errf(d.line(path), path, "%s: location: put the user in smb: {user: %s}, not in the URL", owner, u.User.Username())
+		}
+		return
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			d.errf(d.line(path), path, "%s: location %q: a file URL needs three slashes and an absolute path: file:///srv/backup", owner, raw)
+			return
+		}
+		b.Loc = Location{Scheme: "file", Path: filepath.Clean(u.Path)}
+	case "smb":
+		port := DefaultSMBPort
+		if p := u.Port(); p != "" {
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 || n > 65535 {
+				d.errf(d.line(path), path, "%s: location %q: port %q is not a number from 1 to 65535", owner, raw, p)
+				return
+			}
+			port = n
+		}
+		parts := strings.SplitN(strings.Trim(u.Path, "/"), "/", 2)
+		if u.Hostname() == "" || parts[0] == "" {
+			d.errf(d.line(path), path, "%s: location %q: use smb://host[:port]/share[/dir]", owner, raw)
+			return
+		}
+		loc := Location{Scheme: "smb", Host: u.Hostname(), Port: port, Share: parts[0]}
+		if len(parts) == 2 {
+			loc.Dir = strings.Trim(parts[1], "/")
+		}
+		b.Loc = loc
+	default:
+		d.errf(d.line(path), path, "%s: location %q: scheme %q is not supported: use smb://host/share/dir, file:///path or a local path", owner, raw, u.Scheme)
+	}
+}
+
+func keys[T any](m map[string]*T) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	if len(ks) == 0 {
+		return "none"
+	}
+	return strings.Join(ks, ", ")
+}
+
+func (d *decoder) checkDatabase(db *Database, path string, instances map[string]*SQLInstance, servers map[string]*BackupServer, seen map[string]string, verifyNames map[string]string) {
+	owner := labelled(path, db.Name)
+	if d.required(db.Name, path, "name", owner, "the database name on the instance") {
+		switch {
+		case utf8.RuneCountInString(db.Name) > 128:
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name is longer than 128 characters, SQL Server's limit", owner)
+		case strings.ContainsRune(db.Name, 0) || !utf8.ValidString(db.Name):
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name contains a NUL byte or invalid UTF-8", owner)
+		}
+	}
+	if d.required(db.Instance, path, "instance", owner, "the sql_instances name of the source") {
+		if _, ok := instances[db.Instance]; !ok {
+			d.errf(d.line(join(path, "instance")), join(path, "instance"), "%s: instance %q is not defined in sql_instances (defined: %s)", owner, db.Instance, keys(instances))
+		}
+	}
+	key := db.Instance + "\x00" + db.Name
+	if first, dup := seen[key]; dup && db.Name != "" {
+		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s is already configured in %s", owner, db.Name, db.Instance, first)
+	}
+	seen[key] = path
+
+	rot := join(path, "backup_servers")
+	if len(db.BackupServers) == 0 {
+		d.errf(d.line(rot), rot, "missing required key \"backup_servers\" in %s (the backup servers in rotation order, e.g. [bak01, bak02])", owner)
+	}
+	inRot := map[string]bool{}
+	for i, s := range db.BackupServers {
+		ip := fmt.Sprintf("%s[%d]", rot, i)
+		if _, ok := servers[s]; !ok {
+			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, s, keys(servers))
+		}
+		if inRot[s] {
+			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, s)
+		}
+		inRot[s] = true
+	}
+	var targets []string
+	if db.CopyTo != "" {
+		cp := join(path, "copy_to")
+		switch {
+		case servers[db.CopyTo] == nil:
+			d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, db.CopyTo, keys(servers))
+		case inRot[db.CopyTo]:
+			d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty to copy to the next server in the rotation", owner, db.CopyTo, db.CopyTo)
+		default:
+			targets = []string{db.CopyTo}
+		}
+	} else if len(db.BackupServers) == 1 {
+		d.errf(d.line(rot), rot, "%s: a single backup server and no copy_to: the remote copy needs another server: set copy_to or list two servers in backup_servers", owner)
+	} else {
+		targets = db.BackupServers
+	}
+	for _, t := range targets {
+		s := servers[t]
+		if s == nil {
+			continue
+		}
+		tp := fmt.Sprintf("%s.copy_target[%s]", path, t)
+		switch {
+		case s.VerifyInstance == "":
+			d.errf(d.line(path), tp, "%s: backup server %q receives the remote copy but has no verify_instance: set verify_instance, restore_data_dir and restore_log_dir on %s", owner, t, t)
+		case s.VerifyInstance == db.Instance:
+			d.errf(d.line(path), tp, "%s: backup server %q verifies on %s, the source instance itself: a valid backup is restored at the remote site, so use another verify_instance", owner, t, db.Instance)
+		default:
+			vn := db.VerifyDatabaseName(0)
+			k := s.VerifyInstance + "\x00" + strings.ToLower(vn)
+			if other, dup := verifyNames[k]; dup && other != owner {
+				d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s: set verify_name (e.g. \"{db}_verify\")", owner, vn, s.VerifyInstance, other)
+			}
+			verifyNames[k] = owner
+		}
+	}
+
+	d.checkPolicy(&db.Policy, path, owner, func(k string) bool { return d.given(join(path, k)) })
+	d.checkMemory(&db.Policy, path, owner)
+	d.checkSanity(db, path, owner)
+}
+
+// checkPolicy checks the policy keys selected by only; values a database
+// inherits are checked once, under defaults.
+func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key string) bool) {
+	at := func(k string) (int, string) { return d.line(join(path, k)), join(path, k) }
+	if only("max_transfer_size") && p.MaxTransferSize != 0 {
+		l, kp := at("max_transfer_size")
+		m := int64(p.MaxTransferSize)
+		switch {
+		case m%(64<<10) != 0:
+			hint := ""
+			if m%1000000 == 0 {
+				hint = fmt.Sprintf(" (did you mean %dMiB?)", m/1000000)
+			}
+			d.errf(l, kp, "%s: max_transfer_size %d bytes is not a multiple of 64KiB%s: SQL Server accepts 64KiB..4MiB in 64KiB steps", owner, m, hint)
+		case m > 4<<20:
+			d.errf(l, kp, "%s: max_transfer_size %s is above 4MiB, SQL Server's maximum", owner, p.MaxTransferSize)
+		}
+	}
+	if only("block_size") && p.BlockSize != 0 {
+		l, kp := at("block_size")
+		b := int64(p.BlockSize)
+		if b < 512 || b > 65536 || b&(b-1) != 0 {
+			d.errf(l, kp, "%s: block_size %d is not one of 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536", owner, b)
+		}
+	}
+	if only("buffer_count") && (p.BufferCount < 0 || p.BufferCount > MaxBufferCount) {
+		l, kp := at("buffer_count")
+		d.errf(l, kp, "%s: buffer_count %d is out of range: use 1..%d, or 0 / leave it out to let SQL Server choose", owner, p.BufferCount, MaxBufferCount)
+	}
+	if only("sequence") && p.Sequence != SequenceTable && p.Sequence != SequenceUTC {
+		l, kp := at("sequence")
+		d.errf(l, kp, "%s: sequence %q: use table (DBBackup.Sequence in the database) or utc", owner, p.Sequence)
+	}
+	if only("memory_budget") && p.MemoryBudget <= 0 {
+		l, kp := at("memory_budget")
+		d.errf(l, kp, "%s: memory_budget must be positive, e.g. 2GiB", owner)
+	}
+	d.checkBackoff(p.SQLHostWait, path, owner, "sql_host_wait", only)
+	d.checkBackoff(p.BackupServerWait, path, owner, "backup_server_wait", only)
+	d.checkBackoff(Backoff{Initial: p.CopyWait.Initial, MaxInterval: p.CopyWait.MaxInterval, GiveUpAfter: p.CopyWait.MaxInterval}, path, owner, "copy_wait", only)
+	if only("copy_deadline") && p.CopyDeadline <= 0 {
+		l, kp := at("copy_deadline")
+		d.errf(l, kp, "%s: copy_deadline must be positive, e.g. 6h", owner)
+	}
+	if only("bandwidth_limit") && p.BandwidthLimit < 0 {
+		l, kp := at("bandwidth_limit")
+		d.errf(l, kp, "%s: bandwidth_limit must not be negative (0 = unlimited)", owner)
+	}
+	if only("retention") {
+		if p.Retention.KeepVerified < 1 && (path == "defaults" || d.given(join(path, "retention.keep_verified"))) {
+			l, kp := at("retention.keep_verified")
+			d.errf(l, kp, "%s: retention.keep_verified must be at least 1: the newest verified set is always kept", owner)
+		}
+		if p.Retention.DeleteFailedAfter <= 0 && (path == "defaults" || d.given(join(path, "retention.delete_failed_after"))) {
+			l, kp := at("retention.delete_failed_after")
+			d.errf(l, kp, "%s: retention.delete_failed_after must be positive, e.g. 72h or 3d", owner)
+		}
+	}
+	if only("verify_name") {
+		l, kp := at("verify_name")
+		rest := strings.NewReplacer("{db}", "", "{seq}", "").Replace(p.VerifyName)
+		switch {
+		case p.VerifyName == "" || strings.TrimSpace(rest) == "" && !strings.Contains(p.VerifyName, "{db}"):
+			d.errf(l, kp, "%s: verify_name %q gives no name: use e.g. \"{db}_verify\"", owner, p.VerifyName)
+		case strings.ContainsAny(rest, "{}"):
+			d.errf(l, kp, "%s: verify_name %q: only {db} and {seq} are replaced", owner, p.VerifyName)
+		case strings.ContainsRune(rest, 0):
+			d.errf(l, kp, "%s: verify_name contains a NUL byte", owner)
+		}
+	}
+}
+
+func (d *decoder) checkBackoff(b Backoff, path, owner, key string, only func(string) bool) {
+	if !only(key) {
+		return
+	}
+	kp := join(path, key)
+	switch {
+	case b.Initial <= 0:
+		d.errf(d.line(kp+".initial"), kp, "%s: %s.initial must be positive, e.g. 15s", owner, key)
+	case b.MaxInterval < b.Initial:
+		d.errf(d.line(kp+".max_interval"), kp, "%s: %s.max_interval %s is shorter than initial %s", owner, key, b.MaxInterval, b.Initial)
+	case b.GiveUpAfter < b.Initial:
+		d.errf(d.line(kp+".give_up_after"), kp, "%s: %s.give_up_after %s is shorter than initial %s", owner, key, b.GiveUpAfter, b.Initial)
+	}
+}
+
+// checkMemory is seed 004's guard: BUFFERCOUNT x MAXTRANSFERSIZE x stripes
+// must fit the memory budget. With stripes auto the planner stays within the
+// budget (MaxStripesInBudget); one stripe must fit already.
+func (d *decoder) checkMemory(p *Policy, path, owner string) {
+	if p.BufferCount <= 0 {
+		return
+	}
+	stripes := int(p.Stripes)
+	sDesc := fmt.Sprintf("%d stripes", stripes)
+	if p.Stripes == StripesAuto {
+		stripes, sDesc = 1, "1 stripe (the least stripes: auto can choose)"
+	}
+	need := p.BackupMemory(stripes)
+	if need <= int64(p.MemoryBudget) {
+		return
+	}
+	src := func(k string) string {
+		if d.given(join(path, k)) {
+			return ""
+		}
+		if d.given(join("defaults", k)) {
+			return " (from defaults)"
+		}
+		return " (built-in default)"
+	}
+	line := d.line(path) // the first of the keys this database sets, else the database
+	for _, k := range []string{"buffer_count", "max_transfer_size", "stripes", "memory_budget"} {
+		if l := d.line(join(path, k)); d.given(join(path, k)) && (line == d.line(path) || l < line) {
+			line = l
+		}
+	}
+	d.errf(line, join(path, "buffer_count"),
+		"%s: BUFFERCOUNT %d%s x MAXTRANSFERSIZE %s%s x %s = %s exceeds memory_budget %s%s (seed 004: SQL Server would fail with \"insufficient system memory\"): lower buffer_count, max_transfer_size or stripes, or raise memory_budget",
+		owner, p.BufferCount, src("buffer_count"), p.effectiveMaxTransfer(), src("max_transfer_size"), sDesc, Size(need), p.MemoryBudget, src("memory_budget"))
+}
+
+func (d *decoder) checkSanity(db *Database, path, owner string) {
+	names := map[string]bool{}
+	for i, sc := range db.SanityChecks {
+		sp := fmt.Sprintf("%s.sanity_checks[%d]", path, i)
+		so := labelled(owner+".sanity_checks["+strconv.Itoa(i)+"]", sc.Name)
+		if d.required(sc.Name, sp, "name", so, "a short name shown in results") {
+			if names[sc.Name] {
+				d.errf(d.line(join(sp, "name")), join(sp, "name"), "%s: sanity check name %q is used twice", so, sc.Name)
+			}
+			names[sc.Name] = true
+		}
+		d.required(sc.Query, sp, "query", so, "the SQL run against the restored copy")
+		var set []string
+		for _, k := range []string{ExpectEquals, ExpectAtLeast, ExpectMaxAge} {
+			if d.given(join(sp, k)) {
+				set = append(set, k)
+			}
+		}
+		switch len(set) {
+		case 1:
+			db.SanityChecks[i].Expect = set[0]
+			if set[0] == ExpectMaxAge && sc.MaxAge <= 0 {
+				d.errf(d.line(join(sp, "max_age")), join(sp, "max_age"), "%s: max_age must be positive, e.g. 26h", so)
+			}
+		case 0:
+			d.errf(d.line(sp), sp, "missing expectation in %s: set one of equals, at_least or max_age", so)
+		default:
+			d.errf(d.line(sp), sp, "%s: set only one of equals, at_least or max_age (found %s)", so, strings.Join(set, ", "))
+		}
+	}
+}
+
+// inherit copies every key of src into dst that the file did not set at path,
+// nested sections key by key.
+func (d *decoder) inherit(dst, src reflect.Value, path string) {
+	fs, _ := fields(dst.Type())
+	for name, f := range fs {
+		kp := join(path, name)
+		dv, sv := dst.FieldByIndex(f.index), src.FieldByIndex(f.index)
+		if dv.Kind() == reflect.Struct && d.given(kp) {
+			d.inherit(dv, sv, kp)
+			continue
+		}
+		if !d.given(kp) {
+			dv.Set(sv)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+// Package config is backupcycle's YAML configuration: the Temporal connection,
+// the SQL Server instances, the backup servers with their share paths, the
+// databases and the policies they inherit.
+//
+// Load and Parse validate everything at once and report every problem with the
+// file and line it comes from (config.yaml:12: ...). Passwords are never part
+// of the configuration: it names an environment variable or a file
+// (password_env / password_file), and activities resolve the reference with
+// ResolveSecret at the moment they connect, so secrets never reach workflow
+// inputs, histories or logs.
+//
+// Built-in defaults (applied after validation; every database inherits the
+// `defaults:` section, which inherits these):
+//
+//	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
+//	sql_instances: encrypt "false" (go-mssqldb's default), connect_timeout 30s, max_concurrent 1
+//	backup_servers: max_concurrent 2, smb port 445
+//	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
+//	copy_only false, sequence table, memory_budget 2GiB,
+//	sql_host_wait {15s, 5m, 2h}, backup_server_wait {15s, 5m, 30m}, copy_wait {5s, 2m},
+//	copy_deadline 6h, bandwidth_limit 0 (unlimited),
+//	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false.
+package config
+
+import (
+	"time"
+)
+
+// Config is a whole validated configuration, defaults applied.
+type Config struct {
+	Temporal      Temporal       `yaml:"temporal"`
+	Defaults      Policy         `yaml:"defaults"` // what every database inherits key by key
+	SQLInstances  []SQLInstance  `yaml:"sql_instances"`
+	BackupServers []BackupServer `yaml:"backup_servers"`
+	Databases     []Database     `yaml:"databases"`
+
+	// File is the name the configuration was loaded from (for messages).
+	File string `yaml:"-"`
+}
+
+// SQLInstance is one SQL Server instance: a source of backups or a
+// verification instance at a backup server (or both).
+type SQLInstance struct {
+	Name    string `yaml:"name"`    // referenced by databases[].instance and backup_servers[].verify_instance
+	Address string `yaml:"address"` // host:port (port required; 1433 is SQL Server's default)
+	User    string `yaml:"user"`    // SQL login
+	// Password is a reference: exactly one of password_env / password_file.
+	Password SecretRef `yaml:",inline"`
+	// Encrypt is go-mssqldb's encrypt setting: disable, false (login packet only),
+	// true (whole session), strict (TDS 8).
+	Encrypt                string        `yaml:"encrypt"`
+	TrustServerCertificate bool          `yaml:"trust_server_certificate"` // accept a self-signed certificate
+	HostNameInCertificate  string        `yaml:"hostname_in_certificate"`  // when the cert names another host
+	ConnectTimeout         time.Duration `yaml:"connect_timeout"`
+	MaxConcurrent          int           `yaml:"max_concurrent"` // cycles backing up from this host at once
+}
+
+// BackupServer is a file server that receives backups (over one or more NICs)
+// and, at the remote site, hosts the copies the verification instance restores.
+type BackupServer struct {
+	Name string `yaml:"name"`
+	// UNCPaths are the directories SQL Server writes the stripes to, one per NIC
+	// (\\192.168.2.2\backup, \\192.168.3.2\backup), or an absolute path as SQL
+	// Server sees it (/var/opt/mssql/backup/bak01 for SQL Server on Linux with a
+	// mounted volume). Stripes are spread evenly over them.
+	UNCPaths []string `yaml:"unc_paths"`
+	// Location is how the worker reaches the same files: smb://host[:port]/share[/dir],
+	// file:///path or a local path (relative paths are relative to the config file).
+	Location string `yaml:"location"`
+	// Loc is Location parsed (filled by Parse).
+	Loc Location `yaml:"-"`
+	// SMB holds the credentials and options used when Location is smb://.
+	SMB *SMB `yaml:"smb"`
+	// VerifyInstance is the SQL instance that restores and checks the copies
+	// held by this server; required for every server that is a copy target.
+	VerifyInstance string `yaml:"verify_instance"`
+	RestoreDataDir string `yaml:"restore_data_dir"` // where the verify instance puts data files (its own path syntax)
+	RestoreLogDir  string `yaml:"restore_log_dir"`  // and log files
+	MaxConcurrent  int    `yaml:"max_concurrent"`   // cycles writing to / copying to this server at once
+	// TaskQueue, when set, routes the activities that move this server's bytes
+	// to a worker running on or next to it.
+	TaskQueue string `yaml:"task_queue"`
+}
+
+// SMB is how the worker authenticates to a backup server's share.
+type SMB struct {
+	User     string    `yaml:"user"`
+	Domain   string    `yaml:"domain"`
+	Password SecretRef `yaml:",inline"` // password_env / password_file
+	// RequireSigning makes the client insist on signed messages (what Windows
+	// file servers increasingly require); signing is always used when the
+	// server requires it.
+	RequireSigning bool `yaml:"require_signing"`
+	Encrypt        bool `yaml:"encrypt"` // SMB3 encryption of the session
+}
+
+// Location is a parsed BackupServer.Location.
+type Location struct {
+	Scheme string // "smb" or "file"
+	Host   string // smb: host name or IP
+	Port   int    // smb: TCP port (445 unless given)
+	Share  string // smb: share name
+	Dir    string // smb: directory inside the share, slash-separated, "" for the share root
+	Path   string // file: absolute local directory
+}
+
+// Database is one database to back up; it inherits every Policy key it does
+// not set from Config.Defaults.
+type Database struct {
+	Name     string `yaml:"name"`     // database name on the instance (any characters SQL Server allows)
+	Instance string `yaml:"instance"` // sql_instances[].name of the source
+	// BackupServers is the rotation: cycle N writes to BackupServers[N mod len]
+	// (seed 000, figure 2), and fails over to the next one.
+	BackupServers []string `yaml:"backup_servers"`
+	// CopyTo is the backup server that receives the remote copy and verifies it.
+	// Empty: the next server in the rotation after the one backed up to.
+	CopyTo       string        `yaml:"copy_to"`
+	SanityChecks []SanityCheck `yaml:"sanity_checks"`
+	Policy       `yaml:",inline"`
+}
+
+// Policy is the set of settings a database inherits from `defaults:`.
+type Policy struct {
+	// Stripes is the number of backup files, 1..64, or StripesAuto.
+	Stripes         Stripes `yaml:"stripes"`
+	Compression     bool    `yaml:"compression"`
+	BufferCount     int     `yaml:"buffer_count"`      // BUFFERCOUNT; 0 = SQL Server chooses
+	MaxTransferSize Size    `yaml:"max_transfer_size"` // MAXTRANSFERSIZE; 0 = SQL Server chooses (1 MiB)
+	BlockSize       Size    `yaml:"block_size"`        // BLOCKSIZE; 0 = SQL Server chooses
+	CopyOnly        bool    `yaml:"copy_only"`
+	Sequence        string  `yaml:"sequence"` // SequenceTable or SequenceUTC
+	// MemoryBudget caps BUFFERCOUNT x MAXTRANSFERSIZE x stripes (seed 004: too
+	// much fails the backup with "insufficient system memory").
+	MemoryBudget     Size          `yaml:"memory_budget"`
+	SQLHostWait      Backoff       `yaml:"sql_host_wait"`      // waiting for a dead SQL host
+	BackupServerWait Backoff       `yaml:"backup_server_wait"` // waiting when no backup server is reachable
+	CopyWait         Retry         `yaml:"copy_wait"`          // retrying a copy while the remote server is away
+	CopyDeadline     time.Duration `yaml:"copy_deadline"`      // the copy step fails past this
+	BandwidthLimit   Size          `yaml:"bandwidth_limit"`    // bytes per second for the copy; 0 = unlimited
+	Retention        Retention     `yaml:"retention"`
+	// VerifyName is the name of the restored copy on the verify instance;
+	// {db} and {seq} are replaced (VerifyDatabaseName).
+	VerifyName   string `yaml:"verify_name"`
+	KeepVerifyDB bool   `yaml:"keep_verify_db"` // keep the restored copy after a verified cycle
+}
+
+// Backoff is a bounded wait: retry after Initial, doubling up to MaxInterval,
+// and give up once GiveUpAfter has passed.
+type Backoff struct {
+	Initial     time.Duration `yaml:"initial"`
+	MaxInterval time.Duration `yaml:"max_interval"`
+	GiveUpAfter time.Duration `yaml:"give_up_after"`
+}
+
+// Retry is a backoff whose deadline is set elsewhere (copy_deadline).
+type Retry struct {
+	Initial     time.Duration `yaml:"initial"`
+	MaxInterval time.Duration `yaml:"max_interval"`
+}
+
+// Retention says which backup sets may be deleted. The newest verified set
+// on any server is never deleted, whatever these say.
+type Retention struct {
+	KeepVerified      int           `yaml:"keep_verified"`       // verified sets kept per server (>= 1)
+	DeleteFailedAfter time.Duration `yaml:"delete_failed_after"` // failed / abandoned sets older than this go
+}
+
+// SanityCheck is a query run against the restored copy, with exactly one
+// expectation on the first column of its first row.
+type SanityCheck struct {
+	Name  string `yaml:"name"`
+	Query string `yaml:"query"`
+	// Expect is which of the three is set: ExpectEquals, ExpectAtLeast or
+	// ExpectMaxAge (filled by Parse).
+	Expect  string        `yaml:"-"`
+	Equals  string        `yaml:"equals"`   // value, compared as text
+	AtLeast int64         `yaml:"at_least"` // integer value >= this (row counts)
+	MaxAge  time.Duration `yaml:"max_age"`  // a date/time value no older than this, measured from the backup's finish
+}
+
+// Sanity check expectations.
+const (
+	ExpectEquals  = "equals"
+	ExpectAtLeast = "at_least"
+	ExpectMaxAge  = "max_age"
+)
+
+// Sequence methods.
+const (
+	// SequenceTable is the seed's DBBackup.Sequence table in the database itself
+	// (created if absent): UPDATE ... SET @n = Number = Number + 1.
+	SequenceTable = "table"
+	// SequenceUTC uses the UTC time of the start, yyyymmddhhmmss as a number.
+	SequenceUTC = "utc"
+)
+
+// Stripes is a stripe count; StripesAuto lets the planner choose (2-4 files
+// per NIC path, within the memory budget).
+type Stripes int
+
+// StripesAuto is `stripes: auto`.
+const StripesAuto Stripes = 0
+
+// MaxStripes is the most backup devices SQL Server accepts in one BACKUP.
+const MaxStripes = 64
+
+// Size is a number of bytes; YAML accepts 65536, 64KiB, 4MiB, 2GiB (binary)
+// and 4MB (decimal, 4 000 000).
+type Size int64

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SQLInstance returns the instance with that name.
+func (c *Config) SQLInstance(name string) (*SQLInstance, bool) {
+	for i := range c.SQLInstances {
+		if c.SQLInstances[i].Name == name {
+			return &c.SQLInstances[i], true
+		}
+	}
+	return nil, false
+}
+
+// BackupServer returns the backup server with that name.
+func (c *Config) BackupServer(name string) (*BackupServer, bool) {
+	for i := range c.BackupServers {
+		if c.BackupServers[i].Name == name {
+			return &c.BackupServers[i], true
+		}
+	}
+	return nil, false
+}
+
+// Database returns the configured database with that name on that instance;
+// instance may be "" when the name is unique in the configuration. The error
+// names what is configured.
+func (c *Config) Database(instance, name string) (*Database, error) {
+	var found []*Database
+	for i := range c.Databases {
+		db := &c.Databases[i]
+		if db.Name == name && (instance == "" || db.Instance == instance) {
+			found = append(found, db)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		var have []string
+		for _, db := range c.Databases {
+			have = append(have, db.Instance+"/"+db.Name)
+		}
+		sort.Strings(have)
+		return nil, fmt.Errorf("database %q is not configured in %s (configured: %s): add it under databases:", name, c.File, strings.Join(have, ", "))
+	}
+	return nil, fmt.Errorf("database %q is configured on several instances in %s: name the instance too", name, c.File)
+}
+
+// ID is "instance/name", unique in a configuration (a stable key for
+// workflow ids and schedules).
+func (db *Database) ID() string { return db.Instance + "/" + db.Name }
+
+// CopyTarget is the backup server that receives the remote copy of a set
+// written to primary: copy_to, or else the next server in the rotation.
+func (db *Database) CopyTarget(primary string) string {
+	if db.CopyTo != "" {
+		return db.CopyTo
+	}
+	for i, s := range db.BackupServers {
+		if s == primary {
+			return db.BackupServers[(i+1)%len(db.BackupServers)]
+		}
+	}
+	return ""
+}
+
+// VerifyDatabaseName is the name of the restored copy for a sequence number:
+// verify_name with {db} and {seq} (8 digits, zero padded) replaced.
+func (db *Database) VerifyDatabaseName(seq int64) string {
+	return strings.NewReplacer("{db}", db.Name, "{seq}", fmt.Sprintf("%08d", seq)).Replace(db.VerifyName)
+}
+
+// effectiveMaxTransfer is MAXTRANSFERSIZE as SQL Server will use it.
+func (p *Policy) effectiveMaxTransfer() Size {
+	if p.MaxTransferSize == 0 {
+		return SQLServerDefaultMaxTransfer
+	}
+	return p.MaxTransferSize
+}
+
+// BackupMemory is the memory guard's measure for a stripe count:
+// BUFFERCOUNT x MAXTRANSFERSIZE x stripes (MAXTRANSFERSIZE counted as SQL
+// Server's 1 MiB when not set). It is 0 when buffer_count is not set, since
+// SQL Server then sizes its buffers itself.
+func (p *Policy) BackupMemory(stripes int) int64 {
+	if p.BufferCount <= 0 {
+		return 0
+	}
+	return int64(p.BufferCount) * int64(p.effectiveMaxTransfer()) * int64(stripes)
+}
+
+// MaxStripesInBudget is the most stripes the memory budget allows (at most
+// MaxStripes); the planner caps `stripes: auto` with it. 0 means not even one.
+func (p *Policy) MaxStripesInBudget() int {
+	per := p.BackupMemory(1)
+	if per == 0 {
+		return MaxStripes
+	}
+	return int(min(int64(p.MemoryBudget)/per, MaxStripes))
+}
+
+// ConnString is the go-mssqldb connection URL for this instance; password
+// comes from ResolveSecret(s.Password) inside the activity. The result holds
+// the password: never log it or pass it to a workflow.
+func (s *SQLInstance) ConnString(password, database string) string {
+	q := url.Values{}
+	if database != "" {
+		q.Set("database", database)
+	}
+	q.Set("encrypt", s.Encrypt)
+	if s.TrustServerCertificate {
+		q.Set("TrustServerCertificate", "true")
+	}
+	if s.HostNameInCertificate != "" {
+		q.Set("hostNameInCertificate", s.HostNameInCertificate)
+	}
+	if s.ConnectTimeout > 0 {
+		q.Set("dial timeout", strconv.Itoa(int((s.ConnectTimeout+999_999_999)/1_000_000_000)))
+	}
+	q.Set("app name", "backupcycle")
+	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(s.User, password), Host: s.Address, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// String is the location as a URL, for logs (it never holds credentials).
+func (l Location) String() string {
+	if l.Scheme == "smb" {
+		u := url.URL{Scheme: "smb", Host: net.JoinHostPort(l.Host, strconv.Itoa(l.Port)), Path: "/" + path.Join(l.Share, l.Dir)}
+		return u.String()
+	}
+	return (&url.URL{Scheme: "file", Path: l.Path}).String()
+}

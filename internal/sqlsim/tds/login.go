@@ -1,0 +1,267 @@
+package tds
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// PRELOGIN option tokens (§2.2.6.5).
+const (
+	preloginVersion    = 0x00
+	preloginEncryption = 0x01
+	preloginInstOpt    = 0x02
+	preloginThreadID   = 0x03
+	preloginMARS       = 0x04
+	preloginTerminator = 0xFF
+
+	encryptNotSupported = 0x02
+)
+
+// decodePrelogin checks a PRELOGIN payload and returns its options.
+func decodePrelogin(b []byte) (map[byte][]byte, error) {
+	opts := map[byte][]byte{}
+	for i := 0; ; i += 5 {
+		if i >= len(b) {
+			return nil, malformed("PRELOGIN option table has no terminator")
+		}
+		tok := b[i]
+		if tok == preloginTerminator {
+			return opts, nil
+		}
+		if i+5 > len(b) {
+			return nil, malformed("PRELOGIN option %d truncated", tok)
+		}
+		off := int(binary.BigEndian.Uint16(b[i+1:]))
+		n := int(binary.BigEndian.Uint16(b[i+3:]))
+		if off+n > len(b) {
+			return nil, malformed("PRELOGIN option %d (offset %d, length %d) outside the %d-byte payload", tok, off, n, len(b))
+		}
+		opts[tok] = b[off : off+n]
+	}
+}
+
+// preloginReply answers with encryption NOT_SUP: the emulator has no TLS,
+// so encrypt=disable and encrypt=false work and encrypt=true fails clearly
+// in the driver ("server does not support encryption").
+func preloginReply(o Options) []byte {
+	type opt struct {
+		tok  byte
+		data []byte
+	}
+	opts := []opt{
+		{preloginVersion, []byte{o.Major, o.Minor, byte(o.Build >> 8), byte(o.Build), 0, 0}},
+		{preloginEncryption, []byte{encryptNotSupported}},
+		{preloginInstOpt, []byte{0}},
+		{preloginThreadID, nil},
+		{preloginMARS, []byte{0}},
+	}
+	off := 5*len(opts) + 1
+	var table, data []byte
+	for _, op := range opts {
+		table = append(table, op.tok, byte(off>>8), byte(off), byte(len(op.data)>>8), byte(len(op.data)))
+		data = append(data, op.data...)
+		off += len(op.data)
+	}
+	table = append(table, preloginTerminator)
+	return append(table, data...)
+}
+
+// login7 is the decoded LOGIN7 record (§2.2.6.4).
+type login7 struct {
+	TDSVersion uint32
+	PacketSize int
+	HostName   string
+	User       string
+	Password   string
+	AppName    string
+	ServerName string
+	Language   string
+	Database   string
+	SSPI       bool // integrated (NTLM/Kerberos) authentication requested
+}
+
+const login7FixedSize = 94
+
+// decodeLogin7 decodes a LOGIN7 payload. Offsets count from the start of
+// the record, lengths count UCS-2 characters.
+func decodeLogin7(b []byte) (login7, error) {
+	var l login7
+	if len(b) < login7FixedSize {
+		return l, malformed("LOGIN7 record is %d bytes, shorter than its %d-byte fixed part", len(b), login7FixedSize)
+	}
+	total := int(binary.LittleEndian.Uint32(b[0:]))
+	if total < login7FixedSize || total > len(b) {
+		return l, malformed("LOGIN7 length %d does not match the %d-byte message", total, len(b))
+	}
+	b = b[:total]
+	l.TDSVersion = binary.LittleEndian.Uint32(b[4:])
+	l.PacketSize = int(binary.LittleEndian.Uint32(b[8:]))
+	field := func(at int, what string, mangled bool) (string, error) {
+		off := int(binary.LittleEndian.Uint16(b[at:]))
+		n := 2 * int(binary.LittleEndian.Uint16(b[at+2:]))
+		if n == 0 {
+			return "", nil
+		}
+		if off < login7FixedSize || off+n > len(b) {
+			return "", malformed("LOGIN7 %s (offset %d, %d bytes) outside the %d-byte record", what, off, n, len(b))
+		}
+		v := b[off : off+n]
+		if mangled {
+			v = unmanglePassword(v)
+		}
+		return ucs2String(v), nil
+	}
+	var err error
+	for _, f := range []struct {
+		at      int
+		what    string
+		dst     *string
+		mangled bool
+	}{
+		{36, "host name", &l.HostName, false},
+		{40, "user name", &l.User, false},
+		{44, "password", &l.Password, true},
+		{48, "app name", &l.AppName, false},
+		{52, "server name", &l.ServerName, false},
+		{64, "language", &l.Language, false},
+		{68, "database", &l.Database, false},
+	} {
+		if *f.dst, err = field(f.at, f.what, f.mangled); err != nil {
+			return l, err
+		}
+	}
+	const fIntSecurity = 0x80
+	l.SSPI = b[25]&fIntSecurity != 0
+	return l, nil
+}
+
+// unmanglePassword reverses the LOGIN7 password obfuscation: each byte was
+// nibble-swapped then XORed with 0xA5.
+func unmanglePassword(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		c ^= 0xA5
+		out[i] = c<<4 | c>>4
+	}
+	return out
+}
+
+// negotiatePacketSize clamps the client's request to what TDS allows; the
+// server then echoes it in ENVCHANGE(4) and splits every reply at it.
+func negotiatePacketSize(requested int) int {
+	switch {
+	case requested == 0:
+		return defaultPacketSize
+	case requested < minPacketSize:
+		return minPacketSize
+	case requested > maxPacketSize:
+		return maxPacketSize
+	}
+	return requested
+}
+
+// ENVCHANGE types (§2.2.7.9).
+const (
+	envDatabase      = 1
+	envLanguage      = 2
+	envPacketSize    = 4
+	envCollation     = 7
+	envBeginTran     = 8
+	envCommitTran    = 9
+	envRollbackTran  = 10
+	envResetConnAck  = 18
+	tokenEnvChange   = 0xE3
+	tokenLoginAck    = 0xAD
+	tokenInfo        = 0xAB
+	tokenError       = 0xAA
+	tokenColMetadata = 0x81
+	tokenRow         = 0xD1
+	tokenReturnStat  = 0x79
+	tokenDone        = 0xFD
+	tokenDoneProc    = 0xFE
+	tokenDoneInProc  = 0xFF
+)
+
+// collationLatin1 is SQL_Latin1_General_CP1_CI_AS.
+var collationLatin1 = []byte{0x09, 0x04, 0xD0, 0x00, 0x34}
+
+// envChangeString is an ENVCHANGE with B_VARCHAR new and old values.
+func envChangeString(b []byte, typ byte, newValue, oldValue string) []byte {
+	body := []byte{typ}
+	body = appendBVarChar(body, newValue)
+	body = appendBVarChar(body, oldValue)
+	return envChange(b, body)
+}
+
+// envChangeBytes is an ENVCHANGE with B_VARBYTE new and old values.
+func envChangeBytes(b []byte, typ byte, newValue, oldValue []byte) []byte {
+	body := []byte{typ, byte(len(newValue))}
+	body = append(body, newValue...)
+	body = append(body, byte(len(oldValue)))
+	body = append(body, oldValue...)
+	return envChange(b, body)
+}
+
+func envChange(b, body []byte) []byte {
+	b = append(b, tokenEnvChange)
+	b = appendU16(b, uint16(len(body)))
+	return append(b, body...)
+}
+
+// loginReply is the token stream of a successful login, in the order a
+// real server sends it.
+func loginReply(o Options, database string, packetSize int) []byte {
+	var b []byte
+	b = envChangeString(b, envDatabase, database, "master")
+	b = appendMessage(b, false, &Error{Number: 5701, State: 2, Class: 0,
+		Message: "Changed database context to '" + database + "'."}, o.ServerName)
+	b = envChangeBytes(b, envCollation, collationLatin1, nil)
+	b = envChangeString(b, envLanguage, "us_english", "")
+	b = appendLoginAck(b, o)
+	ps := strconv.Itoa(packetSize)
+	b = envChangeString(b, envPacketSize, ps, ps)
+	return appendDone(b, tokenDone, 0, 0, 0)
+}
+
+func appendLoginAck(b []byte, o Options) []byte {
+	body := []byte{1, 0x74, 0x00, 0x00, 0x04} // interface SQL, TDS 7.4 (big-endian)
+	body = appendBVarChar(body, "Microsoft SQL Server")
+	body = append(body, o.Major, o.Minor, byte(o.Build>>8), byte(o.Build))
+	b = append(b, tokenLoginAck)
+	b = appendU16(b, uint16(len(body)))
+	return append(b, body...)
+}
+
+// appendMessage appends an INFO or ERROR token (§2.2.7.10, §2.2.7.13).
+func appendMessage(b []byte, isError bool, e *Error, server string) []byte {
+	// The token length is a uint16: keep the message within it.
+	msg := truncateChars(e.Message, 30000)
+	body := appendU32(nil, uint32(e.Number))
+	body = append(body, e.State, e.Class)
+	body = appendUSVarChar(body, msg)
+	body = appendBVarChar(body, server)
+	body = appendBVarChar(body, e.Procedure)
+	body = appendU32(body, uint32(e.Line))
+	if isError {
+		b = append(b, tokenError)
+	} else {
+		b = append(b, tokenInfo)
+	}
+	b = appendU16(b, uint16(len(body)))
+	return append(b, body...)
+}
+
+// DONE status bits (§2.2.7.6).
+const (
+	doneMore  uint16 = 0x01
+	doneError uint16 = 0x02
+	doneCount uint16 = 0x10
+	doneAttn  uint16 = 0x20
+)
+
+func appendDone(b []byte, token byte, status, cmd uint16, rows uint64) []byte {
+	b = append(b, token)
+	b = appendU16(b, status)
+	b = appendU16(b, cmd)
+	return binary.LittleEndian.AppendUint64(b, rows)
+}

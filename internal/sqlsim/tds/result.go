@@ -1,0 +1,244 @@
+package tds
+
+import (
+	"errors"
+	"sync"
+)
+
+// errWriterDone is returned when a handler keeps writing after Exec
+// returned.
+var errWriterDone = errors.New("tds: ResultWriter used after Exec returned")
+
+// resultWriter implements ResultWriter for one request. The DONE of a
+// statement is held back until something follows it, because only then is
+// it known whether it needs the MORE bit.
+type resultWriter struct {
+	c   *conn
+	p   *pending
+	rpc bool
+
+	mu       sync.Mutex
+	pre      []byte // tokens that open the reply (reset ack, ...)
+	cols     []Column
+	pending  *doneToken
+	scratch  []byte
+	finished bool
+}
+
+type doneToken struct {
+	status, cmd uint16
+	rows        uint64
+}
+
+// check refuses writes once the request is cancelled (attention or a
+// dropped connection) so the handler stops promptly.
+func (w *resultWriter) check() error {
+	if w.finished {
+		return errWriterDone
+	}
+	if err := w.p.ctx.Err(); err != nil {
+		return err
+	}
+	return w.c.pw.err
+}
+
+// write sends b after the opening tokens and any held-back DONE.
+func (w *resultWriter) write(b []byte) error {
+	w.writePending()
+	_, err := w.c.pw.Write(b)
+	return err
+}
+
+func (w *resultWriter) writePending() {
+	if len(w.pre) > 0 {
+		_, _ = w.c.pw.Write(w.pre)
+		w.pre = nil
+	}
+	if w.pending != nil {
+		d := w.pending
+		w.pending = nil
+		w.writeDone(d.status|doneMore, d.cmd, d.rows)
+	}
+}
+
+// writeDone writes a statement's DONE: DONEINPROC inside an RPC.
+func (w *resultWriter) writeDone(status, cmd uint16, rows uint64) {
+	tok := byte(tokenDone)
+	if w.rpc {
+		tok = tokenDoneInProc
+		status |= doneMore // the DONEPROC that ends the RPC follows
+	}
+	var buf [13]byte
+	_, _ = w.c.pw.Write(appendDone(buf[:0], tok, status, cmd, rows))
+}
+
+func (w *resultWriter) Info(number int32, class uint8, msg string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	e := &Error{Number: number, State: 1, Class: class, Message: msg}
+	if err := w.write(appendMessage(w.scratch[:0], class > 10, e, w.c.s.opts.ServerName)); err != nil {
+		return err
+	}
+	// The driver queues a message per packet parsed: flush so progress
+	// reaches the client while the statement still runs.
+	return w.c.pw.flush()
+}
+
+func (w *resultWriter) Error(e *Error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	return w.write(appendMessage(w.scratch[:0], e.Class > 10, e, w.c.s.opts.ServerName))
+}
+
+func (w *resultWriter) Columns(cols []Column) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	if err := checkColumns(cols); err != nil {
+		return err
+	}
+	w.cols = append([]Column(nil), cols...)
+	return w.write(appendColMetadata(w.scratch[:0], w.cols))
+}
+
+func (w *resultWriter) Row(values ...any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	if w.cols == nil {
+		return errors.New("tds: Row called before Columns")
+	}
+	b, segs, err := encodeRow(w.scratch[:0], w.cols, values)
+	w.scratch = b[:0]
+	if err != nil {
+		return err
+	}
+	w.writePending()
+	pw := w.c.pw
+	at := 0
+	for _, s := range segs {
+		_, _ = pw.Write(b[at:s.at])
+		at = s.at
+		if s.ucs {
+			w.writeUCS2(s.str)
+		} else {
+			_, _ = pw.Write(s.bin)
+		}
+		pw.u32(0) // PLP terminator
+	}
+	_, err = pw.Write(b[at:])
+	return err
+}
+
+// writeUCS2 streams a long string as UTF-16LE without building it whole.
+func (w *resultWriter) writeUCS2(s string) {
+	buf := make([]byte, 0, 4*ucs2ChunkChars)
+	for len(s) > 0 {
+		n := min(len(s), ucs2ChunkChars)
+		for n < len(s) && s[n]&0xC0 == 0x80 { // do not split a rune
+			n++
+		}
+		buf = appendUCS2(buf[:0], s[:n])
+		if _, err := w.c.pw.Write(buf); err != nil {
+			return
+		}
+		s = s[n:]
+	}
+}
+
+func (w *resultWriter) StatementDone(cmd uint16, rows int64, hasCount bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	w.writePending()
+	d := &doneToken{cmd: cmd}
+	if hasCount {
+		d.status |= doneCount
+		d.rows = uint64(max(rows, 0))
+	}
+	w.pending = d
+	w.cols = nil
+	return w.c.pw.err
+}
+
+func (w *resultWriter) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(); err != nil {
+		return err
+	}
+	// A held-back DONE stays back: only the end of the request decides
+	// whether it is the last.
+	return w.c.pw.flush()
+}
+
+// finish ends the reply after Exec returned err: the held-back DONE, the
+// error tokens, and the final DONE (DONEPROC for an RPC), or DONE(ATTN)
+// when the client cancelled.
+func (w *resultWriter) finish(err error, dbBefore string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finished = true
+	attn := w.c.endRequest(w.p)
+	if w.c.ctx.Err() != nil {
+		return // the connection is gone: nobody to answer
+	}
+	pw := w.c.pw
+	var b []byte
+	if attn {
+		w.writePending()
+		_, _ = pw.Write(appendDone(b, tokenDone, doneAttn, 0, 0))
+		_ = pw.endMessage()
+		return
+	}
+	if db := w.c.sess.Database(); db != dbBefore {
+		// USE switched the database: tell the driver, as SQL Server does.
+		w.pre = envChangeString(w.pre, envDatabase, db, dbBefore)
+	}
+	if err != nil {
+		w.writePending()
+		for _, e := range w.c.toErrors(err) {
+			b = appendMessage(b, true, e, w.c.s.opts.ServerName)
+		}
+		if w.rpc {
+			b = appendDone(b, tokenDoneProc, doneError, 0, 0)
+		} else {
+			b = appendDone(b, tokenDone, doneError, 0, 0)
+		}
+		_, _ = pw.Write(b)
+		_ = pw.endMessage()
+		return
+	}
+	if len(w.pre) > 0 {
+		_, _ = pw.Write(w.pre)
+		w.pre = nil
+	}
+	d := w.pending
+	w.pending = nil
+	if w.rpc {
+		if d != nil {
+			w.writeDone(d.status, d.cmd, d.rows)
+		}
+		b = append(b, tokenReturnStat)
+		b = appendU32(b, 0)
+		b = appendDone(b, tokenDoneProc, 0, 0, 0)
+	} else if d != nil {
+		b = appendDone(b, tokenDone, d.status, d.cmd, d.rows)
+	} else {
+		b = appendDone(b, tokenDone, 0, 0, 0)
+	}
+	_, _ = pw.Write(b)
+	_ = pw.endMessage()
+}

@@ -1,0 +1,178 @@
+package tsql
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CheckDBOption is one WITH option of DBCC CHECKDB.
+type CheckDBOption string
+
+// DBCC CHECKDB options (DBCC CHECKDB (Transact-SQL)).
+const (
+	NoInfoMsgs            CheckDBOption = "NO_INFOMSGS"
+	AllErrorMsgs          CheckDBOption = "ALL_ERRORMSGS"
+	ExtendedLogicalChecks CheckDBOption = "EXTENDED_LOGICAL_CHECKS"
+	DataPurity            CheckDBOption = "DATA_PURITY"
+	PhysicalOnly          CheckDBOption = "PHYSICAL_ONLY"
+	TabLock               CheckDBOption = "TABLOCK"
+)
+
+// VerifyCheckDBOptions are the options of the verification step: the seed's
+// NO_INFOMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY plus ALL_ERRORMSGS so a
+// failure reports every corrupt page, not the first 200 messages.
+func VerifyCheckDBOptions() []CheckDBOption {
+	return []CheckDBOption{NoInfoMsgs, AllErrorMsgs, ExtendedLogicalChecks, DataPurity}
+}
+
+// CheckDB builds DBCC CHECKDB([db]) WITH <options> (seed 000, "Running DBCC
+// CHECKDB"). With no options it uses VerifyCheckDBOptions.
+func CheckDB(db string, opts ...CheckDBOption) (string, error) {
+	q, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("DBCC CHECKDB: %w", err)
+	}
+	if len(opts) == 0 {
+		opts = VerifyCheckDBOptions()
+	}
+	seen := map[CheckDBOption]bool{}
+	parts := make([]string, 0, len(opts))
+	for _, o := range opts {
+		switch o {
+		case NoInfoMsgs, AllErrorMsgs, ExtendedLogicalChecks, DataPurity, PhysicalOnly, TabLock:
+		default:
+			return "", fmt.Errorf("DBCC CHECKDB %s: %w: unknown option %q", q, ErrInvalidOption, o)
+		}
+		if !seen[o] {
+			seen[o] = true
+			parts = append(parts, string(o))
+		}
+	}
+	if seen[PhysicalOnly] && (seen[DataPurity] || seen[ExtendedLogicalChecks]) {
+		return "", fmt.Errorf("DBCC CHECKDB %s: %w: PHYSICAL_ONLY cannot be combined with DATA_PURITY or EXTENDED_LOGICAL_CHECKS; drop one of them", q, ErrInvalidOption)
+	}
+	return "DBCC CHECKDB(" + q + ") WITH " + strings.Join(parts, ", "), nil
+}
+
+// DropDatabase builds one idempotent batch that drops db if it exists,
+// first forcing other sessions out (SET SINGLE_USER WITH ROLLBACK IMMEDIATE)
+// so a forgotten connection cannot keep the verification copy alive. Safe to
+// run again after a retry: a database that is already gone is not an error.
+func DropDatabase(db string) (string, error) {
+	q, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("DROP DATABASE: %w", err)
+	}
+	return "IF DB_ID(" + QuoteString(db) + ") IS NOT NULL\nBEGIN\n" +
+		"    ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n" +
+		"    DROP DATABASE " + q + ";\nEND", nil
+}
+
+// DatabaseExists returns the query for a database's id: one row
+// (database_id int) if it exists, no row otherwise.
+func DatabaseExists(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("database lookup: %w", err)
+	}
+	return "SELECT database_id FROM sys.databases WHERE name = @p1", []any{db}, nil
+}
+
+// Command values of sys.dm_exec_requests for the long operations of a cycle.
+const (
+	CommandBackupDatabase  = "BACKUP DATABASE"
+	CommandRestoreDatabase = "RESTORE DATABASE"
+	CommandCheckDB         = "DBCC TABLE CHECK"
+)
+
+// InFlightRequests returns the query that finds long operations still running
+// for a database (used to re-attach after a worker crash instead of starting
+// the statement twice). Columns: session_id int, command nvarchar,
+// percent_complete real, database_id int, estimated_completion_time bigint
+// (ms), start_time datetime. commands defaults to BACKUP DATABASE,
+// RESTORE DATABASE and DBCC TABLE CHECK.
+//
+// database_id is the database the request works on as SQL Server reports it:
+// the database being backed up for BACKUP; for a RESTORE the target only has
+// an id once SQL Server has created it. With db == "" the query is not
+// filtered by database (every request running one of the commands), for
+// callers that match on the command and their own start time instead.
+func InFlightRequests(db string, commands ...string) (string, []any, error) {
+	if len(commands) == 0 {
+		commands = []string{CommandBackupDatabase, CommandRestoreDatabase, CommandCheckDB}
+	}
+	var args []any
+	where := ""
+	if db != "" {
+		if err := CheckIdent(db); err != nil {
+			return "", nil, fmt.Errorf("in-flight request lookup: %w", err)
+		}
+		args = append(args, db)
+		where = "database_id = DB_ID(@p1) AND "
+	}
+	ph := make([]string, len(commands))
+	for i, c := range commands {
+		if c == "" {
+			return "", nil, fmt.Errorf("in-flight request lookup: empty command name")
+		}
+		args = append(args, c)
+		ph[i] = fmt.Sprintf("@p%d", len(args))
+	}
+	return "SELECT session_id, command, percent_complete, database_id, estimated_completion_time, start_time " +
+		"FROM sys.dm_exec_requests WHERE " + where + "command IN (" + strings.Join(ph, ", ") + ") " +
+		"ORDER BY start_time", args, nil
+}
+
+// LastRestore returns the query for the newest full-database restore into
+// db: one row (restore_history_id int, restore_date datetime,
+// destination_database_name nvarchar, restore_type char(1)) or none. Compare
+// restore_history_id before and after a RESTORE to confirm it happened
+// (seed 000, "Automate the Process").
+func LastRestore(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("restore history lookup: %w", err)
+	}
+	return "SELECT TOP (1) restore_history_id, restore_date, destination_database_name, restore_type " +
+		"FROM msdb.dbo.restorehistory WHERE destination_database_name = @p1 AND restore_type = 'D' " +
+		"ORDER BY restore_history_id DESC", []any{db}, nil
+}
+
+// The backup sequence table of seed 000 ("Handing Database Server Failure
+// During Backup"): [db].[DBBackup].[Sequence] with one row (ID = 1).
+const (
+	SequenceSchema = "DBBackup"
+	SequenceTable  = "Sequence"
+)
+
+// SequenceSetup returns the statements that create the sequence table if it
+// is absent, in order; each is idempotent and names the database explicitly
+// (no USE), so they can run on any connection of the instance and be retried.
+// The row starts at Number = 0, so the first allocated sequence is 1 (the
+// seed inserts 1 and increments before use, starting at 2).
+func SequenceSetup(db string) ([]string, error) {
+	qdb, err := QuoteIdent(db)
+	if err != nil {
+		return nil, fmt.Errorf("sequence table setup: %w", err)
+	}
+	table := qdb + ".[" + SequenceSchema + "].[" + SequenceTable + "]"
+	return []string{
+		"IF NOT EXISTS (SELECT 1 FROM " + qdb + ".sys.schemas WHERE name = N'" + SequenceSchema + "') " +
+			"EXEC " + qdb + ".sys.sp_executesql N'CREATE SCHEMA [" + SequenceSchema + "]'",
+		"IF OBJECT_ID(" + QuoteString(table) + ", N'U') IS NULL " +
+			"CREATE TABLE " + table + " (Number int NOT NULL, ID int NOT NULL, " +
+			"CONSTRAINT PK_Seq PRIMARY KEY CLUSTERED (ID ASC), CONSTRAINT CK_Seq CHECK (ID = 1))",
+		"IF NOT EXISTS (SELECT 1 FROM " + table + " WHERE ID = 1) " +
+			"INSERT INTO " + table + " (Number, ID) VALUES (0, 1)",
+	}, nil
+}
+
+// SequenceNext returns the atomic increment that allocates the next backup
+// sequence number: one row, one int column (Number). A single UPDATE with
+// OUTPUT cannot hand the same number to two callers.
+func SequenceNext(db string) (string, error) {
+	qdb, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("sequence allocation: %w", err)
+	}
+	return "UPDATE " + qdb + ".[" + SequenceSchema + "].[" + SequenceTable + "] " +
+		"SET Number = Number + 1 OUTPUT inserted.Number WHERE ID = 1", nil
+}
