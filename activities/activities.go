@@ -1,0 +1,49 @@
+// Package activities holds the Temporal activity implementations: thin
+// adapters from Temporal to the internal/ packages (heartbeats, error
+// classification). Workflows reference them as methods of *Activities.
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+)
+
+// Activities carries what activities need at run time. The worker builds one
+// and registers all its exported methods; each issue adds its dependencies
+// here (SQL connections, storage backends, ...) instead of globals.
+type Activities struct {
+	// Log is the worker's logger; never nil after New.
+	Log *zap.Logger
+	// Version is what Health reports; empty means the build's module version
+	// and VCS revision.
+	Version string
+	// Cycle holds the BackupCycle activities' dependencies (cycle_deps.go).
+	Cycle CycleDeps
+}
+
+// New returns Activities with a logger (zap.NewNop when log is nil).
+func New(log *zap.Logger) *Activities {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Activities{Log: log}
+}
+
+// loggerFor returns the worker logger tagged with the running activity and
+// its workflow, so activity logs can be matched to the run in the Web UI.
+// Unexported on purpose: every exported method of Activities is registered
+// as an activity.
+func (a *Activities) loggerFor(ctx context.Context) *zap.Logger {
+	l := a.Log
+	if l == nil {
+		l = zap.NewNop()
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("workflow_id", info.WorkflowExecution.ID),
+			zap.String("activity", info.ActivityType.Name))
+	}
+	return l
+}

@@ -1,0 +1,289 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+)
+
+// CycleDeps are the BackupCycle activities' dependencies. Config is
+// required; the functions default to the real implementations.
+type CycleDeps struct {
+	Config *config.Config
+	// OpenStorage opens a backup server's directory as the worker reaches it
+	// (its location), credentials resolved inside. Default: location.Open.
+	OpenStorage func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error)
+	// OpenSQL connects to an instance with database as the initial one.
+	// Default: mssql.Open with the password resolved from the config.
+	OpenSQL func(ctx context.Context, inst *config.SQLInstance, database string) (*mssql.DB, error)
+	// Signal sends a signal to a workflow (client.SignalWorkflow); nil
+	// disables live progress in the `progress` query.
+	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
+	// Now is the clock of manifests and retention. Default time.Now.
+	Now func() time.Time
+	// Poll is how often a re-attached statement is polled and idle
+	// heartbeats are sent. Default 2 s.
+	Poll time.Duration
+}
+
+func (d *CycleDeps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *CycleDeps) poll() time.Duration {
+	if d.Poll > 0 {
+		return d.Poll
+	}
+	return 2 * time.Second
+}
+
+// database resolves a database of the configuration.
+func (d *CycleDeps) database(instance, name string) (*config.Database, error) {
+	if d.Config == nil {
+		return nil, errNotWired
+	}
+	db, err := d.Config.Database(instance, name)
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, err)
+	}
+	return db, nil
+}
+
+func (d *CycleDeps) server(name string) (*config.BackupServer, error) {
+	srv, ok := d.Config.BackupServer(name)
+	if !ok {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %q is not configured in %s: add it under backup_servers:", name, d.Config.File))
+	}
+	return srv, nil
+}
+
+func (d *CycleDeps) instance(name string) (*config.SQLInstance, error) {
+	inst, ok := d.Config.SQLInstance(name)
+	if !ok {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("SQL instance %q is not configured in %s: add it under sql_instances:", name, d.Config.File))
+	}
+	return inst, nil
+}
+
+// openSQL connects and classifies the failure.
+func (d *CycleDeps) openSQL(ctx context.Context, inst *config.SQLInstance, database string) (*mssql.DB, error) {
+	open := d.OpenSQL
+	if open == nil {
+		open = func(ctx context.Context, inst *config.SQLInstance, database string) (*mssql.DB, error) {
+			t, err := mssql.TargetFor(*inst, database)
+			if err != nil {
+				return nil, nonRetryable(ErrInvalidConfig, err)
+			}
+			return mssql.Open(ctx, t)
+		}
+	}
+	db, err := open(ctx, inst, database)
+	if err != nil {
+		return nil, sqlError(err)
+	}
+	return db, nil
+}
+
+// openStorage opens a backup server's directory and classifies the failure.
+func (d *CycleDeps) openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	open := d.OpenStorage
+	if open == nil {
+		open = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+			var creds storage.Credentials
+			if srv.SMB != nil {
+				creds = storage.Credentials{User: srv.SMB.User, Domain: srv.SMB.Domain}
+				if !srv.SMB.Password.IsZero() {
+					pw, err := config.ResolveSecret(srv.SMB.Password)
+					if err != nil {
+						return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("SMB password of backup server %s: %w", srv.Name, err))
+					}
+					creds.Password = pw
+				}
+			}
+			return location.Open(ctx, srv.Location, creds)
+		}
+	}
+	st, err := open(ctx, srv)
+	if err != nil {
+		return nil, storageError(srv.Name, err)
+	}
+	return st, nil
+}
+
+// nonRetryable wraps err as a non-retryable ApplicationError of type typ.
+func nonRetryable(typ string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), typ, err)
+}
+
+// retryable wraps err as a retryable ApplicationError of type typ: the
+// workflow's policy decides whether to retry it or handle it itself.
+func retryable(typ string, err error, details ...any) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	return temporal.NewApplicationErrorWithCause(err.Error(), typ, err, details...)
+}
+
+// sqlError maps a classified SQL failure to the cycle's error types.
+func sqlError(err error, details ...any) error {
+	var appErr *temporal.ApplicationError
+	if err == nil || errors.As(err, &appErr) {
+		return err
+	}
+	switch {
+	case errors.Is(err, mssql.ErrLoginFailed):
+		return nonRetryable(ErrLoginFailed, fmt.Errorf("%w: check the user and the password reference of the instance", err))
+	case errors.Is(err, mssql.ErrDatabaseNotFound):
+		return nonRetryable(ErrDatabaseNotFound, fmt.Errorf("%w: check the database name in the config (names are exact)", err))
+	case errors.Is(err, mssql.ErrInvalidTarget):
+		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, mssql.ErrShareFull):
+		return temporal.NewNonRetryableApplicationError(err.Error()+": free space on the backup share or let retention run", ErrShareFull, err, details...)
+	case errors.Is(err, mssql.ErrCorruptBackup):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrCorruptBackup, err, details...)
+	case errors.Is(err, mssql.ErrInsufficientMemory):
+		return temporal.NewNonRetryableApplicationError(err.Error()+": lower buffer_count / max_transfer_size or the stripe count", ErrInsufficientMemory, err, details...)
+	case errors.Is(err, mssql.ErrCheckDBFailed):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrCheckDBFailed, err, details...)
+	case errors.Is(err, mssql.ErrBackupTargetUnreachable):
+		return retryable(ErrBackupTargetUnreachable, err, details...)
+	case errors.Is(err, mssql.ErrUnreachable):
+		return retryable(ErrSQLHostUnreachable, err, details...)
+	}
+	return temporal.NewApplicationErrorWithCause(err.Error(), "SQLError", err, details...)
+}
+
+// storageError maps a storage failure of a backup server to the cycle's types.
+func storageError(server string, err error) error {
+	var appErr *temporal.ApplicationError
+	if err == nil || errors.As(err, &appErr) {
+		return err
+	}
+	err = fmt.Errorf("backup server %s: %w", server, err)
+	switch {
+	case errors.Is(err, storage.ErrNoSpace):
+		return nonRetryable(ErrShareFull, err)
+	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
+		errors.Is(err, storage.ErrInvalidName):
+		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, storage.ErrCorrupt):
+		return nonRetryable(ErrCorruptBackup, err)
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		// A file of the set is missing on a reachable server: the set is
+		// incomplete, and no retry brings the file back.
+		return nonRetryable(ErrCorruptBackup, fmt.Errorf("%w: the backup set is incomplete", err))
+	}
+	return retryable(ErrBackupTargetUnreachable, err)
+}
+
+// heartbeat records details when running as an activity (tests may call the
+// methods directly).
+func heartbeat(ctx context.Context, details any) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, details)
+	}
+}
+
+// catalogFS adapts a storage.Storage (a backup server's directory) to the
+// catalog's file access.
+type catalogFS struct{ st storage.Storage }
+
+func (f catalogFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	r, err := f.st.OpenRead(ctx, name)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, r.Size())
+	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (f catalogFS) Create(ctx context.Context, name string) (io.WriteCloser, error) {
+	w, err := f.st.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &bufWriter{w: w}, nil
+}
+
+// Rename replaces newName: storage never replaces, so remove it first. A
+// crash between the two leaves the new content under the temporary name,
+// which the next write of the manifest (the activity's retry) redoes.
+func (f catalogFS) Rename(ctx context.Context, oldName, newName string) error {
+	err := f.st.Rename(ctx, oldName, newName)
+	if errors.Is(err, storage.ErrExists) {
+		if rerr := f.st.Remove(ctx, newName); rerr != nil && !errors.Is(rerr, storage.ErrNotFound) {
+			return rerr
+		}
+		err = f.st.Rename(ctx, oldName, newName)
+	}
+	return err
+}
+
+func (f catalogFS) Remove(ctx context.Context, name string) error { return f.st.Remove(ctx, name) }
+
+func (f catalogFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
+	files, err := f.st.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]catalog.FileInfo, 0, len(files))
+	for _, fi := range files {
+		if strings.Contains(fi.Name, "/") {
+			continue
+		}
+		out = append(out, catalog.FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
+	}
+	return out, nil
+}
+
+// bufWriter collects a small file (a manifest) and writes it on Close.
+type bufWriter struct {
+	w   storage.Writer
+	buf bytes.Buffer
+}
+
+func (b *bufWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
+
+func (b *bufWriter) Sync() error {
+	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
+		return err
+	}
+	return b.w.Sync()
+}
+
+func (b *bufWriter) Close() error {
+	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
+		b.w.Close()
+		return err
+	}
+	return b.w.Close()
+}

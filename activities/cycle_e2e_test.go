@@ -1,0 +1,416 @@
+package activities_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+// End-to-end: the BackupCycle workflow on the embedded Temporal server, its
+// activities on a real worker, two emulated SQL Server instances over TDS
+// and two backup servers (directories SQL Server reaches by UNC path).
+
+var (
+	temporalOnce sync.Once
+	temporalSrv  *devserver.Server
+	temporalErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if temporalSrv != nil {
+		_ = temporalSrv.Stop()
+	}
+	os.Exit(code)
+}
+
+var quiet = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+// temporalClient starts the shared embedded server once per test binary.
+func temporalClient(t *testing.T) client.Client {
+	t.Helper()
+	temporalOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		temporalSrv, temporalErr = devserver.Start(ctx, devserver.Options{UIPort: devserver.NoUI,
+			SearchAttributes: workflows.SearchAttributeTypes})
+	})
+	if temporalErr != nil {
+		t.Fatalf("embedded Temporal server: %v", temporalErr)
+	}
+	c, err := temporalSrv.NewClient(context.Background(), client.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+var cycleActivities = []string{"PlanCycle", "AllocateSequence", "Backup", "WriteManifest", "CopyToRemote", "Restore",
+	"CheckDB", "SanityChecks", "MarkVerified", "MarkFailed", "DropVerifyDB", "ApplyRetention"}
+
+// e2e is one test's worker on its own task queue.
+type e2e struct {
+	t  *testing.T
+	f  *activities.SQLFixture
+	c  client.Client
+	tq string
+	n  int
+}
+
+// newE2E starts a worker for the fixture's activities; wrap replaces
+// activities by name (to inject faults between steps).
+func newE2E(t *testing.T, f *activities.SQLFixture, wrap map[string]any) *e2e {
+	c := temporalClient(t)
+	tq := "e2e-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")
+	acts := f.Acts()
+	acts.Cycle.Signal = c.SignalWorkflow
+	acts.Cycle.Poll = 200 * time.Millisecond
+	w := worker.New(c, tq, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.BackupCycle, workflow.RegisterOptions{Name: workflows.BackupCycleName})
+	if len(wrap) == 0 {
+		w.RegisterActivity(acts)
+	} else {
+		for _, name := range cycleActivities {
+			fn := wrap[name]
+			if fn == nil {
+				fn = methodOf(acts, name)
+			}
+			w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+		}
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return &e2e{t: t, f: f, c: c, tq: tq}
+}
+
+func methodOf(a *activities.Activities, name string) any {
+	return map[string]any{
+		"PlanCycle": a.PlanCycle, "AllocateSequence": a.AllocateSequence, "Backup": a.Backup,
+		"WriteManifest": a.WriteManifest, "CopyToRemote": a.CopyToRemote, "Restore": a.Restore, "CheckDB": a.CheckDB,
+		"SanityChecks": a.SanityChecks, "MarkVerified": a.MarkVerified, "MarkFailed": a.MarkFailed,
+		"DropVerifyDB": a.DropVerifyDB, "ApplyRetention": a.ApplyRetention,
+	}[name]
+}
+
+// cycle runs one BackupCycle to its end.
+func (e *e2e) cycle(db string) (workflows.CycleResult, client.WorkflowRun, error) {
+	e.t.Helper()
+	e.n++
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: fmt.Sprintf("%s-%d", e.tq, e.n), TaskQueue: e.tq,
+	}, workflows.BackupCycleName, workflows.CycleInput{Database: db})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var res workflows.CycleResult
+	err = run.Get(ctx, &res)
+	return res, run, err
+}
+
+func (e *e2e) progress(run client.WorkflowRun) workflows.Progress {
+	e.t.Helper()
+	v, err := e.c.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var p workflows.Progress
+	if err := v.Get(&p); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func cycleErrorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+// hashes of every file of a set in a directory, to prove it untouched.
+func setHashes(t *testing.T, dir, db string, seq int64) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	files, _ := filepath.Glob(filepath.Join(dir, tsql.SetPrefix(db, seq)+"*"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(p)] = sha256.Sum256(data)
+	}
+	return out
+}
+
+// (a) + (e): two cycles of a database with a hostile name (and a logical
+// file name with a quote) give two verified sets on alternating servers,
+// findable by search attributes.
+func TestE2ETwoCyclesAlternateServers(t *testing.T) {
+	db := "Sales]; DROP DATABASE x--"
+	f := activities.NewSQLFixture(t, db, "")
+	e := newE2E(t, f, nil)
+
+	first, run1, err := e.cycle(db)
+	if err != nil {
+		t.Fatalf("first cycle: %v", err)
+	}
+	second, _, err := e.cycle(db)
+	if err != nil {
+		t.Fatalf("second cycle: %v", err)
+	}
+	if first.Server != "bak01" || first.Remote != "bak02" || second.Server != "bak02" || second.Remote != "bak01" {
+		t.Errorf("servers: first %s->%s, second %s->%s; want bak01->bak02 then bak02->bak01",
+			first.Server, first.Remote, second.Server, second.Remote)
+	}
+	if second.Sequence != first.Sequence+1 {
+		t.Errorf("sequences %d, %d: want consecutive", first.Sequence, second.Sequence)
+	}
+	for _, r := range []workflows.CycleResult{first, second} {
+		for _, s := range []string{r.Server, r.Remote} {
+			m := f.Manifest(s, r.Sequence)
+			if m.State != catalog.StateVerified || len(m.Stripes) != 2 || m.Stripes[0].SHA256 == "" {
+				t.Errorf("manifest of seq %d on %s: %s %+v, want verified with hashed stripes", r.Sequence, s, m.State, m.Stripes)
+			}
+			for _, st := range m.Stripes {
+				if _, err := os.Stat(filepath.Join(f.Dir(s), st.Name)); err != nil {
+					t.Errorf("stripe %s on %s: %v", st.Name, s, err)
+				}
+			}
+		}
+		tm := r.Timings
+		if tm.Backup <= 0 || tm.Copy <= 0 || tm.Restore <= 0 || tm.CheckDB <= 0 || tm.Total != tm.Backup+tm.Copy+tm.Restore+tm.CheckDB {
+			t.Errorf("timings of seq %d: %+v", r.Sequence, tm)
+		}
+		if r.VerifyDatabase != db+"_verify" || len(r.Stripes) != 2 || len(r.Warnings) != 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if p := e.progress(run1); p.Step != activities.StepDone || p.Outcome != workflows.OutcomeVerified || p.Sequence != first.Sequence {
+		t.Errorf("progress of the first run: %+v", p)
+	}
+	if n := len(activities.Statements(f.Source(), "BACKUP DATABASE")); n != 2 {
+		t.Errorf("BACKUP ran %d times for two cycles", n)
+	}
+	if n := len(activities.Statements(f.Verify(), "RESTORE DATABASE")); n != 2 {
+		t.Errorf("RESTORE ran %d times for two cycles", n)
+	}
+
+	// Visibility is eventually consistent: poll.
+	query := fmt.Sprintf("BackupDatabase = '%s' AND BackupOutcome = 'verified'", db)
+	deadline := time.Now().Add(30 * time.Second)
+	var seqs []int64
+	for {
+		resp, err := e.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			t.Fatalf("list %q: %v", query, err)
+		}
+		seqs = seqs[:0]
+		for _, ex := range resp.Executions {
+			if ex.TaskQueue != e.tq {
+				continue
+			}
+			if p, ok := ex.SearchAttributes.GetIndexedFields()[workflows.AttrSequence.GetName()]; ok {
+				var n int64
+				if err := converter.GetDefaultDataConverter().FromPayload(p, &n); err == nil {
+					seqs = append(seqs, n)
+				}
+			}
+		}
+		if len(seqs) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, []int64{first.Sequence, second.Sequence}) {
+		t.Errorf("query %q found sequences %v, want %d and %d", query, seqs, first.Sequence, second.Sequence)
+	}
+}
+
+// (b): a byte flipped in the remote copy before the restore: CorruptBackup,
+// the set is marked failed, the previous verified set is untouched.
+func TestE2ECorruptRemoteCopy(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", "")
+	acts := f.Acts()
+	var corrupt sync.Mutex
+	armed := false
+	e := newE2E(t, f, map[string]any{
+		"CopyToRemote": func(ctx context.Context, in activities.CopyInput) (activities.CopyOutput, error) {
+			out, err := acts.CopyToRemote(ctx, in)
+			corrupt.Lock()
+			defer corrupt.Unlock()
+			if err == nil && armed {
+				stripe := filepath.Join(f.Dir(in.To), tsql.StripeFileName(in.Database, in.Sequence, 2, 2))
+				fi, _ := os.Stat(stripe)
+				if ferr := sqlsim.FlipByte(stripe, fi.Size()/2); ferr != nil {
+					return out, ferr
+				}
+			}
+			return out, err
+		},
+	})
+	good, _, err := e.cycle("Sales")
+	if err != nil {
+		t.Fatalf("first cycle: %v", err)
+	}
+	before := setHashes(t, f.Dir("bak02"), "Sales", good.Sequence)
+	corrupt.Lock()
+	armed = true
+	corrupt.Unlock()
+	_, run, err := e.cycle("Sales")
+	if cycleErrorType(err) != activities.ErrCorruptBackup {
+		t.Fatalf("cycle with a corrupt copy: %v, want CorruptBackup", err)
+	}
+	bad := good.Sequence + 1
+	for _, s := range []string{"bak02", "bak01"} {
+		if m := f.Manifest(s, bad); m.State != catalog.StateFailed || m.Failure == nil || m.Failure.Step != catalog.StepRestore {
+			t.Errorf("manifest of seq %d on %s: %s %+v, want failed at restore", bad, s, m.State, m.Failure)
+		}
+	}
+	if m := f.Manifest("bak02", good.Sequence); m.State != catalog.StateVerified {
+		t.Errorf("previous set is %s, want still verified", m.State)
+	}
+	after := setHashes(t, f.Dir("bak02"), "Sales", good.Sequence)
+	if len(before) != 3 || fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("previous set's files changed: %d files before, %d after", len(before), len(after))
+	}
+	if p := e.progress(run); p.Outcome != workflows.OutcomeFailed || !strings.Contains(p.Error, "CorruptBackup") &&
+		!strings.Contains(p.Error, "3183") && !strings.Contains(strings.ToLower(p.Error), "checksum") {
+		t.Errorf("progress after the failure: %+v", p)
+	}
+}
+
+// (c): a damaged page in the source fails the cycle with CheckDBFailed
+// naming the page; the set is marked failed.
+func TestE2ECorruptSourcePage(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", "")
+	if err := f.Source().CorruptPage("Sales", 1, 25); err != nil {
+		t.Fatal(err)
+	}
+	e := newE2E(t, f, nil)
+	_, _, err := e.cycle("Sales")
+	if cycleErrorType(err) != activities.ErrCheckDBFailed || !strings.Contains(err.Error(), "(1:25)") {
+		t.Fatalf("cycle of a damaged database: %v, want CheckDBFailed naming page (1:25)", err)
+	}
+	if m := f.Manifest("bak01", 1); m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "(1:25)") {
+		t.Errorf("manifest %s %+v, want failed naming the page", m.State, m.Failure)
+	}
+}
+
+// (d): a sanity check that does not hold fails the cycle with the query and
+// the value.
+func TestE2ESanityCheckFails(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", `      - name: impossible
+        query: SELECT COUNT_BIG(*) FROM dbo.Orders
+        equals: "-1"
+`)
+	e := newE2E(t, f, nil)
+	_, _, err := e.cycle("Sales")
+	if cycleErrorType(err) != activities.ErrSanityCheckFailed || !strings.Contains(err.Error(), "SELECT COUNT_BIG(*) FROM dbo.Orders") ||
+		!strings.Contains(err.Error(), `want "-1"`) {
+		t.Fatalf("cycle with a failing sanity check: %v, want SanityCheckFailed with the query and the value", err)
+	}
+	if m := f.Manifest("bak02", 1); m.State != catalog.StateFailed || m.Failure.Step != catalog.StepSanity {
+		t.Errorf("remote manifest %s %+v, want failed at sanity", m.State, m.Failure)
+	}
+}
+
+// Crash table: the SQL host dies at 40 % of BACKUP. Seq 1 is marked failed,
+// the workflow waits for the host, seq 2 is verified; BACKUP ran twice.
+func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", `    sql_host_wait:
+      initial: 1s
+      max_interval: 2s
+      give_up_after: 2m
+`)
+	src := f.Source()
+	src.SetThrottle(4 << 20)
+	if err := src.CrashAt(sqlsim.OpBackup, 40); err != nil {
+		t.Fatal(err)
+	}
+	// The host comes back 2 s after it died.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, s := range activities.Statements(src, "BACKUP DATABASE") {
+				if s.Outcome == "crashed" {
+					time.Sleep(2 * time.Second)
+					src.SetThrottle(0)
+					for {
+						err := src.Start()
+						if err == nil {
+							return
+						}
+						t.Logf("restarting the SQL host: %v", err)
+						select {
+						case <-stop:
+							return
+						case <-time.After(500 * time.Millisecond):
+						}
+					}
+				}
+			}
+		}
+	}()
+	e := newE2E(t, f, nil)
+	res, run, err := e.cycle("Sales")
+	if err != nil {
+		t.Fatalf("cycle through a host crash: %v (progress %+v, statements %+v)", err, e.progress(run), src.Statements())
+	}
+	if res.Sequence != 2 || !slices.Equal(res.Failed, []int64{1}) {
+		t.Errorf("result seq %d failed %v, want seq 2 verified after seq 1 failed", res.Sequence, res.Failed)
+	}
+	m := f.Manifest("bak01", 1)
+	if m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "%") {
+		t.Errorf("seq 1: %s %+v, want failed with the percent reached", m.State, m.Failure)
+	}
+	var outcomes []string
+	for _, s := range activities.Statements(src, "BACKUP DATABASE") {
+		outcomes = append(outcomes, s.Outcome)
+	}
+	if !slices.Equal(outcomes, []string{"crashed", "ok"}) {
+		t.Errorf("BACKUP outcomes %v, want [crashed ok]", outcomes)
+	}
+	if p := e.progress(run); p.Outcome != workflows.OutcomeVerified || !slices.Equal(p.Failed, []int64{1}) {
+		t.Errorf("progress %+v", p)
+	}
+}

@@ -1,0 +1,29 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+)
+
+// The emulator fixture, for the end-to-end tests of package activities_test
+// (which import workflows, which imports this package).
+
+// SQLFixture is the emulator fixture of cycle_sql_test.go.
+type SQLFixture = sqlFixture
+
+// NewSQLFixture starts two emulated instances and two backup directories;
+// extra is YAML appended to the database's entry.
+func NewSQLFixture(t *testing.T, db, extra string) *SQLFixture { return newSQLFixture(t, db, extra) }
+
+func (f *sqlFixture) Acts() *Activities                                   { return f.acts }
+func (f *sqlFixture) Config() *config.Config                              { return f.cfg }
+func (f *sqlFixture) Source() *sqlsim.Instance                            { return f.src }
+func (f *sqlFixture) Verify() *sqlsim.Instance                            { return f.verify }
+func (f *sqlFixture) Dir(name string) string                              { return f.dirs[name] }
+func (f *sqlFixture) Manifest(server string, seq int64) *catalog.Manifest { return f.load(server, seq) }
+func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
+	return statements(in, kind)
+}

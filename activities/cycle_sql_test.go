@@ -1,0 +1,486 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// sqlFixture runs the cycle's activities against two emulated SQL Server
+// instances over real TDS (the source sql01 and the remote site's
+// verification instance verify01) and two backup servers in local
+// directories, both reachable by SQL Server through UNC paths.
+type sqlFixture struct {
+	t           *testing.T
+	db          string
+	dirs        map[string]string
+	src, verify *sqlsim.Instance
+	cfg         *config.Config
+	acts        *Activities
+	env         *testsuite.TestActivityEnvironment
+
+	mu       sync.Mutex
+	progress []StepProgress
+}
+
+const sqlPassword = "Pa55w0rd!x"
+
+func newSQLFixture(t *testing.T, db string, extra string) *sqlFixture {
+	t.Helper()
+	f := &sqlFixture{t: t, db: db, dirs: map[string]string{}}
+	root := t.TempDir()
+	for _, d := range []string{"bak01", "bak02", "restore", "src", "verify"} {
+		f.dirs[d] = filepath.Join(root, d)
+		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shares := map[string]string{`\\bak01\backup`: f.dirs["bak01"], `\\bak02\backup`: f.dirs["bak02"]}
+	var err error
+	f.src, err = sqlsim.New(sqlsim.Config{Name: "sql01", DataDir: f.dirs["src"], Logins: map[string]string{"sa": sqlPassword}, Shares: shares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vshares := map[string]string{`D:\restore`: f.dirs["restore"]}
+	for k, v := range shares {
+		vshares[k] = v
+	}
+	f.verify, err = sqlsim.New(sqlsim.Config{Name: "verify01", DataDir: f.dirs["verify"], Logins: map[string]string{"sa": sqlPassword}, Shares: vshares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []*sqlsim.Instance{f.src, f.verify} {
+		if err := in.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = in.Stop() })
+	}
+	if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: 4 << 20, DataFiles: 2, LogicalName: "Sales'data"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BC_TEST_SQL_PASSWORD", sqlPassword)
+	y := fmt.Sprintf(`
+sql_instances:
+  - name: sql01
+    address: %s
+    user: sa
+    password_env: BC_TEST_SQL_PASSWORD
+    encrypt: disable
+  - name: verify01
+    address: %s
+    user: sa
+    password_env: BC_TEST_SQL_PASSWORD
+    encrypt: disable
+backup_servers:
+  - name: bak01
+    unc_paths: ['\\bak01\backup']
+    location: %s
+    verify_instance: verify01
+    restore_data_dir: 'D:\restore\data'
+    restore_log_dir: 'D:\restore\log'
+  - name: bak02
+    unc_paths: ['\\bak02\backup']
+    location: %s
+    verify_instance: verify01
+    restore_data_dir: 'D:\restore\data'
+    restore_log_dir: 'D:\restore\log'
+databases:
+  - name: %q
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    stripes: 2
+    sanity_checks:
+      - name: orders-present
+        query: SELECT COUNT_BIG(*) FROM dbo.Orders
+        at_least: 1
+%s`, f.src.Addr(), f.verify.Addr(), f.dirs["bak01"], f.dirs["bak02"], db, extra)
+	for _, sub := range []string{"data", "log"} {
+		if err := os.MkdirAll(filepath.Join(f.dirs["restore"], sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cfg, err = config.Parse([]byte(y), "sqltest.yaml")
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	f.acts = New(nil)
+	f.acts.Cycle = CycleDeps{Config: f.cfg, Poll: 20 * time.Millisecond,
+		// The progress signals an activity sends to its workflow.
+		Signal: func(_ context.Context, _, _, name string, arg any) error {
+			if p, ok := arg.(StepProgress); ok && name == ProgressSignal {
+				f.mu.Lock()
+				f.progress = append(f.progress, p)
+				f.mu.Unlock()
+			}
+			return nil
+		}}
+	var ts testsuite.WorkflowTestSuite
+	f.env = ts.NewTestActivityEnvironment()
+	f.env.RegisterActivity(f.acts)
+	return f
+}
+
+// run executes one activity and decodes its result into out (may be nil).
+func (f *sqlFixture) run(fn, in, out any) error {
+	f.t.Helper()
+	v, err := f.env.ExecuteActivity(fn, in)
+	if err != nil {
+		return err
+	}
+	if out != nil && v != nil && v.HasValue() {
+		if err := v.Get(out); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return nil
+}
+
+func (f *sqlFixture) must(fn, in, out any) {
+	f.t.Helper()
+	if err := f.run(fn, in, out); err != nil {
+		f.t.Fatalf("%T(%+v): %v", in, in, err)
+	}
+}
+
+// statements counts what an instance ran, by kind.
+func statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
+	var out []sqlsim.StatementRecord
+	for _, s := range in.Statements() {
+		if s.Kind == kind {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// backedUp runs plan, sequence, backup and catalog: a written set on the
+// plan's primary.
+func (f *sqlFixture) backedUp() (Plan, int64, ManifestOutput) {
+	f.t.Helper()
+	var p Plan
+	f.must(f.acts.PlanCycle, PlanInput{Database: f.db}, &p)
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: f.db}, &seq)
+	var b BackupOutput
+	f.must(f.acts.Backup, BackupInput{Database: f.db, Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes}, &b)
+	var m ManifestOutput
+	f.must(f.acts.WriteManifest, ManifestInput{Database: f.db, Sequence: seq, Server: p.Rotation[0], Backup: b}, &m)
+	return p, seq, m
+}
+
+func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
+	db := "Sales]; DROP DATABASE x--"
+	f := newSQLFixture(t, db, "")
+	p, seq, man := f.backedUp()
+	if p.Rotation[0] != "bak01" || p.Remote != "bak02" {
+		t.Fatalf("plan %+v, want bak01 then copy to bak02", p)
+	}
+	var seq2 int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: db}, &seq2)
+	if seq < 1 || seq2 != seq+1 {
+		t.Errorf("sequences %d then %d, want consecutive numbers from the DBBackup.Sequence table", seq, seq2)
+	}
+	for i := 1; i <= 2; i++ {
+		name := tsql.StripeFileName(db, seq, i, 2)
+		if fi, err := os.Stat(filepath.Join(f.dirs["bak01"], name)); err != nil || fi.Size() == 0 {
+			t.Errorf("stripe %s on bak01: %v", name, err)
+		}
+	}
+	f.mu.Lock()
+	var pcts []float64
+	for _, pr := range f.progress {
+		if pr.Step == StepBackup && pr.Sequence == seq {
+			pcts = append(pcts, pr.Percent)
+		}
+	}
+	f.mu.Unlock()
+	if len(pcts) < 2 || pcts[len(pcts)-1] < 90 {
+		t.Errorf("backup progress signalled %v, want a rising percent up to 100", pcts)
+	}
+	written := f.load("bak01", seq)
+	if written.State != catalog.StateWritten || written.Header == nil || written.Header.BackupSetGUID == "" ||
+		written.Header.LastLSN == "" || !written.Header.HasBackupChecksums || len(written.Stripes) != 2 || man.Manifest != written.FileName() {
+		t.Errorf("written manifest %+v header %+v", written, written.Header)
+	}
+
+	var copied CopyOutput
+	f.must(f.acts.CopyToRemote, CopyInput{Database: db, Sequence: seq, From: "bak01", To: "bak02"}, &copied)
+	verify := VerifyInput{Database: db, Sequence: seq, Server: "bak02"}
+	var restored, checked, sane StepOutput
+	f.must(f.acts.Restore, verify, &restored)
+	if restored.VerifyDatabase != db+"_verify" {
+		t.Errorf("restored into %q, want %q", restored.VerifyDatabase, db+"_verify")
+	}
+	rs := statements(f.verify, "RESTORE DATABASE")
+	if len(rs) != 1 || rs[0].Outcome != "ok" || !strings.Contains(rs[0].SQL, `\\bak02\backup`) || !strings.Contains(rs[0].SQL, "CHECKSUM") ||
+		!strings.Contains(rs[0].SQL, "MOVE N'Sales''data'") {
+		t.Errorf("RESTORE statements %+v, want one from the remote copies with CHECKSUM and MOVE of the quoted logical name", rs)
+	}
+	f.must(f.acts.CheckDB, verify, &checked)
+	f.must(f.acts.SanityChecks, verify, &sane)
+	if sane.Checks != 1 {
+		t.Errorf("sanity checks run: %d, want 1", sane.Checks)
+	}
+	f.must(f.acts.MarkVerified, MarkInput{Database: db, Sequence: seq, Servers: []string{"bak01", "bak02"}}, nil)
+	for _, s := range []string{"bak01", "bak02"} {
+		m := f.load(s, seq)
+		if m.State != catalog.StateVerified || m.VerifyDB != db+"_verify" || m.Timings[catalog.StepRestore].DurationSeconds <= 0 {
+			t.Errorf("manifest on %s: %s verify db %q timings %v, want verified with restore timing", s, m.State, m.VerifyDB, m.Timings)
+		}
+	}
+	f.must(f.acts.DropVerifyDB, verify, nil)
+	f.must(f.acts.DropVerifyDB, verify, nil) // idempotent
+	if _, err := f.verify.DatabaseFiles(db + "_verify"); err == nil {
+		t.Errorf("verification database still exists after DropVerifyDB")
+	}
+	var kept RetentionOutput
+	f.must(f.acts.ApplyRetention, RetentionInput{Database: db, Servers: []string{"bak01", "bak02"}, Protect: seq}, &kept)
+	if len(kept.Deleted) != 0 {
+		t.Errorf("retention deleted %+v from a single verified set", kept.Deleted)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+}
+
+func (f *sqlFixture) load(server string, seq int64) *catalog.Manifest {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.dirs[server], tsql.ManifestFileName(f.db, seq)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := catalog.Decode(data)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// A byte flipped in a remote stripe: RESTORE WITH CHECKSUM refuses it.
+func TestSQLRestoreDetectsCorruptCopy(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, seq, _ := f.backedUp()
+	f.must(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
+	stripe := filepath.Join(f.dirs["bak02"], tsql.StripeFileName("Sales", seq, 2, 2))
+	data, err := os.ReadFile(stripe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(stripe, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = f.run(f.acts.Restore, VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}, nil)
+	if errorTypeOf(err) != ErrCorruptBackup {
+		t.Fatalf("restore of a corrupt copy: %v, want CorruptBackup", err)
+	}
+}
+
+func TestSQLUnknownDatabaseAndLogin(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "  - name: Ghost\n    instance: sql01\n    backup_servers: [bak01, bak02]\n")
+	var seq int64
+	err := f.run(f.acts.AllocateSequence, SequenceInput{Database: "Ghost"}, &seq)
+	if errorTypeOf(err) != ErrDatabaseNotFound || !strings.Contains(err.Error(), "Ghost") {
+		t.Errorf("sequence of a database missing on the instance: %v, want DatabaseNotFound naming it", err)
+	}
+	t.Setenv("BC_TEST_SQL_PASSWORD", "wrong")
+	err = f.run(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	if errorTypeOf(err) != ErrLoginFailed || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("wrong password: %v, want LoginFailed without the password", err)
+	}
+}
+
+// Crash table, "SQL host dies during BACKUP": the activity reports how far
+// it got; the set is marked failed; after the host returns, a new sequence
+// backs up fine and the failed set's partial files are recorded for
+// retention.
+func TestSQLHostCrashDuringBackup(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var p Plan
+	f.must(f.acts.PlanCycle, PlanInput{Database: "Sales"}, &p)
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	f.src.SetThrottle(2 << 20) // slow enough to see progress before the crash
+	if err := f.src.CrashAt(sqlsim.OpBackup, 40); err != nil {
+		t.Fatal(err)
+	}
+	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: p.Stripes}, nil)
+	appErr := appErrorOf(t, err)
+	var bf BackupFailure
+	if appErr.Type() != ErrSQLHostUnreachable || !appErr.HasDetails() || appErr.Details(&bf) != nil || !bf.Started ||
+		bf.Percent < 20 || bf.Percent > 45 {
+		t.Fatalf("backup on a crashing host: %v (details %+v), want SQLHostUnreachable, started, about 40 %%", err, bf)
+	}
+	f.must(f.acts.MarkFailed, MarkInput{Database: "Sales", Sequence: seq, Servers: []string{"bak01"}, Step: StepBackup,
+		ErrorType: ErrSQLHostUnreachable, Reason: fmt.Sprintf("%s (at %.0f %%)", appErr.Message(), bf.Percent)}, nil)
+	failed := f.load("bak01", seq)
+	if failed.State != catalog.StateFailed || len(failed.Stripes) != 2 {
+		t.Errorf("failed set: %s with stripes %+v, want failed listing both partial stripes", failed.State, failed.Stripes)
+	}
+	// The host is down: the next attempt cannot even get a sequence.
+	err = f.run(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, nil)
+	if errorTypeOf(err) != ErrSQLHostUnreachable {
+		t.Fatalf("sequence while the host is down: %v, want SQLHostUnreachable", err)
+	}
+	if err := f.src.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.src.SetThrottle(0)
+	var seq2 int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq2)
+	if seq2 <= seq {
+		t.Fatalf("sequence after the crash %d, want above %d", seq2, seq)
+	}
+	var b BackupOutput
+	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq2, Server: "bak01", Stripes: p.Stripes}, &b)
+	if len(b.Stripes) != 2 || b.Stripes[0].Name != tsql.StripeFileName("Sales", seq2, 1, 2) {
+		t.Errorf("backup after the crash: %+v", b)
+	}
+}
+
+func appErrorOf(t *testing.T, err error) *temporal.ApplicationError {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		t.Fatalf("error %v (%T) is not an ApplicationError", err, err)
+	}
+	return appErr
+}
+
+func TestSQLBackupTargetFaults(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	f.src.SetShareUnreachable(`\\bak01\backup`, true)
+	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, nil)
+	if errorTypeOf(err) != ErrBackupTargetUnreachable || !strings.Contains(err.Error(), "3201") {
+		t.Errorf("unreachable share: %v, want BackupTargetUnreachable (3201)", err)
+	}
+	f.src.SetShareUnreachable(`\\bak01\backup`, false)
+	f.src.SetShareQuota(`\\bak01\backup`, 64<<10)
+	err = f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq + 1, Server: "bak01", Stripes: 2}, nil)
+	if errorTypeOf(err) != ErrShareFull {
+		t.Errorf("full share: %v, want ShareFull", err)
+	}
+	var bf BackupFailure
+	if appErr := appErrorOf(t, err); appErr.NonRetryable() == false || appErr.Details(&bf) != nil || !bf.Started {
+		t.Errorf("full share: non-retryable %v, details %+v", appErr.NonRetryable(), bf)
+	}
+}
+
+// A damaged page in the source: BACKUP WITH CHECKSUM refuses it, and the
+// cycle fails as CheckDBFailed naming the page.
+func TestSQLCorruptSourcePage(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	if err := f.src.CorruptPage("Sales", 1, 20); err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, nil)
+	if errorTypeOf(err) != ErrCheckDBFailed || !strings.Contains(err.Error(), "(1:20)") {
+		t.Errorf("backup of a damaged database: %v, want CheckDBFailed naming page (1:20)", err)
+	}
+}
+
+// A damaged page in the restored copy: CHECKDB fails with every message.
+func TestSQLCheckDBFindsCorruption(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, seq, _ := f.backedUp()
+	f.must(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
+	verify := VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}
+	var restored StepOutput
+	f.must(f.acts.Restore, verify, &restored)
+	if err := f.verify.CorruptPage(restored.VerifyDatabase, 1, 30); err != nil {
+		t.Fatal(err)
+	}
+	err := f.run(f.acts.CheckDB, verify, nil)
+	if errorTypeOf(err) != ErrCheckDBFailed || !strings.Contains(err.Error(), "(1:30)") || !strings.Contains(err.Error(), "8928") {
+		t.Errorf("CHECKDB of a damaged copy: %v, want CheckDBFailed naming page (1:30) and error 8928", err)
+	}
+	// The verification database vanished (instance lost it): restore again.
+	f.must(f.acts.DropVerifyDB, verify, nil)
+	err = f.run(f.acts.CheckDB, verify, nil)
+	if errorTypeOf(err) != ErrSQLHostUnreachable {
+		t.Errorf("CHECKDB of a missing copy: %v, want SQLHostUnreachable (restore again)", err)
+	}
+}
+
+func TestSQLSanityCheckFails(t *testing.T) {
+	f := newSQLFixture(t, "Sales", `      - name: lots-of-customers
+        query: SELECT COUNT_BIG(*) FROM dbo.Customers
+        at_least: 1000000000
+`)
+	_, seq, _ := f.backedUp()
+	f.must(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
+	verify := VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}
+	f.must(f.acts.Restore, verify, nil)
+	err := f.run(f.acts.SanityChecks, verify, nil)
+	if errorTypeOf(err) != ErrSanityCheckFailed || !strings.Contains(err.Error(), "lots-of-customers") ||
+		!strings.Contains(err.Error(), "SELECT COUNT_BIG(*) FROM dbo.Customers") || !strings.Contains(err.Error(), "want at least 1000000000") {
+		t.Errorf("sanity check: %v, want SanityCheckFailed with the query and the value", err)
+	}
+}
+
+// Re-attach: a retried Backup finds its statement still running, waits for
+// it and does not run BACKUP a second time.
+func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	srv, _ := f.cfg.BackupServer("bak01")
+	layout, err := tsql.Layout(srv.UNCPaths, "Sales", seq, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := true
+	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{Database: "Sales", Disks: tsql.Paths(layout), Checksum: true, Init: true,
+		Format: true, Compression: &comp, Stats: 5, Name: tsql.BackupSetName(seq)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The "first attempt": a BACKUP whose worker is gone, still running.
+	f.src.SetThrottle(1 << 20)
+	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: "sa",
+		Password: sqlPassword, Encrypt: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Run(context.Background(), "BACKUP DATABASE", stmt, nil)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(statements(f.src, "BACKUP DATABASE")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 10})
+	var out BackupOutput
+	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, &out)
+	if err := <-done; err != nil {
+		t.Fatalf("the first attempt's BACKUP failed: %v", err)
+	}
+	if !out.Reattached || len(out.Stripes) != 2 || out.Bytes == 0 {
+		t.Errorf("retried backup %+v, want re-attached with both stripes", out)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+}

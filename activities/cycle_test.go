@@ -1,0 +1,398 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// cycleFixture is a configuration with two backup servers in local
+// directories (bak01, bak02: each the other's copy target) and the
+// activities wired to it.
+type cycleFixture struct {
+	t    *testing.T
+	dirs map[string]string
+	cfg  *config.Config
+	acts *Activities
+	env  *testsuite.TestActivityEnvironment
+	now  time.Time
+}
+
+const fixtureYAML = `
+sql_instances:
+  - name: sql01
+    address: 127.0.0.1:1
+    user: sa
+    password_env: BACKUPCYCLE_TEST_NOPE
+  - name: verify01
+    address: 127.0.0.1:2
+    user: sa
+    password_env: BACKUPCYCLE_TEST_NOPE
+backup_servers:
+  - name: bak01
+    unc_paths: [{{bak01}}]
+    location: {{bak01}}
+    verify_instance: verify01
+    restore_data_dir: /restore/data
+    restore_log_dir: /restore/log
+  - name: bak02
+    unc_paths: [{{bak02}}]
+    location: {{bak02}}
+    verify_instance: verify01
+    restore_data_dir: /restore/data
+    restore_log_dir: /restore/log
+databases:
+  - name: {{db}}
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    stripes: 2
+{{extra}}`
+
+func newCycleFixture(t *testing.T, db, extra string) *cycleFixture {
+	t.Helper()
+	f := &cycleFixture{t: t, dirs: map[string]string{}, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
+	y := fixtureYAML
+	for _, s := range []string{"bak01", "bak02"} {
+		f.dirs[s] = filepath.Join(t.TempDir(), s)
+		if err := os.MkdirAll(f.dirs[s], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		y = strings.ReplaceAll(y, "{{"+s+"}}", f.dirs[s])
+	}
+	y = strings.ReplaceAll(y, "{{db}}", fmt.Sprintf("%q", db))
+	y = strings.ReplaceAll(y, "{{extra}}", extra)
+	cfg, err := config.Parse([]byte(y), "test.yaml")
+	if err != nil {
+		t.Fatalf("fixture config: %v", err)
+	}
+	f.cfg = cfg
+	f.acts = New(nil)
+	f.acts.Cycle = CycleDeps{Config: cfg, Now: func() time.Time { return f.now }, Poll: 10 * time.Millisecond}
+	var ts testsuite.WorkflowTestSuite
+	f.env = ts.NewTestActivityEnvironment()
+	f.env.RegisterActivity(f.acts)
+	return f
+}
+
+// writeSet puts a set's stripes (random-ish content) and its manifest on a
+// server, as BACKUP + WriteManifest would.
+func (f *cycleFixture) writeSet(server, db string, seq int64, state catalog.State, primary string, size int) *catalog.Manifest {
+	f.t.Helper()
+	m := catalog.New(db, seq, f.now.Add(-time.Duration(100-seq)*time.Hour))
+	m.PrimaryServer = primary
+	m.Servers = []string{primary}
+	for i := 1; i <= 2; i++ {
+		name := tsql.StripeFileName(db, seq, i, 2)
+		data := bytes.Repeat([]byte(fmt.Sprintf("%s-%d-%d|", db, seq, i)), size)
+		if err := os.WriteFile(filepath.Join(f.dirs[server], name), data, 0o644); err != nil {
+			f.t.Fatal(err)
+		}
+		m.Stripes = append(m.Stripes, catalog.Stripe{Name: name, Size: int64(len(data))})
+	}
+	m.Options.Stripes = 2
+	at := m.CreatedAt
+	if state != catalog.StateWritten && state != catalog.StateFailed {
+		if err := advance(m, state, at); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if state == catalog.StateFailed {
+		if err := m.Fail(catalog.StepBackup, "host lost", at); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.save(server, m)
+	return m
+}
+
+func (f *cycleFixture) save(server string, m *catalog.Manifest) {
+	f.t.Helper()
+	st, err := local.Open(context.Background(), f.dirs[server])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := catalog.Save(context.Background(), catalogFS{st}, m); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
+	f.t.Helper()
+	st, err := local.Open(context.Background(), f.dirs[server])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := catalog.Load(context.Background(), catalogFS{st}, db, seq)
+	if err != nil {
+		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
+	}
+	return m
+}
+
+func errorTypeOf(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+func TestPlanCycleRoundRobinFromManifests(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "")
+	plan := func(in PlanInput) Plan {
+		t.Helper()
+		v, err := f.env.ExecuteActivity(f.acts.PlanCycle, in)
+		if err != nil {
+			t.Fatalf("PlanCycle(%+v): %v", in, err)
+		}
+		var p Plan
+		if err := v.Get(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := plan(PlanInput{Database: "Sales"})
+	if p.Rotation[0] != "bak01" || p.LastServerSource != "none" || p.Remote != "bak02" || p.Stripes != 2 ||
+		p.VerifyInstance != "verify01" || p.Instance != "sql01" {
+		t.Errorf("first plan %+v, want bak01 first (nothing written yet), copy to bak02", p)
+	}
+	// The newest set (seq 8, failed) was written to bak01: the next goes to bak02.
+	f.writeSet("bak02", "Sales", 7, catalog.StateVerified, "bak02", 1)
+	f.writeSet("bak01", "Sales", 8, catalog.StateFailed, "bak01", 1)
+	f.writeSet("bak01", "Other", 9, catalog.StateVerified, "bak01", 1) // another database does not count
+	p = plan(PlanInput{Database: "Sales"})
+	if p.Rotation[0] != "bak02" || p.Rotation[1] != "bak01" || p.LastServer != "bak01" || p.LastServerSource != "manifests" ||
+		p.Remote != "bak01" || p.Remotes["bak01"] != "bak02" {
+		t.Errorf("plan after bak01 %+v, want bak02 first, copied to bak01", p)
+	}
+	// The caller's knowledge wins.
+	p = plan(PlanInput{Database: "Sales", LastServer: "bak02"})
+	if p.Rotation[0] != "bak01" || p.LastServerSource != "caller" {
+		t.Errorf("plan with caller's last server bak02: %+v, want bak01", p)
+	}
+}
+
+func TestPlanCycleRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct{ name, typ, want string }{
+		{"memory guard", ErrInsufficientMemory, "memory budget"},
+		{"unknown database", ErrInvalidConfig, "not configured"},
+		{"unbalanced stripes", ErrInvalidConfig, "multiple of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCycleFixture(t, "Sales", "")
+			db := "Sales"
+			switch tc.name {
+			case "unknown database":
+				db = "Nope"
+			case "memory guard":
+				// config.Parse refuses this too; the plan re-checks what it runs.
+				d := &f.cfg.Databases[0]
+				d.BufferCount, d.MaxTransferSize, d.MemoryBudget = 4096, 4<<20, 1<<30
+			case "unbalanced stripes":
+				b := &f.cfg.BackupServers[0]
+				b.UNCPaths = append(b.UNCPaths, "/second/nic")
+				f.cfg.Databases[0].Stripes = 3
+			}
+			_, err := f.env.ExecuteActivity(f.acts.PlanCycle, PlanInput{Database: db})
+			if errorTypeOf(err) != tc.typ || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %s mentioning %q", err, tc.typ, tc.want)
+			}
+		})
+	}
+	var unwired Activities
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(&unwired)
+	if _, err := env.ExecuteActivity(unwired.PlanCycle, PlanInput{Database: "Sales"}); errorTypeOf(err) != ErrInvalidConfig ||
+		!strings.Contains(err.Error(), "--config") {
+		t.Errorf("unwired worker: %v, want InvalidConfig telling how to configure it", err)
+	}
+}
+
+func TestCopyToRemoteCopiesStripesThenManifest(t *testing.T) {
+	db := "Sales]; DROP DATABASE x--"
+	f := newCycleFixture(t, db, "")
+	m := f.writeSet("bak01", db, 5, catalog.StateWritten, "bak01", 50_000)
+	v, err := f.env.ExecuteActivity(f.acts.CopyToRemote, CopyInput{Database: db, Sequence: 5, From: "bak01", To: "bak02"})
+	if err != nil {
+		t.Fatalf("copy: %v", err)
+	}
+	var out CopyOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, s := range m.Stripes {
+		a, _ := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
+		b, err := os.ReadFile(filepath.Join(f.dirs["bak02"], s.Name))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("stripe %s not copied intact: %v", s.Name, err)
+		}
+		total += s.Size
+	}
+	if out.Bytes != total || out.Sent != total || out.Resumed != 0 {
+		t.Errorf("copy output %+v, want %d bytes sent once", out, total)
+	}
+	for _, server := range []string{"bak01", "bak02"} {
+		got := f.load(server, db, 5)
+		if got.State != catalog.StateCopied || len(got.Servers) != 2 || got.Servers[1] != "bak02" {
+			t.Errorf("manifest on %s: state %s servers %v, want copied on bak01+bak02", server, got.State, got.Servers)
+		}
+		for _, s := range got.Stripes {
+			data, _ := os.ReadFile(filepath.Join(f.dirs["bak02"], s.Name))
+			sum := sha256.Sum256(data)
+			if s.SHA256 != hex.EncodeToString(sum[:]) {
+				t.Errorf("manifest on %s: %s sha256 %q does not match the copy", server, s.Name, s.SHA256)
+			}
+		}
+	}
+	// A retry after success changes nothing and sends nothing.
+	v, err = f.env.ExecuteActivity(f.acts.CopyToRemote, CopyInput{Database: db, Sequence: 5, From: "bak01", To: "bak02"})
+	if err != nil {
+		t.Fatalf("second copy: %v", err)
+	}
+	if err := v.Get(&out); err != nil || out.Sent != 0 {
+		t.Errorf("second copy sent %d bytes (%v), want 0", out.Sent, err)
+	}
+}
+
+func TestCopyToRemoteFromAFailedOrMissingSet(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "")
+	_, err := f.env.ExecuteActivity(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: 99, From: "bak01", To: "bak02"})
+	if errorTypeOf(err) != ErrCorruptBackup || !strings.Contains(err.Error(), "Sales_00000099.manifest.json") {
+		t.Errorf("copy of a set without manifest: %v, want CorruptBackup naming the manifest", err)
+	}
+}
+
+func TestMarkFailedRecordsPartialSetAndNeverUnverifies(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "")
+	// A BACKUP died at 40 %: two partial stripes, no manifest.
+	for i := 1; i <= 2; i++ {
+		if err := os.WriteFile(filepath.Join(f.dirs["bak01"], tsql.StripeFileName("Sales", 7, i, 2)), []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.writeSet("bak02", "Sales", 6, catalog.StateVerified, "bak02", 1)
+	in := MarkInput{Database: "Sales", Sequence: 7, Servers: []string{"bak01"}, Step: StepBackup,
+		ErrorType: ErrSQLHostUnreachable, Reason: "connection lost (at 40 %)"}
+	if _, err := f.env.ExecuteActivity(f.acts.MarkFailed, in); err != nil {
+		t.Fatal(err)
+	}
+	m := f.load("bak01", "Sales", 7)
+	if m.State != catalog.StateFailed || m.Failure == nil || !strings.Contains(m.Failure.Reason, "40 %") ||
+		!strings.Contains(m.Failure.Reason, ErrSQLHostUnreachable) || len(m.Stripes) != 2 || m.PrimaryServer != "bak01" {
+		t.Errorf("failed manifest %+v (failure %+v), want failed at backup with the reason and both stripes", m, m.Failure)
+	}
+	// A verified set stays verified.
+	in.Sequence, in.Servers = 6, []string{"bak02"}
+	if _, err := f.env.ExecuteActivity(f.acts.MarkFailed, in); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.load("bak02", "Sales", 6); m.State != catalog.StateVerified {
+		t.Errorf("verified set became %s", m.State)
+	}
+}
+
+func TestMarkVerifiedCatchesUpEveryServer(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "")
+	m := f.writeSet("bak01", "Sales", 5, catalog.StateCopied, "bak01", 1)
+	// The remote missed "restored"; both must end verified.
+	m2 := *m
+	if err := advance(&m2, catalog.StateChecked, f.now); err != nil {
+		t.Fatal(err)
+	}
+	f.save("bak02", &m2)
+	in := MarkInput{Database: "Sales", Sequence: 5, Servers: []string{"bak01", "bak02"}, Timings: Timings{Sanity: time.Second}}
+	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"bak01", "bak02"} {
+		if got := f.load(s, "Sales", 5); got.State != catalog.StateVerified || got.Timings[catalog.StepSanity].DurationSeconds != 1 {
+			t.Errorf("%s: state %s timings %v, want verified with the sanity timing", s, got.State, got.Timings)
+		}
+	}
+}
+
+func TestApplyRetentionKeepsNewestVerifiedAndProtected(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "    retention:\n      keep_verified: 1\n      delete_failed_after: 1h\n")
+	f.writeSet("bak01", "Sales", 1, catalog.StateVerified, "bak01", 1)
+	f.writeSet("bak01", "Sales", 3, catalog.StateVerified, "bak01", 1)
+	f.writeSet("bak01", "Sales", 4, catalog.StateFailed, "bak01", 1)
+	f.writeSet("bak01", "Other", 2, catalog.StateVerified, "bak01", 1) // never touched: another database
+	// seq 5: this cycle's set, just verified on bak02.
+	f.writeSet("bak02", "Sales", 5, catalog.StateVerified, "bak02", 1)
+	v, err := f.env.ExecuteActivity(f.acts.ApplyRetention, RetentionInput{Database: "Sales", Servers: []string{"bak01", "bak02"}, Protect: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out RetentionOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[int64]string{}
+	for _, d := range out.Deleted {
+		deleted[d.Sequence] = d.State
+	}
+	if len(deleted) != 2 || deleted[1] != string(catalog.ReasonSuperseded) || deleted[4] != string(catalog.ReasonFailed) {
+		t.Errorf("deleted %+v, want seq 1 (superseded) and seq 4 (failed)", out.Deleted)
+	}
+	left, _ := filepath.Glob(filepath.Join(f.dirs["bak01"], "*"))
+	var names []string
+	for _, p := range left {
+		names = append(names, filepath.Base(p))
+	}
+	for _, want := range []string{tsql.ManifestFileName("Sales", 3), tsql.StripeFileName("Sales", 3, 1, 2),
+		tsql.ManifestFileName("Other", 2)} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("bak01 holds %v, missing %s", names, want)
+		}
+	}
+	for _, gone := range []string{tsql.ManifestFileName("Sales", 1), tsql.StripeFileName("Sales", 4, 1, 2)} {
+		if strings.Contains(strings.Join(names, " "), gone) {
+			t.Errorf("bak01 still holds %s", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dirs["bak02"], tsql.ManifestFileName("Sales", 5))); err != nil {
+		t.Errorf("the protected set lost its manifest: %v", err)
+	}
+}
+
+func TestSanityMismatch(t *testing.T) {
+	finish := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	m := &catalog.Manifest{Header: &catalog.Header{BackupFinish: finish}}
+	for _, tc := range []struct {
+		c     config.SanityCheck
+		v     any
+		found bool
+		want  string
+	}{
+		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 10}, int64(12), true, ""},
+		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 10}, int64(3), true, "returned 3, want at least 10"},
+		{config.SanityCheck{Expect: config.ExpectEquals, Equals: "1"}, true, true, ""},
+		{config.SanityCheck{Expect: config.ExpectEquals, Equals: "1"}, int64(0), true, `returned "0", want "1"`},
+		{config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}, finish.Add(-30 * time.Minute), true, ""},
+		{config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}, finish.Add(-3 * time.Hour), true, "3h0m0s older than the backup"},
+		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 1}, nil, false, "no row"},
+	} {
+		got := sanityMismatch(tc.c, tc.v, tc.found, m)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("sanityMismatch(%+v, %v) = %q, want %q", tc.c, tc.v, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package activities
+
+import "time"
+
+// Inputs and outputs of the BackupCycle activities. They are recorded in the
+// workflow history and shown in the Web UI, so they are small, JSON-friendly
+// and never carry a secret: databases, instances and servers are named by
+// their configuration keys and the activities resolve everything else
+// (addresses, passwords, paths) from the configuration inside the worker.
+
+// Steps of the cycle, as shown in the BackupStep search attribute, the
+// progress query and the Web UI.
+const (
+	StepPlan                   = "plan"
+	StepSequence               = "sequence"
+	StepBackup                 = "backup"
+	StepWaitingForSQLHost      = "waiting-for-sql-host"
+	StepWaitingForBackupServer = "waiting-for-backup-server"
+	StepCatalog                = "catalog"
+	StepCopy                   = "copy"
+	StepRestore                = "restore"
+	StepCheckDB                = "checkdb"
+	StepSanity                 = "sanity"
+	StepVerified               = "verified"
+	StepDropVerifyDB           = "drop-verify-db"
+	StepRetention              = "retention"
+	StepDone                   = "done"
+	StepFailed                 = "failed"
+)
+
+// ProgressSignal is the signal long activities send to their own workflow so
+// that the `progress` query and the Web UI show percent and bytes while a
+// statement runs (a workflow cannot read its activities' heartbeats).
+const ProgressSignal = "step-progress"
+
+// StepProgress is the payload of ProgressSignal.
+type StepProgress struct {
+	Step     string  `json:"step"`
+	Sequence int64   `json:"seq"`
+	Percent  float64 `json:"percent"`
+	Bytes    int64   `json:"bytes"`
+}
+
+// PlanInput asks for the plan of one cycle of Database (its configuration key).
+type PlanInput struct {
+	Database string `json:"database"`
+	// Instance names the source instance when the database name alone is
+	// ambiguous in the configuration; "" otherwise.
+	Instance string `json:"instance,omitempty"`
+	// LastServer, when set, is the primary backup server of the previous
+	// cycle as the caller knows it; when empty PlanCycle reads the manifests
+	// on the rotation's servers.
+	LastServer string `json:"last_server,omitempty"`
+}
+
+// Plan is what one cycle will do, decided from the configuration and the
+// manifests already on the backup servers.
+type Plan struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"` // source SQL instance (config key)
+	// Rotation lists the backup servers to try, the round-robin primary first
+	// and then the others in rotation order (fail-over targets).
+	Rotation []string `json:"rotation"`
+	// LastServer is the previous primary and where that knowledge came from:
+	// "caller", "manifests" or "none".
+	LastServer       string `json:"last_server,omitempty"`
+	LastServerSource string `json:"last_server_source"`
+	Stripes          int    `json:"stripes"`
+	// Remote is the backup server at the remote site: the copy target whose
+	// verification instance restores and checks the set.
+	Remote string `json:"remote"`
+	// Remotes is the copy target for each server of the rotation, for when
+	// the cycle fails over to another primary (copy_to unset: the next
+	// server in the rotation). Missing entries mean Remote.
+	Remotes        map[string]string `json:"remotes,omitempty"`
+	VerifyInstance string            `json:"verify_instance"`
+	KeepVerifyDB   bool              `json:"keep_verify_db,omitempty"`
+	// MemoryBytes is BUFFERCOUNT x MAXTRANSFERSIZE x stripes, checked against
+	// the memory budget.
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	Limits      Limits `json:"limits"`
+}
+
+// Limits bound the waiting and the long steps of a cycle; zero values mean
+// the workflow's defaults.
+type Limits struct {
+	HostWait   time.Duration `json:"host_wait,omitempty"`   // total wait for a lost SQL host
+	ServerWait time.Duration `json:"server_wait,omitempty"` // total wait when no backup server is reachable
+	// First and longest single wait of those two (doubling in between).
+	WaitInitial    time.Duration `json:"wait_initial,omitempty"`
+	WaitMax        time.Duration `json:"wait_max,omitempty"`
+	CopyDeadline   time.Duration `json:"copy_deadline,omitempty"`
+	BackupTimeout  time.Duration `json:"backup_timeout,omitempty"`
+	RestoreTimeout time.Duration `json:"restore_timeout,omitempty"`
+	CheckDBTimeout time.Duration `json:"checkdb_timeout,omitempty"`
+	RestoreRounds  int           `json:"restore_rounds,omitempty"` // restores after a lost verification instance
+}
+
+// SequenceInput asks for a new backup sequence number.
+type SequenceInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+}
+
+// Stripe is one backup file of a set.
+type Stripe struct {
+	Name   string `json:"name"`             // file name, <db>_<seq:08d>_<i>of<n>.bak
+	Path   string `json:"path"`             // as SQL Server sees it (UNC or local path)
+	Size   int64  `json:"size,omitempty"`   // bytes
+	SHA256 string `json:"sha256,omitempty"` // hex, once known
+}
+
+// BackupInput runs BACKUP DATABASE for one sequence to one backup server.
+type BackupInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Sequence int64  `json:"seq"`
+	Server   string `json:"server"`
+	Stripes  int    `json:"stripes"`
+}
+
+// BackupOutput is a finished backup.
+type BackupOutput struct {
+	Stripes  []Stripe      `json:"stripes"`
+	Pages    int64         `json:"pages,omitempty"`
+	Bytes    int64         `json:"bytes"`
+	Duration time.Duration `json:"duration"`
+	// Reattached is true when a retry found the statement still running (or
+	// already finished) instead of starting it again.
+	Reattached bool `json:"reattached,omitempty"`
+}
+
+// BackupFailure is attached as details to a failed Backup's ApplicationError:
+// how far the statement got, for the failed manifest and the workflow's
+// decision (a started backup leaves partial files: new sequence).
+type BackupFailure struct {
+	Started bool    `json:"started"`
+	Percent float64 `json:"percent"`
+}
+
+// ManifestInput writes the manifest of a finished backup (state written) on
+// the primary server.
+type ManifestInput struct {
+	Database string       `json:"database"`
+	Instance string       `json:"instance"`
+	Sequence int64        `json:"seq"`
+	Server   string       `json:"server"`
+	Backup   BackupOutput `json:"backup"`
+}
+
+// ManifestOutput describes the written manifest.
+type ManifestOutput struct {
+	Manifest      string   `json:"manifest"` // file name beside the stripes
+	BackupSetGUID string   `json:"backup_set_guid,omitempty"`
+	Stripes       []Stripe `json:"stripes"` // with sizes and hashes
+}
+
+// CopyInput copies a set from the primary server to the remote one.
+type CopyInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Sequence int64  `json:"seq"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+}
+
+// CopyOutput is a finished copy.
+type CopyOutput struct {
+	Bytes int64 `json:"bytes"` // size of the set
+	// Sent is what the final attempt wrote to the remote server; Resumed
+	// the bytes it did not send again because an earlier attempt's
+	// checkpoint (heartbeat) confirmed them.
+	Sent     int64         `json:"sent"`
+	Resumed  int64         `json:"resumed,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// VerifyInput names a set on the remote server; the activities restore it
+// into the database verify_name gives on that server's verification instance.
+type VerifyInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Sequence int64  `json:"seq"`
+	Server   string `json:"server"`
+}
+
+// StepOutput is the measured result of a verification step.
+type StepOutput struct {
+	// VerifyDatabase is the restored copy's name on the verification instance.
+	VerifyDatabase string        `json:"verify_database,omitempty"`
+	Duration       time.Duration `json:"duration"`
+	Bytes          int64         `json:"bytes,omitempty"`
+	Checks         int           `json:"checks,omitempty"` // sanity checks run
+	Reattached     bool          `json:"reattached,omitempty"`
+}
+
+// Timings are the measured times of a cycle.
+type Timings struct {
+	Backup  time.Duration `json:"backup"`
+	Copy    time.Duration `json:"copy"`
+	Restore time.Duration `json:"restore"`
+	CheckDB time.Duration `json:"checkdb"`
+	Sanity  time.Duration `json:"sanity"`
+	// Total is backup + copy + restore + CHECKDB: the seed's backup cycle
+	// time, i.e. the measured time from "back up" to "proven restorable".
+	Total time.Duration `json:"total"`
+}
+
+// MarkInput moves a set's manifest to a final state on every listed server.
+type MarkInput struct {
+	Database string   `json:"database"`
+	Instance string   `json:"instance"`
+	Sequence int64    `json:"seq"`
+	Servers  []string `json:"servers"`
+	Timings  Timings  `json:"timings"`
+	// For MarkFailed: the step that failed, its error type and why.
+	Step      string `json:"step,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// RetentionInput applies the database's retention policy on servers.
+type RetentionInput struct {
+	Database string   `json:"database"`
+	Instance string   `json:"instance"`
+	Servers  []string `json:"servers"`
+	// Protect is the set this cycle just verified: never deleted, whatever
+	// the policy says.
+	Protect int64 `json:"protect"`
+}
+
+// RetentionOutput lists what retention deleted.
+type RetentionOutput struct {
+	Deleted []SetRef `json:"deleted,omitempty"`
+	Kept    int      `json:"kept"`
+}
+
+// SetRef names one backup set on one server.
+type SetRef struct {
+	Server   string `json:"server"`
+	Sequence int64  `json:"seq"`
+	State    string `json:"state,omitempty"`
+}
+
+// RemoteFor is the copy target of a set written to primary.
+func (p Plan) RemoteFor(primary string) string {
+	if r := p.Remotes[primary]; r != "" {
+		return r
+	}
+	return p.Remote
+}

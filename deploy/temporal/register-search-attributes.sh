@@ -1,0 +1,28 @@
+#!/bin/sh
+# Registers backupcycle's custom search attributes on the compose Temporal server (one-shot service
+# temporal-search-attributes). The list must match workflows.SearchAttributeTypes (checked by deploy's test).
+set -eu
+addr="${TEMPORAL_ADDRESS:-temporal:7233}"
+ns="${TEMPORAL_NAMESPACE:-default}"
+
+tries=0
+until temporal operator namespace describe --address "$addr" --namespace "$ns" >/dev/null 2>&1; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 90 ]; then
+    echo "search attributes: namespace $ns at $addr not ready after 180s: check the temporal service's logs" >&2
+    exit 1
+  fi
+  sleep 2
+done
+
+existing="$(temporal operator search-attribute list --address "$addr" --namespace "$ns")"
+for attr in BackupDatabase:Keyword BackupSequence:Int BackupStep:Keyword BackupServer:Keyword BackupOutcome:Keyword; do
+  name="${attr%%:*}"
+  type="${attr#*:}"
+  if printf '%s\n' "$existing" | grep -qw "$name"; then
+    echo "search attribute $name already registered"
+    continue
+  fi
+  temporal operator search-attribute create --address "$addr" --namespace "$ns" --name "$name" --type "$type"
+  echo "search attribute $name ($type) registered"
+done

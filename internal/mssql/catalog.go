@@ -1,0 +1,329 @@
+package mssql
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	mssqldb "github.com/microsoft/go-mssqldb"
+)
+
+// BackupHeader is one row of RESTORE HEADERONLY (the columns the cycle uses).
+type BackupHeader struct {
+	BackupName           string
+	BackupType           int64 // 1 database, 2 log, 5 differential
+	Position             int64
+	ServerName           string
+	DatabaseName         string
+	BackupSize           int64
+	CompressedBackupSize int64
+	FirstLSN             string // numeric(25,0), as text
+	LastLSN              string
+	CheckpointLSN        string
+	DatabaseBackupLSN    string
+	BackupStartDate      time.Time
+	BackupFinishDate     time.Time
+	Compressed           bool
+	HasBackupChecksums   bool
+	IsDamaged            bool
+	IsCopyOnly           bool
+	BackupSetGUID        string
+	FamilyGUID           string
+}
+
+// FileListEntry is one row of RESTORE FILELISTONLY.
+type FileListEntry struct {
+	LogicalName   string
+	PhysicalName  string
+	Type          string // D data, L log, F full-text, S filestream
+	FileGroupName string
+	Size          int64
+	FileID        int64
+	// BackupSizeInBytes is how much of the file the backup holds.
+	BackupSizeInBytes int64
+}
+
+// HeaderOnly runs a RESTORE HEADERONLY statement (built by internal/tsql)
+// and reads its rows by column name, so servers that add columns (every
+// version does) still scan.
+func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader, error) {
+	var out []BackupHeader
+	err := db.scan(ctx, "RESTORE HEADERONLY", statement, nil, func(r row) {
+		out = append(out, BackupHeader{
+			BackupName: r.str("BackupName"), BackupType: r.int("BackupType"), Position: r.int("Position"),
+			ServerName: r.str("ServerName"), DatabaseName: r.str("DatabaseName"),
+			BackupSize: r.int("BackupSize"), CompressedBackupSize: r.int("CompressedBackupSize"),
+			FirstLSN: r.str("FirstLSN"), LastLSN: r.str("LastLSN"), CheckpointLSN: r.str("CheckpointLSN"),
+			DatabaseBackupLSN: r.str("DatabaseBackupLSN"),
+			BackupStartDate:   r.time("BackupStartDate"), BackupFinishDate: r.time("BackupFinishDate"),
+			Compressed: r.bool("Compressed"), HasBackupChecksums: r.bool("HasBackupChecksums"),
+			IsDamaged: r.bool("IsDamaged"), IsCopyOnly: r.bool("IsCopyOnly"),
+			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
+		})
+	})
+	return out, err
+}
+
+// FileListOnly runs a RESTORE FILELISTONLY statement and reads its rows by
+// column name.
+func (db *DB) FileListOnly(ctx context.Context, statement string) ([]FileListEntry, error) {
+	var out []FileListEntry
+	err := db.scan(ctx, "RESTORE FILELISTONLY", statement, nil, func(r row) {
+		out = append(out, FileListEntry{
+			LogicalName: r.str("LogicalName"), PhysicalName: r.str("PhysicalName"), Type: r.str("Type"),
+			FileGroupName: r.str("FileGroupName"), Size: r.int("Size"), FileID: r.int("FileID"),
+			BackupSizeInBytes: r.int("BackupSizeInBytes"),
+		})
+	})
+	return out, err
+}
+
+// Request is a statement running on the instance (sys.dm_exec_requests).
+type Request struct {
+	SessionID  int64
+	Command    string // "BACKUP DATABASE", "RESTORE DATABASE", "DBCC TABLE CHECK", ...
+	DatabaseID int64
+	Percent    float64
+	StartTime  time.Time
+	Text       string // the statement's text, when the query returns it
+}
+
+// Requests runs a sys.dm_exec_requests query (tsql.InFlightRequests) and
+// reads the rows by column name.
+func (db *DB) Requests(ctx context.Context, query string, args ...any) ([]Request, error) {
+	var out []Request
+	err := db.scan(ctx, "find running requests", query, args, func(r row) {
+		out = append(out, Request{
+			SessionID: r.int("session_id"), Command: strings.TrimSpace(r.str("command")),
+			DatabaseID: r.int("database_id"), Percent: r.float("percent_complete"),
+			StartTime: r.time("start_time"), Text: r.str("text"),
+		})
+	})
+	return out, err
+}
+
+// WaitRequest polls the requests query until sessionID no longer appears
+// (its statement finished or died), calling onPercent after every poll.
+// It cannot tell success from failure: the caller checks the outcome
+// (HEADERONLY for a backup, restorehistory for a restore).
+func (db *DB) WaitRequest(ctx context.Context, sessionID int64, every time.Duration, onPercent func(float64),
+	query string, args ...any) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		reqs, err := db.Requests(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		running := false
+		for _, r := range reqs {
+			if r.SessionID == sessionID {
+				running = true
+				if onPercent != nil {
+					onPercent(r.Percent)
+				}
+			}
+		}
+		if !running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return Classify(db.Target, "wait for session "+strconv.FormatInt(sessionID, 10), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// RestoreRecord is a msdb.dbo.restorehistory row.
+type RestoreRecord struct {
+	ID          int64
+	Database    string
+	RestoreDate time.Time
+	Type        string // D database, L log, ...
+}
+
+// LastRestore runs a restorehistory query (tsql.LastRestore) and returns its
+// first row, or nil when there is none.
+func (db *DB) LastRestore(ctx context.Context, query string, args ...any) (*RestoreRecord, error) {
+	var rec *RestoreRecord
+	err := db.scan(ctx, "read msdb.dbo.restorehistory", query, args, func(r row) {
+		if rec == nil {
+			rec = &RestoreRecord{ID: r.int("restore_history_id"), Database: r.str("destination_database_name"),
+				RestoreDate: r.time("restore_date"), Type: r.str("restore_type")}
+		}
+	})
+	return rec, err
+}
+
+// QueryValue runs a query and returns the first column of its first row
+// (nil when there is no row), for sanity checks and small lookups.
+func (db *DB) QueryValue(ctx context.Context, op, query string, args ...any) (any, bool, error) {
+	var v any
+	found := false
+	err := db.scan(ctx, op, query, args, func(r row) {
+		if !found && len(r.vals) > 0 {
+			v, found = normalize(r.vals[0]), true
+		}
+	})
+	return v, found, err
+}
+
+// row is one scanned row, read by column name.
+type row struct {
+	idx  map[string]int
+	vals []any
+}
+
+func (db *DB) scan(ctx context.Context, op, query string, args []any, fn func(row)) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return Classify(db.Target, op, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return Classify(db.Target, op, err)
+	}
+	idx := make(map[string]int, len(cols))
+	for i, c := range cols {
+		idx[strings.ToLower(c)] = i
+	}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return Classify(db.Target, op, err)
+		}
+		fn(row{idx: idx, vals: vals})
+	}
+	if err := rows.Err(); err != nil {
+		return Classify(db.Target, op, err)
+	}
+	return nil
+}
+
+func (r row) get(name string) any {
+	i, ok := r.idx[strings.ToLower(name)]
+	if !ok {
+		return nil
+	}
+	return r.vals[i]
+}
+
+func (r row) str(name string) string {
+	switch v := r.get(name).(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func (r row) int(name string) int64 {
+	switch v := r.get(name).(type) {
+	case int64:
+		return v
+	case int32:
+		return int64(v)
+	case float64:
+		return int64(v)
+	case bool:
+		if v {
+			return 1
+		}
+		return 0
+	case []byte, string:
+		// numeric/decimal arrive as text; values above int64 are not sizes.
+		s := strings.TrimSpace(r.str(name))
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n
+		}
+		if f, ok := new(big.Float).SetString(s); ok {
+			n, _ := f.Int64()
+			return n
+		}
+	}
+	return 0
+}
+
+func (r row) float(name string) float64 {
+	switch v := r.get(name).(type) {
+	case float64:
+		return v
+	case float32:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case []byte, string:
+		f, _ := strconv.ParseFloat(strings.TrimSpace(r.str(name)), 64)
+		return f
+	}
+	return 0
+}
+
+func (r row) bool(name string) bool {
+	switch v := r.get(name).(type) {
+	case bool:
+		return v
+	case int64:
+		return v != 0
+	case []byte, string:
+		s := strings.TrimSpace(r.str(name))
+		return s == "1" || strings.EqualFold(s, "true")
+	}
+	return false
+}
+
+func (r row) time(name string) time.Time {
+	if v, ok := r.get(name).(time.Time); ok {
+		return v
+	}
+	return time.Time{}
+}
+
+// guid formats a uniqueidentifier (16 bytes in SQL Server's mixed-endian
+// order) as SQL Server prints it.
+func (r row) guid(name string) string {
+	switch v := r.get(name).(type) {
+	case []byte:
+		if len(v) == 16 {
+			var u mssqldb.UniqueIdentifier
+			if err := u.Scan(v); err == nil {
+				return u.String()
+			}
+		}
+		return string(v)
+	case string:
+		return strings.ToUpper(v)
+	}
+	return ""
+}
+
+// normalize turns driver values into plain Go values: numeric text into
+// int64 or float64 where exact, bytes into strings.
+func normalize(v any) any {
+	if b, ok := v.([]byte); ok {
+		s := string(b)
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+		return s
+	}
+	return v
+}

@@ -1,0 +1,149 @@
+// Package mssql talks to SQL Server through go-mssqldb: it opens connections
+// from an instance's configuration, runs long statements (BACKUP, RESTORE,
+// DBCC CHECKDB) while streaming their progress messages, finds statements
+// still running in sys.dm_exec_requests, reads RESTORE HEADERONLY /
+// FILELISTONLY by column name, and classifies SQL Server errors into the
+// kinds the backup cycle acts on (Classify).
+//
+// T-SQL that carries names (BACKUP, RESTORE, DBCC, ...) is built by
+// internal/tsql; this package only sends it, plus a few fixed catalog queries
+// whose values travel as parameters.
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	mssqldb "github.com/microsoft/go-mssqldb"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+)
+
+// Target says how to reach one SQL Server instance. Password is the resolved
+// secret: a Target lives only inside an activity and is never logged (String
+// leaves the password out).
+type Target struct {
+	Instance string // configuration name, for messages
+	Address  string // host:port
+	User     string
+	Password string
+	Database string // initial database; "" = the login's default
+	// Encrypt is go-mssqldb's encrypt setting ("disable", "false", "true", "strict").
+	Encrypt                string
+	TrustServerCertificate bool
+	HostNameInCertificate  string
+	// ConnectTimeout bounds dialing and login only: a BACKUP may stay
+	// silent for minutes, so no read deadline is set on the connection.
+	ConnectTimeout time.Duration
+	AppName        string
+}
+
+// String names the instance for messages and logs, without the password.
+func (t Target) String() string {
+	if t.Instance == "" || t.Instance == t.Address {
+		return t.Address
+	}
+	return fmt.Sprintf("%s (%s)", t.Instance, t.Address)
+}
+
+// TargetFor builds the Target of a configured instance, resolving its
+// password reference now.
+func TargetFor(inst config.SQLInstance, database string) (Target, error) {
+	pw, err := config.ResolveSecret(inst.Password)
+	if err != nil {
+		return Target{}, fmt.Errorf("password of SQL instance %s: %w", inst.Name, err)
+	}
+	return Target{
+		Instance: inst.Name, Address: inst.Address, User: inst.User, Password: pw, Database: database,
+		Encrypt: inst.Encrypt, TrustServerCertificate: inst.TrustServerCertificate,
+		HostNameInCertificate: inst.HostNameInCertificate, ConnectTimeout: inst.ConnectTimeout,
+	}, nil
+}
+
+// dsn is the go-mssqldb URL of t. It holds the password: never log it.
+func (t Target) dsn() (string, error) {
+	host, port, err := net.SplitHostPort(t.Address)
+	if err != nil || host == "" || port == "" {
+		return "", fmt.Errorf("SQL instance %s: address %q is not host:port (e.g. sql01:1433)", t.Instance, t.Address)
+	}
+	q := url.Values{}
+	if t.Database != "" {
+		q.Set("database", t.Database)
+	}
+	if t.Encrypt != "" {
+		q.Set("encrypt", t.Encrypt)
+	}
+	if t.TrustServerCertificate {
+		q.Set("TrustServerCertificate", "true")
+	}
+	if t.HostNameInCertificate != "" {
+		q.Set("hostNameInCertificate", t.HostNameInCertificate)
+	}
+	ct := t.ConnectTimeout
+	if ct <= 0 {
+		ct = 30 * time.Second
+	}
+	// "dial timeout", never "connection timeout": the latter is a deadline
+	// on every read and would cut a BACKUP that is quiet between messages.
+	q.Set("dial timeout", strconv.Itoa(int(max(1, ct/time.Second))))
+	// A host that dies without closing the socket is noticed by keepalives.
+	q.Set("keepalive", "10")
+	app := t.AppName
+	if app == "" {
+		app = "backupcycle"
+	}
+	q.Set("app name", app)
+	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(t.User, t.Password), Host: t.Address, RawQuery: q.Encode()}
+	return u.String(), nil
+}
+
+// DB is a pool of connections to one instance.
+type DB struct {
+	*sql.DB
+	Target Target
+	login  time.Duration
+}
+
+// Open connects to t and checks the login with a ping. Errors are
+// classified (LoginFailed, DatabaseNotFound, Unreachable, ...).
+func Open(ctx context.Context, t Target) (*DB, error) {
+	dsn, err := t.dsn()
+	if err != nil {
+		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(), Err: err}
+	}
+	conn, err := mssqldb.NewConnector(dsn)
+	if err != nil {
+		// The parser's message may quote the DSN: keep it out.
+		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(),
+			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
+	}
+	db := &DB{DB: sql.OpenDB(conn), Target: t}
+	ct := t.ConnectTimeout
+	if ct <= 0 {
+		ct = 30 * time.Second
+	}
+	db.login = ct
+	pctx, cancel := context.WithTimeout(ctx, ct)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, Classify(t, "connect", err)
+	}
+	return db, nil
+}
+
+// Conn pins one connection (a session) of the pool, e.g. to know the
+// session id a long statement runs on.
+func (db *DB) Conn(ctx context.Context) (*sql.Conn, error) {
+	c, err := db.DB.Conn(ctx)
+	if err != nil {
+		return nil, Classify(db.Target, "connect", err)
+	}
+	return c, nil
+}

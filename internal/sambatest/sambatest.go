@@ -1,0 +1,461 @@
+// Package sambatest starts private smbd instances for tests: Debian's samba in
+// the foreground with its own config, passdb, state and share directories in a
+// temp dir, listening on a free 127.0.0.1 port. It installs nothing: `make
+// test` installs samba, smbclient and libnss-wrapper. Two instances model two
+// backup servers (BAK01, BAK02).
+package sambatest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Options describe one server. The zero value is a server with one share
+// "backup", user "bakuser" and a random password.
+type Options struct {
+	Shares   []string // share names; default {"backup"}
+	User     string   // default "bakuser"
+	Password string   // default random
+	// Signing is "server signing": "" (Samba's default: offered, not
+	// required), "mandatory", "disabled".
+	Signing string
+	// Encrypt is "server smb encrypt": "" (default), "desired", "required".
+	Encrypt string
+	// MaxDiskSizeMiB caps the disk size (and so the free space) the server
+	// reports, to model a full share. 0 = no cap.
+	MaxDiskSizeMiB int
+	// Global holds extra smb.conf lines for [global].
+	Global []string
+	// MaxFileSizeMiB makes writes past this file size fail the way they fail
+	// on a full disk (smbd runs with RLIMIT_FSIZE and SIGXFSZ ignored, so
+	// it gets EFBIG and answers STATUS_DISK_FULL). 0 = no limit.
+	MaxFileSizeMiB int
+	// TempDir is where the server's directory (config, state, shares) is
+	// created; default os.TempDir(). Benchmarks use /dev/shm to measure the
+	// network path, not the disk.
+	TempDir string
+}
+
+// Server is a running (or killed) smbd.
+type Server struct {
+	t        testing.TB
+	opts     Options
+	dir      string
+	port     int
+	nssEnv   []string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	waitDone chan struct{}
+}
+
+// uid/gid of the share user inside nss_wrapper; smbd switches to it for file
+// access, so the share directories are chowned to it.
+const uid, gid = 4450, 4450
+
+// Start starts a server and stops it when the test ends. It fails the test,
+// with what to do, when samba is not installed.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if len(opts.Shares) == 0 {
+		opts.Shares = []string{"backup"}
+	}
+	if opts.User == "" {
+		opts.User = "bakuser"
+	}
+	if opts.Password == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		opts.Password = "Pw-" + hex.EncodeToString(b)
+	}
+	nss, err := findNSSWrapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range []string{"smbd", "smbpasswd"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if _, err2 := os.Stat("/usr/sbin/" + bin); err2 != nil {
+				t.Fatalf("sambatest: %s not found (%v): run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y samba smbclient libnss-wrapper)", bin, err)
+			}
+		}
+	}
+	// t.TempDir's parent is 0700: smbd, switched to the share user, could
+	// not reach the shares.
+	dir, err := os.MkdirTemp(opts.TempDir, "sambatest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, opts: opts, dir: dir}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("sambatest: smbd on %s logs:\n%s", s.Addr(), s.logs())
+		}
+		_ = os.RemoveAll(dir)
+	})
+	if err := s.setup(nss); err != nil {
+		t.Fatalf("sambatest: %v", err)
+	}
+	// A free port can be taken between probing and smbd's bind (other tests
+	// run in parallel): try a few.
+	for attempt := 0; ; attempt++ {
+		s.port = freePort(t)
+		if err := s.writeConfig(); err != nil {
+			t.Fatalf("sambatest: %v", err)
+		}
+		err := s.start()
+		if err == nil {
+			return s
+		}
+		if attempt == 2 {
+			t.Fatalf("sambatest: %v", err)
+		}
+	}
+}
+
+func findNSSWrapper() (string, error) {
+	for _, pattern := range []string{"/usr/lib/*/libnss_wrapper.so", "/usr/lib/libnss_wrapper.so", "/usr/lib64/libnss_wrapper.so"} {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return m[0], nil
+		}
+	}
+	return "", errors.New("sambatest: libnss_wrapper.so not found: run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y libnss-wrapper)")
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) setup(nss string) error {
+	if err := os.Chmod(s.dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"private", "lock", "state", "cache", "pid", "ncalrpc", "binddns", "usershares", "log", "shares"} {
+		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, sh := range s.opts.Shares {
+		p := s.Dir(sh)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(p, uid, gid); err != nil {
+			return fmt.Errorf("chown share %s to uid %d: %w (the tests run as root)", p, uid, err)
+		}
+	}
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\n%s:x:%d:%d:backup user:%s:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", s.opts.User, uid, gid, s.dir)
+	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", s.opts.User, gid)
+	if err := os.WriteFile(filepath.Join(s.dir, "passwd"), []byte(passwd), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "group"), []byte(group), 0o644); err != nil {
+		return err
+	}
+	s.nssEnv = append(os.Environ(),
+		"LD_PRELOAD="+nss,
+		"NSS_WRAPPER_PASSWD="+filepath.Join(s.dir, "passwd"),
+		"NSS_WRAPPER_GROUP="+filepath.Join(s.dir, "group"))
+	s.port = 1 // smbpasswd needs a valid config; the real port comes later
+	if err := s.writeConfig(); err != nil {
+		return err
+	}
+	cmd := exec.Command(smbBin("smbpasswd"), "-c", s.conf(), "-a", "-s", s.opts.User)
+	cmd.Env = s.nssEnv
+	cmd.Stdin = strings.NewReader(s.opts.Password + "\n" + s.opts.Password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("smbpasswd -a %s: %v: %s", s.opts.User, err, out)
+	}
+	return nil
+}
+
+func smbBin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return "/usr/sbin/" + name
+}
+
+// logLevel is smbd's "log level": SAMBATEST_LOG_LEVEL when set (to debug a
+// failing test), 1 otherwise.
+func logLevel() string {
+	if v := os.Getenv("SAMBATEST_LOG_LEVEL"); v != "" {
+		if _, err := strconv.Atoi(v); err == nil {
+			return v
+		}
+	}
+	return "1"
+}
+
+func (s *Server) conf() string { return filepath.Join(s.dir, "smb.conf") }
+
+func (s *Server) writeConfig() error {
+	d := s.dir
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `[global]
+server role = standalone server
+security = user
+passdb backend = tdbsam:%[1]s/private/passdb.tdb
+map to guest = never
+smb ports = %[2]d
+interfaces = 127.0.0.1
+bind interfaces only = yes
+disable netbios = yes
+private dir = %[1]s/private
+lock directory = %[1]s/lock
+state directory = %[1]s/state
+cache directory = %[1]s/cache
+pid directory = %[1]s/pid
+ncalrpc dir = %[1]s/ncalrpc
+binddns dir = %[1]s/binddns
+usershare path = %[1]s/usershares
+usershare max shares = 0
+log file = %[1]s/log/log.%%m
+log level = %[3]s
+load printers = no
+printcap name = /dev/null
+disable spoolss = yes
+server min protocol = SMB2_10
+`, d, s.port, logLevel())
+	if s.opts.Signing != "" {
+		fmt.Fprintf(&b, "server signing = %s\n", s.opts.Signing)
+	}
+	if s.opts.Encrypt != "" {
+		fmt.Fprintf(&b, "server smb encrypt = %s\n", s.opts.Encrypt)
+	}
+	if s.opts.MaxDiskSizeMiB > 0 {
+		fmt.Fprintf(&b, "max disk size = %d\n", s.opts.MaxDiskSizeMiB)
+	}
+	for _, l := range s.opts.Global {
+		fmt.Fprintln(&b, l)
+	}
+	for _, sh := range s.opts.Shares {
+		fmt.Fprintf(&b, "\n[%s]\npath = %s\nread only = no\nvalid users = %s\n", sh, s.Dir(sh), s.opts.User)
+	}
+	return os.WriteFile(s.conf(), b.Bytes(), 0o644)
+}
+
+// start runs smbd and waits until its port accepts connections.
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logf, err := os.OpenFile(filepath.Join(s.dir, "log", "smbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{smbBin("smbd"), "--foreground", "--no-process-group", "--debug-stdout", "-s", s.conf()}
+	if s.opts.MaxFileSizeMiB > 0 {
+		// sh and prlimit exec into smbd: same pid. An ignored signal stays
+		// ignored across exec.
+		lim := strconv.Itoa(s.opts.MaxFileSizeMiB << 20)
+		args = append([]string{"/bin/sh", "-c", `trap "" XFSZ; exec prlimit --fsize=` + lim + ":" + lim + ` -- "$@"`, "sh"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = s.nssEnv
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group: smbd signals its whole group when it exits, which
+	// would otherwise kill the test binary.
+	// Pdeathsig: a test binary that crashes must not leave smbd running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start smbd: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.waitDone = cmd, done
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-done:
+			s.cmd = nil
+			return fmt.Errorf("smbd exited before listening on %s: %s\n%s", s.Addr(), cmd.ProcessState, s.logTail())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.killLocked()
+			return fmt.Errorf("smbd did not listen on %s within 20s: %v\n%s", s.Addr(), err, s.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "log", "smbd.out"))
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// logs returns the tail of every log file, to explain a failed test.
+func (s *Server) logs() string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(s.dir, "log", "*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), data)
+	}
+	return b.String()
+}
+
+// CPU returns the CPU time smbd and its children (one per connection) have
+// used so far, read from /proc: benchmarks report server CPU per GiB, which
+// a loaded machine does not distort the way it distorts MB/s.
+func (s *Server) CPU() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	pgid := s.cmd.Process.Pid
+	var ticks int64
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Fields after the ")" that ends the command name: state(3) ppid
+		// pgrp ... utime(14) stime(15) cutime(16) cstime(17).
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 15 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			v, _ := strconv.ParseInt(f[k], 10, 64)
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// Addr is host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Port is the TCP port.
+func (s *Server) Port() int { return s.port }
+
+// User and Password are the share user's credentials.
+func (s *Server) User() string     { return s.opts.User }
+func (s *Server) Password() string { return s.opts.Password }
+
+// Dir is the directory on this machine behind a share.
+func (s *Server) Dir(share string) string { return filepath.Join(s.dir, "shares", share) }
+
+// URL is the share's smb:// location, without credentials.
+func (s *Server) URL(share string) string { return "smb://" + s.Addr() + "/" + share }
+
+// ConfigPath is the smb.conf, for smbclient -s.
+func (s *Server) ConfigPath() string { return s.conf() }
+
+// Kill SIGKILLs smbd and its children (a crashed server). Restart brings it
+// back on the same port with the same shares.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+}
+
+func (s *Server) killLocked() {
+	if s.cmd != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.waitDone
+		s.cmd = nil
+	}
+	s.killDcerpcd(syscall.SIGKILL)
+}
+
+// Freeze stops smbd and its children (SIGSTOP): connections stay open but
+// nothing answers, like a hung server. Thaw resumes it.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+	}
+}
+
+// samba-dcerpcd starts on demand (share listing) and outlives smbd.
+func (s *Server) killDcerpcd(sig syscall.Signal) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		_ = syscall.Kill(pid, sig)
+	}
+	_ = os.Remove(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
+}
+
+// Restart starts a killed or stopped server again on the same port.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
+		s.Stop()
+	}
+	var err error
+	// The port may linger briefly after a kill; retry.
+	for range 5 {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("sambatest: restart: %v", err)
+}
+
+// Stop terminates smbd (SIGTERM, then SIGKILL after 5s). Safe to call twice.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.killDcerpcd(syscall.SIGKILL)
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) // a frozen server must see the TERM
+	select {
+	case <-s.waitDone:
+		s.cmd = nil
+	case <-time.After(5 * time.Second):
+	}
+	s.killLocked()
+}

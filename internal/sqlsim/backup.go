@@ -1,0 +1,604 @@
+package sqlsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
+)
+
+// backupOptions are the WITH options of BACKUP DATABASE.
+type backupOptions struct {
+	checksum, init, format, compression, copyOnly bool
+	stats                                         int
+	bufferCount, maxTransfer, blockSize           int
+	name, description                             string
+}
+
+func (x *execCtx) intOpt(opts map[string]expr, name string, def int) (int, error) {
+	e, ok := opts[name]
+	if !ok {
+		return def, nil
+	}
+	if e == nil {
+		return def, nil
+	}
+	v, err := (&env{x: x}).eval(e)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := normValue(v).(int64)
+	if !ok {
+		return 0, sqlErr(102, 15, "Incorrect syntax near '%s'.", name)
+	}
+	return int(n), nil
+}
+
+func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions, error) {
+	o := backupOptions{}
+	for k := range s.opts {
+		switch k {
+		case "CHECKSUM":
+			o.checksum = true
+		case "NO_CHECKSUM", "NOINIT", "NOFORMAT", "NO_COMPRESSION", "STATS", "BUFFERCOUNT", "MAXTRANSFERSIZE",
+			"BLOCKSIZE", "NAME", "DESCRIPTION", "SKIP", "NOSKIP", "NOREWIND", "NOUNLOAD", "CONTINUE_AFTER_ERROR", "STOP_ON_ERROR", "MEDIANAME":
+		case "INIT":
+			o.init = true
+		case "FORMAT":
+			o.format = true
+		case "COMPRESSION":
+			o.compression = true
+		case "COPY_ONLY":
+			o.copyOnly = true
+		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR":
+			return o, errNotSupported("BACKUP WITH " + k)
+		default:
+			return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
+		}
+	}
+	var err error
+	if _, ok := s.opts["STATS"]; ok {
+		if o.stats, err = x.intOpt(s.opts, "STATS", 10); err != nil {
+			return o, err
+		}
+	}
+	if o.maxTransfer, err = x.intOpt(s.opts, "MAXTRANSFERSIZE", 1<<20); err != nil {
+		return o, err
+	}
+	if o.maxTransfer < 64<<10 || o.maxTransfer > 4<<20 || o.maxTransfer%(64<<10) != 0 {
+		return o, sqlErr(3212, 16, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter.", o.maxTransfer)
+	}
+	if o.blockSize, err = x.intOpt(s.opts, "BLOCKSIZE", 65536); err != nil {
+		return o, err
+	}
+	if o.blockSize < 512 || o.blockSize > 65536 || o.blockSize&(o.blockSize-1) != 0 {
+		return o, sqlErr(3212, 16, "The value '%d' is not within range for the BLOCKSIZE parameter.", o.blockSize)
+	}
+	if o.bufferCount, err = x.intOpt(s.opts, "BUFFERCOUNT", 4*stripes+2); err != nil {
+		return o, err
+	}
+	if o.bufferCount < 1 {
+		return o, sqlErr(3212, 16, "The value '%d' is not within range for the BUFFERCOUNT parameter.", o.bufferCount)
+	}
+	if o.stats < 0 || o.stats > 100 {
+		return o, sqlErr(3212, 16, "The value '%d' is not within range for the STATS parameter.", o.stats)
+	}
+	for _, k := range []string{"NAME", "DESCRIPTION"} {
+		if e := s.opts[k]; e != nil {
+			v, err := (&env{x: x}).eval(e)
+			if err != nil {
+				return o, err
+			}
+			if k == "NAME" {
+				o.name = toString(v)
+			} else {
+				o.description = toString(v)
+			}
+		}
+	}
+	return o, nil
+}
+
+// stripeOut is one stripe being written.
+type stripeOut struct {
+	t       target
+	f       *os.File
+	off     int64
+	blocks  int64
+	raw     int64
+	stored  int64
+	limit   *limiter // per stream
+	shareLm *limiter // per share
+	quota   *quotaTracker
+}
+
+type quotaTracker struct {
+	mu    sync.Mutex
+	limit int64
+	used  int64
+}
+
+func (q *quotaTracker) take(n int64) bool {
+	if q == nil {
+		return true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.used+n > q.limit {
+		return false
+	}
+	q.used += n
+	return true
+}
+
+type block struct {
+	seq        uint32
+	fileID     uint16
+	pageID     uint32
+	raw        []byte
+	stored     []byte // compressed payload
+	compressed bool
+}
+
+// backupErr is a failure inside the pipeline, already in SQL Server terms.
+type backupErr struct{ errs []*tds.Error }
+
+func (e *backupErr) Error() string { return e.errs[0].Error() }
+
+func (x *execCtx) backup(s *backupStmt) error {
+	const op = "BACKUP DATABASE"
+	v, err := (&env{x: x}).eval(s.db)
+	if err != nil {
+		return err
+	}
+	dbName := toString(v)
+	d := x.in.lookupDB(dbName)
+	if d == nil {
+		return opError(op, errNoDatabase(dbName))
+	}
+	if d.system {
+		return opError(op, errNotSupported("BACKUP of system database "+d.Name))
+	}
+	if d.State == "RESTORING" {
+		return opError(op, errRestoring(d.Name))
+	}
+	o, err := x.parseBackupOptions(s, len(s.disks))
+	if err != nil {
+		return err
+	}
+	if int64(o.bufferCount)*int64(o.maxTransfer) > x.in.cfg.MemoryBudget {
+		return opError(op, errMemory())
+	}
+	if len(s.disks) > 64 {
+		return opError(op, sqlErr(3205, 16, "Too many backup devices specified for backup or restore; only 64 are allowed."))
+	}
+	// Devices.
+	var outs []*stripeOut
+	seen := map[string]bool{}
+	x.in.mu.Lock()
+	streamRate := x.in.faults.streamRate
+	x.in.mu.Unlock()
+	quotas := map[string]*quotaTracker{}
+	for _, e := range s.disks {
+		pv, err := (&env{x: x}).eval(e)
+		if err != nil {
+			return err
+		}
+		t, oserr := x.in.resolve(toString(pv))
+		if oserr != "" {
+			return opError(op, errOpenDevice(t.raw, oserr))
+		}
+		key := strings.ToLower(t.local)
+		if !t.null && seen[key] {
+			return opError(op, sqlErr(3209, 16, "The backup device '%s' is specified more than once.", t.raw))
+		}
+		seen[key] = true
+		so := &stripeOut{t: t, limit: &limiter{rate: streamRate}}
+		if t.share != nil {
+			x.in.mu.Lock()
+			so.shareLm = x.in.faults.shareLimit[t.share.prefix]
+			if q, ok := x.in.faults.quota[t.share.prefix]; ok {
+				if quotas[t.share.prefix] == nil {
+					quotas[t.share.prefix] = &quotaTracker{limit: q, used: dirUsage(t.share.dir)}
+				}
+				so.quota = quotas[t.share.prefix]
+			}
+			x.in.mu.Unlock()
+		}
+		outs = append(outs, so)
+	}
+	for _, so := range outs {
+		if so.t.null {
+			continue
+		}
+		if st, err := os.Stat(so.t.local); err == nil {
+			if st.IsDir() {
+				return opError(op, errOpenDevice(so.t.raw, osAccessDenied))
+			}
+			if !o.init && !o.format {
+				// Appending a second backup set to a media set is not
+				// emulated: refuse rather than silently overwrite.
+				return opError(op, errNotSupported(fmt.Sprintf("BACKUP onto the existing media '%s' without INIT or FORMAT (appending backup sets)", so.t.raw)))
+			}
+			if so.quota != nil {
+				so.quota.used -= st.Size()
+			}
+		}
+	}
+	// Plan.
+	var files []mediaFile
+	var totalPages int64
+	for _, f := range d.Files {
+		files = append(files, mediaFile{FileID: f.FileID, Logical: f.Logical, Physical: f.Physical, Log: f.Log, Pages: f.Pages, FileGroup: fileGroup(f), UniqueID: newGUID()})
+		totalPages += f.Pages
+	}
+	pagesPerBlock := int64(o.maxTransfer / PageSize)
+	var totalBlocks int64
+	for _, f := range d.Files {
+		totalBlocks += (f.Pages + pagesPerBlock - 1) / pagesPerBlock
+	}
+	x.in.mu.Lock()
+	firstLSN := x.in.nextLSN(100)
+	lastLSN := x.in.nextLSN(uint64(totalPages))
+	x.in.mu.Unlock()
+	start := time.Now()
+	mediaSet, backupSet := newGUID(), newGUID()
+	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
+		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
+		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
+		Start: start.UTC(), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
+		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
+		Name: o.name, Description: o.description}
+
+	x.in.ops.Add(1)
+	defer x.in.ops.Done()
+	x.setCommand("BACKUP DATABASE", d.ID, true)
+
+	// Create the stripes and write their media headers.
+	for i, so := range outs {
+		if so.t.null {
+			continue
+		}
+		f, err := os.OpenFile(so.t.local, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			closeOuts(outs)
+			return opError(op, errOpenDevice(so.t.raw, osErrText(err)))
+		}
+		so.f = f
+		h := hdr
+		h.Family, h.FamilyGUID = i+1, newGUID()
+		b, err := encodeMediaHeader(&h)
+		if err != nil {
+			closeOuts(outs)
+			return err
+		}
+		if err := so.write(x.ctx, b); err != nil {
+			closeOuts(outs)
+			return x.pipelineErr(op, err)
+		}
+	}
+
+	var pagesDone atomic.Int64
+	err = x.runBackupPipeline(d, o, outs, pagesPerBlock, &pagesDone, totalPages)
+	if err != nil {
+		closeOuts(outs)
+		return x.pipelineErr(op, err)
+	}
+	// Trailers: the set is complete only now.
+	finish := time.Now()
+	var setRaw, setStored int64
+	for _, so := range outs {
+		setRaw += so.raw
+		setStored += so.stored
+	}
+	for i, so := range outs {
+		if so.f == nil {
+			continue
+		}
+		t := &mediaTrailer{BackupSetGUID: backupSet, Family: i + 1, Blocks: so.blocks, RawBytes: so.raw, StoredBytes: so.stored,
+			Finish: finish.UTC(), SetRawBytes: setRaw, SetStored: setStored}
+		b, err := encodeTrailer(t, so.off)
+		if err == nil {
+			_, err = so.f.WriteAt(b, so.off)
+		}
+		if err == nil {
+			err = so.f.Close()
+			so.f = nil
+		}
+		if err != nil {
+			closeOuts(outs)
+			return opError(op, sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osErrText(err)))
+		}
+	}
+	for _, f := range d.Files {
+		if err := x.w.Info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, d.Name, f.Logical)); err != nil {
+			return err
+		}
+	}
+	secs := max(finish.Sub(start).Seconds(), 0.001)
+	mb := float64(totalPages*PageSize) / (1 << 20) / secs
+	x.in.mu.Lock()
+	x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: x.in.cat.NextBackupSetID, GUID: backupSet, MediaGUID: mediaSet,
+		Database: d.Name, Start: start, Finish: finish, FirstLSN: firstLSN, LastLSN: lastLSN, CopyOnly: o.copyOnly,
+		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name})
+	x.in.cat.NextBackupSetID++
+	serr := x.in.saveCatalog()
+	x.in.mu.Unlock()
+	if serr != nil {
+		x.in.log.Error("save catalog", zap.Error(serr))
+	}
+	return x.w.Info(3014, 0, fmt.Sprintf("BACKUP DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).", totalPages, secs, mb))
+}
+
+func fileGroup(f dbFile) string {
+	if f.Log {
+		return ""
+	}
+	return "PRIMARY"
+}
+
+func closeOuts(outs []*stripeOut) {
+	for _, so := range outs {
+		if so.f != nil {
+			so.f.Close()
+			so.f = nil
+		}
+	}
+}
+
+func osErrText(err error) string {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return osPathNotFound
+	case errors.Is(err, os.ErrPermission):
+		return osAccessDenied
+	case errors.Is(err, errDiskFull):
+		return osDiskFull
+	}
+	return "1117(The request could not be performed because of an I/O device error.)"
+}
+
+// pipelineErr turns a pipeline failure into the statement's result.
+func (x *execCtx) pipelineErr(op string, err error) error {
+	var be *backupErr
+	switch {
+	case errors.As(err, &be):
+		return opError(op, be.errs...)
+	case x.isCrashed():
+		return tds.ErrKillConnection
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return err
+}
+
+// write appends b to the stripe, paced by the stream and share limits and
+// charged to the share's quota.
+func (so *stripeOut) write(ctx context.Context, b []byte) error {
+	if err := so.limit.wait(ctx, len(b)); err != nil {
+		return err
+	}
+	if so.shareLm != nil {
+		if err := so.shareLm.wait(ctx, len(b)); err != nil {
+			return err
+		}
+	}
+	if so.t.null {
+		so.off += int64(len(b))
+		return nil
+	}
+	if !so.quota.take(int64(len(b))) {
+		return &backupErr{errs: []*tds.Error{sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osDiskFull)}}
+	}
+	if _, err := so.f.WriteAt(b, so.off); err != nil {
+		return &backupErr{errs: []*tds.Error{sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osErrText(err))}}
+	}
+	so.off += int64(len(b))
+	return nil
+}
+
+// runBackupPipeline reads every page of every file in MAXTRANSFERSIZE
+// blocks, compresses them on a worker pool when asked, hands block k to
+// stripe k mod n (about BUFFERCOUNT blocks in flight), and reports progress
+// from this goroutine while the stripes write.
+func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripeOut, pagesPerBlock int64, done *atomic.Int64, total int64) error {
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	var firstErr error
+	var errOnce sync.Once
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	n := len(outs)
+	perStripe := max(o.bufferCount/(2*n), 1)
+	chans := make([]chan *block, n)
+	for i := range chans {
+		chans[i] = make(chan *block, perStripe)
+	}
+	pool := sync.Pool{New: func() any { return make([]byte, pagesPerBlock*PageSize) }}
+	send := func(b *block) bool {
+		select {
+		case chans[int(b.seq)%n] <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// Compression workers sit between the reader and the stripes.
+	work := make(chan *block, max(o.bufferCount/2, 1))
+	var workers sync.WaitGroup
+	if o.compression {
+		for range runtime.GOMAXPROCS(0) {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				var c compressor
+				for b := range work {
+					if ctx.Err() != nil {
+						continue
+					}
+					z, err := c.compress(b.raw)
+					if err != nil {
+						fail(err)
+						continue
+					}
+					b.stored = append(pool.Get().([]byte)[:0], z...)
+					b.compressed = true
+					send(b)
+				}
+			}()
+		}
+	}
+	var writers sync.WaitGroup
+	for i, so := range outs {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			hdr := make([]byte, blockHdrSize)
+			for b := range chans[i] {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				payload, flags := b.raw, uint16(0)
+				if b.compressed {
+					payload, flags = b.stored, flagCompress
+				}
+				putBlockHeader(hdr, blockHeader{Seq: b.seq, RawLen: uint32(len(b.raw)), StoredLen: uint32(len(payload)),
+					Flags: flags, FileID: b.fileID, PageID: b.pageID, CRC: crc32Checksum(payload)})
+				if err := so.write(ctx, hdr); err != nil {
+					fail(err)
+					continue
+				}
+				if err := so.write(ctx, payload); err != nil {
+					fail(err)
+					continue
+				}
+				so.blocks++
+				so.raw += int64(len(b.raw))
+				so.stored += int64(len(payload)) + blockHdrSize
+				done.Add(int64(len(b.raw) / PageSize))
+				pool.Put(b.raw[:cap(b.raw)])
+				if b.compressed {
+					pool.Put(b.stored[:cap(b.stored)])
+				}
+			}
+		}()
+	}
+	// Reader.
+	go func() {
+		defer func() {
+			close(work)
+			workers.Wait()
+			for _, c := range chans {
+				close(c)
+			}
+		}()
+		var seq uint32
+		for _, f := range d.Files {
+			if !x.readFileBlocks(ctx, d, f, o.checksum, pagesPerBlock, &seq, &pool, fail, func(b *block) bool {
+				if !o.compression {
+					return send(b)
+				}
+				select {
+				case work <- b:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}) {
+				return
+			}
+		}
+	}()
+	writersDone := make(chan struct{})
+	go func() {
+		writers.Wait()
+		close(writersDone)
+	}()
+	return x.watchProgress(ctx, OpBackup, writersDone, done, total, o.stats, &firstErr, fail)
+}
+
+// readFileBlocks reads one database file in blocks (verifying page
+// checksums WITH CHECKSUM) and passes them to emit; false means stop.
+func (x *execCtx) readFileBlocks(ctx context.Context, d *database, f dbFile, checksum bool, pagesPerBlock int64,
+	seq *uint32, pool *sync.Pool, fail func(error), emit func(*block) bool) bool {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		fail(&backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Read on \"%s\" failed: %s", f.Physical, osErrText(err))}})
+		return false
+	}
+	defer fh.Close()
+	for p := int64(0); p < f.Pages; p += pagesPerBlock {
+		cnt := min(pagesPerBlock, f.Pages-p)
+		buf := pool.Get().([]byte)[:cnt*PageSize]
+		if _, err := fh.ReadAt(buf, p*PageSize); err != nil && !errors.Is(err, io.EOF) {
+			fail(&backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Read on \"%s\" failed: %s", f.Physical, osErrText(err))}})
+			return false
+		}
+		if checksum {
+			for i := int64(0); i < cnt; i++ {
+				if ok, _, _ := pageOK(buf[i*PageSize : (i+1)*PageSize]); !ok {
+					fail(&backupErr{errs: []*tds.Error{sqlErr(3043, 16, "BACKUP '%s' detected an error on page (%d:%d) in file '%s'.", d.Name, f.FileID, p+i, f.Physical)}})
+					return false
+				}
+			}
+		}
+		if !emit(&block{seq: *seq, fileID: uint16(f.FileID), pageID: uint32(p), raw: buf}) {
+			return false
+		}
+		*seq++
+	}
+	return true
+}
+
+// watchProgress publishes percent_complete, streams "N percent processed."
+// at every STATS step and fires an armed crash, until finished closes.
+func (x *execCtx) watchProgress(ctx context.Context, op string, finished <-chan struct{}, done *atomic.Int64, total int64,
+	stats int, firstErr *error, fail func(error)) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	nextStat := stats
+	report := func() error {
+		pct := 100 * float64(done.Load()) / float64(max(total, 1))
+		x.setPercent(pct)
+		if x.in.crashDue(op, pct) {
+			x.in.crashNow()
+			fail(context.Canceled)
+			return nil
+		}
+		for stats > 0 && nextStat <= 100 && pct >= float64(nextStat) {
+			if err := x.w.Info(3211, 0, fmt.Sprintf("%d percent processed.", nextStat)); err != nil {
+				fail(err)
+				return err
+			}
+			nextStat += stats
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-finished:
+			if *firstErr != nil {
+				return *firstErr
+			}
+			if err := x.ctx.Err(); err != nil {
+				return err
+			}
+			return report()
+		case <-tick.C:
+			if ctx.Err() == nil {
+				report()
+			}
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package sqlsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
+)
+
+// DBCC CHECKDB reads every page of every file and checks its checksum, its
+// header (page id, file id) and, for data pages, that the owning table is
+// the one the metadata allocates the page to; then it checks the metadata
+// itself (extents inside the files, row counts not negative).
+
+const maxErrorsPerObject = 200 // without ALL_ERRORMSGS
+
+func partitionID(obj uint32) int64 { return 72057594037927936 + int64(obj)*65536 }
+
+type dbccErrors struct {
+	all      bool
+	byObject map[uint32][]*tds.Error
+	tables   map[uint32]string
+}
+
+func (c *dbccErrors) add(obj uint32, e *tds.Error) {
+	if !c.all && len(c.byObject[obj]) >= maxErrorsPerObject {
+		return
+	}
+	c.byObject[obj] = append(c.byObject[obj], e)
+}
+
+func pageErrors(obj uint32, fileID int, page int64, test string, v1, v2 int64) []*tds.Error {
+	pid := partitionID(obj)
+	return []*tds.Error{
+		sqlErr(8928, 16, "Object ID %d, index ID 1, partition ID %d, alloc unit ID %d (type In-row data): Page (%d:%d) could not be processed.  See other errors for details.", obj, pid, pid, fileID, page),
+		sqlErr(8939, 16, "Table error: Object ID %d, index ID 1, partition ID %d, alloc unit ID %d (type In-row data), page (%d:%d). Test (%s) failed. Values are %d and %d.", obj, pid, pid, fileID, page, test, v1, v2),
+	}
+}
+
+func (x *execCtx) checkDB(s *dbccStmt) error {
+	dbName := x.s.Database()
+	if s.db != nil {
+		v, err := (&env{x: x}).eval(s.db)
+		if err != nil {
+			return err
+		}
+		dbName = toString(v)
+	}
+	d := x.in.lookupDB(dbName)
+	if d == nil {
+		return sqlErr(2520, 16, "Could not find database '%s'. The database either does not exist, or was dropped before a statement tried to use it. Verify if the database exists by querying the sys.databases catalog view.", dbName)
+	}
+	if d.State == "RESTORING" {
+		return errRestoring(d.Name)
+	}
+	noInfo, all := false, false
+	for _, o := range s.opts {
+		switch o {
+		case "NO_INFOMSGS":
+			noInfo = true
+		case "ALL_ERRORMSGS":
+			all = true
+		}
+	}
+	if d.system {
+		if !noInfo {
+			return x.dbccClean(d.Name)
+		}
+		return nil
+	}
+	x.in.ops.Add(1)
+	defer x.in.ops.Done()
+	x.setCommand("DBCC TABLE CHECK", d.ID, true)
+	ce := &dbccErrors{all: all, byObject: map[uint32][]*tds.Error{}, tables: map[uint32]string{}}
+	md, mdErr := readBoot(d.Files[0].Path)
+	if mdErr != nil {
+		md = &metadata{}
+	}
+	for _, t := range md.Tables {
+		ce.tables[t.ObjectID] = t.Schema + "." + t.Name
+	}
+	owners := map[int][]extentOwner{}
+	for _, t := range md.Tables {
+		for _, e := range t.Extents {
+			owners[e.FileID] = append(owners[e.FileID], extentOwner{e, t.ObjectID})
+		}
+	}
+	var total int64
+	for _, f := range d.Files {
+		total += f.Pages
+	}
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	var done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	fail := func(err error) { once.Do(func() { firstErr = err; cancel() }) }
+	var mu sync.Mutex
+	x.in.mu.Lock()
+	lim := &limiter{rate: x.in.faults.streamRate} // SetThrottle also slows the reads of CHECKDB
+	x.in.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for _, f := range d.Files {
+			if err := checkFile(ctx, f, owners[f.FileID], lim, &done, func(obj uint32, errs ...*tds.Error) {
+				mu.Lock()
+				for _, e := range errs {
+					ce.add(obj, e)
+				}
+				mu.Unlock()
+			}); err != nil {
+				fail(err)
+				return
+			}
+		}
+	}()
+	if err := x.watchProgress(ctx, OpCheckDB, finished, &done, total, 0, &firstErr, fail); err != nil {
+		if x.isCrashed() {
+			return tds.ErrKillConnection
+		}
+		return err
+	}
+	// Metadata checks.
+	if mdErr != nil {
+		ce.add(0, sqlErr(8939, 16, "Table error: Object ID 0, index ID -1, partition ID 0, alloc unit ID 0 (type Unknown), page (1:1). Test (metadata readable) failed. Values are 0 and 1."))
+	}
+	for _, t := range md.Tables {
+		if t.RowCount < 0 {
+			ce.add(t.ObjectID, sqlErr(8945, 16, "Table error: Object ID %d, index ID 1 will be rebuilt.", t.ObjectID))
+		}
+		for _, e := range t.Extents {
+			ok := false
+			for _, f := range d.Files {
+				if f.FileID == e.FileID && int64(e.First)+int64(e.Count) <= f.Pages {
+					ok = true
+				}
+			}
+			if !ok {
+				ce.add(t.ObjectID, sqlErr(8905, 16, "Extent (%d:%d) in database ID %d is marked allocated in the GAM, but no SGAM or IAM has allocated it.", e.FileID, e.First, d.ID))
+			}
+		}
+	}
+	var errs tds.Errors
+	objs := make([]uint32, 0, len(ce.byObject))
+	for o := range ce.byObject {
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i] < objs[j] })
+	consistency := 0
+	for _, o := range objs {
+		list := ce.byObject[o]
+		errs = append(errs, list...)
+		consistency += len(list)
+		if !noInfo {
+			name := ce.tables[o]
+			if name == "" {
+				name = "sys.sysallocunits"
+			}
+			if err := x.w.Info(8990, 10, fmt.Sprintf("CHECKDB found 0 allocation errors and %d consistency errors in table '%s' (object ID %d).", len(list), name, o)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(errs) == 0 {
+		if !noInfo {
+			return x.dbccClean(d.Name)
+		}
+		return nil
+	}
+	errs = append(errs, sqlErr(8989, 16, "CHECKDB found 0 allocation errors and %d consistency errors in database '%s'.", consistency, d.Name))
+	if !noInfo {
+		x.w.Info(8958, 10, fmt.Sprintf("repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (%s).", d.Name))
+	}
+	return errs
+}
+
+func (x *execCtx) dbccClean(name string) error {
+	if err := x.w.Info(8989, 0, fmt.Sprintf("CHECKDB found 0 allocation errors and 0 consistency errors in database '%s'.", name)); err != nil {
+		return err
+	}
+	return x.w.Info(2528, 0, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.")
+}
+
+type extentOwner struct {
+	e   extentDef
+	obj uint32
+}
+
+func ownerIn(list []extentOwner, page uint32) uint32 {
+	for _, o := range list {
+		if page >= o.e.First && page < o.e.First+o.e.Count {
+			return o.obj
+		}
+	}
+	return 0
+}
+
+// checkFile verifies every page of one database file.
+func checkFile(ctx context.Context, f dbFile, owners []extentOwner, lim *limiter, done *atomic.Int64, report func(uint32, ...*tds.Error)) error {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return sqlErr(5120, 16, "Unable to open the physical file \"%s\". Operating system error %s.", f.Physical, osErrText(err))
+	}
+	defer fh.Close()
+	const chunk = 128
+	buf := make([]byte, chunk*PageSize)
+	for start := int64(0); start < f.Pages; start += chunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(chunk, f.Pages-start)
+		b := buf[:n*PageSize]
+		if err := lim.wait(ctx, len(b)); err != nil {
+			return err
+		}
+		if _, err := fh.ReadAt(b, start*PageSize); err != nil && !errors.Is(err, io.EOF) {
+			return sqlErr(823, 24, "The operating system returned error %s to SQL Server during a read at offset %#016x in file '%s'.", osErrText(err), start*PageSize, f.Physical)
+		}
+		for i := int64(0); i < n; i++ {
+			p := b[i*PageSize : (i+1)*PageSize]
+			pid := start + i
+			owner := ownerIn(owners, uint32(pid))
+			ok, stored, actual := pageOK(p)
+			ph := readPageHeader(p)
+			switch {
+			case !ok:
+				_ = stored
+				_ = actual
+				report(owner, pageErrors(owner, f.FileID, pid, "IS_OFF (BUF_IOERR, pBUF->bstat)", 2057, -4)...)
+			case int64(ph.PageID) != pid || int(ph.FileID) != f.FileID:
+				report(owner, pageErrors(owner, f.FileID, pid, "PageId in the page header = (file:page) expected", int64(ph.FileID)<<32|int64(ph.PageID), int64(f.FileID)<<32|pid)...)
+			case ph.Type == pageData && ph.ObjectID != owner:
+				report(owner, pageErrors(owner, f.FileID, pid, "m_objId == objId", int64(ph.ObjectID), int64(owner))...)
+			}
+		}
+		done.Add(n)
+	}
+	return nil
+}
+
+func errRestoring(name string) *tds.Error {
+	return sqlErr(927, 14, "Database '%s' cannot be opened. It is in the middle of a restore.", name)
+}

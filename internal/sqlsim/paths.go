@@ -1,0 +1,126 @@
+package sqlsim
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// target is a path as SQL Server sees it, resolved to the local file system.
+type target struct {
+	raw   string // as written in the statement
+	local string // local path; "" for NUL
+	null  bool
+	share *shareMap
+}
+
+// resolve maps a SQL Server path: NUL, a configured share or drive prefix
+// (\\bak01\backup\x.bak), an absolute local path, or a relative name (the
+// instance's default backup directory). The returned string is the
+// Windows error SQL Server would quote when the path cannot be reached.
+func (in *Instance) resolve(p string) (target, string) {
+	t := target{raw: p}
+	if strings.EqualFold(strings.TrimSpace(p), "NUL") || strings.EqualFold(p, "NUL:") {
+		t.null = true
+		return t, ""
+	}
+	norm := strings.ToLower(strings.ReplaceAll(p, "/", `\`))
+	in.mu.Lock()
+	for i := range in.shares {
+		s := &in.shares[i]
+		if strings.HasPrefix(norm, s.prefix+`\`) {
+			rest := strings.ReplaceAll(p[len(s.prefix)+1:], `\`, "/")
+			t.local = filepath.Join(s.dir, filepath.FromSlash(rest))
+			t.share = s
+			break
+		}
+	}
+	unreachable := t.share != nil && in.faults.unreachable[t.share.prefix]
+	in.mu.Unlock()
+	switch {
+	case unreachable:
+		return t, osNetNotFound
+	case t.share != nil:
+	case strings.HasPrefix(norm, `\\`):
+		return t, osNetNotFound
+	case len(p) >= 2 && p[1] == ':':
+		return t, osPathNotFound // a drive that is not mapped
+	case filepath.IsAbs(p):
+		t.local = filepath.Clean(p)
+	default:
+		t.local = filepath.Join(in.cfg.DataDir, "backup", filepath.FromSlash(strings.ReplaceAll(p, `\`, "/")))
+	}
+	if st, err := os.Stat(filepath.Dir(t.local)); err != nil || !st.IsDir() {
+		return t, osPathNotFound
+	}
+	return t, ""
+}
+
+// limiter paces bytes to a rate; a zero rate means unlimited. One limiter
+// may be shared by several streams (a share's NIC).
+type limiter struct {
+	mu   sync.Mutex
+	rate int64
+	next time.Time
+}
+
+func (l *limiter) setRate(r int64) {
+	l.mu.Lock()
+	l.rate = r
+	l.next = time.Time{}
+	l.mu.Unlock()
+}
+
+func (l *limiter) wait(ctx context.Context, n int) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.rate <= 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	l.next = l.next.Add(time.Duration(float64(n) / float64(l.rate) * float64(time.Second)))
+	until := l.next
+	l.mu.Unlock()
+	d := time.Until(until)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// dirUsage sums the sizes of the files under dir.
+func dirUsage(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+var errDiskFull = errors.New("share quota exceeded")

@@ -1,0 +1,633 @@
+package sqlsim
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/flate"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
+)
+
+func restoreOpName(kind string) string {
+	switch kind {
+	case "DATABASE":
+		return "RESTORE DATABASE"
+	case "VERIFYONLY":
+		return "VERIFY DATABASE"
+	case "FILELISTONLY":
+		return "RESTORE FILELIST"
+	}
+	return "RESTORE " + kind
+}
+
+func (x *execCtx) restore(s *restoreStmt) error {
+	op := restoreOpName(s.kind)
+	for k := range s.opts {
+		switch k {
+		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY":
+		case "NORECOVERY", "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
+			return errNotSupported("RESTORE WITH " + k)
+		default:
+			return sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
+		}
+	}
+	if n, err := x.intOpt(s.opts, "FILE", 1); err != nil {
+		return err
+	} else if n != 1 {
+		return opError(op, sqlErr(3206, 16, "The backup set at position %d on the media does not exist (the emulator writes one backup set per media set).", n))
+	}
+	needAll := s.kind == "DATABASE" || s.kind == "VERIFYONLY"
+	stripes, err := x.openStripes(op, s.disks, needAll)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, st := range stripes {
+			st.f.Close()
+		}
+	}()
+	switch s.kind {
+	case "HEADERONLY":
+		return x.headerOnly(stripes[0])
+	case "FILELISTONLY":
+		return x.fileListOnly(stripes[0])
+	case "LABELONLY":
+		return errNotSupported("RESTORE LABELONLY")
+	case "VERIFYONLY":
+		if err := x.restoreData(s, op, stripes, nil); err != nil {
+			return err
+		}
+		return x.w.Info(3262, 0, "The backup set on file 1 is valid.")
+	}
+	return x.restoreDatabase(s, op, stripes)
+}
+
+// openStripes opens and checks the media families of a RESTORE. needAll
+// requires every family of the media set exactly once.
+func (x *execCtx) openStripes(op string, disks []expr, needAll bool) ([]*stripe, error) {
+	var out []*stripe
+	fail := func(errs ...*tds.Error) ([]*stripe, error) {
+		for _, st := range out {
+			st.f.Close()
+		}
+		return nil, opError(op, errs...)
+	}
+	for _, e := range disks {
+		v, err := (&env{x: x}).eval(e)
+		if err != nil {
+			return fail(sqlErr(137, 15, "%s", err.Error()))
+		}
+		t, oserr := x.in.resolve(toString(v))
+		if t.null {
+			return fail(errOpenDevice(t.raw, osFileNotFound))
+		}
+		if oserr != "" {
+			return fail(errOpenDevice(t.raw, oserr))
+		}
+		f, err := os.Open(t.local)
+		if err != nil {
+			oe := osErrText(err)
+			if errors.Is(err, os.ErrNotExist) {
+				oe = osFileNotFound
+			}
+			return fail(errOpenDevice(t.raw, oe))
+		}
+		st := &stripe{path: t.raw, f: f}
+		out = append(out, st)
+		info, err := f.Stat()
+		if err != nil {
+			return fail(errIncorrectlyFormed(t.raw))
+		}
+		hdr, start, err := readMediaHeader(f)
+		if err != nil {
+			return fail(errIncorrectlyFormed(t.raw))
+		}
+		trl, end, err := readTrailer(f, info.Size())
+		if err != nil || trl.BackupSetGUID != hdr.BackupSetGUID || trl.Family != hdr.Family {
+			return fail(errIncorrectlyFormed(t.raw))
+		}
+		st.hdr, st.trl, st.start, st.end = hdr, trl, start, end
+		if st.limit == nil {
+			x.in.mu.Lock()
+			st.limit = &limiter{rate: x.in.faults.streamRate}
+			if t.share != nil {
+				st.shareLm = x.in.faults.shareLimit[t.share.prefix]
+			}
+			x.in.mu.Unlock()
+		}
+	}
+	first := out[0].hdr
+	seen := map[int]string{}
+	for _, st := range out {
+		if st.hdr.MediaSetGUID != first.MediaSetGUID {
+			return fail(sqlErr(3231, 16, "The media loaded on \"%s\" is formatted to support %d media families, but %d media families are expected according to the backup device specification.", st.path, st.hdr.Families, len(disks)))
+		}
+		if prev, dup := seen[st.hdr.Family]; dup {
+			return fail(sqlErr(3227, 16, "The backup media on \"%s\" is a duplicate of family %d already provided by \"%s\". Remove it and provide the missing media families.", st.path, st.hdr.Family, prev))
+		}
+		seen[st.hdr.Family] = st.path
+	}
+	if needAll && len(out) < first.Families {
+		return fail(sqlErr(3132, 16, "The media set has %d media families but only %d are provided. All members must be provided.", first.Families, len(out)))
+	}
+	if len(out) > first.Families {
+		return fail(sqlErr(3231, 16, "The media loaded on \"%s\" is formatted to support %d media families, but %d media families are expected according to the backup device specification.", out[0].path, first.Families, len(out)))
+	}
+	return out, nil
+}
+
+func numericCol(name string, prec uint8) tds.Column {
+	return tds.Column{Name: name, Type: tds.TypeNumeric, Precision: prec, Nullable: true}
+}
+
+func nv(name string, size int) tds.Column {
+	return tds.Column{Name: name, Type: tds.TypeNVarChar, Size: size, Nullable: true}
+}
+
+func typed(name string, t tds.ColumnType) tds.Column {
+	return tds.Column{Name: name, Type: t, Nullable: true}
+}
+
+func lsnText(n uint64) string { return itoa(int64(n)) }
+
+// databaseFamilyGUID is stable for a database (HEADERONLY FamilyGUID).
+func databaseFamilyGUID(h *mediaHeader) guid {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d", h.Server, h.DatabaseID, h.Database, h.DatabaseCreated.UnixNano())))
+	var g guid
+	copy(g[:], sum[:16])
+	return g
+}
+
+func (x *execCtx) headerOnly(st *stripe) error {
+	h, t := st.hdr, st.trl
+	cols := []tds.Column{
+		nv("BackupName", 128), nv("BackupDescription", 255), typed("BackupType", tds.TypeSmallInt),
+		typed("ExpirationDate", tds.TypeDateTime), typed("Compressed", tds.TypeBit), typed("Position", tds.TypeSmallInt),
+		typed("DeviceType", tds.TypeTinyInt), nv("UserName", 128), nv("ServerName", 128), nv("DatabaseName", 128),
+		typed("DatabaseVersion", tds.TypeInt), typed("DatabaseCreationDate", tds.TypeDateTime), numericCol("BackupSize", 20),
+		numericCol("FirstLSN", 25), numericCol("LastLSN", 25), numericCol("CheckpointLSN", 25), numericCol("DatabaseBackupLSN", 25),
+		typed("BackupStartDate", tds.TypeDateTime), typed("BackupFinishDate", tds.TypeDateTime), typed("SortOrder", tds.TypeSmallInt),
+		typed("CodePage", tds.TypeSmallInt), typed("UnicodeLocaleId", tds.TypeInt), typed("UnicodeComparisonStyle", tds.TypeInt),
+		typed("CompatibilityLevel", tds.TypeTinyInt), typed("SoftwareVendorId", tds.TypeInt), typed("SoftwareVersionMajor", tds.TypeInt),
+		typed("SoftwareVersionMinor", tds.TypeInt), typed("SoftwareVersionBuild", tds.TypeInt), nv("MachineName", 128),
+		typed("Flags", tds.TypeInt), typed("BindingID", tds.TypeUniqueIdentifier), typed("RecoveryForkID", tds.TypeUniqueIdentifier),
+		nv("Collation", 128), typed("FamilyGUID", tds.TypeUniqueIdentifier), typed("HasBulkLoggedData", tds.TypeBit),
+		typed("IsSnapshot", tds.TypeBit), typed("IsReadOnly", tds.TypeBit), typed("IsSingleUser", tds.TypeBit),
+		typed("HasBackupChecksums", tds.TypeBit), typed("IsDamaged", tds.TypeBit), typed("BeginsLogChain", tds.TypeBit),
+		typed("HasIncompleteMetaData", tds.TypeBit), typed("IsForceOffline", tds.TypeBit), typed("IsCopyOnly", tds.TypeBit),
+		typed("FirstRecoveryForkID", tds.TypeUniqueIdentifier), numericCol("ForkPointLSN", 25), nv("RecoveryModel", 60),
+		numericCol("DifferentialBaseLSN", 25), typed("DifferentialBaseGUID", tds.TypeUniqueIdentifier), nv("BackupTypeDescription", 60),
+		typed("BackupSetGUID", tds.TypeUniqueIdentifier), typed("CompressedBackupSize", tds.TypeBigInt), typed("Containment", tds.TypeTinyInt),
+		nv("KeyAlgorithm", 32), typed("EncryptorThumbprint", tds.TypeVarBinary), nv("EncryptorType", 32),
+		typed("LastValidRestoreTime", tds.TypeDateTime), nv("TimeZone", 32), nv("CompressionAlgorithm", 32),
+	}
+	cols[len(cols)-6].Size = 20
+	if err := x.w.Columns(cols); err != nil {
+		return err
+	}
+	fork := databaseFamilyGUID(h)
+	flags := int64(512)
+	if h.Checksums {
+		flags |= 16
+	}
+	if h.CopyOnly {
+		flags |= 1024
+	}
+	var name any = h.Name
+	if h.Name == "" {
+		name = nil
+	}
+	var desc any = h.Description
+	if h.Description == "" {
+		desc = nil
+	}
+	alg := "NONE"
+	if h.Compressed {
+		alg = "MS_XPRESS"
+	}
+	created := h.DatabaseCreated
+	if created.IsZero() {
+		created = h.Start
+	}
+	err := x.w.Row(name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
+		int64(957), created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
+		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), int64(160),
+		int64(4608), int64(16), int64(0), int64(4135), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
+		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
+		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
+		t.SetStored, int64(0), nil, nil, nil, nil, nil, alg)
+	if err != nil {
+		return err
+	}
+	return x.w.StatementDone(tds.CmdSelect, 1, true)
+}
+
+func (x *execCtx) fileListOnly(st *stripe) error {
+	h := st.hdr
+	cols := []tds.Column{
+		nv("LogicalName", 128), nv("PhysicalName", 260), {Name: "Type", Type: tds.TypeChar, Size: 1, Nullable: true},
+		nv("FileGroupName", 128), numericCol("Size", 20), numericCol("MaxSize", 20), typed("FileID", tds.TypeBigInt),
+		numericCol("CreateLSN", 25), numericCol("DropLSN", 25), typed("UniqueID", tds.TypeUniqueIdentifier),
+		numericCol("ReadOnlyLSN", 25), numericCol("ReadWriteLSN", 25), typed("BackupSizeInBytes", tds.TypeBigInt),
+		typed("SourceBlockSize", tds.TypeInt), typed("FileGroupID", tds.TypeInt), typed("LogGroupGUID", tds.TypeUniqueIdentifier),
+		numericCol("DifferentialBaseLSN", 25), typed("DifferentialBaseGUID", tds.TypeUniqueIdentifier),
+		typed("IsReadOnly", tds.TypeBit), typed("IsPresent", tds.TypeBit), {Name: "TDEThumbprint", Type: tds.TypeVarBinary, Size: 32, Nullable: true},
+		nv("SnapshotURL", 360),
+	}
+	if err := x.w.Columns(cols); err != nil {
+		return err
+	}
+	for _, f := range h.Files {
+		typ, fg, fgID, maxSize := "D", any(f.FileGroup), int64(1), "35184372080640"
+		if f.Log {
+			typ, fg, fgID, maxSize = "L", nil, 0, "2199023255552"
+		}
+		if err := x.w.Row(f.Logical, f.Physical, typ, fg, itoa(f.Pages*PageSize), maxSize, int64(f.FileID), "0", nil,
+			[16]byte(f.UniqueID), nil, nil, f.Pages*PageSize, int64(512), fgID, nil, "0", nil, false, true, nil, nil); err != nil {
+			return err
+		}
+	}
+	return x.w.StatementDone(tds.CmdSelect, int64(len(h.Files)), true)
+}
+
+// restoreTarget is where the pages of one database file go.
+type restoreTarget struct {
+	file dbFile
+	f    *os.File
+}
+
+// restoreData reads every block of every stripe, verifies block and page
+// checksums, and writes the pages to targets (nil for VERIFYONLY).
+func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targets map[int]*restoreTarget) error {
+	h := stripes[0].hdr
+	_, wantChecksum := s.opts["CHECKSUM"]
+	_, noChecksum := s.opts["NO_CHECKSUM"]
+	verifyPages := (wantChecksum || h.Checksums) && !noChecksum
+	stats := 0
+	if _, ok := s.opts["STATS"]; ok {
+		var err error
+		if stats, err = x.intOpt(s.opts, "STATS", 10); err != nil {
+			return err
+		}
+	}
+	d := x.in.lookupDB(h.Database)
+	dbID := 0
+	if targets != nil {
+		x.in.mu.Lock()
+		dbID = x.req.dbID
+		x.in.mu.Unlock()
+	} else if d != nil {
+		dbID = d.ID
+	}
+	cmd := "RESTORE VERIFYONLY"
+	crashOp := OpRestore
+	if targets != nil {
+		cmd = "RESTORE DATABASE"
+	}
+	x.setCommand(cmd, dbID, true)
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	var firstErr error
+	var once sync.Once
+	fail := func(err error) { once.Do(func() { firstErr = err; cancel() }) }
+	var done atomic.Int64
+	seen := make([]atomic.Bool, h.TotalBlocks)
+	dbName := h.Database
+	if s.db != nil {
+		if v, err := (&env{x: x}).eval(s.db); err == nil {
+			dbName = toString(v)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, st := range stripes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := x.readStripe(ctx, st, verifyPages, dbName, seen, &done, targets); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	x.in.ops.Add(1)
+	err := x.watchProgress(ctx, crashOp, finished, &done, h.TotalPages, stats, &firstErr, fail)
+	x.in.ops.Done()
+	if err != nil {
+		return x.pipelineErr(op, err)
+	}
+	for i := range seen {
+		if !seen[i].Load() {
+			return opError(op, errIncorrectlyFormed(stripes[int64(i)%int64(len(stripes))].path))
+		}
+	}
+	return nil
+}
+
+func (x *execCtx) readStripe(ctx context.Context, st *stripe, verifyPages bool, dbName string, seen []atomic.Bool,
+	done *atomic.Int64, targets map[int]*restoreTarget) error {
+	damaged := func(fileID int, page uint32) error {
+		return &backupErr{errs: []*tds.Error{errPageDamaged(fileID, page, dbName)}}
+	}
+	maxBlock := int64(st.hdr.MaxTransferSize)
+	hdr := make([]byte, blockHdrSize)
+	payload := make([]byte, 0, maxBlock+maxBlock/2+1024)
+	raw := make([]byte, maxBlock)
+	var blocks int64
+	nextFile, nextPage := primaryFileID, uint32(0)
+	fr := flate.NewReader(bytes.NewReader(nil))
+	off := st.start
+	for off < st.end {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if off+blockHdrSize > st.end {
+			return damaged(nextFile, nextPage)
+		}
+		if _, err := st.f.ReadAt(hdr, off); err != nil {
+			return damaged(nextFile, nextPage)
+		}
+		bh, ok := parseBlockHeader(hdr)
+		if !ok || int64(bh.StoredLen) > int64(cap(payload)) || int64(bh.RawLen) > maxBlock || bh.RawLen%PageSize != 0 ||
+			int64(bh.Seq) >= int64(len(seen)) || off+blockHdrSize+int64(bh.StoredLen) > st.end {
+			return damaged(nextFile, nextPage)
+		}
+		payload = payload[:bh.StoredLen]
+		if err := st.limit.wait(ctx, blockHdrSize+len(payload)); err != nil {
+			return err
+		}
+		if st.shareLm != nil {
+			if err := st.shareLm.wait(ctx, blockHdrSize+len(payload)); err != nil {
+				return err
+			}
+		}
+		if _, err := st.f.ReadAt(payload, off+blockHdrSize); err != nil {
+			return damaged(int(bh.FileID), bh.PageID)
+		}
+		off += blockHdrSize + int64(bh.StoredLen)
+		pages := raw[:bh.RawLen]
+		if bh.Flags&flagCompress != 0 {
+			if crc32Checksum(payload) != bh.CRC {
+				return damaged(int(bh.FileID), bh.PageID)
+			}
+			fr.(flate.Resetter).Reset(bytes.NewReader(payload), nil)
+			if _, err := io.ReadFull(fr, pages); err != nil {
+				return damaged(int(bh.FileID), bh.PageID)
+			}
+		} else {
+			if crc32Checksum(payload) != bh.CRC {
+				// Name the page that is damaged, as SQL Server does.
+				for i := 0; i+PageSize <= len(payload); i += PageSize {
+					if ok, _, _ := pageOK(payload[i : i+PageSize]); !ok {
+						return damaged(int(bh.FileID), bh.PageID+uint32(i/PageSize))
+					}
+				}
+				return damaged(int(bh.FileID), bh.PageID)
+			}
+			pages = payload
+		}
+		for i := 0; i < len(pages); i += PageSize {
+			p := pages[i : i+PageSize]
+			pid := bh.PageID + uint32(i/PageSize)
+			if verifyPages {
+				ph := readPageHeader(p)
+				if ok, _, _ := pageOK(p); !ok || ph.PageID != pid || int(ph.FileID) != int(bh.FileID) {
+					return damaged(int(bh.FileID), pid)
+				}
+			}
+		}
+		if targets != nil {
+			t := targets[int(bh.FileID)]
+			if t == nil {
+				return damaged(int(bh.FileID), bh.PageID)
+			}
+			if _, err := t.f.WriteAt(pages, int64(bh.PageID)*PageSize); err != nil {
+				return &backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Write on \"%s\" failed: %s", t.file.Physical, osErrText(err))}}
+			}
+		}
+		if seen[bh.Seq].Swap(true) {
+			return damaged(int(bh.FileID), bh.PageID)
+		}
+		blocks++
+		done.Add(int64(len(pages) / PageSize))
+		nextFile, nextPage = int(bh.FileID), bh.PageID+uint32(len(pages)/PageSize)
+	}
+	if blocks != st.trl.Blocks {
+		return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st.path)}}
+	}
+	return nil
+}
+
+// restoreDatabase plans the files (MOVE), creates the database in state
+// RESTORING, writes every page, and brings it ONLINE.
+func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) error {
+	h := stripes[0].hdr
+	v, err := (&env{x: x}).eval(s.db)
+	if err != nil {
+		return err
+	}
+	name := toString(v)
+	if name == "" {
+		return sqlErr(102, 15, "Incorrect syntax near 'DATABASE'.")
+	}
+	_, replace := s.opts["REPLACE"]
+	// MOVE targets by logical name.
+	moves := map[string]string{}
+	for _, m := range s.moves {
+		lv, err := (&env{x: x}).eval(m.logical)
+		if err != nil {
+			return err
+		}
+		tv, err := (&env{x: x}).eval(m.to)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, f := range h.Files {
+			if strings.EqualFold(f.Logical, toString(lv)) {
+				found = true
+			}
+		}
+		if !found {
+			return opError(op, sqlErr(3234, 16, "Logical file '%s' is not part of database '%s'. Use RESTORE FILELISTONLY to list the logical file names.", toString(lv), name))
+		}
+		moves[strings.ToLower(toString(lv))] = toString(tv)
+	}
+	x.in.mu.Lock()
+	existing := x.in.lookupDBLocked(name)
+	if existing != nil && existing.system {
+		x.in.mu.Unlock()
+		return opError(op, errNotSupported("RESTORE of system database "+existing.Name))
+	}
+	if existing != nil && !replace && existing.State != "RESTORING" {
+		x.in.mu.Unlock()
+		if !strings.EqualFold(existing.Name, h.Database) {
+			return opError(op, sqlErr(3154, 16, "The backup set holds a backup of a database other than the existing '%s' database.", existing.Name))
+		}
+		return opError(op, sqlErr(3159, 16, "The tail of the log for the database \"%s\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.", existing.Name))
+	}
+	if existing != nil && x.in.dbInUseLocked(existing, x.s) {
+		x.in.mu.Unlock()
+		return opError(op, sqlErr(3101, 16, "Exclusive access could not be obtained because the database is in use."))
+	}
+	x.in.mu.Unlock()
+	// Plan the files.
+	var plan []dbFile
+	var planErrs []*tds.Error
+	for _, f := range h.Files {
+		phys := f.Physical
+		if m, ok := moves[strings.ToLower(f.Logical)]; ok {
+			phys = m
+		}
+		t, oserr := x.in.resolve(phys)
+		if t.null || oserr != "" {
+			if oserr == "" {
+				oserr = osPathNotFound
+			}
+			planErrs = append(planErrs,
+				sqlErr(5133, 16, "Directory lookup for the file \"%s\" failed with the operating system error %s.", phys, oserr),
+				sqlErr(3156, 16, "File '%s' cannot be restored to '%s'. Use WITH MOVE to identify a valid location for the file.", f.Logical, phys))
+			continue
+		}
+		if owner := x.in.fileOwner(t.local); owner != nil && owner != existing {
+			planErrs = append(planErrs,
+				sqlErr(1834, 16, "The file '%s' cannot be overwritten.  It is being used by database '%s'.", phys, owner.Name),
+				sqlErr(3156, 16, "File '%s' cannot be restored to '%s'. Use WITH MOVE to identify a valid location for the file.", f.Logical, phys))
+			continue
+		}
+		if _, err := os.Stat(t.local); err == nil && !replace && (existing == nil || x.in.fileOwner(t.local) != existing) {
+			planErrs = append(planErrs,
+				sqlErr(5170, 16, "Cannot create file '%s' because it already exists. Change the file path or the file name, and retry the operation.", phys),
+				sqlErr(3156, 16, "File '%s' cannot be restored to '%s'. Use WITH MOVE to identify a valid location for the file.", f.Logical, phys))
+			continue
+		}
+		for _, p := range plan {
+			if strings.EqualFold(p.Path, t.local) {
+				planErrs = append(planErrs, sqlErr(3176, 16, "File '%s' is claimed by '%s'(%d) and '%s'(%d). The WITH MOVE clause can be used to relocate one or more files.", phys, p.Logical, p.FileID, f.Logical, f.FileID))
+			}
+		}
+		plan = append(plan, dbFile{FileID: f.FileID, Logical: f.Logical, Path: t.local, Physical: phys, Log: f.Log, Pages: f.Pages})
+	}
+	if len(planErrs) > 0 {
+		planErrs = append(planErrs, sqlErr(3119, 16, "Problems were identified while planning for the RESTORE statement. Previous messages provide details."))
+		return opError(op, planErrs...)
+	}
+	// The database exists from now on, RESTORING until the last page is in.
+	x.in.mu.Lock()
+	if existing != nil {
+		if err := x.in.removeDatabaseLocked(existing); err != nil {
+			x.in.mu.Unlock()
+			return err
+		}
+	}
+	if x.in.lookupDBLocked(name) != nil {
+		x.in.mu.Unlock()
+		return opError(op, sqlErr(3154, 16, "The backup set holds a backup of a database other than the existing '%s' database.", name))
+	}
+	id := x.in.cat.NextDBID
+	if existing != nil {
+		id = existing.ID
+	} else {
+		x.in.cat.NextDBID++
+	}
+	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING"}
+	x.in.cat.Databases = append(x.in.cat.Databases, nd)
+	serr := x.in.saveCatalog()
+	x.in.mu.Unlock()
+	if serr != nil {
+		return serr
+	}
+	x.setCommand("RESTORE DATABASE", id, true)
+	start := time.Now()
+	targets := map[int]*restoreTarget{}
+	defer func() {
+		for _, t := range targets {
+			t.f.Close()
+		}
+	}()
+	for _, f := range plan {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+			return opError(op, sqlErr(5133, 16, "Directory lookup for the file \"%s\" failed with the operating system error %s.", f.Physical, osPathNotFound))
+		}
+		fh, err := os.OpenFile(f.Path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+		if err != nil {
+			return opError(op, sqlErr(5123, 16, "CREATE FILE encountered operating system error %s while attempting to open or create the physical file '%s'.", osErrText(err), f.Physical))
+		}
+		if err := fh.Truncate(f.Pages * PageSize); err != nil {
+			fh.Close()
+			return opError(op, sqlErr(5123, 16, "CREATE FILE encountered operating system error %s while attempting to open or create the physical file '%s'.", osErrText(err), f.Physical))
+		}
+		targets[f.FileID] = &restoreTarget{file: f, f: fh}
+	}
+	if err := x.restoreData(s, op, stripes, targets); err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := t.f.Close(); err != nil {
+			return opError(op, sqlErr(3203, 16, "Write on \"%s\" failed: %s", t.file.Physical, osErrText(err)))
+		}
+	}
+	targets = nil
+	// Online: record it in msdb.
+	finish := time.Now()
+	var total int64
+	for _, f := range plan {
+		if err := x.w.Info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, name, f.Logical)); err != nil {
+			return err
+		}
+		total += f.Pages
+	}
+	x.in.mu.Lock()
+	nd.State = ""
+	setID := int64(0)
+	for _, b := range x.in.cat.BackupSets {
+		if guid(b.GUID) == h.BackupSetGUID {
+			setID = b.ID
+		}
+	}
+	if setID == 0 {
+		setID = x.in.cat.NextBackupSetID
+		x.in.cat.NextBackupSetID++
+		x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: setID, GUID: h.BackupSetGUID, MediaGUID: h.MediaSetGUID,
+			Database: h.Database, Start: h.Start, Finish: stripes[0].trl.Finish, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
+			CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: stripes[0].trl.SetRawBytes,
+			CompSize: stripes[0].trl.SetStored, Server: h.Server})
+	}
+	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: finish,
+		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: true})
+	x.in.cat.NextRestoreID++
+	serr = x.in.saveCatalog()
+	x.in.mu.Unlock()
+	if serr != nil {
+		x.in.log.Error("save catalog", zap.Error(serr))
+	}
+	secs := max(finish.Sub(start).Seconds(), 0.001)
+	return x.w.Info(3014, 0, fmt.Sprintf("RESTORE DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).",
+		total, secs, float64(total*PageSize)/(1<<20)/secs))
+}
+
+// fileOwner returns the database using a local file, if any.
+func (in *Instance) fileOwner(local string) *database {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, d := range in.cat.Databases {
+		for _, f := range d.Files {
+			if strings.EqualFold(filepath.Clean(f.Path), filepath.Clean(local)) {
+				return d
+			}
+		}
+	}
+	return nil
+}

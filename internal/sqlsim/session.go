@@ -1,0 +1,541 @@
+package sqlsim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
+)
+
+// session serves one connection.
+type session struct {
+	in      *Instance
+	login   tds.Login
+	id      uint16
+	loginDB string
+
+	mu sync.Mutex
+	db string
+}
+
+func (s *session) Database() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.db
+}
+
+func (s *session) setDatabase(db string) {
+	s.mu.Lock()
+	s.db = db
+	s.mu.Unlock()
+}
+
+func (s *session) Reset() { s.setDatabase(s.loginDB) }
+
+func (s *session) Close() {
+	s.in.mu.Lock()
+	delete(s.in.sessions, s.id)
+	s.in.mu.Unlock()
+}
+
+// request is a running statement, visible in sys.dm_exec_requests.
+type request struct {
+	sessionID int
+	id        int64
+	start     time.Time
+	text      string
+	cancel    context.CancelFunc
+
+	// guarded by Instance.mu
+	command  string
+	dbID     int
+	percent  float64
+	progress bool // percent_complete is meaningful
+}
+
+// StatementRecord is one statement the instance ran, for tests that assert
+// what ran how many times.
+type StatementRecord struct {
+	Session  int
+	Kind     string // "BACKUP DATABASE", "RESTORE DATABASE", "RESTORE VERIFYONLY", "DBCC CHECKDB", "SELECT", ...
+	Database string // the database the statement is about (or the session's)
+	SQL      string
+	Start    time.Time
+	End      time.Time
+	// Outcome is "ok", "error <number>", "cancelled" or "crashed".
+	Outcome string
+	Error   error
+}
+
+// Statements returns every statement run since the instance was created.
+func (in *Instance) Statements() []StatementRecord {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]StatementRecord(nil), in.stmts...)
+}
+
+const maxStatementLog = 100000
+
+func (in *Instance) record(r StatementRecord) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.stmts) >= maxStatementLog {
+		in.stmts = in.stmts[len(in.stmts)/2:]
+	}
+	in.stmts = append(in.stmts, r)
+}
+
+// execCtx is the state of one request while its statements run.
+type execCtx struct {
+	ctx  context.Context
+	in   *Instance
+	s    *session
+	w    tds.ResultWriter
+	req  *request
+	vars map[string]*variable
+	rows int64 // @@ROWCOUNT
+	// crashed is the crash channel of the instance incarnation this
+	// request runs in (a restart installs a new one).
+	crashed chan struct{}
+}
+
+func (x *execCtx) isCrashed() bool {
+	select {
+	case <-x.crashed:
+		return true
+	default:
+		return false
+	}
+}
+
+var reqSeq struct {
+	sync.Mutex
+	n int64
+}
+
+// Exec implements tds.Session.
+func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) error {
+	in := s.in
+	if in.isCrashed() {
+		return tds.ErrKillConnection
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in.mu.Lock()
+	crashed := in.crashed
+	in.mu.Unlock()
+	go func() {
+		select {
+		case <-crashed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	reqSeq.Lock()
+	reqSeq.n++
+	id := reqSeq.n
+	reqSeq.Unlock()
+	req := &request{sessionID: int(s.id), id: id, start: time.Now(), text: r.SQL, cancel: cancel, command: "SELECT"}
+	if d := in.lookupDB(s.Database()); d != nil {
+		req.dbID = d.ID
+	}
+	in.mu.Lock()
+	in.requests[req] = struct{}{}
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.requests, req)
+		in.mu.Unlock()
+	}()
+
+	x := &execCtx{ctx: ctx, in: in, s: s, w: w, req: req, vars: map[string]*variable{}, crashed: crashed}
+	for _, p := range r.Params {
+		x.vars[strings.ToLower(p.Name)] = &variable{v: normValue(p.Value)}
+	}
+	stmts, err := parse(r.SQL)
+	if err != nil {
+		in.record(StatementRecord{Session: int(s.id), Kind: "PARSE", Database: s.Database(), SQL: r.SQL, Start: req.start, End: time.Now(), Outcome: outcome(err), Error: err})
+		return err
+	}
+	for _, st := range stmts {
+		if err := x.run(st); err != nil {
+			if x.isCrashed() {
+				return tds.ErrKillConnection
+			}
+			if ctx.Err() != nil && !isSQLError(err) {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func isSQLError(err error) bool {
+	var e *tds.Error
+	var es tds.Errors
+	return errors.As(err, &e) || errors.As(err, &es)
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var e *tds.Error
+	var es tds.Errors
+	switch {
+	case errors.As(err, &es) && len(es) > 0:
+		return "error " + itoa(int64(es[len(es)-1].Number))
+	case errors.As(err, &e):
+		return "error " + itoa(int64(e.Number))
+	case errors.Is(err, tds.ErrKillConnection):
+		return "crashed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	}
+	return "error: " + err.Error()
+}
+
+func itoa(n int64) string {
+	const digits = "0123456789"
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = digits[n%10]
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+func (x *execCtx) currentDB() *database {
+	if d := x.in.lookupDB(x.s.Database()); d != nil {
+		return d
+	}
+	return systemDatabases[0]
+}
+
+func (x *execCtx) sysVar(name string) (any, error) {
+	switch name {
+	case "@@VERSION":
+		return x.in.version(), nil
+	case "@@SPID":
+		return int64(x.s.id), nil
+	case "@@SERVERNAME":
+		return x.in.cfg.Name, nil
+	case "@@SERVICENAME":
+		return "MSSQLSERVER", nil
+	case "@@ROWCOUNT":
+		return x.rows, nil
+	case "@@ERROR", "@@TRANCOUNT":
+		return int64(0), nil
+	case "@@LANGUAGE":
+		return "us_english", nil
+	}
+	return nil, errNotSupported(name)
+}
+
+// setCommand publishes what the request does in sys.dm_exec_requests.
+func (x *execCtx) setCommand(cmd string, dbID int, progress bool) {
+	x.in.mu.Lock()
+	x.req.command, x.req.dbID, x.req.progress, x.req.percent = cmd, dbID, progress, 0
+	x.in.mu.Unlock()
+}
+
+func (x *execCtx) setPercent(p float64) {
+	x.in.mu.Lock()
+	x.req.percent = p
+	x.in.mu.Unlock()
+}
+
+// run executes one statement and records it in the statement log.
+func (x *execCtx) run(st stmt) error {
+	kind, dbName := x.describe(st)
+	start := time.Now()
+	err := x.exec(st)
+	if err != nil && x.isCrashed() {
+		err = tds.ErrKillConnection
+	}
+	if _, isBlock := st.(*blockStmt); !isBlock {
+		if _, isIf := st.(*ifStmt); !isIf {
+			x.in.record(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text,
+				Start: start, End: time.Now(), Outcome: outcome(err), Error: err})
+		}
+	}
+	if err != nil {
+		x.in.log.Debug("statement failed", zap.String("kind", kind), zap.String("db", dbName), zap.Error(err))
+	}
+	return err
+}
+
+// describe names a statement for the statement log.
+func (x *execCtx) describe(st stmt) (string, string) {
+	name := func(e expr) string {
+		v, err := (&env{x: x}).eval(e)
+		if err != nil {
+			return ""
+		}
+		return toString(v)
+	}
+	db := x.s.Database()
+	switch n := st.(type) {
+	case *selectStmt:
+		return "SELECT", db
+	case *backupStmt:
+		return "BACKUP DATABASE", name(n.db)
+	case *restoreStmt:
+		if n.kind == "DATABASE" {
+			return "RESTORE DATABASE", name(n.db)
+		}
+		return "RESTORE " + n.kind, ""
+	case *dbccStmt:
+		if n.db != nil {
+			db = name(n.db)
+		}
+		return "DBCC CHECKDB", db
+	case *dropDBStmt:
+		if len(n.names) > 0 {
+			db = name(n.names[0])
+		}
+		return "DROP DATABASE", db
+	case *alterDBStmt:
+		return "ALTER DATABASE", name(n.db)
+	case *createSchemaStmt:
+		return "CREATE SCHEMA", db
+	case *createTableStmt:
+		return "CREATE TABLE", x.objDB(n.name)
+	case *alterTableStmt:
+		return "ALTER TABLE", x.objDB(n.name)
+	case *insertStmt:
+		return "INSERT", x.objDB(n.name)
+	case *updateStmt:
+		return "UPDATE", x.objDB(n.name)
+	case *useStmt:
+		return "USE", name(n.db)
+	case *execStmt:
+		if n.db != "" {
+			db = n.db
+		}
+		return "EXECUTE", db
+	case *declareStmt:
+		return "DECLARE", db
+	case *setVarStmt, *setOptionStmt:
+		return "SET", db
+	case *ifStmt:
+		return "IF", db
+	case *blockStmt:
+		return "BEGIN", db
+	case *printStmt:
+		return "PRINT", db
+	}
+	return "UNKNOWN", db
+}
+
+func (x *execCtx) objDB(o objName) string {
+	if len(o.parts) >= 3 && o.parts[len(o.parts)-3] != "" {
+		return o.parts[len(o.parts)-3]
+	}
+	return x.s.Database()
+}
+
+func (x *execCtx) exec(st stmt) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
+	switch n := st.(type) {
+	case *selectStmt:
+		return x.execSelect(n)
+	case *ifStmt:
+		v, err := (&env{x: x}).eval(n.cond)
+		if err != nil {
+			return err
+		}
+		if truthy(v) {
+			return x.run(n.then)
+		}
+		if n.els != nil {
+			return x.run(n.els)
+		}
+		return nil
+	case *blockStmt:
+		for _, s := range n.list {
+			if err := x.run(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *execStmt:
+		return x.execSQL(n)
+	case *useStmt:
+		v, err := (&env{x: x}).eval(n.db)
+		if err != nil {
+			return err
+		}
+		d := x.in.lookupDB(toString(v))
+		if d == nil {
+			return errNoDatabase(toString(v))
+		}
+		x.s.setDatabase(d.Name)
+		return x.w.Info(5701, 0, "Changed database context to '"+d.Name+"'.")
+	case *declareStmt:
+		for i, name := range n.names {
+			var v any
+			if n.inits[i] != nil {
+				var err error
+				if v, err = (&env{x: x}).eval(n.inits[i]); err != nil {
+					return err
+				}
+			}
+			x.vars[strings.ToLower(name)] = &variable{v: v}
+		}
+		return nil
+	case *setVarStmt:
+		vr, ok := x.vars[strings.ToLower(n.name)]
+		if !ok {
+			return errMustDeclare(n.name)
+		}
+		v, err := (&env{x: x}).eval(n.e)
+		if err != nil {
+			return err
+		}
+		vr.v = v
+		return nil
+	case *setOptionStmt:
+		return nil
+	case *printStmt:
+		v, err := (&env{x: x}).eval(n.e)
+		if err != nil {
+			return err
+		}
+		return x.w.Info(0, 0, toString(v))
+	case *createSchemaStmt:
+		return x.createSchema(n)
+	case *createTableStmt:
+		return x.createTable(n)
+	case *alterTableStmt:
+		return x.alterTable(n)
+	case *insertStmt:
+		return x.insert(n)
+	case *updateStmt:
+		return x.update(n)
+	case *backupStmt:
+		return x.backup(n)
+	case *restoreStmt:
+		return x.restore(n)
+	case *dbccStmt:
+		return x.checkDB(n)
+	case *dropDBStmt:
+		return x.dropDatabase(n)
+	case *alterDBStmt:
+		return x.alterDatabase(n)
+	}
+	return errNotSupported("this statement")
+}
+
+// execSQL runs EXEC [db].sys.sp_executesql N'...' in database db.
+func (x *execCtx) execSQL(n *execStmt) error {
+	v, err := (&env{x: x}).eval(n.sql)
+	if err != nil {
+		return err
+	}
+	stmts, err := parse(toString(v))
+	if err != nil {
+		return err
+	}
+	prev := x.s.Database()
+	if n.db != "" {
+		d := x.in.lookupDB(n.db)
+		if d == nil {
+			return errNoDatabase(n.db)
+		}
+		x.s.setDatabase(d.Name)
+		defer x.s.setDatabase(prev)
+	}
+	for _, st := range stmts {
+		if err := x.run(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *execCtx) execSelect(q *selectStmt) error {
+	rel, err := x.runSelect(q)
+	if err != nil {
+		return err
+	}
+	return x.sendRelation(rel)
+}
+
+func (x *execCtx) sendRelation(rel *relation) error {
+	cols := make([]tds.Column, len(rel.cols))
+	for i, c := range rel.cols {
+		cols[i] = c.col
+		cols[i].Nullable = true
+	}
+	if err := x.w.Columns(cols); err != nil {
+		return err
+	}
+	for _, r := range rel.rows {
+		vals := make([]any, len(r))
+		for i, v := range r {
+			vals[i] = outValue(v, cols[i])
+		}
+		if err := x.w.Row(vals...); err != nil {
+			return err
+		}
+	}
+	x.rows = int64(len(rel.rows))
+	return x.w.StatementDone(tds.CmdSelect, int64(len(rel.rows)), true)
+}
+
+// outValue converts an engine value to what the ResultWriter expects for
+// the column type.
+func outValue(v any, c tds.Column) any {
+	v = normValue(v)
+	if v == nil {
+		return nil
+	}
+	switch c.Type {
+	case tds.TypeInt, tds.TypeBigInt, tds.TypeSmallInt, tds.TypeTinyInt:
+		switch t := v.(type) {
+		case bool:
+			return b2i(t)
+		case float64:
+			return int64(t)
+		case string:
+			n, _ := castTo(t, "bigint")
+			return n
+		}
+	case tds.TypeNVarChar, tds.TypeChar:
+		if _, ok := v.(string); !ok {
+			return toString(v)
+		}
+	case tds.TypeFloat, tds.TypeReal:
+		if f, ok := toFloat(v); ok {
+			return f
+		}
+	case tds.TypeBit:
+		if n, ok := v.(int64); ok {
+			return n != 0
+		}
+	}
+	return v
+}

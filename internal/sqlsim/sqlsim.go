@@ -1,0 +1,562 @@
+package sqlsim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
+)
+
+// Config configures an Instance.
+type Config struct {
+	// Name is the server name (@@SERVERNAME, SERVERPROPERTY('ServerName'));
+	// default "sqlsim".
+	Name string
+	// ListenAddr defaults to 127.0.0.1:0 (a free port).
+	ListenAddr string
+	// DataDir holds the catalog, the default database directory and the
+	// default backup directory. Required.
+	DataDir string
+	// Logins maps user to password (SQL authentication). Default sa/"".
+	Logins map[string]string
+	// Shares maps path prefixes as SQL Server sees them (`\\bak01\backup`,
+	// `D:\restore`) to local directories. Matching is case-insensitive and
+	// treats / and \ alike.
+	Shares map[string]string
+	// MemoryBudget bounds BUFFERCOUNT x MAXTRANSFERSIZE of one BACKUP or
+	// RESTORE (seed 004: beyond it, error 701); default 1 GiB.
+	MemoryBudget int64
+	Logger       *zap.Logger
+}
+
+// Instance is one emulated SQL Server.
+type Instance struct {
+	cfg Config
+	log *zap.Logger
+
+	mu       sync.Mutex
+	cat      *catalogState
+	srv      *tds.Server
+	ln       net.Listener
+	addr     string
+	running  bool
+	crashed  chan struct{} // closed by Crash; replaced by Start
+	sessions map[uint16]*session
+	requests map[*request]struct{}
+	stmts    []StatementRecord
+	faults   faultState
+	shares   []shareMap
+
+	metaMu sync.Mutex // serialises metadata (boot page) updates
+	ops    sync.WaitGroup
+}
+
+type shareMap struct {
+	prefix string // normalised: lower case, \ separators, no trailing \
+	raw    string
+	dir    string
+}
+
+// catalogState is what survives a restart (catalog.json in DataDir).
+type catalogState struct {
+	NextDBID        int                 `json:"next_db_id"`
+	Databases       []*database         `json:"databases"`
+	RestoreHistory  []restoreHistoryRow `json:"restore_history"`
+	BackupSets      []backupSetRow      `json:"backup_sets"`
+	NextRestoreID   int64               `json:"next_restore_id"`
+	NextBackupSetID int64               `json:"next_backup_set_id"`
+	LSN             uint64              `json:"lsn"`
+}
+
+type database struct {
+	ID         int       `json:"id"`
+	Name       string    `json:"name"`
+	Files      []dbFile  `json:"files"`
+	Created    time.Time `json:"created"`
+	UserAccess string    `json:"user_access"`
+	// State is "" (ONLINE) or "RESTORING" (a RESTORE created it and has
+	// not finished; only DROP or another RESTORE apply).
+	State  string `json:"state,omitempty"`
+	system bool
+}
+
+type restoreHistoryRow struct {
+	ID          int64     `json:"id"`
+	Date        time.Time `json:"date"`
+	Database    string    `json:"database"`
+	User        string    `json:"user"`
+	BackupSetID int64     `json:"backup_set_id"`
+	Type        string    `json:"type"`
+	Replace     bool      `json:"replace"`
+	Recovery    bool      `json:"recovery"`
+}
+
+type backupSetRow struct {
+	ID         int64     `json:"id"`
+	GUID       [16]byte  `json:"guid"`
+	MediaGUID  [16]byte  `json:"media_guid"`
+	Database   string    `json:"database"`
+	Start      time.Time `json:"start"`
+	Finish     time.Time `json:"finish"`
+	FirstLSN   uint64    `json:"first_lsn"`
+	LastLSN    uint64    `json:"last_lsn"`
+	CopyOnly   bool      `json:"copy_only"`
+	Checksums  bool      `json:"checksums"`
+	Compressed bool      `json:"compressed"`
+	Size       int64     `json:"size"`
+	CompSize   int64     `json:"compressed_size"`
+	Server     string    `json:"server"`
+}
+
+var systemDatabases = []*database{
+	{ID: 1, Name: "master", system: true, UserAccess: "MULTI_USER"},
+	{ID: 2, Name: "tempdb", system: true, UserAccess: "MULTI_USER"},
+	{ID: 3, Name: "model", system: true, UserAccess: "MULTI_USER"},
+	{ID: 4, Name: "msdb", system: true, UserAccess: "MULTI_USER"},
+}
+
+// New checks cfg and loads the catalog of DataDir (if any). The instance
+// does not listen until Start.
+func New(cfg Config) (*Instance, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("sqlsim: Config.DataDir is empty; give a directory for the databases and the catalog")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sqlsim"
+	}
+	if cfg.ListenAddr == "" {
+		cfg.ListenAddr = "127.0.0.1:0"
+	}
+	if cfg.Logins == nil {
+		cfg.Logins = map[string]string{"sa": ""}
+	}
+	if cfg.MemoryBudget <= 0 {
+		cfg.MemoryBudget = 1 << 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsim: data directory %q: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = abs
+	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "data"), filepath.Join(cfg.DataDir, "backup")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlsim: create data directory: %w", err)
+		}
+	}
+	in := &Instance{cfg: cfg, log: cfg.Logger.With(zap.String("server", cfg.Name)),
+		sessions: map[uint16]*session{}, requests: map[*request]struct{}{}, crashed: make(chan struct{})}
+	in.faults.init()
+	for prefix, dir := range cfg.Shares {
+		if err := in.addShare(prefix, dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.loadCatalog(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func normPrefix(p string) string {
+	return strings.TrimRight(strings.ToLower(strings.ReplaceAll(p, "/", `\`)), `\`)
+}
+
+// AddShare maps a UNC (or drive) prefix to a local directory.
+func (in *Instance) AddShare(prefix, dir string) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.addShare(prefix, dir)
+}
+
+func (in *Instance) addShare(prefix, dir string) error {
+	if normPrefix(prefix) == "" {
+		return fmt.Errorf("sqlsim: share prefix %q is empty; use e.g. \\\\bak01\\backup", prefix)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("sqlsim: share %s: %w", prefix, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return fmt.Errorf("sqlsim: share %s maps to %q, which is not a directory; create it first", prefix, dir)
+	}
+	in.shares = append(in.shares, shareMap{prefix: normPrefix(prefix), raw: prefix, dir: abs})
+	// Longest prefix first.
+	sort.Slice(in.shares, func(i, j int) bool { return len(in.shares[i].prefix) > len(in.shares[j].prefix) })
+	return nil
+}
+
+func (in *Instance) catalogPath() string { return filepath.Join(in.cfg.DataDir, "catalog.json") }
+
+func (in *Instance) loadCatalog() error {
+	in.cat = &catalogState{NextDBID: 5, NextRestoreID: 1, NextBackupSetID: 1, LSN: 37000000010400001}
+	b, err := os.ReadFile(in.catalogPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlsim: read catalog: %w", err)
+	}
+	if err := json.Unmarshal(b, in.cat); err != nil {
+		return fmt.Errorf("sqlsim: catalog %s is damaged (%v); remove it to start empty", in.catalogPath(), err)
+	}
+	return nil
+}
+
+// saveCatalog persists the catalog; in.mu must be held.
+func (in *Instance) saveCatalog() error {
+	b, err := json.MarshalIndent(in.cat, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := in.catalogPath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("sqlsim: write catalog: %w", err)
+	}
+	return os.Rename(tmp, in.catalogPath())
+}
+
+// nextLSN hands out increasing LSNs; in.mu must be held.
+func (in *Instance) nextLSN(n uint64) uint64 {
+	in.cat.LSN += max(n, 1)
+	return in.cat.LSN
+}
+
+// Start listens and serves. After Stop or Crash it can be called again: the
+// databases and msdb history are read back from DataDir.
+func (in *Instance) Start() error {
+	in.ops.Wait() // work cut by a crash finishes unwinding first
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.running {
+		return fmt.Errorf("sqlsim: instance %s is already running on %s", in.cfg.Name, in.addr)
+	}
+	addr := in.cfg.ListenAddr
+	if in.addr != "" {
+		addr = in.addr // a restart keeps the port
+	}
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the old port may linger briefly after a crash
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlsim: listen on %s: %w", addr, err)
+	}
+	if err := in.loadCatalog(); err != nil {
+		ln.Close()
+		return err
+	}
+	in.ln, in.addr, in.running = ln, ln.Addr().String(), true
+	in.crashed = make(chan struct{})
+	in.srv = tds.NewServer(in, tds.Options{ServerName: in.cfg.Name}, in.log)
+	srv := in.srv
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			in.log.Debug("serve ended", zap.Error(err))
+		}
+	}()
+	in.log.Info("sqlsim listening", zap.String("addr", in.addr))
+	return nil
+}
+
+// Addr is the listen address (host:port), known after Start.
+func (in *Instance) Addr() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.addr
+}
+
+// DSN returns a go-mssqldb connection string for this instance.
+func (in *Instance) DSN(user, pass, db string) string {
+	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(user, pass), Host: in.Addr()}
+	q := url.Values{}
+	if db != "" {
+		q.Set("database", db)
+	}
+	q.Set("encrypt", "disable")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Stop closes the listener and every connection, waits for running
+// operations to end and keeps the state on disk.
+func (in *Instance) Stop() error {
+	in.mu.Lock()
+	if !in.running {
+		in.mu.Unlock()
+		return nil
+	}
+	srv := in.srv
+	in.running = false
+	in.mu.Unlock()
+	err := srv.Close()
+	in.ops.Wait()
+	return err
+}
+
+// Crash emulates the host dying: every connection is dropped without a
+// reply, new connections are refused, and running BACKUP/RESTORE/DBCC stop
+// where they are (half-written stripes stay half-written). Start (or
+// Restart) brings the instance back.
+func (in *Instance) Crash() {
+	in.mu.Lock()
+	if !in.running {
+		in.mu.Unlock()
+		return
+	}
+	in.running = false
+	close(in.crashed)
+	srv := in.srv
+	in.mu.Unlock()
+	in.log.Warn("sqlsim crashed (fault injection)")
+	srv.DropConnections()
+	srv.Close()
+	in.ops.Wait()
+}
+
+// Restart is Crash (if running) followed by Start on the same address.
+func (in *Instance) Restart() error {
+	in.Crash()
+	return in.Start()
+}
+
+func (in *Instance) isCrashed() bool {
+	in.mu.Lock()
+	ch := in.crashed
+	in.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// lookupDB finds a database by name (case-insensitive), system ones included.
+func (in *Instance) lookupDB(name string) *database {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.lookupDBLocked(name)
+}
+
+func (in *Instance) lookupDBLocked(name string) *database {
+	for _, d := range systemDatabases {
+		if strings.EqualFold(d.Name, name) {
+			return d
+		}
+	}
+	for _, d := range in.cat.Databases {
+		if strings.EqualFold(d.Name, name) {
+			return d
+		}
+	}
+	return nil
+}
+
+func (in *Instance) dbByID(id int) *database {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, d := range systemDatabases {
+		if d.ID == id {
+			return d
+		}
+	}
+	for _, d := range in.cat.Databases {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// allDatabases lists system and user databases by id.
+func (in *Instance) allDatabases() []*database {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := append([]*database(nil), systemDatabases...)
+	out = append(out, in.cat.Databases...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// CreateDatabase creates a database of real files (see DatabaseSpec).
+func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
+	if spec.Name == "" {
+		return errors.New("sqlsim: DatabaseSpec.Name is empty")
+	}
+	if spec.Size <= 0 {
+		spec.Size = 8 << 20
+	}
+	in.mu.Lock()
+	if in.lookupDBLocked(spec.Name) != nil {
+		in.mu.Unlock()
+		return fmt.Errorf("sqlsim: database %q already exists on %s; drop it first or pick another name", spec.Name, in.cfg.Name)
+	}
+	id := in.cat.NextDBID
+	in.cat.NextDBID++
+	lsn := in.nextLSN(1000)
+	in.mu.Unlock()
+	files, err := layoutFiles(spec, id, filepath.Join(in.cfg.DataDir, "data"))
+	if err != nil {
+		return fmt.Errorf("sqlsim: %w", err)
+	}
+	md, err := planTables(spec, files)
+	if err != nil {
+		return fmt.Errorf("sqlsim: %w", err)
+	}
+	if err := writeDatabaseFiles(spec.Name, files, md, lsn); err != nil {
+		return fmt.Errorf("sqlsim: create database %q: %w", spec.Name, err)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.lookupDBLocked(spec.Name) != nil {
+		removeFiles(files)
+		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
+	}
+	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(), UserAccess: "MULTI_USER"})
+	return in.saveCatalog()
+}
+
+func removeFiles(files []dbFile) {
+	for _, f := range files {
+		os.Remove(f.Path)
+	}
+}
+
+// DatabaseFiles returns the local paths of a database's files (data files
+// first, then the log), for tests that damage them.
+func (in *Instance) DatabaseFiles(db string) ([]string, error) {
+	d := in.lookupDB(db)
+	if d == nil || d.system {
+		return nil, fmt.Errorf("sqlsim: database %q not found on %s", db, in.cfg.Name)
+	}
+	var out []string
+	for _, f := range d.Files {
+		out = append(out, f.Path)
+	}
+	return out, nil
+}
+
+// removeDatabase drops a database from the catalog and deletes its files;
+// in.mu must be held.
+func (in *Instance) removeDatabaseLocked(d *database) error {
+	for i, x := range in.cat.Databases {
+		if x == d {
+			in.cat.Databases = append(in.cat.Databases[:i], in.cat.Databases[i+1:]...)
+			break
+		}
+	}
+	removeFiles(d.Files)
+	return in.saveCatalog()
+}
+
+// readMetadata reads a database's tables from its primary file.
+func (in *Instance) readMetadata(d *database) (*metadata, error) {
+	if d == nil || d.system {
+		return &metadata{Schemas: []string{"dbo", "sys"}}, nil
+	}
+	md, err := readBoot(d.Files[0].Path)
+	if err != nil {
+		in.log.Error("metadata unreadable", zap.String("db", d.Name), zap.Error(err))
+		return nil, sqlErr(824, 24, "SQL Server detected a logical consistency-based I/O error: incorrect checksum. It occurred during a read of page (1:1) in database ID %d at offset 0x00000000002000 in file '%s'. Complete a full database consistency check (DBCC CHECKDB).", d.ID, d.Files[0].Physical)
+	}
+	return md, nil
+}
+
+// updateMetadata applies fn to a database's metadata and writes it back.
+func (in *Instance) updateMetadata(d *database, fn func(*metadata) error) error {
+	in.metaMu.Lock()
+	defer in.metaMu.Unlock()
+	md, err := in.readMetadata(d)
+	if err != nil {
+		return err
+	}
+	if err := fn(md); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(d.Files[0].Path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", d.Files[0].Path, err)
+	}
+	defer f.Close()
+	in.mu.Lock()
+	lsn := in.nextLSN(1)
+	in.mu.Unlock()
+	return writeBoot(f, md, lsn)
+}
+
+func (in *Instance) serverProperty(name string) any {
+	switch strings.ToLower(name) {
+	case "productversion":
+		return "16.0.4135.4"
+	case "productmajorversion":
+		return "16"
+	case "productlevel":
+		return "RTM"
+	case "productupdatelevel":
+		return "CU16"
+	case "edition":
+		return "Developer Edition (64-bit)"
+	case "engineedition":
+		return int64(3)
+	case "machinename", "servername", "computernamephysicalnetbios":
+		return in.cfg.Name
+	case "collation":
+		return "SQL_Latin1_General_CP1_CI_AS"
+	case "isclustered", "ishadrenabled", "isintegratedsecurityonly", "issingleuser":
+		return int64(0)
+	case "instancename":
+		return nil
+	}
+	return nil
+}
+
+func (in *Instance) version() string {
+	return "Microsoft SQL Server 2022 (RTM-CU16) (KB5048033) - 16.0.4135.4 (X64) \n\tNov  2 2024 00:00:00 \n\t" +
+		"Copyright (C) 2022 Microsoft Corporation\n\tDeveloper Edition (64-bit) on Linux (backupcycle sqlsim emulator) <X64>"
+}
+
+// Login implements tds.Handler.
+func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error) {
+	if in.isCrashed() {
+		return nil, tds.ErrKillConnection
+	}
+	pw, ok := in.cfg.Logins[l.User]
+	if !ok || pw != l.Password {
+		in.log.Info("login failed", zap.String("user", l.User))
+		return nil, sqlErr(18456, 14, "Login failed for user '%s'.", l.User)
+	}
+	db := l.Database
+	if db == "" {
+		db = "master"
+	}
+	d := in.lookupDB(db)
+	if d == nil {
+		return nil, sqlErr(4060, 11, "Cannot open database \"%s\" requested by the login. The login failed.", db)
+	}
+	s := &session{in: in, login: l, id: l.SPID, loginDB: d.Name, db: d.Name}
+	in.mu.Lock()
+	in.sessions[l.SPID] = s
+	in.mu.Unlock()
+	return s, nil
+}
+
+var _ tds.Handler = (*Instance)(nil)

@@ -1,0 +1,569 @@
+// Package copier copies big backup files (stripes of tens to hundreds of GiB)
+// between two storages: several chunks in flight per file, several files in
+// parallel, SHA-256 computed while streaming, resumable from the last confirmed
+// offset, written under a temporary name and renamed only after the
+// destination was read back and its size and hash match. An existing final
+// file is never overwritten.
+package copier
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
+)
+
+// Options tune a Copier. Zero values take the defaults.
+type Options struct {
+	// ChunkSize is the unit of reads, writes and progress. Default 4 MiB.
+	ChunkSize int64
+	// InFlight is the number of chunks read/written concurrently per file.
+	// Default 4.
+	InFlight int
+	// Files is the number of files copied in parallel. Default 4.
+	Files int
+	// BytesPerSecond caps the writes to the destination of one Copy call,
+	// all files together. 0 = unlimited.
+	BytesPerSecond int64
+	// Progress is called whenever a file's confirmed offset advances or a
+	// chunk beyond it is written; calls are serialized. An activity records
+	// the latest Progress per file in its heartbeat and hands it back as
+	// Job.Resume on retry.
+	Progress func(Progress)
+	// TempSuffix names the file while it is written. Default ".partial".
+	TempSuffix string
+	// SkipReadBack trusts the hash streamed from the source instead of
+	// reading the destination back before the rename. Faster, but it does
+	// not prove what the destination holds; for benchmarks only.
+	SkipReadBack bool
+}
+
+const (
+	DefaultChunkSize = 4 << 20
+	DefaultInFlight  = 4
+	DefaultFiles     = 4
+)
+
+// Job is one file to copy.
+type Job struct {
+	Src string // name in the source storage
+	Dst string // final name in the destination storage
+	// Resume is the last Progress reported for this file by an earlier
+	// attempt, or nil to start from the beginning.
+	Resume *Progress
+}
+
+// Progress is a resumable checkpoint of one file: [0, Offset) of the source
+// is written to the temporary destination file and hashed into HashState;
+// the chunks at Ahead are written too. It is small (a few hundred bytes) and
+// JSON-serializable for a heartbeat.
+type Progress struct {
+	File      string  `json:"file"` // Job.Dst
+	Size      int64   `json:"size"` // source size
+	ChunkSize int64   `json:"chunk_size"`
+	Offset    int64   `json:"offset"`
+	HashState []byte  `json:"hash_state"`      // sha256 state at Offset (encoding.BinaryMarshaler)
+	Ahead     []int64 `json:"ahead,omitempty"` // offsets of chunks written beyond Offset
+	BytesSent int64   `json:"bytes_sent"`      // written to the destination by this attempt
+	Done      bool    `json:"done"`            // verified and renamed
+}
+
+// Result describes one finished (or failed) file.
+type Result struct {
+	Src, Dst     string
+	Size         int64
+	SHA256       string // hex, of the content verified at both ends
+	BytesSent    int64  // written to the destination by this call
+	ResumedAt    int64  // offset this call continued from
+	AlreadyThere bool   // the destination already held this content
+	Err          error
+}
+
+// ErrDifferentContent: the final destination file exists with other content;
+// it is never overwritten. The error that wraps it also wraps
+// storage.ErrExists (not retryable).
+var ErrDifferentContent = errors.New("with different content, not overwriting it")
+
+// Copier copies files with fixed Options. It is safe for concurrent use.
+type Copier struct {
+	opts Options
+}
+
+// New returns a Copier.
+func New(opts Options) *Copier {
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = DefaultChunkSize
+	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = DefaultInFlight
+	}
+	if opts.Files <= 0 {
+		opts.Files = DefaultFiles
+	}
+	if opts.TempSuffix == "" {
+		opts.TempSuffix = ".partial"
+	}
+	return &Copier{opts: opts}
+}
+
+// Copy copies jobs from src to dst, opts.Files at a time. The first failure
+// cancels the other files (their progress stays resumable). Results are in
+// job order; the error joins the failed files' errors.
+func (c *Copier) Copy(ctx context.Context, src, dst storage.Storage, jobs []Job) ([]Result, error) {
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.Src == "" || j.Dst == "" {
+			return nil, fmt.Errorf("copier: a job needs a source and a destination name, got %q -> %q: %w", j.Src, j.Dst, storage.ErrInvalidName)
+		}
+		if seen[j.Dst] {
+			return nil, fmt.Errorf("copier: %q is the destination of two jobs: %w", j.Dst, storage.ErrInvalidName)
+		}
+		seen[j.Dst] = true
+	}
+	if c.opts.BytesPerSecond > 0 {
+		dst = limit.Wrap(dst, limit.Rates{Write: c.opts.BytesPerSecond})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var progressMu sync.Mutex
+	report := func(p Progress) {
+		if c.opts.Progress == nil {
+			return
+		}
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		c.opts.Progress(p)
+	}
+	results := make([]Result, len(jobs))
+	sem := make(chan struct{}, c.opts.Files)
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				results[i] = Result{Src: job.Src, Dst: job.Dst, Err: ctx.Err()}
+				return
+			}
+			fc := &fileCopy{c: c, src: src, dst: dst, job: job, report: report}
+			results[i] = fc.run(ctx)
+			if results[i].Err != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("copy %s %q to %s %q: %w", src.Location(), r.Src, dst.Location(), r.Dst, r.Err))
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// fileCopy is the state of one file's copy.
+type fileCopy struct {
+	c      *Copier
+	src    storage.Storage
+	dst    storage.Storage
+	job    Job
+	report func(Progress)
+
+	size  int64
+	chunk int64
+	tmp   string
+	sent  atomic.Int64
+}
+
+func (f *fileCopy) run(ctx context.Context) (res Result) {
+	res = Result{Src: f.job.Src, Dst: f.job.Dst}
+	defer func() { res.BytesSent = f.sent.Load() }()
+	fi, err := f.src.Stat(ctx, f.job.Src)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	f.size, res.Size = fi.Size, fi.Size
+	f.tmp = f.job.Dst + f.c.opts.TempSuffix
+
+	// An existing final file is done when it holds the same content, an
+	// error otherwise; never overwritten.
+	if sum, done, err := f.existing(ctx, f.job.Dst); done || err != nil {
+		res.SHA256, res.AlreadyThere, res.Err = sum, err == nil, err
+		if err == nil {
+			_ = f.dst.Remove(ctx, f.tmp) // a leftover of an attempt that renamed, then crashed
+			f.report(Progress{File: f.job.Dst, Size: f.size, Offset: f.size, Done: true})
+		}
+		return res
+	}
+
+	// Cancel in-flight I/O of this file when any part of it fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	w, st, err := f.prepare(ctx)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.ResumedAt = st.offset
+	streamed, err := f.stream(ctx, w, st)
+	if cerr := w.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrNoSpace) {
+			// The partial file only takes the space others need; a later
+			// attempt, after retention freed space, starts over.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_ = f.dst.Remove(rctx, f.tmp)
+			rcancel()
+		}
+		res.Err = err
+		return res
+	}
+	res.SHA256 = hex.EncodeToString(streamed)
+
+	if !f.c.opts.SkipReadBack {
+		got, err := hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		if !slices.Equal(got, streamed) {
+			// The partial file is bad; start over next time.
+			_ = f.dst.Remove(ctx, f.tmp)
+			res.Err = &storage.Error{Op: "verify", Location: f.dst.Location(), Name: f.tmp, Kind: storage.ErrCorrupt,
+				Err: fmt.Errorf("destination sha256 %x differs from the source's %x; removed it, the next attempt copies again", got, streamed)}
+			return res
+		}
+	}
+	if err := f.dst.Rename(ctx, f.tmp, f.job.Dst); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			// Someone else finished first: fine if it is the same content.
+			sum, _, err2 := f.existing(ctx, f.job.Dst)
+			if err2 == nil && sum == res.SHA256 {
+				_ = f.dst.Remove(ctx, f.tmp)
+				res.AlreadyThere = true
+				return res
+			}
+			if err2 != nil {
+				err = err2
+			}
+		}
+		res.Err = err
+		return res
+	}
+	f.report(Progress{File: f.job.Dst, Size: f.size, ChunkSize: f.chunk, Offset: f.size, BytesSent: f.sent.Load(), Done: true})
+	return res
+}
+
+// existing checks an existing final file: done=true with its hash when it
+// equals the source, ErrDifferentContent when not, done=false when absent.
+func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done bool, err error) {
+	fi, err := f.dst.Stat(ctx, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if fi.Size != f.size {
+		return "", false, &storage.Error{Op: "copy", Location: f.dst.Location(), Name: name, Kind: storage.ErrExists,
+			Err: fmt.Errorf("%w: it has %d bytes, the source %d", ErrDifferentContent, fi.Size, f.size)}
+	}
+	chunk := f.c.opts.ChunkSize
+	var dsum, ssum []byte
+	var derr, serr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight) }()
+	ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight)
+	wg.Wait()
+	if err := errors.Join(serr, derr); err != nil {
+		return "", false, err
+	}
+	if !slices.Equal(dsum, ssum) {
+		return "", false, &storage.Error{Op: "copy", Location: f.dst.Location(), Name: name, Kind: storage.ErrExists,
+			Err: fmt.Errorf("%w: sha256 %x, the source's %x", ErrDifferentContent, dsum, ssum)}
+	}
+	return hex.EncodeToString(ssum), true, nil
+}
+
+// state is where streaming starts.
+type state struct {
+	offset int64
+	h      hash.Hash
+	ahead  map[int64]bool // chunk offsets already written beyond offset
+}
+
+// prepare opens the temporary destination file: the partial file of the
+// resumed attempt when it is usable, a new one otherwise.
+func (f *fileCopy) prepare(ctx context.Context) (storage.Writer, state, error) {
+	f.chunk = f.c.opts.ChunkSize
+	if st, w, ok := f.resume(ctx); ok {
+		return w, st, nil
+	}
+	fresh := state{h: sha256.New(), ahead: map[int64]bool{}}
+	if err := f.dst.Remove(ctx, f.tmp); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, fresh, err
+	}
+	if free, ok, err := f.dst.FreeSpace(ctx); err == nil && ok && free < f.size {
+		return nil, fresh, &storage.Error{Op: "copy", Location: f.dst.Location(), Name: f.job.Dst, Kind: storage.ErrNoSpace,
+			Err: fmt.Errorf("%d bytes free, the file needs %d", free, f.size)}
+	}
+	w, err := f.dst.Create(ctx, f.tmp)
+	return w, fresh, err
+}
+
+// resume validates job.Resume against the source and the partial file.
+func (f *fileCopy) resume(ctx context.Context) (state, storage.Writer, bool) {
+	p := f.job.Resume
+	if p == nil || p.Done || p.File != f.job.Dst || p.Size != f.size || p.ChunkSize <= 0 ||
+		p.Offset < 0 || p.Offset > f.size || (p.Offset%p.ChunkSize != 0 && p.Offset != f.size) {
+		return state{}, nil, false // no or stale checkpoint (the source changed): start over
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.HashState); err != nil {
+		return state{}, nil, false
+	}
+	need := p.Offset
+	ahead := map[int64]bool{}
+	for _, off := range p.Ahead {
+		if off <= p.Offset || off >= f.size || off%p.ChunkSize != 0 {
+			return state{}, nil, false
+		}
+		ahead[off] = true
+		need = max(need, min(off+p.ChunkSize, f.size))
+	}
+	fi, err := f.dst.Stat(ctx, f.tmp)
+	if err != nil || fi.Size < need {
+		return state{}, nil, false // partial file gone or shorter than confirmed
+	}
+	w, err := f.dst.OpenWrite(ctx, f.tmp)
+	if err != nil {
+		return state{}, nil, false
+	}
+	f.chunk = p.ChunkSize
+	return state{offset: p.Offset, h: h, ahead: ahead}, w, true
+}
+
+// stream copies [st.offset, size) chunk by chunk, InFlight at a time, hashing
+// in order, and returns the sha256 of the whole file.
+func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]byte, error) {
+	r, err := f.src.OpenRead(ctx, f.job.Src)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if r.Size() != f.size {
+		return nil, &storage.Error{Op: "copy", Location: f.src.Location(), Name: f.job.Src, Kind: storage.ErrCorrupt,
+			Err: fmt.Errorf("size changed from %d to %d while copying", f.size, r.Size())}
+	}
+	progress := func(offset int64) {
+		p := Progress{File: f.job.Dst, Size: f.size, ChunkSize: f.chunk, Offset: offset, BytesSent: f.sent.Load()}
+		p.HashState, _ = st.h.(encoding.BinaryMarshaler).MarshalBinary()
+		for off := range st.ahead {
+			p.Ahead = append(p.Ahead, off)
+		}
+		slices.Sort(p.Ahead)
+		f.report(p)
+	}
+	skip := maps.Clone(st.ahead) // read by the workers; st.ahead is the caller's
+	write := func(c *chunk) error {
+		if skip[c.off] {
+			return nil // written by the resumed attempt
+		}
+		if _, err := w.WriteAt(c.buf[:c.n], c.off); err != nil {
+			return err
+		}
+		f.sent.Add(int64(c.n))
+		return nil
+	}
+	err = pipeline(ctx, r, f.size, st.offset, f.chunk, f.c.opts.InFlight, write, func(c *chunk, inOrder bool) {
+		if !inOrder {
+			if !st.ahead[c.off] {
+				st.ahead[c.off] = true
+				progress(st.offset)
+			}
+			return
+		}
+		st.h.Write(c.buf[:c.n])
+		st.offset = c.off + int64(c.n)
+		delete(st.ahead, c.off)
+		progress(st.offset)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A partial file from a longer source must not keep a tail.
+	if err := w.Truncate(f.size); err != nil {
+		return nil, err
+	}
+	if err := w.Sync(); err != nil {
+		return nil, err
+	}
+	return st.h.Sum(nil), nil
+}
+
+// hashFile reads a whole file with inFlight chunks in flight and returns its
+// sha256; the file must have exactly size bytes.
+func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int) ([]byte, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r, err := s.OpenRead(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if r.Size() != size {
+		return nil, &storage.Error{Op: "verify", Location: s.Location(), Name: name, Kind: storage.ErrCorrupt,
+			Err: fmt.Errorf("%d bytes, want %d", r.Size(), size)}
+	}
+	h := sha256.New()
+	err = pipeline(ctx, r, size, 0, chunkSize, inFlight, nil, func(c *chunk, inOrder bool) {
+		if inOrder {
+			h.Write(c.buf[:c.n])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+type chunk struct {
+	off int64
+	n   int
+	buf []byte
+	err error
+}
+
+// pipeline reads [from, size) in chunks with inFlight workers, passes each
+// chunk to write (if not nil) in the worker, then to done in the caller's
+// goroutine: once with inOrder=false when it completes, once with
+// inOrder=true when every chunk before it has been passed in order. Buffers
+// are recycled after the in-order call; at most 2*inFlight are live.
+func pipeline(ctx context.Context, r storage.Reader, size, from, chunkSize int64, inFlight int,
+	write func(*chunk) error, done func(c *chunk, inOrder bool)) error {
+	if from >= size {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	window := 2 * inFlight
+	bufs := make(chan []byte, window)
+	for range window {
+		bufs <- make([]byte, chunkSize)
+	}
+	var (
+		mu   sync.Mutex
+		next = from
+	)
+	// take hands out the next offset; a worker takes a buffer first, so the
+	// lowest outstanding chunk always has one and the window cannot deadlock.
+	take := func() (int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= size {
+			return 0, false
+		}
+		off := next
+		next += chunkSize
+		return off, true
+	}
+	results := make(chan *chunk, window)
+	var wg sync.WaitGroup
+	for range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				var buf []byte
+				select {
+				case buf = <-bufs:
+				case <-ctx.Done():
+					return
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				off, ok := take()
+				if !ok {
+					return
+				}
+				c := &chunk{off: off, buf: buf}
+				want := int(min(chunkSize, size-off))
+				c.n, c.err = r.ReadAt(buf[:want], off)
+				if c.err != nil && errors.Is(c.err, io.EOF) && c.n == want {
+					c.err = nil
+				}
+				if c.err == nil && c.n != want {
+					c.err = io.ErrUnexpectedEOF
+				}
+				if c.err == nil && write != nil {
+					c.err = write(c)
+				}
+				// Always deliver: a chunk written just before a failure
+				// elsewhere still counts in the progress (it is not re-sent
+				// on resume). The consumer drains until all workers exit.
+				results <- c
+				if c.err != nil {
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	pending := map[int64]*chunk{}
+	expect := from
+	var firstErr error
+	for c := range results {
+		if c.err != nil {
+			if firstErr == nil {
+				firstErr = c.err
+			}
+			cancel()
+			continue
+		}
+		done(c, false)
+		pending[c.off] = c
+		for {
+			p, ok := pending[expect]
+			if !ok {
+				break
+			}
+			delete(pending, expect)
+			done(p, true)
+			expect += int64(p.n)
+			bufs <- p.buf // never blocks: the channel holds every buffer
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if expect != size {
+		return fmt.Errorf("copier: internal error: stopped at %d of %d", expect, size)
+	}
+	return nil
+}

@@ -1,0 +1,365 @@
+package copier_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+)
+
+func randBytes(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	_, _ = r.Read(b)
+	return b
+}
+
+func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func localStorage(t *testing.T) (storage.Storage, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := local.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
+func put(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// faulty is a storage decorator that fails writes after a byte budget and
+// counts reads per offset range, to simulate a crash and check what a resume
+// re-reads.
+type faulty struct {
+	storage.Storage
+	failAfter atomic.Int64 // writes fail once this many bytes were written; <0 = never
+	written   atomic.Int64
+	readBytes atomic.Int64
+}
+
+func newFaulty(s storage.Storage) *faulty {
+	f := &faulty{Storage: s}
+	f.failAfter.Store(-1)
+	return f
+}
+
+var errInjected = fmt.Errorf("injected: %w", storage.ErrConnection)
+
+func (f *faulty) OpenRead(ctx context.Context, name string) (storage.Reader, error) {
+	r, err := f.Storage.OpenRead(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyReader{Reader: r, f: f}, nil
+}
+
+func (f *faulty) Create(ctx context.Context, name string) (storage.Writer, error) {
+	w, err := f.Storage.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{Writer: w, f: f}, nil
+}
+
+func (f *faulty) OpenWrite(ctx context.Context, name string) (storage.Writer, error) {
+	w, err := f.Storage.OpenWrite(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{Writer: w, f: f}, nil
+}
+
+type faultyReader struct {
+	storage.Reader
+	f *faulty
+}
+
+func (r *faultyReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.Reader.ReadAt(p, off)
+	r.f.readBytes.Add(int64(n))
+	return n, err
+}
+
+type faultyWriter struct {
+	storage.Writer
+	f *faulty
+}
+
+func (w *faultyWriter) WriteAt(p []byte, off int64) (int, error) {
+	if lim := w.f.failAfter.Load(); lim >= 0 && w.f.written.Load()+int64(len(p)) > lim {
+		return 0, errInjected
+	}
+	n, err := w.Writer.WriteAt(p, off)
+	w.f.written.Add(int64(n))
+	return n, err
+}
+
+func TestCopyFiles(t *testing.T) {
+	src, sdir := localStorage(t)
+	dst, ddir := localStorage(t)
+	sizes := []int{0, 1, 65536, 65537, 1<<20 + 3, 3 << 20}
+	var jobs []copier.Job
+	want := map[string][]byte{}
+	for i, n := range sizes {
+		name := fmt.Sprintf("db_00000001_%dof%d.bak", i+1, len(sizes))
+		data := randBytes(uint64(i), n)
+		put(t, sdir, name, data)
+		want[name] = data
+		jobs = append(jobs, copier.Job{Src: name, Dst: name})
+	}
+	var mu sync.Mutex
+	var calls int
+	var last = map[string]copier.Progress{}
+	c := copier.New(copier.Options{ChunkSize: 64 << 10, InFlight: 3, Files: 2, Progress: func(p copier.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if prev, ok := last[p.File]; ok && p.Offset < prev.Offset {
+			t.Errorf("%s: progress went back from %d to %d", p.File, prev.Offset, p.Offset)
+		}
+		last[p.File] = p
+	}})
+	res, err := c.Copy(context.Background(), src, dst, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		data := want[jobs[i].Dst]
+		if r.SHA256 != sum(data) || r.Size != int64(len(data)) || r.BytesSent != int64(len(data)) || r.AlreadyThere {
+			t.Errorf("%s: result %+v, want sha256 %s size %d sent %d", jobs[i].Dst, r, sum(data), len(data), len(data))
+		}
+		if got := read(t, ddir, jobs[i].Dst); !bytes.Equal(got, data) {
+			t.Errorf("%s: destination content differs", jobs[i].Dst)
+		}
+		if p := last[jobs[i].Dst]; !p.Done || p.Offset != int64(len(data)) {
+			t.Errorf("%s: last progress %+v, want Done at %d", jobs[i].Dst, p, len(data))
+		}
+	}
+	if left, _ := dst.List(context.Background(), ""); len(left) != len(sizes) {
+		t.Errorf("destination holds %d files, want %d (no .partial left)", len(left), len(sizes))
+	}
+	if calls < 3<<20/(64<<10) {
+		t.Errorf("progress called %d times, want at least once per chunk", calls)
+	}
+
+	// Again: everything is already there, nothing is sent.
+	res, err = c.Copy(context.Background(), src, dst, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !r.AlreadyThere || r.BytesSent != 0 || r.SHA256 != sum(want[r.Dst]) {
+			t.Errorf("second copy of %s: %+v, want AlreadyThere, nothing sent", r.Dst, r)
+		}
+	}
+}
+
+func TestNeverOverwritesDifferentContent(t *testing.T) {
+	src, sdir := localStorage(t)
+	dst, ddir := localStorage(t)
+	data := randBytes(1, 300000)
+	put(t, sdir, "a.bak", data)
+	other := bytes.Clone(data)
+	other[123456] ^= 1 // same size, other hash
+	put(t, ddir, "a.bak", other)
+	put(t, ddir, "b.bak", data[:1000]) // other size
+	put(t, sdir, "b.bak", data)
+	c := copier.New(copier.Options{ChunkSize: 64 << 10})
+	for _, name := range []string{"a.bak", "b.bak"} {
+		_, err := c.Copy(context.Background(), src, dst, []copier.Job{{Src: name, Dst: name}})
+		t.Logf("%s: %v", name, err)
+		if !errors.Is(err, copier.ErrDifferentContent) || !errors.Is(err, storage.ErrExists) || storage.IsRetryable(err) {
+			t.Fatalf("%s: copy onto a different file: %v, want non-retryable ErrDifferentContent", name, err)
+		}
+	}
+	if !bytes.Equal(read(t, ddir, "a.bak"), other) || !bytes.Equal(read(t, ddir, "b.bak"), data[:1000]) {
+		t.Fatal("an existing destination file was overwritten")
+	}
+}
+
+// TestResumeAfterCrash: writes fail mid-way (the destination "crashes"); the
+// next attempt resumes from the last progress, re-sends at most one chunk,
+// and does not re-read the confirmed prefix of the source.
+func TestResumeAfterCrash(t *testing.T) {
+	const chunk = 64 << 10
+	for _, inFlight := range []int{1, 4} {
+		t.Run(fmt.Sprintf("inflight=%d", inFlight), func(t *testing.T) {
+			s0, sdir := localStorage(t)
+			d0, ddir := localStorage(t)
+			src, dst := newFaulty(s0), newFaulty(d0)
+			data := randBytes(7, 40*chunk+999)
+			put(t, sdir, "s.bak", data)
+			var last copier.Progress
+			opts := copier.Options{ChunkSize: chunk, InFlight: inFlight, Progress: func(p copier.Progress) {
+				// Round-trip through JSON as a heartbeat would.
+				b, _ := json.Marshal(p)
+				last = copier.Progress{}
+				_ = json.Unmarshal(b, &last)
+			}}
+			dst.failAfter.Store(int64(len(data) / 2))
+			res, err := copier.New(opts).Copy(context.Background(), src, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak"}})
+			if !errors.Is(err, storage.ErrConnection) || !storage.IsRetryable(err) {
+				t.Fatalf("first attempt: %v, want the injected retryable error", err)
+			}
+			sent1 := res[0].BytesSent
+			if last.Offset == 0 || last.Offset >= int64(len(data)) || last.BytesSent != sent1 {
+				t.Fatalf("checkpoint %+v after a crash at 50%% (sent %d)", last, sent1)
+			}
+			if _, err := d0.Stat(context.Background(), "s.bak"); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("final name exists after a failed copy: %v", err)
+			}
+
+			dst.failAfter.Store(-1)
+			src.readBytes.Store(0)
+			resume := last
+			res, err = copier.New(opts).Copy(context.Background(), src, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak", Resume: &resume}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if r.ResumedAt != resume.Offset || r.SHA256 != sum(data) {
+				t.Fatalf("resumed copy: %+v, want resumed at %d with sha256 %s", r, resume.Offset, sum(data))
+			}
+			resent := sent1 + r.BytesSent - int64(len(data))
+			t.Logf("checkpoint offset %d, %d chunks ahead; sent %d then %d: re-sent %d bytes", resume.Offset, len(resume.Ahead), sent1, r.BytesSent, resent)
+			if resent < 0 || resent > chunk {
+				t.Fatalf("sent %d + %d bytes for a %d-byte file: re-sent %d, want 0..%d", sent1, r.BytesSent, len(data), resent, chunk)
+			}
+			if got := src.readBytes.Load(); got > int64(len(data))-resume.Offset {
+				t.Fatalf("resumed copy read %d source bytes, more than the %d after the confirmed offset", got, int64(len(data))-resume.Offset)
+			}
+			if !bytes.Equal(read(t, ddir, "s.bak"), data) {
+				t.Fatal("resumed copy content differs")
+			}
+		})
+	}
+}
+
+// TestResumeCorruptPartial: a partial file changed behind the copier's back is
+// caught by the read-back before the rename, removed, and never renamed.
+func TestResumeCorruptPartial(t *testing.T) {
+	const chunk = 64 << 10
+	s0, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	dst := newFaulty(d0)
+	data := randBytes(8, 20*chunk)
+	put(t, sdir, "c.bak", data)
+	var last copier.Progress
+	opts := copier.Options{ChunkSize: chunk, InFlight: 2, Progress: func(p copier.Progress) { last = p }}
+	dst.failAfter.Store(int64(len(data) / 2))
+	if _, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak"}}); err == nil {
+		t.Fatal("first attempt succeeded despite the injected failure")
+	}
+	partial := filepath.Join(ddir, "c.bak.partial")
+	b := read(t, ddir, "c.bak.partial")
+	b[10] ^= 0xff // inside the confirmed prefix
+	if err := os.WriteFile(partial, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst.failAfter.Store(-1)
+	_, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: &last}})
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("resume over a corrupt partial: %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(filepath.Join(ddir, "c.bak")); !os.IsNotExist(err) {
+		t.Fatal("a corrupt copy was renamed to the final name")
+	}
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Fatal("the corrupt partial file was left behind")
+	}
+	// The next attempt, with the same stale checkpoint, starts over and succeeds.
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: &last}})
+	if err != nil || res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "c.bak"), data) {
+		t.Fatalf("copy after removing the corrupt partial: %+v, %v", res, err)
+	}
+}
+
+func TestNoSpace(t *testing.T) {
+	src, sdir := localStorage(t)
+	d0, _ := localStorage(t)
+	put(t, sdir, "big.bak", randBytes(9, 1000))
+	dst := &tinyDisk{Storage: d0, free: 999}
+	_, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "big.bak", Dst: "big.bak"}})
+	if !errors.Is(err, storage.ErrNoSpace) || storage.IsRetryable(err) {
+		t.Fatalf("copy to a full destination: %v, want non-retryable ErrNoSpace", err)
+	}
+	if left, _ := d0.List(context.Background(), ""); len(left) != 0 {
+		t.Fatalf("a copy that cannot fit left files: %v", left)
+	}
+}
+
+type tinyDisk struct {
+	storage.Storage
+	free int64
+}
+
+func (d *tinyDisk) FreeSpace(context.Context) (int64, bool, error) { return d.free, true, nil }
+
+func TestMissingSource(t *testing.T) {
+	src, _ := localStorage(t)
+	dst, _ := localStorage(t)
+	_, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "nope.bak", Dst: "nope.bak"}})
+	if !errors.Is(err, storage.ErrNotFound) || storage.IsRetryable(err) {
+		t.Fatalf("copy of a missing file: %v, want ErrNotFound", err)
+	}
+}
+
+func TestBadJobs(t *testing.T) {
+	src, _ := localStorage(t)
+	dst, _ := localStorage(t)
+	for _, jobs := range [][]copier.Job{
+		{{Src: "a.bak", Dst: ""}},
+		{{Src: "a.bak", Dst: "x.bak"}, {Src: "b.bak", Dst: "x.bak"}},
+	} {
+		if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, jobs); !errors.Is(err, storage.ErrInvalidName) {
+			t.Errorf("Copy(%v) = %v, want ErrInvalidName", jobs, err)
+		}
+	}
+}
+
+// TestBandwidthLimit: at 1 MiB/s, 8 MiB cannot be written within half a
+// second (a token bucket has no fast path), so the copy runs into its
+// deadline; the same copy without a limit completes.
+func TestBandwidthLimit(t *testing.T) {
+	src, sdir := localStorage(t)
+	dst, _ := localStorage(t)
+	put(t, sdir, "l.bak", randBytes(11, 8<<20))
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := copier.New(copier.Options{BytesPerSecond: 1 << 20}).Copy(ctx, src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("8 MiB at 1 MiB/s within 0.5s: %v, want the deadline to expire", err)
+	}
+	if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}}); err != nil {
+		t.Fatalf("the same copy without a limit: %v", err)
+	}
+}

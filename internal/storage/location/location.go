@@ -1,0 +1,66 @@
+// Package location opens a storage.Storage from its URL: file:///srv/bak01,
+// a plain absolute path, or smb://server[:port]/share/dir.
+package location
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/storage/smb"
+)
+
+// Check validates a location URL without connecting (for config validation).
+func Check(raw string) error {
+	_, _, err := parse(raw)
+	return err
+}
+
+// parse returns the scheme ("file" or "smb") and the local directory for file.
+func parse(raw string) (scheme, dir string, err error) {
+	switch {
+	case raw == "":
+		return "", "", fmt.Errorf("empty storage location; want file:///dir, /dir or smb://server/share/dir")
+	case strings.HasPrefix(raw, "/"):
+		return "file", raw, nil
+	case strings.HasPrefix(raw, "smb://"):
+		if _, err := smb.ParseURL(raw); err != nil {
+			return "", "", err
+		}
+		return "smb", "", nil
+	case strings.HasPrefix(raw, "file://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", "", fmt.Errorf("storage location %q: %w", raw, err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", "", fmt.Errorf("storage location %q: file URLs name a local directory (file:///dir); use smb://%s/share for a server", raw, u.Host)
+		}
+		if u.Path == "" || u.RawQuery != "" {
+			return "", "", fmt.Errorf("storage location %q: want file:///absolute/dir", raw)
+		}
+		return "file", u.Path, nil
+	}
+	return "", "", fmt.Errorf("storage location %q: unknown kind; want file:///dir, /dir or smb://server[:port]/share/dir", raw)
+}
+
+// Open opens the Storage at raw. creds are used for smb:// (resolved by the
+// caller from a reference; never put them in the URL) and ignored for local
+// directories.
+func Open(ctx context.Context, raw string, creds storage.Credentials) (storage.Storage, error) {
+	scheme, dir, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", storage.ErrInvalidName, err)
+	}
+	if scheme == "file" {
+		return local.Open(ctx, dir)
+	}
+	cfg, err := smb.ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	return smb.Open(ctx, cfg, creds)
+}

@@ -1,0 +1,262 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+
+	smb2 "github.com/cloudsoda/go-smb2"
+
+	"github.com/backupcycle/backupcycle/internal/storage"
+)
+
+// piece is the biggest SMB2 READ/WRITE the library sends (it caps requests at
+// 1 MiB); a bigger ReadAt/WriteAt is cut into pieces sent concurrently, since
+// the library would send them one after the other.
+const piece = 1 << 20
+
+// file is an open handle, reopened on a fresh connection after its connection
+// dropped (the library has no durable handles).
+type file struct {
+	s    *Storage
+	ctx  context.Context // the handle's I/O is bound to it (see storage.Storage)
+	name string
+	flag int
+
+	mu     sync.Mutex
+	f      *smb2.File
+	conn   int   // index in s.conns
+	l      *link // the link f was opened on
+	size   int64 // at open, for readers
+	closed bool
+}
+
+// open (re)opens the handle on the next connection. Called with f.mu held
+// or before f is shared.
+func (f *file) open() (fresh bool, err error) {
+	for attempt := 0; ; attempt++ {
+		fresh, err = f.openOnce()
+		if err == nil || attempt > 0 || fresh || !errors.Is(err, storage.ErrConnection) || f.ctx.Err() != nil {
+			return fresh, err
+		}
+	}
+}
+
+// openOnce opens the handle on the next connection.
+func (f *file) openOnce() (fresh bool, err error) {
+	i := int(f.s.nextFile.Add(1) % uint64(len(f.s.conns)))
+	l, fresh, err := f.s.link(f.ctx, i)
+	if err != nil {
+		return true, err
+	}
+	defer l.release()
+	h, err := l.share.WithContext(f.ctx).OpenFile(f.s.full(f.name), f.flag, 0o644)
+	if err != nil {
+		e := f.s.err("open", f.name, err)
+		if failed(e, err) {
+			f.s.broken(i, l)
+		}
+		return fresh, e
+	}
+	fi, err := h.Stat()
+	if err == nil && fi.IsDir() {
+		err = fmt.Errorf("is a directory: %w", fs.ErrNotExist)
+	}
+	if err != nil {
+		_ = h.Close()
+		return fresh, f.s.err("open", f.name, err)
+	}
+	f.f, f.conn, f.l, f.size = h, i, l, fi.Size()
+	return fresh, nil
+}
+
+// handle returns the open handle and its link, acquired (release it after
+// the call), reopening the handle when its connection was dropped. fresh tells
+// that the connection was dialled just now.
+func (f *file) handle() (h *smb2.File, l *link, conn int, fresh bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, nil, 0, false, &storage.Error{Op: "io", Location: f.s.loc, Name: f.name, Err: fs.ErrClosed}
+	}
+	if f.f != nil {
+		c := f.s.conns[f.conn]
+		c.mu.Lock()
+		alive := c.cur == f.l && f.l.acquire()
+		c.mu.Unlock()
+		if alive {
+			return f.f, f.l, f.conn, false, nil
+		}
+		f.f = nil // its connection is gone, and the handle with it
+	}
+	fresh, err = f.open()
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	if !f.l.acquire() {
+		return nil, nil, 0, false, &storage.Error{Op: "open", Location: f.s.loc, Name: f.name, Kind: storage.ErrConnection,
+			Err: errors.New("connection dropped while reopening")}
+	}
+	return f.f, f.l, f.conn, fresh, nil
+}
+
+// call runs fn on the handle. When the connection turns out dead and was not
+// dialled just now (the server restarted since), it redials, reopens and runs
+// fn once more: every call of a file is idempotent (I/O at an offset).
+func (f *file) call(op string, fn func(h *smb2.File) error) error {
+	for attempt := 0; ; attempt++ {
+		h, l, conn, fresh, err := f.handle()
+		if err != nil {
+			return err
+		}
+		err = fn(h)
+		l.release()
+		if err == nil {
+			return nil
+		}
+		e := f.s.err(op, f.name, err)
+		if failed(e, err) {
+			f.s.broken(conn, l)
+			if attempt == 0 && !fresh && f.ctx.Err() == nil {
+				continue
+			}
+		}
+		return e
+	}
+}
+
+func (f *file) Size() int64 { return f.size }
+
+// ReadAt reads within the size seen at open: past it, io.EOF. The library
+// may return a short read without error; inside that size it means the file
+// shrank, reported as storage.ErrCorrupt.
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &storage.Error{Op: "read", Location: f.s.loc, Name: f.name, Err: errors.New("negative offset")}
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := f.size - off; int64(len(want)) > rest {
+		want = want[:rest]
+	}
+	var n int
+	err := f.call("read", func(h *smb2.File) error {
+		var err error
+		n, err = pieces(want, off, func(b []byte, o int64) (int, error) {
+			n, err := h.ReadAt(b, o)
+			if n < 0 {
+				n = 0
+			}
+			if (err == nil && n < len(b)) || errors.Is(err, io.EOF) {
+				return n, &storage.Error{Op: "read", Location: f.s.loc, Name: f.name, Kind: storage.ErrCorrupt,
+					Err: fmt.Errorf("file shorter than the %d bytes it had when opened", f.size)}
+			}
+			return n, err
+		})
+		return err
+	})
+	if err != nil {
+		return n, err
+	}
+	if len(want) < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	var n int
+	err := f.call("write", func(h *smb2.File) error {
+		var err error
+		n, err = pieces(p, off, func(b []byte, o int64) (int, error) {
+			n, err := h.WriteAt(b, o)
+			if n < 0 {
+				n = 0 // the library's "unknown" after an error
+			}
+			if err == nil && n < len(b) {
+				err = io.ErrShortWrite
+			}
+			return n, err
+		})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// pieces runs do on p cut into piece-sized parts concurrently and returns the
+// bytes done in one contiguous run from the start, and the first error.
+func pieces(p []byte, off int64, do func([]byte, int64) (int, error)) (int, error) {
+	if len(p) <= piece {
+		return do(p, off)
+	}
+	k := (len(p) + piece - 1) / piece
+	ns := make([]int, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			lo, hi := i*piece, min((i+1)*piece, len(p))
+			ns[i], errs[i] = do(p[lo:hi], off+int64(lo))
+		}(i)
+	}
+	wg.Wait()
+	n := 0
+	for i := range k {
+		n += ns[i]
+		if errs[i] != nil {
+			return n, errs[i]
+		}
+	}
+	return n, nil
+}
+
+func (f *file) Truncate(size int64) error {
+	return f.call("truncate", func(h *smb2.File) error { return h.Truncate(size) })
+}
+
+func (f *file) Sync() error {
+	return f.call("sync", func(h *smb2.File) error { return h.Sync() })
+}
+
+func (f *file) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if f.f == nil {
+		return nil
+	}
+	h := f.f
+	f.f = nil
+	c := f.s.conns[f.conn]
+	c.mu.Lock()
+	alive := c.cur == f.l && f.l.acquire()
+	c.mu.Unlock()
+	if !alive {
+		// The server dropped the handle with the connection: nothing left
+		// to close, and a writer's data was acknowledged already.
+		return nil
+	}
+	defer f.l.release()
+	if err := h.Close(); err != nil {
+		e := f.s.err("close", f.name, err)
+		if failed(e, err) {
+			f.s.broken(f.conn, f.l)
+			return nil
+		}
+		return e
+	}
+	return nil
+}

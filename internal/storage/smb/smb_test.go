@@ -1,0 +1,193 @@
+package smb_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/smb"
+	"github.com/backupcycle/backupcycle/internal/storage/storagetest"
+)
+
+func open(t *testing.T, srv *sambatest.Server, url string, creds storage.Credentials) (*smb.Storage, error) {
+	t.Helper()
+	cfg, err := smb.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return smb.Open(context.Background(), cfg, creds)
+}
+
+func creds(srv *sambatest.Server) storage.Credentials {
+	return storage.Credentials{User: srv.User(), Password: srv.Password()}
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  sambatest.Options
+		dir   string
+		query string
+	}{
+		{"default", sambatest.Options{}, "", ""},
+		{"signing-mandatory", sambatest.Options{Signing: "mandatory"}, "sql", ""},
+		{"signing-mandatory-smb2.1", sambatest.Options{Signing: "mandatory"}, "", "?dialect=2.1"},
+		{"encrypt-required", sambatest.Options{Encrypt: "required"}, "sql/nested", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sambatest.Start(t, tc.opts)
+			url := srv.URL("backup")
+			if tc.dir != "" {
+				if err := os.MkdirAll(filepath.Join(srv.Dir("backup"), tc.dir), 0o777); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(filepath.Join(srv.Dir("backup"), "sql"), 4450, 4450); err != nil {
+					t.Fatal(err)
+				}
+				_ = os.Chmod(filepath.Join(srv.Dir("backup"), "sql"), 0o777)
+				_ = os.Chmod(filepath.Join(srv.Dir("backup"), tc.dir), 0o777)
+				url += "/" + tc.dir
+			}
+			url += tc.query
+			storagetest.Run(t, func(t *testing.T) storage.Storage {
+				s, err := open(t, srv, url, creds(srv))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}, storagetest.Options{Secret: srv.Password()})
+		})
+	}
+}
+
+func TestTypedErrors(t *testing.T) {
+	srv := sambatest.Start(t, sambatest.Options{})
+
+	_, err := open(t, srv, srv.URL("backup"), storage.Credentials{User: srv.User(), Password: "wrong-" + srv.Password()})
+	if !errors.Is(err, storage.ErrAuth) || storage.IsRetryable(err) {
+		t.Fatalf("wrong password: %v, want non-retryable ErrAuth", err)
+	}
+	t.Logf("wrong password: %v", err)
+	if strings.Contains(err.Error(), srv.Password()) || !strings.Contains(err.Error(), srv.Addr()) {
+		t.Fatalf("wrong-password error must name the server and hide the password: %v", err)
+	}
+
+	_, err = open(t, srv, srv.URL("nosuchshare"), creds(srv))
+	t.Logf("unknown share: %v", err)
+	if !errors.Is(err, storage.ErrShareNotFound) || storage.IsRetryable(err) || !strings.Contains(err.Error(), "nosuchshare") {
+		t.Fatalf("unknown share: %v, want non-retryable ErrShareNotFound naming the share", err)
+	}
+
+	_, err = open(t, srv, srv.URL("backup")+"/no/such/dir", creds(srv))
+	t.Logf("missing directory: %v", err)
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "no/such/dir") {
+		t.Fatalf("missing directory: %v, want ErrNotFound naming it", err)
+	}
+
+	srv.Stop()
+	_, err = open(t, srv, srv.URL("backup"), creds(srv))
+	t.Logf("server down: %v", err)
+	if !errors.Is(err, storage.ErrConnection) || !storage.IsRetryable(err) {
+		t.Fatalf("stopped server: %v, want retryable ErrConnection", err)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	c, err := smb.ParseURL("smb://bak01:1445/backup/sql/db?sign=required&conns=2&dialect=2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Host != "bak01" || c.Port != 1445 || c.Share != "backup" || c.Dir != "sql/db" || !c.RequireSigning || c.Conns != 2 || c.Dialect != "2.1" {
+		t.Fatalf("ParseURL = %+v", c)
+	}
+	if c, err := smb.ParseURL("smb://bak01/backup"); err != nil || c.Port != 445 || c.Dir != "" {
+		t.Fatalf("ParseURL default port = %+v, %v", c, err)
+	}
+	for _, bad := range []string{"smb://user:hunter2@bak01/backup", "smb:///backup", "smb://bak01/", "http://bak01/backup",
+		"smb://bak01/backup/../etc", "smb://bak01/backup?sign=maybe", "smb://bak01/backup?dialect=1.0", "smb://bak01/backup?foo=1", "smb://bak01:0/backup"} {
+		_, err := smb.ParseURL(bad)
+		if err == nil {
+			t.Errorf("ParseURL(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseURL error leaks the password: %v", err)
+		}
+	}
+}
+
+// TestRedialAfterRestart: a Storage keeps working after its server was
+// killed and restarted; the call that saw the drop fails with ErrConnection,
+// later calls redial and reopen.
+func TestRedialAfterRestart(t *testing.T) {
+	srv := sambatest.Start(t, sambatest.Options{})
+	ctx := context.Background()
+	s, err := open(t, srv, srv.URL("backup"), creds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := s.Create(ctx, "redial.bak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("first half "), 0); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	_, err = w.WriteAt([]byte("lost"), 11)
+	if !errors.Is(err, storage.ErrConnection) || !storage.IsRetryable(err) {
+		t.Fatalf("write to a killed server: %v, want retryable ErrConnection", err)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = w.WriteAt([]byte("second half"), 11)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("write after restart (redial + reopen): %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(srv.Dir("backup"), "redial.bak"))
+	if err != nil || string(got) != "first half second half" {
+		t.Fatalf("content after redial: %q, %v", got, err)
+	}
+	if _, err := s.Stat(ctx, "redial.bak"); err != nil {
+		t.Fatalf("Stat after redial: %v", err)
+	}
+}
+
+// TestFrozenServer: a server that stops answering makes calls fail at their
+// context's deadline (retryable), not hang; once it answers again, the next
+// call works.
+func TestFrozenServer(t *testing.T) {
+	srv := sambatest.Start(t, sambatest.Options{})
+	s, err := open(t, srv, srv.URL("backup"), creds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.WriteFile(filepath.Join(srv.Dir("backup"), "f.bak"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.Freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = s.Stat(ctx, "f.bak")
+	cancel()
+	srv.Thaw()
+	if !errors.Is(err, context.DeadlineExceeded) || !storage.IsRetryable(err) {
+		t.Fatalf("Stat on a frozen server: %v, want a retryable deadline error", err)
+	}
+	if _, err := s.Stat(context.Background(), "f.bak"); err != nil {
+		t.Fatalf("Stat after the server answers again: %v", err)
+	}
+}

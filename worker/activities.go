@@ -1,0 +1,25 @@
+package main
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/starter/client"
+)
+
+// newActivities builds the activities' dependencies: the one place the
+// worker wires configuration and clients into them. cfg is nil in --dev
+// until the dev mode has a configuration of its own; the cycle activities
+// then fail with their "not wired" error instead of touching anything.
+func newActivities(log *zap.Logger, cfg *config.Config, c *client.Client) *activities.Activities {
+	acts := activities.New(log)
+	if cfg != nil {
+		acts.Cycle = activities.CycleDeps{
+			Config: cfg,
+			// Live progress for the `progress` query and the Web UI.
+			Signal: c.SDK().SignalWorkflow,
+		}
+	}
+	return acts
+}

@@ -1,0 +1,24 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+)
+
+// Register registers every workflow and activity of the product on a worker.
+// It is the one list: a new workflow adds its line to RegisterWorkflows, new
+// activities are methods of *activities.Activities and come for free.
+func Register(r worker.Registry, acts *activities.Activities) {
+	RegisterWorkflows(r)
+	// All exported methods of *Activities, under their method names.
+	r.RegisterActivity(acts)
+}
+
+// RegisterWorkflows registers the workflows only, under their stable names;
+// a worker.WorkflowReplayer satisfies WorkflowRegistry, so replay tests use it.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(HealthCheck, workflow.RegisterOptions{Name: HealthCheckName})
+	r.RegisterWorkflowWithOptions(BackupCycle, workflow.RegisterOptions{Name: BackupCycleName})
+}
