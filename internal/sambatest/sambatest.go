@@ -2,7 +2,9 @@
 // the foreground with its own config, passdb, state and share directories in a
 // temp dir, listening on a free 127.0.0.1 port. It installs nothing: `make
 // test` installs samba, smbclient and libnss-wrapper. Two instances model two
-// backup servers (BAK01, BAK02).
+// backup servers (BAK01, BAK02); Kill, Restart, Freeze and the disk limits
+// model their failures. The tests run as root: the share user exists only
+// inside nss_wrapper, and its share directories are chowned to it.
 package sambatest
 
 import (

@@ -89,40 +89,68 @@ func hint(kind error) string {
 	return ""
 }
 
+// permanent are the kinds retrying cannot fix, most telling first.
+var permanent = []error{ErrAuth, ErrShareNotFound, ErrNoSpace, ErrPermission, ErrInvalidName,
+	ErrCorrupt, ErrExists, ErrNotFound}
+
 // IsRetryable reports whether retrying the operation may succeed: connection
-// failures and unclassified I/O errors are; bad input (auth, share, name, a
-// missing or existing file, a full share, corrupt content) and cancellation
-// are not.
+// failures, timeouts and unclassified I/O errors are; bad input (auth, share,
+// name, a missing or existing file, a full share, corrupt content) and
+// cancellation are not. In a joined error (several files) a permanent kind
+// wins: retrying would fail on it again.
 func IsRetryable(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrConnection):
+	case Kind(err) != nil && Kind(err) != ErrConnection:
+		return false
+	case errors.Is(err, ErrConnection), errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.Is(err, context.Canceled):
 		return false
-	case errors.Is(err, context.DeadlineExceeded):
-		return true
-	}
-	for _, k := range []error{ErrNotFound, ErrExists, ErrAuth, ErrShareNotFound, ErrNoSpace,
-		ErrPermission, ErrInvalidName, ErrCorrupt} {
-		if errors.Is(err, k) {
-			return false
-		}
 	}
 	return true
 }
 
-// Kind returns the first Err* kind err wraps, or nil. Activities use its text as
-// a stable error type.
+// Kind returns the Err* kind err wraps (a permanent one first), or nil.
 func Kind(err error) error {
-	for _, k := range []error{ErrConnection, ErrAuth, ErrShareNotFound, ErrNotFound, ErrExists,
-		ErrNoSpace, ErrPermission, ErrInvalidName, ErrCorrupt} {
+	for _, k := range permanent {
 		if errors.Is(err, k) {
 			return k
 		}
 	}
+	if errors.Is(err, ErrConnection) {
+		return ErrConnection
+	}
 	return nil
+}
+
+// ErrorType is a stable name for err's kind, for activities' application
+// error types: "StorageConnection", "StorageAuth", "StorageShareNotFound",
+// "StorageNotFound", "StorageExists", "StorageNoSpace", "StoragePermission",
+// "StorageInvalidName", "StorageCorrupt", or "StorageError" for the rest.
+func ErrorType(err error) string {
+	switch Kind(err) {
+	case ErrConnection:
+		return "StorageConnection"
+	case ErrAuth:
+		return "StorageAuth"
+	case ErrShareNotFound:
+		return "StorageShareNotFound"
+	case ErrNotFound:
+		return "StorageNotFound"
+	case ErrExists:
+		return "StorageExists"
+	case ErrNoSpace:
+		return "StorageNoSpace"
+	case ErrPermission:
+		return "StoragePermission"
+	case ErrInvalidName:
+		return "StorageInvalidName"
+	case ErrCorrupt:
+		return "StorageCorrupt"
+	}
+	return "StorageError"
 }
 
 // CheckName rejects names that could escape the directory or mean something

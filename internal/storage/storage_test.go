@@ -40,6 +40,8 @@ func TestIsRetryable(t *testing.T) {
 		{wrap(storage.ErrCorrupt), false},
 		{context.Canceled, false},
 		{nil, false},
+		{errors.Join(wrap(storage.ErrConnection), wrap(storage.ErrExists)), false},
+		{errors.Join(wrap(storage.ErrConnection), context.Canceled), true},
 	} {
 		if got := storage.IsRetryable(tc.err); got != tc.want {
 			t.Errorf("IsRetryable(%v) = %v, want %v", tc.err, got, tc.want)
@@ -47,6 +49,12 @@ func TestIsRetryable(t *testing.T) {
 	}
 	if k := storage.Kind(wrap(storage.ErrNoSpace)); k != storage.ErrNoSpace {
 		t.Errorf("Kind = %v, want ErrNoSpace", k)
+	}
+	if et := storage.ErrorType(wrap(storage.ErrNoSpace)); et != "StorageNoSpace" {
+		t.Errorf("ErrorType = %q, want StorageNoSpace", et)
+	}
+	if et := storage.ErrorType(errors.New("x")); et != "StorageError" {
+		t.Errorf("ErrorType of an unclassified error = %q", et)
 	}
 }
 

@@ -100,8 +100,8 @@ type mode struct {
 var modes = []mode{
 	// One 1 MiB request at a time: what io.Copy-style code does.
 	{"single-stream", copier.Options{ChunkSize: 1 << 20, InFlight: 1, Files: 1}, 1, 1},
-	// One file, several 4 MiB chunks in flight on one connection.
-	{"chunked-concurrent", copier.Options{InFlight: 4, Files: 1}, 1, 1},
+	// One file, 4 MiB chunks, several in flight on one connection.
+	{"chunked-concurrent", copier.Options{Files: 1}, 1, 1},
 	// 4 stripes of 256 MiB in parallel, one connection per stripe (the default).
 	{"4-stripes", copier.Options{}, 4, 4},
 }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,10 @@ import (
 type Options struct {
 	// ChunkSize is the unit of reads, writes and progress. Default 4 MiB.
 	ChunkSize int64
-	// InFlight is the number of chunks read/written concurrently per file.
-	// Default 4.
+	// InFlight is the number of chunks read/written concurrently per file
+	// (each chunk itself goes out as concurrent 1 MiB SMB requests).
+	// Default 2: enough to overlap reading one chunk with writing the
+	// previous; more only added CPU on loopback (BenchmarkSMB).
 	InFlight int
 	// Files is the number of files copied in parallel. Default 4.
 	Files int
@@ -52,7 +55,7 @@ type Options struct {
 
 const (
 	DefaultChunkSize = 4 << 20
-	DefaultInFlight  = 4
+	DefaultInFlight  = 2
 	DefaultFiles     = 4
 )
 
@@ -63,6 +66,10 @@ type Job struct {
 	// Resume is the last Progress reported for this file by an earlier
 	// attempt, or nil to start from the beginning.
 	Resume *Progress
+	// SHA256 is the expected hex sha256 of the source (from the catalog), or
+	// empty. When set, a source that does not match is an error, and an
+	// existing final file is compared with it without reading the source.
+	SHA256 string
 }
 
 // Progress is a resumable checkpoint of one file: [0, Offset) of the source
@@ -70,14 +77,23 @@ type Job struct {
 // the chunks at Ahead are written too. It is small (a few hundred bytes) and
 // JSON-serializable for a heartbeat.
 type Progress struct {
-	File      string  `json:"file"` // Job.Dst
-	Size      int64   `json:"size"` // source size
-	ChunkSize int64   `json:"chunk_size"`
-	Offset    int64   `json:"offset"`
-	HashState []byte  `json:"hash_state"`      // sha256 state at Offset (encoding.BinaryMarshaler)
-	Ahead     []int64 `json:"ahead,omitempty"` // offsets of chunks written beyond Offset
-	BytesSent int64   `json:"bytes_sent"`      // written to the destination by this attempt
-	Done      bool    `json:"done"`            // verified and renamed
+	File string `json:"file"` // Job.Dst
+	Size int64  `json:"size"` // source size
+	// SrcModTime (Unix ns) ties the checkpoint to one version of the source:
+	// a source rewritten with the same size must not resume onto a partial
+	// file of its old content.
+	SrcModTime int64   `json:"src_mtime"`
+	ChunkSize  int64   `json:"chunk_size"`
+	Offset     int64   `json:"offset"`
+	HashState  []byte  `json:"hash_state"`      // sha256 state at Offset (encoding.BinaryMarshaler)
+	Ahead      []int64 `json:"ahead,omitempty"` // offsets of chunks written beyond Offset
+	BytesSent  int64   `json:"bytes_sent"`      // written to the destination by this attempt
+	// Checked counts the bytes read back and hashed so far while the
+	// destination is verified (Offset == Size then), or compared when the
+	// final file existed already: reading hundreds of GiB back takes long
+	// enough to need heartbeats of its own.
+	Checked int64 `json:"checked,omitempty"`
+	Done    bool  `json:"done"` // verified and renamed
 }
 
 // Result describes one finished (or failed) file.
@@ -186,9 +202,11 @@ type fileCopy struct {
 	report func(Progress)
 
 	size  int64
+	mtime int64 // source modification time, Unix ns
 	chunk int64
 	tmp   string
 	sent  atomic.Int64
+	last  Progress // the last streaming checkpoint: the resume point while verifying
 }
 
 func (f *fileCopy) run(ctx context.Context) (res Result) {
@@ -199,7 +217,7 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		res.Err = err
 		return res
 	}
-	f.size, res.Size = fi.Size, fi.Size
+	f.size, res.Size, f.mtime = fi.Size, fi.Size, fi.ModTime.UnixNano()
 	f.tmp = f.job.Dst + f.c.opts.TempSuffix
 
 	// An existing final file is done when it holds the same content, an
@@ -239,9 +257,19 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		return res
 	}
 	res.SHA256 = hex.EncodeToString(streamed)
+	if f.job.SHA256 != "" && !strings.EqualFold(f.job.SHA256, res.SHA256) {
+		_ = f.dst.Remove(ctx, f.tmp)
+		res.Err = &storage.Error{Op: "copy", Location: f.src.Location(), Name: f.job.Src, Kind: storage.ErrCorrupt,
+			Err: fmt.Errorf("source sha256 %s, the catalog expects %s; not copying it", res.SHA256, f.job.SHA256)}
+		return res
+	}
 
 	if !f.c.opts.SkipReadBack {
-		got, err := hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight)
+		got, err := hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, func(n int64) {
+			p := f.last
+			p.Checked, p.BytesSent = n, f.sent.Load()
+			f.report(p)
+		})
 		if err != nil {
 			res.Err = err
 			return res
@@ -270,7 +298,7 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		res.Err = err
 		return res
 	}
-	f.report(Progress{File: f.job.Dst, Size: f.size, ChunkSize: f.chunk, Offset: f.size, BytesSent: f.sent.Load(), Done: true})
+	f.report(Progress{File: f.job.Dst, Size: f.size, SrcModTime: f.mtime, ChunkSize: f.chunk, Offset: f.size, BytesSent: f.sent.Load(), Done: true})
 	return res
 }
 
@@ -293,8 +321,20 @@ func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done 
 	var derr, serr error
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight) }()
-	ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight)
+	go func() {
+		defer wg.Done()
+		dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight, func(n int64) {
+			f.report(Progress{File: f.job.Dst, Size: f.size, Checked: n})
+		})
+	}()
+	if f.job.SHA256 != "" {
+		ssum, serr = hex.DecodeString(f.job.SHA256)
+		if serr != nil {
+			serr = fmt.Errorf("copier: expected sha256 %q of %q is not hex: %w", f.job.SHA256, f.job.Src, storage.ErrInvalidName)
+		}
+	} else {
+		ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight, nil)
+	}
 	wg.Wait()
 	if err := errors.Join(serr, derr); err != nil {
 		return "", false, err
@@ -335,7 +375,7 @@ func (f *fileCopy) prepare(ctx context.Context) (storage.Writer, state, error) {
 // resume validates job.Resume against the source and the partial file.
 func (f *fileCopy) resume(ctx context.Context) (state, storage.Writer, bool) {
 	p := f.job.Resume
-	if p == nil || p.Done || p.File != f.job.Dst || p.Size != f.size || p.ChunkSize <= 0 ||
+	if p == nil || p.Done || p.File != f.job.Dst || p.Size != f.size || p.SrcModTime != f.mtime || p.ChunkSize <= 0 ||
 		p.Offset < 0 || p.Offset > f.size || (p.Offset%p.ChunkSize != 0 && p.Offset != f.size) {
 		return state{}, nil, false // no or stale checkpoint (the source changed): start over
 	}
@@ -377,14 +417,18 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 			Err: fmt.Errorf("size changed from %d to %d while copying", f.size, r.Size())}
 	}
 	progress := func(offset int64) {
-		p := Progress{File: f.job.Dst, Size: f.size, ChunkSize: f.chunk, Offset: offset, BytesSent: f.sent.Load()}
+		p := Progress{File: f.job.Dst, Size: f.size, SrcModTime: f.mtime, ChunkSize: f.chunk, Offset: offset, BytesSent: f.sent.Load()}
 		p.HashState, _ = st.h.(encoding.BinaryMarshaler).MarshalBinary()
 		for off := range st.ahead {
 			p.Ahead = append(p.Ahead, off)
 		}
 		slices.Sort(p.Ahead)
+		f.last = p
 		f.report(p)
 	}
+	// Where this attempt starts: also the resume point while verifying when
+	// nothing is left to send.
+	progress(st.offset)
 	skip := maps.Clone(st.ahead) // read by the workers; st.ahead is the caller's
 	write := func(c *chunk) error {
 		if skip[c.off] {
@@ -423,8 +467,9 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 }
 
 // hashFile reads a whole file with inFlight chunks in flight and returns its
-// sha256; the file must have exactly size bytes.
-func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int) ([]byte, error) {
+// sha256; the file must have exactly size bytes. progress, if not nil, gets
+// the bytes hashed so far.
+func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int, progress func(hashed int64)) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := s.OpenRead(ctx, name)
@@ -437,9 +482,14 @@ func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSi
 			Err: fmt.Errorf("%d bytes, want %d", r.Size(), size)}
 	}
 	h := sha256.New()
+	var hashed int64
 	err = pipeline(ctx, r, size, 0, chunkSize, inFlight, nil, func(c *chunk, inOrder bool) {
 		if inOrder {
 			h.Write(c.buf[:c.n])
+			hashed += int64(c.n)
+			if progress != nil {
+				progress(hashed)
+			}
 		}
 	})
 	if err != nil {

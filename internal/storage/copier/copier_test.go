@@ -172,6 +172,9 @@ func TestCopyFiles(t *testing.T) {
 	}
 
 	// Again: everything is already there, nothing is sent.
+	mu.Lock()
+	last = map[string]copier.Progress{}
+	mu.Unlock()
 	res, err = c.Copy(context.Background(), src, dst, jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -361,5 +364,103 @@ func TestBandwidthLimit(t *testing.T) {
 	}
 	if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}}); err != nil {
 		t.Fatalf("the same copy without a limit: %v", err)
+	}
+}
+
+// TestResumeDuringVerify: an attempt that dies while reading the destination
+// back resumes from a checkpoint taken during the read-back: nothing is sent
+// again, the file is verified and renamed.
+func TestResumeDuringVerify(t *testing.T) {
+	const chunk = 64 << 10
+	src, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	data := randBytes(12, 10*chunk+5)
+	put(t, sdir, "v.bak", data)
+	var last copier.Progress
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := copier.Options{ChunkSize: chunk, InFlight: 2, Progress: func(p copier.Progress) {
+		last = p
+		if p.Checked > 0 {
+			cancel() // the worker dies during the read-back
+		}
+	}}
+	if _, err := copier.New(opts).Copy(ctx, src, d0, []copier.Job{{Src: "v.bak", Dst: "v.bak"}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first attempt: %v, want canceled during the read-back", err)
+	}
+	if last.Checked == 0 || last.Offset != int64(len(data)) || len(last.HashState) == 0 {
+		t.Fatalf("checkpoint during the read-back: %+v", last)
+	}
+	opts.Progress = nil
+	resume := last
+	res, err := copier.New(opts).Copy(context.Background(), src, d0, []copier.Job{{Src: "v.bak", Dst: "v.bak", Resume: &resume}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].BytesSent != 0 || res[0].ResumedAt != int64(len(data)) || res[0].SHA256 != sum(data) {
+		t.Fatalf("resumed from the read-back: %+v, want nothing sent and sha256 %s", res[0], sum(data))
+	}
+	if !bytes.Equal(read(t, ddir, "v.bak"), data) {
+		t.Fatal("content differs")
+	}
+}
+
+// TestResumeAfterSourceChanged: a checkpoint of another version of the source
+// (same size, rewritten) is not resumed: the copy starts over and the result
+// is the new content, not a mix.
+func TestResumeAfterSourceChanged(t *testing.T) {
+	const chunk = 64 << 10
+	s0, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	dst := newFaulty(d0)
+	old := randBytes(13, 16*chunk)
+	put(t, sdir, "s.bak", old)
+	var last copier.Progress
+	opts := copier.Options{ChunkSize: chunk, InFlight: 2, Progress: func(p copier.Progress) { last = p }}
+	dst.failAfter.Store(int64(len(old) / 2))
+	if _, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak"}}); err == nil {
+		t.Fatal("first attempt succeeded despite the injected failure")
+	}
+	dst.failAfter.Store(-1)
+	newer := randBytes(14, len(old))
+	put(t, sdir, "s.bak", newer)
+	mt := time.Unix(0, last.SrcModTime).Add(time.Second)
+	if err := os.Chtimes(filepath.Join(sdir, "s.bak"), mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak", Resume: &last}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "s.bak"), newer) {
+		t.Fatalf("copy of a rewritten source resumed at %d or holds other content", res[0].ResumedAt)
+	}
+}
+
+// TestExpectedHash: a source that does not match the catalog's sha256 is not
+// copied; an existing destination is checked against the catalog's sha256
+// without reading the source again.
+func TestExpectedHash(t *testing.T) {
+	s0, sdir := localStorage(t)
+	dst, ddir := localStorage(t)
+	src := newFaulty(s0)
+	data := randBytes(15, 300000)
+	put(t, sdir, "e.bak", data)
+	_, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "e.bak", Dst: "e.bak", SHA256: sum([]byte("other"))}})
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("source not matching the catalog: %v, want ErrCorrupt", err)
+	}
+	if left, _ := dst.List(context.Background(), ""); len(left) != 0 {
+		t.Fatalf("a source not matching the catalog left %v", left)
+	}
+	if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "e.bak", Dst: "e.bak", SHA256: sum(data)}}); err != nil {
+		t.Fatal(err)
+	}
+	src.readBytes.Store(0)
+	res, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "e.bak", Dst: "e.bak", SHA256: sum(data)}})
+	if err != nil || !res[0].AlreadyThere || src.readBytes.Load() != 0 {
+		t.Fatalf("existing copy checked against the catalog: %+v, %v, %d source bytes read (want 0)", res, err, src.readBytes.Load())
+	}
+	if !bytes.Equal(read(t, ddir, "e.bak"), data) {
+		t.Fatal("content differs")
 	}
 }
