@@ -76,22 +76,22 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 		return o, err
 	}
 	if o.maxTransfer < 64<<10 || o.maxTransfer > 4<<20 || o.maxTransfer%(64<<10) != 0 {
-		return o, sqlErr(3212, 16, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter.", o.maxTransfer)
+		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter.", o.maxTransfer))
 	}
 	if o.blockSize, err = x.intOpt(s.opts, "BLOCKSIZE", 65536); err != nil {
 		return o, err
 	}
 	if o.blockSize < 512 || o.blockSize > 65536 || o.blockSize&(o.blockSize-1) != 0 {
-		return o, sqlErr(3212, 16, "The value '%d' is not within range for the BLOCKSIZE parameter.", o.blockSize)
+		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the BLOCKSIZE parameter.", o.blockSize))
 	}
 	if o.bufferCount, err = x.intOpt(s.opts, "BUFFERCOUNT", 4*stripes+2); err != nil {
 		return o, err
 	}
 	if o.bufferCount < 1 {
-		return o, sqlErr(3212, 16, "The value '%d' is not within range for the BUFFERCOUNT parameter.", o.bufferCount)
+		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the BUFFERCOUNT parameter.", o.bufferCount))
 	}
 	if o.stats < 0 || o.stats > 100 {
-		return o, sqlErr(3212, 16, "The value '%d' is not within range for the STATS parameter.", o.stats)
+		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the STATS parameter.", o.stats))
 	}
 	for _, k := range []string{"NAME", "DESCRIPTION"} {
 		if e := s.opts[k]; e != nil {
@@ -169,7 +169,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	if d.system {
 		return opError(op, errNotSupported("BACKUP of system database "+d.Name))
 	}
-	if d.State == "RESTORING" {
+	if x.in.restoring(d) {
 		return opError(op, errRestoring(d.Name))
 	}
 	o, err := x.parseBackupOptions(s, len(s.disks))
@@ -290,6 +290,9 @@ func (x *execCtx) backup(s *backupStmt) error {
 
 	var pagesDone atomic.Int64
 	err = x.runBackupPipeline(d, o, outs, pagesPerBlock, &pagesDone, totalPages)
+	if err == nil && x.isCrashed() {
+		err = context.Canceled // a crash at 100 %: the trailers are never written
+	}
 	if err != nil {
 		closeOuts(outs)
 		return x.pipelineErr(op, err)
@@ -538,10 +541,28 @@ func (x *execCtx) readFileBlocks(ctx context.Context, d *database, f dbFile, che
 		return false
 	}
 	defer fh.Close()
+	// The metadata pages (1..8 of the primary file) may span two blocks:
+	// hold off metadata writers until both are read, so the backup carries
+	// one consistent version.
+	metaLocked := false
+	if f.FileID == primaryFileID {
+		x.in.metaMu.RLock()
+		metaLocked = true
+	}
+	defer func() {
+		if metaLocked {
+			x.in.metaMu.RUnlock()
+		}
+	}()
 	for p := int64(0); p < f.Pages; p += pagesPerBlock {
 		cnt := min(pagesPerBlock, f.Pages-p)
 		buf := pool.Get().([]byte)[:cnt*PageSize]
-		if _, err := fh.ReadAt(buf, p*PageSize); err != nil && !errors.Is(err, io.EOF) {
+		_, err := fh.ReadAt(buf, p*PageSize)
+		if metaLocked && p+cnt > bootPages {
+			x.in.metaMu.RUnlock()
+			metaLocked = false
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
 			fail(&backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Read on \"%s\" failed: %s", f.Physical, osErrText(err))}})
 			return false
 		}

@@ -104,3 +104,23 @@ func BenchmarkCheckDB(b *testing.B) {
 		mustRun(b, e.db, "DBCC CHECKDB([Big]) WITH NO_INFOMSGS, ALL_ERRORMSGS")
 	}
 }
+
+// BenchmarkCompressBlock: deflate of one 4 MiB block of generated pages on
+// one core (what COMPRESSION costs per worker).
+func BenchmarkCompressBlock(b *testing.B) {
+	raw := make([]byte, 4<<20)
+	for i := 0; i < len(raw)/PageSize; i++ {
+		fillDataPage(raw[i*PageSize:(i+1)*PageSize], 1, uint32(i), 5, 100)
+	}
+	var c compressor
+	var n int
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		z, err := c.compress(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(z)
+	}
+	b.ReportMetric(float64(len(raw))/float64(n), "ratio")
+}

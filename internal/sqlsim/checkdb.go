@@ -56,7 +56,7 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	if d == nil {
 		return sqlErr(2520, 16, "Could not find database '%s'. The database either does not exist, or was dropped before a statement tried to use it. Verify if the database exists by querying the sys.databases catalog view.", dbName)
 	}
-	if d.State == "RESTORING" {
+	if x.in.restoring(d) {
 		return errRestoring(d.Name)
 	}
 	noInfo, all := false, false
@@ -78,7 +78,9 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	defer x.in.ops.Done()
 	x.setCommand("DBCC TABLE CHECK", d.ID, true)
 	ce := &dbccErrors{all: all, byObject: map[uint32][]*tds.Error{}, tables: map[uint32]string{}}
+	x.in.metaMu.RLock()
 	md, mdErr := readBoot(d.Files[0].Path)
+	x.in.metaMu.RUnlock()
 	if mdErr != nil {
 		md = &metadata{}
 	}
@@ -109,7 +111,7 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	go func() {
 		defer close(finished)
 		for _, f := range d.Files {
-			if err := checkFile(ctx, f, owners[f.FileID], lim, &done, func(obj uint32, errs ...*tds.Error) {
+			if err := checkFile(ctx, f, owners[f.FileID], lim, &x.in.metaMu, &done, func(obj uint32, errs ...*tds.Error) {
 				mu.Lock()
 				for _, e := range errs {
 					ce.add(obj, e)
@@ -203,7 +205,7 @@ func ownerIn(list []extentOwner, page uint32) uint32 {
 }
 
 // checkFile verifies every page of one database file.
-func checkFile(ctx context.Context, f dbFile, owners []extentOwner, lim *limiter, done *atomic.Int64, report func(uint32, ...*tds.Error)) error {
+func checkFile(ctx context.Context, f dbFile, owners []extentOwner, lim *limiter, meta *sync.RWMutex, done *atomic.Int64, report func(uint32, ...*tds.Error)) error {
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		return sqlErr(5120, 16, "Unable to open the physical file \"%s\". Operating system error %s.", f.Physical, osErrText(err))
@@ -220,19 +222,25 @@ func checkFile(ctx context.Context, f dbFile, owners []extentOwner, lim *limiter
 		if err := lim.wait(ctx, len(b)); err != nil {
 			return err
 		}
-		if _, err := fh.ReadAt(b, start*PageSize); err != nil && !errors.Is(err, io.EOF) {
+		boot := f.FileID == primaryFileID && start <= bootPages // the chunk holds the metadata pages
+		if boot {
+			meta.RLock()
+		}
+		_, err := fh.ReadAt(b, start*PageSize)
+		if boot {
+			meta.RUnlock()
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
 			return sqlErr(823, 24, "The operating system returned error %s to SQL Server during a read at offset %#016x in file '%s'.", osErrText(err), start*PageSize, f.Physical)
 		}
 		for i := int64(0); i < n; i++ {
 			p := b[i*PageSize : (i+1)*PageSize]
 			pid := start + i
 			owner := ownerIn(owners, uint32(pid))
-			ok, stored, actual := pageOK(p)
+			ok, _, _ := pageOK(p)
 			ph := readPageHeader(p)
 			switch {
 			case !ok:
-				_ = stored
-				_ = actual
 				report(owner, pageErrors(owner, f.FileID, pid, "IS_OFF (BUF_IOERR, pBUF->bstat)", 2057, -4)...)
 			case int64(ph.PageID) != pid || int(ph.FileID) != f.FileID:
 				report(owner, pageErrors(owner, f.FileID, pid, "PageId in the page header = (file:page) expected", int64(ph.FileID)<<32|int64(ph.PageID), int64(f.FileID)<<32|pid)...)

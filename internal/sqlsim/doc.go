@@ -19,7 +19,7 @@
 // # Statements
 //
 // Keywords are case-insensitive; identifiers may be [bracketed] (]] escapes)
-// or "quoted"; strings are '...' or N'...' ('' escapes); sp_executesql
+// or "quoted"; strings are '...' or N'...' (a doubled quote stands for one); sp_executesql
 // parameters (@p1, @name) are variables, never pasted into text. Supported:
 //
 //	SELECT @@VERSION | @@SPID | @@SERVERNAME, SELECT SERVERPROPERTY('ProductVersion'|'Edition'|
@@ -30,7 +30,8 @@
 //	    sys.dm_exec_requests (session_id, request_id, start_time, status, command, sql_handle,
 //	    database_id, percent_complete, estimated_completion_time, total_elapsed_time),
 //	    msdb.dbo.restorehistory, msdb.dbo.backupset, and [db].[schema].[table] user tables
-//	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, GETDATE, GETUTCDATE,
+//	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
+//	    UserAccess, Recovery), GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
 //	    predicates: = <> < > <= >=, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (list), [NOT] LIKE, [NOT] EXISTS (SELECT ...)
 //	Generated tables (dbo.Orders, dbo.Customers, ...) answer only COUNT(*), COUNT_BIG(*), MAX(col) and
@@ -105,7 +106,8 @@
 //	CHECKDB damage: 8928 + 8939 (16) per page naming object and page (F:P), then 8989 (16)
 //	    "CHECKDB found 0 allocation errors and N consistency errors in database 'x'."; clean with
 //	    NO_INFOMSGS: no message at all
-//	3701 (11) DROP of an unknown database; 3702 (16) in use; 5011 + 5069 ALTER DATABASE of an unknown one
+//	3701 (11) DROP of an unknown database; 3702 (16) in use; 5011 + 5069 ALTER DATABASE of an unknown one;
+//	    5052 + 5069 ALTER DATABASE of a RESTORING one (DROP DATABASE works on it)
 //
 // Messages: 3211 "N percent processed." at every STATS step, flushed while
 // the statement runs; 4035 "Processed N pages for database 'x', file 'y' on
@@ -126,7 +128,9 @@
 // every connection without a reply and refuses new ones; the operation
 // stops where it is. Start (or Restart) brings the instance back from its
 // files. CorruptPage damages a database page, FlipByte any file (a stripe),
-// SetThrottle/SetShareThrottle pace streams and shares, SetShareUnreachable
+// SetThrottle paces every backup/restore stream (and CHECKDB's reads),
+// SetShareThrottle all streams to one share (its NIC), SetShareUnreachable
 // and SetShareQuota emulate a dead or full backup server. Statements lists
-// every statement run (kind, database, times, outcome) for assertions.
+// every statement started (kind, database, times, outcome; "running" until
+// it ends) for assertions.
 package sqlsim

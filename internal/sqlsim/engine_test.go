@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
@@ -154,4 +155,30 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLimiterAccounting: a limiter shared by streams books their bytes
+// one after the other at its rate (checked on its schedule, without
+// sleeping: the context is already cancelled).
+func TestLimiterAccounting(t *testing.T) {
+	l := &limiter{rate: 1 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := time.Now()
+	for i := 0; i < 3; i++ {
+		if err := l.wait(ctx, 1<<20); err == nil {
+			t.Fatal("a wait of 1 s returned at once")
+		}
+	}
+	if ahead := l.next.Sub(before); ahead < 2900*time.Millisecond || ahead > 3500*time.Millisecond {
+		t.Fatalf("3 MiB at 1 MiB/s booked %v ahead, want about 3 s", ahead)
+	}
+	l.setRate(0)
+	if err := l.wait(ctx, 1<<30); err != nil {
+		t.Fatalf("unlimited wait: %v", err)
+	}
+	var nilLimiter *limiter
+	if err := nilLimiter.wait(ctx, 1); err != nil {
+		t.Fatalf("nil limiter: %v", err)
+	}
 }

@@ -565,6 +565,21 @@ func (e *env) call(f *funcExpr) (any, error) {
 			}
 		}
 		return nil, nil
+	case "DATABASEPROPERTYEX":
+		v, err := e.arg(f, 0)
+		if err != nil {
+			return nil, err
+		}
+		pv, err := e.arg(f, 1)
+		if err != nil || v == nil || pv == nil {
+			return nil, err
+		}
+		for _, d := range x.in.allDatabases() {
+			if strings.EqualFold(d.Name, toString(v)) {
+				return databaseProperty(d, toString(pv)), nil
+			}
+		}
+		return nil, nil
 	case "SERVERPROPERTY":
 		v, err := e.arg(f, 0)
 		if err != nil {
@@ -698,7 +713,7 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		case "SUM":
 			c.Type = tds.TypeBigInt
 			return c
-		case "SERVERPROPERTY":
+		case "SERVERPROPERTY", "DATABASEPROPERTYEX":
 			c.Type = tds.TypeVariant
 			return c
 		case "GETDATE", "GETUTCDATE", "CURRENT_TIMESTAMP":
@@ -1112,4 +1127,27 @@ func sqlColumn(cd columnDef) tds.Column {
 		c.Type, c.Size = tds.TypeNVarChar, 4000
 	}
 	return c
+}
+
+// databaseProperty answers DATABASEPROPERTYEX(db, property).
+func databaseProperty(d database, prop string) any {
+	switch strings.ToLower(prop) {
+	case "status":
+		if d.State == "RESTORING" {
+			return "RESTORING"
+		}
+		return "ONLINE"
+	case "useraccess":
+		return d.UserAccess
+	case "recovery":
+		if d.system {
+			return "SIMPLE"
+		}
+		return "FULL"
+	case "updateability":
+		return "READ_WRITE"
+	case "collation":
+		return "SQL_Latin1_General_CP1_CI_AS"
+	}
+	return nil
 }

@@ -151,10 +151,16 @@ func TestCancelBackup(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	var sawProgress atomic.Bool
+	var logged atomic.Value
 	done := make(chan error, 1)
 	go func() {
 		_, err := run(ctx, e.db, func(m mssql.Error) {
 			if m.Number == 3211 && !sawProgress.Swap(true) {
+				for _, s := range e.in.Statements() {
+					if s.Kind == "BACKUP DATABASE" {
+						logged.Store(s.Outcome + "/" + s.Database)
+					}
+				}
 				cancel()
 			}
 		}, "BACKUP DATABASE [Sales] TO "+disks(paths)+" WITH INIT, FORMAT, STATS = 10")
@@ -167,6 +173,9 @@ func TestCancelBackup(t *testing.T) {
 	}
 	if !sawProgress.Load() {
 		t.Fatal("no progress before the cancel")
+	}
+	if got := logged.Load(); got != "running/Sales" {
+		t.Fatalf("statement log while the backup ran: %v, want running/Sales", got)
 	}
 	// The request is gone and the log says it was cancelled.
 	waitFor(t, func() bool {
@@ -241,14 +250,30 @@ func TestCrashDuringBackup(t *testing.T) {
 	paths2 := []string{`\\bak01\backup\Sales_00000002_1of1.bak`}
 	mustRun(t, db, "BACKUP DATABASE [Sales] TO "+disks(paths2)+" WITH CHECKSUM, INIT, FORMAT")
 	mustRun(t, db, "RESTORE VERIFYONLY FROM "+disks(paths2))
+	// A crash at 100 %, after the last block but before the trailers,
+	// leaves an unusable set too.
+	e.in.CrashAt(OpBackup, 100)
+	e.in.SetThrottle(16 << 20) // so "50 percent processed." arrives before the crash (see run's note)
+	paths3 := []string{`\\bak01\backup\Sales_00000003_1of1.bak`}
+	if _, err := run(testCtx(t), db, nil, "BACKUP DATABASE [Sales] TO "+disks(paths3)+" WITH INIT, STATS = 50"); err == nil {
+		t.Fatal("backup through a crash at 100 % succeeded")
+	}
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.in.SetThrottle(0)
+	db = e.open(t, "master")
+	if r := mustFail(t, db, 3013, "RESTORE VERIFYONLY FROM "+disks(paths3)); r.errs[0].Number != 3241 {
+		t.Fatalf("VERIFYONLY after a crash at 100 %%: %v", r.errs)
+	}
 	crashed := 0
 	for _, s := range e.in.Statements() {
 		if s.Kind == "BACKUP DATABASE" && s.Outcome == "crashed" {
 			crashed++
 		}
 	}
-	if crashed != 1 {
-		t.Fatalf("statement log has %d crashed backups, want 1: %+v", crashed, e.in.Statements())
+	if crashed != 2 {
+		t.Fatalf("statement log has %d crashed backups, want 2: %+v", crashed, e.in.Statements())
 	}
 }
 
@@ -268,7 +293,7 @@ func TestCrashDuringRestore(t *testing.T) {
 	if err == nil {
 		t.Fatal("restore through a crash succeeded")
 	}
-	if err := e.in.Start(); err != nil {
+	if err := e.in.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	e.in.SetThrottle(0)
@@ -278,6 +303,14 @@ func TestCrashDuringRestore(t *testing.T) {
 		t.Fatalf("state after crash: %v", r.rows)
 	}
 	mustFail(t, db, 927, "SELECT COUNT_BIG(*) FROM [V].dbo.Orders")
+	if r := mustRun(t, db, "SELECT DATABASEPROPERTYEX(N'V', 'Status')"); fmt.Sprint(r.rows[0][0]) != "RESTORING" {
+		t.Fatalf("DATABASEPROPERTYEX status: %v", r.rows)
+	}
+	// As on SQL Server, a RESTORING database cannot be altered (5052), only
+	// restored over or dropped.
+	if r := mustFail(t, db, 5069, "ALTER DATABASE [V] SET SINGLE_USER WITH ROLLBACK IMMEDIATE"); r.errs[0].Number != 5052 {
+		t.Fatalf("ALTER of a restoring database: %v", r.errs)
+	}
 	mustRun(t, db, restore)
 	mustRun(t, db, "DBCC CHECKDB([V]) WITH NO_INFOMSGS")
 }
@@ -387,4 +420,123 @@ func TestHostileNames(t *testing.T) {
 		t.Fatal("no rows in the restored copy")
 	}
 	mustRun(t, e.db, "DROP DATABASE "+qi(verify))
+}
+
+// TestRequestsDuringRestoreAndCheckDB: the product's re-attach query finds a
+// running RESTORE (by the target database, which exists as RESTORING) and a
+// running CHECKDB ('DBCC TABLE CHECK'), with a growing percent_complete.
+func TestRequestsDuringRestoreAndCheckDB(t *testing.T) {
+	e := newEnv(t)
+	vol1, vol2 := t.TempDir(), t.TempDir()
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 8 << 20, DataFiles: 2, Volumes: []string{vol1, vol2}})
+	if files, _ := e.in.DatabaseFiles("Sales"); !strings.HasPrefix(files[0], vol1) || !strings.HasPrefix(files[1], vol2) {
+		t.Fatalf("files not spread over the volumes: %v", files)
+	}
+	from := disks(stripeNames("Sales", 2))
+	mustRun(t, e.db, "BACKUP DATABASE [Sales] TO "+from+" WITH INIT, FORMAT")
+	moves := movesFor(t, e, from, "v")
+	query := "SELECT session_id, command, percent_complete, database_id, estimated_completion_time, start_time " +
+		"FROM sys.dm_exec_requests WHERE database_id = DB_ID(@p1) AND command IN (@p2, @p3, @p4) ORDER BY start_time"
+	e.in.SetThrottle(6 << 20)
+	for _, tc := range []struct{ stmt, db, command string }{
+		{"RESTORE DATABASE [V] FROM " + from + " WITH " + moves + ", REPLACE, STATS = 10", "V", "RESTORE DATABASE"},
+		{"DBCC CHECKDB([Sales]) WITH NO_INFOMSGS", "Sales", "DBCC TABLE CHECK"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := run(testCtx(t), e.db, nil, tc.stmt)
+			done <- err
+		}()
+		var seen int
+		var maxPct float64
+	poll:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				break poll
+			case <-time.After(50 * time.Millisecond):
+			}
+			r := mustRun(t, e.db, query, tc.db, "BACKUP DATABASE", "RESTORE DATABASE", "DBCC TABLE CHECK")
+			for _, row := range r.rows {
+				if row[1] == tc.command {
+					seen++
+					maxPct = max(maxPct, row[2].(float64))
+				}
+			}
+		}
+		if seen == 0 || maxPct <= 0 {
+			t.Fatalf("%s: seen %d times, max percent %v", tc.command, seen, maxPct)
+		}
+	}
+	// msdb history and the restored database survive a restart.
+	e.in.SetThrottle(0)
+	if err := e.in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.open(t, "master")
+	r := mustRun(t, db, "SELECT COUNT(*) FROM msdb.dbo.restorehistory WHERE destination_database_name = N'V'")
+	if asInt(r.rows[0][0]) != 1 {
+		t.Fatalf("restorehistory after restart: %v", r.rows)
+	}
+	mustRun(t, db, "DBCC CHECKDB([V]) WITH NO_INFOMSGS")
+}
+
+// TestSingleUserDrop: another session inside the database blocks DROP
+// (3702) until SET SINGLE_USER WITH ROLLBACK IMMEDIATE moves it out.
+func TestSingleUserDrop(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "V", Size: 1 << 20})
+	other := e.open(t, "V")
+	other.SetMaxOpenConns(1)
+	if err := other.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	e.db.SetMaxOpenConns(1)
+	mustFail(t, e.db, 3702, "DROP DATABASE [V]")
+	mustFail(t, e.db, 5069, "ALTER DATABASE [Nope] SET SINGLE_USER WITH ROLLBACK IMMEDIATE")
+	mustRun(t, e.db, "IF DB_ID(N'V') IS NOT NULL\nBEGIN\n    ALTER DATABASE [V] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n    DROP DATABASE [V];\nEND")
+	// Idempotent: a second run is a no-op.
+	mustRun(t, e.db, "IF DB_ID(N'V') IS NOT NULL\nBEGIN\n    ALTER DATABASE [V] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n    DROP DATABASE [V];\nEND")
+	mustRun(t, e.db, "DROP DATABASE IF EXISTS [V]")
+}
+
+// TestStopDuringBackup: Stop ends a running backup (its connection is
+// closed) and returns; the instance starts again with its databases.
+func TestStopDuringBackup(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 16 << 20})
+	e.in.SetThrottle(2 << 20) // ~8 s if nothing stopped it
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := run(testCtx(t), e.db, func(mssql.Error) { once.Do(func() { close(started) }) },
+			`BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\stop.bak' WITH INIT, STATS = 1`)
+		done <- err
+	}()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.in.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard, not a speed check
+		t.Fatal("Stop did not return while a backup ran")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the backup survived Stop")
+	}
+	e.in.SetThrottle(0)
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, e.open(t, "master"), "DBCC CHECKDB([Sales]) WITH NO_INFOMSGS")
 }

@@ -110,6 +110,11 @@ func (r *result) lastErr() int32 {
 
 // run executes a statement the way the product does (sqlexp messages) and
 // collects everything. onInfo, if set, sees every INFO as it arrives.
+//
+// Note (go-mssqldb v1.11.2): when the connection dies before the first
+// reply packet, the error reaches only the token channel, not the message
+// queue, so retmsg.Message blocks until ctx ends. Crash tests therefore let
+// a progress message arrive first.
 func run(ctx context.Context, db *sql.DB, onInfo func(mssql.Error), query string, args ...any) (*result, error) {
 	var retmsg sqlexp.ReturnMessage
 	rows, err := db.QueryContext(ctx, query, append([]any{&retmsg}, args...)...)

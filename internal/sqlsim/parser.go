@@ -3,8 +3,6 @@ package sqlsim
 import (
 	"strconv"
 	"strings"
-
-	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // A small recursive-descent parser for the T-SQL subset of the product (see
@@ -1528,6 +1526,3 @@ func (p *parser) dropStmt() (stmt, error) {
 		}
 	}
 }
-
-// ensure *tds.Error satisfies error where the parser returns it.
-var _ error = (*tds.Error)(nil)

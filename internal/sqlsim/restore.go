@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,7 +194,7 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		nv("KeyAlgorithm", 32), typed("EncryptorThumbprint", tds.TypeVarBinary), nv("EncryptorType", 32),
 		typed("LastValidRestoreTime", tds.TypeDateTime), nv("TimeZone", 32), nv("CompressionAlgorithm", 32),
 	}
-	cols[len(cols)-6].Size = 20
+	cols[len(cols)-5].Size = 20 // EncryptorThumbprint varbinary(20)
 	if err := x.w.Columns(cols); err != nil {
 		return err
 	}
@@ -310,16 +311,43 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 			dbName = toString(v)
 		}
 	}
-	var wg sync.WaitGroup
-	for _, st := range stripes {
-		wg.Add(1)
+	damaged := func(fileID int, page uint32) error {
+		return &backupErr{errs: []*tds.Error{errPageDamaged(fileID, page, dbName)}}
+	}
+	// Stripe readers feed a pool of workers, so one compressed stripe still
+	// decompresses on every core.
+	maxBlock := h.MaxTransferSize
+	pool := sync.Pool{New: func() any { return make([]byte, maxBlock+maxBlock/2+1024) }}
+	work := make(chan restoreBlock, 2*len(stripes))
+	var readers, workers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		workers.Add(1)
 		go func() {
-			defer wg.Done()
-			if err := x.readStripe(ctx, st, verifyPages, dbName, seen, &done, targets); err != nil {
+			defer workers.Done()
+			if err := restoreWorker(ctx, work, verifyPages, damaged, seen, &done, targets, &pool, maxBlock); err != nil {
+				fail(err)
+				for range work { // keep the readers unblocked
+				}
+			}
+		}()
+	}
+	for _, st := range stripes {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			if err := x.readStripe(ctx, st, damaged, seen, &pool, work); err != nil {
 				fail(err)
 			}
 		}()
 	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		readers.Wait()
+		close(work)
+		workers.Wait()
+	}()
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	x.in.ops.Add(1)
@@ -336,18 +364,21 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 	return nil
 }
 
-func (x *execCtx) readStripe(ctx context.Context, st *stripe, verifyPages bool, dbName string, seen []atomic.Bool,
-	done *atomic.Int64, targets map[int]*restoreTarget) error {
-	damaged := func(fileID int, page uint32) error {
-		return &backupErr{errs: []*tds.Error{errPageDamaged(fileID, page, dbName)}}
-	}
+// restoreBlock is a block read from a stripe whose CRC matched, on its way
+// to a worker that decompresses, verifies and writes it.
+type restoreBlock struct {
+	bh      blockHeader
+	payload []byte
+}
+
+// readStripe reads the blocks of one stripe, checks their headers and
+// CRCs, and hands them to the workers.
+func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, uint32) error, seen []atomic.Bool,
+	pool *sync.Pool, work chan<- restoreBlock) error {
 	maxBlock := int64(st.hdr.MaxTransferSize)
 	hdr := make([]byte, blockHdrSize)
-	payload := make([]byte, 0, maxBlock+maxBlock/2+1024)
-	raw := make([]byte, maxBlock)
 	var blocks int64
 	nextFile, nextPage := primaryFileID, uint32(0)
-	fr := flate.NewReader(bytes.NewReader(nil))
 	off := st.start
 	for off < st.end {
 		if err := ctx.Err(); err != nil {
@@ -360,48 +391,76 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, verifyPages bool, 
 			return damaged(nextFile, nextPage)
 		}
 		bh, ok := parseBlockHeader(hdr)
-		if !ok || int64(bh.StoredLen) > int64(cap(payload)) || int64(bh.RawLen) > maxBlock || bh.RawLen%PageSize != 0 ||
+		if !ok || int64(bh.StoredLen) > 2*maxBlock || int64(bh.RawLen) > maxBlock || bh.RawLen%PageSize != 0 ||
 			int64(bh.Seq) >= int64(len(seen)) || off+blockHdrSize+int64(bh.StoredLen) > st.end {
 			return damaged(nextFile, nextPage)
 		}
-		payload = payload[:bh.StoredLen]
-		if err := st.limit.wait(ctx, blockHdrSize+len(payload)); err != nil {
+		if err := st.limit.wait(ctx, blockHdrSize+int(bh.StoredLen)); err != nil {
 			return err
 		}
 		if st.shareLm != nil {
-			if err := st.shareLm.wait(ctx, blockHdrSize+len(payload)); err != nil {
+			if err := st.shareLm.wait(ctx, blockHdrSize+int(bh.StoredLen)); err != nil {
 				return err
 			}
 		}
+		buf := pool.Get().([]byte)
+		if cap(buf) < int(bh.StoredLen) {
+			buf = make([]byte, bh.StoredLen)
+		}
+		payload := buf[:bh.StoredLen]
 		if _, err := st.f.ReadAt(payload, off+blockHdrSize); err != nil {
 			return damaged(int(bh.FileID), bh.PageID)
 		}
 		off += blockHdrSize + int64(bh.StoredLen)
-		pages := raw[:bh.RawLen]
-		if bh.Flags&flagCompress != 0 {
-			if crc32Checksum(payload) != bh.CRC {
-				return damaged(int(bh.FileID), bh.PageID)
-			}
-			fr.(flate.Resetter).Reset(bytes.NewReader(payload), nil)
-			if _, err := io.ReadFull(fr, pages); err != nil {
-				return damaged(int(bh.FileID), bh.PageID)
-			}
-		} else {
-			if crc32Checksum(payload) != bh.CRC {
+		if crc32Checksum(payload) != bh.CRC {
+			if bh.Flags&flagCompress == 0 {
 				// Name the page that is damaged, as SQL Server does.
 				for i := 0; i+PageSize <= len(payload); i += PageSize {
 					if ok, _, _ := pageOK(payload[i : i+PageSize]); !ok {
 						return damaged(int(bh.FileID), bh.PageID+uint32(i/PageSize))
 					}
 				}
+			}
+			return damaged(int(bh.FileID), bh.PageID)
+		}
+		select {
+		case work <- restoreBlock{bh: bh, payload: payload}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		blocks++
+		nextFile, nextPage = int(bh.FileID), bh.PageID+bh.RawLen/PageSize
+	}
+	if blocks != st.trl.Blocks {
+		return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st.path)}}
+	}
+	return nil
+}
+
+// restoreWorker decompresses, verifies and writes blocks.
+func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bool, damaged func(int, uint32) error,
+	seen []atomic.Bool, done *atomic.Int64, targets map[int]*restoreTarget, pool *sync.Pool, maxBlock int) error {
+	fr := flate.NewReader(bytes.NewReader(nil))
+	raw := make([]byte, maxBlock)
+	for b := range work {
+		if ctx.Err() != nil {
+			continue // drain
+		}
+		bh := b.bh
+		pages := b.payload
+		if bh.Flags&flagCompress != 0 {
+			pages = raw[:bh.RawLen]
+			fr.(flate.Resetter).Reset(bytes.NewReader(b.payload), nil)
+			if _, err := io.ReadFull(fr, pages); err != nil {
 				return damaged(int(bh.FileID), bh.PageID)
 			}
-			pages = payload
+		} else if len(pages) != int(bh.RawLen) {
+			return damaged(int(bh.FileID), bh.PageID)
 		}
-		for i := 0; i < len(pages); i += PageSize {
-			p := pages[i : i+PageSize]
-			pid := bh.PageID + uint32(i/PageSize)
-			if verifyPages {
+		if verifyPages {
+			for i := 0; i < len(pages); i += PageSize {
+				p := pages[i : i+PageSize]
+				pid := bh.PageID + uint32(i/PageSize)
 				ph := readPageHeader(p)
 				if ok, _, _ := pageOK(p); !ok || ph.PageID != pid || int(ph.FileID) != int(bh.FileID) {
 					return damaged(int(bh.FileID), pid)
@@ -420,12 +479,8 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, verifyPages bool, 
 		if seen[bh.Seq].Swap(true) {
 			return damaged(int(bh.FileID), bh.PageID)
 		}
-		blocks++
 		done.Add(int64(len(pages) / PageSize))
-		nextFile, nextPage = int(bh.FileID), bh.PageID+uint32(len(pages)/PageSize)
-	}
-	if blocks != st.trl.Blocks {
-		return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st.path)}}
+		pool.Put(b.payload[:cap(b.payload)])
 	}
 	return nil
 }
@@ -573,6 +628,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	}
 	if err := x.restoreData(s, op, stripes, targets); err != nil {
 		return err
+	}
+	if x.isCrashed() { // crashed at 100 %: the database stays RESTORING
+		return tds.ErrKillConnection
 	}
 	for _, t := range targets {
 		if err := t.f.Close(); err != nil {

@@ -58,36 +58,56 @@ type request struct {
 	progress bool // percent_complete is meaningful
 }
 
-// StatementRecord is one statement the instance ran, for tests that assert
-// what ran how many times.
+// StatementRecord is one statement the instance ran or is running, for
+// tests that assert what ran how many times.
 type StatementRecord struct {
 	Session  int
 	Kind     string // "BACKUP DATABASE", "RESTORE DATABASE", "RESTORE VERIFYONLY", "DBCC CHECKDB", "SELECT", ...
 	Database string // the database the statement is about (or the session's)
 	SQL      string
 	Start    time.Time
-	End      time.Time
-	// Outcome is "ok", "error <number>", "cancelled" or "crashed".
+	End      time.Time // zero while it runs
+	// Outcome is "running", "ok", "error <number>", "cancelled" or "crashed".
 	Outcome string
 	Error   error
 }
 
-// Statements returns every statement run since the instance was created.
+// Statements returns every statement started since the instance was
+// created, in start order; a running one has Outcome "running".
 func (in *Instance) Statements() []StatementRecord {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return append([]StatementRecord(nil), in.stmts...)
+	out := make([]StatementRecord, len(in.stmts))
+	for i, r := range in.stmts {
+		out[i] = *r
+	}
+	return out
 }
 
 const maxStatementLog = 100000
 
-func (in *Instance) record(r StatementRecord) {
+// startRecord logs a statement as running and returns its record.
+func (in *Instance) startRecord(r StatementRecord) *StatementRecord {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if len(in.stmts) >= maxStatementLog {
-		in.stmts = in.stmts[len(in.stmts)/2:]
+		in.stmts = append([]*StatementRecord(nil), in.stmts[len(in.stmts)/2:]...)
 	}
-	in.stmts = append(in.stmts, r)
+	r.Outcome = "running"
+	rec := &r
+	in.stmts = append(in.stmts, rec)
+	return rec
+}
+
+// finishRecord sets the end and outcome of a logged statement.
+func (in *Instance) finishRecord(rec *StatementRecord, err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	rec.End, rec.Outcome, rec.Error = time.Now(), outcome(err), err
+}
+
+func (in *Instance) record(r StatementRecord) {
+	in.finishRecord(in.startRecord(r), r.Error)
 }
 
 // execCtx is the state of one request while its statements run.
@@ -173,6 +193,9 @@ func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) e
 			}
 			return err
 		}
+	}
+	if x.isCrashed() {
+		return tds.ErrKillConnection // a dead host sends no reply
 	}
 	return nil
 }
@@ -268,16 +291,18 @@ func (x *execCtx) setPercent(p float64) {
 // run executes one statement and records it in the statement log.
 func (x *execCtx) run(st stmt) error {
 	kind, dbName := x.describe(st)
-	start := time.Now()
+	var rec *StatementRecord
+	switch st.(type) {
+	case *blockStmt, *ifStmt: // their statements are logged one by one
+	default:
+		rec = x.in.startRecord(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text, Start: time.Now()})
+	}
 	err := x.exec(st)
 	if err != nil && x.isCrashed() {
 		err = tds.ErrKillConnection
 	}
-	if _, isBlock := st.(*blockStmt); !isBlock {
-		if _, isIf := st.(*ifStmt); !isIf {
-			x.in.record(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text,
-				Start: start, End: time.Now(), Outcome: outcome(err), Error: err})
-		}
+	if rec != nil {
+		x.in.finishRecord(rec, err)
 	}
 	if err != nil {
 		x.in.log.Debug("statement failed", zap.String("kind", kind), zap.String("db", dbName), zap.Error(err))

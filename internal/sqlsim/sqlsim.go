@@ -55,11 +55,13 @@ type Instance struct {
 	crashed  chan struct{} // closed by Crash; replaced by Start
 	sessions map[uint16]*session
 	requests map[*request]struct{}
-	stmts    []StatementRecord
+	stmts    []*StatementRecord
 	faults   faultState
 	shares   []shareMap
 
-	metaMu sync.Mutex // serialises metadata (boot page) updates
+	// metaMu orders metadata (boot page) updates against every read of
+	// the boot pages, so no reader sees a half-written metadata set.
+	metaMu sync.RWMutex
 	ops    sync.WaitGroup
 }
 
@@ -387,14 +389,27 @@ func (in *Instance) dbByID(id int) *database {
 	return nil
 }
 
-// allDatabases lists system and user databases by id.
-func (in *Instance) allDatabases() []*database {
+// allDatabases lists system and user databases by id, as copies (their
+// State and UserAccess change under in.mu).
+func (in *Instance) allDatabases() []database {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out := append([]*database(nil), systemDatabases...)
-	out = append(out, in.cat.Databases...)
+	var out []database
+	for _, d := range systemDatabases {
+		out = append(out, *d)
+	}
+	for _, d := range in.cat.Databases {
+		out = append(out, *d)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// restoring reports whether d is in the middle of a RESTORE.
+func (in *Instance) restoring(d *database) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return d.State == "RESTORING"
 }
 
 // CreateDatabase creates a database of real files (see DatabaseSpec).
@@ -470,6 +485,12 @@ func (in *Instance) removeDatabaseLocked(d *database) error {
 
 // readMetadata reads a database's tables from its primary file.
 func (in *Instance) readMetadata(d *database) (*metadata, error) {
+	in.metaMu.RLock()
+	defer in.metaMu.RUnlock()
+	return in.readMetadataLocked(d)
+}
+
+func (in *Instance) readMetadataLocked(d *database) (*metadata, error) {
 	if d == nil || d.system {
 		return &metadata{Schemas: []string{"dbo", "sys"}}, nil
 	}
@@ -485,7 +506,7 @@ func (in *Instance) readMetadata(d *database) (*metadata, error) {
 func (in *Instance) updateMetadata(d *database, fn func(*metadata) error) error {
 	in.metaMu.Lock()
 	defer in.metaMu.Unlock()
-	md, err := in.readMetadata(d)
+	md, err := in.readMetadataLocked(d)
 	if err != nil {
 		return err
 	}

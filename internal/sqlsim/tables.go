@@ -1,7 +1,6 @@
 package sqlsim
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -98,11 +97,10 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "name", tds.TypeNVarChar, 128), col(qual, "physical_name", tds.TypeNVarChar, 260),
 			col(qual, "state_desc", tds.TypeNVarChar, 60), col(qual, "size", tds.TypeInt, 0),
 			col(qual, "max_size", tds.TypeInt, 0), col(qual, "growth", tds.TypeInt, 0)}
-		dbs := []*database{d}
-		if name == "master_files" {
-			dbs = x.in.allDatabases()
-		}
-		for _, db := range dbs {
+		for _, db := range x.in.allDatabases() {
+			if name == "database_files" && db.ID != d.ID {
+				continue
+			}
 			for _, f := range db.Files {
 				typ := int64(0)
 				if f.Log {
@@ -268,7 +266,7 @@ func (x *execCtx) userDB(dbName string) (*database, error) {
 	if d == nil {
 		return nil, errNoDatabase(dbName)
 	}
-	if d.State == "RESTORING" {
+	if x.in.restoring(d) {
 		return nil, errRestoring(d.Name)
 	}
 	return d, nil
@@ -766,6 +764,13 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 			sqlErr(5069, 16, "ALTER DATABASE statement failed."),
 		}
 	}
+	if d.State == "RESTORING" {
+		x.in.mu.Unlock()
+		return tds.Errors{
+			sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."),
+			sqlErr(5069, 16, "ALTER DATABASE statement failed."),
+		}
+	}
 	if n.option == "SINGLE_USER" {
 		for r := range x.in.requests {
 			if r.dbID == d.ID && r.sessionID != int(x.s.id) {
@@ -789,5 +794,3 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	}
 	return nil
 }
-
-var _ = fmt.Sprintf

@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
@@ -58,7 +59,7 @@ func run(args []string) error {
 	if *data == "" {
 		return errors.New("--data is required: give a directory for the databases and the catalog")
 	}
-	log, err := zap.NewDevelopment()
+	log, err := logging.New(true)
 	if err != nil {
 		return err
 	}

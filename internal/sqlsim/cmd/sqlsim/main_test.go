@@ -1,8 +1,17 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	_ "github.com/microsoft/go-mssqldb"
 )
 
 func TestParseDB(t *testing.T) {
@@ -40,5 +49,65 @@ func TestRunNeedsDataDir(t *testing.T) {
 	err = run([]string{"--data", t.TempDir(), "--share", "nodir"})
 	if err == nil || !strings.Contains(err.Error(), "PREFIX=DIR") {
 		t.Fatalf("run with a bad --share: %v", err)
+	}
+}
+
+// TestCommand runs the command end to end: it creates the database, serves
+// it over TDS, crashes on SIGUSR1, comes back on SIGUSR2 and stops on SIGINT.
+func TestCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"--listen", addr, "--data", filepath.Join(dir, "data"), "--share", `\\bak01\backup=` + filepath.Join(dir, "bak"),
+			"--login", "sa=Pw0rd!", "--db", "Sales:8MiB:2files"})
+	}()
+	db, err := sql.Open("sqlserver", "sqlserver://sa:Pw0rd%21@"+addr+"?database=master&encrypt=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return db.PingContext(ctx)
+	}
+	waitUntil(t, func() bool { return ping() == nil })
+	var n int64
+	if err := db.QueryRow("SELECT COUNT_BIG(*) FROM [Sales].[dbo].[Orders]").Scan(&n); err != nil || n <= 0 {
+		t.Fatalf("rows %d, %v", n, err)
+	}
+	if _, err := db.Exec(`BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\s.bak' WITH INIT`); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+	waitUntil(t, func() bool { db.SetMaxIdleConns(0); return ping() != nil })
+	db.SetMaxIdleConns(2)
+	syscall.Kill(os.Getpid(), syscall.SIGUSR2)
+	waitUntil(t, func() bool { return ping() == nil })
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("command did not stop on SIGINT")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
