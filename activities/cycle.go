@@ -447,6 +447,8 @@ type CopyHeartbeat struct {
 	Files   map[string]*copier.Progress `json:"files"`
 	Percent float64                     `json:"percent"`
 	Bytes   int64                       `json:"bytes"`
+	// SentBefore is what earlier attempts wrote to the remote server.
+	SentBefore int64 `json:"sent_before,omitempty"`
 }
 
 // CopyToRemote copies every stripe of the set to the remote server (several
@@ -489,6 +491,12 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	if hb.Files == nil {
 		hb.Files = map[string]*copier.Progress{}
 	}
+	// What the previous attempt sent, counted once: this attempt's
+	// progress reports only its own bytes.
+	for _, p := range hb.Files {
+		hb.SentBefore += p.BytesSent
+		p.BytesSent = 0
+	}
 	var total int64
 	jobs := make([]copier.Job, len(m.Stripes))
 	for i, s := range m.Stripes {
@@ -511,7 +519,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		if total > 0 {
 			pct = 100 * float64(done) / float64(total)
 		}
-		return CopyHeartbeat{Files: files, Percent: pct, Bytes: done}
+		return CopyHeartbeat{Files: files, Percent: pct, Bytes: done, SentBefore: hb.SentBefore}
 	}
 	stop := rep.every(d.poll(), nil, func(float64, int64) any {
 		s := state().(CopyHeartbeat)
@@ -529,6 +537,9 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 			cp.Ahead = nil // keep heartbeats small: resume re-sends the unconfirmed tail
 			hb.Files[p.File] = &cp
 			mu.Unlock()
+			// The SDK throttles what it sends; recording every checkpoint
+			// keeps the one reported with a failure current.
+			heartbeat(ctx, state())
 		},
 	})
 	results, err := c.Copy(ctx, src, dst, jobs)
@@ -546,6 +557,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		out.Sent += r.BytesSent
 		out.Resumed += r.ResumedAt
 	}
+	out.Resent = max(0, hb.SentBefore+out.Sent-out.Bytes)
 	now := d.now()
 	m.AddServer(to.Name)
 	if err := advance(m, catalog.StateCopied, now); err != nil {

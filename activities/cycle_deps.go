@@ -98,6 +98,9 @@ func (d *CycleDeps) openSQL(ctx context.Context, inst *config.SQLInstance, datab
 	if err != nil {
 		return nil, sqlError(err)
 	}
+	// Liveness pings while a long statement runs: a lost host is noticed
+	// after three failed pings.
+	db.Liveness = 5 * d.poll()
 	return db, nil
 }
 
@@ -159,6 +162,10 @@ func sqlError(err error, details ...any) error {
 		return nonRetryable(ErrDatabaseNotFound, fmt.Errorf("%w: check the database name in the config (names are exact)", err))
 	case errors.Is(err, mssql.ErrInvalidTarget):
 		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, mssql.ErrBackupPathInvalid):
+		return temporal.NewNonRetryableApplicationError(err.Error()+
+			": check the backup server's unc_paths (the directory must exist and SQL Server's service account must write there)",
+			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrShareFull):
 		return temporal.NewNonRetryableApplicationError(err.Error()+": free space on the backup share or let retention run", ErrShareFull, err, details...)
 	case errors.Is(err, mssql.ErrCorruptBackup):

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -28,7 +31,9 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -187,10 +192,12 @@ func TestE2ETwoCyclesAlternateServers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first cycle: %v", err)
 	}
-	second, _, err := e.cycle(db)
+	second, run2, err := e.cycle(db)
 	if err != nil {
 		t.Fatalf("second cycle: %v", err)
 	}
+	recordHistory(t, e.c, run1, "cycle_verified")
+	recordHistory(t, e.c, run2, "cycle_verified_second")
 	if first.Server != "bak01" || first.Remote != "bak02" || second.Server != "bak02" || second.Remote != "bak01" {
 		t.Errorf("servers: first %s->%s, second %s->%s; want bak01->bak02 then bak02->bak01",
 			first.Server, first.Remote, second.Server, second.Remote)
@@ -294,6 +301,7 @@ func TestE2ECorruptRemoteCopy(t *testing.T) {
 	if cycleErrorType(err) != activities.ErrCorruptBackup {
 		t.Fatalf("cycle with a corrupt copy: %v, want CorruptBackup", err)
 	}
+	recordHistory(t, e.c, run, "cycle_corrupt_copy")
 	bad := good.Sequence + 1
 	for _, s := range []string{"bak02", "bak01"} {
 		if m := f.Manifest(s, bad); m.State != catalog.StateFailed || m.Failure == nil || m.Failure.Step != catalog.StepRestore {
@@ -362,35 +370,7 @@ func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The host comes back 2 s after it died.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			for _, s := range activities.Statements(src, "BACKUP DATABASE") {
-				if s.Outcome == "crashed" {
-					time.Sleep(2 * time.Second)
-					src.SetThrottle(0)
-					for {
-						err := src.Start()
-						if err == nil {
-							return
-						}
-						t.Logf("restarting the SQL host: %v", err)
-						select {
-						case <-stop:
-							return
-						case <-time.After(500 * time.Millisecond):
-						}
-					}
-				}
-			}
-		}
-	}()
+	restartAfterCrash(t, src, "BACKUP DATABASE", 2*time.Second, func() { src.SetThrottle(0) })
 	e := newE2E(t, f, nil)
 	res, run, err := e.cycle("Sales")
 	if err != nil {
@@ -399,6 +379,7 @@ func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
 	if res.Sequence != 2 || !slices.Equal(res.Failed, []int64{1}) {
 		t.Errorf("result seq %d failed %v, want seq 2 verified after seq 1 failed", res.Sequence, res.Failed)
 	}
+	recordHistory(t, e.c, run, "cycle_sql_host_crash")
 	m := f.Manifest("bak01", 1)
 	if m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "%") {
 		t.Errorf("seq 1: %s %+v, want failed with the percent reached", m.State, m.Failure)
@@ -412,5 +393,220 @@ func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
 	}
 	if p := e.progress(run); p.Outcome != workflows.OutcomeVerified || !slices.Equal(p.Failed, []int64{1}) {
 		t.Errorf("progress %+v", p)
+	}
+}
+
+// restartAfterCrash restarts in after delay once a statement of kind ended
+// "crashed" (the armed CrashAt fired).
+func restartAfterCrash(t *testing.T, in *sqlsim.Instance, kind string, delay time.Duration, before func()) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, s := range activities.Statements(in, kind) {
+				if s.Outcome != "crashed" {
+					continue
+				}
+				time.Sleep(delay)
+				if before != nil {
+					before()
+				}
+				for {
+					err := in.Start()
+					if err == nil {
+						return
+					}
+					t.Logf("restarting the SQL host: %v", err)
+					select {
+					case <-stop:
+						return
+					case <-time.After(500 * time.Millisecond):
+					}
+				}
+			}
+		}
+	}()
+}
+
+const fastWaits = `    sql_host_wait:
+      initial: 1s
+      max_interval: 2s
+      give_up_after: 2m
+`
+
+// Crash table: the primary backup server is unreachable during BACKUP: the
+// set is marked failed and the cycle fails over to the next server with a
+// new sequence.
+func TestE2EBackupServerLostFailsOver(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", fastWaits)
+	f.Source().SetShareUnreachable(`\\bak01\backup`, true)
+	e := newE2E(t, f, nil)
+	res, run, err := e.cycle("Sales")
+	if err != nil {
+		t.Fatalf("cycle with bak01 unreachable: %v", err)
+	}
+	recordHistory(t, e.c, run, "cycle_failover")
+	if res.Server != "bak02" || res.Remote != "bak01" || res.Sequence != 2 || !slices.Equal(res.Failed, []int64{1}) {
+		t.Errorf("result %s->%s seq %d failed %v, want bak02->bak01 seq 2 after seq 1 failed", res.Server, res.Remote, res.Sequence, res.Failed)
+	}
+	if m := f.Manifest("bak02", 2); m.State != catalog.StateVerified {
+		t.Errorf("seq 2 on bak02: %s", m.State)
+	}
+}
+
+// Crash table: the verification instance dies during RESTORE, then during
+// CHECKDB: the set is restored again from the remote copies (same
+// sequence) and checked; BACKUP and the copy ran once.
+func TestE2EVerifyInstanceCrashes(t *testing.T) {
+	for _, op := range []string{sqlsim.OpRestore, sqlsim.OpCheckDB} {
+		t.Run(op, func(t *testing.T) {
+			f := activities.NewSQLFixture(t, "Sales", fastWaits)
+			v := f.Verify()
+			v.SetThrottle(4 << 20)
+			if err := v.CrashAt(op, 50); err != nil {
+				t.Fatal(err)
+			}
+			kind := map[string]string{sqlsim.OpRestore: "RESTORE DATABASE", sqlsim.OpCheckDB: "DBCC CHECKDB"}[op]
+			restartAfterCrash(t, v, kind, time.Second, func() { v.SetThrottle(0) })
+			e := newE2E(t, f, nil)
+			res, run, err := e.cycle("Sales")
+			if err != nil {
+				t.Fatalf("cycle through a verification instance crash: %v", err)
+			}
+			recordHistory(t, e.c, run, "cycle_verify_crash_"+strings.ToLower(op))
+			if res.Sequence != 1 || len(res.Failed) != 0 {
+				t.Errorf("result seq %d failed %v, want seq 1 verified, nothing failed", res.Sequence, res.Failed)
+			}
+			var restores []string
+			for _, s := range activities.Statements(v, "RESTORE DATABASE") {
+				restores = append(restores, s.Outcome)
+			}
+			if len(restores) != 2 || restores[len(restores)-1] != "ok" {
+				t.Errorf("RESTORE outcomes %v, want a second, successful restore", restores)
+			}
+			if n := len(activities.Statements(f.Source(), "BACKUP DATABASE")); n != 1 {
+				t.Errorf("BACKUP ran %d times, want 1", n)
+			}
+			if m := f.Manifest("bak02", 1); m.State != catalog.StateVerified {
+				t.Errorf("manifest %s, want verified", m.State)
+			}
+		})
+	}
+}
+
+// recordHistory writes the run's history to workflows/testdata/<name>.json
+// when BACKUPCYCLE_RECORD_HISTORY=1: the replay test there checks that
+// changes to the workflow code stay compatible with running cycles.
+func recordHistory(t *testing.T, c client.Client, run client.WorkflowRun, name string) {
+	t.Helper()
+	if os.Getenv("BACKUPCYCLE_RECORD_HISTORY") != "1" {
+		return
+	}
+	it := c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "workflows", "testdata", name+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events in %s", len(h.Events), path)
+}
+
+// The same cycle with both backup servers on Samba over SMB; the remote
+// server's smbd is killed in the middle of the copy and restarted: the copy
+// resumes from its last checkpoint instead of starting again.
+func TestE2EOverSambaWithCopyResume(t *testing.T) {
+	smb1 := sambatest.Start(t, sambatest.Options{})
+	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
+	t.Setenv("BC_TEST_SMB_PASSWORD", smb1.Password())
+	f := activities.NewSQLFixtureWith(t, "Sales", "    bandwidth_limit: 2MiB\n", map[string]activities.ServerSpec{
+		"bak01": {Dir: smb1.Dir("backup"), Location: smb1.URL("backup"), SMBUser: smb1.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
+		"bak02": {Dir: smb2.Dir("backup"), Location: smb2.URL("backup"), SMBUser: smb2.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
+	})
+	// A database that takes a few seconds to copy at 2 MiB/s, with more
+	// than one 4 MiB copy chunk per stripe.
+	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Big", Size: 24 << 20, DataFiles: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.Config()
+	big := cfg.Databases[0]
+	big.Name, big.SanityChecks, big.Compression = "Big", nil, false
+	cfg.Databases = append(cfg.Databases, big)
+
+	e := newE2E(t, f, nil)
+	acts := f.Acts()
+	var killed sync.Once
+	signal := acts.Cycle.Signal
+	acts.Cycle.Signal = func(ctx context.Context, id, run, name string, arg any) error {
+		if p, ok := arg.(activities.StepProgress); ok && p.Step == activities.StepCopy && p.Percent >= 45 {
+			killed.Do(func() {
+				smb2.Kill()
+				go func() {
+					time.Sleep(2 * time.Second)
+					smb2.Restart()
+				}()
+			})
+		}
+		return signal(ctx, id, run, name, arg)
+	}
+
+	res, run, err := e.cycle("Big")
+	if err != nil {
+		t.Fatalf("cycle over Samba with smbd killed mid-copy: %v", err)
+	}
+	if res.Server != "bak01" || res.Remote != "bak02" {
+		t.Errorf("result %s->%s", res.Server, res.Remote)
+	}
+	var copyOut activities.CopyOutput
+	var copyAttempts int32
+	it := e.c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == "CopyToRemote" {
+			copyAttempts = a.GetAttempt()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == "CopyToRemote" {
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &copyOut); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// At most the chunks in flight (copier.DefaultInFlight per stripe) were
+	// unconfirmed when smbd died: only those are sent again.
+	limit := int64(2 * copier.DefaultInFlight * copier.DefaultChunkSize)
+	if copyAttempts < 2 || copyOut.Resumed == 0 || copyOut.Resent > limit || copyOut.Sent >= copyOut.Bytes {
+		t.Errorf("copy took %d attempts, final %+v: want a resumed copy re-sending at most %d bytes", copyAttempts, copyOut, limit)
+	}
+	t.Logf("copy of %d bytes: %d attempts; the last resumed at %d and sent %d; re-sent in total %d",
+		copyOut.Bytes, copyAttempts, copyOut.Resumed, copyOut.Sent, copyOut.Resent)
+	for _, s := range []string{"bak01", "bak02"} {
+		if m := f.ManifestOf(s, "Big", res.Sequence); m.State != catalog.StateVerified {
+			t.Errorf("manifest on %s: %s", s, m.State)
+		}
 	}
 }

@@ -18,12 +18,27 @@ type SQLFixture = sqlFixture
 // extra is YAML appended to the database's entry.
 func NewSQLFixture(t *testing.T, db, extra string) *SQLFixture { return newSQLFixture(t, db, extra) }
 
+// ServerSpec puts a backup server on SMB (see serverSpec).
+type ServerSpec = serverSpec
+
+// NewSQLFixtureWith is NewSQLFixture with some backup servers elsewhere.
+func NewSQLFixtureWith(t *testing.T, db, extra string, servers map[string]ServerSpec) *SQLFixture {
+	return newSQLFixtureWith(t, db, extra, servers)
+}
+
 func (f *sqlFixture) Acts() *Activities                                   { return f.acts }
 func (f *sqlFixture) Config() *config.Config                              { return f.cfg }
 func (f *sqlFixture) Source() *sqlsim.Instance                            { return f.src }
 func (f *sqlFixture) Verify() *sqlsim.Instance                            { return f.verify }
 func (f *sqlFixture) Dir(name string) string                              { return f.dirs[name] }
 func (f *sqlFixture) Manifest(server string, seq int64) *catalog.Manifest { return f.load(server, seq) }
+func (f *sqlFixture) ManifestOf(server, db string, seq int64) *catalog.Manifest {
+	saved := f.db
+	defer func() { f.db = saved }()
+	f.db = db
+	return f.load(server, seq)
+}
+
 func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
 	return statements(in, kind)
 }

@@ -25,7 +25,7 @@ type reporter struct {
 }
 
 // signalEvery bounds the signals a step sends (each is a history event).
-const signalEvery = 10 * time.Second
+const signalEvery = time.Minute
 
 func (a *Activities) newReporter(ctx context.Context, step string, seq int64) *reporter {
 	return &reporter{a: a, ctx: ctx, step: step, seq: seq, lastPct: -1}

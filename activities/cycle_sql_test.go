@@ -41,14 +41,35 @@ type sqlFixture struct {
 const sqlPassword = "Pa55w0rd!x"
 
 func newSQLFixture(t *testing.T, db string, extra string) *sqlFixture {
+	return newSQLFixtureWith(t, db, extra, nil)
+}
+
+// serverSpec places a backup server somewhere else than a local directory:
+// Dir is where its files are on this machine (what SQL Server's UNC path
+// maps to), Location and SMBUser how the worker reaches them.
+type serverSpec struct {
+	Dir, Location, SMBUser, SMBPasswordEnv string
+}
+
+func newSQLFixtureWith(t *testing.T, db string, extra string, servers map[string]serverSpec) *sqlFixture {
 	t.Helper()
 	f := &sqlFixture{t: t, db: db, dirs: map[string]string{}}
 	root := t.TempDir()
 	for _, d := range []string{"bak01", "bak02", "restore", "src", "verify"} {
 		f.dirs[d] = filepath.Join(root, d)
+		if spec, ok := servers[d]; ok {
+			f.dirs[d] = spec.Dir
+		}
 		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	location := func(name string) string {
+		spec, ok := servers[name]
+		if !ok {
+			return f.dirs[name]
+		}
+		return fmt.Sprintf("%s\n    smb:\n      user: %s\n      password_env: %s", spec.Location, spec.SMBUser, spec.SMBPasswordEnv)
 	}
 	shares := map[string]string{`\\bak01\backup`: f.dirs["bak01"], `\\bak02\backup`: f.dirs["bak02"]}
 	var err error
@@ -108,7 +129,7 @@ databases:
       - name: orders-present
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
         at_least: 1
-%s`, f.src.Addr(), f.verify.Addr(), f.dirs["bak01"], f.dirs["bak02"], db, extra)
+%s`, f.src.Addr(), f.verify.Addr(), location("bak01"), location("bak02"), db, extra)
 	for _, sub := range []string{"data", "log"} {
 		if err := os.MkdirAll(filepath.Join(f.dirs["restore"], sub), 0o755); err != nil {
 			t.Fatal(err)

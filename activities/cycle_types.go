@@ -170,8 +170,11 @@ type CopyOutput struct {
 	// Sent is what the final attempt wrote to the remote server; Resumed
 	// the bytes it did not send again because an earlier attempt's
 	// checkpoint (heartbeat) confirmed them.
-	Sent     int64         `json:"sent"`
-	Resumed  int64         `json:"resumed,omitempty"`
+	Sent    int64 `json:"sent"`
+	Resumed int64 `json:"resumed,omitempty"`
+	// Resent is what all attempts together sent more than once: the price
+	// of the crashes the copy went through (0 without one).
+	Resent   int64         `json:"resent,omitempty"`
 	Duration time.Duration `json:"duration"`
 }
 

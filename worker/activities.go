@@ -9,9 +9,9 @@ import (
 )
 
 // newActivities builds the activities' dependencies: the one place the
-// worker wires configuration and clients into them. cfg is nil in --dev
-// until the dev mode has a configuration of its own; the cycle activities
-// then fail with their "not wired" error instead of touching anything.
+// worker wires configuration and clients into them. In --dev cfg is the
+// emulated site's configuration (internal/devenv); nil leaves the cycle
+// activities failing with their "not wired" error instead of touching anything.
 func newActivities(log *zap.Logger, cfg *config.Config, c *client.Client) *activities.Activities {
 	acts := activities.New(log)
 	if cfg != nil {

@@ -1,7 +1,8 @@
 // Command worker runs the backupcycle Temporal worker.
 //
-//	worker --dev                 embedded Temporal server + Web UI + worker in one process
-//	worker --dev --demo          the same, runs the health-check workflow once and exits
+//	worker --dev                 embedded Temporal server + Web UI + worker in one process, and the
+//	                             emulated site (SQL Servers sql01/sqlverify, backup servers bak01/bak02)
+//	worker --dev --demo          the same, runs two backup cycles of Sales, prints them and exits
 //	worker --config FILE         worker for an existing Temporal cluster
 //
 // SIGINT/SIGTERM stop it gracefully: the worker first, then the embedded server.
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -40,6 +43,7 @@ type options struct {
 	uiPort     int
 	demo       bool
 	keep       bool
+	devDBSize  config.Size
 }
 
 func main() {
@@ -59,12 +63,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.dev, "dev", false, "start an embedded Temporal server (SQLite under --state-dir) and the Web UI, and run the worker on it")
 	fs.StringVar(&o.configFile, "config", "", "backupcycle YAML config: run the worker against the Temporal cluster of its temporal: section")
-	fs.StringVar(&o.stateDir, "state-dir", ".demo", "with --dev: directory of the embedded server's database (temporal.db); kept between runs")
+	fs.StringVar(&o.stateDir, "state-dir", ".demo", "with --dev: directory of all state (Temporal's temporal.db, the emulated SQL Servers, the backup servers, config.dev.yaml); kept between runs, remove it to start over")
 	fs.StringVar(&o.ip, "ip", "127.0.0.1", "with --dev: address the frontend and the Web UI listen on")
 	fs.IntVar(&o.port, "port", devserver.DefaultFrontendPort, "with --dev: frontend gRPC port (0 = a free port)")
 	fs.IntVar(&o.uiPort, "ui-port", devserver.DefaultUIPort, "with --dev: Web UI port (0 = a free port, -1 = no UI)")
-	fs.BoolVar(&o.demo, "demo", false, "run the health-check workflow once after start, print its result, then exit")
-	fs.BoolVar(&o.keep, "keep", false, "with --demo: keep running after the health check (Ctrl-C stops)")
+	fs.BoolVar(&o.demo, "demo", false, "run the health-check workflow once after start and, with --dev, two backup cycles of the emulated database; print the results, then exit (1 unless all verified)")
+	fs.BoolVar(&o.keep, "keep", false, "with --demo: keep running afterwards, Web UI included (Ctrl-C stops)")
+	o.devDBSize = devenv.DefaultDatabaseSize
+	fs.Var(sizeFlag{&o.devDBSize}, "dev-db-size", "with --dev: size of the emulated database Sales when the state directory is new (e.g. 320MiB, 16MiB)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: worker --dev [flags]           embedded Temporal + Web UI + worker in one process
        worker --config FILE [flags]   worker for an existing Temporal cluster

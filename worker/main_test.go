@@ -133,7 +133,7 @@ func (p *proc) wait(t *testing.T) int {
 
 func TestDevWorkerServesUIRunsHealthCheckAndStopsOnSIGTERM(t *testing.T) {
 	state := t.TempDir()
-	w := startWorker(t, "--dev", "--state-dir", state, "--port", "0", "--ui-port", "0")
+	w := startWorker(t, "--dev", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
 	ui := w.waitLine(t, `^\s+Temporal Web UI:\s+(http://\S+)$`)[1]
 	frontend := w.waitLine(t, `^\s+Temporal frontend:\s+(\S+) `)[1]
 	ctx := context.Background()
@@ -202,7 +202,7 @@ func TestDevWorkerServesUIRunsHealthCheckAndStopsOnSIGTERM(t *testing.T) {
 
 	// --demo on the same state: runs its own health check, exits 0, and the
 	// first run is still there afterwards (history kept across restarts).
-	demo := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "-1")
+	demo := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "-1", "--dev-db-size", "16MiB")
 	demoID := demo.waitLine(t, `^health check (\S+) completed: worker host=\S+ pid=\d+`)[1]
 	if code := demo.wait(t); code != 0 {
 		t.Fatalf("--demo exit code %d, want 0", code)

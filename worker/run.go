@@ -14,6 +14,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/starter/client"
@@ -55,6 +56,17 @@ func runDev(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}()
 
+	// The emulated SQL Servers and backup servers the cycle activities use.
+	site, err := startSite(ctx, o, srv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := site.Stop(); err != nil {
+			log.Error("emulated site did not stop cleanly", zap.Error(err))
+		}
+	}()
+
 	tcfg := client.WithDefaults(config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace()})
 	sdk, err := srv.NewClient(ctx, sdkclient.Options{Logger: logging.NewSDKLogger(log)})
 	if err != nil {
@@ -63,17 +75,36 @@ func runDev(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer sdk.Close()
 	c := client.New(sdk, tcfg, log)
 
-	return serve(ctx, c, newActivities(log, nil, c), log, o, stdout, func() {
+	demo := func(ctx context.Context) error {
+		if err := healthDemo(ctx, c, stdout, srv.WorkflowURL); err != nil {
+			return err
+		}
+		results, err := runDemoCycles(ctx, c, stdout, srv.WorkflowURL)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, demoSummary(results))
+		if u := cyclesURL(srv.UIAddress(), c.Namespace()); u != "" {
+			fmt.Fprintf(stdout, "  all cycles of %s in the Web UI: %s\n", devenv.Database, u)
+		}
+		return nil
+	}
+	return serve(ctx, c, newActivities(log, site.Config, c), log, o, stdout, func() {
 		fmt.Fprintf(stdout, "backupcycle worker ready in %s (embedded Temporal, state in %s)\n", since(began), dbFile)
 		if ui := srv.UIAddress(); ui != "" {
 			fmt.Fprintf(stdout, "  Temporal Web UI:   %s\n", ui)
 		}
 		fmt.Fprintf(stdout, "  Temporal frontend: %s (namespace %s, task queue %s)\n", srv.FrontendAddress(), c.Namespace(), c.TaskQueue())
+		printSite(stdout, site)
+		if (!o.demo || o.keep) && srv.UIAddress() != "" {
+			fmt.Fprintf(stdout, "  start a cycle:     Web UI > Start Workflow: type %s, task queue %s, input {\"database\":\"%s\"}\n",
+				workflows.BackupCycleName, c.TaskQueue(), devenv.Database)
+		}
 		if !o.demo || o.keep {
 			fmt.Fprintf(stdout, "  health check:      go run ./starter health --address %s\n", srv.FrontendAddress())
 			fmt.Fprintf(stdout, "  stop:              Ctrl-C\n")
 		}
-	}, srv.WorkflowURL)
+	}, demo)
 }
 
 // runRemote runs the worker against the cluster the config names.
@@ -99,16 +130,19 @@ func runRemote(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Against a real cluster --demo only proves the worker: a cycle would
+	// touch real SQL Servers.
+	demo := func(ctx context.Context) error { return healthDemo(ctx, c, stdout, nil) }
 	return serve(ctx, c, newActivities(log, cfg, c), log, o, stdout, func() {
 		fmt.Fprintf(stdout, "backupcycle worker ready in %s: Temporal %s, namespace %s, task queue %s\n",
 			since(began), c.Address(), c.Namespace(), c.TaskQueue())
-	}, nil)
+	}, demo)
 }
 
 // serve runs the worker until ctx ends (a signal) or, with --demo and
-// without --keep, until the health check is done.
+// without --keep, until demo is done.
 func serve(ctx context.Context, c *client.Client, acts *activities.Activities, log *zap.Logger, o options, stdout io.Writer,
-	ready func(), workflowURL func(id, run string) string) error {
+	ready func(), demo func(ctx context.Context) error) error {
 	fatal := make(chan error, 1)
 	w := worker.New(c.SDK(), c.TaskQueue(), worker.Options{
 		// In-flight activities get this long to finish on SIGTERM; the rest
@@ -130,25 +164,23 @@ func serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	defer stop()
 	ready()
 
+	var demoErr error
 	if o.demo {
-		hctx, cancel := context.WithTimeout(ctx, demoTimeout)
-		res, err := c.RunHealthCheck(hctx)
-		cancel()
-		if err != nil {
-			return err
-		}
-		wi := res.Result.Worker
-		fmt.Fprintf(stdout, "health check %s completed: worker host=%s pid=%d version=%s\n", res.WorkflowID, wi.Host, wi.PID, wi.Version)
-		if workflowURL != nil {
-			if u := workflowURL(res.WorkflowID, res.RunID); u != "" {
-				fmt.Fprintf(stdout, "  see it in the Web UI: %s\n", u)
+		demoErr = demo(ctx)
+		if !o.keep || ctx.Err() != nil {
+			if demoErr != nil {
+				return demoErr
 			}
-		}
-		if !o.keep {
 			stop()
 			fmt.Fprintln(stdout, "demo done: stopped (use --keep to stay up)")
 			return nil
 		}
+		// --keep stays up after a failed demo too: the failed run is what
+		// there is to look at. The exit code still says it failed.
+		if demoErr != nil {
+			fmt.Fprintf(stdout, "demo FAILED: %s\n", demoErr)
+		}
+		fmt.Fprintln(stdout, "demo done: staying up (--keep): browse the runs and start more in the Web UI; Ctrl-C stops")
 	}
 
 	select {
@@ -156,8 +188,26 @@ func serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 		log.Info("signal received: stopping the worker")
 		stop()
 		fmt.Fprintln(stdout, "worker stopped")
-		return nil
+		return demoErr
 	case err := <-fatal:
 		return fmt.Errorf("worker stopped on a fatal error: %w", err)
 	}
+}
+
+// healthDemo runs the health-check workflow once and prints its result.
+func healthDemo(ctx context.Context, c *client.Client, stdout io.Writer, workflowURL func(id, run string) string) error {
+	hctx, cancel := context.WithTimeout(ctx, demoTimeout)
+	res, err := c.RunHealthCheck(hctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	wi := res.Result.Worker
+	fmt.Fprintf(stdout, "health check %s completed: worker host=%s pid=%d version=%s\n", res.WorkflowID, wi.Host, wi.PID, wi.Version)
+	if workflowURL != nil {
+		if u := workflowURL(res.WorkflowID, res.RunID); u != "" {
+			fmt.Fprintf(stdout, "  see it in the Web UI: %s\n", u)
+		}
+	}
+	return nil
 }

@@ -343,7 +343,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 			HeartbeatTimeout:    longHeartbeat,
 			// A lost verification instance is retried here: the retry
 			// re-attaches to a running RESTORE or starts it again (REPLACE).
-			RetryPolicy: retry(15*time.Second, 20),
+			RetryPolicy: retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 20),
 		}), a.Restore, verify).Get(ctx, &restored)
 		if err != nil {
 			return err
@@ -356,7 +356,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
 			HeartbeatTimeout:    longHeartbeat,
-			RetryPolicy:         retry(15*time.Second, 10, activities.ErrSQLHostUnreachable),
+			RetryPolicy:         retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
 		}), a.CheckDB, verify).Get(ctx, &checked)
 		if err == nil {
 			c.progress.Timings.CheckDB = checked.Duration

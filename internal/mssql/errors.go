@@ -19,10 +19,13 @@ var (
 	ErrLoginFailed             = errors.New("login failed")
 	ErrDatabaseNotFound        = errors.New("database not found")
 	ErrBackupTargetUnreachable = errors.New("backup device unreachable")
-	ErrShareFull               = errors.New("backup device full")
-	ErrCorruptBackup           = errors.New("backup set corrupt")
-	ErrInsufficientMemory      = errors.New("insufficient memory")
-	ErrCheckDBFailed           = errors.New("DBCC CHECKDB found errors")
+	// ErrBackupPathInvalid: the backup path itself is wrong (directory or
+	// share missing, access denied): no retry fixes it.
+	ErrBackupPathInvalid  = errors.New("backup path invalid")
+	ErrShareFull          = errors.New("backup device full")
+	ErrCorruptBackup      = errors.New("backup set corrupt")
+	ErrInsufficientMemory = errors.New("insufficient memory")
+	ErrCheckDBFailed      = errors.New("DBCC CHECKDB found errors")
 	// ErrUnreachable: the instance cannot be reached or the connection was
 	// lost mid-statement. The only kind worth retrying as is.
 	ErrUnreachable = errors.New("SQL instance unreachable")
@@ -175,6 +178,13 @@ func classifyNumbers(errs []mssqldb.Error) error {
 	case has(corruptNumbers) || (has([]int32{3013}) && text("checksum")) || text("damage to the backup set") ||
 		(has([]int32{3203}) && text("cyclic redundancy")):
 		return ErrCorruptBackup
+	// Operating system errors behind a device failure: 2 a file of the set
+	// is missing; 3, 5, 67, 123 the configured path is wrong; the others
+	// (53 network path not found, 64, 1231, ...) a server that is away.
+	case has(deviceNumbers) && osError(errs, 2):
+		return ErrCorruptBackup
+	case has(deviceNumbers) && (osError(errs, 3) || osError(errs, 5) || osError(errs, 67) || osError(errs, 123)):
+		return ErrBackupPathInvalid
 	case has(deviceNumbers):
 		return ErrBackupTargetUnreachable
 	case slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return isCheckDBNumber(e.Number) }):
@@ -195,4 +205,12 @@ func isTransport(err error) bool {
 		errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "connection reset") ||
 		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "unable to open tcp connection") ||
 		strings.Contains(err.Error(), "connection refused")
+}
+
+// osError reports whether a message quotes "operating system error n(".
+func osError(errs []mssqldb.Error, n int) bool {
+	want := fmt.Sprintf("operating system error %d(", n)
+	return slices.ContainsFunc(errs, func(e mssqldb.Error) bool {
+		return strings.Contains(strings.ToLower(e.Message), want)
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	mssqldb "github.com/microsoft/go-mssqldb"
@@ -107,7 +108,11 @@ func (t Target) dsn() (string, error) {
 type DB struct {
 	*sql.DB
 	Target Target
-	login  time.Duration
+	// Liveness is how often Run pings the instance while a statement runs
+	// (0: 10 s, negative: never).
+	Liveness time.Duration
+	login    time.Duration
+	dsn      string // holds the password: never log it
 }
 
 // Open connects to t and checks the login with a ping. Errors are
@@ -123,7 +128,8 @@ func Open(ctx context.Context, t Target) (*DB, error) {
 		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(),
 			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
 	}
-	db := &DB{DB: sql.OpenDB(conn), Target: t}
+	conn.Dialer = &watchDialer{}
+	db := &DB{DB: sql.OpenDB(conn), Target: t, dsn: dsn}
 	ct := t.ConnectTimeout
 	if ct <= 0 {
 		ct = 30 * time.Second
@@ -146,4 +152,57 @@ func (db *DB) Conn(ctx context.Context) (*sql.Conn, error) {
 		return nil, Classify(db.Target, "connect", err)
 	}
 	return c, nil
+}
+
+// statementDB opens a one-connection pool for one long statement, whose
+// connection closes dead when a read or write on it fails: the driver does
+// not report a connection lost before the first reply packet to a caller
+// waiting for messages.
+func (db *DB) statementDB() (*sql.DB, <-chan struct{}, error) {
+	conn, err := mssqldb.NewConnector(db.dsn)
+	if err != nil {
+		return nil, nil, &Failure{Kind: ErrInvalidTarget, Target: db.Target.String(),
+			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
+	}
+	d := &watchDialer{dead: make(chan struct{})}
+	conn.Dialer = d
+	s := sql.OpenDB(conn)
+	s.SetMaxOpenConns(1)
+	return s, d.dead, nil
+}
+
+// watchDialer dials TCP with keepalives; with dead set, it closes dead at
+// the first failed read or write of any connection it made.
+type watchDialer struct {
+	dead chan struct{}
+	once sync.Once
+}
+
+func (d *watchDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{KeepAlive: 10 * time.Second}).DialContext(ctx, network, addr)
+	if err != nil || d.dead == nil {
+		return c, err
+	}
+	return &watchedConn{Conn: c, d: d}, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	d *watchDialer
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.d.once.Do(func() { close(c.d.dead) })
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.d.once.Do(func() { close(c.d.dead) })
+	}
+	return n, err
 }

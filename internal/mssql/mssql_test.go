@@ -150,6 +150,8 @@ func TestRunClassifiesErrors(t *testing.T) {
 		"CHECKDB": fail(&tds.Error{Number: 8928, Class: 16, Message: "Object ID 581577110, index ID 1, partition ID 72057594043236352: Page (1:153) could not be processed."},
 			&tds.Error{Number: 8939, Class: 16, Message: "Table error: page (1:153) failed check."}),
 		"SOURCEPAGE": fail(&tds.Error{Number: 3043, Class: 16, Message: "BACKUP 'Sales' detected an error on page (1:153) in file 'D:\\data\\Sales.mdf'."}, term),
+		"NOPATH":     fail(&tds.Error{Number: 3201, Class: 16, Message: `Cannot open backup device '\\bak01\nodir\S_1of1.bak'. Operating system error 3(The system cannot find the path specified.).`}, term),
+		"NOFILE":     fail(&tds.Error{Number: 3201, Class: 16, Message: `Cannot open backup device '\\bak02\backup\S_2of2.bak'. Operating system error 2(The system cannot find the file specified.).`}, rterm),
 		"NODB":       fail(&tds.Error{Number: 911, Class: 16, Message: "Database 'Nope' does not exist. Make sure that the name is entered correctly."}),
 		"SYNTAX":     fail(&tds.Error{Number: 102, Class: 15, Message: "Incorrect syntax near 'x'."}),
 		// An error that is not the request's last word still fails it.
@@ -166,7 +168,8 @@ func TestRunClassifiesErrors(t *testing.T) {
 	for stmt, want := range map[string]error{
 		"UNREACHABLE": ErrBackupTargetUnreachable, "FULL": ErrShareFull, "CORRUPT": ErrCorruptBackup,
 		"CHECKSUM": ErrCorruptBackup, "MEMORY": ErrInsufficientMemory, "CHECKDB": ErrCheckDBFailed,
-		"NODB": ErrDatabaseNotFound, "SYNTAX": ErrStatement, "SOURCEPAGE": ErrCheckDBFailed, "SOFT": ErrStatement,
+		"NODB": ErrDatabaseNotFound, "SYNTAX": ErrStatement, "SOURCEPAGE": ErrCheckDBFailed,
+		"NOPATH": ErrBackupPathInvalid, "NOFILE": ErrCorruptBackup, "SOFT": ErrStatement,
 	} {
 		t.Run(stmt, func(t *testing.T) {
 			_, err := db.Run(testCtx(t), "op", stmt+" now", nil) // a bare word would go as an RPC
@@ -242,6 +245,61 @@ func TestRunConnectionLostMidStatement(t *testing.T) {
 	}
 	if res.Percent != 40 {
 		t.Errorf("last percent %d, want 40", res.Percent)
+	}
+}
+
+// A connection dropped before the first reply packet: the driver queues no
+// message at all; Run must still return (and say the host is unreachable).
+func TestRunConnectionLostBeforeAnyReply(t *testing.T) {
+	_, _, target := startScripted(t, map[string]func(context.Context, tds.Request, tds.ResultWriter) error{
+		"BACKUP": func(context.Context, tds.Request, tds.ResultWriter) error { return tds.ErrKillConnection },
+	})
+	db, err := Open(testCtx(t), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = db.Run(ctx, "BACKUP DATABASE", "BACKUP DATABASE [Sales]", nil)
+	if !errors.Is(err, ErrUnreachable) || ctx.Err() != nil || !strings.Contains(err.Error(), "lost") {
+		t.Fatalf("error %v (ctx %v), want Unreachable saying the connection was lost, at once", err, ctx.Err())
+	}
+}
+
+// A host that stops answering without closing the connection: the liveness
+// pings on another connection give up after three failures.
+func TestRunLivenessPingsNoticeSilentHost(t *testing.T) {
+	var srv *tds.Server
+	block := make(chan struct{})
+	_, srv, target := startScripted(t, map[string]func(context.Context, tds.Request, tds.ResultWriter) error{
+		"BACKUP": func(ctx context.Context, _ tds.Request, w tds.ResultWriter) error {
+			if err := w.Info(3211, 0, "10 percent processed."); err != nil {
+				return err
+			}
+			select { // silent, connection open
+			case <-block:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+	})
+	defer close(block)
+	db, err := Open(testCtx(t), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Liveness = 20 * time.Millisecond
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = srv.Close() // no new connections: pings fail; the BACKUP's connection may stay
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := db.Run(ctx, "BACKUP DATABASE", "BACKUP DATABASE [Sales]", nil)
+	if !errors.Is(err, ErrUnreachable) || ctx.Err() != nil || res.Percent != 10 {
+		t.Fatalf("error %v (ctx %v, percent %d), want Unreachable after the pings failed, at 10 %%", err, ctx.Err(), res.Percent)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-sql/sqlexp"
@@ -43,6 +45,10 @@ type Result struct {
 }
 
 const maxMessages = 1000
+
+// lostGrace is how long Run keeps reading queued messages after its
+// connection failed.
+const lostGrace = 250 * time.Millisecond
 
 var (
 	percentRE = regexp.MustCompile(`^\s*(\d{1,3}) percent processed\.`)
@@ -88,18 +94,117 @@ type queryer interface {
 // can be heartbeated while the statement runs. Every ERROR message fails
 // the statement, even when the driver would not report it: in message mode
 // errors arrive only as messages. The returned error is a *Failure.
+//
+// While the statement runs, the instance is pinged on another connection
+// every db.Liveness (default 10 s): after three failures in a row the host
+// is taken as lost and Run returns ErrUnreachable. The driver alone does not
+// always notice: a host that dies before its first reply packet leaves the
+// message queue silent forever.
 func (db *DB) Run(ctx context.Context, op, statement string, onMessage func(Message)) (Result, error) {
-	return run(ctx, db.DB, db.Target, op, statement, onMessage)
+	sdb, dead, err := db.statementDB()
+	if err != nil {
+		return Result{Percent: -1}, err
+	}
+	defer sdb.Close()
+	return run(ctx, sdb, db.Target, op, statement, onMessage, db.liveness(), dead)
 }
 
-// RunOn is Run on a pinned connection (see DB.Conn).
+// RunOn is Run on a pinned connection (see DB.Conn), without the liveness
+// pings (a pinned connection's caller watches the host itself).
 func RunOn(ctx context.Context, c *sql.Conn, t Target, op, statement string, onMessage func(Message)) (Result, error) {
-	return run(ctx, c, t, op, statement, onMessage)
+	return run(ctx, c, t, op, statement, onMessage, nil, nil)
 }
 
-func run(ctx context.Context, q queryer, t Target, op, statement string, onMessage func(Message)) (Result, error) {
+// liveness returns the pinger of Run, or nil when disabled.
+func (db *DB) liveness() *pinger {
+	every := db.Liveness
+	if every < 0 {
+		return nil
+	}
+	if every == 0 {
+		every = 10 * time.Second
+	}
+	return &pinger{every: every, ping: db.PingContext}
+}
+
+// pinger checks an instance on its own connection while a statement runs.
+type pinger struct {
+	every time.Duration
+	ping  func(context.Context) error
+}
+
+// watch pings until ctx ends; after three failures in a row it records the
+// last one and calls lost.
+func (p *pinger) watch(ctx context.Context, lost func(error)) {
+	failures := 0
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(p.every, time.Second))
+		err := p.ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if failures++; failures >= 3 {
+			lost(err)
+			return
+		}
+	}
+}
+
+func run(ctx context.Context, q queryer, t Target, op, statement string, onMessage func(Message), live *pinger,
+	dead <-chan struct{}) (Result, error) {
 	start := time.Now()
 	res := Result{Percent: -1}
+	var lostErr error
+	var lostMu sync.Mutex
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if live != nil {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go live.watch(wctx, func(err error) {
+			lostMu.Lock()
+			lostErr = err
+			lostMu.Unlock()
+			cancel()
+		})
+	}
+	connLost := make(chan struct{})
+	if dead != nil {
+		go func() {
+			select {
+			case <-dead:
+				close(connLost)
+				// The driver usually queues the notices it read and then
+				// a MsgError: give the loop time to take them in order.
+				// Without a MsgError (lost before the first reply) the
+				// loop would wait forever: end it.
+				select {
+				case <-time.After(lostGrace):
+					cancel()
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	hostLost := func() error {
+		lostMu.Lock()
+		defer lostMu.Unlock()
+		return lostErr
+	}
 	retmsg := &sqlexp.ReturnMessage{}
 	rows, err := q.QueryContext(ctx, statement, retmsg)
 	if err != nil {
@@ -109,6 +214,7 @@ func run(ctx context.Context, q queryer, t Target, op, statement string, onMessa
 
 	var errs []mssqldb.Error
 	var transport error
+	completed := false
 	add := func(m Message) {
 		if len(res.Messages) < maxMessages {
 			res.Messages = append(res.Messages, m)
@@ -148,15 +254,32 @@ loop:
 			for rows.Next() {
 			}
 		case sqlexp.MsgNextResultSet:
-			if !rows.NextResultSet() {
+			if ctx.Err() == nil && !rows.NextResultSet() {
+				completed = true
+				break loop
+			}
+			if ctx.Err() != nil {
 				break loop
 			}
 		}
 	}
 	res.Elapsed = time.Since(start)
+	if err := hostLost(); err != nil {
+		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op,
+			Err: fmt.Errorf("host stopped answering while the statement ran (3 pings failed): %w", err)}
+	}
+	lost := false
+	select {
+	case <-connLost:
+		lost = true
+	default:
+	}
 	switch {
-	case ctx.Err() != nil:
-		return res, Classify(t, op, ctx.Err())
+	case parent.Err() != nil:
+		return res, Classify(t, op, parent.Err())
+	case lost && !completed:
+		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op,
+			Err: errors.New("the connection to the host was lost while the statement ran")}
 	case transport != nil:
 		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op, Err: transport}
 	case len(errs) > 0:

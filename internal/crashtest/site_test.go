@@ -1,0 +1,489 @@
+// Package crashtest proves the crash table and the bad-input rows of the
+// backup cycle end to end: the BackupCycle workflow on the embedded Temporal
+// server, its activities on a real worker (a separate process where a crash
+// must be real), two emulated SQL Server instances over TDS and two backup
+// servers SQL Server reaches by UNC path.
+package crashtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+const sqlPassword = "Pa55w0rd!x"
+
+// Environment of the worker process (see TestMain).
+const (
+	envWorker    = "BC_CRASHTEST_WORKER" // "1" turns the test binary into a worker
+	envConfig    = "BC_CRASHTEST_CONFIG"
+	envFrontend  = "BC_CRASHTEST_FRONTEND"
+	envTaskQueue = "BC_CRASHTEST_TASK_QUEUE"
+	envSQLPass   = "BC_TEST_SQL_PASSWORD"
+)
+
+var quiet = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+func TestMain(m *testing.M) {
+	// The crash scenarios kill a worker with SIGKILL: it runs as a child
+	// process, which is this test binary started again in worker mode.
+	if os.Getenv(envWorker) == "1" {
+		if err := runWorkerProcess(); err != nil {
+			fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	// Set once here: parallel tests cannot use t.Setenv.
+	os.Setenv(envSQLPass, sqlPassword)
+	code := m.Run()
+	if sharedSrv != nil {
+		_ = sharedSrv.Stop()
+	}
+	os.Exit(code)
+}
+
+// workerOptions are the production worker's (worker/run.go) plus a short
+// heartbeat throttle: the SDK otherwise sends a heartbeat's details at most
+// every 0.8 x HeartbeatTimeout (48 s for the cycle's 1 min), and a process
+// killed in between loses the copy checkpoints recorded since.
+func workerOptions() worker.Options {
+	return worker.Options{
+		WorkerStopTimeout:            10 * time.Second,
+		MaxHeartbeatThrottleInterval: time.Second,
+	}
+}
+
+// newActivities wires the activities like worker/activities.go, with a
+// faster poll so that progress and re-attachment show within a test.
+func newActivities(cfg *config.Config, c client.Client) *activities.Activities {
+	acts := activities.New(zap.NewNop())
+	acts.Cycle = activities.CycleDeps{Config: cfg, Signal: c.SignalWorkflow, Poll: 200 * time.Millisecond}
+	return acts
+}
+
+// runWorkerProcess is the child: a worker for one task queue until killed.
+func runWorkerProcess() error {
+	cfg, err := config.Load(os.Getenv(envConfig))
+	if err != nil {
+		return err
+	}
+	c, err := client.Dial(client.Options{HostPort: os.Getenv(envFrontend), Namespace: devserver.DefaultNamespace, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := worker.New(c, os.Getenv(envTaskQueue), workerOptions())
+	workflows.Register(w, newActivities(cfg, c))
+	return w.Run(worker.InterruptCh())
+}
+
+var (
+	sharedOnce sync.Once
+	sharedSrv  *devserver.Server
+	sharedErr  error
+)
+
+// sharedTemporal is one in-memory embedded server for the scenarios that do
+// not restart it.
+func sharedTemporal(t *testing.T) *devserver.Server {
+	t.Helper()
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		sharedSrv, sharedErr = devserver.Start(ctx, devserver.Options{UIPort: devserver.NoUI,
+			SearchAttributes: workflows.SearchAttributeTypes})
+	})
+	if sharedErr != nil {
+		t.Fatalf("embedded Temporal server: %v", sharedErr)
+	}
+	return sharedSrv
+}
+
+func dial(t *testing.T, srv *devserver.Server) client.Client {
+	t.Helper()
+	c, err := srv.NewClient(context.Background(), client.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// site is the emulated estate: source instance sql01, verification instance
+// verify01 at the remote site, backup servers bak01 and bak02 (directories
+// SQL Server reaches as \\bakNN\backup), and the configuration naming them.
+type site struct {
+	t           *testing.T
+	db          string
+	dirs        map[string]string
+	src, verify *sqlsim.Instance
+	cfgPath     string
+	cfg         *config.Config
+	tq          string
+	// knownBugs maps an error type a scenario gets instead of the right
+	// one, because of a product bug, to that bug (the test skips citing it).
+	knownBugs map[string]string
+}
+
+// newSite starts both instances with database db of size bytes; extra is
+// YAML appended to the database's entry.
+func newSite(t *testing.T, db string, size int64, extra string) *site {
+	t.Helper()
+	s := &site{t: t, db: db, dirs: map[string]string{},
+		tq: "crash-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")}
+	root := t.TempDir()
+	for _, d := range []string{"bak01", "bak02", "restore/data", "restore/log", "src", "verify"} {
+		s.dirs[d] = filepath.Join(root, d)
+		if err := os.MkdirAll(s.dirs[d], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shares := map[string]string{`\\bak01\backup`: s.dirs["bak01"], `\\bak02\backup`: s.dirs["bak02"]}
+	var err error
+	s.src, err = sqlsim.New(sqlsim.Config{Name: "sql01", DataDir: s.dirs["src"], Logins: map[string]string{"sa": sqlPassword}, Shares: shares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vshares := map[string]string{`D:\restore`: filepath.Join(root, "restore")}
+	for k, v := range shares {
+		vshares[k] = v
+	}
+	s.verify, err = sqlsim.New(sqlsim.Config{Name: "verify01", DataDir: s.dirs["verify"], Logins: map[string]string{"sa": sqlPassword}, Shares: vshares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []*sqlsim.Instance{s.src, s.verify} {
+		if err := in.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = in.Stop() })
+	}
+	if err := s.src.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: size, DataFiles: 2}); err != nil {
+		t.Fatal(err)
+	}
+	y := fmt.Sprintf(`
+sql_instances:
+  - name: sql01
+    address: %s
+    user: sa
+    password_env: %s
+    encrypt: disable
+  - name: verify01
+    address: %s
+    user: sa
+    password_env: %s
+    encrypt: disable
+backup_servers:
+  - name: bak01
+    unc_paths: ['\\bak01\backup']
+    location: %s
+    verify_instance: verify01
+    restore_data_dir: 'D:\restore\data'
+    restore_log_dir: 'D:\restore\log'
+  - name: bak02
+    unc_paths: ['\\bak02\backup']
+    location: %s
+    verify_instance: verify01
+    restore_data_dir: 'D:\restore\data'
+    restore_log_dir: 'D:\restore\log'
+databases:
+  - name: %q
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    stripes: 2
+    compression: false
+    sanity_checks:
+      - name: orders-present
+        query: SELECT COUNT_BIG(*) FROM dbo.Orders
+        at_least: 1
+%s`, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, s.dirs["bak01"], s.dirs["bak02"], db, extra)
+	s.cfgPath = filepath.Join(root, "backupcycle.yaml")
+	if err := os.WriteFile(s.cfgPath, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg, err = config.Load(s.cfgPath)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return s
+}
+
+// reconfigure rewrites the site's configuration file with edit and loads
+// it; db is the database key the cycles use from now on.
+func (s *site) reconfigure(edit func(yaml string) string, db string) {
+	s.t.Helper()
+	data, err := os.ReadFile(s.cfgPath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(s.cfgPath, []byte(edit(string(data))), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	if s.cfg, err = config.Load(s.cfgPath); err != nil {
+		s.t.Fatalf("config: %v", err)
+	}
+	s.db = db
+}
+
+// inProcessWorker runs the product's activities on a worker in this process.
+func (s *site) inProcessWorker(c client.Client) {
+	w := worker.New(c, s.tq, workerOptions())
+	workflows.Register(w, newActivities(s.cfg, c))
+	if err := w.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(w.Stop)
+}
+
+// workerProcess is a worker in a child process, killed with kill.
+type workerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (s *site) startWorkerProcess(frontend string) *workerProcess {
+	s.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envWorker+"=1", envConfig+"="+s.cfgPath, envFrontend+"="+frontend, envTaskQueue+"="+s.tq)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start worker process: %v", err)
+	}
+	p := &workerProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	s.t.Cleanup(p.kill)
+	return p
+}
+
+// kill is the crash: SIGKILL, no chance to report anything to Temporal or
+// to close SQL sessions cleanly.
+func (p *workerProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// start begins a cycle of the site's database under a unique workflow id.
+func (s *site) start(c client.Client, id string) client.WorkflowRun {
+	s.t.Helper()
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: s.tq},
+		workflows.BackupCycleName, workflows.CycleInput{Database: s.db})
+	if err != nil {
+		s.t.Fatalf("start cycle %s: %v", id, err)
+	}
+	return run
+}
+
+// wait waits for a cycle's result, bounded.
+func wait(t *testing.T, run client.WorkflowRun, limit time.Duration) (workflows.CycleResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var res workflows.CycleResult
+	err := run.Get(ctx, &res)
+	if ctx.Err() != nil {
+		t.Fatalf("cycle %s did not finish within %s: %v", run.GetID(), limit, err)
+	}
+	return res, err
+}
+
+func progress(c client.Client, run client.WorkflowRun) (workflows.Progress, error) {
+	var p workflows.Progress
+	v, err := c.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+	if err != nil {
+		return p, err
+	}
+	return p, v.Get(&p)
+}
+
+// until polls cond every 50 ms, failing the test after limit.
+func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// statements are what an instance ran of one kind.
+func statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
+	var out []sqlsim.StatementRecord
+	for _, s := range in.Statements() {
+		if s.Kind == kind {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func outcomes(in *sqlsim.Instance, kind string) []string {
+	var out []string
+	for _, s := range statements(in, kind) {
+		out = append(out, s.Outcome)
+	}
+	return out
+}
+
+func running(in *sqlsim.Instance, kind string) bool {
+	for _, s := range statements(in, kind) {
+		if s.Outcome == "running" {
+			return true
+		}
+	}
+	return false
+}
+
+// manifest loads a set's manifest from a backup server's directory; nil
+// when there is none.
+func (s *site) manifest(server string, seq int64) *catalog.Manifest {
+	s.t.Helper()
+	name := filepath.Join(s.dirs[server], tsql.ManifestFileName(s.db, seq))
+	data, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m, err := catalog.Decode(data)
+	if err != nil {
+		s.t.Fatalf("manifest %s: %v", name, err)
+	}
+	return m
+}
+
+// hashes of every file of every set on both servers: a scenario proves that
+// earlier sets stay byte for byte what they were.
+func (s *site) hashes() map[string][32]byte {
+	s.t.Helper()
+	out := map[string][32]byte{}
+	for _, srv := range []string{"bak01", "bak02"} {
+		files, _ := filepath.Glob(filepath.Join(s.dirs[srv], "*"))
+		for _, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			out[srv+"/"+filepath.Base(p)] = sha256.Sum256(data)
+		}
+	}
+	return out
+}
+
+// unchanged reports the files of before that differ or are gone in after.
+func unchanged(before, after map[string][32]byte) []string {
+	var bad []string
+	for k, h := range before {
+		if a, ok := after[k]; !ok || a != h {
+			bad = append(bad, k)
+		}
+	}
+	return bad
+}
+
+// activityRuns counts, per activity type, the attempts started, the
+// completions and the failures/timeouts in a run's history, and decodes the
+// CopyToRemote result.
+type activityRuns struct {
+	started, completed, failed map[string]int
+	copyOut                    activities.CopyOutput
+	events                     *historypb.History
+}
+
+func history(t *testing.T, c client.Client, run client.WorkflowRun) activityRuns {
+	t.Helper()
+	r := activityRuns{started: map[string]int{}, completed: map[string]int{}, failed: map[string]int{}, events: &historypb.History{}}
+	it := c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.events.Events = append(r.events.Events, ev)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			// Started is recorded once, with the last attempt's number.
+			r.started[scheduled[a.GetScheduledEventId()]] += int(a.GetAttempt())
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			name := scheduled[a.GetScheduledEventId()]
+			r.completed[name]++
+			if name == "CopyToRemote" {
+				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &r.copyOut); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil {
+			r.failed[scheduled[a.GetScheduledEventId()]]++
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			r.failed[scheduled[a.GetScheduledEventId()]]++
+		}
+	}
+	return r
+}
+
+// record writes a history to testdata/<name>.json when
+// BACKUPCYCLE_RECORD_HISTORY=1, for TestHistoriesReplay.
+func record(t *testing.T, h *historypb.History, name string) {
+	t.Helper()
+	if os.Getenv("BACKUPCYCLE_RECORD_HISTORY") != "1" {
+		return
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".json")
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events in %s", len(h.Events), path)
+}
+
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}

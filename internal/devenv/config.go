@@ -1,0 +1,106 @@
+package devenv
+
+import (
+	"fmt"
+	"strings"
+)
+
+// configValues are the facts of one start that the configuration records.
+type configValues struct {
+	temporal, namespace string
+	source, verify      string // host:port of the emulators
+	passwordFile        string
+	uncs                map[string][]string
+	dirs                map[string]string
+	orders              int64
+}
+
+// yq quotes s as a YAML single-quoted scalar (backslashes stay literal).
+func yq(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// configText is config.dev.yaml: the schema of config.example.yaml, filled
+// in for the emulated site, each choice explained where it differs.
+func configText(v configValues) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w(`# config.dev.yaml: the emulated site of ` + "`worker --dev`" + ` (internal/devenv), written on every start.
+# Do not edit: the next start rewrites it (the emulators listen on new free ports each time).
+# It is an ordinary configuration (schema: config.example.yaml): while ` + "`worker --dev`" + ` runs,
+# ` + "`worker --config <this file>`" + ` runs a second worker against the same site and Temporal server.
+#
+# The site: sql01 (the source, database Sales: four data files on two volumes) and sqlverify (the
+# verification instance at the remote site) are SQL Server emulators over real TDS; bak01 and bak02 are
+# directories under the state directory that the emulators reach through two UNC paths each (one per NIC).
+`)
+	if v.temporal != "" {
+		w("\ntemporal:\n  address: %s\n", v.temporal)
+		if v.namespace != "" {
+			w("  namespace: %s\n", v.namespace)
+		}
+	}
+	w(`
+defaults:
+  stripes: 4                      # 2 per NIC path of each backup server
+  compression: true
+  buffer_count: 16                # 16 x 4MiB x 4 stripes = 256MiB of buffers, within memory_budget
+  max_transfer_size: 4MiB
+  sequence: table                 # DBBackup.Sequence inside Sales: numbers continue across demo runs
+  # The emulated servers answer at once: short waits keep a demo of a lost host short too.
+  sql_host_wait: {initial: 2s, max_interval: 30s, give_up_after: 10m}
+  backup_server_wait: {initial: 2s, max_interval: 30s, give_up_after: 10m}
+  copy_wait: {initial: 2s, max_interval: 30s}
+  copy_deadline: 1h
+  retention:
+    keep_verified: 2              # per backup server; the newest verified set is never deleted
+    delete_failed_after: 1h
+  verify_name: "{db}_verify_{seq}"  # one restored copy per set: cycles started from the Web UI
+                                    # while another runs do not restore over each other
+
+sql_instances:
+  - name: %s
+    address: %s
+    user: %s
+    password_file: %s   # generated on the first start
+    encrypt: disable              # the emulator speaks plaintext TDS
+    connect_timeout: 10s
+  - name: %s
+    address: %s
+    user: %s
+    password_file: %s
+    encrypt: disable
+    connect_timeout: 10s
+
+backup_servers:
+`, SourceInstance, v.source, login, yq(v.passwordFile), VerifyInstance, v.verify, login, yq(v.passwordFile))
+	for _, s := range BackupServers {
+		w("  - name: %s\n    unc_paths:                    # as SQL Server sees the share, one per NIC\n", s)
+		for _, p := range v.uncs[s] {
+			w("      - %s\n", yq(p))
+		}
+		w(`    location: %s   # how the worker reaches the same files
+    verify_instance: %s
+    restore_data_dir: %s
+    restore_log_dir: %s
+`, yq(v.dirs[s]), VerifyInstance, yq(restorePrefix+`\data`), yq(restorePrefix+`\log`))
+	}
+	w(`
+databases:
+  - name: %s
+    instance: %s
+    backup_servers: [%s]     # round robin: cycles alternate, the other server gets the remote copy
+    sanity_checks:                # run against the restored copy on %s
+      - name: orders-present
+        query: SELECT COUNT_BIG(*) FROM dbo.Orders
+        at_least: %d           # the rows of dbo.Orders in the source
+      - name: order-lines-present
+        query: SELECT COUNT_BIG(*) FROM dbo.OrderLines
+        at_least: 1
+      - name: regions-complete
+        query: SELECT COUNT(*) FROM dbo.Regions
+        equals: "%d"
+      - name: activity-fresh      # dbo.SiteActivity is stamped by every start of the dev site
+        query: SELECT MAX(LastWrite) FROM dbo.SiteActivity
+        max_age: 26h
+`, Database, SourceInstance, strings.Join(BackupServers, ", "), VerifyInstance, v.orders, RegionRows)
+	return b.String()
+}

@@ -1,0 +1,361 @@
+// Package devenv is the emulated site behind `worker --dev` and `make demo`:
+// a source SQL Server (sql01) holding the database Sales, a verification
+// instance at the remote site (sqlverify), and two backup servers (bak01,
+// bak02) as local directories that the emulated SQL Servers reach through
+// UNC paths, two per server (one per NIC, as in seed 000). Start writes the
+// configuration of that site to <state>/config.dev.yaml and returns it, so
+// the worker runs the real activities against it.
+//
+// Everything lives under the state directory and persists: a second Start
+// finds the database (and its DBBackup.Sequence table), the backup sets and
+// their manifests where the first left them, so sequence numbers and the
+// round robin go on. Only the listen ports change: the emulators take free
+// ports, and the configuration is rewritten on every Start.
+//
+// Samba is not used: internal/sambatest only runs under a testing.TB. The
+// backup servers are local directories, which the storage layer reaches as
+// file:// locations.
+package devenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+)
+
+// Names of the emulated site, as the generated configuration uses them.
+const (
+	SourceInstance = "sql01"
+	VerifyInstance = "sqlverify"
+	Database       = "Sales"
+	ConfigFile     = "config.dev.yaml"
+	// DefaultDatabaseSize is the size of Sales' data files when Options
+	// leaves it at zero: big enough that the steps take measurable time.
+	DefaultDatabaseSize = 320 << 20
+	// MinDatabaseSize keeps the tables' extents meaningful.
+	MinDatabaseSize = 4 << 20
+	// RegionRows is the row count of the reference table dbo.Regions that
+	// the `equals` sanity check expects.
+	RegionRows = 5
+)
+
+// BackupServers are the rotation, in order.
+var BackupServers = []string{"bak01", "bak02"}
+
+// login is the SQL login of both emulated instances; its password is
+// generated on the first start and kept in a file under the state directory
+// (the configuration names the file, never the password).
+const login = "sa"
+
+// Options configure Start.
+type Options struct {
+	// StateDir holds everything (required); created if missing.
+	StateDir string
+	// DatabaseSize is the total size of Sales' data files, used only when
+	// the database is created (the first Start on a state directory).
+	// Default DefaultDatabaseSize.
+	DatabaseSize int64
+	// IP the emulators listen on; default 127.0.0.1.
+	IP string
+	// TemporalAddress and Namespace go into the configuration's temporal:
+	// section, so `worker --config <state>/config.dev.yaml` or a starter
+	// reaches the same server. Empty: the built-in defaults.
+	TemporalAddress string
+	Namespace       string
+	Logger          *zap.Logger
+}
+
+// Site is the running emulated site.
+type Site struct {
+	// Config is the generated configuration, loaded back with config.Load.
+	Config *config.Config
+	// ConfigFile is where it was written.
+	ConfigFile string
+	// Source and Verify are the emulated SQL Server instances.
+	Source, Verify *sqlsim.Instance
+	// BackupDirs maps a backup server name to its local directory.
+	BackupDirs map[string]string
+	// UNCPaths maps a backup server name to the paths SQL Server writes to.
+	UNCPaths map[string][]string
+	// Created is true when this Start created Sales (a fresh state
+	// directory); false when it continued an existing one.
+	Created bool
+	// CreateTime is how long creating Sales took (zero when continued).
+	CreateTime time.Duration
+
+	lock *os.File // flock on <state>/site.lock while the site runs
+}
+
+// layout is where things live under the state directory.
+type layout struct {
+	root, secrets, password string
+	srcData, verifyData     string
+	volumes                 []string // the source's two data volumes
+	restore                 string   // the verify instance's restore volume
+	bak                     map[string]string
+}
+
+func newLayout(root string) layout {
+	l := layout{root: root, secrets: filepath.Join(root, "secrets"), bak: map[string]string{}}
+	l.password = filepath.Join(l.secrets, "sql.password")
+	l.srcData = filepath.Join(root, SourceInstance)
+	l.verifyData = filepath.Join(root, VerifyInstance)
+	// Two "volumes" of the source host, like D: and E: on a real one.
+	l.volumes = []string{filepath.Join(l.srcData, "volume-d"), filepath.Join(l.srcData, "volume-e")}
+	l.restore = filepath.Join(l.verifyData, "restore")
+	for _, b := range BackupServers {
+		l.bak[b] = filepath.Join(root, b, "backup")
+	}
+	return l
+}
+
+// uncPaths are the two NIC paths of a backup server as SQL Server sees them.
+func uncPaths(server string) []string {
+	return []string{`\\` + server + `-nic1\backup`, `\\` + server + `-nic2\backup`}
+}
+
+// restorePrefix is the verify instance's restore volume as it sees it.
+const restorePrefix = `R:\restore`
+
+// Start brings the site up: directories, the two emulators (on free ports),
+// Sales on first use, the configuration file. Stop ends it.
+func Start(ctx context.Context, o Options) (site *Site, err error) {
+	if o.StateDir == "" {
+		return nil, errors.New("devenv: Options.StateDir is empty: give the directory that holds the emulated site (e.g. .demo)")
+	}
+	if o.DatabaseSize == 0 {
+		o.DatabaseSize = DefaultDatabaseSize
+	}
+	if o.DatabaseSize < MinDatabaseSize {
+		return nil, fmt.Errorf("devenv: database size %d bytes is too small: use at least %d MiB", o.DatabaseSize, MinDatabaseSize>>20)
+	}
+	if o.IP == "" {
+		o.IP = "127.0.0.1"
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	root, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: state directory %s: %w", o.StateDir, err)
+	}
+	l := newLayout(root)
+	dirs := append([]string{l.secrets, l.srcData, l.verifyData, filepath.Join(l.restore, "data"), filepath.Join(l.restore, "log")}, l.volumes...)
+	for _, b := range BackupServers {
+		dirs = append(dirs, l.bak[b])
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("devenv: create %s: %w (choose another state directory)", d, err)
+		}
+	}
+	s := &Site{BackupDirs: map[string]string{}, UNCPaths: map[string][]string{}}
+	if s.lock, err = lockState(root); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Stop()
+		}
+	}()
+	password, err := ensurePassword(l.password)
+	if err != nil {
+		return nil, err
+	}
+
+	shares := map[string]string{}
+	for _, b := range BackupServers {
+		s.BackupDirs[b] = l.bak[b]
+		s.UNCPaths[b] = uncPaths(b)
+		for _, p := range s.UNCPaths[b] {
+			shares[p] = l.bak[b]
+		}
+	}
+	logins := map[string]string{login: password}
+	s.Source, err = sqlsim.New(sqlsim.Config{Name: SourceInstance, ListenAddr: o.IP + ":0", DataDir: l.srcData,
+		Logins: logins, Shares: shares, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("devenv: %w", err)
+	}
+	// The verification instance restores from the remote copies, so it
+	// reaches the backup shares too, and has its own restore volume.
+	vshares := map[string]string{restorePrefix: l.restore}
+	for k, v := range shares {
+		vshares[k] = v
+	}
+	s.Verify, err = sqlsim.New(sqlsim.Config{Name: VerifyInstance, ListenAddr: o.IP + ":0", DataDir: l.verifyData,
+		Logins: logins, Shares: vshares, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("devenv: %w", err)
+	}
+	if err := s.Source.Start(); err != nil {
+		return nil, fmt.Errorf("devenv: start %s: %w", SourceInstance, err)
+	}
+	if err := s.Verify.Start(); err != nil {
+		return nil, fmt.Errorf("devenv: start %s: %w", VerifyInstance, err)
+	}
+
+	if files, ferr := s.Source.DatabaseFiles(Database); ferr == nil {
+		// The emulator's catalog records absolute paths: a state directory
+		// that was moved or partly deleted cannot be continued.
+		for _, f := range files {
+			if _, err := os.Stat(f); err != nil || !strings.HasPrefix(f, l.srcData+string(filepath.Separator)) {
+				return nil, fmt.Errorf("devenv: %s's file %s is missing or outside %s (was the state directory moved or partly deleted?): remove %s to start over",
+					Database, f, l.srcData, o.StateDir)
+			}
+		}
+	} else {
+		began := time.Now()
+		if err := s.Source.CreateDatabase(salesSpec(o.DatabaseSize, l.volumes)); err != nil {
+			return nil, fmt.Errorf("devenv: create %s on %s: %w", Database, SourceInstance, err)
+		}
+		s.Created, s.CreateTime = true, time.Since(began)
+	}
+
+	orders, err := s.prepare(ctx, password)
+	if err != nil {
+		return nil, err
+	}
+	s.ConfigFile = filepath.Join(root, ConfigFile)
+	text := configText(configValues{
+		temporal: o.TemporalAddress, namespace: o.Namespace,
+		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password,
+		uncs: s.UNCPaths, dirs: s.BackupDirs, orders: orders,
+	})
+	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
+		return nil, fmt.Errorf("devenv: write %s: %w", s.ConfigFile, err)
+	}
+	s.Config, err = config.Load(s.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: the generated configuration does not load (a bug in devenv): %w", err)
+	}
+	return s, nil
+}
+
+// Stop stops both emulators; the state stays on disk for the next Start.
+func (s *Site) Stop() error {
+	var errs []error
+	for _, in := range []*sqlsim.Instance{s.Verify, s.Source} {
+		if in != nil {
+			errs = append(errs, in.Stop())
+		}
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close()) // releases the flock
+		s.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// lockState takes an exclusive lock on the state directory: two emulators
+// serving the same database files would corrupt them.
+func lockState(root string) (*os.File, error) {
+	path := filepath.Join(root, "site.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("devenv: state directory %s is in use by another `worker --dev` (%s is locked): stop it, or use another --state-dir", root, path)
+	}
+	return f, nil
+}
+
+// ensurePassword returns the site's SQL password, generating it on first use.
+func ensurePassword(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if pw := strings.TrimSpace(string(b)); pw != "" {
+			return pw, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("devenv: read %s: %w (remove it to get a new password)", path, err)
+	}
+	var raw [12]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("devenv: generate a password: %w", err)
+	}
+	pw := "Dev-" + hex.EncodeToString(raw[:])
+	if err := writeFileAtomic(path, []byte(pw+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("devenv: write %s: %w", path, err)
+	}
+	return pw, nil
+}
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ordersRows is the row count of dbo.Orders for a database size: about 30
+// rows per 8 KiB page, four fifths of them orders (the emulator's ratio).
+func ordersRows(size int64) int64 { return size / sqlsim.PageSize * 30 * 3 / 5 }
+
+// salesSpec is the source database: four data files over two volumes
+// (the log on the second), three generated tables that sanity checks count.
+func salesSpec(size int64, volumes []string) sqlsim.DatabaseSpec {
+	asOf := time.Now().UTC()
+	orders := ordersRows(size)
+	return sqlsim.DatabaseSpec{
+		Name: Database, Size: size, DataFiles: 4, Volumes: volumes, LogicalName: Database,
+		Tables: []sqlsim.TableSpec{
+			{Name: "Orders", Rows: orders, IDColumn: "OrderID", DateColumn: "OrderDate", MaxDate: asOf},
+			{Name: "OrderLines", Rows: orders * 3 / 2, IDColumn: "OrderLineID"},
+			{Name: "Customers", Rows: orders / 8, IDColumn: "CustomerID", DateColumn: "CreatedAt", MaxDate: asOf.Add(-24 * time.Hour)},
+		},
+		AsOf: asOf,
+	}
+}
+
+// prepare creates, on a new database, the small user tables; on every start
+// it stamps dbo.SiteActivity (the application "writing", which the freshness
+// check looks for) and returns the row count of dbo.Orders for the
+// `at_least` check. It runs before the worker starts: the emulator does not
+// serialise metadata writes against a running BACKUP.
+func (s *Site) prepare(ctx context.Context, password string) (int64, error) {
+	db, err := mssql.Open(ctx, mssql.Target{Instance: SourceInstance, Address: s.Source.Addr(), User: login,
+		Password: password, Database: Database, Encrypt: "disable", ConnectTimeout: 10 * time.Second, AppName: "devenv"})
+	if err != nil {
+		return 0, fmt.Errorf("devenv: connect to %s: %w", SourceInstance, err)
+	}
+	defer db.Close()
+	stmts := []string{`UPDATE dbo.SiteActivity SET LastWrite = GETUTCDATE() WHERE ID = 1`}
+	if s.Created {
+		stmts = []string{
+			`CREATE TABLE dbo.Regions (RegionID int NOT NULL, Name nvarchar(40) NOT NULL, CONSTRAINT PK_Regions PRIMARY KEY CLUSTERED (RegionID))`,
+			`INSERT INTO dbo.Regions (RegionID, Name) VALUES (1, N'North'), (2, N'East'), (3, N'South'), (4, N'West'), (5, N'Central')`,
+			`CREATE TABLE dbo.SiteActivity (ID int NOT NULL, LastWrite datetime2 NOT NULL, CONSTRAINT PK_SiteActivity PRIMARY KEY CLUSTERED (ID))`,
+			`INSERT INTO dbo.SiteActivity (ID, LastWrite) VALUES (1, GETUTCDATE())`,
+		}
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return 0, fmt.Errorf("devenv: prepare %s on %s: %s: %w (remove the state directory to start over)", Database, SourceInstance, q, err)
+		}
+	}
+	v, _, err := db.QueryValue(ctx, "count orders", `SELECT COUNT_BIG(*) FROM dbo.Orders`)
+	if err != nil {
+		return 0, fmt.Errorf("devenv: count %s.dbo.Orders on %s: %w", Database, SourceInstance, err)
+	}
+	n, ok := v.(int64)
+	if !ok || n < 1 {
+		return 0, fmt.Errorf("devenv: %s.dbo.Orders on %s has %v rows: remove the state directory to start over", Database, SourceInstance, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/devenv"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+)
+
+// verifiedRE matches the demo's line for a verified cycle.
+var verifiedRE = regexp.MustCompile(`(?m)^cycle (\d) of 2: VERIFIED Sales sequence (\d+): backed up to (\S+), copied to (\S+),`)
+
+type demoCycle struct {
+	seq            int64
+	server, remote string
+}
+
+// runDemo runs `worker --dev --demo` to its end on state and returns the
+// verified cycles it printed.
+func runDemo(t *testing.T, state string) ([]demoCycle, *proc) {
+	t.Helper()
+	w := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
+	if code := w.wait(t); code != 0 {
+		t.Fatalf("make demo's worker exited %d, want 0\nstdout:\n%s\nstderr tail:\n%s", code, w.stdout, tail(w.stderr.String(), 3000))
+	}
+	var out []demoCycle
+	for _, m := range verifiedRE.FindAllStringSubmatch(w.stdout.String(), -1) {
+		seq, _ := strconv.ParseInt(m[2], 10, 64)
+		out = append(out, demoCycle{seq: seq, server: m[3], remote: m[4]})
+	}
+	return out, w
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// manifestState reads a set's manifest on a backup server's directory.
+func manifestState(t *testing.T, state, server string, seq int64) (string, []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(state, server, "backup", fmt.Sprintf("Sales_%08d.manifest.json", seq)))
+	if err != nil {
+		t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
+	}
+	var m struct {
+		State   string `json:"state"`
+		Stripes []struct {
+			Name string `json:"name"`
+		} `json:"stripes"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range m.Stripes {
+		names = append(names, s.Name)
+	}
+	return m.State, names
+}
+
+// `make demo` end to end, twice on the same state: two verified sets on
+// alternating servers each time, and the second run continues the first
+// (sequence numbers go on, the round robin reads the last server from the
+// manifests).
+func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
+	state := t.TempDir()
+	first, w := runDemo(t, state)
+	if len(first) != 2 || first[0].server != "bak01" || first[0].remote != "bak02" ||
+		first[1].server != "bak02" || first[1].remote != "bak01" || first[0].seq != 1 || first[1].seq != 2 {
+		t.Fatalf("first demo: cycles %+v, want seq 1 bak01->bak02 then seq 2 bak02->bak01\n%s", first, w.stdout)
+	}
+	out := w.stdout.String()
+	for _, want := range []string{
+		"emulated site:     created in",
+		"source SQL Server, database Sales",
+		`\\bak01-nic1\backup and \\bak01-nic2\backup`,
+		"times:    backup ",
+		"demo: 2 of 2 cycles verified, round robin bak01 (seq 1) -> bak02 (seq 2)",
+		"all cycles of Sales in the Web UI: http://",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	// Each set is verified on both of its servers, its stripes beside it.
+	for _, c := range first {
+		for _, s := range []string{c.server, c.remote} {
+			st, stripes := manifestState(t, state, s, c.seq)
+			if st != "verified" || len(stripes) != 4 {
+				t.Errorf("seq %d on %s: state %q, stripes %v; want verified with 4 stripes", c.seq, s, st, stripes)
+			}
+			for _, name := range stripes {
+				if _, err := os.Stat(filepath.Join(state, s, "backup", name)); err != nil {
+					t.Errorf("stripe of seq %d on %s: %v", c.seq, s, err)
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, devenv.ConfigFile)); err != nil {
+		t.Errorf("the site's configuration: %v", err)
+	}
+
+	second, w2 := runDemo(t, state)
+	if len(second) != 2 || second[0].seq != 3 || second[1].seq != 4 || second[0].server != "bak01" || second[1].server != "bak02" {
+		t.Fatalf("second demo: cycles %+v, want seq 3 on bak01 then seq 4 on bak02\n%s", second, w2.stdout)
+	}
+	if !strings.Contains(w2.stdout.String(), "emulated site:     continued") {
+		t.Errorf("second demo did not continue the site:\n%s", w2.stdout)
+	}
+	// The first cycle of the second run found bak02 as the last server in
+	// the manifests: the rotation continued rather than restarted.
+	if !regexp.MustCompile(`cycle planned.*"server": "bak01", "last_server": "bak02", "last_server_source": "manifests"`).MatchString(w2.stderr.String()) {
+		t.Errorf("second demo's first plan did not read the last server from the manifests:\n%s", tail(w2.stderr.String(), 4000))
+	}
+
+	// A damaged page in the source: the demo's cycle fails, the demo exits
+	// 1 with the cycle's reason in one line, and the verified sets stay.
+	files, err := filepath.Glob(filepath.Join(state, devenv.SourceInstance, "volume-d", "*.mdf"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("primary data file: %v %v", files, err)
+	}
+	if err := sqlsim.FlipByte(files[0], 20*sqlsim.PageSize+500); err != nil {
+		t.Fatal(err)
+	}
+	w3 := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0")
+	if code := w3.wait(t); code != exitFail {
+		t.Fatalf("demo on a damaged database exited %d, want %d\n%s", code, exitFail, w3.stdout)
+	}
+	last := lastLine(w3.stderr.String())
+	if !regexp.MustCompile(`^worker: demo cycle 1 of 2: workflow backup-Sales-\S+: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
+		t.Errorf("last stderr line: %q", last)
+	}
+	if !regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/backup-Sales-`).MatchString(w3.stdout.String()) || verifiedRE.MatchString(w3.stdout.String()) {
+		t.Errorf("failed demo's stdout should link the failed cycle and verify nothing:\n%s", w3.stdout)
+	}
+	for _, c := range second {
+		if st, _ := manifestState(t, state, c.server, c.seq); st != "verified" {
+			t.Errorf("seq %d on %s after the failed cycle: %q, want verified", c.seq, c.server, st)
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// `make demo KEEP=1`: after the two cycles the Web UI stays up and lists
+// them (the printed link's query, through the UI's API), until SIGTERM.
+func TestDemoKeepStaysUpForTheWebUI(t *testing.T) {
+	w := startWorker(t, "--dev", "--demo", "--keep", "--state-dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
+	link := w.waitLine(t, `^  all cycles of Sales in the Web UI: (http://[^/]+)(/namespaces/default/workflows\?query=\S+)$`)
+	w.waitLine(t, `^demo done: staying up \(--keep\)`)
+	resp, err := http.Get(link[1] + "/api/v1" + link[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ids := map[string]bool{} // each execution names itself and its root execution
+	for _, m := range regexp.MustCompile(`"workflowId":\s*"(backup-Sales-[^"]+)"`).FindAllStringSubmatch(string(body), -1) {
+		ids[m[1]] = true
+	}
+	if resp.StatusCode != http.StatusOK || len(ids) != 2 {
+		t.Errorf("UI list %s: %d, %d cycles, want 2: %.500s", link[2], resp.StatusCode, len(ids), body)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+}
