@@ -101,7 +101,8 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		Limits: Limits{
 			HostWait: db.SQLHostWait.GiveUpAfter, ServerWait: db.BackupServerWait.GiveUpAfter,
 			WaitInitial: db.SQLHostWait.Initial, WaitMax: db.SQLHostWait.MaxInterval,
-			CopyDeadline: db.CopyDeadline,
+			CopyDeadline: db.CopyDeadline, CopyRetry: db.CopyWait.Initial, CopyRetryMax: db.CopyWait.MaxInterval,
+			Heartbeat: d.HeartbeatTimeout,
 		},
 	}
 	for _, s := range rotation {

@@ -38,6 +38,9 @@ type CycleDeps struct {
 	// Poll is how often a re-attached statement is polled and idle
 	// heartbeats are sent. Default 2 s.
 	Poll time.Duration
+	// HeartbeatTimeout of the long activities, handed to the workflow in
+	// the plan; 0 = the workflow's default (1 min).
+	HeartbeatTimeout time.Duration
 }
 
 func (d *CycleDeps) now() time.Time {

@@ -83,11 +83,23 @@ var cycleActivities = []string{"PlanCycle", "AllocateSequence", "Backup", "Write
 
 // e2e is one test's worker on its own task queue.
 type e2e struct {
-	t  *testing.T
-	f  *activities.SQLFixture
-	c  client.Client
-	tq string
-	n  int
+	t     *testing.T
+	f     *activities.SQLFixture
+	c     client.Client
+	tq    string
+	n     int
+	mu    sync.Mutex
+	w     worker.Worker
+	start func() worker.Worker
+}
+
+// restartWorker stops the worker (its running activities are cancelled, as
+// when the process dies) and starts a new one on the same task queue.
+func (e *e2e) restartWorker() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.w.Stop()
+	e.w = e.start()
 }
 
 // newE2E starts a worker for the fixture's activities; wrap replaces
@@ -98,24 +110,32 @@ func newE2E(t *testing.T, f *activities.SQLFixture, wrap map[string]any) *e2e {
 	acts := f.Acts()
 	acts.Cycle.Signal = c.SignalWorkflow
 	acts.Cycle.Poll = 200 * time.Millisecond
-	w := worker.New(c, tq, worker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.BackupCycle, workflow.RegisterOptions{Name: workflows.BackupCycleName})
-	if len(wrap) == 0 {
-		w.RegisterActivity(acts)
-	} else {
-		for _, name := range cycleActivities {
-			fn := wrap[name]
-			if fn == nil {
-				fn = methodOf(acts, name)
+	start := func() worker.Worker {
+		w := worker.New(c, tq, worker.Options{})
+		w.RegisterWorkflowWithOptions(workflows.BackupCycle, workflow.RegisterOptions{Name: workflows.BackupCycleName})
+		if len(wrap) == 0 {
+			w.RegisterActivity(acts)
+		} else {
+			for _, name := range cycleActivities {
+				fn := wrap[name]
+				if fn == nil {
+					fn = methodOf(acts, name)
+				}
+				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
-			w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 		}
+		if err := w.Start(); err != nil {
+			t.Error(err)
+		}
+		return w
 	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return &e2e{t: t, f: f, c: c, tq: tq}
+	e := &e2e{t: t, f: f, c: c, tq: tq, start: start, w: start()}
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.w.Stop()
+	})
+	return e
 }
 
 func methodOf(a *activities.Activities, name string) any {
@@ -608,5 +628,77 @@ func TestE2EOverSambaWithCopyResume(t *testing.T) {
 		if m := f.ManifestOf(s, "Big", res.Sequence); m.State != catalog.StateVerified {
 			t.Errorf("manifest on %s: %s", s, m.State)
 		}
+	}
+}
+
+// Crash table, "worker process dies mid-activity": the worker is replaced in
+// the middle of the copy; the new one resumes the copy from the last
+// heartbeat checkpoint, and no step that already succeeded runs again.
+func TestE2EWorkerReplacedMidCopy(t *testing.T) {
+	f := activities.NewSQLFixture(t, "Sales", "    bandwidth_limit: 2MiB\n")
+	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Big", Size: 24 << 20, DataFiles: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.Config()
+	big := cfg.Databases[0]
+	big.Name, big.SanityChecks, big.Compression = "Big", nil, false
+	cfg.Databases = append(cfg.Databases, big)
+	acts := f.Acts()
+	acts.Cycle.HeartbeatTimeout = 2 * time.Second
+	e := newE2E(t, f, nil)
+	var once sync.Once
+	signal := acts.Cycle.Signal
+	acts.Cycle.Signal = func(ctx context.Context, id, run, name string, arg any) error {
+		if p, ok := arg.(activities.StepProgress); ok && p.Step == activities.StepCopy && p.Percent >= 45 {
+			once.Do(func() { go e.restartWorker() })
+		}
+		return signal(ctx, id, run, name, arg)
+	}
+	res, run, err := e.cycle("Big")
+	if err != nil {
+		t.Fatalf("cycle with the worker replaced mid-copy: %v", err)
+	}
+	counts := map[string]int{}
+	attempts := map[string]int32{}
+	var copyOut activities.CopyOutput
+	scheduled := map[int64]string{}
+	it := e.c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+			counts[a.GetActivityType().GetName()]++
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			attempts[scheduled[a.GetScheduledEventId()]] = a.GetAttempt()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == "CopyToRemote" {
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &copyOut); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range []string{"PlanCycle", "AllocateSequence", "Backup", "WriteManifest", "CopyToRemote", "Restore", "CheckDB", "MarkVerified"} {
+		if counts[name] != 1 {
+			t.Errorf("%s scheduled %d times, want once", name, counts[name])
+		}
+	}
+	if attempts["CopyToRemote"] < 2 || attempts["Backup"] != 1 {
+		t.Errorf("attempts %v: want the copy retried on the new worker, the backup run once", attempts)
+	}
+	if n := len(activities.Statements(f.Source(), "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+	limit := int64(2 * copier.DefaultInFlight * copier.DefaultChunkSize)
+	if copyOut.Resumed == 0 || copyOut.Resent > limit {
+		t.Errorf("copy %+v: want resumed from the checkpoint, at most %d bytes sent again", copyOut, limit)
+	}
+	t.Logf("worker replaced mid-copy: copy of %d bytes took %d attempts, resumed at %d, re-sent %d",
+		copyOut.Bytes, attempts["CopyToRemote"], copyOut.Resumed, copyOut.Resent)
+	if m := f.ManifestOf("bak02", "Big", res.Sequence); m.State != catalog.StateVerified {
+		t.Errorf("manifest %s", m.State)
 	}
 }

@@ -26,7 +26,7 @@ import (
 // verification instance verify01) and two backup servers in local
 // directories, both reachable by SQL Server through UNC paths.
 type sqlFixture struct {
-	t           *testing.T
+	t           testing.TB
 	db          string
 	dirs        map[string]string
 	src, verify *sqlsim.Instance
@@ -40,7 +40,7 @@ type sqlFixture struct {
 
 const sqlPassword = "Pa55w0rd!x"
 
-func newSQLFixture(t *testing.T, db string, extra string) *sqlFixture {
+func newSQLFixture(t testing.TB, db string, extra string) *sqlFixture {
 	return newSQLFixtureWith(t, db, extra, nil)
 }
 
@@ -51,7 +51,7 @@ type serverSpec struct {
 	Dir, Location, SMBUser, SMBPasswordEnv string
 }
 
-func newSQLFixtureWith(t *testing.T, db string, extra string, servers map[string]serverSpec) *sqlFixture {
+func newSQLFixtureWith(t testing.TB, db string, extra string, servers map[string]serverSpec) *sqlFixture {
 	t.Helper()
 	f := &sqlFixture{t: t, db: db, dirs: map[string]string{}}
 	root := t.TempDir()
@@ -343,9 +343,12 @@ func TestSQLHostCrashDuringBackup(t *testing.T) {
 	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: p.Stripes}, nil)
 	appErr := appErrorOf(t, err)
 	var bf BackupFailure
+	// The percent is the last progress message that arrived: a host that
+	// dies resets the connection, which can drop the messages still in
+	// flight, so it may be below 40 but never above.
 	if appErr.Type() != ErrSQLHostUnreachable || !appErr.HasDetails() || appErr.Details(&bf) != nil || !bf.Started ||
-		bf.Percent < 20 || bf.Percent > 45 {
-		t.Fatalf("backup on a crashing host: %v (details %+v), want SQLHostUnreachable, started, about 40 %%", err, bf)
+		bf.Percent > 45 {
+		t.Fatalf("backup on a crashing host: %v (details %+v), want SQLHostUnreachable, started, at most 40 %%", err, bf)
 	}
 	f.must(f.acts.MarkFailed, MarkInput{Database: "Sales", Sequence: seq, Servers: []string{"bak01"}, Step: StepBackup,
 		ErrorType: ErrSQLHostUnreachable, Reason: fmt.Sprintf("%s (at %.0f %%)", appErr.Message(), bf.Percent)}, nil)
@@ -401,6 +404,14 @@ func TestSQLBackupTargetFaults(t *testing.T) {
 	var bf BackupFailure
 	if appErr := appErrorOf(t, err); appErr.NonRetryable() == false || appErr.Details(&bf) != nil || !bf.Started {
 		t.Errorf("full share: non-retryable %v, details %+v", appErr.NonRetryable(), bf)
+	}
+	// A share path that does not exist is a configuration error, not an outage.
+	f.src.SetShareQuota(`\\bak01\backup`, 0)
+	srv, _ := f.cfg.BackupServer("bak01")
+	srv.UNCPaths = []string{`\\bak01\backup\no-such-dir`}
+	err = f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq + 2, Server: "bak01", Stripes: 2}, nil)
+	if errorTypeOf(err) != ErrInvalidConfig || !strings.Contains(err.Error(), "no-such-dir") || !strings.Contains(err.Error(), "unc_paths") {
+		t.Errorf("missing share directory: %v, want InvalidConfig naming the path and unc_paths", err)
 	}
 }
 

@@ -87,13 +87,20 @@ type Limits struct {
 	HostWait   time.Duration `json:"host_wait,omitempty"`   // total wait for a lost SQL host
 	ServerWait time.Duration `json:"server_wait,omitempty"` // total wait when no backup server is reachable
 	// First and longest single wait of those two (doubling in between).
-	WaitInitial    time.Duration `json:"wait_initial,omitempty"`
-	WaitMax        time.Duration `json:"wait_max,omitempty"`
-	CopyDeadline   time.Duration `json:"copy_deadline,omitempty"`
+	WaitInitial  time.Duration `json:"wait_initial,omitempty"`
+	WaitMax      time.Duration `json:"wait_max,omitempty"`
+	CopyDeadline time.Duration `json:"copy_deadline,omitempty"`
+	// CopyRetry and CopyRetryMax pace the copy's retries while the remote
+	// server is away (first and longest interval).
+	CopyRetry      time.Duration `json:"copy_retry,omitempty"`
+	CopyRetryMax   time.Duration `json:"copy_retry_max,omitempty"`
 	BackupTimeout  time.Duration `json:"backup_timeout,omitempty"`
 	RestoreTimeout time.Duration `json:"restore_timeout,omitempty"`
 	CheckDBTimeout time.Duration `json:"checkdb_timeout,omitempty"`
 	RestoreRounds  int           `json:"restore_rounds,omitempty"` // restores after a lost verification instance
+	// Heartbeat is the HeartbeatTimeout of the long activities: how soon a
+	// dead worker's activity is retried elsewhere.
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 }
 
 // SequenceInput asks for a new backup sequence number.

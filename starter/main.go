@@ -25,7 +25,7 @@ import (
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
-// Exit codes: 0 done, 1 the command failed, 2 bad usage or not implemented.
+// Exit codes: 0 done, 1 the command failed, 2 bad usage.
 const (
 	exitOK    = 0
 	exitFail  = 1
@@ -42,10 +42,10 @@ type command struct {
 
 var commands = []command{
 	{name: "health", summary: "start the HealthCheck workflow, wait for it and print which worker ran it", run: healthCmd},
-	notYet("run", "run one verified backup cycle of a database now (backup, copy, restore, CHECKDB, sanity checks)"),
-	notYet("schedule", "create or update one Temporal Schedule per configured database from the config"),
-	notYet("status", "show the latest cycles per database: step, sequence, outcome, timings"),
-	notYet("plan", "print the plan of a cycle: backup server, stripes, estimated backup/copy/restore times"),
+	{name: "run", summary: "run one verified backup cycle of a database now (backup, copy, restore, CHECKDB, sanity checks)", run: runCmd},
+	{name: "schedule", summary: "create or update one Temporal Schedule per configured database; list, pause, trigger or delete them", run: scheduleCmd},
+	{name: "status", summary: "show the latest cycles per database: step, sequence, server, outcome, times, live progress", run: statusCmd},
+	{name: "plan", summary: "print the plan of a cycle without touching anything: servers, stripes, memory, estimated times", run: planCmd},
 }
 
 // env is what commands share: output streams and the connection settings.
@@ -57,6 +57,7 @@ type env struct {
 	taskQueue      string
 	timeout        time.Duration
 	log            *zap.Logger
+	cfg            *config.Config // loaded once by loadConfig
 }
 
 // usageError is bad command-line input: exit 2, with a hint.
@@ -143,7 +144,7 @@ func usage(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nRun `starter <command> --help` for its flags. Exit codes: 0 done, 1 failed, 2 bad usage or not implemented.\n")
+	fmt.Fprintf(w, "\nRun `starter <command> --help` for its flags. Exit codes: 0 done, 1 failed, 2 bad usage.\n")
 }
 
 // parse parses the flags and rejects stray arguments.
@@ -164,7 +165,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func (e *env) temporalConfig() (config.Temporal, error) {
 	var t config.Temporal
 	if e.configFile != "" {
-		cfg, err := config.Load(e.configFile)
+		cfg, err := e.loadConfig()
 		if err != nil {
 			return t, err
 		}
@@ -191,15 +192,29 @@ func (e *env) dial(ctx context.Context) (*client.Client, error) {
 	return client.Dial(ctx, t, e.log)
 }
 
-func notYet(name, what string) command {
-	return command{name: name, summary: what + " (not implemented yet)",
-		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-			if err := fs.Parse(args); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return err
-				}
-				return usageError{msg: err.Error()}
-			}
-			return usageError{msg: "not implemented yet: " + what}
-		}}
+// loadConfig loads --config once; commands that need it call requireConfig.
+func (e *env) loadConfig() (*config.Config, error) {
+	if e.cfg == nil {
+		cfg, err := config.Load(e.configFile)
+		if err != nil {
+			return nil, err
+		}
+		e.cfg = cfg
+	}
+	return e.cfg, nil
+}
+
+// requireConfig is loadConfig for commands that cannot work without one.
+func (e *env) requireConfig(fs *flag.FlagSet) (*config.Config, error) {
+	if e.configFile == "" {
+		return nil, usageError{msg: fmt.Sprintf("--config FILE is required: the backupcycle YAML that lists the databases (see config.example.yaml; `%s --help`)", fs.Name())}
+	}
+	return e.loadConfig()
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }

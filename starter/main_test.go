@@ -63,8 +63,14 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}{
 		{nil, "usage: starter <command>"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"plan"}, "starter plan: not implemented yet: print the plan of a cycle"},
-		{[]string{"run"}, "starter run: not implemented yet: run one verified backup cycle"},
+		{[]string{"plan", "--config", "testdata/site.yaml"}, "starter plan: --database NAME is required"},
+		{[]string{"plan", "--database", "Sales"}, "starter plan: --config FILE is required"},
+		{[]string{"plan", "--database", "Sales", "--config", "testdata/site.yaml", "--size", "lots"}, `--size "lots"`},
+		{[]string{"run"}, "starter run: --database NAME is required"},
+		{[]string{"schedule"}, "give exactly one of --apply, --list"},
+		{[]string{"schedule", "--list", "--apply"}, "(got 2: --apply --list)"},
+		{[]string{"schedule", "--apply"}, "starter schedule: --config FILE is required"},
+		{[]string{"status", "stray"}, `unexpected argument "stray"`},
 		{[]string{"health", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"health", "stray"}, `unexpected argument "stray"`},
 	}

@@ -240,7 +240,9 @@ func TestConfigWorkerAgainstACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
+	// Long enough for the start itself on a loaded machine: the wait for a
+	// worker is what must time out, and give the hint.
+	hctx, hcancel := context.WithTimeout(ctx, 8*time.Second)
 	_, err = idle.RunHealthCheck(hctx)
 	hcancel()
 	if err == nil || !strings.Contains(err.Error(), `is a worker polling task queue "backupcycle" on namespace "default"?`) {

@@ -139,11 +139,11 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 		// intact on the primary).
 		ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
 		StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-		HeartbeatTimeout:       longHeartbeat,
+		HeartbeatTimeout:       orDefault(plan.Limits.Heartbeat, longHeartbeat),
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        5 * time.Second,
+			InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
 			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
+			MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
 			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
 		},
 	}), a.CopyToRemote, activities.CopyInput{
@@ -173,7 +173,7 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	var sanity activities.StepOutput
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    longHeartbeat,
+		HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
 		RetryPolicy:         retry(10*time.Second, 5),
 	}), a.SanityChecks, verify).Get(ctx, &sanity)
 	if err != nil {
@@ -251,7 +251,7 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 			c.in.Database, plan.Rotation, plan.Remote), activities.ErrInvalidConfig, nil)
 	}
 	c.instance = plan.Instance
-	c.log(ctx).Info("cycle planned", "server", plan.Rotation[0], "last_server", plan.LastServer,
+	c.log(ctx).Info("cycle planned", "primary", plan.Rotation[0], "last_server", plan.LastServer,
 		"last_server_source", plan.LastServerSource, "stripes", plan.Stripes, "remote", plan.Remote)
 	return plan, nil
 }
@@ -291,7 +291,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			StartToCloseTimeout: orDefault(plan.Limits.BackupTimeout, defaultBackupTimeout),
 			// A dead worker is noticed within a minute; the retry re-attaches
 			// to the statement still running on the SQL instance.
-			HeartbeatTimeout: longHeartbeat,
+			HeartbeatTimeout: orDefault(plan.Limits.Heartbeat, longHeartbeat),
 			RetryPolicy: retry(10*time.Second, 10,
 				activities.ErrSQLHostUnreachable, activities.ErrBackupTargetUnreachable),
 		}), a.Backup, activities.BackupInput{
@@ -340,7 +340,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		var restored activities.StepOutput
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(plan.Limits.RestoreTimeout, defaultRestoreTimeout),
-			HeartbeatTimeout:    longHeartbeat,
+			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
 			// A lost verification instance is retried here: the retry
 			// re-attaches to a running RESTORE or starts it again (REPLACE).
 			RetryPolicy: retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 20),
@@ -355,7 +355,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		var checked activities.StepOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
-			HeartbeatTimeout:    longHeartbeat,
+			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
 			RetryPolicy:         retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
 		}), a.CheckDB, verify).Get(ctx, &checked)
 		if err == nil {
@@ -463,7 +463,8 @@ func (c *cycle) details(ctx workflow.Context) {
 	}
 	t := p.Timings
 	s += "| backup | copy | restore | CHECKDB | sanity | total |\n|---|---|---|---|---|---|\n"
-	s += fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", t.Backup, t.Copy, t.Restore, t.CheckDB, t.Sanity, t.Total)
+	s += fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", round(t.Backup), round(t.Copy), round(t.Restore),
+		round(t.CheckDB), round(t.Sanity), round(t.Total))
 	if len(p.Failed) > 0 {
 		s += fmt.Sprintf("\nmarked failed on the way: %v\n", p.Failed)
 	}
@@ -617,6 +618,17 @@ func (b *backoff) next() (time.Duration, bool) {
 	b.used += d
 	b.wait = min(2*b.wait, b.max)
 	return d, true
+}
+
+// round keeps durations readable: 1m23s, 4.56s, 120ms.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func humanBytes(n int64) string {

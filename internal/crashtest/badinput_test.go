@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ func runBad(t *testing.T, s *site, withGood bool, breakIt func(), wantType strin
 	_, err := wait(t, run, 3*time.Minute)
 	b.took = time.Since(start)
 	b.err = err
+	record(t, history(t, c, run).events, "bad_"+strings.ToLower(strings.TrimPrefix(s.tq, "crash-TestBadInput")))
 	if err == nil {
 		t.Fatalf("cycle with bad input succeeded, want %s", wantType)
 	}
@@ -133,25 +135,33 @@ func TestBadInputSQLHostUnreachable(t *testing.T) {
       max_interval: 2s
       give_up_after: 6s
 `)
-	var waited bool
+	// Watch for the wait step while the failing cycle runs.
+	c := dial(t, sharedTemporal(t))
+	var waited atomic.Bool
+	done := make(chan struct{})
+	watched := make(chan struct{})
 	b := runBad(t, s, true, func() {
 		if err := s.src.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		// Watch the wait step while the cycle runs.
 		go func() {
-			c := dial(t, sharedTemporal(t))
-			deadline := time.Now().Add(time.Minute)
-			for time.Now().Before(deadline) && !waited {
+			defer close(watched)
+			for !waited.Load() {
 				run := c.GetWorkflow(context.Background(), s.tq+"-bad", "")
 				if p, err := progress(c, run); err == nil && p.Step == activities.StepWaitingForSQLHost {
-					waited = true
+					waited.Store(true)
 				}
-				time.Sleep(100 * time.Millisecond)
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
 			}
 		}()
 	}, activities.ErrSQLHostUnreachable, "sql01")
-	if !waited {
+	close(done)
+	<-watched
+	if !waited.Load() {
 		t.Errorf("the cycle never showed step %s", activities.StepWaitingForSQLHost)
 	}
 	// Bounded: give_up_after 6 s of waits plus the attempts themselves.
@@ -167,6 +177,10 @@ func TestBadInputSharePathMissing(t *testing.T) {
 	s.reconfigure(func(y string) string {
 		return strings.Replace(y, "location: "+s.dirs["bak01"]+"\n", "location: "+missing+"\n", 1)
 	}, "Sales")
+	s.knownBugs = map[string]string{activities.ErrCorruptBackup: "activities/cycle_deps.go storageError maps the missing " +
+		"location directory (storage.ErrNotFound from opening the server) to CorruptBackup \"the backup set is incomplete\"; " +
+		"the BACKUP runs first (SQL Server writes by UNC path) and the cycle fails at copy. Want: InvalidConfig naming the " +
+		"location and the fix, at plan (PlanCycle opens every rotation server) before any SQL runs"}
 	runBad(t, s, false, nil, activities.ErrInvalidConfig, "bak01", missing)
 }
 
@@ -246,9 +260,12 @@ func TestBadInputConfigLimitsAtRuntime(t *testing.T) {
 }
 
 // Two cycles of one database started at once through the starter client:
-// the workflow id per database makes Temporal reject the second.
+// the workflow id per database makes Temporal reject the second while the
+// first runs; once it finished, the next cycle starts.
 func TestBadInputTwoCyclesAtOnce(t *testing.T) {
-	s := newSite(t, "Sales", smallDB, "")
+	// Its own database name: the workflow id is per database, and the
+	// server is shared with the other scenarios.
+	s := newSite(t, "Twice", smallDB, "")
 	s.src.SetThrottle(1 << 20) // the first is still running when the second starts
 	srv := sharedTemporal(t)
 	c := dial(t, srv)
@@ -259,19 +276,35 @@ func TestBadInputTwoCyclesAtOnce(t *testing.T) {
 		t.Fatalf("first cycle: %v", err)
 	}
 	second, err := sc.StartCycle(context.Background(), workflows.CycleInput{Database: s.db})
-	if err == nil {
-		// Let both finish before the site goes away.
+	var running *starter.AlreadyRunningError
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
 		_, err1 := wait(t, first, 3*time.Minute)
 		_, err2 := wait(t, second, 3*time.Minute)
-		t.Skipf("BUG (starter/client CycleWorkflowID): two cycles of %s started at once both ran (%s: %v, %s: %v): "+
-			"the workflow id is per start (database + millisecond), not per database, so Temporal cannot reject the second",
+		t.Errorf("two cycles of %s started at once both ran (%s: %v; %s: %v): the workflow id must be per database",
 			s.db, first.GetID(), err1, second.GetID(), err2)
+		return
+	case !errors.As(err, &running) || !errors.As(err, &started) || running.WorkflowID != first.GetID():
+		t.Errorf("second start: %v, want AlreadyRunningError wrapping WorkflowExecutionAlreadyStarted for %s", err, first.GetID())
+	case !strings.Contains(err.Error(), s.db) || !strings.Contains(err.Error(), "already running") ||
+		!strings.Contains(err.Error(), "wait for it to finish"):
+		t.Errorf("second start: %q, want the database, \"already running\" and the fix", err)
 	}
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if !errors.As(err, &started) || !strings.Contains(err.Error(), s.db) {
-		t.Errorf("second start: %v, want WorkflowExecutionAlreadyStarted naming %s", err, s.db)
+	res, err := wait(t, first, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("first cycle: %v", err)
 	}
-	if _, err := wait(t, first, 3*time.Minute); err != nil {
-		t.Errorf("first cycle: %v", err)
+	if n := len(statements(s.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want once: the rejected start must not run", n)
+	}
+	// A finished cycle does not block the next one.
+	s.src.SetThrottle(0)
+	next, err := sc.StartCycle(context.Background(), workflows.CycleInput{Database: s.db})
+	if err != nil {
+		t.Fatalf("cycle after the first finished: %v", err)
+	}
+	if res2, err := wait(t, next, 3*time.Minute); err != nil || res2.Sequence != res.Sequence+1 {
+		t.Errorf("next cycle: seq %d, %v; want seq %d verified", res2.Sequence, err, res.Sequence+1)
 	}
 }

@@ -3,6 +3,7 @@ package crashtest
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -91,6 +93,8 @@ func checkCrashRun(t *testing.T, s *site, r *crashRun) {
 	if r.runs.completed["MarkFailed"] != 0 {
 		t.Errorf("MarkFailed ran %d times: a worker crash must not fail the set", r.runs.completed["MarkFailed"])
 	}
+	t.Logf("statements of the crashed cycle: BACKUP %v, RESTORE %v, CHECKDB %v", s.since(r.before, "BACKUP DATABASE"),
+		s.since(r.before, "RESTORE DATABASE"), s.since(r.before, "DBCC CHECKDB"))
 	// The emulators' logs: exactly one successful statement of each kind,
 	// and only the crashed step's statement may have a second try.
 	for _, kind := range []string{"BACKUP DATABASE", "RESTORE DATABASE", "DBCC CHECKDB"} {
@@ -128,6 +132,11 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			in: func(s *site, p workflows.Progress) bool {
 				return p.Step == activities.StepCopy && p.Percent >= 60
 			}},
+		{step: activities.StepRestore, activity: "Restore", statement: "RESTORE DATABASE",
+			slow: func(s *site) { s.verify.SetThrottle(2 << 20) },
+			in: func(s *site, p workflows.Progress) bool {
+				return p.Step == activities.StepRestore && p.Percent >= 30 && running(s.verify, "RESTORE DATABASE")
+			}},
 		{step: activities.StepCheckDB, activity: "CheckDB", statement: "DBCC CHECKDB",
 			slow: func(s *site) { s.verify.SetThrottle(2 << 20) },
 			in: func(s *site, p workflows.Progress) bool {
@@ -161,7 +170,12 @@ func TestWorkerCrashAtStep(t *testing.T) {
 				return err == nil && tc.in(s, p)
 			})
 			w.kill()
-			t.Logf("worker killed in step %s at %.0f %% (%d bytes)", r.killedAt.Step, r.killedAt.Percent, r.killedAt.Bytes)
+			// What the killed attempt had written to the remote copy: the
+			// stripes' sizes there (the highest offset written, in-flight
+			// chunks included). The second cycle's remote is the first's primary.
+			written := s.stripeBytes(r.clean.Server, r.clean.Sequence+1)
+			t.Logf("worker killed in step %s at %.0f %% (%d bytes confirmed, %d written)", r.killedAt.Step, r.killedAt.Percent,
+				r.killedAt.Bytes, written)
 			s.startWorkerProcess(srv.FrontendAddress())
 			r.crashed, err = wait(t, run, 5*time.Minute)
 			if err != nil {
@@ -174,10 +188,9 @@ func TestWorkerCrashAtStep(t *testing.T) {
 
 			if tc.step == activities.StepCopy {
 				out := r.runs.copyOut
-				// Bytes sent again = what the killed attempt had confirmed
-				// (the progress query's bytes at the kill) minus where the
-				// new attempt resumed.
-				r.resent = max(0, r.killedAt.Bytes-out.Resumed)
+				// Bytes sent again = what the killed attempt had written
+				// minus where the new attempt resumed.
+				r.resent = max(0, written-out.Resumed)
 				// The new attempt resumes from the last checkpoint that
 				// reached Temporal: at most one heartbeat interval (1 s at
 				// the 2 MiB/s limit) plus one unconfirmed chunk per stripe
@@ -260,6 +273,18 @@ func TestTemporalServerRestart(t *testing.T) {
 	record(t, r.runs.events, "server_restart")
 	checkCrashRun(t, s, r)
 	report(t, "Temporal server restarted in backup", r)
+}
+
+// stripeBytes sums the sizes of a set's stripe files on a server.
+func (s *site) stripeBytes(server string, seq int64) int64 {
+	var n int64
+	files, _ := filepath.Glob(filepath.Join(s.dirs[server], tsql.SetPrefix(s.db, seq)+"_*.bak*")) // .partial while written
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 func freePort(t *testing.T) int {

@@ -35,6 +35,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -159,6 +160,16 @@ type site struct {
 // YAML appended to the database's entry.
 func newSite(t *testing.T, db string, size int64, extra string) *site {
 	t.Helper()
+	return newSiteWith(t, db, size, extra, nil)
+}
+
+// envSMBPass holds the Samba servers' password for the configuration.
+const envSMBPass = "BC_TEST_SMB_PASSWORD"
+
+// newSiteWith is newSite with some backup servers on Samba (the worker
+// reaches them over SMB; SQL Server's UNC path maps to the share's directory).
+func newSiteWith(t *testing.T, db string, size int64, extra string, smb map[string]*sambatest.Server) *site {
+	t.Helper()
 	s := &site{t: t, db: db, dirs: map[string]string{},
 		tq: "crash-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")}
 	root := t.TempDir()
@@ -167,6 +178,12 @@ func newSite(t *testing.T, db string, size int64, extra string) *site {
 		if err := os.MkdirAll(s.dirs[d], 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	location := map[string]string{"bak01": s.dirs["bak01"], "bak02": s.dirs["bak02"]}
+	for name, srv := range smb {
+		s.dirs[name] = srv.Dir("backup")
+		location[name] = fmt.Sprintf("%s\n    smb:\n      user: %s\n      password_env: %s", srv.URL("backup"), srv.User(), envSMBPass)
+		t.Setenv(envSMBPass, srv.Password())
 	}
 	shares := map[string]string{`\\bak01\backup`: s.dirs["bak01"], `\\bak02\backup`: s.dirs["bak02"]}
 	var err error
@@ -226,7 +243,7 @@ databases:
       - name: orders-present
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
         at_least: 1
-%s`, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, s.dirs["bak01"], s.dirs["bak02"], db, extra)
+%s`, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, location["bak01"], location["bak02"], db, extra)
 	s.cfgPath = filepath.Join(root, "backupcycle.yaml")
 	if err := os.WriteFile(s.cfgPath, []byte(y), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -22,28 +25,78 @@ type CycleRun struct {
 	Result     workflows.CycleResult
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._]+`)
 
-// CycleWorkflowID is the workflow id StartCycle gives a cycle started at t:
-// readable in the Web UI's list, unique per start.
-func CycleWorkflowID(database string, t time.Time) string {
-	return fmt.Sprintf("backup-%s-%s", unsafeID.ReplaceAllString(database, "_"), t.UTC().Format("20060102T150405.000Z"))
+// CycleWorkflowID is the workflow id of every cycle of one database:
+// backup-<instance>-<database> (backup-<database> without an instance). One
+// id per database lets Temporal refuse a second cycle while one runs
+// (WorkflowIDConflictPolicy FAIL). Characters outside [A-Za-z0-9._] become
+// "_" for a readable Web UI list; when that changed anything, a short hash of
+// the real names keeps two databases from sharing an id.
+func CycleWorkflowID(instance, database string) string {
+	parts := []string{database}
+	if instance != "" {
+		parts = []string{instance, database}
+	}
+	id, changed := "backup", false
+	for _, p := range parts {
+		safe := unsafeID.ReplaceAllString(p, "_")
+		changed = changed || safe != p
+		id += "-" + safe
+	}
+	if changed {
+		sum := sha256.Sum256([]byte(instance + "\x00" + database))
+		id += "-" + hex.EncodeToString(sum[:4])
+	}
+	return id
+}
+
+// AlreadyRunningError says that a cycle of the database is running already;
+// it wraps Temporal's *serviceerror.WorkflowExecutionAlreadyStarted.
+type AlreadyRunningError struct {
+	Database   string
+	WorkflowID string
+	RunID      string
+	Err        error
+}
+
+func (e *AlreadyRunningError) Error() string {
+	return fmt.Sprintf("a backup cycle of %s is already running as workflow %s (run %s): wait for it to finish (`starter status --database %s`) or cancel it in the Web UI",
+		e.Database, e.WorkflowID, e.RunID, e.Database)
+}
+
+func (e *AlreadyRunningError) Unwrap() error { return e.Err }
+
+// cycleOptions are the start options of a cycle of in.Database.
+func (c *Client) cycleOptions(in workflows.CycleInput) sdkclient.StartWorkflowOptions {
+	return sdkclient.StartWorkflowOptions{
+		ID:        CycleWorkflowID(in.Instance, in.Database),
+		TaskQueue: c.taskQueue,
+		// A finished cycle (verified or failed) does not block the next one;
+		// a running one does.
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true, // else the SDK hands back the running one silently
+		StaticSummary:                            "backup cycle of " + in.Database,
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(in.Database)),
+	}
 }
 
 // StartCycle starts one BackupCycle of in.Database (a configuration key) and
 // returns without waiting. The search attribute BackupDatabase is set at
-// start so the Web UI can filter the cycle before its first step.
+// start so the Web UI can filter the cycle before its first step. While a
+// cycle of the same database runs, it returns *AlreadyRunningError.
 func (c *Client) StartCycle(ctx context.Context, in workflows.CycleInput) (sdkclient.WorkflowRun, error) {
 	if in.Database == "" {
 		return nil, errors.New("start BackupCycle: no database given: name a database of the configuration, e.g. Sales")
 	}
-	run, err := c.sdk.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
-		ID:                    CycleWorkflowID(in.Database, time.Now()),
-		TaskQueue:             c.taskQueue,
-		StaticSummary:         "backup cycle of " + in.Database,
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(in.Database)),
-	}, workflows.BackupCycleName, in)
+	opts := c.cycleOptions(in)
+	run, err := c.sdk.ExecuteWorkflow(ctx, opts, workflows.BackupCycleName, in)
 	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return nil, &AlreadyRunningError{Database: in.Database, WorkflowID: opts.ID, RunID: started.RunId, Err: err}
+		}
 		return nil, fmt.Errorf("start %s of %s on namespace %q: %w", workflows.BackupCycleName, in.Database, c.namespace, err)
 	}
 	c.log.Info("backup cycle started", zap.String(logging.KeyWorkflowID, run.GetID()), zap.String(logging.KeyRunID, run.GetRunID()),
@@ -59,6 +112,15 @@ func (c *Client) RunCycle(ctx context.Context, in workflows.CycleInput) (CycleRu
 	if err != nil {
 		return CycleRun{}, err
 	}
+	return c.waitCycle(ctx, run, in.Database)
+}
+
+// WaitCycle waits for the cycle run (from StartCycle) to finish.
+func (c *Client) WaitCycle(ctx context.Context, run sdkclient.WorkflowRun, database string) (CycleRun, error) {
+	return c.waitCycle(ctx, run, database)
+}
+
+func (c *Client) waitCycle(ctx context.Context, run sdkclient.WorkflowRun, database string) (CycleRun, error) {
 	out := CycleRun{WorkflowID: run.GetID(), RunID: run.GetRunID()}
 	if err := run.Get(ctx, &out.Result); err != nil {
 		switch {
@@ -66,11 +128,12 @@ func (c *Client) RunCycle(ctx context.Context, in workflows.CycleInput) (CycleRu
 			// Only the wait ends: the workflow is durable and a worker resumes it.
 			return out, fmt.Errorf("stopped waiting for backup cycle %s: %w (the cycle goes on in Temporal and resumes when a worker polls task queue %q)",
 				out.WorkflowID, ctx.Err(), c.taskQueue)
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*serviceerror.DeadlineExceeded)):
+			// The SDK's long poll may end a moment before ctx does.
 			return out, fmt.Errorf("backup cycle %s did not finish: %w (is a worker polling task queue %q on namespace %q?)",
 				out.WorkflowID, ctx.Err(), c.taskQueue, c.namespace)
 		}
-		return out, fmt.Errorf("backup cycle %s of %s failed: %w", out.WorkflowID, in.Database, err)
+		return out, fmt.Errorf("backup cycle %s of %s failed: %w", out.WorkflowID, database, err)
 	}
 	return out, nil
 }

@@ -1,0 +1,163 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// Assumptions are the throughputs (MB/s = MiB/s, per unit) and counts the
+// time estimates rest on; measure them on the real hardware (seed 000,
+// "Calculating the Time...") and pass them in. NIC counts are not here: they
+// are the UNC paths of each backup server in the configuration.
+type Assumptions struct {
+	NICMBps            float64 // per NIC path
+	BackupLUNReadMBps  float64 // backup server LUN, sequential read
+	BackupLUNWriteMBps float64 // backup server LUN, sequential write
+	BackupLUNs         int
+	DataLUNReadMBps    float64 // database data LUN, sequential read (source and verification instance)
+	DataLUNWriteMBps   float64 // database data LUN, sequential write (the restore)
+	DataLUNs           int
+	CopyMBps           float64 // primary -> remote backup server copy
+	// CompressionFactor = uncompressed / compressed size; 0 means 4 with
+	// compression: true (seed 000: "between 1:4 and 1:6"), else 1.
+	CompressionFactor float64
+	InstantFileInit   bool // restore skips zeroing data files
+	Cores             int  // SQL host cores for stripes: auto; 0 = unknown
+}
+
+// DefaultAssumptions is a modest site: 1 GbE NICs (~110 MB/s each), one
+// backup LUN and one data LUN of 200 MB/s, the copy at one NIC's speed.
+func DefaultAssumptions() Assumptions {
+	return Assumptions{NICMBps: 110, BackupLUNReadMBps: 200, BackupLUNWriteMBps: 200, BackupLUNs: 1,
+		DataLUNReadMBps: 200, DataLUNWriteMBps: 200, DataLUNs: 1, CopyMBps: 110}
+}
+
+// DefaultCompressionFactor is assumed for compression: true.
+const DefaultCompressionFactor = 4
+
+// PlanRequest names the database and what the plan may assume.
+type PlanRequest struct {
+	Instance, Database string
+	// SizeBytes is data + log (the uncompressed backup size); 0 skips the
+	// time estimates.
+	SizeBytes int64
+	// LastServer is the previous cycle's primary ("" = none: the rotation
+	// starts at its first server). The real cycle reads it from the manifests.
+	LastServer string
+	// Sequence numbers the example file names (0: 1).
+	Sequence    int64
+	Assumptions Assumptions
+}
+
+// CyclePlan is what a cycle of the database would do, computed from the
+// configuration alone (nothing is contacted).
+type CyclePlan struct {
+	Database       string // instance/name
+	Address        string // source SQL instance
+	Rotation       []string
+	LastServer     string
+	Primary        string
+	Remote         string // copy target of Primary
+	VerifyInstance string
+	NICPaths       []string // UNC paths of Primary
+	Stripes        int
+	StripesAuto    bool
+	// CycleStripes is what the cycle's plan step chooses for stripes: auto
+	// today: it knows neither size nor cores (0 when not auto).
+	CycleStripes int
+	Layout       []tsql.Stripe
+	Tuning       plan.Tuning
+	Compression  bool
+	MemoryBytes  int64 // BUFFERCOUNT x MAXTRANSFERSIZE as SQL Server will use them
+	MemoryBudget int64 // 0 = none
+	// MemoryErr is the memory guard's refusal ("" = within budget): the cycle
+	// would fail with InsufficientMemory.
+	MemoryErr   string
+	Assumptions Assumptions // with CompressionFactor resolved
+	Source      plan.Hardware
+	RemoteHW    plan.Hardware
+	Estimate    *plan.CycleEstimate // nil without SizeBytes
+}
+
+// PlanCycle computes the plan of one cycle of a configured database, the
+// same way the cycle's plan step does (round robin, stripe count and layout,
+// tuning and memory guard), plus the seed's time estimates.
+func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
+	db, err := cfg.Database(req.Instance, req.Database)
+	if err != nil {
+		return CyclePlan{}, err
+	}
+	p := CyclePlan{Database: db.ID(), Rotation: db.BackupServers, LastServer: req.LastServer, Compression: db.Compression,
+		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions}
+	if inst, ok := cfg.SQLInstance(db.Instance); ok {
+		p.Address = inst.Address
+	}
+	if p.Primary, err = plan.NextServer(db.BackupServers, req.LastServer, nil); err != nil {
+		return p, fmt.Errorf("database %s: %w", db.ID(), err)
+	}
+	srv, ok := cfg.BackupServer(p.Primary)
+	if !ok {
+		return p, fmt.Errorf("database %s: backup server %q is not configured under backup_servers", db.ID(), p.Primary)
+	}
+	p.NICPaths = srv.UNCPaths
+	p.Remote = db.CopyTarget(p.Primary)
+	remote, ok := cfg.BackupServer(p.Remote)
+	if !ok || p.Remote == p.Primary {
+		return p, fmt.Errorf("database %s: no remote copy target for backups on %s: set copy_to, or list a second backup server", db.ID(), p.Primary)
+	}
+	p.VerifyInstance = remote.VerifyInstance
+
+	a := &p.Assumptions
+	p.Stripes, p.StripesAuto = int(db.Stripes), db.Stripes == config.StripesAuto
+	if p.StripesAuto {
+		p.Stripes, err = plan.AutoStripes(req.SizeBytes, len(srv.UNCPaths), a.Cores)
+		if err == nil {
+			p.CycleStripes, err = plan.AutoStripes(0, len(srv.UNCPaths), 0)
+		}
+	} else {
+		err = plan.CheckBalance(p.Stripes, len(srv.UNCPaths))
+	}
+	if err != nil {
+		return p, fmt.Errorf("database %s: %w", db.ID(), err)
+	}
+	seq := req.Sequence
+	if seq == 0 {
+		seq = 1
+	}
+	if p.Layout, err = tsql.Layout(srv.UNCPaths, db.Name, seq, p.Stripes); err != nil {
+		return p, err
+	}
+	p.Tuning = plan.Tuning{Stripes: p.Stripes, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize)}
+	p.MemoryBytes = plan.BackupMemory(p.Tuning, a.DataLUNs)
+	if err := plan.CheckTuning(p.Tuning, a.DataLUNs, p.MemoryBudget); err != nil {
+		p.MemoryErr = err.Error()
+	}
+
+	if a.CompressionFactor == 0 {
+		a.CompressionFactor = 1
+		if db.Compression {
+			a.CompressionFactor = DefaultCompressionFactor
+		}
+	}
+	p.Source = plan.Hardware{NICMBps: a.NICMBps, NICs: len(srv.UNCPaths),
+		BackupLUNReadMBps: a.BackupLUNReadMBps, BackupLUNWriteMBps: a.BackupLUNWriteMBps, BackupLUNs: a.BackupLUNs,
+		DataLUNReadMBps: a.DataLUNReadMBps, DataLUNWriteMBps: a.DataLUNWriteMBps, DataLUNs: a.DataLUNs}
+	p.RemoteHW = p.Source
+	p.RemoteHW.NICs = max(len(remote.UNCPaths), 1)
+	if req.SizeBytes < 0 {
+		return p, errors.New("plan: database size is negative; give data + log size in bytes, e.g. 2TiB")
+	}
+	if req.SizeBytes > 0 {
+		est, err := plan.CycleTime(plan.Cycle{Source: p.Source, Remote: p.RemoteHW, CopyMBps: a.CopyMBps,
+			Workload: plan.Workload{DataBytes: req.SizeBytes, CompressionFactor: a.CompressionFactor, InstantFileInit: a.InstantFileInit}})
+		if err != nil {
+			return p, err
+		}
+		p.Estimate = &est
+	}
+	return p, nil
+}

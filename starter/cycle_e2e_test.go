@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/devenv"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/starter/client"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+// The real BackupCycle with the real activities, in-process, against the
+// emulated site (two sqlsim instances, two backup directories): `run --wait`
+// prints a verified set, `status` shows it, and a running cycle answers the
+// progress query.
+func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
+	const tq = "tq-e2e"
+	state := t.TempDir()
+	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
+		TemporalAddress: srv.FrontendAddress()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Stop() })
+	c := sdk(t)
+	acts := activities.New(zap.NewNop())
+	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
+	w := sdkworker.New(c, tq, sdkworker.Options{})
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	id := client.CycleWorkflowID(devenv.SourceInstance, devenv.Database)
+
+	code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait")
+	if code != exitOK {
+		t.Fatalf("run --wait: exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("run --wait:\n%s", out)
+	for _, re := range []string{
+		`(?m)^VERIFIED Sales sequence 1 \(workflow ` + id + `\)$`,
+		`(?m)^  backed up to bak01, copied to bak02, restored as Sales_verify_00000001, CHECKDB clean, sanity checks hold$`,
+		`(?m)^  set:     4 stripes, manifest Sales_00000001.manifest.json, on bak01 and bak02$`,
+		`(?m)^  times:   backup \S+, copy \S+, restore \S+, CHECKDB \S+, sanity \S+; total \S+$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("run --wait output lacks %s:\n%s", re, out)
+		}
+	}
+
+	// A slow second cycle: running, it answers the progress query.
+	site.Source.SetThrottle(48 << 10)
+	if code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database); code != exitOK {
+		t.Fatalf("second run: %d %s%s", code, out, errs)
+	}
+	eventually(t, func() string {
+		code, out, errs := on(t, tq, "status", "--database", devenv.Database, "--limit", "2")
+		lines := strings.Split(out, "\n")
+		if code != exitOK || len(lines) < 6 ||
+			!strings.HasPrefix(lines[0], id+"  Running  database Sales  step backup  seq 2  server bak02  outcome running") ||
+			!regexp.MustCompile(`^    progress: step backup [1-9]\d*% \(\d+\.\d \S+\)$`).MatchString(lines[2]) ||
+			!strings.HasPrefix(lines[3], id+"  Completed  database Sales  step done  seq 1  server bak01  outcome verified") {
+			return fmt.Sprintf("status: exit %d\n%s%s", code, out, errs)
+		}
+		t.Logf("status:\n%s", out)
+		return ""
+	})
+	site.Source.SetThrottle(0)
+	cl := testClient(t, tq)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := cl.SDK().GetWorkflow(ctx, id, "")
+	res, err := cl.WaitCycle(ctx, run, devenv.Database)
+	if err != nil || res.Result.Sequence != 2 || res.Result.Server != "bak02" {
+		t.Errorf("second cycle: %+v, %v", res.Result, err)
+	}
+}
+
+// A damaged page in the source: `run --wait` exits 1 with the cycle's own
+// reason and error type in one line.
+func TestRunWaitReportsAFailedCycleInOneLine(t *testing.T) {
+	const tq = "tq-e2e-fail"
+	state := t.TempDir()
+	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
+		TemporalAddress: srv.FrontendAddress()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Stop() })
+	c := sdk(t)
+	acts := activities.New(zap.NewNop())
+	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
+	w := sdkworker.New(c, tq, sdkworker.Options{})
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	files, err := filepath.Glob(filepath.Join(state, devenv.SourceInstance, "volume-d", "*.mdf"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("primary data file: %v %v", files, err)
+	}
+	if err := sqlsim.FlipByte(files[0], 20*sqlsim.PageSize+500); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait")
+	if code != exitFail || strings.Contains(out, "VERIFIED") || strings.Count(errs, "\n") != 1 ||
+		!regexp.MustCompile(`^starter: backup cycle backup-sql01-Sales of Sales failed: .*page \(1:20\).* \[CheckDBFailed\]\n$`).MatchString(errs) {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/starter/client"
+)
+
+func planCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	req := client.PlanRequest{Assumptions: client.DefaultAssumptions()}
+	a := &req.Assumptions
+	fs.StringVar(&req.Database, "database", "", "database to plan (its name under databases: in the config); required")
+	fs.StringVar(&req.Instance, "instance", "", "source SQL instance, when the database name is configured on several")
+	size := fs.String("size", "", "database size to estimate for: data + log, e.g. 500GiB or 2TiB (no estimates without it)")
+	fs.StringVar(&req.LastServer, "last-server", "", "previous cycle's primary backup server (the real cycle reads it from the manifests)")
+	fs.Int64Var(&req.Sequence, "seq", 1, "sequence number for the example file names")
+	fs.Float64Var(&a.NICMBps, "nic-mbps", a.NICMBps, "assumed throughput per NIC path, MB/s")
+	fs.Float64Var(&a.BackupLUNReadMBps, "backup-read-mbps", a.BackupLUNReadMBps, "assumed backup server LUN sequential read, MB/s per LUN")
+	fs.Float64Var(&a.BackupLUNWriteMBps, "backup-write-mbps", a.BackupLUNWriteMBps, "assumed backup server LUN sequential write, MB/s per LUN")
+	fs.IntVar(&a.BackupLUNs, "backup-luns", a.BackupLUNs, "backup server LUNs used in parallel")
+	fs.Float64Var(&a.DataLUNReadMBps, "data-read-mbps", a.DataLUNReadMBps, "assumed database data LUN sequential read, MB/s per LUN")
+	fs.Float64Var(&a.DataLUNWriteMBps, "data-write-mbps", a.DataLUNWriteMBps, "assumed database data LUN sequential write, MB/s per LUN")
+	fs.IntVar(&a.DataLUNs, "data-luns", a.DataLUNs, "database data LUNs used in parallel")
+	fs.Float64Var(&a.CopyMBps, "copy-mbps", a.CopyMBps, "assumed primary -> remote backup server copy throughput, MB/s")
+	fs.Float64Var(&a.CompressionFactor, "compression-factor", 0, fmt.Sprintf("uncompressed / compressed size (default %d with compression: true, else 1)", client.DefaultCompressionFactor))
+	fs.BoolVar(&a.InstantFileInit, "instant-file-init", false, "the verification instance has instant file initialization (restore writes once)")
+	fs.IntVar(&a.Cores, "cores", 0, "CPU cores of the SQL host, for stripes: auto (0 = unknown)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if req.Database == "" {
+		return usageError{msg: "--database NAME is required: the database to plan, as configured under databases:"}
+	}
+	if *size != "" {
+		n, err := config.ParseSize(*size)
+		if err != nil {
+			return usageError{msg: fmt.Sprintf("--size %q: %v", *size, err)}
+		}
+		req.SizeBytes = int64(n)
+	}
+	cfg, err := e.requireConfig(fs)
+	if err != nil {
+		return err
+	}
+	p, err := client.PlanCycle(cfg, req)
+	if err != nil {
+		return err
+	}
+	writePlan(e.stdout, p, req.SizeBytes)
+	return nil
+}
+
+func writePlan(w io.Writer, p client.CyclePlan, size int64) {
+	fmt.Fprintf(w, "plan for %s (source %s); nothing was contacted\n", p.Database, p.Address)
+	last := p.LastServer
+	if last == "" {
+		last = "none given; the cycle reads it from the manifests"
+	}
+	fmt.Fprintf(w, "rotation:  %s (last primary: %s)\n", strings.Join(p.Rotation, " -> "), last)
+	fmt.Fprintf(w, "primary:   %s, copy to %s, restore + CHECKDB on %s\n", p.Primary, p.Remote, p.VerifyInstance)
+	how := "configured"
+	if p.StripesAuto {
+		how = "auto"
+	}
+	fmt.Fprintf(w, "stripes:   %d (%s) over %d NIC paths, %d per NIC\n", p.Stripes, how, len(p.NICPaths), p.Stripes/max(len(p.NICPaths), 1))
+	if p.StripesAuto && p.CycleStripes != p.Stripes {
+		fmt.Fprintf(w, "           (the cycle's plan step does not know size or cores yet and chooses %d; set stripes: %d to get this layout)\n", p.CycleStripes, p.Stripes)
+	}
+	for _, s := range p.Layout {
+		fmt.Fprintf(w, "  %2d  %s\n", s.Index, s.Path)
+	}
+	t := p.Tuning
+	fmt.Fprintf(w, "tuning:    compression %v, BUFFERCOUNT %s, MAXTRANSFERSIZE %s, BLOCKSIZE %s\n", p.Compression,
+		orDefault(int64(t.BufferCount), false), orDefault(int64(t.MaxTransferSize), true), orDefault(int64(t.BlockSize), true))
+	budget := "no budget set"
+	if p.MemoryBudget > 0 {
+		budget = "budget " + humanBytes(p.MemoryBudget)
+	}
+	if p.MemoryErr != "" {
+		fmt.Fprintf(w, "memory:    REFUSED: %s\n", p.MemoryErr)
+	} else {
+		fmt.Fprintf(w, "memory:    %s of backup buffers (BUFFERCOUNT x MAXTRANSFERSIZE), %s: ok\n", humanBytes(p.MemoryBytes), budget)
+	}
+	a := p.Assumptions
+	fmt.Fprintf(w, "assumed:   NIC %g MB/s x %d (source) / %d (remote); backup LUN read %g, write %g MB/s x %d; data LUN read %g, write %g MB/s x %d; copy %g MB/s; compression factor %g; instant file init %v\n",
+		a.NICMBps, p.Source.NICs, p.RemoteHW.NICs, a.BackupLUNReadMBps, a.BackupLUNWriteMBps, a.BackupLUNs,
+		a.DataLUNReadMBps, a.DataLUNWriteMBps, a.DataLUNs, a.CopyMBps, a.CompressionFactor, a.InstantFileInit)
+	if p.Estimate == nil {
+		fmt.Fprintf(w, "estimates: give --size (data + log, e.g. 2TiB) for backup, copy, restore and CHECKDB times\n")
+		return
+	}
+	est := p.Estimate
+	fmt.Fprintf(w, "estimates for %s (seed 000 formulas; CHECKDB is a lower bound):\n", humanBytes(size))
+	fmt.Fprintf(w, "  backup   %10s  at %.0f MB/s, limited by %s\n", hm(est.Backup), est.BackupRate.MBps, est.BackupRate.Bottleneck)
+	fmt.Fprintf(w, "  copy     %10s  %s at %g MB/s\n", hm(est.Copy), humanBytes(int64(float64(size)/a.CompressionFactor)), a.CopyMBps)
+	fmt.Fprintf(w, "  restore  %10s  at %.0f MB/s, limited by %s\n", hm(est.Restore), est.RestoreRate.MBps, est.RestoreRate.Bottleneck)
+	fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
+	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
+}
+
+func orDefault(n int64, bytes bool) string {
+	switch {
+	case n == 0:
+		return "SQL Server default"
+	case bytes:
+		return humanBytes(n)
+	}
+	return fmt.Sprint(n)
+}
+
+func humanBytes(n int64) string { return plan.FormatBytes(n) }
+
+// hm renders an estimate as 2h25m10s (seconds kept: small databases).
+func hm(d time.Duration) string { return d.Round(time.Second).String() }

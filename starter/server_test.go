@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/devserver"
+	"github.com/backupcycle/backupcycle/starter/client"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+// srv is the one embedded Temporal server of this test binary (in memory,
+// free ports, the product's search attributes). No worker polls its task
+// queues, so started cycles stay running until a test terminates them.
+var srv *devserver.Server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	s, err := devserver.Start(ctx, devserver.Options{UIPort: devserver.NoUI, SearchAttributes: workflows.SearchAttributeTypes})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start embedded Temporal: %v\n", err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop embedded Temporal: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+const site = "testdata/site.yaml"
+
+// on runs the starter against the embedded server on its own task queue.
+func on(t *testing.T, tq string, args ...string) (int, string, string) {
+	t.Helper()
+	return runStarter(t, append(args, "--address", srv.FrontendAddress(), "--task-queue", tq)...)
+}
+
+func sdk(t *testing.T) sdkclient.Client {
+	t.Helper()
+	c, err := srv.NewClient(context.Background(), sdkclient.Options{Logger: nopLog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func testClient(t *testing.T, tq string) *client.Client {
+	return client.New(sdk(t), config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace(), TaskQueue: tq}, zap.NewNop())
+}
+
+type nopLog struct{}
+
+func (nopLog) Debug(string, ...any) {}
+func (nopLog) Info(string, ...any)  {}
+func (nopLog) Warn(string, ...any)  {}
+func (nopLog) Error(string, ...any) {}
+
+// eventually retries f until it returns "" (visibility is eventually
+// consistent) and fails with its last complaint.
+func eventually(t *testing.T, f func() string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		msg := f()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func terminate(t *testing.T, id string) {
+	t.Helper()
+	if err := sdk(t).TerminateWorkflow(context.Background(), id, "", "test done"); err != nil {
+		t.Fatalf("terminate %s: %v", id, err)
+	}
+}
+
+func TestRunRefusesASecondCycleOfTheSameDatabase(t *testing.T) {
+	code, out, errs := on(t, "tq-run", "run", "--config", site, "--database", "Sales")
+	if code != exitOK || !strings.Contains(out, "workflow backup-sql01-Sales, run ") || !strings.Contains(out, "BackupDatabase = 'Sales'") {
+		t.Fatalf("first run: exit %d, out %q, err %q", code, out, errs)
+	}
+	code, out, errs = on(t, "tq-run", "run", "--config", site, "--database", "Sales")
+	if code != exitFail || out != "" || strings.Count(errs, "\n") != 1 ||
+		!strings.HasPrefix(errs, "starter: a backup cycle of Sales is already running as workflow backup-sql01-Sales (run ") {
+		t.Errorf("second run: exit %d, out %q, err %q", code, out, errs)
+	}
+	// Through the client: the typed error, wrapping Temporal's.
+	_, err := testClient(t, "tq-run").StartCycle(context.Background(), workflows.CycleInput{Database: "Sales", Instance: "sql01"})
+	var already *client.AlreadyRunningError
+	if !errorsAs(err, &already) || already.WorkflowID != "backup-sql01-Sales" || already.RunID == "" {
+		t.Errorf("client: %v", err)
+	}
+	// Once it is closed, the next cycle may start (ALLOW_DUPLICATE).
+	terminate(t, "backup-sql01-Sales")
+	code, out, errs = on(t, "tq-run", "run", "--config", site, "--database", "Sales")
+	if code != exitOK {
+		t.Errorf("run after the first closed: exit %d, out %q, err %q", code, out, errs)
+	}
+	terminate(t, "backup-sql01-Sales")
+}
+
+func TestRunWaitWithoutWorkerTimesOutWithOneLine(t *testing.T) {
+	code, out, errs := on(t, "tq-wait", "run", "--config", site, "--database", "Inventory", "--wait", "--timeout", "1s")
+	defer terminate(t, "backup-sql01-Inventory")
+	if code != exitFail || !strings.Contains(out, "waiting...") || strings.Count(errs, "\n") != 1 ||
+		!strings.Contains(errs, "backup cycle backup-sql01-Inventory did not finish") || !strings.Contains(errs, `task queue "tq-wait"`) {
+		t.Errorf("exit %d, out %q, err %q", code, out, errs)
+	}
+}
+
+func TestRunUnknownDatabaseFailsBeforeDialing(t *testing.T) {
+	code, _, errs := runStarter(t, "run", "--config", site, "--database", "Nope", "--address", deadAddress(t))
+	if code != exitFail || !strings.Contains(errs, `database "Nope" is not configured`) {
+		t.Errorf("exit %d, err %q", code, errs)
+	}
+}
+
+func TestStatusShowsAttributesAndRunningCycles(t *testing.T) {
+	c := sdk(t)
+	ctx := context.Background()
+	// A closed cycle with every attribute, as the workflow upserts them.
+	db := `Sal'es\x` // quoted in the query, or (backslash) filtered client-side
+	_, err := c.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: "status-closed", TaskQueue: "tq-status",
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(db), workflows.AttrStep.ValueSet("copy"),
+			workflows.AttrSequence.ValueSet(17), workflows.AttrServer.ValueSet("bak02"), workflows.AttrOutcome.ValueSet(workflows.OutcomeFailed)),
+	}, workflows.BackupCycleName, workflows.CycleInput{Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminate(t, "status-closed")
+	// A running one through the starter (no worker: its progress query cannot be answered).
+	if code, _, errs := on(t, "tq-status", "run", "--database", db); code != exitOK {
+		t.Fatalf("run: %s", errs)
+	}
+	runningID := client.CycleWorkflowID("", db)
+	defer terminate(t, runningID)
+	// Another database must not show up.
+	if code, _, errs := on(t, "tq-status", "run", "--database", "Other"); code != exitOK {
+		t.Fatalf("run: %s", errs)
+	}
+	defer terminate(t, "backup-Other")
+
+	var out string
+	eventually(t, func() string {
+		var code int
+		var errs string
+		code, out, errs = on(t, "tq-status", "status", "--database", db, "--progress-timeout", "1s")
+		if code != exitOK || strings.Count(out, "database "+db) != 2 {
+			return fmt.Sprintf("status: exit %d, out %q, err %q", code, out, errs)
+		}
+		return ""
+	})
+	lines := strings.Split(out, "\n")
+	// Newest first: the running one, then the terminated one with its attributes.
+	if !strings.HasPrefix(lines[0], runningID+"  Running  database "+db+"  step -") {
+		t.Errorf("first line %q", lines[0])
+	}
+	if !strings.Contains(out, "progress: no answer to the progress query within the timeout (is a worker polling task queue \"tq-status\"?)") {
+		t.Errorf("no progress note in %q", out)
+	}
+	if !strings.Contains(out, "status-closed  Terminated  database "+db+"  step copy  seq 17  server bak02  outcome failed") ||
+		!strings.Contains(out, ", closed ") {
+		t.Errorf("closed cycle missing in %q", out)
+	}
+	if strings.Contains(out, "backup-Other") {
+		t.Errorf("other database listed: %q", out)
+	}
+	// --limit 1 keeps the newest only.
+	code, out, _ := on(t, "tq-status", "status", "--database", db, "--limit", "1", "--progress-timeout", "100ms")
+	if code != exitOK || strings.Contains(out, "status-closed") || !strings.Contains(out, runningID) {
+		t.Errorf("--limit 1: %q", out)
+	}
+	// A quote in the name goes through the server-side query.
+	if code, _, errs := on(t, "tq-status", "run", "--database", "O'Brien"); code != exitOK {
+		t.Fatalf("run: %s", errs)
+	}
+	defer terminate(t, client.CycleWorkflowID("", "O'Brien"))
+	eventually(t, func() string {
+		code, out, errs := on(t, "tq-status", "status", "--database", "O'Brien", "--progress-timeout", "100ms")
+		if code != exitOK || strings.Count(out, "Running  database O'Brien") != 1 || strings.Contains(out, "Sal'es") {
+			return fmt.Sprintf("O'Brien: exit %d, out %q, err %q", code, out, errs)
+		}
+		return ""
+	})
+	if code, _, errs := on(t, "tq-status", "status", "--limit", "0"); code != exitUsage || !strings.Contains(errs, "--limit 0: give 1 or more") {
+		t.Errorf("--limit 0: exit %d %q", code, errs)
+	}
+}
+
+func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
+	tq := "tq-schedule"
+	code, out, errs := on(t, tq, "schedule", "--config", site, "--apply", "--cron", "30 2 * * *", "--jitter", "20m")
+	if code != exitOK || !strings.Contains(out, "created schedule backup-sql01-Sales for sql01/Sales: cron \"30 2 * * *\", jitter 20m0s, overlap skip; next runs 20") ||
+		!strings.Contains(out, "created schedule backup-sql01-Inventory for sql01/Inventory") {
+		t.Fatalf("apply: exit %d, out %q, err %q", code, out, errs)
+	}
+	t.Cleanup(func() {
+		on(t, tq, "schedule", "--delete", "backup-sql01-Sales")
+		on(t, tq, "schedule", "--delete", "backup-sql01-Inventory")
+	})
+	// The next runs honour cron + jitter: 02:30 to 02:50 UTC.
+	c := testClient(t, tq)
+	ctx := context.Background()
+	s, err := c.DescribeSchedule(ctx, "backup-sql01-Sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.NextRuns) == 0 || s.Database != "Sales" || s.Paused || strings.Join(s.Cron, "") != "30 2 * * *" ||
+		s.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || s.CatchupWindow != client.DefaultCatchupWindow || s.Jitter != 20*time.Minute {
+		t.Fatalf("described: %+v", s)
+	}
+	for _, n := range s.NextRuns {
+		n = n.UTC()
+		if n.Hour() != 2 || n.Minute() < 30 || n.Minute() > 50 {
+			t.Errorf("next run %s is outside 02:30-02:50", n)
+		}
+	}
+
+	// Pause (by database name), then apply again: updated, still paused.
+	if code, out, errs := on(t, tq, "schedule", "--config", site, "--pause", "Sales", "--note", "disk swap"); code != exitOK || !strings.Contains(out, "schedule backup-sql01-Sales: pause done") {
+		t.Fatalf("pause: %d %q %q", code, out, errs)
+	}
+	code, out, _ = on(t, tq, "schedule", "--config", site, "--apply", "--cron", "0 3 * * *", "--catchup-window", "1h")
+	if code != exitOK || strings.Count(out, "updated schedule") != 2 || strings.Contains(out, "created") {
+		t.Errorf("second apply: %q", out)
+	}
+	if s, _ = c.DescribeSchedule(ctx, "backup-sql01-Sales"); !s.Paused || s.Note != "disk swap" || strings.Join(s.Cron, "") != "0 3 * * *" ||
+		s.CatchupWindow != time.Hour || s.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP {
+		t.Errorf("after update: %+v", s)
+	}
+
+	eventually(t, func() string {
+		code, out, errs = on(t, tq, "schedule", "--list")
+		if code != exitOK || !strings.Contains(out, "backup-sql01-Sales  database Sales  PAUSED  cron 0 3 * * * jitter 0s") ||
+			!strings.Contains(out, "backup-sql01-Inventory  database Inventory  active") || !strings.Contains(out, "note: disk swap") {
+			return fmt.Sprintf("list: exit %d, out %q, err %q", code, out, errs)
+		}
+		return ""
+	})
+
+	// A schedule of a database that is not in the configuration is named
+	// on apply, not touched.
+	other := &config.Config{File: "other.yaml", Databases: []config.Database{{Name: "Gone", Instance: "sql09"}}}
+	if _, err := c.ApplySchedules(ctx, other, client.ScheduleSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeleteSchedule(ctx, "backup-sql09-Gone") })
+	eventually(t, func() string {
+		code, out, errs = on(t, tq, "schedule", "--config", site, "--apply")
+		if code != exitOK || !strings.Contains(out, "not in testdata/site.yaml: schedule backup-sql09-Gone (database Gone) still runs; remove it with `starter schedule --delete backup-sql09-Gone`") {
+			return fmt.Sprintf("apply with an orphan: exit %d, out %q, err %q", code, out, errs)
+		}
+		return ""
+	})
+
+	// Trigger starts a cycle now, with the schedule's workflow id prefix.
+	if code, _, errs := on(t, tq, "schedule", "--trigger", "backup-sql01-Inventory"); code != exitOK {
+		t.Fatalf("trigger: %q", errs)
+	}
+	eventually(t, func() string {
+		s, err := c.DescribeSchedule(ctx, "backup-sql01-Inventory")
+		if err != nil || s.Running != 1 || !strings.HasPrefix(s.LastWorkflowID, "backup-sql01-Inventory-") {
+			return fmt.Sprintf("after trigger: %+v, %v", s, err)
+		}
+		return ""
+	})
+	s, _ = c.DescribeSchedule(ctx, "backup-sql01-Inventory")
+	desc, err := sdk(t).DescribeWorkflowExecution(ctx, s.LastWorkflowID, "")
+	if err != nil || desc.GetWorkflowExecutionInfo().GetType().GetName() != workflows.BackupCycleName {
+		t.Errorf("triggered workflow: %v, %v", desc, err)
+	}
+	terminate(t, s.LastWorkflowID)
+
+	// Delete, then the name is unknown with a clear line.
+	if code, _, errs := on(t, tq, "schedule", "--delete", "backup-sql01-Inventory"); code != exitOK {
+		t.Fatalf("delete: %q", errs)
+	}
+	code, _, errs = on(t, tq, "schedule", "--pause", "backup-sql01-Inventory")
+	if code != exitFail || !strings.Contains(errs, "pause schedule backup-sql01-Inventory: no such schedule") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("pause deleted: %d %q", code, errs)
+	}
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
