@@ -244,18 +244,9 @@ func (f catalogFS) Create(ctx context.Context, name string) (io.WriteCloser, err
 	return &bufWriter{w: w}, nil
 }
 
-// Rename replaces newName: storage never replaces, so remove it first. A
-// crash between the two leaves the new content under the temporary name,
-// which the next write of the manifest (the activity's retry) redoes.
+// Rename is the catalog's atomic replace of a manifest by its new version.
 func (f catalogFS) Rename(ctx context.Context, oldName, newName string) error {
-	err := f.st.Rename(ctx, oldName, newName)
-	if errors.Is(err, storage.ErrExists) {
-		if rerr := f.st.Remove(ctx, newName); rerr != nil && !errors.Is(rerr, storage.ErrNotFound) {
-			return rerr
-		}
-		err = f.st.Rename(ctx, oldName, newName)
-	}
-	return err
+	return f.st.Replace(ctx, oldName, newName)
 }
 
 func (f catalogFS) Remove(ctx context.Context, name string) error { return f.st.Remove(ctx, name) }

@@ -47,6 +47,12 @@ type Storage interface {
 	// writers racing for one name are not excluded; the copier never does that).
 	Rename(ctx context.Context, oldName, newName string) error
 
+	// Replace moves oldName to newName in one step, replacing newName if it
+	// exists: readers see the old or the new content, never neither. It is for
+	// small files rewritten in place (the manifest); stripes use Rename, which
+	// never replaces. ErrNotFound when oldName does not exist.
+	Replace(ctx context.Context, oldName, newName string) error
+
 	// Remove deletes a file; ErrNotFound when it does not exist.
 	Remove(ctx context.Context, name string) error
 

@@ -230,6 +230,28 @@ func (s *Storage) Rename(ctx context.Context, oldName, newName string) error {
 	return nil
 }
 
+// Replace is os.Rename: atomic, replacing newName.
+func (s *Storage) Replace(ctx context.Context, oldName, newName string) error {
+	op, err := s.path("replace", oldName)
+	if err != nil {
+		return err
+	}
+	np, err := s.path("replace", newName)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(np), 0o755); err != nil {
+		return s.err("replace", newName, err)
+	}
+	if err := os.Rename(op, np); err != nil {
+		return s.err("replace", oldName, err)
+	}
+	return nil
+}
+
 func (s *Storage) Remove(ctx context.Context, name string) error {
 	p, err := s.path("remove", name)
 	if err != nil {

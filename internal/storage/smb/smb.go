@@ -605,6 +605,23 @@ func (s *Storage) Rename(ctx context.Context, oldName, newName string) error {
 	})
 }
 
+// Replace is one SMB2 SET_INFO FileRenameInformation with ReplaceIfExists,
+// which the server applies atomically.
+func (s *Storage) Replace(ctx context.Context, oldName, newName string) error {
+	if err := s.check("replace", oldName); err != nil {
+		return err
+	}
+	if err := s.check("replace", newName); err != nil {
+		return err
+	}
+	if err := s.mkdirParent(ctx, "replace", newName); err != nil {
+		return err
+	}
+	return s.doOnce(ctx, "replace", oldName, func(sh *smb2.Share) error {
+		return sh.Rename(s.full(oldName), s.full(newName))
+	})
+}
+
 func (s *Storage) Remove(ctx context.Context, name string) error {
 	if err := s.check("remove", name); err != nil {
 		return err

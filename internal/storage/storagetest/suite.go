@@ -40,6 +40,7 @@ func Run(t *testing.T, newStorage func(t *testing.T) storage.Storage, opts Optio
 		{"NotFound", testNotFound},
 		{"List", testList},
 		{"Rename", testRename},
+		{"Replace", testReplace},
 		{"Remove", testRemove},
 		{"FreeSpace", testFreeSpace},
 		{"InvalidNames", testInvalidNames},
@@ -308,6 +309,29 @@ func testRename(t *testing.T, s storage.Storage, _ Options) {
 	}
 	err = s.Rename(ctx, "rn/none.partial", "rn/none.bak")
 	wantKind(t, "Rename of a missing file", err, storage.ErrNotFound)
+}
+
+func testReplace(t *testing.T, s storage.Storage, _ Options) {
+	ctx := context.Background()
+	a, b := randBytes(22, 1500), randBytes(23, 700)
+	put(t, s, "rp/.m.tmp1", a)
+	if err := s.Replace(ctx, "rp/.m.tmp1", "rp/m.json"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "rp/.m.tmp2", b)
+	if err := s.Replace(ctx, "rp/.m.tmp2", "rp/m.json"); err != nil {
+		t.Fatalf("Replace onto an existing file: %v", err)
+	}
+	if got := get(t, s, "rp/m.json"); !bytes.Equal(got, b) {
+		t.Fatal("Replace did not replace the existing file")
+	}
+	_, err := s.Stat(ctx, "rp/.m.tmp2")
+	wantKind(t, "Stat of the old name after Replace", err, storage.ErrNotFound)
+	err = s.Replace(ctx, "rp/none.tmp", "rp/m.json")
+	wantKind(t, "Replace of a missing file", err, storage.ErrNotFound)
+	if got := get(t, s, "rp/m.json"); !bytes.Equal(got, b) {
+		t.Fatal("failed Replace changed the target")
+	}
 }
 
 func testRemove(t *testing.T, s storage.Storage, _ Options) {
