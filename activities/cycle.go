@@ -388,7 +388,8 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	}
 	now := d.now()
 	m := catalog.New(db.Name, in.Sequence, now)
-	m.SourceInstance = inst.Address
+	// The config name is stable; the address may change (it does in --dev).
+	m.SourceInstance = inst.Name
 	m.PrimaryServer = srv.Name
 	m.Servers = []string{srv.Name}
 	for _, s := range in.Backup.Stripes {

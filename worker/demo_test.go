@@ -140,10 +140,10 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 		t.Fatalf("demo on a damaged database exited %d, want %d\n%s", code, exitFail, w3.stdout)
 	}
 	last := lastLine(w3.stderr.String())
-	if !regexp.MustCompile(`^worker: demo cycle 1 of 2: workflow backup-Sales-\S+: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
+	if !regexp.MustCompile(`^worker: demo cycle 1 of 2: workflow backup-sql01-Sales: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
 		t.Errorf("last stderr line: %q", last)
 	}
-	if !regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/backup-Sales-`).MatchString(w3.stdout.String()) || verifiedRE.MatchString(w3.stdout.String()) {
+	if !regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/backup-sql01-Sales/`).MatchString(w3.stdout.String()) || verifiedRE.MatchString(w3.stdout.String()) {
 		t.Errorf("failed demo's stdout should link the failed cycle and verify nothing:\n%s", w3.stdout)
 	}
 	for _, c := range second {
@@ -170,8 +170,10 @@ func TestDemoKeepStaysUpForTheWebUI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	ids := map[string]bool{} // each execution names itself and its root execution
-	for _, m := range regexp.MustCompile(`"workflowId":\s*"(backup-Sales-[^"]+)"`).FindAllStringSubmatch(string(body), -1) {
+	// One workflow id per database: the two cycles are two runs of it. Each
+	// execution names itself and its root execution, hence the set.
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"workflowId":\s*"backup-sql01-Sales",\s*"runId":\s*"([^"]+)"`).FindAllStringSubmatch(string(body), -1) {
 		ids[m[1]] = true
 	}
 	if resp.StatusCode != http.StatusOK || len(ids) != 2 {

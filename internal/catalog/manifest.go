@@ -123,7 +123,7 @@ type Failure struct {
 type Manifest struct {
 	SchemaVersion  int      `json:"schema_version"`
 	Database       string   `json:"database"`        // source database name, unmangled
-	SourceInstance string   `json:"source_instance"` // e.g. sql01:1433
+	SourceInstance string   `json:"source_instance"` // the config name of the SQL instance, e.g. sql01
 	Sequence       int64    `json:"sequence"`
 	PrimaryServer  string   `json:"primary_server"` // backup server the BACKUP wrote to (round robin)
 	Servers        []string `json:"servers"`        // servers holding a complete copy

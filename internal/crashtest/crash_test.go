@@ -116,7 +116,10 @@ func checkCrashRun(t *testing.T, s *site, r *crashRun) {
 // any step that had succeeded; the copy resumes from its checkpoints.
 func TestWorkerCrashAtStep(t *testing.T) {
 	cases := []struct {
-		step, activity, statement, extra string
+		name, step, activity, statement, extra string
+		// freeze hangs the worker instead of killing it: its statement
+		// keeps running on the SQL instance and the retry re-attaches.
+		freeze bool
 		// slow holds the step open long enough to kill the worker in it.
 		slow func(s *site)
 		// in reports that the cycle is far enough into the step.
@@ -126,6 +129,11 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			slow: func(s *site) { s.src.SetThrottle(2 << 20) },
 			in: func(s *site, p workflows.Progress) bool {
 				return p.Step == activities.StepBackup && p.Percent >= 30 && running(s.src, "BACKUP DATABASE")
+			}},
+		{name: "backup-hung", step: activities.StepBackup, activity: "Backup", freeze: true,
+			slow: func(s *site) { s.src.SetThrottle(1 << 20) },
+			in: func(s *site, p workflows.Progress) bool {
+				return p.Step == activities.StepBackup && p.Percent >= 20 && running(s.src, "BACKUP DATABASE")
 			}},
 		{step: activities.StepCopy, activity: "CopyToRemote", extra: "    bandwidth_limit: 2MiB\n",
 			slow: func(*site) {},
@@ -145,7 +153,10 @@ func TestWorkerCrashAtStep(t *testing.T) {
 	}
 	srv := sharedTemporal(t)
 	for _, tc := range cases {
-		t.Run(tc.step, func(t *testing.T) {
+		if tc.name == "" {
+			tc.name = tc.step
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := dial(t, srv)
 			s := newSite(t, "Sales", dbSize, tc.extra)
@@ -169,7 +180,11 @@ func TestWorkerCrashAtStep(t *testing.T) {
 				r.killedAt = p
 				return err == nil && tc.in(s, p)
 			})
-			w.kill()
+			if tc.freeze {
+				w.freeze()
+			} else {
+				w.kill()
+			}
 			// What the killed attempt had written to the remote copy: the
 			// stripes' sizes there (the highest offset written, in-flight
 			// chunks included). The second cycle's remote is the first's primary.
@@ -183,7 +198,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			}
 			r.took = time.Since(start)
 			r.runs = history(t, c, run)
-			record(t, r.runs.events, "worker_crash_"+tc.step)
+			record(t, r.runs.events, "worker_crash_"+tc.name)
 			checkCrashRun(t, s, r)
 
 			if tc.step == activities.StepCopy {
@@ -201,7 +216,14 @@ func TestWorkerCrashAtStep(t *testing.T) {
 						out, r.killedAt.Bytes, r.resent, bound)
 				}
 			}
-			report(t, "worker killed in "+tc.step, r)
+			if tc.freeze && !r.runs.backupOut.Reattached {
+				t.Errorf("backup after the hung worker: %+v, want the retry re-attached to the running BACKUP", r.runs.backupOut)
+			}
+			how := "worker killed in "
+			if tc.freeze {
+				how = "worker hung in "
+			}
+			report(t, how+tc.step, r)
 		})
 	}
 }

@@ -84,11 +84,17 @@ func workerOptions() worker.Options {
 	}
 }
 
+// heartbeatTimeout is the long activities' HeartbeatTimeout in these tests.
+const heartbeatTimeout = 5 * time.Second
+
 // newActivities wires the activities like worker/activities.go, with a
 // faster poll so that progress and re-attachment show within a test.
 func newActivities(cfg *config.Config, c client.Client) *activities.Activities {
 	acts := activities.New(zap.NewNop())
-	acts.Cycle = activities.CycleDeps{Config: cfg, Signal: c.SignalWorkflow, Poll: 200 * time.Millisecond}
+	acts.Cycle = activities.CycleDeps{Config: cfg, Signal: c.SignalWorkflow, Poll: 200 * time.Millisecond,
+		// A dead worker's activity is retried after 5 s instead of the
+		// production minute: the scenarios stay short, the path is the same.
+		HeartbeatTimeout: heartbeatTimeout}
 	return acts
 }
 
@@ -309,6 +315,12 @@ func (p *workerProcess) kill() {
 	<-p.done
 }
 
+// freeze stops the worker (SIGSTOP) without closing its connections: a
+// hung or partitioned worker. Its SQL sessions and statements live on.
+func (p *workerProcess) freeze() {
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
 // start begins a cycle of the site's database under a unique workflow id.
 func (s *site) start(c client.Client, id string) client.WorkflowRun {
 	s.t.Helper()
@@ -436,6 +448,7 @@ func unchanged(before, after map[string][32]byte) []string {
 type activityRuns struct {
 	started, completed, failed map[string]int
 	copyOut                    activities.CopyOutput
+	backupOut                  activities.BackupOutput
 	events                     *historypb.History
 }
 
@@ -460,8 +473,15 @@ func history(t *testing.T, c client.Client, run client.WorkflowRun) activityRuns
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
 			name := scheduled[a.GetScheduledEventId()]
 			r.completed[name]++
-			if name == "CopyToRemote" {
-				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &r.copyOut); err != nil {
+			var out any
+			switch name {
+			case "CopyToRemote":
+				out = &r.copyOut
+			case "Backup":
+				out = &r.backupOut
+			}
+			if out != nil {
+				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), out); err != nil {
 					t.Fatal(err)
 				}
 			}
