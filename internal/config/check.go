@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
 var (
@@ -525,17 +527,18 @@ func (d *decoder) checkBackoff(b Backoff, path, owner, key string, only func(str
 	}
 }
 
-// checkMemory is seed 004's guard: BUFFERCOUNT x MAXTRANSFERSIZE x stripes
-// must fit the memory budget. With stripes auto the planner stays within the
-// budget (MaxStripesInBudget); one stripe must fit already.
+// checkMemory is seed 004's guard: the BACKUP's buffer memory, BUFFERCOUNT x
+// MAXTRANSFERSIZE (Policy.BackupMemory), must fit the memory budget, or SQL
+// Server fails the backup with "insufficient system memory". With stripes
+// auto the planner stays within the budget (MaxStripesInBudget); one stripe
+// must fit already.
 func (d *decoder) checkMemory(p *Policy, path, owner string) {
-	if p.BufferCount <= 0 {
+	if p.MemoryBudget <= 0 { // not set (or not parsed: reported already)
 		return
 	}
 	stripes := int(p.Stripes)
-	sDesc := fmt.Sprintf("%d stripes", stripes)
 	if p.Stripes == StripesAuto {
-		stripes, sDesc = 1, "1 stripe (the least stripes: auto can choose)"
+		stripes = 1
 	}
 	need := p.BackupMemory(stripes)
 	if need <= int64(p.MemoryBudget) {
@@ -556,9 +559,13 @@ func (d *decoder) checkMemory(p *Policy, path, owner string) {
 			line = l
 		}
 	}
+	bc := fmt.Sprintf("BUFFERCOUNT %d%s", p.BufferCount, src("buffer_count"))
+	if p.BufferCount <= 0 {
+		bc = fmt.Sprintf("SQL Server's default BUFFERCOUNT for %d stripes (%d)", stripes, plan.DefaultBufferCount(stripes, 1))
+	}
 	d.errf(line, join(path, "buffer_count"),
-		"%s: BUFFERCOUNT %d%s x MAXTRANSFERSIZE %s%s x %s = %s exceeds memory_budget %s%s (seed 004: SQL Server would fail with \"insufficient system memory\"): lower buffer_count, max_transfer_size or stripes, or raise memory_budget",
-		owner, p.BufferCount, src("buffer_count"), p.effectiveMaxTransfer(), src("max_transfer_size"), sDesc, Size(need), p.MemoryBudget, src("memory_budget"))
+		"%s: %s x MAXTRANSFERSIZE %s%s = %s exceeds memory_budget %s%s (seed 004: SQL Server would fail with \"insufficient system memory\"): lower buffer_count or max_transfer_size, or raise memory_budget",
+		owner, bc, p.effectiveMaxTransfer(), src("max_transfer_size"), Size(need), p.MemoryBudget, src("memory_budget"))
 }
 
 func (d *decoder) checkSanity(db *Database, path, owner string) {

@@ -204,14 +204,14 @@ func TestErrors(t *testing.T) {
 			yaml: func(t *testing.T) string {
 				return base + "    stripes: 8\n    buffer_count: 3000\n    max_transfer_size: 2MiB\n"
 			},
-			want: []want{{lAfterDB, `databases[0] (Sales): BUFFERCOUNT 3000 x MAXTRANSFERSIZE 2MiB x 8 stripes = 46.9GiB exceeds memory_budget 2GiB (built-in default) (seed 004: SQL Server would fail with "insufficient system memory"): lower buffer_count, max_transfer_size or stripes, or raise memory_budget`}},
+			want: []want{{lAfterDB, `databases[0] (Sales): BUFFERCOUNT 3000 x MAXTRANSFERSIZE 2MiB = 5.9GiB exceeds memory_budget 2GiB (built-in default) (seed 004: SQL Server would fail with "insufficient system memory"): lower buffer_count or max_transfer_size, or raise memory_budget`}},
 		},
 		{
 			name: "memory budget from defaults, values inherited",
 			yaml: func(t *testing.T) string {
-				return "defaults:\n  buffer_count: 100\n  memory_budget: 256MiB\n" + base + "    stripes: 4\n"
+				return "defaults:\n  buffer_count: 300\n  memory_budget: 256MiB\n" + base + "    stripes: 4\n"
 			},
-			want: []want{{lAfterDB + 3, `BUFFERCOUNT 100 (from defaults) x MAXTRANSFERSIZE 1MiB (built-in default) x 4 stripes = 400MiB exceeds memory_budget 256MiB (from defaults)`}},
+			want: []want{{lAfterDB + 3, `BUFFERCOUNT 300 (from defaults) x MAXTRANSFERSIZE 1MiB (built-in default) = 300MiB exceeds memory_budget 256MiB (from defaults)`}},
 		},
 		{
 			name: "invalid default reported once at the defaults line",

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
 // SQLInstance returns the instance with that name.
@@ -87,25 +89,29 @@ func (p *Policy) effectiveMaxTransfer() Size {
 	return p.MaxTransferSize
 }
 
-// BackupMemory is the memory guard's measure for a stripe count:
-// BUFFERCOUNT x MAXTRANSFERSIZE x stripes (MAXTRANSFERSIZE counted as SQL
-// Server's 1 MiB when not set). It is 0 when buffer_count is not set, since
-// SQL Server then sizes its buffers itself.
+// BackupMemory is the buffer memory one BACKUP with this policy and stripe
+// count takes: BUFFERCOUNT x MAXTRANSFERSIZE (seed 004; BUFFERCOUNT counts
+// the buffers of all backup files together), with SQL Server's defaults for
+// what is not set — its default BUFFERCOUNT grows with the stripe count. It is
+// plan.BackupMemory, the same measure the cycle's plan step checks.
 func (p *Policy) BackupMemory(stripes int) int64 {
-	if p.BufferCount <= 0 {
-		return 0
-	}
-	return int64(p.BufferCount) * int64(p.effectiveMaxTransfer()) * int64(stripes)
+	return plan.BackupMemory(p.tuning(stripes), 1)
 }
 
-// MaxStripesInBudget is the most stripes the memory budget allows (at most
-// MaxStripes); the planner caps `stripes: auto` with it. 0 means not even one.
+func (p *Policy) tuning(stripes int) plan.Tuning {
+	return plan.Tuning{Stripes: stripes, BufferCount: p.BufferCount,
+		MaxTransferSize: int(p.MaxTransferSize), BlockSize: int(p.BlockSize)}
+}
+
+// MaxStripesInBudget is the most stripes (at most MaxStripes) whose buffer
+// memory fits the memory budget; the planner caps `stripes: auto` with it.
+// 0 means not even one.
 func (p *Policy) MaxStripesInBudget() int {
-	per := p.BackupMemory(1)
-	if per == 0 {
-		return MaxStripes
+	n := 0
+	for s := 1; s <= MaxStripes && p.BackupMemory(s) <= int64(p.MemoryBudget); s++ {
+		n = s
 	}
-	return int(min(int64(p.MemoryBudget)/per, MaxStripes))
+	return n
 }
 
 // ConnString is the go-mssqldb connection URL for this instance; password

@@ -39,28 +39,29 @@ func TestCopyTargetAndVerifyName(t *testing.T) {
 
 func TestMemoryGuard(t *testing.T) {
 	p := DefaultPolicy()
-	if p.BackupMemory(8) != 0 || p.MaxStripesInBudget() != MaxStripes {
-		t.Errorf("no buffer_count: SQL Server sizes its buffers, nothing to guard")
+	// No buffer_count: SQL Server's default, 4 per file + 2 per volume, of
+	// 1 MiB: 8 stripes take 34 MiB.
+	if got := p.BackupMemory(8); got != 34<<20 {
+		t.Errorf("default BUFFERCOUNT for 8 stripes x 1MiB = %d, want 34MiB", got)
+	}
+	if got := p.MaxStripesInBudget(); got != MaxStripes {
+		t.Errorf("defaults fit every stripe count: %d", got)
 	}
 	p.BufferCount = 64
 	p.MaxTransferSize = 4 << 20
-	if got := p.BackupMemory(8); got != 2<<30 {
-		t.Errorf("64 x 4MiB x 8 = %d, want 2GiB", got)
+	// BUFFERCOUNT is the total over all files: the stripe count does not
+	// change it.
+	if got := p.BackupMemory(8); got != 256<<20 || p.BackupMemory(64) != got {
+		t.Errorf("64 x 4MiB = %d (8 stripes), %d (64 stripes); want 256MiB both", got, p.BackupMemory(64))
 	}
-	if got := p.MaxStripesInBudget(); got != 8 {
-		t.Errorf("2GiB / (64 x 4MiB) = %d stripes, want 8", got)
-	}
-	p.MaxTransferSize = 0 // SQL Server's 1MiB
-	if got := p.MaxStripesInBudget(); got != 32 {
-		t.Errorf("2GiB / (64 x 1MiB) = %d stripes, want 32", got)
-	}
-	p.BufferCount = 1
-	if got := p.MaxStripesInBudget(); got != MaxStripes {
-		t.Errorf("capped at %d: %d", MaxStripes, got)
-	}
-	p.BufferCount, p.MemoryBudget = 4096, 1<<30
+	p.MemoryBudget = 255 << 20
 	if got := p.MaxStripesInBudget(); got != 0 {
-		t.Errorf("not even one stripe fits: %d", got)
+		t.Errorf("64 x 4MiB over a 255MiB budget: %d stripes fit, want 0", got)
+	}
+	p.BufferCount, p.MemoryBudget = 0, 64<<20
+	// Default BUFFERCOUNT (4s+2) x 4MiB <= 64MiB: s <= 3.
+	if got := p.MaxStripesInBudget(); got != 3 {
+		t.Errorf("default BUFFERCOUNT x 4MiB within 64MiB: %d stripes, want 3", got)
 	}
 }
 
