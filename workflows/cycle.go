@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
 // CycleInput starts one BackupCycle. It holds configuration keys only: the
@@ -457,7 +458,7 @@ func (c *cycle) details(ctx workflow.Context) {
 	if p.Sequence != 0 {
 		s += fmt.Sprintf("sequence **%d** on **%s**", p.Sequence, p.Server)
 		if p.Percent > 0 || p.Bytes > 0 {
-			s += fmt.Sprintf(" · %.0f %% · %s", p.Percent, humanBytes(p.Bytes))
+			s += fmt.Sprintf(" · %.0f %% · %s", p.Percent, plan.FormatBytes(p.Bytes))
 		}
 		s += "\n\n"
 	}
@@ -629,17 +630,4 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -65,16 +65,10 @@ func (in *Instance) crashDue(op string, p float64) bool {
 // its next step) and finishes the crash in the background, since the
 // caller is itself an operation Crash waits for.
 func (in *Instance) crashNow() {
-	in.mu.Lock()
-	if !in.running {
-		in.mu.Unlock()
+	srv := in.markCrashed("sqlsim crashed at the armed point (fault injection)")
+	if srv == nil {
 		return
 	}
-	in.running = false
-	close(in.crashed)
-	srv := in.srv
-	in.mu.Unlock()
-	in.log.Warn("sqlsim crashed at the armed point (fault injection)")
 	go func() {
 		srv.DropConnections()
 		srv.Close()

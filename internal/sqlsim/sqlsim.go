@@ -319,19 +319,30 @@ func (in *Instance) Stop() error {
 // where they are (half-written stripes stay half-written). Start (or
 // Restart) brings the instance back.
 func (in *Instance) Crash() {
+	srv := in.markCrashed("sqlsim crashed (fault injection)")
+	if srv == nil {
+		return
+	}
+	srv.DropConnections()
+	srv.Close()
+	in.ops.Wait()
+}
+
+// markCrashed flips a running instance to crashed (in-flight work sees it on
+// its next step) and returns its TDS server to tear down; nil when it was not
+// running.
+func (in *Instance) markCrashed(msg string) *tds.Server {
 	in.mu.Lock()
 	if !in.running {
 		in.mu.Unlock()
-		return
+		return nil
 	}
 	in.running = false
 	close(in.crashed)
 	srv := in.srv
 	in.mu.Unlock()
-	in.log.Warn("sqlsim crashed (fault injection)")
-	srv.DropConnections()
-	srv.Close()
-	in.ops.Wait()
+	in.log.Warn(msg)
+	return srv
 }
 
 // Restart is Crash (if running) followed by Start on the same address.
