@@ -40,7 +40,8 @@ import (
 
 // End-to-end: the BackupCycle workflow on the embedded Temporal server, its
 // activities on a real worker, two emulated SQL Server instances over TDS
-// and two backup servers (directories SQL Server reaches by UNC path).
+// and two backup servers: Samba over SMB for issue 5's scenarios (a)-(e),
+// directories for the crash scenarios that do not involve the shares.
 
 var (
 	temporalOnce sync.Once
@@ -185,6 +186,20 @@ func cycleErrorType(err error) string {
 	return ""
 }
 
+// newSambaFixture is the fixture with both backup servers on their own smbd:
+// SQL Server writes the stripes to the share's directory by UNC path, the
+// worker reads, copies and catalogs them over SMB.
+func newSambaFixture(t *testing.T, db, extra string) *activities.SQLFixture {
+	t.Helper()
+	smb1 := sambatest.Start(t, sambatest.Options{})
+	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
+	t.Setenv("BC_TEST_SMB_PASSWORD", smb1.Password())
+	return activities.NewSQLFixtureWith(t, db, extra, map[string]activities.ServerSpec{
+		"bak01": {Dir: smb1.Dir("backup"), Location: smb1.URL("backup"), SMBUser: smb1.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
+		"bak02": {Dir: smb2.Dir("backup"), Location: smb2.URL("backup"), SMBUser: smb2.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
+	})
+}
+
 // hashes of every file of a set in a directory, to prove it untouched.
 func setHashes(t *testing.T, dir, db string, seq int64) map[string][32]byte {
 	t.Helper()
@@ -205,7 +220,7 @@ func setHashes(t *testing.T, dir, db string, seq int64) map[string][32]byte {
 // findable by search attributes.
 func TestE2ETwoCyclesAlternateServers(t *testing.T) {
 	db := "Sales]; DROP DATABASE x--"
-	f := activities.NewSQLFixture(t, db, "")
+	f := newSambaFixture(t, db, "")
 	e := newE2E(t, f, nil)
 
 	first, run1, err := e.cycle(db)
@@ -290,7 +305,7 @@ func TestE2ETwoCyclesAlternateServers(t *testing.T) {
 // (b): a byte flipped in the remote copy before the restore: CorruptBackup,
 // the set is marked failed, the previous verified set is untouched.
 func TestE2ECorruptRemoteCopy(t *testing.T) {
-	f := activities.NewSQLFixture(t, "Sales", "")
+	f := newSambaFixture(t, "Sales", "")
 	acts := f.Acts()
 	var corrupt sync.Mutex
 	armed := false
@@ -344,7 +359,7 @@ func TestE2ECorruptRemoteCopy(t *testing.T) {
 // (c): a damaged page in the source fails the cycle with CheckDBFailed
 // naming the page; the set is marked failed.
 func TestE2ECorruptSourcePage(t *testing.T) {
-	f := activities.NewSQLFixture(t, "Sales", "")
+	f := newSambaFixture(t, "Sales", "")
 	if err := f.Source().CorruptPage("Sales", 1, 25); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +376,7 @@ func TestE2ECorruptSourcePage(t *testing.T) {
 // (d): a sanity check that does not hold fails the cycle with the query and
 // the value.
 func TestE2ESanityCheckFails(t *testing.T) {
-	f := activities.NewSQLFixture(t, "Sales", `      - name: impossible
+	f := newSambaFixture(t, "Sales", `      - name: impossible
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
         equals: "-1"
 `)
