@@ -48,6 +48,11 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		var all []*catalog.Manifest
 		for _, name := range db.BackupServers {
 			listing, err := a.listManifests(ctx, name, db.Name)
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.NonRetryable() {
+				// Wrong location or credentials: stop before any SQL runs.
+				return Plan{}, err
+			}
 			if err != nil {
 				// An unreachable server cannot tell what it holds; the
 				// others still can, and the backup step fails over.

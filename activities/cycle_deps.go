@@ -127,6 +127,14 @@ func (d *CycleDeps) openStorage(ctx context.Context, srv *config.BackupServer) (
 		}
 	}
 	st, err := open(ctx, srv)
+	if errors.Is(err, storage.ErrNotFound) {
+		// The server answers but the directory itself is missing: a wrong
+		// location, which no retry fixes (a missing FILE of a set is
+		// storageError's "incomplete set").
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+			"backup server %s: location %s does not exist: create the directory on the server or fix location: in %s: %w",
+			srv.Name, srv.Location, d.Config.File, err))
+	}
 	if err != nil {
 		return nil, storageError(srv.Name, err)
 	}

@@ -148,7 +148,11 @@ func serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 		// In-flight activities get this long to finish on SIGTERM; the rest
 		// are retried by Temporal on another (or the restarted) worker.
 		WorkerStopTimeout: 10 * time.Second,
-		OnFatalError:      func(err error) { fatal <- err },
+		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
+		// by default (48 s for the copy's 1 min): a worker killed in between
+		// loses the copy's checkpoints and the retry starts the stripe over.
+		MaxHeartbeatThrottleInterval: 2 * time.Second,
+		OnFatalError:                 func(err error) { fatal <- err },
 	})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {

@@ -62,9 +62,6 @@ func runBad(t *testing.T, s *site, withGood bool, breakIt func(), wantType strin
 	if err == nil {
 		t.Fatalf("cycle with bad input succeeded, want %s", wantType)
 	}
-	if bug, ok := s.knownBugs[errorType(err)]; ok {
-		t.Skipf("BUG: %s (got: %v)", bug, err)
-	}
 	if got := errorType(err); got != wantType {
 		t.Errorf("error type %q, want %q: %v", got, wantType, err)
 	}
@@ -177,10 +174,6 @@ func TestBadInputSharePathMissing(t *testing.T) {
 	s.reconfigure(func(y string) string {
 		return strings.Replace(y, "location: "+s.dirs["bak01"]+"\n", "location: "+missing+"\n", 1)
 	}, "Sales")
-	s.knownBugs = map[string]string{activities.ErrCorruptBackup: "activities/cycle_deps.go storageError maps the missing " +
-		"location directory (storage.ErrNotFound from opening the server) to CorruptBackup \"the backup set is incomplete\"; " +
-		"the BACKUP runs first (SQL Server writes by UNC path) and the cycle fails at copy. Want: InvalidConfig naming the " +
-		"location and the fix, at plan (PlanCycle opens every rotation server) before any SQL runs"}
 	runBad(t, s, false, nil, activities.ErrInvalidConfig, "bak01", missing)
 }
 
@@ -206,8 +199,8 @@ func TestBadInputConfigLimits(t *testing.T) {
 		want       []string
 	}{
 		{"stripes above 64", "    stripes: 65\n", []string{"stripes", "65", "64"}},
-		{"memory budget", "    buffer_count: 64\n    max_transfer_size: 4MiB\n    memory_budget: 256MiB\n",
-			[]string{"BUFFERCOUNT 64", "MAXTRANSFERSIZE 4MiB", "exceeds memory_budget 256MiB", "lower buffer_count"}},
+		{"memory budget", "    buffer_count: 128\n    max_transfer_size: 4MiB\n    memory_budget: 256MiB\n",
+			[]string{"BUFFERCOUNT 128", "MAXTRANSFERSIZE 4MiB", "exceeds memory_budget 256MiB", "lower buffer_count"}},
 		{"max transfer not a multiple of 64KiB", "    max_transfer_size: 100KiB\n", []string{"max_transfer_size", "not a multiple of 64KiB"}},
 		{"max transfer above 4MiB", "    max_transfer_size: 8MiB\n", []string{"max_transfer_size", "above 4MiB"}},
 	} {
@@ -241,8 +234,6 @@ func TestBadInputConfigLimitsAtRuntime(t *testing.T) {
 	}{
 		{"stripes above 64", activities.ErrInvalidConfig, func(p *config.Policy) { p.Stripes = 65 }},
 		{"memory budget", activities.ErrInsufficientMemory, func(p *config.Policy) {
-			// Above the budget whether BUFFERCOUNT counts per stripe
-			// (config) or in total (plan).
 			p.BufferCount, p.MaxTransferSize, p.MemoryBudget = 128, 4<<20, 256<<20
 		}},
 		{"max transfer not a multiple of 64KiB", activities.ErrInvalidConfig, func(p *config.Policy) { p.MaxTransferSize = 100 << 10 }},

@@ -59,6 +59,9 @@ type crashRun struct {
 	crashedStep      string
 	resent           int64
 	crashedStatement string
+	// hung: the old worker still holds open polls, so Temporal may hand
+	// it the retry too (which then times out again): 2 or more attempts.
+	hung bool
 }
 
 // checkCrashRun asserts what every crash scenario promises: the cycle
@@ -85,7 +88,11 @@ func checkCrashRun(t *testing.T, s *site, r *crashRun) {
 		if name == r.crashedStep {
 			want = 2
 		}
-		if r.runs.completed[name] != 1 || r.runs.started[name] != want {
+		got := r.runs.started[name]
+		if r.hung && name == r.crashedStep && got > want {
+			got = want
+		}
+		if r.runs.completed[name] != 1 || got != want {
 			t.Errorf("%s: %d attempts, %d completions; want %d attempts, 1 completion (attempts %v)",
 				name, r.runs.started[name], r.runs.completed[name], want, r.runs.started)
 		}
@@ -162,7 +169,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			s := newSite(t, "Sales", dbSize, tc.extra)
 			tc.slow(s)
 			w := s.startWorkerProcess(srv.FrontendAddress())
-			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement}
+			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement, hung: tc.freeze}
 
 			start := time.Now()
 			var err error
@@ -189,7 +196,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			// stripes' sizes there (the highest offset written, in-flight
 			// chunks included). The second cycle's remote is the first's primary.
 			written := s.stripeBytes(r.clean.Server, r.clean.Sequence+1)
-			t.Logf("worker killed in step %s at %.0f %% (%d bytes confirmed, %d written)", r.killedAt.Step, r.killedAt.Percent,
+			t.Logf("worker %s in step %s at %.0f %% (%d bytes confirmed, %d written)", map[bool]string{false: "killed", true: "hung"}[tc.freeze], r.killedAt.Step, r.killedAt.Percent,
 				r.killedAt.Bytes, written)
 			s.startWorkerProcess(srv.FrontendAddress())
 			r.crashed, err = wait(t, run, 5*time.Minute)

@@ -157,9 +157,6 @@ type site struct {
 	cfgPath     string
 	cfg         *config.Config
 	tq          string
-	// knownBugs maps an error type a scenario gets instead of the right
-	// one, because of a product bug, to that bug (the test skips citing it).
-	knownBugs map[string]string
 }
 
 // newSite starts both instances with database db of size bytes; extra is
