@@ -68,6 +68,7 @@ func printSite(w io.Writer, site *devenv.Site) {
 	for _, b := range devenv.BackupServers {
 		fmt.Fprintf(w, "    %-10s %-21s backup server, SQL Server writes to %s\n", b, relPath(site.BackupDirs[b]), strings.Join(site.UNCPaths[b], " and "))
 	}
+	fmt.Fprintf(w, "  %s\n", site.BackupMode())
 }
 
 // cyclesURL is the Web UI's list of the demo database's cycles.

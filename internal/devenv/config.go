@@ -11,7 +11,8 @@ type configValues struct {
 	source, verify      string // host:port of the emulators
 	passwordFile        string
 	uncs                map[string][]string
-	dirs                map[string]string
+	locations           map[string]string // per backup server: smb:// URL or directory
+	smbPasswords        map[string]string // password file per Samba-served server
 	orders              int64
 }
 
@@ -30,7 +31,8 @@ func configText(v configValues) string {
 #
 # The site: sql01 (the source, database Sales: four data files on two volumes) and sqlverify (the
 # verification instance at the remote site) are SQL Server emulators over real TDS; bak01 and bak02 are
-# directories under the state directory that the emulators reach through two UNC paths each (one per NIC).
+# directories under the state directory that the emulators reach through two UNC paths each (one per NIC),
+# and that the worker reaches over SMB (a private smbd per server) when Samba is installed.
 `)
 	if v.temporal != "" {
 		w("\ntemporal:\n  address: %s\n", v.temporal)
@@ -77,11 +79,14 @@ backup_servers:
 		for _, p := range v.uncs[s] {
 			w("      - %s\n", yq(p))
 		}
-		w(`    location: %s   # how the worker reaches the same files
-    verify_instance: %s
+		w("    location: %s   # how the worker reaches the same files\n", yq(v.locations[s]))
+		if pf, ok := v.smbPasswords[s]; ok {
+			w("    smb: {user: %s, password_file: %s}\n", smbUser, yq(pf))
+		}
+		w(`    verify_instance: %s
     restore_data_dir: %s
     restore_log_dir: %s
-`, yq(v.dirs[s]), VerifyInstance, yq(restorePrefix+`\data`), yq(restorePrefix+`\log`))
+`, VerifyInstance, yq(restorePrefix+`\data`), yq(restorePrefix+`\log`))
 	}
 	w(`
 databases:

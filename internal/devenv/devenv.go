@@ -12,9 +12,12 @@
 // round robin go on. Only the listen ports change: the emulators take free
 // ports, and the configuration is rewritten on every Start.
 //
-// Samba is not used: internal/sambatest only runs under a testing.TB. The
-// backup servers are local directories, which the storage layer reaches as
-// file:// locations.
+// When Samba is installed (smbd, smbpasswd, nss_wrapper), each backup server
+// is also served by its own private smbd (internal/sambatest) on a free
+// 127.0.0.1 port, sharing that same directory: the emulators write by UNC
+// path, the worker reads and copies over real SMB (smb:// locations, the
+// password in <state>/secrets by reference). Without Samba the worker
+// reaches the directories as file:// locations.
 package devenv
 
 import (
@@ -33,6 +36,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
@@ -60,6 +64,22 @@ var BackupServers = []string{"bak01", "bak02"}
 // (the configuration names the file, never the password).
 const login = "sa"
 
+// SambaMode says whether the backup servers are served over Samba.
+type SambaMode string
+
+const (
+	// SambaAuto serves them over Samba when it is installed and works, and
+	// falls back to local directories (saying why) otherwise.
+	SambaAuto SambaMode = ""
+	// SambaOff keeps them local directories.
+	SambaOff SambaMode = "off"
+	// SambaRequired fails Start when Samba cannot serve them.
+	SambaRequired SambaMode = "required"
+)
+
+// smbUser is the share user of every backup server's smbd.
+const smbUser = "bakuser"
+
 // Options configure Start.
 type Options struct {
 	// StateDir holds everything (required); created if missing.
@@ -76,6 +96,8 @@ type Options struct {
 	TemporalAddress string
 	Namespace       string
 	Logger          *zap.Logger
+	// Samba: see SambaMode; default SambaAuto.
+	Samba SambaMode
 }
 
 // Site is the running emulated site.
@@ -88,6 +110,14 @@ type Site struct {
 	Source, Verify *sqlsim.Instance
 	// BackupDirs maps a backup server name to its local directory.
 	BackupDirs map[string]string
+	// Locations maps a backup server name to the location the worker uses:
+	// smb://127.0.0.1:PORT/backup over Samba, else the local directory.
+	Locations map[string]string
+	// SMB holds the running smbd per backup server (empty without Samba).
+	SMB map[string]*sambatest.Server
+	// SambaNote says why the backup servers are local directories (empty
+	// when they are served over Samba).
+	SambaNote string
 	// UNCPaths maps a backup server name to the paths SQL Server writes to.
 	UNCPaths map[string][]string
 	// Created is true when this Start created Sales (a fresh state
@@ -106,10 +136,12 @@ type layout struct {
 	volumes                 []string // the source's two data volumes
 	restore                 string   // the verify instance's restore volume
 	bak                     map[string]string
+	smbDir, smbPassword     map[string]string // per backup server
 }
 
 func newLayout(root string) layout {
-	l := layout{root: root, secrets: filepath.Join(root, "secrets"), bak: map[string]string{}}
+	l := layout{root: root, secrets: filepath.Join(root, "secrets"), bak: map[string]string{},
+		smbDir: map[string]string{}, smbPassword: map[string]string{}}
 	l.password = filepath.Join(l.secrets, "sql.password")
 	l.srcData = filepath.Join(root, SourceInstance)
 	l.verifyData = filepath.Join(root, VerifyInstance)
@@ -117,7 +149,11 @@ func newLayout(root string) layout {
 	l.volumes = []string{filepath.Join(l.srcData, "volume-d"), filepath.Join(l.srcData, "volume-e")}
 	l.restore = filepath.Join(l.verifyData, "restore")
 	for _, b := range BackupServers {
+		// The share serves this same directory: a state directory made
+		// without Samba keeps its sets when Samba appears, and vice versa.
 		l.bak[b] = filepath.Join(root, b, "backup")
+		l.smbDir[b] = filepath.Join(root, "samba-"+b)
+		l.smbPassword[b] = filepath.Join(l.secrets, "smb-"+b+".password")
 	}
 	return l
 }
@@ -162,7 +198,8 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 			return nil, fmt.Errorf("devenv: create %s: %w (choose another state directory)", d, err)
 		}
 	}
-	s := &Site{BackupDirs: map[string]string{}, UNCPaths: map[string][]string{}}
+	s := &Site{BackupDirs: map[string]string{}, UNCPaths: map[string][]string{},
+		Locations: map[string]string{}, SMB: map[string]*sambatest.Server{}}
 	if s.lock, err = lockState(root); err != nil {
 		return nil, err
 	}
@@ -176,9 +213,18 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		return nil, err
 	}
 
+	if err := s.serveSamba(l, o); err != nil {
+		return nil, err
+	}
+
 	shares := map[string]string{}
 	for _, b := range BackupServers {
 		s.BackupDirs[b] = l.bak[b]
+		if srv := s.SMB[b]; srv != nil {
+			s.Locations[b] = srv.URL("backup")
+		} else {
+			s.Locations[b] = l.bak[b]
+		}
 		s.UNCPaths[b] = uncPaths(b)
 		for _, p := range s.UNCPaths[b] {
 			shares[p] = l.bak[b]
@@ -233,7 +279,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	text := configText(configValues{
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password,
-		uncs: s.UNCPaths, dirs: s.BackupDirs, orders: orders,
+		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
 	})
 	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("devenv: write %s: %w", s.ConfigFile, err)
@@ -245,13 +291,95 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	return s, nil
 }
 
-// Stop stops both emulators; the state stays on disk for the next Start.
+// serveSamba starts one smbd per backup server, per o.Samba. In auto mode a
+// missing or failing Samba leaves the servers local, with s.SambaNote saying
+// why (logged once).
+func (s *Site) serveSamba(l layout, o Options) error {
+	if o.Samba == SambaOff {
+		s.SambaNote = "Samba off"
+		return nil
+	}
+	err := sambatest.Installed()
+	if err == nil {
+		err = s.startSamba(l)
+	}
+	if err == nil {
+		return nil
+	}
+	s.stopSamba()
+	if o.Samba == SambaRequired {
+		return fmt.Errorf("devenv: serve the backup servers over Samba: %w", err)
+	}
+	if sambatest.Installed() != nil {
+		s.SambaNote = "Samba is not installed (apt-get install -y samba smbclient libnss-wrapper to serve them over SMB)"
+	} else {
+		s.SambaNote = "Samba failed to start: " + strings.SplitN(err.Error(), "\n", 2)[0]
+	}
+	o.Logger.Warn("backup servers are local directories, not served over Samba", zap.Error(err))
+	return nil
+}
+
+func (s *Site) startSamba(l layout) error {
+	for _, b := range BackupServers {
+		pw, err := ensurePassword(l.smbPassword[b])
+		if err != nil {
+			return err
+		}
+		srv, err := sambatest.Run(sambatest.Options{Dir: l.smbDir[b], User: smbUser, Password: pw,
+			SharePaths: map[string]string{"backup": l.bak[b]}})
+		if err != nil {
+			return fmt.Errorf("smbd for %s: %w", b, err)
+		}
+		s.SMB[b] = srv
+	}
+	return nil
+}
+
+func (s *Site) stopSamba() error {
+	var errs []error
+	for b, srv := range s.SMB {
+		if err := srv.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("devenv: stop smbd of %s: %w", b, err))
+		}
+		delete(s.SMB, b)
+	}
+	return errors.Join(errs...)
+}
+
+// smbPasswordFiles names the password file of each Samba-served server.
+func (s *Site) smbPasswordFiles(l layout) map[string]string {
+	m := map[string]string{}
+	for b := range s.SMB {
+		m[b] = l.smbPassword[b]
+	}
+	return m
+}
+
+// BackupMode is one line for the demo output: where the backup servers are
+// and whether they are served over Samba.
+func (s *Site) BackupMode() string {
+	var parts []string
+	for _, b := range BackupServers {
+		parts = append(parts, b+" "+s.Locations[b])
+	}
+	mode := "(Samba: private smbd per server, user " + smbUser + ", password in secrets/)"
+	if len(s.SMB) == 0 {
+		mode = "(local directories: " + s.SambaNote + ")"
+	}
+	return "backup servers: " + strings.Join(parts, ", ") + " " + mode
+}
+
+// Stop stops both emulators and the smbd of each backup server; the state
+// stays on disk for the next Start.
 func (s *Site) Stop() error {
 	var errs []error
 	for _, in := range []*sqlsim.Instance{s.Verify, s.Source} {
 		if in != nil {
 			errs = append(errs, in.Stop())
 		}
+	}
+	if s.SMB != nil {
+		errs = append(errs, s.stopSamba())
 	}
 	if s.lock != nil {
 		errs = append(errs, s.lock.Close()) // releases the flock

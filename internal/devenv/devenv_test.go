@@ -1,10 +1,13 @@
 package devenv_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +18,23 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
 
 const testSize = 16 << 20
 
+// start starts a site with local backup directories (SambaOff); startMode
+// chooses.
 func start(t *testing.T, dir string) *devenv.Site {
 	t.Helper()
+	return startMode(t, dir, devenv.SambaOff)
+}
+
+func startMode(t *testing.T, dir string, mode devenv.SambaMode) *devenv.Site {
+	t.Helper()
 	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: testSize,
-		TemporalAddress: "127.0.0.1:7399", Namespace: "default"})
+		TemporalAddress: "127.0.0.1:7399", Namespace: "default", Samba: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +72,16 @@ func run[T any](t *testing.T, env *testsuite.TestActivityEnvironment, fn, in any
 // verification instance, and every sanity check of the config holds on the
 // restored copy.
 func TestSiteRunsTheCycleSteps(t *testing.T) {
-	dir := t.TempDir()
-	s := start(t, dir)
+	siteRunsTheCycleSteps(t, t.TempDir(), devenv.SambaOff)
+}
+
+// The same over Samba: the worker's side of every step goes over SMB.
+func TestSiteRunsTheCycleStepsOverSamba(t *testing.T) {
+	siteRunsTheCycleSteps(t, smbStateDir(t), devenv.SambaRequired)
+}
+
+func siteRunsTheCycleSteps(t *testing.T, dir string, mode devenv.SambaMode) {
+	s := startMode(t, dir, mode)
 	if !s.Created || s.CreateTime <= 0 {
 		t.Fatalf("first start: Created %v after %s, want a new database", s.Created, s.CreateTime)
 	}
@@ -91,8 +111,13 @@ func TestSiteRunsTheCycleSteps(t *testing.T) {
 	}
 	for _, b := range devenv.BackupServers {
 		srv, _ := loaded.BackupServer(b)
-		if len(srv.UNCPaths) != 2 || srv.Loc.Scheme != "file" || srv.Loc.Path != s.BackupDirs[b] {
+		switch {
+		case len(srv.UNCPaths) != 2:
 			t.Errorf("backup server %s: %+v", b, srv)
+		case mode == devenv.SambaOff && (srv.Loc.Scheme != "file" || srv.Loc.Path != s.BackupDirs[b] || srv.SMB != nil):
+			t.Errorf("backup server %s: %+v, want the local directory", b, srv)
+		case mode == devenv.SambaRequired && (srv.Loc.Scheme != "smb" || srv.Location != s.SMB[b].URL("backup") || srv.SMB == nil):
+			t.Errorf("backup server %s: %+v, want its smbd", b, srv)
 		}
 	}
 
@@ -157,7 +182,7 @@ func TestSiteRunsTheCycleSteps(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	s2 := start(t, dir)
+	s2 := startMode(t, dir, mode)
 	if s2.Created {
 		t.Error("second start created Sales again")
 	}
@@ -259,4 +284,141 @@ func TestStateDirIsLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, dir) // free again
+}
+
+// smbStateDir is a state directory whose parents other users may search:
+// smbd serves the backup directories as its share user (t.TempDir's parent
+// is 0700).
+func smbStateDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "devenv-smb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// With Samba installed the backup servers are served over SMB: the config
+// names smb:// locations with a user and a password file (0600, never the
+// password), a file the emulator side writes into a backup directory is
+// visible over SMB with those credentials, a second Start on the same state
+// still sees it, and Stop leaves no smbd.
+func TestBackupServersOverSamba(t *testing.T) {
+	dir := smbStateDir(t)
+	for round := 1; round <= 2; round++ {
+		s, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: testSize, Samba: devenv.SambaRequired})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		text, err := os.ReadFile(s.ConfigFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pids []int
+		for _, b := range devenv.BackupServers {
+			bs := findServer(t, s.Config, b)
+			if !strings.HasPrefix(bs.Location, "smb://127.0.0.1:") || bs.Location != s.Locations[b] {
+				t.Errorf("round %d: %s location %q, want smb://127.0.0.1:PORT/backup", round, b, bs.Location)
+			}
+			if bs.SMB == nil || bs.SMB.User == "" || bs.SMB.Password.File == "" || bs.SMB.Password.Env != "" {
+				t.Fatalf("round %d: %s smb: %+v, want user and password_file", round, b, bs.SMB)
+			}
+			fi, err := os.Stat(bs.SMB.Password.File)
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("round %d: password file %s: %v, %v; want mode 0600", round, bs.SMB.Password.File, fi, err)
+			}
+			pw, err := bs.SMB.Password.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(text), pw) {
+				t.Errorf("round %d: %s holds the SMB password of %s", round, s.ConfigFile, b)
+			}
+			name := fmt.Sprintf("probe-%s-%d.txt", b, round)
+			want := []byte("written by the emulated site to " + b)
+			if err := os.WriteFile(filepath.Join(s.BackupDirs[b], name), want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st, err := location.Open(context.Background(), bs.Location, storage.Credentials{User: bs.SMB.User, Password: pw})
+			if err != nil {
+				t.Fatalf("round %d: open %s with the configured credentials: %v", round, bs.Location, err)
+			}
+			for _, n := range []string{name, fmt.Sprintf("probe-%s-1.txt", b)} {
+				r, err := st.OpenRead(context.Background(), n)
+				if err != nil {
+					t.Fatalf("round %d: %s over SMB: %v", round, n, err)
+				}
+				got := make([]byte, r.Size())
+				_, err = r.ReadAt(got, 0)
+				r.Close()
+				if (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+					t.Errorf("round %d: %s over SMB: %q, %v; want %q", round, n, got, err, want)
+				}
+			}
+			_ = st.Close()
+			pids = append(pids, smbdPids(t, s.SMB[b].ConfigPath())...)
+		}
+		if len(pids) < 2 {
+			t.Fatalf("round %d: smbd processes %v, want one per backup server", round, pids)
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatalf("round %d: Stop: %v", round, err)
+		}
+		for _, b := range devenv.BackupServers {
+			if left := smbdPids(t, filepath.Join(dir, "samba-"+b, "smb.conf")); len(left) > 0 {
+				t.Errorf("round %d: smbd of %s still running after Stop: %v", round, b, left)
+			}
+		}
+	}
+}
+
+func findServer(t *testing.T, c *config.Config, name string) config.BackupServer {
+	t.Helper()
+	for _, b := range c.BackupServers {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("backup server %s not in the config", name)
+	return config.BackupServer{}
+}
+
+// smbdPids are the processes whose command line names conf (smbd and its
+// children), read from /proc.
+func smbdPids(t *testing.T, conf string) []int {
+	t.Helper()
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(conf)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// In auto mode a Samba that cannot serve the state directory (t.TempDir's
+// parent is closed to smbd's share user) leaves the backup servers local,
+// and the mode line says why.
+func TestSambaAutoFallsBackToLocal(t *testing.T) {
+	s := startMode(t, t.TempDir(), devenv.SambaAuto)
+	if len(s.SMB) != 0 || s.SambaNote == "" {
+		t.Fatalf("SMB %v, note %q: want local directories and a reason", s.SMB, s.SambaNote)
+	}
+	for _, b := range devenv.BackupServers {
+		if s.Locations[b] != s.BackupDirs[b] {
+			t.Errorf("%s location %s, want %s", b, s.Locations[b], s.BackupDirs[b])
+		}
+	}
+	if line := s.BackupMode(); !strings.Contains(line, "local directories") || !strings.Contains(line, "not searchable") {
+		t.Errorf("mode line %q: want local directories and the reason", line)
+	}
 }

@@ -5,6 +5,10 @@
 // backup servers (BAK01, BAK02); Kill, Restart, Freeze and the disk limits
 // model their failures. The tests run as root: the share user exists only
 // inside nss_wrapper, and its share directories are chowned to it.
+//
+// Start ties a server to a test; Run starts one without a testing.TB (the
+// dev environment of `worker --dev` serves its backup servers with it) and
+// Close stops it.
 package sambatest
 
 import (
@@ -17,6 +21,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,15 +53,26 @@ type Options struct {
 	MaxFileSizeMiB int
 	// TempDir is where the server's directory (config, state, shares) is
 	// created; default os.TempDir(). Benchmarks use /dev/shm to measure the
-	// network path, not the disk.
+	// network path, not the disk. Ignored when Dir is set.
 	TempDir string
+	// Dir, when set, is the server's own directory (config, passdb, state,
+	// logs; created if missing) and is kept by Close, so a later Run on the
+	// same Dir serves the same shares. Empty: a new temp dir, removed by
+	// Close.
+	Dir string
+	// SharePaths serves existing directories: share name -> directory
+	// (created if missing). Their trees are chowned to the share user, which
+	// smbd switches to. A share not listed lives under the server's
+	// directory. Its names join Shares (default: only these).
+	SharePaths map[string]string
 }
 
 // Server is a running (or killed) smbd.
 type Server struct {
-	t        testing.TB
+	t        testing.TB // nil for a server from Run
 	opts     Options
 	dir      string
+	ownsDir  bool // dir is a temp dir that Close removes
 	port     int
 	nssEnv   []string
 	mu       sync.Mutex
@@ -71,6 +88,46 @@ const uid, gid = 4450, 4450
 // with what to do, when samba is not installed.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s, err := Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("sambatest: smbd on %s logs:\n%s", s.Addr(), s.logs())
+		}
+		_ = s.Close()
+	})
+	return s
+}
+
+// Installed says whether smbd, smbpasswd and nss_wrapper are here, and if
+// not, what is missing and how to install it.
+func Installed() error {
+	if _, err := findNSSWrapper(); err != nil {
+		return err
+	}
+	for _, bin := range []string{"smbd", "smbpasswd"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if _, err2 := os.Stat("/usr/sbin/" + bin); err2 != nil {
+				return fmt.Errorf("sambatest: %s not found (%v): run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y samba smbclient libnss-wrapper)", bin, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Run starts a server that lives until Close (or Stop): for callers without
+// a testing.TB. Restart is for tests (it panics on failure here).
+func Run(opts Options) (*Server, error) {
+	for name := range opts.SharePaths {
+		if !slices.Contains(opts.Shares, name) {
+			opts.Shares = append(opts.Shares, name)
+		}
+	}
+	sort.Strings(opts.Shares)
 	if len(opts.Shares) == 0 {
 		opts.Shares = []string{"backup"}
 	}
@@ -82,49 +139,65 @@ func Start(t testing.TB, opts Options) *Server {
 		_, _ = rand.Read(b)
 		opts.Password = "Pw-" + hex.EncodeToString(b)
 	}
-	nss, err := findNSSWrapper()
-	if err != nil {
-		t.Fatal(err)
+	if err := Installed(); err != nil {
+		return nil, err
 	}
-	for _, bin := range []string{"smbd", "smbpasswd"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if _, err2 := os.Stat("/usr/sbin/" + bin); err2 != nil {
-				t.Fatalf("sambatest: %s not found (%v): run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y samba smbclient libnss-wrapper)", bin, err)
-			}
+	nss, _ := findNSSWrapper()
+	s := &Server{opts: opts}
+	if opts.Dir != "" {
+		dir, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("sambatest: server directory %s: %w", opts.Dir, err)
 		}
-	}
-	// t.TempDir's parent is 0700: smbd, switched to the share user, could
-	// not reach the shares.
-	dir, err := os.MkdirTemp(opts.TempDir, "sambatest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{t: t, opts: opts, dir: dir}
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("sambatest: smbd on %s logs:\n%s", s.Addr(), s.logs())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sambatest: create server directory %s: %w", dir, err)
 		}
-		_ = os.RemoveAll(dir)
-	})
+		s.dir = dir
+	} else {
+		// t.TempDir's parent is 0700: smbd, switched to the share user,
+		// could not reach the shares.
+		dir, err := os.MkdirTemp(opts.TempDir, "sambatest-")
+		if err != nil {
+			return nil, fmt.Errorf("sambatest: %w", err)
+		}
+		s.dir, s.ownsDir = dir, true
+	}
+	fail := func(err error) (*Server, error) {
+		_ = s.Close()
+		return nil, fmt.Errorf("sambatest: %w", err)
+	}
 	if err := s.setup(nss); err != nil {
-		t.Fatalf("sambatest: %v", err)
+		return fail(err)
 	}
 	// A free port can be taken between probing and smbd's bind (other tests
 	// run in parallel): try a few.
 	for attempt := 0; ; attempt++ {
-		s.port = freePort(t)
-		if err := s.writeConfig(); err != nil {
-			t.Fatalf("sambatest: %v", err)
+		port, err := freePort()
+		if err != nil {
+			return fail(err)
 		}
-		err := s.start()
+		s.port = port
+		if err := s.writeConfig(); err != nil {
+			return fail(err)
+		}
+		err = s.start()
 		if err == nil {
-			return s
+			return s, nil
 		}
 		if attempt == 2 {
-			t.Fatalf("sambatest: %v", err)
+			return fail(err)
 		}
 	}
+}
+
+// Close stops smbd and removes the server's directory when Run created it
+// (a temp dir); a Dir given in Options, and SharePaths, are kept.
+func (s *Server) Close() error {
+	s.Stop()
+	if s.ownsDir {
+		return os.RemoveAll(s.dir)
+	}
+	return nil
 }
 
 func findNSSWrapper() (string, error) {
@@ -136,13 +209,13 @@ func findNSSWrapper() (string, error) {
 	return "", errors.New("sambatest: libnss_wrapper.so not found: run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y libnss-wrapper)")
 }
 
-func freePort(t testing.TB) int {
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) setup(nss string) error {
@@ -159,7 +232,22 @@ func (s *Server) setup(nss string) error {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
-		if err := os.Chown(p, uid, gid); err != nil {
+		if _, given := s.opts.SharePaths[sh]; given {
+			// Files already there (written by root, e.g. by an emulator)
+			// must stay writable and deletable over SMB.
+			err := filepath.WalkDir(p, func(path string, _ os.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(path, uid, gid)
+			})
+			if err != nil {
+				return fmt.Errorf("chown share %s to uid %d: %w (run as root)", p, uid, err)
+			}
+			if err := checkReachable(p); err != nil {
+				return err
+			}
+		} else if err := os.Chown(p, uid, gid); err != nil {
 			return fmt.Errorf("chown share %s to uid %d: %w (the tests run as root)", p, uid, err)
 		}
 	}
@@ -186,6 +274,23 @@ func (s *Server) setup(nss string) error {
 		return fmt.Errorf("smbpasswd -a %s: %v: %s", s.opts.User, err, out)
 	}
 	return nil
+}
+
+// checkReachable fails when a parent of dir is closed to other users: smbd,
+// switched to the share user, would answer "access denied" much later.
+func checkReachable(dir string) error {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("share %s: its parent %s is not searchable by other users (mode %v), so smbd's share user cannot reach it: chmod o+x %s or choose another directory", dir, d, fi.Mode().Perm(), d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 func smbBin(name string) string {
@@ -372,7 +477,15 @@ func (s *Server) User() string     { return s.opts.User }
 func (s *Server) Password() string { return s.opts.Password }
 
 // Dir is the directory on this machine behind a share.
-func (s *Server) Dir(share string) string { return filepath.Join(s.dir, "shares", share) }
+func (s *Server) Dir(share string) string {
+	if p, ok := s.opts.SharePaths[share]; ok {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+		return p
+	}
+	return filepath.Join(s.dir, "shares", share)
+}
 
 // URL is the share's smb:// location, without credentials.
 func (s *Server) URL(share string) string { return "smb://" + s.Addr() + "/" + share }
@@ -426,7 +539,9 @@ func (s *Server) killDcerpcd(sig syscall.Signal) {
 
 // Restart starts a killed or stopped server again on the same port.
 func (s *Server) Restart() {
-	s.t.Helper()
+	if s.t != nil {
+		s.t.Helper()
+	}
 	s.mu.Lock()
 	running := s.cmd != nil
 	s.mu.Unlock()
@@ -440,6 +555,9 @@ func (s *Server) Restart() {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if s.t == nil {
+		panic(fmt.Sprintf("sambatest: restart: %v", err))
 	}
 	s.t.Fatalf("sambatest: restart: %v", err)
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,4 +69,80 @@ func TestTwoServersSideBySide(t *testing.T) {
 			t.Fatalf("smbclient on %s: %v\n%s", s.Addr(), err, out)
 		}
 	}
+}
+
+// Run without a testing.TB: a fixed server directory and an existing share
+// directory holding root-owned files, both kept by Close; a second Run on
+// the same directories serves the same files; Close leaves no smbd.
+func TestRunServesExistingDirectory(t *testing.T) {
+	base, err := os.MkdirTemp("", "sambatest-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	share := filepath.Join(base, "bak01", "backup")
+	if err := os.MkdirAll(filepath.Join(share, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("written before smbd ran\n")
+	if err := os.WriteFile(filepath.Join(share, "sub", "old.txt"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := sambatest.Options{Dir: filepath.Join(base, "samba-bak01"), Password: "Caller-Pw-1",
+		SharePaths: map[string]string{"backup": share}}
+	for round := 1; round <= 2; round++ {
+		s, err := sambatest.Run(opts)
+		if err != nil {
+			t.Fatalf("round %d: Run: %v", round, err)
+		}
+		if s.Dir("backup") != share || s.Password() != "Caller-Pw-1" {
+			t.Errorf("round %d: Dir %s, password %q: want %s and the caller's", round, s.Dir("backup"), s.Password(), share)
+		}
+		out, err := smbclient(t, s, "backup", "Caller-Pw-1", "get sub/old.txt "+filepath.Join(t.TempDir(), "got.txt")+"; put "+filepath.Join(share, "sub", "old.txt")+" sub/new"+strconv.Itoa(round)+".txt; del sub/old.txt")
+		if err != nil {
+			t.Fatalf("round %d: smbclient: %v\n%s", round, err, out)
+		}
+		if round == 1 {
+			if _, err := os.Stat(filepath.Join(share, "sub", "old.txt")); !os.IsNotExist(err) {
+				t.Errorf("sub/old.txt after a delete over SMB: %v", err)
+			}
+			// Root writes into the share behind smbd's back, as an
+			// emulated SQL Server does.
+			if err := os.WriteFile(filepath.Join(share, "sub", "old.txt"), old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pid := smbdPid(t, s)
+		if err := s.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("round %d: smbd %d still runs after Close", round, pid)
+		}
+		if _, err := os.Stat(filepath.Join(opts.Dir, "smb.conf")); err != nil {
+			t.Errorf("round %d: Close removed the given Dir: %v", round, err)
+		}
+	}
+	for _, f := range []string{"new1.txt", "new2.txt"} {
+		if got, err := os.ReadFile(filepath.Join(share, "sub", f)); err != nil || !bytes.Equal(got, old) {
+			t.Errorf("%s behind the share: %q, %v", f, got, err)
+		}
+	}
+}
+
+// smbdPid is the pid of the server's smbd, from its pid file.
+func smbdPid(t *testing.T, s *sambatest.Server) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(s.ConfigPath()), "pid", "smbd.pid"))
+	if err != nil {
+		t.Fatalf("smbd pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("smbd pid file holds %q", b)
+	}
+	return pid
 }
