@@ -202,9 +202,12 @@ func (c *Client) RunHealthCheck(ctx context.Context) (HealthCheckRun, error) {
 	out := HealthCheckRun{WorkflowID: run.GetID(), RunID: run.GetRunID()}
 	c.log.Info("health check started", zap.String(logging.KeyWorkflowID, out.WorkflowID), zap.String(logging.KeyRunID, out.RunID))
 	if err := run.Get(ctx, &out.Result); err != nil {
-		if ctx.Err() != nil {
+		// The long poll's own gRPC deadline can fire a moment before ctx's
+		// timer: both mean "nobody ran it in time".
+		var dl *serviceerror.DeadlineExceeded
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dl) {
 			return out, fmt.Errorf("health check %s did not finish: %w (is a worker polling task queue %q on namespace %q?)",
-				out.WorkflowID, ctx.Err(), c.taskQueue, c.namespace)
+				out.WorkflowID, context.DeadlineExceeded, c.taskQueue, c.namespace)
 		}
 		return out, fmt.Errorf("health check %s failed: %w", out.WorkflowID, err)
 	}
