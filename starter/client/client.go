@@ -206,8 +206,12 @@ func (c *Client) RunHealthCheck(ctx context.Context) (HealthCheckRun, error) {
 		// timer: both mean "nobody ran it in time".
 		var dl *serviceerror.DeadlineExceeded
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dl) {
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
 			return out, fmt.Errorf("health check %s did not finish: %w (is a worker polling task queue %q on namespace %q?)",
-				out.WorkflowID, context.DeadlineExceeded, c.taskQueue, c.namespace)
+				out.WorkflowID, cause, c.taskQueue, c.namespace)
 		}
 		return out, fmt.Errorf("health check %s failed: %w", out.WorkflowID, err)
 	}
