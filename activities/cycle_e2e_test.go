@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
@@ -215,6 +216,128 @@ func setHashes(t *testing.T, dir, db string, seq int64) map[string][32]byte {
 	return out
 }
 
+// runSteps is what a run's history says about its activities: per type,
+// the tasks scheduled and completed ([0], [1]; a retried task is scheduled
+// once), the highest attempt a task of the type started, and the input of
+// each scheduled task.
+type runSteps struct {
+	counts   map[string][2]int
+	attempts map[string]int32
+	inputs   map[string][]*commonpb.Payloads
+}
+
+func stepsOf(t *testing.T, c client.Client, run client.WorkflowRun) runSteps {
+	t.Helper()
+	r := runSteps{counts: map[string][2]int{}, attempts: map[string]int32{}, inputs: map[string][]*commonpb.Payloads{}}
+	scheduled := map[int64]string{}
+	it := c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			name := a.GetActivityType().GetName()
+			scheduled[ev.GetEventId()] = name
+			n := r.counts[name]
+			n[0]++
+			r.counts[name] = n
+			r.inputs[name] = append(r.inputs[name], a.GetInput())
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			name := scheduled[a.GetScheduledEventId()]
+			r.attempts[name] = max(r.attempts[name], a.GetAttempt())
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			name := scheduled[a.GetScheduledEventId()]
+			n := r.counts[name]
+			n[1]++
+			r.counts[name] = n
+		}
+	}
+	return r
+}
+
+// expect reports every activity type whose [scheduled, completed] counts
+// differ from want (types absent from want must not have run).
+func (r runSteps) expect(t *testing.T, want map[string][2]int) {
+	t.Helper()
+	for _, name := range cycleActivities {
+		if r.counts[name] != want[name] {
+			t.Errorf("%s scheduled/completed %v, want %v (all: %v)", name, r.counts[name], want[name], r.counts)
+		}
+	}
+}
+
+// sequences are the sequence numbers the run passed to activity name.
+func (r runSteps) sequences(t *testing.T, name string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, p := range r.inputs[name] {
+		var in struct {
+			Sequence int64 `json:"seq"`
+		}
+		if err := converter.GetDefaultDataConverter().FromPayloads(p, &in); err != nil {
+			t.Fatalf("input of %s: %v", name, err)
+		}
+		out = append(out, in.Sequence)
+	}
+	return out
+}
+
+// outcomes of the statements of kind about db.
+func outcomes(in *sqlsim.Instance, kind, db string) []string {
+	var out []string
+	for _, s := range activities.Statements(in, kind) {
+		if s.Database == db {
+			out = append(out, s.Outcome)
+		}
+	}
+	return out
+}
+
+// earlier is a verified set made before the fault is armed, hashed on both
+// servers so the test can prove the crash left it alone.
+type earlier struct {
+	res    workflows.CycleResult
+	hashes map[string]map[string][32]byte
+}
+
+func earlierSet(e *e2e, db string) earlier {
+	e.t.Helper()
+	res, _, err := e.cycle(db)
+	if err != nil {
+		e.t.Fatalf("earlier cycle of %s: %v", db, err)
+	}
+	p := earlier{res: res, hashes: map[string]map[string][32]byte{}}
+	for _, s := range []string{res.Server, res.Remote} {
+		if m := e.f.ManifestOf(s, db, res.Sequence); m.State != catalog.StateVerified {
+			e.t.Fatalf("earlier set %d of %s on %s: %s, want verified", res.Sequence, db, s, m.State)
+		}
+		p.hashes[s] = setHashes(e.t, e.f.Dir(s), db, res.Sequence)
+		if len(p.hashes[s]) < 3 {
+			e.t.Fatalf("earlier set %d on %s has files %v, want stripes and manifest", res.Sequence, s, p.hashes[s])
+		}
+	}
+	return p
+}
+
+// unchanged reports any file of the earlier set changed, added or removed.
+func (p earlier) unchanged(e *e2e, db string) {
+	e.t.Helper()
+	for s, before := range p.hashes {
+		after := setHashes(e.t, e.f.Dir(s), db, p.res.Sequence)
+		if len(after) != len(before) {
+			e.t.Errorf("earlier set %d on %s: files %d before, %d after", p.res.Sequence, s, len(before), len(after))
+		}
+		for name, h := range before {
+			if after[name] != h {
+				e.t.Errorf("earlier set %d on %s: %s changed", p.res.Sequence, s, name)
+			}
+		}
+	}
+}
+
 // (a) + (e): two cycles of a database with a hostile name (and a logical
 // file name with a quote) give two verified sets on alternating servers,
 // findable by search attributes.
@@ -391,8 +514,9 @@ func TestE2ESanityCheckFails(t *testing.T) {
 	}
 }
 
-// Crash table: the SQL host dies at 40 % of BACKUP. Seq 1 is marked failed,
-// the workflow waits for the host, seq 2 is verified; BACKUP ran twice.
+// Crash table: the SQL host dies at 40 % of BACKUP. Seq N is marked failed,
+// the workflow waits for the host, seq N+1 is verified; BACKUP ran twice and
+// the earlier verified set was not touched.
 func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
 	f := activities.NewSQLFixture(t, "Sales", `    sql_host_wait:
       initial: 1s
@@ -400,35 +524,59 @@ func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
       give_up_after: 2m
 `)
 	src := f.Source()
+	e := newE2E(t, f, nil)
+	prev := earlierSet(e, "Sales")
+	n := prev.res.Sequence + 1
 	src.SetThrottle(4 << 20)
 	if err := src.CrashAt(sqlsim.OpBackup, 40); err != nil {
 		t.Fatal(err)
 	}
 	// The host comes back 2 s after it died.
 	restartAfterCrash(t, src, "BACKUP DATABASE", 2*time.Second, func() { src.SetThrottle(0) })
-	e := newE2E(t, f, nil)
 	res, run, err := e.cycle("Sales")
 	if err != nil {
 		t.Fatalf("cycle through a host crash: %v (progress %+v, statements %+v)", err, e.progress(run), src.Statements())
 	}
-	if res.Sequence != 2 || !slices.Equal(res.Failed, []int64{1}) {
-		t.Errorf("result seq %d failed %v, want seq 2 verified after seq 1 failed", res.Sequence, res.Failed)
+	if res.Sequence != n+1 || !slices.Equal(res.Failed, []int64{n}) {
+		t.Errorf("result seq %d failed %v, want seq %d verified after seq %d failed", res.Sequence, res.Failed, n+1, n)
 	}
 	recordHistory(t, e.c, run, "cycle_sql_host_crash")
-	m := f.Manifest("bak01", 1)
-	if m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "%") {
-		t.Errorf("seq 1: %s %+v, want failed with the percent reached", m.State, m.Failure)
+	// Seq N's primary is the server after the earlier set's.
+	m := f.Manifest(prev.res.Remote, n)
+	if m.State != catalog.StateFailed || m.Failure == nil || !strings.Contains(m.Failure.Reason, "%") {
+		t.Errorf("seq %d: %s %+v, want failed with the percent reached", n, m.State, m.Failure)
 	}
-	var outcomes []string
-	for _, s := range activities.Statements(src, "BACKUP DATABASE") {
-		outcomes = append(outcomes, s.Outcome)
+	if got := outcomes(src, "BACKUP DATABASE", "Sales"); !slices.Equal(got, []string{"ok", "crashed", "ok"}) {
+		t.Errorf("BACKUP outcomes %v, want [ok crashed ok] (earlier set, crash, seq %d)", got, n+1)
 	}
-	if !slices.Equal(outcomes, []string{"crashed", "ok"}) {
-		t.Errorf("BACKUP outcomes %v, want [crashed ok]", outcomes)
-	}
-	if p := e.progress(run); p.Outcome != workflows.OutcomeVerified || !slices.Equal(p.Failed, []int64{1}) {
+	if p := e.progress(run); p.Outcome != workflows.OutcomeVerified || !slices.Equal(p.Failed, []int64{n}) {
 		t.Errorf("progress %+v", p)
 	}
+	// BACKUP is scheduled again for seq N+1 (the crashed one failed);
+	// everything after BACKUP ran once. Two sequences were allocated; how
+	// many allocations failed before the host was back depends on timing.
+	steps := stepsOf(t, e.c, run)
+	alloc := steps.counts["AllocateSequence"]
+	if alloc[1] != 2 || alloc[0] < 2 {
+		t.Errorf("AllocateSequence scheduled/completed %v, want 2 completed", alloc)
+	}
+	steps.expect(t, map[string][2]int{"PlanCycle": {1, 1}, "AllocateSequence": alloc, "Backup": {2, 1},
+		"MarkFailed": {1, 1}, "WriteManifest": {1, 1}, "CopyToRemote": {1, 1}, "Restore": {1, 1}, "CheckDB": {1, 1},
+		"SanityChecks": {1, 1}, "MarkVerified": {1, 1}, "DropVerifyDB": {1, 1}, "ApplyRetention": {1, 1}})
+	// The copy and the restore read only the new set.
+	for _, name := range []string{"CopyToRemote", "Restore"} {
+		if got := steps.sequences(t, name); !slices.Equal(got, []int64{n + 1}) {
+			t.Errorf("%s ran for sequences %v, want only %d", name, got, n+1)
+		}
+	}
+	rs := activities.Statements(f.Verify(), "RESTORE DATABASE")
+	if len(rs) != 2 {
+		t.Fatalf("RESTORE ran %d times, want 2 (earlier set, seq %d)", len(rs), n+1)
+	}
+	if last := rs[len(rs)-1].SQL; !strings.Contains(last, tsql.SetPrefix("Sales", n+1)) || strings.Contains(last, tsql.SetPrefix("Sales", n)) {
+		t.Errorf("RESTORE of the cycle %q: want the files of seq %d only", last, n+1)
+	}
+	prev.unchanged(e, "Sales")
 }
 
 // restartAfterCrash restarts in after delay once a statement of kind ended
@@ -476,11 +624,21 @@ const fastWaits = `    sql_host_wait:
 
 // Crash table: the primary backup server is unreachable during BACKUP: the
 // set is marked failed and the cycle fails over to the next server with a
-// new sequence.
+// new sequence. The sets already on the servers (another database's, so
+// that Sales still starts on bak01 with seq 1) are not touched.
 func TestE2EBackupServerLostFailsOver(t *testing.T) {
 	f := activities.NewSQLFixture(t, "Sales", fastWaits)
-	f.Source().SetShareUnreachable(`\\bak01\backup`, true)
+	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Old", Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.Config()
+	old := cfg.Databases[0]
+	old.Name, old.SanityChecks = "Old", nil
+	cfg.Databases = append(cfg.Databases, old)
 	e := newE2E(t, f, nil)
+	prev := earlierSet(e, "Old")
+
+	f.Source().SetShareUnreachable(`\\bak01\backup`, true)
 	res, run, err := e.cycle("Sales")
 	if err != nil {
 		t.Fatalf("cycle with bak01 unreachable: %v", err)
@@ -489,47 +647,129 @@ func TestE2EBackupServerLostFailsOver(t *testing.T) {
 	if res.Server != "bak02" || res.Remote != "bak01" || res.Sequence != 2 || !slices.Equal(res.Failed, []int64{1}) {
 		t.Errorf("result %s->%s seq %d failed %v, want bak02->bak01 seq 2 after seq 1 failed", res.Server, res.Remote, res.Sequence, res.Failed)
 	}
-	if m := f.Manifest("bak02", 2); m.State != catalog.StateVerified {
-		t.Errorf("seq 2 on bak02: %s", m.State)
+	// The emulator's statement log keeps the last error (3013); the
+	// reason keeps both.
+	if m := f.Manifest("bak01", 1); m.State != catalog.StateFailed || m.Failure == nil ||
+		!strings.Contains(m.Failure.Reason, "BackupTargetUnreachable") || !strings.Contains(m.Failure.Reason, "(error 3201)") {
+		t.Errorf("seq 1 on bak01: %s %+v, want failed, BackupTargetUnreachable with error 3201", m.State, m.Failure)
 	}
+	for _, s := range []string{"bak01", "bak02"} {
+		if m := f.Manifest(s, 2); m.State != catalog.StateVerified {
+			t.Errorf("seq 2 on %s: %s", s, m.State)
+		}
+	}
+	var backups []sqlsim.StatementRecord
+	for _, s := range activities.Statements(f.Source(), "BACKUP DATABASE") {
+		if s.Database == "Sales" {
+			backups = append(backups, s)
+		}
+	}
+	if len(backups) != 2 || backups[0].Outcome != "error 3013" ||
+		!strings.Contains(backups[0].SQL, `\\bak01\`) || backups[1].Outcome != "ok" || !strings.Contains(backups[1].SQL, `\\bak02\`) {
+		t.Errorf("BACKUP statements %+v, want one on bak01 failed (3201, 3013) and one on bak02 ok", backups)
+	}
+	// One BACKUP per sequence; the verification ran once, for seq 2.
+	steps := stepsOf(t, e.c, run)
+	steps.expect(t, map[string][2]int{"PlanCycle": {1, 1}, "AllocateSequence": {2, 2}, "Backup": {2, 1},
+		"MarkFailed": {1, 1}, "WriteManifest": {1, 1}, "CopyToRemote": {1, 1}, "Restore": {1, 1}, "CheckDB": {1, 1},
+		"SanityChecks": {1, 1}, "MarkVerified": {1, 1}, "DropVerifyDB": {1, 1}, "ApplyRetention": {1, 1}})
+	for _, name := range []string{"CopyToRemote", "Restore"} {
+		if got := steps.sequences(t, name); !slices.Equal(got, []int64{2}) {
+			t.Errorf("%s ran for sequences %v, want only 2", name, got)
+		}
+	}
+	prev.unchanged(e, "Old")
 }
 
 // Crash table: the verification instance dies during RESTORE, then during
 // CHECKDB: the set is restored again from the remote copies (same
-// sequence) and checked; BACKUP and the copy ran once.
+// sequence) and checked; BACKUP and the copy ran once, the earlier verified
+// set was not touched.
 func TestE2EVerifyInstanceCrashes(t *testing.T) {
 	for _, op := range []string{sqlsim.OpRestore, sqlsim.OpCheckDB} {
 		t.Run(op, func(t *testing.T) {
 			f := activities.NewSQLFixture(t, "Sales", fastWaits)
 			v := f.Verify()
+			e := newE2E(t, f, nil)
+			prev := earlierSet(e, "Sales")
+			seq := prev.res.Sequence + 1
+			// Only the statements of the crashed cycle count below.
+			skip := map[*sqlsim.Instance]map[string]int{}
+			for _, in := range []*sqlsim.Instance{f.Source(), v} {
+				skip[in] = map[string]int{}
+				for _, kind := range []string{"BACKUP DATABASE", "RESTORE DATABASE", "DBCC CHECKDB"} {
+					skip[in][kind] = len(activities.Statements(in, kind))
+				}
+			}
+			since := func(in *sqlsim.Instance, kind string) []string {
+				var out []string
+				for _, s := range activities.Statements(in, kind)[skip[in][kind]:] {
+					out = append(out, s.Outcome)
+				}
+				return out
+			}
+
 			v.SetThrottle(4 << 20)
 			if err := v.CrashAt(op, 50); err != nil {
 				t.Fatal(err)
 			}
 			kind := map[string]string{sqlsim.OpRestore: "RESTORE DATABASE", sqlsim.OpCheckDB: "DBCC CHECKDB"}[op]
 			restartAfterCrash(t, v, kind, time.Second, func() { v.SetThrottle(0) })
-			e := newE2E(t, f, nil)
 			res, run, err := e.cycle("Sales")
 			if err != nil {
 				t.Fatalf("cycle through a verification instance crash: %v", err)
 			}
 			recordHistory(t, e.c, run, "cycle_verify_crash_"+strings.ToLower(op))
-			if res.Sequence != 1 || len(res.Failed) != 0 {
-				t.Errorf("result seq %d failed %v, want seq 1 verified, nothing failed", res.Sequence, res.Failed)
+			if res.Sequence != seq || len(res.Failed) != 0 {
+				t.Errorf("result seq %d failed %v, want seq %d verified, nothing failed", res.Sequence, res.Failed, seq)
 			}
-			var restores []string
-			for _, s := range activities.Statements(v, "RESTORE DATABASE") {
-				restores = append(restores, s.Outcome)
+			// A crashed RESTORE is retried by the same activity task; a
+			// crashed CHECKDB makes the workflow restore again (the verify
+			// database may be damaged), then check again.
+			once := [2]int{1, 1}
+			wantRestores, wantChecks := []string{"crashed", "ok"}, []string{"ok"}
+			wantSteps := map[string][2]int{"PlanCycle": once, "AllocateSequence": once, "Backup": once,
+				"WriteManifest": once, "CopyToRemote": once, "Restore": once, "CheckDB": once,
+				"SanityChecks": once, "MarkVerified": once, "DropVerifyDB": once, "ApplyRetention": once}
+			// How many attempts a RESTORE needs depends on when the
+			// instance is back: only its floor is known.
+			wantAttempts := map[string]int32{"Backup": 1, "CopyToRemote": 1, "CheckDB": 1}
+			minRestoreAttempts := int32(2)
+			if op == sqlsim.OpCheckDB {
+				wantRestores, wantChecks = []string{"ok", "ok"}, []string{"crashed", "ok"}
+				wantSteps["Restore"], wantSteps["CheckDB"] = [2]int{2, 2}, [2]int{2, 1}
+				minRestoreAttempts = 1
 			}
-			if len(restores) != 2 || restores[len(restores)-1] != "ok" {
-				t.Errorf("RESTORE outcomes %v, want a second, successful restore", restores)
+			if got := since(v, "RESTORE DATABASE"); !slices.Equal(got, wantRestores) {
+				t.Errorf("RESTORE outcomes %v, want %v", got, wantRestores)
 			}
-			if n := len(activities.Statements(f.Source(), "BACKUP DATABASE")); n != 1 {
-				t.Errorf("BACKUP ran %d times, want 1", n)
+			if got := since(v, "DBCC CHECKDB"); !slices.Equal(got, wantChecks) {
+				t.Errorf("CHECKDB outcomes %v, want %v", got, wantChecks)
 			}
-			if m := f.Manifest("bak02", 1); m.State != catalog.StateVerified {
-				t.Errorf("manifest %s, want verified", m.State)
+			if got := since(f.Source(), "BACKUP DATABASE"); !slices.Equal(got, []string{"ok"}) {
+				t.Errorf("BACKUP outcomes %v, want [ok]", got)
 			}
+			steps := stepsOf(t, e.c, run)
+			steps.expect(t, wantSteps)
+			for name, n := range wantAttempts {
+				if steps.attempts[name] != n {
+					t.Errorf("%s reached attempt %d, want %d (all: %v)", name, steps.attempts[name], n, steps.attempts)
+				}
+			}
+			if steps.attempts["Restore"] < minRestoreAttempts {
+				t.Errorf("Restore reached attempt %d, want at least %d", steps.attempts["Restore"], minRestoreAttempts)
+			}
+			for _, name := range []string{"Backup", "CopyToRemote", "Restore"} {
+				if got := steps.sequences(t, name); len(got) == 0 || slices.ContainsFunc(got, func(s int64) bool { return s != seq }) {
+					t.Errorf("%s ran for sequences %v, want only %d", name, got, seq)
+				}
+			}
+			for _, s := range []string{res.Server, res.Remote} {
+				if m := f.Manifest(s, seq); m.State != catalog.StateVerified {
+					t.Errorf("manifest on %s %s, want verified", s, m.State)
+				}
+			}
+			prev.unchanged(e, "Sales")
 		})
 	}
 }
@@ -643,6 +883,23 @@ func TestE2EOverSambaWithCopyResume(t *testing.T) {
 		if m := f.ManifestOf(s, "Big", res.Sequence); m.State != catalog.StateVerified {
 			t.Errorf("manifest on %s: %s", s, m.State)
 		}
+	}
+	// The lost share cost only copy attempts: every step was scheduled
+	// once, and SQL Server backed up and restored once.
+	once := [2]int{1, 1}
+	steps := stepsOf(t, e.c, run)
+	steps.expect(t, map[string][2]int{"PlanCycle": once, "AllocateSequence": once, "Backup": once,
+		"WriteManifest": once, "CopyToRemote": once, "Restore": once, "CheckDB": once, "SanityChecks": once,
+		"MarkVerified": once, "DropVerifyDB": once, "ApplyRetention": once})
+	if a := steps.attempts["Backup"]; a != 1 {
+		t.Errorf("Backup reached attempt %d, want 1", a)
+	}
+	if got := outcomes(f.Source(), "BACKUP DATABASE", "Big"); !slices.Equal(got, []string{"ok"}) {
+		t.Errorf("BACKUP outcomes %v, want [ok]", got)
+	}
+	if rs := activities.Statements(f.Verify(), "RESTORE DATABASE"); len(rs) != 1 || rs[0].Outcome != "ok" ||
+		!strings.Contains(rs[0].SQL, tsql.SetPrefix("Big", res.Sequence)) {
+		t.Errorf("RESTORE statements %+v, want one, ok, of seq %d", rs, res.Sequence)
 	}
 }
 
