@@ -19,12 +19,10 @@ import (
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-// The real BackupCycle with the real activities, in-process, against the
-// emulated site (two sqlsim instances, two backup directories): `run --wait`
-// prints a verified set, `status` shows it, and a running cycle answers the
-// progress query.
-func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
-	const tq = "tq-e2e"
+// startSiteWorker starts the emulated site in a new state directory and an
+// in-process worker of the real BackupCycle and activities on task queue tq.
+func startSiteWorker(t *testing.T, tq string) (*devenv.Site, string) {
+	t.Helper()
 	state := t.TempDir()
 	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
 		TemporalAddress: srv.FrontendAddress()})
@@ -41,6 +39,16 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	return site, state
+}
+
+// The real BackupCycle with the real activities, in-process, against the
+// emulated site (two sqlsim instances, two backup directories): `run --wait`
+// prints a verified set, `status` shows it, and a running cycle answers the
+// progress query.
+func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
+	const tq = "tq-e2e"
+	site, _ := startSiteWorker(t, tq)
 	id := client.CycleWorkflowID(devenv.SourceInstance, devenv.Database)
 
 	code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait")
@@ -91,22 +99,7 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 // reason and error type in one line.
 func TestRunWaitReportsAFailedCycleInOneLine(t *testing.T) {
 	const tq = "tq-e2e-fail"
-	state := t.TempDir()
-	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
-		TemporalAddress: srv.FrontendAddress()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { site.Stop() })
-	c := sdk(t)
-	acts := activities.New(zap.NewNop())
-	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
-	w := sdkworker.New(c, tq, sdkworker.Options{})
-	workflows.Register(w, acts)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	site, state := startSiteWorker(t, tq)
 	files, err := filepath.Glob(filepath.Join(state, devenv.SourceInstance, "volume-d", "*.mdf"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("primary data file: %v %v", files, err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/devserver"
@@ -62,6 +64,20 @@ type crashRun struct {
 	// hung: the old worker still holds open polls, so Temporal may hand
 	// it the retry too (which then times out again): 2 or more attempts.
 	hung bool
+}
+
+// runClean runs the scenario's clean cycle (the reference for recovery time
+// and the earlier set whose files must not change) and records it.
+func (r *crashRun) runClean(t *testing.T, s *site, c client.Client) {
+	t.Helper()
+	start := time.Now()
+	var err error
+	r.clean, err = wait(t, s.start(c, s.tq+"-clean"), 3*time.Minute)
+	if err != nil {
+		t.Fatalf("clean cycle: %v", err)
+	}
+	r.cleanTook = time.Since(start)
+	r.hashesBefore, r.before = s.hashes(), s.counts()
 }
 
 // checkCrashRun asserts what every crash scenario promises: the cycle
@@ -171,16 +187,9 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			w := s.startWorkerProcess(srv.FrontendAddress())
 			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement, hung: tc.freeze}
 
-			start := time.Now()
-			var err error
-			r.clean, err = wait(t, s.start(c, s.tq+"-clean"), 3*time.Minute)
-			if err != nil {
-				t.Fatalf("clean cycle: %v", err)
-			}
-			r.cleanTook = time.Since(start)
-			r.hashesBefore, r.before = s.hashes(), s.counts()
+			r.runClean(t, s, c)
 
-			start = time.Now()
+			start := time.Now()
 			run := s.start(c, s.tq+"-crash")
 			until(t, "the cycle to be in step "+tc.step, 3*time.Minute, func() bool {
 				p, err := progress(c, run)
@@ -199,6 +208,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			t.Logf("worker %s in step %s at %.0f %% (%d bytes confirmed, %d written)", map[bool]string{false: "killed", true: "hung"}[tc.freeze], r.killedAt.Step, r.killedAt.Percent,
 				r.killedAt.Bytes, written)
 			s.startWorkerProcess(srv.FrontendAddress())
+			var err error
 			r.crashed, err = wait(t, run, 5*time.Minute)
 			if err != nil {
 				t.Fatalf("cycle after the worker crash: %v", err)
@@ -264,16 +274,9 @@ func TestTemporalServerRestart(t *testing.T) {
 	w := s.startWorkerProcess(srv.FrontendAddress())
 	r := &crashRun{crashedStep: "Backup", crashedStatement: "BACKUP DATABASE"}
 
-	start := time.Now()
-	var err error
-	r.clean, err = wait(t, s.start(c, s.tq+"-clean"), 3*time.Minute)
-	if err != nil {
-		t.Fatalf("clean cycle: %v", err)
-	}
-	r.cleanTook = time.Since(start)
-	r.hashesBefore, r.before = s.hashes(), s.counts()
+	r.runClean(t, s, c)
 
-	start = time.Now()
+	start := time.Now()
 	run := s.start(c, s.tq+"-restart")
 	until(t, "the cycle to be in BACKUP", 3*time.Minute, func() bool {
 		p, err := progress(c, run)
@@ -293,6 +296,7 @@ func TestTemporalServerRestart(t *testing.T) {
 	c = dial(t, srv)
 	s.startWorkerProcess(srv.FrontendAddress())
 	run = c.GetWorkflow(context.Background(), run.GetID(), run.GetRunID())
+	var err error
 	r.crashed, err = wait(t, run, 5*time.Minute)
 	if err != nil {
 		t.Fatalf("cycle after the server restart: %v", err)
