@@ -1,0 +1,175 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// BackupHeartbeat is what Backup records in its heartbeats.
+type BackupHeartbeat struct {
+	Started bool    `json:"started"`
+	Percent float64 `json:"percent"`
+	Bytes   int64   `json:"bytes"`
+}
+
+// Backup runs BACKUP DATABASE ... WITH CHECKSUM, INIT, FORMAT, STATS to the
+// stripes of one sequence on one backup server, heartbeating percent and the
+// bytes on the share. A retry first looks for its statement still running
+// (sys.dm_exec_requests) and waits for it, and recognises a backup that
+// finished unseen (RESTORE HEADERONLY), instead of starting another one.
+func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, error) {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	inst, err := d.instance(db.Instance)
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	srv, err := d.server(in.Server)
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
+		zap.String("step", StepBackup))
+	layout, err := tsql.Layout(srv.UNCPaths, db.Name, in.Sequence, in.Stripes)
+	if err != nil {
+		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	compression := db.Compression
+	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
+		Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
+		Compression: &compression, CopyOnly: db.CopyOnly, Stats: statsPercent,
+		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize),
+		Name: tsql.BackupSetName(in.Sequence),
+	})
+	if err != nil {
+		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	defer st.Close()
+	sqlDB, err := d.openSQL(ctx, inst, "master")
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	defer sqlDB.Close()
+
+	rep := a.newReporter(ctx, StepBackup, in.Sequence)
+	sizes := func() int64 {
+		var n int64
+		for _, s := range layout {
+			if fi, err := st.Stat(ctx, s.Name); err == nil {
+				n += fi.Size
+			}
+		}
+		return n
+	}
+	start := time.Now()
+	stop := rep.every(d.poll(), sizes, func(p float64, b int64) any {
+		return BackupHeartbeat{Started: true, Percent: p, Bytes: b}
+	})
+	defer stop()
+
+	// A retry: is our BACKUP still running, or did it finish unseen?
+	if isRetry(ctx) {
+		if out, ok := a.reattachBackup(ctx, sqlDB, st, db, layout, in.Sequence, rep, log); ok {
+			return out, nil
+		}
+	}
+
+	log.Info("backup starting", zap.Int("stripes", len(layout)))
+	res, err := sqlDB.Run(ctx, "BACKUP DATABASE", stmt, func(m mssql.Message) {
+		if m.Percent >= 0 {
+			rep.setPercent(float64(m.Percent))
+		}
+	})
+	if err != nil {
+		pct, _ := rep.get()
+		log.Warn("backup failed", zap.Float64("percent", pct), zap.Error(err))
+		return BackupOutput{}, sqlError(err, BackupFailure{Started: true, Percent: pct})
+	}
+	out, err := finishedBackup(ctx, st, srv, layout, time.Since(start))
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	if res.Summary != nil {
+		out.Pages = res.Summary.Pages
+	}
+	log.Info("backup done", zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
+	return out, nil
+}
+
+// reattachBackup waits for this database's BACKUP still running from an
+// earlier attempt and reports a backup set already complete on our stripes.
+func (a *Activities) reattachBackup(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database,
+	layout []tsql.Stripe, seq int64, rep *reporter, log *zap.Logger) (BackupOutput, bool) {
+	start := time.Now()
+	q, args, err := tsql.InFlightRequests(db.Name, tsql.CommandBackupDatabase)
+	if err != nil {
+		return BackupOutput{}, false
+	}
+	reqs, err := sqlDB.Requests(ctx, q, args...)
+	if err == nil && len(reqs) > 0 {
+		log.Info("re-attaching to the running BACKUP", zap.Int64("session", reqs[0].SessionID))
+		err = sqlDB.WaitRequest(ctx, reqs[0].SessionID, a.Cycle.poll(), func(p float64) { rep.setPercent(p) }, q, args...)
+		if err != nil {
+			return BackupOutput{}, false
+		}
+	}
+	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
+	if err != nil {
+		return BackupOutput{}, false
+	}
+	hs, err := sqlDB.HeaderOnly(ctx, hq)
+	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupSetName(seq) || hs[0].BackupFinishDate.IsZero() {
+		return BackupOutput{}, false // not ours or not complete: back up again
+	}
+	out, err := finishedBackup(ctx, st, nil, layout, time.Since(start))
+	if err != nil {
+		return BackupOutput{}, false
+	}
+	out.Reattached = true
+	if !hs[0].BackupStartDate.IsZero() {
+		out.Duration = hs[0].BackupFinishDate.Sub(hs[0].BackupStartDate)
+	}
+	log.Info("backup finished while no worker watched it: not running it again")
+	return out, true
+}
+
+// finishedBackup checks that the worker sees every stripe SQL Server wrote
+// and measures them.
+func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupServer, layout []tsql.Stripe, took time.Duration) (BackupOutput, error) {
+	out := BackupOutput{Duration: took}
+	for _, s := range layout {
+		fi, err := st.Stat(ctx, s.Name)
+		if errors.Is(err, storage.ErrNotFound) {
+			where := st.Location()
+			return BackupOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"SQL Server wrote %s but the worker does not see %s in %s: the backup server's location must be the directory its unc_paths point to",
+				s.Path, s.Name, where))
+		}
+		if err != nil {
+			name := ""
+			if srv != nil {
+				name = srv.Name
+			}
+			return BackupOutput{}, storageError(name, err)
+		}
+		out.Stripes = append(out.Stripes, Stripe{Name: s.Name, Path: s.Path, Size: fi.Size})
+		out.Bytes += fi.Size
+	}
+	return out, nil
+}

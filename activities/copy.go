@@ -1,0 +1,150 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
+)
+
+// CopyHeartbeat is what CopyToRemote records: each stripe's resumable
+// checkpoint (offset + serialized SHA-256 state).
+type CopyHeartbeat struct {
+	Files   map[string]*copier.Progress `json:"files"`
+	Percent float64                     `json:"percent"`
+	Bytes   int64                       `json:"bytes"`
+	// SentBefore is what earlier attempts wrote to the remote server.
+	SentBefore int64 `json:"sent_before,omitempty"`
+}
+
+// CopyToRemote copies every stripe of the set to the remote server (several
+// in parallel, hashed while streaming, verified at the destination), resuming
+// from the heartbeat's checkpoints after a retry; the manifest is copied last
+// with the hashes and state copied.
+func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput, error) {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return CopyOutput{}, err
+	}
+	from, err := d.server(in.From)
+	if err != nil {
+		return CopyOutput{}, err
+	}
+	to, err := d.server(in.To)
+	if err != nil {
+		return CopyOutput{}, err
+	}
+	src, err := d.openStorage(ctx, from)
+	if err != nil {
+		return CopyOutput{}, err
+	}
+	defer src.Close()
+	m, err := catalog.Load(ctx, catalogFS{src}, db.Name, in.Sequence)
+	if err != nil {
+		return CopyOutput{}, storageError(from.Name, err)
+	}
+	dst, err := d.openStorage(ctx, to)
+	if err != nil {
+		return CopyOutput{}, err
+	}
+	defer dst.Close()
+
+	var hb CopyHeartbeat
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &hb)
+	}
+	if hb.Files == nil {
+		hb.Files = map[string]*copier.Progress{}
+	}
+	// What the previous attempt sent, counted once: this attempt's
+	// progress reports only its own bytes.
+	for _, p := range hb.Files {
+		hb.SentBefore += p.BytesSent
+		p.BytesSent = 0
+	}
+	var total int64
+	jobs := make([]copier.Job, len(m.Stripes))
+	for i, s := range m.Stripes {
+		jobs[i] = copier.Job{Src: s.Name, Dst: s.Name, Resume: hb.Files[s.Name]}
+		total += s.Size
+	}
+	rep := a.newReporter(ctx, StepCopy, in.Sequence)
+	var mu sync.Mutex
+	state := func() any {
+		mu.Lock()
+		defer mu.Unlock()
+		var done int64
+		files := make(map[string]*copier.Progress, len(hb.Files))
+		for k, p := range hb.Files {
+			cp := *p
+			files[k] = &cp
+			done += p.Offset
+		}
+		pct := 0.0
+		if total > 0 {
+			pct = 100 * float64(done) / float64(total)
+		}
+		return CopyHeartbeat{Files: files, Percent: pct, Bytes: done, SentBefore: hb.SentBefore}
+	}
+	stop := rep.every(d.poll(), nil, func(float64, int64) any {
+		s := state().(CopyHeartbeat)
+		rep.set(s.Percent, s.Bytes)
+		return s
+	})
+	defer stop()
+
+	start := time.Now()
+	c := copier.New(copier.Options{
+		BytesPerSecond: int64(db.BandwidthLimit),
+		Progress: func(p copier.Progress) {
+			mu.Lock()
+			cp := p
+			cp.Ahead = nil // keep heartbeats small: resume re-sends the unconfirmed tail
+			hb.Files[p.File] = &cp
+			mu.Unlock()
+			// The SDK throttles what it sends; recording every checkpoint
+			// keeps the one reported with a failure current.
+			heartbeat(ctx, state())
+		},
+	})
+	results, err := c.Copy(ctx, src, dst, jobs)
+	if err != nil {
+		if errors.Is(err, copier.ErrDifferentContent) {
+			return CopyOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"copy of %s seq %d to %s: %w; another set uses these file names: check the server's directory", db.ID(), in.Sequence, to.Name, err))
+		}
+		return CopyOutput{}, storageError(to.Name, err)
+	}
+	out := CopyOutput{Duration: time.Since(start)}
+	for i, r := range results {
+		m.Stripes[i].SHA256 = r.SHA256
+		out.Bytes += r.Size
+		out.Sent += r.BytesSent
+		out.Resumed += r.ResumedAt
+	}
+	out.Resent = max(0, hb.SentBefore+out.Sent-out.Bytes)
+	now := d.now()
+	m.AddServer(to.Name)
+	if err := advance(m, catalog.StateCopied, now); err != nil {
+		return CopyOutput{}, nonRetryable(ErrCorruptBackup, err)
+	}
+	_ = m.SetTiming(catalog.StepCopy, now.Add(-out.Duration), now)
+	// Remote first: the manifest there is what says "this copy is complete".
+	if err := catalog.Save(ctx, catalogFS{dst}, m); err != nil {
+		return CopyOutput{}, storageError(to.Name, err)
+	}
+	if err := catalog.Save(ctx, catalogFS{src}, m); err != nil {
+		return CopyOutput{}, storageError(from.Name, err)
+	}
+	a.loggerFor(ctx).Info("set copied", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
+		zap.String("server", to.Name), zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
+	return out, nil
+}

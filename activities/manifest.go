@@ -1,0 +1,114 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// WriteManifest reads the set's RESTORE HEADERONLY and writes its manifest
+// (state written) beside the stripes on the primary server.
+func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (ManifestOutput, error) {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	inst, err := d.instance(db.Instance)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	srv, err := d.server(in.Server)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	if len(in.Backup.Stripes) == 0 {
+		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("manifest of %s seq %d: the backup reported no stripes", db.ID(), in.Sequence))
+	}
+	paths := make([]string, len(in.Backup.Stripes))
+	for i, s := range in.Backup.Stripes {
+		paths[i] = s.Path
+	}
+	hq, err := tsql.RestoreHeaderOnly(paths)
+	if err != nil {
+		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	sqlDB, err := d.openSQL(ctx, inst, "master")
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	defer sqlDB.Close()
+	hs, err := sqlDB.HeaderOnly(ctx, hq)
+	if err != nil {
+		return ManifestOutput{}, sqlError(err)
+	}
+	if len(hs) == 0 {
+		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("RESTORE HEADERONLY of %s seq %d returned no backup set", db.ID(), in.Sequence))
+	}
+	h := hs[0]
+	if !strings.EqualFold(h.DatabaseName, db.Name) || (h.BackupName != "" && h.BackupName != tsql.BackupSetName(in.Sequence)) {
+		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
+			"stripes of %s seq %d hold backup %q of database %q, not this set", db.ID(), in.Sequence, h.BackupName, h.DatabaseName))
+	}
+	now := d.now()
+	m := catalog.New(db.Name, in.Sequence, now)
+	// The config name is stable; the address may change (it does in --dev).
+	m.SourceInstance = inst.Name
+	m.PrimaryServer = srv.Name
+	m.Servers = []string{srv.Name}
+	for _, s := range in.Backup.Stripes {
+		m.Stripes = append(m.Stripes, catalog.Stripe{Name: s.Name, Size: s.Size})
+	}
+	m.Options = catalog.Options{Compression: db.Compression, Checksum: true, CopyOnly: db.CopyOnly,
+		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize), Stripes: len(m.Stripes)}
+	m.Header = &catalog.Header{
+		BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN, DatabaseBackupLSN: h.DatabaseBackupLSN,
+		BackupStart: h.BackupStartDate, BackupFinish: h.BackupFinishDate, BackupSize: h.BackupSize,
+		CompressedBackupSize: h.CompressedBackupSize, ServerName: h.ServerName, DatabaseName: h.DatabaseName,
+		HasBackupChecksums: h.HasBackupChecksums,
+	}
+	if h.FirstLSN == "" || h.LastLSN == "" {
+		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
+	}
+	_ = m.SetTiming(catalog.StepBackup, now.Add(-in.Backup.Duration), now)
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		m.WorkflowID, m.RunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	defer st.Close()
+	if err := catalog.Save(ctx, catalogFS{st}, m); err != nil {
+		return ManifestOutput{}, storageError(srv.Name, err)
+	}
+	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
+		zap.String("server", srv.Name), zap.String("manifest", m.FileName()))
+	return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, in.Backup.Stripes)}, nil
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// stripesOf lists a manifest's stripes with the paths SQL Server used.
+func stripesOf(m *catalog.Manifest, paths []Stripe) []Stripe {
+	out := make([]Stripe, len(m.Stripes))
+	for i, s := range m.Stripes {
+		out[i] = Stripe{Name: s.Name, Size: s.Size, SHA256: s.SHA256}
+		if i < len(paths) {
+			out[i].Path = paths[i].Path
+		}
+	}
+	return out
+}

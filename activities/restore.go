@@ -1,0 +1,167 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// verifyTarget resolves the remote server, its verification instance and
+// the restored copy's name.
+func (a *Activities) verifyTarget(in VerifyInput) (*config.Database, *config.BackupServer, *config.SQLInstance, string, error) {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	srv, err := d.server(in.Server)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	if srv.VerifyInstance == "" {
+		return nil, nil, nil, "", nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s has no verify_instance to restore %s on", srv.Name, db.ID()))
+	}
+	inst, err := d.instance(srv.VerifyInstance)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	name := db.VerifyDatabaseName(in.Sequence)
+	if err := tsql.CheckIdent(name); err != nil {
+		return nil, nil, nil, "", nonRetryable(ErrInvalidConfig, fmt.Errorf("verify_name of %s gives %q: %w", db.ID(), name, err))
+	}
+	return db, srv, inst, name, nil
+}
+
+// Restore restores the set from the REMOTE copies on the remote server's
+// verification instance: FILELISTONLY, every file moved into the restore
+// directories, RESTORE DATABASE ... WITH CHECKSUM, REPLACE, STATS; the
+// restore is confirmed in msdb.dbo.restorehistory.
+func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, error) {
+	db, srv, inst, verifyDB, err := a.verifyTarget(in)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
+		zap.String("step", StepRestore))
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Name, in.Sequence)
+	st.Close()
+	if err != nil {
+		return StepOutput{}, storageError(srv.Name, err)
+	}
+	if m.State == catalog.StateFailed {
+		return StepOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("set %d of %s is marked failed on %s: it is never restored", in.Sequence, db.ID(), srv.Name))
+	}
+	layout, err := tsql.Layout(srv.UNCPaths, db.Name, in.Sequence, len(m.Stripes))
+	if err != nil {
+		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	disks := tsql.Paths(layout)
+	sqlDB, err := a.Cycle.openSQL(ctx, inst, "master")
+	if err != nil {
+		return StepOutput{}, err
+	}
+	defer sqlDB.Close()
+	hq, hargs, err := tsql.LastRestore(verifyDB)
+	if err != nil {
+		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	before, err := sqlDB.LastRestore(ctx, hq, hargs...)
+	if err != nil {
+		return StepOutput{}, sqlError(err)
+	}
+	rep := a.newReporter(ctx, StepRestore, in.Sequence)
+	stop := rep.every(a.Cycle.poll(), nil, nil)
+	defer stop()
+	start := time.Now()
+
+	restored := false
+	if isRetry(ctx) {
+		q, args, err := tsql.InFlightRequests(verifyDB, tsql.CommandRestoreDatabase)
+		if err == nil {
+			if reqs, err := sqlDB.Requests(ctx, q, args...); err == nil && len(reqs) > 0 {
+				log.Info("re-attaching to the running RESTORE", zap.Int64("session", reqs[0].SessionID))
+				if err := sqlDB.WaitRequest(ctx, reqs[0].SessionID, a.Cycle.poll(), func(p float64) { rep.setPercent(p) }, q, args...); err != nil {
+					return StepOutput{}, sqlError(err)
+				}
+				after, err := sqlDB.LastRestore(ctx, hq, hargs...)
+				restored = err == nil && after != nil && (before == nil || after.ID != before.ID)
+				if restored {
+					before = nil
+				}
+			}
+		}
+	}
+	if !restored {
+		fq, err := tsql.RestoreFileListOnly(disks)
+		if err != nil {
+			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+		}
+		files, err := sqlDB.FileListOnly(ctx, fq)
+		if err != nil {
+			return StepOutput{}, sqlError(err)
+		}
+		rows := make([]tsql.FileListRow, len(files))
+		for i, f := range files {
+			rows[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
+		}
+		moves, err := tsql.Moves(verifyDB, rows, srv.RestoreDataDir, srv.RestoreLogDir)
+		if err != nil {
+			return StepOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
+		}
+		stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: verifyDB, Disks: disks, Moves: moves,
+			Checksum: true, Replace: true, Stats: statsPercent})
+		if err != nil {
+			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+		}
+		log.Info("restore starting", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
+		res, err := sqlDB.Run(ctx, "RESTORE DATABASE", stmt, func(m mssql.Message) {
+			if m.Percent >= 0 {
+				rep.setPercent(float64(m.Percent))
+			}
+		})
+		if err != nil {
+			return StepOutput{}, sqlError(err)
+		}
+		if res.Summary != nil {
+			rep.set(100, res.Summary.Bytes())
+		}
+	}
+	after, err := sqlDB.LastRestore(ctx, hq, hargs...)
+	if err != nil {
+		return StepOutput{}, sqlError(err)
+	}
+	if after == nil || (before != nil && after.ID == before.ID) {
+		return StepOutput{}, temporal.NewApplicationError(fmt.Sprintf(
+			"RESTORE of %s seq %d into %s on %s reported success but msdb.dbo.restorehistory has no new row", db.ID(), in.Sequence, verifyDB, inst.Name),
+			"RestoreNotRecorded")
+	}
+	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
+	_, out.Bytes = rep.get()
+	now := a.Cycle.now()
+	_, err = a.updateManifest(ctx, db.Name, in.Sequence, holders(m, srv.Name), []string{srv.Name}, func(m *catalog.Manifest) error {
+		if m == nil {
+			return storageError(srv.Name, fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
+		}
+		m.VerifyDB = verifyDB
+		_ = m.SetTiming(catalog.StepRestore, now.Add(-out.Duration), now)
+		return advanceOrKeep(m, catalog.StateRestored, now)
+	})
+	if err != nil {
+		return StepOutput{}, err
+	}
+	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
+	return out, nil
+}

@@ -1,0 +1,105 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+)
+
+// SanityChecks runs the database's configured queries against the restored
+// copy and compares the first value of each with its expectation.
+func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutput, error) {
+	db, srv, inst, verifyDB, err := a.verifyTarget(in)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	start := time.Now()
+	if len(db.SanityChecks) == 0 {
+		return StepOutput{VerifyDatabase: verifyDB}, nil
+	}
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Name, in.Sequence)
+	st.Close()
+	if err != nil {
+		return StepOutput{}, storageError(srv.Name, err)
+	}
+	sqlDB, err := a.Cycle.openSQL(ctx, inst, verifyDB)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	defer sqlDB.Close()
+	for _, c := range db.SanityChecks {
+		v, found, err := sqlDB.QueryValue(ctx, "sanity check "+c.Name, c.Query)
+		if err != nil {
+			var f *mssql.Failure
+			if errors.As(err, &f) && f.Kind == mssql.ErrStatement {
+				return StepOutput{}, nonRetryable(ErrSanityCheckFailed, fmt.Errorf("sanity check %q on %s: query %q failed: %w", c.Name, verifyDB, c.Query, err))
+			}
+			return StepOutput{}, sqlError(err)
+		}
+		if msg := sanityMismatch(c, v, found, m); msg != "" {
+			return StepOutput{}, nonRetryable(ErrSanityCheckFailed, fmt.Errorf("sanity check %q on %s (seq %d): query %q %s",
+				c.Name, verifyDB, in.Sequence, c.Query, msg))
+		}
+	}
+	return StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start), Checks: len(db.SanityChecks)}, nil
+}
+
+// sanityMismatch returns why a sanity value fails its expectation, or "".
+func sanityMismatch(c config.SanityCheck, v any, found bool, m *catalog.Manifest) string {
+	if !found {
+		return "returned no row"
+	}
+	switch c.Expect {
+	case config.ExpectEquals:
+		if got := sanityText(v); got != c.Equals {
+			return fmt.Sprintf("returned %q, want %q", got, c.Equals)
+		}
+	case config.ExpectAtLeast:
+		n, ok := v.(int64)
+		if f, isF := v.(float64); isF {
+			n, ok = int64(f), true
+		}
+		if !ok || n < c.AtLeast {
+			return fmt.Sprintf("returned %v, want at least %d", v, c.AtLeast)
+		}
+	case config.ExpectMaxAge:
+		t, ok := v.(time.Time)
+		if !ok {
+			return fmt.Sprintf("returned %v (%T), want a date/time no older than %s", v, v, c.MaxAge)
+		}
+		ref := time.Now()
+		if m != nil && m.Header != nil && !m.Header.BackupFinish.IsZero() {
+			ref = m.Header.BackupFinish
+		}
+		if age := ref.Sub(t); age > c.MaxAge {
+			return fmt.Sprintf("returned %s, %s older than the backup, want at most %s", t.Format(time.RFC3339), age.Round(time.Second), c.MaxAge)
+		}
+	default:
+		return fmt.Sprintf("has no expectation (%q)", c.Expect)
+	}
+	return ""
+}
+
+func sanityText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case time.Time:
+		return x.Format(time.RFC3339)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,168 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage"
+)
+
+// advance moves m forward to state through the states in between (a server
+// that missed an update catches up), never backwards.
+func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
+	chain := []catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified}
+	target := slices.Index(chain, to)
+	cur := slices.Index(chain, m.State)
+	if cur < 0 || target < 0 {
+		return fmt.Errorf("set %d of %q is %s: cannot move to %s", m.Sequence, m.Database, m.State, to)
+	}
+	for i := cur + 1; i <= target; i++ {
+		if err := m.Advance(chain[i], at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listManifests reads the manifests of database on a backup server.
+func (a *Activities) listManifests(ctx context.Context, server, database string) (catalog.Listing, error) {
+	srv, err := a.Cycle.server(server)
+	if err != nil {
+		return catalog.Listing{}, err
+	}
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return catalog.Listing{}, err
+	}
+	defer st.Close()
+	l, err := catalog.List(ctx, catalogFS{st}, database)
+	if err != nil {
+		return catalog.Listing{}, storageError(server, err)
+	}
+	return l, nil
+}
+
+// updateManifest loads the set's manifest from every reachable server of
+// servers (the most advanced copy wins), applies change, and saves it back
+// to each, so a server that missed an update catches up. It fails when a
+// server of required could not be updated; the others are best effort.
+func (a *Activities) updateManifest(ctx context.Context, database string, seq int64, servers, required []string,
+	change func(m *catalog.Manifest) error) (*catalog.Manifest, error) {
+	d := &a.Cycle
+	log := a.loggerFor(ctx).With(zap.String("db", database), zap.Int64("seq", seq))
+	type open struct {
+		name string
+		st   storage.Storage
+	}
+	var opened []open
+	defer func() {
+		for _, o := range opened {
+			o.st.Close()
+		}
+	}()
+	var best *catalog.Manifest
+	var mustErr error
+	rank := func(m *catalog.Manifest) int {
+		if m.State == catalog.StateFailed {
+			return 10
+		}
+		return slices.Index([]catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored,
+			catalog.StateChecked, catalog.StateVerified}, m.State)
+	}
+	for _, name := range servers {
+		srv, err := d.server(name)
+		if err != nil {
+			return nil, err
+		}
+		st, err := d.openStorage(ctx, srv)
+		if err != nil {
+			if slices.Contains(required, name) {
+				mustErr = err
+			}
+			log.Warn("manifest not reachable", zap.String("server", name), zap.Error(err))
+			continue
+		}
+		opened = append(opened, open{name, st})
+		m, err := catalog.Load(ctx, catalogFS{st}, database, seq)
+		if err != nil {
+			continue // not there (yet): written below
+		}
+		if best == nil || rank(m) > rank(best) {
+			best = m
+		}
+	}
+	if mustErr != nil {
+		return nil, mustErr
+	}
+	if err := change(best); err != nil {
+		return nil, err
+	}
+	if best == nil {
+		return nil, nil
+	}
+	saved := 0
+	for _, o := range opened {
+		if err := catalog.Save(ctx, catalogFS{o.st}, best); err != nil {
+			if slices.Contains(required, o.name) {
+				return nil, storageError(o.name, err)
+			}
+			log.Warn("manifest not updated", zap.String("server", o.name), zap.Error(err))
+			continue
+		}
+		saved++
+	}
+	if saved == 0 {
+		return nil, retryable(ErrBackupTargetUnreachable, fmt.Errorf("manifest of %s seq %d could be written on none of %v", database, seq, servers))
+	}
+	return best, nil
+}
+
+// holders are the servers a manifest says hold the set, plus server.
+func holders(m *catalog.Manifest, server string) []string {
+	out := slices.Clone(m.Servers)
+	if !slices.Contains(out, server) {
+		out = append(out, server)
+	}
+	return out
+}
+
+// holdersOn reads the set's holders from its manifest on srv (just srv when
+// it cannot be read: updateManifest then reports why).
+func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db string, seq int64) []string {
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return []string{srv.Name}
+	}
+	defer st.Close()
+	m, err := catalog.Load(ctx, catalogFS{st}, db, seq)
+	if err != nil {
+		return []string{srv.Name}
+	}
+	return holders(m, srv.Name)
+}
+
+// advanceOrKeep advances m to state unless it is already there or beyond
+// (a restore repeated after the verification instance was lost).
+func advanceOrKeep(m *catalog.Manifest, to catalog.State, at time.Time) error {
+	chain := []catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified}
+	if slices.Index(chain, m.State) >= slices.Index(chain, to) {
+		return nil
+	}
+	if err := advance(m, to, at); err != nil {
+		return nonRetryable(ErrCorruptBackup, err)
+	}
+	return nil
+}
+
+// isRetry reports whether an earlier attempt of this activity may have
+// started its statement: a retry, or heartbeat details left by one.
+func isRetry(ctx context.Context) bool {
+	return activity.IsActivity(ctx) && (activity.GetInfo(ctx).Attempt > 1 || activity.HasHeartbeatDetails(ctx))
+}

@@ -1,0 +1,39 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/storage"
+)
+
+// MarkVerified moves the set's manifest to verified, with the timings, on
+// every server holding it.
+func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
+	db, err := a.Cycle.database(in.Instance, in.Database)
+	if err != nil {
+		return err
+	}
+	now := a.Cycle.now()
+	_, err = a.updateManifest(ctx, db.Name, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
+		if m == nil {
+			return storageError(strings.Join(in.Servers, ", "), fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
+		}
+		if in.Timings.Sanity > 0 {
+			_ = m.SetTiming(catalog.StepSanity, now.Add(-in.Timings.Sanity), now)
+		}
+		for _, s := range in.Servers {
+			m.AddServer(s)
+		}
+		return advanceOrKeep(m, catalog.StateVerified, now)
+	})
+	if err != nil {
+		return err
+	}
+	a.loggerFor(ctx).Info("set verified", zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.Strings("servers", in.Servers))
+	return nil
+}
