@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -42,7 +44,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepBackup))
-	layout, err := tsql.Layout(srv.UNCPaths, db.Name, in.Sequence, in.Stripes)
+	layout, err := tsql.Layout(srv.UNCPaths, db.Instance, db.Name, in.Sequence, in.Stripes)
 	if err != nil {
 		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -61,6 +63,11 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 		return BackupOutput{}, err
 	}
 	defer st.Close()
+	// Claim the number on this server before anything is written: INIT,
+	// FORMAT would overwrite whatever holds these file names.
+	if err := a.claimSet(ctx, st, db, srv.Name, in.Sequence); err != nil {
+		return BackupOutput{}, err
+	}
 	sqlDB, err := d.openSQL(ctx, inst, "master")
 	if err != nil {
 		return BackupOutput{}, err
@@ -172,4 +179,47 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 		out.Bytes += fi.Size
 	}
 	return out, nil
+}
+
+// claimSet makes sure set number seq of db on a backup server is this run's
+// before its BACKUP writes there: a manifest of another run, or stripe files
+// without this run's claim, mean the number is used (a database restored
+// from an older backup, a second entry point, another worker's clock):
+// SequenceInUse, and nothing of theirs is touched. Otherwise it records the
+// claim, a pending manifest naming this run, which a retry recognises.
+func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) error {
+	fsys := catalogFS{st}
+	m, err := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
+	switch {
+	case err == nil:
+		if err := ownedByThisRun(ctx, m, server); err != nil {
+			return err
+		}
+		if m.State != catalog.StatePending {
+			return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+				"set %d of %s on %s is already %s: a BACKUP never writes over it; this cycle takes a new number", seq, db.ID(), server, m.State))
+		}
+		return nil // our own claim: a retry
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound):
+		// A manifest that cannot be read still protects its set.
+		if _, serr := st.Stat(ctx, tsql.ManifestFileName(db.Instance, db.Name, seq)); serr == nil {
+			return nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
+		}
+		return storageError(server, err)
+	}
+	files, err := st.List(ctx, tsql.SetPrefix(db.Instance, db.Name, seq)+"_")
+	if err != nil {
+		return storageError(server, err)
+	}
+	if len(files) > 0 {
+		return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+			"set %d of %s: %s already holds %s, written by another run: it is left untouched; this cycle takes a new number", seq, db.ID(), server, files[0].Name))
+	}
+	wid, rid := runOf(ctx)
+	claim := catalog.NewPending(db.Instance, db.Name, seq, a.Cycle.now(), wid, rid)
+	claim.PrimaryServer = server
+	if err := catalog.Save(ctx, fsys, claim); err != nil {
+		return storageError(server, err)
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	now := a.Cycle.now()
-	if _, err := a.updateManifest(ctx, db.Name, in.Sequence, a.holdersOn(ctx, srv, db.Name, in.Sequence), []string{srv.Name}, func(m *catalog.Manifest) error {
+	if _, err := a.updateManifest(ctx, db, in.Sequence, a.holdersOn(ctx, srv, db, in.Sequence), []string{srv.Name}, func(m *catalog.Manifest) error {
 		if m == nil {
 			return storageError(srv.Name, fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}

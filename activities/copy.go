@@ -47,15 +47,26 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		return CopyOutput{}, err
 	}
 	defer src.Close()
-	m, err := catalog.Load(ctx, catalogFS{src}, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalogFS{src}, db.Instance, db.Name, in.Sequence)
 	if err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
+	}
+	if err := ownedByThisRun(ctx, m, from.Name); err != nil {
+		return CopyOutput{}, err
 	}
 	dst, err := d.openStorage(ctx, to)
 	if err != nil {
 		return CopyOutput{}, err
 	}
 	defer dst.Close()
+	// The remote may hold a set of another run under this number (used
+	// while that server could not be read): never copy over it, never
+	// replace its manifest.
+	if rm, err := catalog.Load(ctx, catalogFS{dst}, db.Instance, db.Name, in.Sequence); err == nil {
+		if err := ownedByThisRun(ctx, rm, to.Name); err != nil {
+			return CopyOutput{}, err
+		}
+	}
 
 	var hb CopyHeartbeat
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
@@ -118,8 +129,8 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	results, err := c.Copy(ctx, src, dst, jobs)
 	if err != nil {
 		if errors.Is(err, copier.ErrDifferentContent) {
-			return CopyOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
-				"copy of %s seq %d to %s: %w; another set uses these file names: check the server's directory", db.ID(), in.Sequence, to.Name, err))
+			return CopyOutput{}, nonRetryable(ErrSequenceInUse, fmt.Errorf(
+				"copy of %s seq %d to %s: %w; files of another run use this number there and are left untouched", db.ID(), in.Sequence, to.Name, err))
 		}
 		return CopyOutput{}, storageError(to.Name, err)
 	}

@@ -205,7 +205,7 @@ func newSambaFixture(t *testing.T, db, extra string) *activities.SQLFixture {
 func setHashes(t *testing.T, dir, db string, seq int64) map[string][32]byte {
 	t.Helper()
 	out := map[string][32]byte{}
-	files, _ := filepath.Glob(filepath.Join(dir, tsql.SetPrefix(db, seq)+"*"))
+	files, _ := filepath.Glob(filepath.Join(dir, tsql.SetPrefix("sql01", db, seq)+"*"))
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -438,7 +438,7 @@ func TestE2ECorruptRemoteCopy(t *testing.T) {
 			corrupt.Lock()
 			defer corrupt.Unlock()
 			if err == nil && armed {
-				stripe := filepath.Join(f.Dir(in.To), tsql.StripeFileName(in.Database, in.Sequence, 2, 2))
+				stripe := filepath.Join(f.Dir(in.To), tsql.StripeFileName("sql01", in.Database, in.Sequence, 2, 2))
 				fi, _ := os.Stat(stripe)
 				if ferr := sqlsim.FlipByte(stripe, fi.Size()/2); ferr != nil {
 					return out, ferr
@@ -573,7 +573,7 @@ func TestE2ESQLHostCrashDuringBackup(t *testing.T) {
 	if len(rs) != 2 {
 		t.Fatalf("RESTORE ran %d times, want 2 (earlier set, seq %d)", len(rs), n+1)
 	}
-	if last := rs[len(rs)-1].SQL; !strings.Contains(last, tsql.SetPrefix("Sales", n+1)) || strings.Contains(last, tsql.SetPrefix("Sales", n)) {
+	if last := rs[len(rs)-1].SQL; !strings.Contains(last, tsql.SetPrefix("sql01", "Sales", n+1)) || strings.Contains(last, tsql.SetPrefix("sql01", "Sales", n)) {
 		t.Errorf("RESTORE of the cycle %q: want the files of seq %d only", last, n+1)
 	}
 	prev.unchanged(e, "Sales")
@@ -898,7 +898,7 @@ func TestE2EOverSambaWithCopyResume(t *testing.T) {
 		t.Errorf("BACKUP outcomes %v, want [ok]", got)
 	}
 	if rs := activities.Statements(f.Verify(), "RESTORE DATABASE"); len(rs) != 1 || rs[0].Outcome != "ok" ||
-		!strings.Contains(rs[0].SQL, tsql.SetPrefix("Big", res.Sequence)) {
+		!strings.Contains(rs[0].SQL, tsql.SetPrefix("sql01", "Big", res.Sequence)) {
 		t.Errorf("RESTORE statements %+v, want one, ok, of seq %d", rs, res.Sequence)
 	}
 }

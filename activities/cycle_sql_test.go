@@ -217,7 +217,7 @@ func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
 		t.Errorf("sequences %d then %d, want consecutive numbers from the DBBackup.Sequence table", seq, seq2)
 	}
 	for i := 1; i <= 2; i++ {
-		name := tsql.StripeFileName(db, seq, i, 2)
+		name := tsql.StripeFileName("sql01", db, seq, i, 2)
 		if fi, err := os.Stat(filepath.Join(f.dirs["bak01"], name)); err != nil || fi.Size() == 0 {
 			t.Errorf("stripe %s on bak01: %v", name, err)
 		}
@@ -281,7 +281,7 @@ func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
 
 func (f *sqlFixture) load(server string, seq int64) *catalog.Manifest {
 	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.dirs[server], tsql.ManifestFileName(f.db, seq)))
+	data, err := os.ReadFile(filepath.Join(f.dirs[server], tsql.ManifestFileName("sql01", f.db, seq)))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestSQLRestoreDetectsCorruptCopy(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
 	_, seq, _ := f.backedUp()
 	f.must(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
-	stripe := filepath.Join(f.dirs["bak02"], tsql.StripeFileName("Sales", seq, 2, 2))
+	stripe := filepath.Join(f.dirs["bak02"], tsql.StripeFileName("sql01", "Sales", seq, 2, 2))
 	data, err := os.ReadFile(stripe)
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +351,7 @@ func TestSQLHostCrashDuringBackup(t *testing.T) {
 		t.Fatalf("backup on a crashing host: %v (details %+v), want SQLHostUnreachable, started, at most 40 %%", err, bf)
 	}
 	f.must(f.acts.MarkFailed, MarkInput{Database: "Sales", Sequence: seq, Servers: []string{"bak01"}, Step: StepBackup,
-		ErrorType: ErrSQLHostUnreachable, Reason: fmt.Sprintf("%s (at %.0f %%)", appErr.Message(), bf.Percent)}, nil)
+		ErrorType: ErrSQLHostUnreachable, Evidence: string(catalog.EvidenceBackupIncomplete), Reason: fmt.Sprintf("%s (at %.0f %%)", appErr.Message(), bf.Percent)}, nil)
 	failed := f.load("bak01", seq)
 	if failed.State != catalog.StateFailed || len(failed.Stripes) != 2 {
 		t.Errorf("failed set: %s with stripes %+v, want failed listing both partial stripes", failed.State, failed.Stripes)
@@ -372,7 +372,7 @@ func TestSQLHostCrashDuringBackup(t *testing.T) {
 	}
 	var b BackupOutput
 	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq2, Server: "bak01", Stripes: p.Stripes}, &b)
-	if len(b.Stripes) != 2 || b.Stripes[0].Name != tsql.StripeFileName("Sales", seq2, 1, 2) {
+	if len(b.Stripes) != 2 || b.Stripes[0].Name != tsql.StripeFileName("sql01", "Sales", seq2, 1, 2) {
 		t.Errorf("backup after the crash: %+v", b)
 	}
 }
@@ -476,7 +476,7 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 	var seq int64
 	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
 	srv, _ := f.cfg.BackupServer("bak01")
-	layout, err := tsql.Layout(srv.UNCPaths, "Sales", seq, 2)
+	layout, err := tsql.Layout(srv.UNCPaths, "sql01", "Sales", seq, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,16 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The "first attempt": a BACKUP whose worker is gone, still running.
+	// The "first attempt" claimed the number for this run, then started a
+	// BACKUP; its worker is gone, the statement still runs.
+	claim := catalog.NewPending("sql01", "Sales", seq, time.Now(), "default-test-workflow-id", "default-test-run-id")
+	data, err := catalog.Encode(claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dirs["bak01"], claim.FileName()), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f.src.SetThrottle(1 << 20)
 	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: "sa",
 		Password: sqlPassword, Encrypt: "disable"})

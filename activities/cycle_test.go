@@ -94,11 +94,11 @@ func newCycleFixture(t *testing.T, db, extra string) *cycleFixture {
 // server, as BACKUP + WriteManifest would.
 func (f *cycleFixture) writeSet(server, db string, seq int64, state catalog.State, primary string, size int) *catalog.Manifest {
 	f.t.Helper()
-	m := catalog.New(db, seq, f.now.Add(-time.Duration(100-seq)*time.Hour))
+	m := catalog.New("sql01", db, seq, f.now.Add(-time.Duration(100-seq)*time.Hour))
 	m.PrimaryServer = primary
 	m.Servers = []string{primary}
 	for i := 1; i <= 2; i++ {
-		name := tsql.StripeFileName(db, seq, i, 2)
+		name := tsql.StripeFileName("sql01", db, seq, i, 2)
 		data := bytes.Repeat([]byte(fmt.Sprintf("%s-%d-%d|", db, seq, i)), size)
 		if err := os.WriteFile(filepath.Join(f.dirs[server], name), data, 0o644); err != nil {
 			f.t.Fatal(err)
@@ -113,7 +113,7 @@ func (f *cycleFixture) writeSet(server, db string, seq int64, state catalog.Stat
 		}
 	}
 	if state == catalog.StateFailed {
-		if err := m.Fail(catalog.StepBackup, "host lost", at); err != nil {
+		if err := m.Fail(catalog.StepBackup, catalog.EvidenceBackupIncomplete, "host lost", at); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -138,7 +138,7 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := catalog.Load(context.Background(), catalogFS{st}, db, seq)
+	m, err := catalog.Load(context.Background(), catalogFS{st}, "sql01", db, seq)
 	if err != nil {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}
@@ -284,13 +284,13 @@ func TestMarkFailedRecordsPartialSetAndNeverUnverifies(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "")
 	// A BACKUP died at 40 %: two partial stripes, no manifest.
 	for i := 1; i <= 2; i++ {
-		if err := os.WriteFile(filepath.Join(f.dirs["bak01"], tsql.StripeFileName("Sales", 7, i, 2)), []byte("partial"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(f.dirs["bak01"], tsql.StripeFileName("sql01", "Sales", 7, i, 2)), []byte("partial"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.writeSet("bak02", "Sales", 6, catalog.StateVerified, "bak02", 1)
 	in := MarkInput{Database: "Sales", Sequence: 7, Servers: []string{"bak01"}, Step: StepBackup,
-		ErrorType: ErrSQLHostUnreachable, Reason: "connection lost (at 40 %)"}
+		ErrorType: ErrSQLHostUnreachable, Evidence: string(catalog.EvidenceBackupIncomplete), Reason: "connection lost (at 40 %)"}
 	if _, err := f.env.ExecuteActivity(f.acts.MarkFailed, in); err != nil {
 		t.Fatal(err)
 	}
@@ -357,18 +357,18 @@ func TestApplyRetentionKeepsNewestVerifiedAndProtected(t *testing.T) {
 	for _, p := range left {
 		names = append(names, filepath.Base(p))
 	}
-	for _, want := range []string{tsql.ManifestFileName("Sales", 3), tsql.StripeFileName("Sales", 3, 1, 2),
-		tsql.ManifestFileName("Other", 2)} {
+	for _, want := range []string{tsql.ManifestFileName("sql01", "Sales", 3), tsql.StripeFileName("sql01", "Sales", 3, 1, 2),
+		tsql.ManifestFileName("sql01", "Other", 2)} {
 		if !strings.Contains(strings.Join(names, " "), want) {
 			t.Errorf("bak01 holds %v, missing %s", names, want)
 		}
 	}
-	for _, gone := range []string{tsql.ManifestFileName("Sales", 1), tsql.StripeFileName("Sales", 4, 1, 2)} {
+	for _, gone := range []string{tsql.ManifestFileName("sql01", "Sales", 1), tsql.StripeFileName("sql01", "Sales", 4, 1, 2)} {
 		if strings.Contains(strings.Join(names, " "), gone) {
 			t.Errorf("bak01 still holds %s", gone)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(f.dirs["bak02"], tsql.ManifestFileName("Sales", 5))); err != nil {
+	if _, err := os.Stat(filepath.Join(f.dirs["bak02"], tsql.ManifestFileName("sql01", "Sales", 5))); err != nil {
 		t.Errorf("the protected set lost its manifest: %v", err)
 	}
 }

@@ -223,10 +223,14 @@ type MarkInput struct {
 	Sequence int64    `json:"seq"`
 	Servers  []string `json:"servers"`
 	Timings  Timings  `json:"timings"`
-	// For MarkFailed: the step that failed, its error type and why.
+	// For MarkFailed and MarkCancelled: the step that failed or was
+	// cancelled, the error type and why.
 	Step      string `json:"step,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Evidence is what MarkFailed marks the set failed on (catalog.Evidence);
+	// without it nothing is marked.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // RetentionInput applies the database's retention policy on servers.

@@ -1,5 +1,7 @@
 package activities
 
+import "github.com/backupcycle/backupcycle/internal/catalog"
+
 // Stable error types of the backup cycle. Activities return them as
 // temporal.ApplicationError types; the workflow, starters and the Web UI match
 // on these strings, so they never change once released.
@@ -16,6 +18,21 @@ const (
 	ErrInvalidConfig           = "InvalidConfig"
 	ErrInsufficientMemory      = "InsufficientMemory"
 	ErrCopyDeadlineExceeded    = "CopyDeadlineExceeded"
+	// ErrHashMismatch: a copy's bytes differ from the primary's.
+	ErrHashMismatch = "HashMismatch"
+	// ErrSequenceInUse: the set number meets files or a manifest of another
+	// run on a backup server; nothing of theirs is touched, and the cycle
+	// allocates a new number.
+	ErrSequenceInUse = "SequenceInUse"
+	// ErrVerifyDatabaseInUse: the verification database exists and was not
+	// restored by backupcycle; nothing is replaced.
+	ErrVerifyDatabaseInUse = "VerifyDatabaseInUse"
+	// ErrRestoreMismatch: the verification database was not restored from
+	// this set (its restore history names another backup set GUID).
+	ErrRestoreMismatch = "RestoreMismatch"
+	// ErrNoEvidence: MarkFailed was asked to fail a set without evidence
+	// about its content (a programming error in the caller).
+	ErrNoEvidence = "NoEvidence"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -30,4 +47,26 @@ var NonRetryableErrorTypes = []string{
 	ErrShareFull,
 	ErrInvalidConfig,
 	ErrInsufficientMemory,
+	ErrSequenceInUse,
+	ErrVerifyDatabaseInUse,
+	ErrRestoreMismatch,
+	ErrNoEvidence,
+	ErrHashMismatch,
+}
+
+// Evidence maps an error type to what it proves about the set's content, or
+// "" when it proves nothing (an outage, a timeout, bad configuration): only
+// evidence marks a set failed (catalog.Evidence).
+func Evidence(errorType string) catalog.Evidence {
+	switch errorType {
+	case ErrCorruptBackup:
+		return catalog.EvidenceCorruptBackup
+	case ErrCheckDBFailed:
+		return catalog.EvidenceCheckDBFailed
+	case ErrSanityCheckFailed:
+		return catalog.EvidenceSanityFailed
+	case ErrHashMismatch:
+		return catalog.EvidenceHashMismatch
+	}
+	return ""
 }

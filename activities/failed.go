@@ -2,25 +2,36 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
-	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// MarkFailed marks the set failed, with the step and reason, on every listed
-// server it can reach; a server without a manifest gets one listing the
-// stripe files found there, so retention removes them. A verified set is
-// never marked failed.
+// MarkFailed marks the set failed on evidence about its content (in.Evidence:
+// an incomplete BACKUP, corrupt media, CHECKDB errors, a sanity mismatch, a
+// hash mismatch), with the step and reason, on every listed server it can
+// reach; a server without a manifest gets one listing the stripe files found
+// there, so retention removes them. Without evidence nothing is marked (an
+// outage says nothing about a set). A set verified on any server is never
+// marked failed anywhere, and a set another run owns is never touched.
 func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {
 		return err
 	}
+	evidence := catalog.Evidence(in.Evidence)
+	if !evidence.Valid() {
+		return nonRetryable(ErrNoEvidence, fmt.Errorf(
+			"set %d of %s not marked failed: %q is no evidence about its content (error type %s)", in.Sequence, db.ID(), in.Evidence, in.ErrorType))
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence))
 	now := d.now()
 	reason := in.Reason
 	if reason == "" {
@@ -29,53 +40,163 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	if in.ErrorType != "" {
 		reason = in.ErrorType + ": " + reason
 	}
-	written := 0
-	for _, s := range in.Servers {
-		srv, serr := d.server(s)
-		if serr != nil {
-			return serr
+	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
+	defer closeAll()
+	for _, o := range sets {
+		if o.m != nil && o.m.Verified() {
+			log.Warn("set is verified: not marked failed", zap.String("server", o.server), zap.String("reason", reason))
+			return nil
 		}
-		st, oerr := d.openStorage(ctx, srv)
-		if oerr != nil {
-			a.loggerFor(ctx).Warn("set not marked failed: server unreachable", zap.String("server", s), zap.Error(oerr))
+	}
+	wid, rid := runOf(ctx)
+	written := 0
+	for _, o := range sets {
+		m := o.m
+		if m == nil {
+			if evidence != catalog.EvidenceBackupIncomplete {
+				continue // nothing of this set there
+			}
+			m = catalog.New(db.Instance, db.Name, in.Sequence, now)
+			m.PrimaryServer = o.server
+			m.Stripes = partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence)
+			m.Options.Stripes = len(m.Stripes)
+			m.WorkflowID, m.RunID = wid, rid
+		}
+		if err := ownedByThisRun(ctx, m, o.server); err != nil {
+			log.Warn("set of another run: not marked failed", zap.String("server", o.server), zap.Error(err))
 			continue
 		}
-		fsys := catalogFS{st}
-		m, lerr := catalog.Load(ctx, fsys, db.Name, in.Sequence)
-		if lerr != nil {
-			m = catalog.New(db.Name, in.Sequence, now)
-			m.PrimaryServer = s
-			m.Stripes = partialStripes(ctx, st, db.Name, in.Sequence)
+		if len(m.Stripes) == 0 {
+			// A claim (pending) lists no stripes yet: record the partial
+			// files found, so retention removes them with the manifest.
+			m.Stripes = partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence)
 			m.Options.Stripes = len(m.Stripes)
-			if activity.IsActivity(ctx) {
-				info := activity.GetInfo(ctx)
-				m.WorkflowID, m.RunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+		}
+		if ferr := m.Fail(failedStep(in.Step), evidence, reason, now); ferr != nil {
+			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(ferr))
+			continue
+		}
+		if serr := catalog.Save(ctx, catalogFS{o.st}, m); serr != nil {
+			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(serr))
+			continue
+		}
+		written++
+	}
+	log.Warn("set marked failed", zap.String("step", in.Step), zap.String("evidence", string(evidence)),
+		zap.String("reason", reason), zap.Int("servers", written))
+	return nil
+}
+
+// MarkCancelled records that the cycle making the set was cancelled: its
+// stripe files are removed from every listed server (they are unfinished
+// work nobody will finish), and the manifest stays as the record, in state
+// cancelled. A verified or failed set, and a set of another run, are left as
+// they are.
+func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return err
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence))
+	now := d.now()
+	reason := in.Reason
+	if reason == "" {
+		reason = "cancelled at step " + in.Step
+	}
+	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
+	defer closeAll()
+	for _, o := range sets {
+		if o.m != nil && o.m.Verified() {
+			return nil
+		}
+	}
+	wid, rid := runOf(ctx)
+	var errs []error
+	for _, o := range sets {
+		m := o.m
+		if m == nil {
+			m = catalog.New(db.Instance, db.Name, in.Sequence, now)
+			m.PrimaryServer = o.server
+			m.WorkflowID, m.RunID = wid, rid
+		}
+		if err := ownedByThisRun(ctx, m, o.server); err != nil {
+			log.Warn("set of another run: left as it is", zap.String("server", o.server), zap.Error(err))
+			continue
+		}
+		if m.State == catalog.StateFailed {
+			continue
+		}
+		names := map[string]bool{}
+		for _, s := range m.Stripes {
+			names[s.Name] = true
+		}
+		for _, s := range partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence) {
+			names[s.Name] = true
+		}
+		if o.m == nil && len(names) == 0 {
+			continue // nothing of this set there
+		}
+		m.Stripes, m.Options.Stripes = nil, 0 // the record keeps no file names of removed files
+		if cerr := m.Cancel(failedStep(in.Step), reason, now); cerr != nil {
+			errs = append(errs, cerr)
+			continue
+		}
+		// Manifest first: a crash between the two leaves a cancelled record
+		// and orphan stripes retention removes, never a live-looking set.
+		if serr := catalog.Save(ctx, catalogFS{o.st}, m); serr != nil {
+			errs = append(errs, storageError(o.server, serr))
+			continue
+		}
+		for name := range names {
+			if rerr := o.st.Remove(ctx, name); rerr != nil && !errors.Is(rerr, storage.ErrNotFound) {
+				errs = append(errs, storageError(o.server, rerr))
 			}
 		}
-		if m.State == catalog.StateVerified {
-			st.Close()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	log.Info("set cancelled", zap.String("step", in.Step), zap.String("reason", reason))
+	return nil
+}
+
+// openSet is one server's storage and its manifest of a set (nil when it
+// has none).
+type openSet struct {
+	server string
+	st     storage.Storage
+	m      *catalog.Manifest
+}
+
+// openSets opens every reachable server of servers and loads the set's
+// manifest there; unreachable servers are skipped (logged).
+func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int64, servers []string) ([]openSet, func()) {
+	var out []openSet
+	for _, s := range servers {
+		srv, err := a.Cycle.server(s)
+		if err != nil {
 			continue
 		}
-		if ferr := m.Fail(failedStep(in.Step), reason, now); ferr != nil {
-			st.Close()
-			return nonRetryable(ErrInvalidConfig, ferr)
+		st, err := a.Cycle.openStorage(ctx, srv)
+		if err != nil {
+			a.loggerFor(ctx).Warn("backup server unreachable", zap.String("server", s), zap.Error(err))
+			continue
 		}
-		if serr := catalog.Save(ctx, fsys, m); serr != nil {
-			a.loggerFor(ctx).Warn("set not marked failed", zap.String("server", s), zap.Error(serr))
-		} else {
-			written++
-		}
-		st.Close()
+		m, _ := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
+		out = append(out, openSet{server: s, st: st, m: m})
 	}
-	a.loggerFor(ctx).Warn("set marked failed", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
-		zap.String("step", in.Step), zap.String("reason", reason), zap.Int("servers", written))
-	return nil
+	return out, func() {
+		for _, o := range out {
+			o.st.Close()
+		}
+	}
 }
 
 // partialStripes lists the stripe files of a set found on a server, as a
 // complete stripe list (missing ones with size 0).
-func partialStripes(ctx context.Context, st storage.Storage, db string, seq int64) []catalog.Stripe {
-	files, err := st.List(ctx, tsql.SetPrefix(db, seq)+"_")
+func partialStripes(ctx context.Context, st storage.Storage, instance, db string, seq int64) []catalog.Stripe {
+	files, err := st.List(ctx, tsql.SetPrefix(instance, db, seq)+"_")
 	if err != nil {
 		return nil
 	}
@@ -83,7 +204,7 @@ func partialStripes(ctx context.Context, st storage.Storage, db string, seq int6
 	sizes := map[int]int64{}
 	for _, f := range files {
 		p, ok := tsql.ParseStripeFileName(f.Name)
-		if !ok || p.Sequence != seq || p.DBPart != tsql.FileNamePart(db) {
+		if !ok || p.Sequence != seq || p.Owner() != tsql.OwnerOf(instance, db) {
 			continue
 		}
 		n = max(n, p.Count)
@@ -91,7 +212,7 @@ func partialStripes(ctx context.Context, st storage.Storage, db string, seq int6
 	}
 	out := make([]catalog.Stripe, n)
 	for i := range out {
-		out[i] = catalog.Stripe{Name: tsql.StripeFileName(db, seq, i+1, n), Size: sizes[i+1]}
+		out[i] = catalog.Stripe{Name: tsql.StripeFileName(instance, db, seq, i+1, n), Size: sizes[i+1]}
 	}
 	return out
 }

@@ -2,13 +2,15 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
-	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -56,10 +58,33 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
 			"stripes of %s seq %d hold backup %q of database %q, not this set", db.ID(), in.Sequence, h.BackupName, h.DatabaseName))
 	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	defer st.Close()
 	now := d.now()
-	m := catalog.New(db.Name, in.Sequence, now)
-	// The config name is stable; the address may change (it does in --dev).
-	m.SourceInstance = inst.Name
+	// The claim Backup wrote becomes the manifest; a manifest of another
+	// run is never replaced.
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
+	switch {
+	case err == nil:
+		if err := ownedByThisRun(ctx, m, srv.Name); err != nil {
+			return ManifestOutput{}, err
+		}
+		if m.State != catalog.StatePending {
+			// A retry after the manifest was saved: nothing to do.
+			return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, in.Backup.Stripes)}, nil
+		}
+		if err := m.Advance(catalog.StateWritten, now); err != nil {
+			return ManifestOutput{}, nonRetryable(ErrSequenceInUse, err)
+		}
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, storage.ErrNotFound):
+		m = catalog.New(db.Instance, db.Name, in.Sequence, now)
+		m.WorkflowID, m.RunID = runOf(ctx)
+	default:
+		return ManifestOutput{}, storageError(srv.Name, err)
+	}
 	m.PrimaryServer = srv.Name
 	m.Servers = []string{srv.Name}
 	for _, s := range in.Backup.Stripes {
@@ -77,15 +102,6 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}
 	_ = m.SetTiming(catalog.StepBackup, now.Add(-in.Backup.Duration), now)
-	if activity.IsActivity(ctx) {
-		info := activity.GetInfo(ctx)
-		m.WorkflowID, m.RunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
-	}
-	st, err := d.openStorage(ctx, srv)
-	if err != nil {
-		return ManifestOutput{}, err
-	}
-	defer st.Close()
 	if err := catalog.Save(ctx, catalogFS{st}, m); err != nil {
 		return ManifestOutput{}, storageError(srv.Name, err)
 	}

@@ -40,7 +40,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	if last == "" {
 		var all []*catalog.Manifest
 		for _, name := range db.BackupServers {
-			listing, err := a.listManifests(ctx, name, db.Name)
+			listing, err := a.listManifests(ctx, name, db)
 			var appErr *temporal.ApplicationError
 			if errors.As(err, &appErr) && appErr.NonRetryable() {
 				// Wrong location or credentials: stop before any SQL runs.
@@ -55,7 +55,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 			}
 			all = append(all, listing.Manifests...)
 		}
-		last, source = catalog.LastServer(db.Name, all), "manifests"
+		last, source = catalog.LastServer(db.Instance, db.Name, all), "manifests"
 		if last == "" {
 			source = "none"
 		}

@@ -56,7 +56,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
 	st.Close()
 	if err != nil {
 		return StepOutput{}, storageError(srv.Name, err)
@@ -64,7 +64,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if m.State == catalog.StateFailed {
 		return StepOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("set %d of %s is marked failed on %s: it is never restored", in.Sequence, db.ID(), srv.Name))
 	}
-	layout, err := tsql.Layout(srv.UNCPaths, db.Name, in.Sequence, len(m.Stripes))
+	layout, err := tsql.Layout(srv.UNCPaths, db.Instance, db.Name, in.Sequence, len(m.Stripes))
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -151,7 +151,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()
 	now := a.Cycle.now()
-	_, err = a.updateManifest(ctx, db.Name, in.Sequence, holders(m, srv.Name), []string{srv.Name}, func(m *catalog.Manifest) error {
+	_, err = a.updateManifest(ctx, db, in.Sequence, holders(m, srv.Name), []string{srv.Name}, func(m *catalog.Manifest) error {
 		if m == nil {
 			return storageError(srv.Name, fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}

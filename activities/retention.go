@@ -45,7 +45,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			continue
 		}
 		stores[s] = st
-		l, err := catalog.List(ctx, catalogFS{st}, db.Name)
+		l, err := catalog.List(ctx, catalogFS{st}, db.Instance, db.Name)
 		if err != nil {
 			return RetentionOutput{}, storageError(s, err)
 		}
@@ -60,7 +60,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			}
 		}
 	}
-	dels, err := catalog.Decide(policy, manifests, files, d.now(), catalog.SetKey{Database: db.Name, Sequence: in.Protect})
+	dels, err := catalog.Decide(policy, manifests, files, d.now(), catalog.SetKey{Instance: db.Instance, Database: db.Name, Sequence: in.Protect})
 	if err != nil {
 		return RetentionOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}

@@ -26,7 +26,7 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	if err != nil {
 		return StepOutput{}, err
 	}
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
 	st.Close()
 	if err != nil {
 		return StepOutput{}, storageError(srv.Name, err)

@@ -17,7 +17,7 @@ import (
 // advance moves m forward to state through the states in between (a server
 // that missed an update catches up), never backwards.
 func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
-	chain := []catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified}
+	chain := catalog.Chain
 	target := slices.Index(chain, to)
 	cur := slices.Index(chain, m.State)
 	if cur < 0 || target < 0 {
@@ -32,7 +32,7 @@ func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
 }
 
 // listManifests reads the manifests of database on a backup server.
-func (a *Activities) listManifests(ctx context.Context, server, database string) (catalog.Listing, error) {
+func (a *Activities) listManifests(ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return catalog.Listing{}, err
@@ -42,7 +42,7 @@ func (a *Activities) listManifests(ctx context.Context, server, database string)
 		return catalog.Listing{}, err
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, catalogFS{st}, database)
+	l, err := catalog.List(ctx, catalogFS{st}, db.Instance, db.Name)
 	if err != nil {
 		return catalog.Listing{}, storageError(server, err)
 	}
@@ -53,10 +53,10 @@ func (a *Activities) listManifests(ctx context.Context, server, database string)
 // servers (the most advanced copy wins), applies change, and saves it back
 // to each, so a server that missed an update catches up. It fails when a
 // server of required could not be updated; the others are best effort.
-func (a *Activities) updateManifest(ctx context.Context, database string, seq int64, servers, required []string,
+func (a *Activities) updateManifest(ctx context.Context, db *config.Database, seq int64, servers, required []string,
 	change func(m *catalog.Manifest) error) (*catalog.Manifest, error) {
 	d := &a.Cycle
-	log := a.loggerFor(ctx).With(zap.String("db", database), zap.Int64("seq", seq))
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", seq))
 	type open struct {
 		name string
 		st   storage.Storage
@@ -69,12 +69,16 @@ func (a *Activities) updateManifest(ctx context.Context, database string, seq in
 	}()
 	var best *catalog.Manifest
 	var mustErr error
+	// A verified copy outranks everything (it was proven good and is never
+	// un-verified), then failed/cancelled (terminal), then the chain.
 	rank := func(m *catalog.Manifest) int {
-		if m.State == catalog.StateFailed {
-			return 10
+		switch m.State {
+		case catalog.StateVerified:
+			return 30
+		case catalog.StateFailed, catalog.StateCancelled:
+			return 20
 		}
-		return slices.Index([]catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored,
-			catalog.StateChecked, catalog.StateVerified}, m.State)
+		return m.State.Rank()
 	}
 	for _, name := range servers {
 		srv, err := d.server(name)
@@ -90,9 +94,12 @@ func (a *Activities) updateManifest(ctx context.Context, database string, seq in
 			continue
 		}
 		opened = append(opened, open{name, st})
-		m, err := catalog.Load(ctx, catalogFS{st}, database, seq)
+		m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
 		if err != nil {
 			continue // not there (yet): written below
+		}
+		if err := ownedByThisRun(ctx, m, name); err != nil {
+			return nil, err
 		}
 		if best == nil || rank(m) > rank(best) {
 			best = m
@@ -119,9 +126,32 @@ func (a *Activities) updateManifest(ctx context.Context, database string, seq in
 		saved++
 	}
 	if saved == 0 {
-		return nil, retryable(ErrBackupTargetUnreachable, fmt.Errorf("manifest of %s seq %d could be written on none of %v", database, seq, servers))
+		return nil, retryable(ErrBackupTargetUnreachable, fmt.Errorf("manifest of %s seq %d could be written on none of %v", db.ID(), seq, servers))
 	}
 	return best, nil
+}
+
+// runOf is the run an activity works for ("", "" outside an activity, as in
+// plain unit tests).
+func runOf(ctx context.Context) (workflowID, runID string) {
+	if !activity.IsActivity(ctx) {
+		return "", ""
+	}
+	info := activity.GetInfo(ctx)
+	return info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+}
+
+// ownedByThisRun refuses to touch a set another run claimed: after a
+// sequence rollback or with two entry points, a number can meet a set that
+// is not this run's, and its manifest and files must stay as they are.
+func ownedByThisRun(ctx context.Context, m *catalog.Manifest, server string) error {
+	wid, rid := runOf(ctx)
+	if rid == "" || m.RunID == "" || m.OwnedBy(wid, rid) {
+		return nil
+	}
+	return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+		"set %d of %s/%s on %s belongs to run %s of %s (state %s), not to this run: it is left untouched and this cycle takes a new number",
+		m.Sequence, m.SourceInstance, m.Database, server, m.RunID, m.WorkflowID, m.State))
 }
 
 // holders are the servers a manifest says hold the set, plus server.
@@ -135,13 +165,13 @@ func holders(m *catalog.Manifest, server string) []string {
 
 // holdersOn reads the set's holders from its manifest on srv (just srv when
 // it cannot be read: updateManifest then reports why).
-func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db string, seq int64) []string {
+func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db *config.Database, seq int64) []string {
 	st, err := a.Cycle.openStorage(ctx, srv)
 	if err != nil {
 		return []string{srv.Name}
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalogFS{st}, db, seq)
+	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
 	if err != nil {
 		return []string{srv.Name}
 	}
@@ -151,8 +181,10 @@ func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db
 // advanceOrKeep advances m to state unless it is already there or beyond
 // (a restore repeated after the verification instance was lost).
 func advanceOrKeep(m *catalog.Manifest, to catalog.State, at time.Time) error {
-	chain := []catalog.State{catalog.StateWritten, catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified}
-	if slices.Index(chain, m.State) >= slices.Index(chain, to) {
+	if m.State.Terminal() && m.State != catalog.StateVerified {
+		return nonRetryable(ErrCorruptBackup, fmt.Errorf("set %d of %s/%s is %s: it is never verified", m.Sequence, m.SourceInstance, m.Database, m.State))
+	}
+	if m.State.Rank() >= to.Rank() {
 		return nil
 	}
 	if err := advance(m, to, at); err != nil {

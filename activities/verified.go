@@ -19,7 +19,7 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		return err
 	}
 	now := a.Cycle.now()
-	_, err = a.updateManifest(ctx, db.Name, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
+	_, err = a.updateManifest(ctx, db, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
 		if m == nil {
 			return storageError(strings.Join(in.Servers, ", "), fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}

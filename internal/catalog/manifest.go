@@ -19,30 +19,80 @@ import (
 )
 
 // SchemaVersion is written into every manifest. Decode refuses manifests of a
-// newer version rather than misreading them.
-const SchemaVersion = 1
+// newer version rather than misreading them. Version 2 keys every file by
+// (instance, database), adds the pending and cancelled states, the failure's
+// evidence and the restore proof; version 1 manifests (names without the
+// instance) are not read.
+const SchemaVersion = 2
+
+// minSchemaVersion is the oldest version this build reads.
+const minSchemaVersion = 2
 
 // State is how far a backup set got. A set counts as a good backup only in
 // StateVerified (seed 000, "When Is a Backup Valid?").
 type State string
 
 const (
+	StatePending  State = "pending"  // the number is claimed by a run (WorkflowID/RunID) and its BACKUP may be running
 	StateWritten  State = "written"  // BACKUP finished on the primary server, headers read
 	StateCopied   State = "copied"   // every stripe copied to the remote server and verified by size + SHA-256
 	StateRestored State = "restored" // restored on the verification instance from the remote copies
 	StateChecked  State = "checked"  // DBCC CHECKDB clean
 	StateVerified State = "verified" // sanity checks passed: a valid backup
-	StateFailed   State = "failed"   // a step failed; see Failure. Never restored from.
+	// StateFailed: evidence about the set's content says it is not a good
+	// backup (Failure.Evidence). Never restored from.
+	StateFailed State = "failed"
+	// StateCancelled: the run that made the set was cancelled; its partial
+	// files were removed. Never restored from.
+	StateCancelled State = "cancelled"
 )
 
-// order gives the position of each non-failed state in the chain.
-var order = map[State]int{StateWritten: 0, StateCopied: 1, StateRestored: 2, StateChecked: 3, StateVerified: 4}
+// Chain is the order a set goes through on its way to verified.
+var Chain = []State{StatePending, StateWritten, StateCopied, StateRestored, StateChecked, StateVerified}
+
+// order gives the position of each state of Chain.
+var order = map[State]int{StatePending: 0, StateWritten: 1, StateCopied: 2, StateRestored: 3, StateChecked: 4, StateVerified: 5}
 
 // Valid reports whether s is a known state.
-func (s State) Valid() bool { _, ok := order[s]; return ok || s == StateFailed }
+func (s State) Valid() bool {
+	_, ok := order[s]
+	return ok || s == StateFailed || s == StateCancelled
+}
 
 // Terminal reports whether no further transition is allowed.
-func (s State) Terminal() bool { return s == StateVerified || s == StateFailed }
+func (s State) Terminal() bool { return s == StateVerified || s == StateFailed || s == StateCancelled }
+
+// Rank orders the states of Chain (pending 0 ... verified 5); -1 for the
+// terminal failed and cancelled.
+func (s State) Rank() int {
+	if r, ok := order[s]; ok {
+		return r
+	}
+	return -1
+}
+
+// Evidence is what a failed set's content was found to be. Only such
+// evidence marks a set failed: an unreachable server, an instance that
+// stayed down or a timeout says nothing about the set and leaves it in its
+// last proven state.
+type Evidence string
+
+const (
+	EvidenceBackupIncomplete Evidence = "backup_incomplete" // the BACKUP did not complete: the stripes are partial
+	EvidenceCorruptBackup    Evidence = "corrupt_backup"    // RESTORE (WITH CHECKSUM) or HEADERONLY found the media damaged
+	EvidenceCheckDBFailed    Evidence = "checkdb_failed"    // DBCC CHECKDB reported errors on the restored copy
+	EvidenceSanityFailed     Evidence = "sanity_failed"     // a sanity check on the restored copy did not hold
+	EvidenceHashMismatch     Evidence = "hash_mismatch"     // a copy's bytes differ from the primary's
+)
+
+// Valid reports whether e is a known kind of evidence.
+func (e Evidence) Valid() bool {
+	switch e {
+	case EvidenceBackupIncomplete, EvidenceCorruptBackup, EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch:
+		return true
+	}
+	return false
+}
 
 // Step names a timed step of the cycle (also the BackupStep search attribute).
 type Step string
@@ -111,11 +161,25 @@ type Transition struct {
 	At    time.Time `json:"at"`
 }
 
-// Failure says which step failed and why.
+// Failure says which step failed, on what evidence and why. A cancelled
+// set records its stop the same way, without evidence.
 type Failure struct {
-	Step   Step      `json:"step"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	Step     Step      `json:"step"`
+	Evidence Evidence  `json:"evidence,omitempty"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// Proof records that the set's own backup (this backup set GUID) was
+// restored and CHECKDB'd: the restore-history row of the verification
+// database names this GUID, before and after CHECKDB.
+type Proof struct {
+	VerifyInstance   string    `json:"verify_instance"`
+	VerifyDatabase   string    `json:"verify_database"`
+	RestoreHistoryID int64     `json:"restore_history_id"`
+	BackupSetGUID    string    `json:"backup_set_guid"`
+	RestoredAt       time.Time `json:"restored_at"`
+	CheckedAt        time.Time `json:"checked_at"`
 }
 
 // Manifest describes one backup set. Field names are part of the on-disk
@@ -131,34 +195,82 @@ type Manifest struct {
 	Options        Options  `json:"options"`
 	Header         *Header  `json:"header,omitempty"`
 
-	State    State           `json:"state"`
-	History  []Transition    `json:"history"`
-	Failure  *Failure        `json:"failure,omitempty"`
-	Timings  map[Step]Timing `json:"timings,omitempty"`
-	VerifyDB string          `json:"verify_database,omitempty"` // name of the restored copy
+	State     State           `json:"state"`
+	History   []Transition    `json:"history"`
+	Failure   *Failure        `json:"failure,omitempty"`
+	Cancelled *Failure        `json:"cancelled,omitempty"`
+	Timings   map[Step]Timing `json:"timings,omitempty"`
+	VerifyDB  string          `json:"verify_database,omitempty"` // name of the restored copy
+	Proof     *Proof          `json:"proof,omitempty"`
 
+	// WorkflowID and RunID are the run that owns the set: it claimed the
+	// number (StatePending) and only it writes the set's files.
 	WorkflowID string    `json:"workflow_id"`
 	RunID      string    `json:"run_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
 }
 
-// New starts a manifest in StateWritten.
-func New(db string, seq int64, at time.Time) *Manifest {
+// New starts a manifest of set seq of (instance, db) in StateWritten.
+func New(instance, db string, seq int64, at time.Time) *Manifest {
+	return newIn(StateWritten, instance, db, seq, at)
+}
+
+// NewPending starts the manifest that claims set number seq of (instance,
+// db) for a run, before its BACKUP starts.
+func NewPending(instance, db string, seq int64, at time.Time, workflowID, runID string) *Manifest {
+	m := newIn(StatePending, instance, db, seq, at)
+	m.WorkflowID, m.RunID = workflowID, runID
+	return m
+}
+
+func newIn(state State, instance, db string, seq int64, at time.Time) *Manifest {
 	at = at.UTC()
 	return &Manifest{
-		SchemaVersion: SchemaVersion,
-		Database:      db,
-		Sequence:      seq,
-		State:         StateWritten,
-		History:       []Transition{{State: StateWritten, At: at}},
-		CreatedAt:     at,
-		UpdatedAt:     at,
+		SchemaVersion:  SchemaVersion,
+		Database:       db,
+		SourceInstance: instance,
+		Sequence:       seq,
+		State:          state,
+		History:        []Transition{{State: state, At: at}},
+		CreatedAt:      at,
+		UpdatedAt:      at,
 	}
 }
 
 // FileName is the manifest's file name, tsql.ManifestFileName.
-func (m *Manifest) FileName() string { return tsql.ManifestFileName(m.Database, m.Sequence) }
+func (m *Manifest) FileName() string {
+	return tsql.ManifestFileName(m.SourceInstance, m.Database, m.Sequence)
+}
+
+// StripeFileName is the name of stripe i (1-based) of n of this set.
+func (m *Manifest) StripeFileName(i, n int) string {
+	return tsql.StripeFileName(m.SourceInstance, m.Database, m.Sequence, i, n)
+}
+
+// OwnedBy reports whether the run (workflowID, runID) owns the set.
+func (m *Manifest) OwnedBy(workflowID, runID string) bool {
+	return m.WorkflowID == workflowID && m.RunID == runID
+}
+
+// TakenAt is when the set's backup was taken, as the manifest records it:
+// the BACKUP's finish from RESTORE HEADERONLY, else the manifest's creation.
+// "Newest" means this, never the highest sequence number alone.
+func (m *Manifest) TakenAt() time.Time {
+	if m.Header != nil && !m.Header.BackupFinish.IsZero() {
+		return m.Header.BackupFinish
+	}
+	return m.CreatedAt
+}
+
+// Newer reports whether m was taken after o (ties: the higher sequence).
+func (m *Manifest) Newer(o *Manifest) bool {
+	a, b := m.TakenAt(), o.TakenAt()
+	if !a.Equal(b) {
+		return a.After(b)
+	}
+	return m.Sequence > o.Sequence
+}
 
 // StripeNames lists the stripe file names in order.
 func (m *Manifest) StripeNames() []string {
@@ -192,24 +304,45 @@ func (m *Manifest) Advance(to State, at time.Time) error {
 	return nil
 }
 
-// Fail marks the set failed at step with a reason. A verified set cannot
-// fail afterwards (it was proven good); failing an already failed set keeps
-// the first failure.
-func (m *Manifest) Fail(step Step, reason string, at time.Time) error {
+// Fail marks the set failed at step on evidence about its content, with a
+// reason. A verified set cannot fail afterwards (it was proven good), nor a
+// cancelled one; failing an already failed set keeps the first failure.
+// Without evidence nothing is marked: an outage is not a fact about a set.
+func (m *Manifest) Fail(step Step, evidence Evidence, reason string, at time.Time) error {
 	if m.State == StateFailed {
 		return nil
 	}
-	if m.State == StateVerified {
-		return fmt.Errorf("%w: set %d of %q is verified and cannot be marked failed (%s: %s)", ErrIllegalTransition, m.Sequence, m.Database, step, reason)
+	if m.State == StateVerified || m.State == StateCancelled {
+		return fmt.Errorf("%w: set %d of %q is %s and cannot be marked failed (%s: %s)", ErrIllegalTransition, m.Sequence, m.Database, m.State, step, reason)
 	}
 	if !step.Valid() {
 		return fmt.Errorf("%w: unknown step %q", ErrIllegalTransition, step)
 	}
+	if !evidence.Valid() {
+		return fmt.Errorf("%w: set %d of %q: %q is no evidence about the set's content; only %s, %s, %s, %s or %s mark a set failed",
+			ErrIllegalTransition, m.Sequence, m.Database, evidence, EvidenceBackupIncomplete, EvidenceCorruptBackup,
+			EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch)
+	}
 	if reason == "" {
 		return fmt.Errorf("%w: a failure needs a reason", ErrIllegalTransition)
 	}
-	m.Failure = &Failure{Step: step, Reason: reason, At: at.UTC()}
+	m.Failure = &Failure{Step: step, Evidence: evidence, Reason: reason, At: at.UTC()}
 	m.transition(StateFailed, at)
+	return nil
+}
+
+// Cancel records that the run making the set was cancelled at step. A
+// verified or failed set keeps its state; cancelling twice keeps the first.
+func (m *Manifest) Cancel(step Step, reason string, at time.Time) error {
+	switch m.State {
+	case StateCancelled, StateVerified, StateFailed:
+		return nil
+	}
+	if !step.Valid() {
+		return fmt.Errorf("%w: unknown step %q", ErrIllegalTransition, step)
+	}
+	m.Cancelled = &Failure{Step: step, Reason: reason, At: at.UTC()}
+	m.transition(StateCancelled, at)
 	return nil
 }
 
@@ -260,8 +393,11 @@ var (
 func (m *Manifest) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if m.SchemaVersion < 1 || m.SchemaVersion > SchemaVersion {
-		bad("schema_version %d is not supported (this build reads 1..%d); upgrade backupcycle", m.SchemaVersion, SchemaVersion)
+	if m.SchemaVersion < minSchemaVersion || m.SchemaVersion > SchemaVersion {
+		bad("schema_version %d is not supported (this build reads %d..%d)", m.SchemaVersion, minSchemaVersion, SchemaVersion)
+	}
+	if m.SourceInstance == "" {
+		bad("source_instance is empty: every set belongs to one (instance, database)")
 	}
 	if err := tsql.CheckIdent(m.Database); err != nil {
 		bad("database: %w", err)
@@ -278,6 +414,12 @@ func (m *Manifest) Validate() error {
 	if m.State != StateFailed && m.Failure != nil {
 		bad("state %q with a failure record", m.State)
 	}
+	if m.Failure != nil && !m.Failure.Evidence.Valid() {
+		bad("failure without evidence about the set's content (%q)", m.Failure.Evidence)
+	}
+	if (m.State == StateCancelled) != (m.Cancelled != nil) {
+		bad("state %q and the cancelled record disagree", m.State)
+	}
 	if m.CreatedAt.IsZero() || m.UpdatedAt.IsZero() {
 		bad("created_at and updated_at must be set")
 	}
@@ -285,7 +427,7 @@ func (m *Manifest) Validate() error {
 		bad("options.stripes is %d but %d stripes are listed", m.Options.Stripes, len(m.Stripes))
 	}
 	for i, s := range m.Stripes {
-		want := tsql.StripeFileName(m.Database, m.Sequence, i+1, len(m.Stripes))
+		want := m.StripeFileName(i+1, len(m.Stripes))
 		if s.Name != want {
 			bad("stripe %d is named %q, want %q", i+1, s.Name, want)
 		}
@@ -310,6 +452,9 @@ func (m *Manifest) Validate() error {
 		if !step.Valid() {
 			bad("timings: unknown step %q", step)
 		}
+	}
+	if m.Cancelled != nil && !m.Cancelled.Step.Valid() {
+		bad("cancelled.step %q is unknown", m.Cancelled.Step)
 	}
 	if m.Failure != nil && !m.Failure.Step.Valid() {
 		bad("failure.step %q is unknown", m.Failure.Step)

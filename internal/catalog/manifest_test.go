@@ -13,13 +13,12 @@ import (
 var t0 = time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 
 func sample(db string, seq int64) *Manifest {
-	m := New(db, seq, t0)
-	m.SourceInstance = "sql01:1433"
+	m := New("sql01", db, seq, t0)
 	m.PrimaryServer = "BAK01"
 	m.Servers = []string{"BAK01"}
 	m.Options = Options{Compression: true, Checksum: true, BufferCount: 256, MaxTransferSize: 4 << 20, BlockSize: 65536, Stripes: 2}
 	for i := 1; i <= 2; i++ {
-		m.Stripes = append(m.Stripes, Stripe{Name: tsql.StripeFileName(db, seq, i, 2), Size: int64(1000 * i)})
+		m.Stripes = append(m.Stripes, Stripe{Name: tsql.StripeFileName("sql01", db, seq, i, 2), Size: int64(1000 * i)})
 	}
 	m.Header = &Header{
 		BackupSetGUID: "9c1e4c0a-8f0e-4f6e-9d7c-1b2a3c4d5e6f", FirstLSN: "37000000012800037", LastLSN: "37000000014400001",
@@ -44,7 +43,7 @@ func TestStateMachine(t *testing.T) {
 	if err := m.Advance(StateVerified, t0.Add(time.Hour)); err != nil || len(m.History) != 5 {
 		t.Errorf("re-advancing to verified: %v, %d transitions", err, len(m.History))
 	}
-	if err := m.Fail(StepSanity, "late", t0); !errors.Is(err, ErrIllegalTransition) {
+	if err := m.Fail(StepSanity, EvidenceSanityFailed, "late", t0); !errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("failing a verified set: %v", err)
 	}
 
@@ -75,24 +74,51 @@ func TestStateMachine(t *testing.T) {
 	if err := m.Advance(StateCopied, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Fail(StepRestore, "CorruptBackup: checksum mismatch on stripe 2", t0.Add(2*time.Minute)); err != nil {
+	if err := m.Fail(StepRestore, EvidenceCorruptBackup, "CorruptBackup: checksum mismatch on stripe 2", t0.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if m.State != StateFailed || m.Failure.Step != StepRestore || !strings.Contains(m.Failure.Reason, "stripe 2") {
 		t.Errorf("failed manifest: %+v %+v", m.State, m.Failure)
 	}
 	// The first failure is kept.
-	if err := m.Fail(StepCheckDB, "other", t0.Add(3*time.Minute)); err != nil || m.Failure.Step != StepRestore {
+	if err := m.Fail(StepCheckDB, EvidenceCheckDBFailed, "other", t0.Add(3*time.Minute)); err != nil || m.Failure.Step != StepRestore {
 		t.Errorf("second Fail: %v, failure %+v", err, m.Failure)
 	}
 	for _, bad := range []struct {
-		step   Step
-		reason string
-	}{{"nap", "x"}, {StepBackup, ""}} {
-		if err := sample("d", 1).Fail(bad.step, bad.reason, t0); err == nil {
-			t.Errorf("Fail(%q, %q) accepted", bad.step, bad.reason)
+		step     Step
+		evidence Evidence
+		reason   string
+	}{{"nap", EvidenceCorruptBackup, "x"}, {StepBackup, EvidenceBackupIncomplete, ""},
+		// An outage is no evidence about a set: nothing is marked.
+		{StepRestore, "", "verification instance unreachable"}, {StepCopy, "SQLHostUnreachable", "x"}} {
+		m := sample("d", 1)
+		if err := m.Fail(bad.step, bad.evidence, bad.reason, t0); err == nil || m.State == StateFailed {
+			t.Errorf("Fail(%q, %q, %q) accepted: state %s", bad.step, bad.evidence, bad.reason, m.State)
 		}
 	}
+	// Cancel is terminal and keeps a verified or failed set as it is.
+	m = sample("Sales", 9)
+	if err := m.Cancel(StepCopy, "cancelled from the Web UI", t0); err != nil || m.State != StateCancelled || m.Cancelled == nil {
+		t.Errorf("Cancel: %v, state %s", err, m.State)
+	}
+	if err := m.Advance(StateCopied, t0); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("advancing a cancelled set: %v", err)
+	}
+	if err := m.Fail(StepCopy, EvidenceHashMismatch, "x", t0); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("failing a cancelled set: %v", err)
+	}
+	if _, err := Decode(mustEncode(t, m)); err != nil {
+		t.Errorf("a cancelled manifest does not round-trip: %v", err)
+	}
+}
+
+func mustEncode(t *testing.T, m *Manifest) []byte {
+	t.Helper()
+	b, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestTimings(t *testing.T) {
@@ -126,7 +152,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"schema_version": 1`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
+	for _, field := range []string{`"schema_version": 2`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
 		`"backup_set_guid"`, `"first_lsn": "37000000012800037"`, `"maxtransfersize": 4194304`, `"duration_seconds": 60`, `"workflow_id"`} {
 		if !bytes.Contains(data, []byte(field)) {
 			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
@@ -140,7 +166,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if !bytes.Equal(data, again) {
 		t.Errorf("round trip changed the manifest:\n%s\n---\n%s", data, again)
 	}
-	if got.FileName() != "Sales]; DROP DATABASE x--_00000042.manifest.json" {
+	if got.FileName() != "sql01@Sales]; DROP DATABASE x--_00000042.manifest.json" {
 		t.Errorf("FileName = %q", got.FileName())
 	}
 }
@@ -155,9 +181,9 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 1`, `"schema_version": 2`, 1), "schema_version 2 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 3`, 1), "schema_version 3 is not supported"},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
-		{"stripe of another set", strings.Replace(string(good), "Sales_00000003_2of2.bak", "Sales_00000004_2of2.bak", 1), "want \"Sales_00000003_2of2.bak\""},
+		{"stripe of another set", strings.Replace(string(good), "Sales_00000003_2of2.bak", "Sales_00000004_2of2.bak", 1), "want \"sql01@Sales_00000003_2of2.bak\""},
 		{"bad LSN", strings.Replace(string(good), `"first_lsn": "37000000012800037"`, `"first_lsn": "0x25"`, 1), "not a numeric(25,0) LSN"},
 		{"failed without failure", strings.Replace(string(good), `"state": "written"`, `"state": "failed"`, 1), "without a failure record"},
 		{"bad sha256", strings.Replace(string(good), `"size": 1000`, `"size": 1000, "sha256": "XYZ"`, 1), "64 lower-case hex"},

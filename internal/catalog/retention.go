@@ -57,8 +57,9 @@ type ServerManifest struct {
 	Manifest *Manifest
 }
 
-// SetKey identifies a backup set.
+// SetKey identifies a backup set of one (instance, database).
 type SetKey struct {
+	Instance string // raw configuration name; for orphans, the file-name form (tsql.InstancePart)
 	Database string // raw name; for orphans, the file-name form (tsql.FileNamePart)
 	Sequence int64
 }
@@ -68,7 +69,7 @@ type Reason string
 
 const (
 	ReasonSuperseded Reason = "superseded" // verified, but more than KeepVerified newer verified sets exist on the server
-	ReasonFailed     Reason = "failed"     // failed, older than DeleteFailedAfter
+	ReasonFailed     Reason = "failed"     // failed or cancelled, older than DeleteFailedAfter
 	ReasonAbandoned  Reason = "abandoned"  // never verified nor failed, older than DeleteAbandonedAfter
 	ReasonOrphan     Reason = "orphan"     // files without a manifest, or temporary leftovers, older than DeleteOrphansAfter
 )
@@ -85,10 +86,13 @@ type Deletion struct {
 	Detail string // human-readable: state, age, rank
 }
 
+// dbSeq is a set as file names identify it: owner is tsql's "<inst>@<db>".
 type dbSeq struct {
-	dbPart string
-	seq    int64
+	owner string
+	seq   int64
 }
+
+func keyOf(m *Manifest) dbSeq { return dbSeq{tsql.OwnerOf(m.SourceInstance, m.Database), m.Sequence} }
 
 // Decide applies the policy. manifests are the decoded manifests of every
 // server (one entry per server holding the set), files the directory listing
@@ -96,14 +100,20 @@ type dbSeq struct {
 // only manifest-named files for its sets), inFlight the sets of running
 // cycles, which are never touched.
 //
+// Everything is keyed by (instance, database): a database of the same name
+// on another instance is another database. "Newest" is when a set was taken
+// as its manifest records it (Manifest.TakenAt), never the sequence number
+// alone: a number handed out again after a rollback must not make an old
+// set look new.
+//
 // Rules:
-//   - per server and database, verified sets beyond the newest KeepVerified are
-//     deleted (ReasonSuperseded);
-//   - failed sets older than DeleteFailedAfter are deleted;
+//   - per server and (instance, database), verified sets beyond the newest
+//     KeepVerified are deleted (ReasonSuperseded);
+//   - failed and cancelled sets older than DeleteFailedAfter are deleted;
 //   - sets in written/copied/restored/checked older than DeleteAbandonedAfter
 //     are deleted;
-//   - NEVER deleted: the newest verified set of a database (on every server
-//     holding it), and the newest verified set of a database on each server,
+//   - NEVER deleted: the newest verified set of an (instance, database) (on
+//     every server holding it), and its newest verified set on each server,
 //     whatever KeepVerified and however old;
 //   - stripe files whose set has no manifest file on that server, and
 //     temporary files, older than DeleteOrphansAfter are deleted. A manifest
@@ -119,36 +129,39 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	}
 	busy := map[dbSeq]bool{}
 	for _, k := range inFlight {
-		busy[dbSeq{tsql.FileNamePart(k.Database), k.Sequence}] = true
+		busy[dbSeq{tsql.OwnerOf(k.Instance, k.Database), k.Sequence}] = true
 	}
 
-	// The protected sets: newest verified per database, and per (server, database).
-	newestGlobal := map[string]int64{}
-	newestOnServer := map[[2]string]int64{}
+	// The protected sets: newest verified per (instance, database), and per
+	// (server, instance, database).
+	newestGlobal := map[string]*Manifest{}
+	newestOnServer := map[[2]string]*Manifest{}
 	for _, sm := range manifests {
 		m := sm.Manifest
 		if m == nil || !m.Verified() {
 			continue
 		}
-		if s, ok := newestGlobal[m.Database]; !ok || m.Sequence > s {
-			newestGlobal[m.Database] = m.Sequence
+		owner := keyOf(m).owner
+		if b := newestGlobal[owner]; b == nil || m.Newer(b) {
+			newestGlobal[owner] = m
 		}
-		k := [2]string{sm.Server, m.Database}
-		if s, ok := newestOnServer[k]; !ok || m.Sequence > s {
-			newestOnServer[k] = m.Sequence
+		k := [2]string{sm.Server, owner}
+		if b := newestOnServer[k]; b == nil || m.Newer(b) {
+			newestOnServer[k] = m
 		}
 	}
+	isNewest := func(b, m *Manifest) bool { return b != nil && b.Sequence == m.Sequence }
 
-	// Verified sets per (server, database), newest first, for KeepVerified.
-	rank := map[[2]string][]int64{}
+	// Verified sets per (server, instance, database), newest first, for KeepVerified.
+	rank := map[[2]string][]*Manifest{}
 	for _, sm := range manifests {
 		if m := sm.Manifest; m != nil && m.Verified() {
-			k := [2]string{sm.Server, m.Database}
-			rank[k] = append(rank[k], m.Sequence)
+			k := [2]string{sm.Server, keyOf(m).owner}
+			rank[k] = append(rank[k], m)
 		}
 	}
 	for k := range rank {
-		sort.Slice(rank[k], func(i, j int) bool { return rank[k][i] > rank[k][j] })
+		sort.SliceStable(rank[k], func(i, j int) bool { return rank[k][i].Newer(rank[k][j]) })
 	}
 
 	// Files on each server, parsed once and grouped by set.
@@ -159,9 +172,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		hasManifest[server] = map[dbSeq]bool{}
 		for _, f := range fl {
 			if p, ok := tsql.ParseManifestFileName(f.Name); ok {
-				hasManifest[server][dbSeq{p.DBPart, p.Sequence}] = true
+				hasManifest[server][dbSeq{p.Owner(), p.Sequence}] = true
 			} else if p, ok := tsql.ParseStripeFileName(f.Name); ok {
-				k := dbSeq{p.DBPart, p.Sequence}
+				k := dbSeq{p.Owner(), p.Sequence}
 				stripesOf[server][k] = append(stripesOf[server][k], f)
 			}
 		}
@@ -173,7 +186,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if hasManifest[sm.Server] == nil {
 			hasManifest[sm.Server] = map[dbSeq]bool{}
 		}
-		hasManifest[sm.Server][dbSeq{tsql.FileNamePart(sm.Manifest.Database), sm.Manifest.Sequence}] = true
+		hasManifest[sm.Server][keyOf(sm.Manifest)] = true
 	}
 
 	var out []Deletion
@@ -182,11 +195,11 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if m == nil {
 			continue
 		}
-		key := dbSeq{tsql.FileNamePart(m.Database), m.Sequence}
+		key := keyOf(m)
 		if busy[key] {
 			continue
 		}
-		if m.Verified() && (newestGlobal[m.Database] == m.Sequence || newestOnServer[[2]string{sm.Server, m.Database}] == m.Sequence) {
+		if m.Verified() && (isNewest(newestGlobal[key.owner], m) || isNewest(newestOnServer[[2]string{sm.Server, key.owner}], m)) {
 			continue
 		}
 		age := now.Sub(m.UpdatedAt)
@@ -194,18 +207,18 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		var detail string
 		switch {
 		case m.Verified():
-			pos := indexOf(rank[[2]string{sm.Server, m.Database}], m.Sequence)
+			pos := indexOf(rank[[2]string{sm.Server, key.owner}], m.Sequence)
 			if pos < r.KeepVerified {
 				continue
 			}
 			reason, detail = ReasonSuperseded, fmt.Sprintf("verified set %d is number %d on %s, keeping the newest %d", m.Sequence, pos+1, sm.Server, max(r.KeepVerified, 1))
-		case m.State == StateFailed:
+		case m.State == StateFailed || m.State == StateCancelled:
 			if age < r.DeleteFailedAfter {
 				continue
 			}
-			reason, detail = ReasonFailed, fmt.Sprintf("failed %s ago", age.Round(time.Second))
+			reason, detail = ReasonFailed, fmt.Sprintf("%s %s ago", m.State, age.Round(time.Second))
 			if m.Failure != nil {
-				detail = fmt.Sprintf("failed at %s %s ago: %s", m.Failure.Step, age.Round(time.Second), m.Failure.Reason)
+				detail = fmt.Sprintf("failed at %s %s ago (%s): %s", m.Failure.Step, age.Round(time.Second), m.Failure.Evidence, m.Failure.Reason)
 			}
 		default:
 			if age < r.DeleteAbandonedAfter {
@@ -221,7 +234,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 			names[f.Name] = true // also partial stripes the manifest does not list
 		}
 		out = append(out, Deletion{
-			Server: sm.Server, Set: SetKey{m.Database, m.Sequence}, Reason: reason, Detail: detail,
+			Server: sm.Server, Set: SetKey{m.SourceInstance, m.Database, m.Sequence}, Reason: reason, Detail: detail,
 			Files: append(sorted(names), m.FileName()),
 		})
 	}
@@ -236,7 +249,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 			inner := strings.TrimPrefix(f.Name[:strings.Index(f.Name, tempMarker)], ".")
 			var k dbSeq
 			if p, ok := tsql.ParseManifestFileName(inner); ok {
-				k = dbSeq{p.DBPart, p.Sequence}
+				k = dbSeq{p.Owner(), p.Sequence}
 			}
 			if !busy[k] {
 				groups[k] = append(groups[k], f.Name)
@@ -254,8 +267,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		}
 		for k, names := range groups {
 			sort.Strings(names)
+			inst, db, _ := strings.Cut(k.owner, "@")
 			out = append(out, Deletion{
-				Server: server, Set: SetKey{k.dbPart, k.seq}, Files: names, Reason: ReasonOrphan,
+				Server: server, Set: SetKey{inst, db, k.seq}, Files: names, Reason: ReasonOrphan,
 				Detail: fmt.Sprintf("%d file(s) without a manifest, untouched for at least %s", len(names), orphanAge),
 			})
 		}
@@ -265,6 +279,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		a, b := out[i], out[j]
 		if a.Server != b.Server {
 			return a.Server < b.Server
+		}
+		if a.Set.Instance != b.Set.Instance {
+			return a.Set.Instance < b.Set.Instance
 		}
 		if a.Set.Database != b.Set.Database {
 			return a.Set.Database < b.Set.Database
@@ -277,9 +294,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	return out, nil
 }
 
-func indexOf(s []int64, v int64) int {
+func indexOf(s []*Manifest, seq int64) int {
 	for i, x := range s {
-		if x == v {
+		if x.Sequence == seq {
 			return i
 		}
 	}

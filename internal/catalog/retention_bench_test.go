@@ -27,7 +27,7 @@ func BenchmarkDecide(b *testing.B) {
 				for _, s := range m.Stripes {
 					files[server] = append(files[server], file(s.Name, time.Duration(61-seq)*day))
 				}
-				files[server] = append(files[server], file(tsql.ManifestFileName(db, seq), time.Duration(61-seq)*day))
+				files[server] = append(files[server], file(tsql.ManifestFileName("sql01", db, seq), time.Duration(61-seq)*day))
 			}
 		}
 	}

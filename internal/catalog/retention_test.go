@@ -15,13 +15,13 @@ var now = time.Date(2026, 12, 31, 12, 0, 0, 0, time.UTC)
 // set builds a manifest of db/seq in state, last changed `age` before now.
 func set(db string, seq int64, state State, age time.Duration) *Manifest {
 	at := now.Add(-age)
-	m := New(db, seq, at.Add(-time.Hour))
+	m := New("sql01", db, seq, at.Add(-time.Hour))
 	m.Options.Stripes = 2
 	for i := 1; i <= 2; i++ {
-		m.Stripes = append(m.Stripes, Stripe{Name: tsql.StripeFileName(db, seq, i, 2), Size: 10})
+		m.Stripes = append(m.Stripes, Stripe{Name: tsql.StripeFileName("sql01", db, seq, i, 2), Size: 10})
 	}
 	if state == StateFailed {
-		_ = m.Fail(StepCopy, "remote server gone", at)
+		_ = m.Fail(StepCopy, EvidenceHashMismatch, "remote copy differs", at)
 		return m
 	}
 	for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
@@ -146,10 +146,10 @@ func TestRetentionDecide(t *testing.T) {
 			policy:    policy,
 			manifests: on("BAK01", set("Sales", 1, StateVerified, 10*day), set("Sales", 2, StateWritten, 9*day)),
 			files: map[string][]FileInfo{"BAK01": {
-				file("Sales_00000002_1of2.bak", 9*day), file("Sales_00000002.manifest.json", 9*day),
-				file("Sales_00000003_1of2.bak", 9*day), // orphan of a running cycle (BACKUP not finished)
+				file("sql01@Sales_00000002_1of2.bak", 9*day), file("sql01@Sales_00000002.manifest.json", 9*day),
+				file("sql01@Sales_00000003_1of2.bak", 9*day), // orphan of a running cycle (BACKUP not finished)
 			}},
-			inFlight: []SetKey{{"Sales", 2}, {"Sales", 3}},
+			inFlight: []SetKey{{"sql01", "Sales", 2}, {"sql01", "Sales", 3}},
 			want:     nil,
 		},
 		{
@@ -157,13 +157,13 @@ func TestRetentionDecide(t *testing.T) {
 			policy:    policy,
 			manifests: on("BAK01", set("Sales", 1, StateVerified, 10*day)),
 			files: map[string][]FileInfo{"BAK01": {
-				file("Sales_00000001_1of2.bak", 10*day), file("Sales_00000001_2of2.bak", 10*day), file("Sales_00000001.manifest.json", 10*day),
-				file("Sales_00000002_1of2.bak", 3*day), file("Sales_00000002_2of2.bak", 3*day), // crashed backup: orphan
-				file("Sales_00000003_1of2.bak", time.Hour),                                          // too young
-				file("Sales_00000004_1of2.bak", 3*day), file("Sales_00000004.manifest.json", 3*day), // manifest unreadable: keep
+				file("sql01@Sales_00000001_1of2.bak", 10*day), file("sql01@Sales_00000001_2of2.bak", 10*day), file("sql01@Sales_00000001.manifest.json", 10*day),
+				file("sql01@Sales_00000002_1of2.bak", 3*day), file("sql01@Sales_00000002_2of2.bak", 3*day), // crashed backup: orphan
+				file("sql01@Sales_00000003_1of2.bak", time.Hour),                                                // too young
+				file("sql01@Sales_00000004_1of2.bak", 3*day), file("sql01@Sales_00000004.manifest.json", 3*day), // manifest unreadable: keep
 				file("notes.txt", 100*day), file("Other.bak", 100*day), // not ours
-				file(".Sales_00000001.manifest.json.tmp-0a1b2c", 3*day), // crashed manifest write
-				file(".Sales_00000001.manifest.json.tmp-ffffff", time.Hour),
+				file(".sql01@Sales_00000001.manifest.json.tmp-0a1b2c", 3*day), // crashed manifest write
+				file(".sql01@Sales_00000001.manifest.json.tmp-ffffff", time.Hour),
 			}},
 			want: []string{"BAK01 Sales#1 orphan", "BAK01 Sales#2 orphan"},
 		},
@@ -171,8 +171,8 @@ func TestRetentionDecide(t *testing.T) {
 			name:   "orphan age defaults to DeleteAbandonedAfter",
 			policy: Retention{KeepVerified: 1, DeleteAbandonedAfter: 3 * day},
 			files: map[string][]FileInfo{"BAK02": {
-				file("Sales_00000002_1of2.bak", 2*day),
-				file("Sales_00000003_1of2.bak", 4*day),
+				file("sql01@Sales_00000002_1of2.bak", 2*day),
+				file("sql01@Sales_00000003_1of2.bak", 4*day),
 			}},
 			want: []string{"BAK02 Sales#3 orphan"},
 		},
@@ -198,7 +198,7 @@ func TestRetentionDecide(t *testing.T) {
 					t.Errorf("deletes the newest verified set: %+v", d)
 				}
 				for _, f := range d.Files {
-					if f == tsql.ManifestFileName(d.Set.Database, newest[d.Set.Database]) {
+					if f == tsql.ManifestFileName(d.Set.Instance, d.Set.Database, newest[d.Set.Database]) {
 						t.Errorf("deletes the manifest of the newest verified set: %+v", d)
 					}
 				}
@@ -211,10 +211,10 @@ func TestRetentionFiles(t *testing.T) {
 	day := 24 * time.Hour
 	m := set("Sales", 2, StateFailed, 2*day)
 	files := map[string][]FileInfo{"BAK01": {
-		file("Sales_00000002_1of2.bak", 2*day), file("Sales_00000002_2of2.bak", 2*day),
-		file("Sales_00000002_3of3.bak", 2*day), // a stripe the manifest does not list (earlier attempt)
-		file("Sales_00000002.manifest.json", 2*day),
-		file("Sales_00000020_1of2.bak", 2*day), // another set with a longer number: not part of it
+		file("sql01@Sales_00000002_1of2.bak", 2*day), file("sql01@Sales_00000002_2of2.bak", 2*day),
+		file("sql01@Sales_00000002_3of3.bak", 2*day), // a stripe the manifest does not list (earlier attempt)
+		file("sql01@Sales_00000002.manifest.json", 2*day),
+		file("sql01@Sales_00000020_1of2.bak", 2*day), // another set with a longer number: not part of it
 	}}
 	got, err := Decide(Retention{DeleteFailedAfter: day, DeleteAbandonedAfter: 3 * day, DeleteOrphansAfter: 3 * day}, on("BAK01", m), files, now)
 	if err != nil {
@@ -223,17 +223,17 @@ func TestRetentionFiles(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %v", summary(got))
 	}
-	want := []string{"Sales_00000002_1of2.bak", "Sales_00000002_2of2.bak", "Sales_00000002_3of3.bak", "Sales_00000002.manifest.json"}
+	want := []string{"sql01@Sales_00000002_1of2.bak", "sql01@Sales_00000002_2of2.bak", "sql01@Sales_00000002_3of3.bak", "sql01@Sales_00000002.manifest.json"}
 	if !reflect.DeepEqual(got[0].Files, want) {
 		t.Errorf("files %v, want %v (stripes first, manifest last)", got[0].Files, want)
 	}
-	if !strings.Contains(got[0].Detail, "failed at copy") || !strings.Contains(got[0].Detail, "remote server gone") {
+	if !strings.Contains(got[0].Detail, "failed at copy") || !strings.Contains(got[0].Detail, "remote copy differs") {
 		t.Errorf("detail %q", got[0].Detail)
 	}
 	// A hostile database name maps to its file-name form and back.
 	h := set("a/b", 1, StateWritten, 10*day)
 	got, _ = Decide(Retention{DeleteAbandonedAfter: day}, on("S", h), nil, now)
-	if len(got) != 1 || got[0].Files[len(got[0].Files)-1] != "a%2Fb_00000001.manifest.json" || got[0].Set.Database != "a/b" {
+	if len(got) != 1 || got[0].Files[len(got[0].Files)-1] != "sql01@a%2Fb_00000001.manifest.json" || got[0].Set.Database != "a/b" {
 		t.Errorf("hostile name deletion %+v", got)
 	}
 }
@@ -253,5 +253,53 @@ func TestRetentionValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), b.msg) {
 			t.Errorf("Decide(%+v) = %v, want mention of %q", b.r, err, b.msg)
 		}
+	}
+}
+
+// The same database name on two instances is two databases: one instance's
+// sets never protect, rank or delete the other's (issue: src2's retention
+// deleted src1's only verified set).
+func TestRetentionKeyedByInstance(t *testing.T) {
+	day := 24 * time.Hour
+	src1 := set("DBA", 1, StateVerified, 5*day) // src1's only verified set
+	src2 := []*Manifest{set("DBA", 1, StateVerified, 4*day), set("DBA", 2, StateVerified, 3*day), set("DBA", 3, StateVerified, day)}
+	for _, m := range src2 {
+		m.SourceInstance = "sql02"
+		m.Stripes = nil
+		for i := 1; i <= 2; i++ {
+			m.Stripes = append(m.Stripes, Stripe{Name: m.StripeFileName(i, 2), Size: 10})
+		}
+	}
+	ms := on("BAK01", append([]*Manifest{src1}, src2...)...)
+	got, err := Decide(Retention{KeepVerified: 1, DeleteAbandonedAfter: 30 * day}, ms, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range got {
+		if d.Set.Instance != "sql02" {
+			t.Errorf("deletes a set of another instance: %+v", d)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("deletions %v, want sql02's sets 1 and 2", summary(got))
+	}
+}
+
+// After a sequence rollback a lower number can be the newest set, and a
+// higher number an old one: "newest" is when the manifest says the backup
+// was taken.
+func TestRetentionNewestByTimeNotNumber(t *testing.T) {
+	day := 24 * time.Hour
+	old := set("Sales", 7, StateVerified, 10*day) // taken 10 days ago under a high number
+	newer := set("Sales", 5, StateVerified, day)  // taken yesterday, after the rollback
+	got, err := Decide(Retention{KeepVerified: 1, DeleteAbandonedAfter: 30 * day}, on("BAK01", old, newer), nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := summary(got); len(s) != 1 || !strings.Contains(s[0], "Sales#7") {
+		t.Errorf("deletions %v, want only the older set 7", s)
+	}
+	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{old, newer}); err != nil || nv.Sequence != 5 {
+		t.Errorf("NewestVerified = %v, %v; want set 5", nv, err)
 	}
 }

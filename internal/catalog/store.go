@@ -97,10 +97,10 @@ func Save(ctx context.Context, fsys FS, m *Manifest) error {
 	return WriteFileAtomic(ctx, fsys, m.FileName(), data)
 }
 
-// Load reads and strictly decodes the manifest of set seq of database db,
-// checking that the file really describes that set.
-func Load(ctx context.Context, fsys FS, db string, seq int64) (*Manifest, error) {
-	name := tsql.ManifestFileName(db, seq)
+// Load reads and strictly decodes the manifest of set seq of database db of
+// instance, checking that the file really describes that set.
+func Load(ctx context.Context, fsys FS, instance, db string, seq int64) (*Manifest, error) {
+	name := tsql.ManifestFileName(instance, db, seq)
 	data, err := fsys.ReadFile(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", name, err)
@@ -109,8 +109,8 @@ func Load(ctx context.Context, fsys FS, db string, seq int64) (*Manifest, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if m.Database != db || m.Sequence != seq {
-		return nil, fmt.Errorf("manifest %s describes set %d of %q, not set %d of %q", name, m.Sequence, m.Database, seq, db)
+	if m.Database != db || m.SourceInstance != instance || m.Sequence != seq {
+		return nil, fmt.Errorf("manifest %s describes set %d of %s/%s, not set %d of %s/%s", name, m.Sequence, m.SourceInstance, m.Database, seq, instance, db)
 	}
 	return m, nil
 }
@@ -118,15 +118,17 @@ func Load(ctx context.Context, fsys FS, db string, seq int64) (*Manifest, error)
 // Listing is what one backup directory holds.
 type Listing struct {
 	Files     []FileInfo  // every file, as listed
-	Manifests []*Manifest // manifests that decoded, newest sequence first
+	Manifests []*Manifest // manifests that decoded, per (instance, database) newest first (TakenAt)
 	// Broken maps a manifest file name to why it could not be read. Its set is
 	// neither trusted nor deleted (retention leaves it to a human).
 	Broken map[string]error
 }
 
-// List reads every manifest in the directory (optionally only those of
-// database db; "" for all).
-func List(ctx context.Context, fsys FS, db string) (Listing, error) {
+// List reads every manifest in the directory: only those of database db of
+// instance, or every one when both are "".
+func List(ctx context.Context, fsys FS, instance, db string) (Listing, error) {
+	all := instance == "" && db == ""
+	owner := tsql.OwnerOf(instance, db)
 	files, err := fsys.List(ctx)
 	if err != nil {
 		return Listing{}, fmt.Errorf("list backup directory: %w", err)
@@ -134,7 +136,7 @@ func List(ctx context.Context, fsys FS, db string) (Listing, error) {
 	l := Listing{Files: files, Broken: map[string]error{}}
 	for _, f := range files {
 		p, ok := tsql.ParseManifestFileName(f.Name)
-		if !ok || (db != "" && p.DBPart != tsql.FileNamePart(db)) {
+		if !ok || (!all && p.Owner() != owner) {
 			continue
 		}
 		data, err := fsys.ReadFile(ctx, f.Name)
@@ -147,37 +149,37 @@ func List(ctx context.Context, fsys FS, db string) (Listing, error) {
 		}
 		m, err := Decode(data)
 		if err == nil && m.FileName() != f.Name {
-			err = fmt.Errorf("manifest file %s describes set %d of %q (%s)", f.Name, m.Sequence, m.Database, m.FileName())
+			err = fmt.Errorf("manifest file %s describes set %d of %s/%s (%s)", f.Name, m.Sequence, m.SourceInstance, m.Database, m.FileName())
 		}
 		if err != nil {
 			l.Broken[f.Name] = err
 			continue
 		}
-		if db == "" || m.Database == db {
+		if all || (m.Database == db && m.SourceInstance == instance) {
 			l.Manifests = append(l.Manifests, m)
 		}
 	}
 	sort.Slice(l.Manifests, func(i, j int) bool {
 		a, b := l.Manifests[i], l.Manifests[j]
-		if a.Sequence != b.Sequence {
-			return a.Sequence > b.Sequence
+		if a.SourceInstance != b.SourceInstance || a.Database != b.Database {
+			return a.SourceInstance+"\x00"+a.Database < b.SourceInstance+"\x00"+b.Database
 		}
-		return a.Database < b.Database
+		return a.Newer(b)
 	})
 	return l, nil
 }
 
-// LastServer returns the primary server of the newest set of db among the
-// given manifests (from every server of the rotation), for plan.NextServer;
-// "" when there is none. Failed sets count: a cycle that failed on BAK01
-// still moves the rotation on to BAK02.
-func LastServer(db string, manifests []*Manifest) string {
+// LastServer returns the primary server of the newest set (by when it was
+// taken) of (instance, db) among the given manifests (from every server of
+// the rotation), for plan.NextServer; "" when there is none. Failed sets
+// count: a cycle that failed on BAK01 still moves the rotation on to BAK02.
+func LastServer(instance, db string, manifests []*Manifest) string {
 	var best *Manifest
 	for _, m := range manifests {
-		if m.Database != db || m.PrimaryServer == "" {
+		if m.Database != db || m.SourceInstance != instance || m.PrimaryServer == "" {
 			continue
 		}
-		if best == nil || m.Sequence > best.Sequence {
+		if best == nil || m.Newer(best) {
 			best = m
 		}
 	}
@@ -190,16 +192,16 @@ func LastServer(db string, manifests []*Manifest) string {
 // ErrNotFound is returned by NewestVerified when no verified set exists.
 var ErrNotFound = errors.New("no verified backup set")
 
-// NewestVerified returns the verified set of db with the highest sequence.
-func NewestVerified(db string, manifests []*Manifest) (*Manifest, error) {
+// NewestVerified returns the verified set of (instance, db) taken last.
+func NewestVerified(instance, db string, manifests []*Manifest) (*Manifest, error) {
 	var best *Manifest
 	for _, m := range manifests {
-		if m.Database == db && m.Verified() && (best == nil || m.Sequence > best.Sequence) {
+		if m.Database == db && m.SourceInstance == instance && m.Verified() && (best == nil || m.Newer(best)) {
 			best = m
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%w of database %q", ErrNotFound, db)
+		return nil, fmt.Errorf("%w of database %s/%s", ErrNotFound, instance, db)
 	}
 	return best, nil
 }

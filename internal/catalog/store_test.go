@@ -90,10 +90,10 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 	if err := Save(ctx, d, m); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, d.dir); len(got) != 1 || got[0] != "Sales_00000005.manifest.json" {
+	if got := names(t, d.dir); len(got) != 1 || got[0] != "sql01@Sales_00000005.manifest.json" {
 		t.Fatalf("directory holds %v, want only the manifest", got)
 	}
-	loaded, err := Load(ctx, d, "Sales", 5)
+	loaded, err := Load(ctx, d, "sql01", "Sales", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 		if err := Save(ctx, fault, m); err == nil {
 			t.Fatalf("save with fault %+v succeeded", fault)
 		}
-		again, err := Load(ctx, d, "Sales", 5)
+		again, err := Load(ctx, d, "sql01", "Sales", 5)
 		if err != nil || again.State != StateWritten {
 			t.Errorf("after a failed save the manifest is %v, %v; want the old written one", again, err)
 		}
@@ -121,17 +121,17 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 	if err := Save(ctx, d, m); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := Load(ctx, d, "Sales", 5); again.State != StateCopied {
+	if again, _ := Load(ctx, d, "sql01", "Sales", 5); again.State != StateCopied {
 		t.Errorf("replaced manifest state %s, want copied", again.State)
 	}
 
-	if _, err := Load(ctx, d, "Sales", 6); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Load(ctx, d, "sql01", "Sales", 6); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing manifest: %v, want fs.ErrNotExist", err)
 	}
 	// A manifest under the wrong name is not trusted.
-	data, _ := os.ReadFile(filepath.Join(d.dir, "Sales_00000005.manifest.json"))
-	_ = os.WriteFile(filepath.Join(d.dir, "Sales_00000009.manifest.json"), data, 0o644)
-	if _, err := Load(ctx, d, "Sales", 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
+	data, _ := os.ReadFile(filepath.Join(d.dir, "sql01@Sales_00000005.manifest.json"))
+	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000009.manifest.json"), data, 0o644)
+	if _, err := Load(ctx, d, "sql01", "Sales", 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
 		t.Errorf("misnamed manifest: %v", err)
 	}
 }
@@ -149,7 +149,7 @@ func TestListAndRotationHelpers(t *testing.T) {
 				_ = m.Advance(s, t0)
 			}
 		} else {
-			_ = m.Fail(StepBackup, "SQL host lost at 40 %", t0)
+			_ = m.Fail(StepBackup, EvidenceBackupIncomplete, "SQL host lost at 40 %", t0)
 		}
 		if err := Save(ctx, d, m); err != nil {
 			t.Fatal(err)
@@ -158,36 +158,36 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if err := Save(ctx, d, sample("Other", 1)); err != nil {
 		t.Fatal(err)
 	}
-	_ = os.WriteFile(filepath.Join(d.dir, "Sales_00000004.manifest.json"), []byte("{half"), 0o644)
-	_ = os.WriteFile(filepath.Join(d.dir, "Sales_00000001_1of2.bak"), []byte("x"), 0o644)
+	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000004.manifest.json"), []byte("{half"), 0o644)
+	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000001_1of2.bak"), []byte("x"), 0o644)
 
-	l, err := List(ctx, d, "Sales")
+	l, err := List(ctx, d, "sql01", "Sales")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(l.Manifests) != 3 || l.Manifests[0].Sequence != 3 || l.Manifests[2].Sequence != 1 {
 		t.Errorf("manifests %v, want Sales 3, 2, 1", l.Manifests)
 	}
-	if _, ok := l.Broken["Sales_00000004.manifest.json"]; !ok || len(l.Broken) != 1 {
+	if _, ok := l.Broken["sql01@Sales_00000004.manifest.json"]; !ok || len(l.Broken) != 1 {
 		t.Errorf("broken = %v", l.Broken)
 	}
 	if len(l.Files) != 6 {
 		t.Errorf("files = %d, want 6", len(l.Files))
 	}
-	if got := LastServer("Sales", l.Manifests); got != "BAK01" {
+	if got := LastServer("sql01", "Sales", l.Manifests); got != "BAK01" {
 		t.Errorf("LastServer = %q, want BAK01 (seq 3, failed, still counts)", got)
 	}
-	if got := LastServer("None", l.Manifests); got != "" {
+	if got := LastServer("sql01", "None", l.Manifests); got != "" {
 		t.Errorf("LastServer(None) = %q", got)
 	}
-	nv, err := NewestVerified("Sales", l.Manifests)
+	nv, err := NewestVerified("sql01", "Sales", l.Manifests)
 	if err != nil || nv.Sequence != 2 {
 		t.Errorf("NewestVerified = %v, %v; want seq 2", nv, err)
 	}
-	if _, err := NewestVerified("Other", l.Manifests); !errors.Is(err, ErrNotFound) {
+	if _, err := NewestVerified("sql01", "Other", l.Manifests); !errors.Is(err, ErrNotFound) {
 		t.Errorf("NewestVerified(Other) = %v", err)
 	}
-	all, err := List(ctx, d, "")
+	all, err := List(ctx, d, "", "")
 	if err != nil || len(all.Manifests) != 4 {
 		t.Errorf("List all: %d manifests, %v", len(all.Manifests), err)
 	}

@@ -395,7 +395,7 @@ func running(in *sqlsim.Instance, kind string) bool {
 // when there is none.
 func (s *site) manifest(server string, seq int64) *catalog.Manifest {
 	s.t.Helper()
-	name := filepath.Join(s.dirs[server], tsql.ManifestFileName(s.db, seq))
+	name := filepath.Join(s.dirs[server], tsql.ManifestFileName("sql01", s.db, seq))
 	data, err := os.ReadFile(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -13,7 +13,7 @@ type Stripe struct {
 	Index int    // 1-based
 	Count int    // stripes in the set
 	Dir   string // the NIC path (UNC share directory) this stripe goes through
-	Name  string // StripeFileName(db, seq, Index, Count)
+	Name  string // StripeFileName(instance, db, seq, Index, Count)
 	Path  string // JoinPath(Dir, Name): what goes into DISK = N'...'
 }
 
@@ -23,7 +23,7 @@ type Stripe struct {
 // Consecutive stripes land on different NICs; every NIC carries n/NICs
 // stripes, or one more when n is not a multiple of the NIC count
 // (internal/plan.CheckBalance rejects that for configured counts).
-func Layout(nicPaths []string, db string, seq int64, n int) ([]Stripe, error) {
+func Layout(nicPaths []string, instance, db string, seq int64, n int) ([]Stripe, error) {
 	if len(nicPaths) == 0 {
 		return nil, fmt.Errorf("stripe layout for %q: no backup paths given; configure at least one UNC path per backup server", db)
 	}
@@ -46,7 +46,7 @@ func Layout(nicPaths []string, db string, seq int64, n int) ([]Stripe, error) {
 	out := make([]Stripe, n)
 	for i := range out {
 		dir := nicPaths[i%len(nicPaths)]
-		name := StripeFileName(db, seq, i+1, n)
+		name := StripeFileName(instance, db, seq, i+1, n)
 		out[i] = Stripe{Index: i + 1, Count: n, Dir: dir, Name: name, Path: JoinPath(dir, name)}
 	}
 	return out, nil

@@ -176,3 +176,17 @@ func SequenceNext(db string) (string, error) {
 	return "UPDATE " + qdb + ".[" + SequenceSchema + "].[" + SequenceTable + "] " +
 		"SET Number = Number + 1 OUTPUT inserted.Number WHERE ID = 1", nil
 }
+
+// SequenceRaise returns the statement that moves the sequence table up to
+// @p1 when it is below it, returning the new number (one row) or no row
+// when the table is already at or past @p1. AllocateSequence uses it after
+// the database was restored from an older backup: the numbers between are
+// used by sets on the backup servers and must never be handed out again.
+func SequenceRaise(db string) (string, error) {
+	qdb, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("sequence raise: %w", err)
+	}
+	return "UPDATE " + qdb + ".[" + SequenceSchema + "].[" + SequenceTable + "] " +
+		"SET Number = @p1 OUTPUT inserted.Number WHERE ID = 1 AND Number < @p1", nil
+}

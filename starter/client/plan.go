@@ -128,7 +128,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	if seq == 0 {
 		seq = 1
 	}
-	if p.Layout, err = tsql.Layout(srv.UNCPaths, db.Name, seq, p.Stripes); err != nil {
+	if p.Layout, err = tsql.Layout(srv.UNCPaths, db.Instance, db.Name, seq, p.Stripes); err != nil {
 		return p, err
 	}
 	p.Tuning = plan.Tuning{Stripes: p.Stripes, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize)}
