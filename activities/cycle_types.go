@@ -26,6 +26,8 @@ const (
 	StepRetention              = "retention"
 	StepDone                   = "done"
 	StepFailed                 = "failed"
+	StepCancelled              = "cancelled"
+	StepResume                 = "resume"
 )
 
 // ProgressSignal is the signal long activities send to their own workflow so

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
@@ -24,6 +26,11 @@ type CycleInput struct {
 	// LastServer optionally names the previous cycle's primary backup
 	// server; empty means "read it from the manifests".
 	LastServer string `json:"last_server,omitempty"`
+	// Resume, when set, finishes that set instead of taking a new backup:
+	// a set an outage left written, copied, restored or checked (never one
+	// marked failed or cancelled) is copied if needed, restored, checked and
+	// verified by this run.
+	Resume int64 `json:"resume,omitempty"`
 }
 
 // CycleResult is a verified backup set and what it took to prove it.
@@ -40,21 +47,34 @@ type CycleResult struct {
 	// Locations are the backup servers holding the verified set.
 	Locations []string           `json:"locations"`
 	Timings   activities.Timings `json:"timings"`
-	// Failed lists sequences this run marked failed on its way (a lost SQL
-	// host or backup server), oldest first.
+	// Failed lists sequences this run marked failed on its way (a BACKUP
+	// that did not complete), oldest first.
 	Failed  []int64             `json:"failed,omitempty"`
 	Deleted []activities.SetRef `json:"deleted,omitempty"` // removed by retention
 	// Warnings are problems after verification that did not un-verify the
 	// set (verification database not dropped, retention failed).
 	Warnings []string `json:"warnings,omitempty"`
+	// Skipped is set, and nothing else, when this start did not run a cycle
+	// because another cycle of the database holds its workflow id (HeldBy).
+	Skipped string `json:"skipped,omitempty"`
+	HeldBy  string `json:"held_by,omitempty"`
+	// RunBy is the workflow id that ran the cycle when this start launched
+	// it under the database's own id.
+	RunBy string `json:"run_by,omitempty"`
 }
 
 // Outcomes, as in the BackupOutcome search attribute.
 const (
-	OutcomeRunning  = "running"
-	OutcomeVerified = "verified"
-	OutcomeFailed   = "failed"
+	OutcomeRunning   = "running"
+	OutcomeVerified  = "verified"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeSkipped   = "skipped"
 )
+
+// StepLaunch is the step of a start that hands the cycle to the database's
+// own workflow id.
+const StepLaunch = "launch"
 
 // ProgressQuery is the query that returns a cycle's Progress.
 const ProgressQuery = "progress"
@@ -94,6 +114,11 @@ var a *activities.Activities
 // Is a Backup Valid?"): back up to the round-robin primary, catalog, copy to
 // the remote site, restore there, CHECKDB, sanity checks. Only then is the
 // set verified, and only then does retention run.
+//
+// Exactly one cycle of an (instance, database) runs at a time, whatever
+// started it: the cycle runs under CycleWorkflowID, and a start under any
+// other id (a schedule's, the Web UI's) launches it there as a child or, when
+// a cycle holds that id, ends skipped naming it.
 func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	c := newCycle(ctx, in)
 	if in.Database == "" {
@@ -108,77 +133,109 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	c.step(ctx, activities.StepPlan)
 	plan, err := c.plan(ctx)
 	if err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+		return CycleResult{}, c.end(ctx, err)
 	}
-
-	// Sequence + backup, with a new sequence after a lost SQL host and fail-over
-	// to the next backup server when the primary is lost.
-	backup, err := c.backup(ctx, plan)
+	if id := CycleWorkflowID(plan.Instance, in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
+		return c.launch(ctx, id, plan)
+	}
+	res, err := c.run(ctx, plan)
 	if err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+		return CycleResult{}, c.end(ctx, err)
 	}
+	return res, nil
+}
 
-	c.step(ctx, activities.StepCatalog)
+// run is the cycle itself, under the database's own workflow id.
+func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, error) {
+	in := c.in
 	var manifest activities.ManifestOutput
-	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		RetryPolicy:         retry(10*time.Second, 10),
-	}), a.WriteManifest, activities.ManifestInput{
-		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
-	}).Get(ctx, &manifest)
-	if err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+	copied := false
+	if in.Resume > 0 {
+		set, err := c.resume(ctx, plan)
+		if err != nil {
+			return CycleResult{}, err
+		}
+		manifest = activities.ManifestOutput{Manifest: set.Manifest, Stripes: set.Stripes}
+		copied = set.State != activities.ResumeFromCopy
+	} else {
+		// Sequence + backup, with a new sequence after a lost SQL host and
+		// fail-over to the next backup server when the primary is lost.
+		backup, err := c.backup(ctx, plan)
+		if err != nil {
+			return CycleResult{}, err
+		}
+
+		c.step(ctx, activities.StepCatalog)
+		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Minute,
+			RetryPolicy:         retry(10*time.Second, 10),
+		}), a.WriteManifest, activities.ManifestInput{
+			Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
+		}).Get(ctx, &manifest)
+		if err != nil {
+			return CycleResult{}, err
+		}
 	}
 
-	c.step(ctx, activities.StepCopy)
 	remote := plan.RemoteFor(c.server)
-	c.holders = []string{c.server, remote}
-	var copied activities.CopyOutput
-	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		// The deadline covers every retry: a remote server that stays down
-		// fails the cycle, and the set stays `written` (not failed: it is
-		// intact on the primary).
-		ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-		StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-		HeartbeatTimeout:       orDefault(plan.Limits.Heartbeat, longHeartbeat),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
-			BackoffCoefficient:     2,
-			MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-	}), a.CopyToRemote, activities.CopyInput{
-		Database: in.Database, Instance: c.instance, Sequence: c.seq, From: c.server, To: remote,
-	}).Get(ctx, &copied)
-	if err != nil {
-		// Retries stop at the deadline with the last error (or a timeout):
-		// anything but a non-retryable type means "remote not back in time".
-		if !slices.Contains(activities.NonRetryableErrorTypes, errorType(err)) {
-			return CycleResult{}, c.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"copy of %s seq %d from %s to %s did not finish within the copy deadline %s: check %s, or raise the deadline; the set stays written on %s",
-				in.Database, c.seq, c.server, remote, orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-				remote, c.server), activities.ErrCopyDeadlineExceeded, err))
-		}
-		return CycleResult{}, c.fail(ctx, err)
+	if copied && len(c.holders) > 1 {
+		remote = c.holders[len(c.holders)-1] // a resumed set is verified where it was copied to
 	}
-	c.progress.Timings.Copy = copied.Duration
+	if !copied {
+		c.step(ctx, activities.StepCopy)
+		c.holders = []string{c.server, remote}
+		var out activities.CopyOutput
+		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			// The deadline covers every retry: a remote server that stays down
+			// fails the cycle, and the set stays `written` (not failed: it is
+			// intact on the primary).
+			ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+			StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+			HeartbeatTimeout:       orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			WaitForCancellation:    true, // a cancelled copy stops writing before its files are removed
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
+				BackoffCoefficient:     2,
+				MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
+				NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+			},
+		}), a.CopyToRemote, activities.CopyInput{
+			Database: in.Database, Instance: c.instance, Sequence: c.seq, From: c.server, To: remote,
+		}).Get(ctx, &out)
+		if err != nil {
+			// Retries stop at the deadline with the last error (or a timeout):
+			// anything but a non-retryable type (or a cancel) means "remote
+			// not back in time".
+			if !cancelled(ctx, err) && !slices.Contains(activities.NonRetryableErrorTypes, errorType(err)) {
+				return CycleResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+					"copy of %s seq %d from %s to %s did not finish within the copy deadline %s: check %s, or raise the deadline; the set stays written on %s",
+					in.Database, c.seq, c.server, remote, orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+					remote, c.server), activities.ErrCopyDeadlineExceeded, err)
+			}
+			return CycleResult{}, err
+		}
+		c.progress.Timings.Copy = out.Duration
+	}
 
 	verify := activities.VerifyInput{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: remote,
 	}
 	if err := c.restoreAndCheck(ctx, plan, verify); err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+		return CycleResult{}, err
 	}
 
 	c.step(ctx, activities.StepSanity)
 	var sanity activities.StepOutput
-	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour,
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
+		// Queries on a cold multi-terabyte copy take minutes; the activity
+		// heartbeats while they run.
 		HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+		WaitForCancellation: true,
 		RetryPolicy:         retry(10*time.Second, 5),
 	}), a.SanityChecks, verify).Get(ctx, &sanity)
 	if err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+		return CycleResult{}, err
 	}
 	c.progress.Timings.Sanity = sanity.Duration
 	t := &c.progress.Timings
@@ -192,8 +249,9 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
 	}).Get(ctx, nil)
 	if err != nil {
-		return CycleResult{}, c.fail(ctx, err)
+		return CycleResult{}, err
 	}
+	c.verified = true
 	c.outcome(ctx, OutcomeVerified)
 
 	result := CycleResult{
@@ -234,6 +292,77 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	return result, nil
 }
 
+// launch runs the cycle under the database's own workflow id, as a child of
+// this start, or reports the cycle that holds that id. Cancelling this start
+// cancels the cycle it launched.
+func (c *cycle) launch(ctx workflow.Context, id string, plan activities.Plan) (CycleResult, error) {
+	c.step(ctx, StepLaunch)
+	in := c.in
+	in.Instance = plan.Instance
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation:   true,
+	})
+	child := workflow.ExecuteChildWorkflow(cctx, BackupCycleName, in)
+	var exec workflow.Execution
+	if err := child.GetChildWorkflowExecution().Get(ctx, &exec); err != nil {
+		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			msg := fmt.Sprintf("skipped: a cycle of %s/%s is running as workflow %s; one cycle per database runs at a time",
+				plan.Instance, in.Database, id)
+			c.log(ctx).Warn(msg)
+			c.outcome(ctx, OutcomeSkipped)
+			c.step(ctx, activities.StepDone)
+			return CycleResult{Database: in.Database, Instance: plan.Instance, Skipped: msg, HeldBy: id}, nil
+		}
+		return CycleResult{}, c.end(ctx, err)
+	}
+	c.log(ctx).Info("cycle launched under the database's workflow id", "workflow_id", id, "run_id", exec.RunID)
+	var res CycleResult
+	if err := child.Get(ctx, &res); err != nil {
+		if cancelled(ctx, err) {
+			c.outcome(ctx, OutcomeCancelled)
+			return CycleResult{}, temporal.NewCanceledError(fmt.Sprintf("cycle %s cancelled", id))
+		}
+		c.progress.Error = err.Error()
+		c.outcome(ctx, OutcomeFailed)
+		return CycleResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("backup cycle %s of %s/%s failed", id, plan.Instance, in.Database), errorType(err), err)
+	}
+	res.RunBy = id
+	c.outcome(ctx, res.outcome())
+	c.step(ctx, activities.StepDone)
+	return res, nil
+}
+
+func (r CycleResult) outcome() string {
+	if r.Skipped != "" {
+		return OutcomeSkipped
+	}
+	return OutcomeVerified
+}
+
+// resume takes over set c.in.Resume left unfinished by an earlier run.
+func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.ResumeOutput, error) {
+	c.step(ctx, activities.StepResume)
+	var set activities.ResumeOutput
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:         retry(5*time.Second, 10),
+	}), a.ResumeSet, activities.ResumeInput{
+		Database: c.in.Database, Instance: c.instance, Sequence: c.in.Resume, Servers: retentionServers(plan),
+	}).Get(ctx, &set)
+	if err != nil {
+		return set, err
+	}
+	c.setServer(ctx, set.Primary)
+	c.setSequence(ctx, set.Sequence)
+	c.holders = set.Holders
+	c.log(ctx).Info("resuming set", "state", set.State, "holders", set.Holders)
+	return set, nil
+}
+
 // plan runs PlanCycle and fills in the run's identity.
 func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	var plan activities.Plan
@@ -265,6 +394,8 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 	serverWait := newBackoff(orDefault(plan.Limits.ServerWait, defaultServerWait), plan.Limits)
 	next := 0 // index in plan.Rotation
 	unreachable := 0
+	inUse := 0 // numbers found used by another run, in a row
+	const maxInUse = 5
 	for {
 		server := plan.Rotation[next]
 		c.setServer(ctx, server)
@@ -292,26 +423,41 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			StartToCloseTimeout: orDefault(plan.Limits.BackupTimeout, defaultBackupTimeout),
 			// A dead worker is noticed within a minute; the retry re-attaches
 			// to the statement still running on the SQL instance.
-			HeartbeatTimeout: orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			WaitForCancellation: true,
 			RetryPolicy: retry(10*time.Second, 10,
 				activities.ErrSQLHostUnreachable, activities.ErrBackupTargetUnreachable),
 		}), a.Backup, activities.BackupInput{
 			Database: c.in.Database, Instance: c.instance, Sequence: seq, Server: server, Stripes: plan.Stripes,
 		}).Get(ctx, &out)
 		if err == nil {
+			c.backedUp = true
 			c.progress.Timings.Backup = out.Duration
 			c.progress.Percent, c.progress.Bytes = 100, out.Bytes
 			return out, nil
 		}
+		if cancelled(ctx, err) {
+			return activities.BackupOutput{}, err
+		}
 
 		switch errorType(err) {
+		case activities.ErrSequenceInUse:
+			// Another run's set holds this number on the server (a database
+			// restored from an older backup, a worker's clock): nothing of
+			// it was touched and nothing is ours; the next allocation skips
+			// past it.
+			c.log(ctx).Warn("sequence number in use on the backup server: allocating another", "error", err)
+			c.seq, c.holders = 0, nil
+			if inUse++; inUse > maxInUse {
+				return activities.BackupOutput{}, err
+			}
 		case activities.ErrSQLHostUnreachable:
-			c.markFailed(ctx, activities.StepBackup, err, []string{server})
+			c.markFailed(ctx, activities.StepBackup, err, []string{server}, catalog.EvidenceBackupIncomplete)
 			if werr := c.wait(ctx, hostWait, activities.StepWaitingForSQLHost, err); werr != nil {
 				return activities.BackupOutput{}, werr
 			}
 		case activities.ErrBackupTargetUnreachable:
-			c.markFailed(ctx, activities.StepBackup, err, []string{server})
+			c.markFailed(ctx, activities.StepBackup, err, []string{server}, catalog.EvidenceBackupIncomplete)
 			next = (next + 1) % len(plan.Rotation)
 			unreachable++
 			if unreachable%len(plan.Rotation) == 0 {
@@ -338,10 +484,13 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 	}
 	for round := 1; ; round++ {
 		c.step(ctx, activities.StepRestore)
+		c.restoreStarted = true
 		var restored activities.StepOutput
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(plan.Limits.RestoreTimeout, defaultRestoreTimeout),
 			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			// A cancelled RESTORE stops before the copy is dropped.
+			WaitForCancellation: true,
 			// A lost verification instance is retried here: the retry
 			// re-attaches to a running RESTORE or starts it again (REPLACE).
 			RetryPolicy: retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 20),
@@ -357,6 +506,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
 			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			WaitForCancellation: true,
 			RetryPolicy:         retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
 		}), a.CheckDB, verify).Get(ctx, &checked)
 		if err == nil {
@@ -379,6 +529,12 @@ type cycle struct {
 	seq      int64
 	server   string
 	holders  []string // servers that may hold files of the current set
+	// backedUp: the current set's BACKUP completed (or the set was
+	// resumed); before that, a failure leaves an incomplete set.
+	backedUp bool
+	// restoreStarted: this run restored (or began restoring) the
+	// verification database; verified: MarkVerified succeeded.
+	restoreStarted, verified bool
 }
 
 func newCycle(ctx workflow.Context, in CycleInput) *cycle {
@@ -421,6 +577,7 @@ func (c *cycle) step(ctx workflow.Context, step string) {
 
 func (c *cycle) setSequence(ctx workflow.Context, seq int64) {
 	c.seq = seq
+	c.backedUp = c.in.Resume > 0
 	c.progress.Sequence = seq
 	c.holders = []string{c.server}
 	_ = c.upsert(ctx, AttrSequence.ValueSet(seq))
@@ -487,11 +644,11 @@ func (c *cycle) wait(ctx workflow.Context, b *backoff, step string, cause error)
 	return workflow.Sleep(ctx, d)
 }
 
-// markFailed marks the current set failed on servers, in a disconnected
-// context so that it runs even when the workflow is being cancelled. Its own
-// failure is logged: the set is already not verified, and retention removes
-// files without a verified manifest.
-func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, servers []string) {
+// markFailed marks the current set failed on servers on evidence about its
+// content, in a disconnected context so that it runs even when the workflow
+// is being cancelled. Its own failure is logged: the set is already not
+// verified, and retention removes files without a verified manifest.
+func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, servers []string, evidence catalog.Evidence) {
 	if c.seq == 0 {
 		return
 	}
@@ -511,7 +668,7 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 		RetryPolicy:         retry(2*time.Second, 3),
 	}), a.MarkFailed, activities.MarkInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
-		Step: step, ErrorType: errorType(cause), Reason: reason,
+		Step: step, ErrorType: errorType(cause), Reason: reason, Evidence: string(evidence),
 	}).Get(dctx, nil)
 	if err != nil {
 		c.log(ctx).Error("set not marked failed", "error", err)
@@ -519,18 +676,80 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 	c.progress.Failed = append(c.progress.Failed, c.seq)
 }
 
-// fail ends the cycle: the current set (if any) is marked failed — except
-// after a copy deadline, where it stays intact and `written` — the outcome is
-// `failed` and the error returned carries a stable type.
-func (c *cycle) fail(ctx workflow.Context, err error) error {
+// end finishes a cycle that stopped before its set was verified: cancelled
+// or failed.
+func (c *cycle) end(ctx workflow.Context, err error) error {
+	if cancelled(ctx, err) {
+		return c.cancel(ctx)
+	}
+	return c.fail(ctx, err)
+}
+
+// cancel cleans up after a cancel request (Web UI, client): the
+// verification database this run restored is dropped, the unverified
+// set's files are removed and its manifest records "cancelled"; every
+// earlier set is left as it is. The workflow then ends Canceled.
+func (c *cycle) cancel(ctx workflow.Context) error {
 	step := c.progress.Step
-	typ := errorType(err)
-	if typ != activities.ErrCopyDeadlineExceeded && (len(c.progress.Failed) == 0 || c.progress.Failed[len(c.progress.Failed)-1] != c.seq) {
+	dctx, done := workflow.NewDisconnectedContext(ctx)
+	defer done()
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retry(2*time.Second, 5)}
+	if c.seq != 0 && !c.verified {
+		if c.restoreStarted {
+			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf()}
+			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.DropVerifyDB, verify).Get(dctx, nil); err != nil {
+				c.log(ctx).Error("verification database not dropped after cancel", "error", err)
+			}
+		}
 		servers := c.holders
 		if len(servers) == 0 && c.server != "" {
 			servers = []string{c.server}
 		}
-		c.markFailed(ctx, step, err, servers)
+		if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.MarkCancelled, activities.MarkInput{
+			Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Step: step,
+			Reason: "cycle cancelled at step " + step,
+		}).Get(dctx, nil); err != nil {
+			c.log(ctx).Error("set not marked cancelled", "error", err)
+		}
+	}
+	c.progress.Error = "cancelled at step " + step
+	c.progress.Step = activities.StepCancelled
+	_ = c.upsert(dctx, AttrStep.ValueSet(activities.StepCancelled))
+	c.outcome(dctx, OutcomeCancelled)
+	c.log(ctx).Warn("backup cycle cancelled", "cancelled_step", step)
+	return temporal.NewCanceledError(fmt.Sprintf("backup cycle of %s cancelled at step %s", c.in.Database, step))
+}
+
+// remoteOf is the server the current set is verified from: the last holder.
+func (c *cycle) remoteOf() string {
+	if len(c.holders) > 1 {
+		return c.holders[len(c.holders)-1]
+	}
+	return c.server
+}
+
+// fail ends the cycle with the outcome `failed` and an error of a stable
+// type. The set is marked failed only on evidence about its content (a
+// BACKUP that did not complete, corrupt media, CHECKDB errors, a sanity
+// mismatch): an outage, a timeout or a deadline leaves it in its last proven
+// state (written, copied, restored, checked), for a later cycle or
+// `starter resume` to finish.
+func (c *cycle) fail(ctx workflow.Context, err error) error {
+	step := c.progress.Step
+	typ := errorType(err)
+	evidence := activities.Evidence(typ)
+	if evidence == "" && c.seq != 0 && !c.backedUp && typ != activities.ErrSequenceInUse {
+		evidence = catalog.EvidenceBackupIncomplete
+	}
+	alreadyMarked := len(c.progress.Failed) > 0 && c.progress.Failed[len(c.progress.Failed)-1] == c.seq
+	if evidence != "" && !alreadyMarked {
+		servers := c.holders
+		if len(servers) == 0 && c.server != "" {
+			servers = []string{c.server}
+		}
+		c.markFailed(ctx, step, err, servers, evidence)
+	} else if c.seq != 0 && !alreadyMarked {
+		c.log(ctx).Warn("set left in its last proven state: the failure says nothing about its content", "type", typ)
 	}
 	c.progress.Error = err.Error()
 	c.progress.Step = activities.StepFailed
@@ -545,6 +764,11 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("backup cycle of %s failed at step %s: %v", c.in.Database, step, err), "CycleFailed", err)
+}
+
+// cancelled reports whether err is (or follows from) a cancel request.
+func cancelled(ctx workflow.Context, err error) bool {
+	return ctx.Err() != nil || temporal.IsCanceledError(err)
 }
 
 func (c *cycle) log(ctx workflow.Context) log.Logger {

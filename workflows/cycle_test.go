@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 )
 
 // fakeCycle answers the cycle's activities from overridable functions and
@@ -41,6 +43,7 @@ type fakeCycle struct {
 	restoreIn   []activities.VerifyInput
 	checkIn     []activities.VerifyInput
 	failedIn    []activities.MarkInput
+	cancelledIn []activities.MarkInput
 	verifiedIn  []activities.MarkInput
 	retentionIn []activities.RetentionInput
 	dropIn      []activities.VerifyInput
@@ -190,6 +193,12 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 			f.failedIn = append(f.failedIn, in)
 			return nil
 		})
+	env.OnActivity(acts.MarkCancelled, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MarkInput) error {
+			f.record("MarkCancelled")
+			f.cancelledIn = append(f.cancelledIn, in)
+			return nil
+		})
 	env.OnActivity(acts.DropVerifyDB, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.VerifyInput) error {
 			f.record("DropVerifyDB")
@@ -223,6 +232,12 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 }
 
 func (r *cycleRun) run(in CycleInput) (CycleResult, error) {
+	// The database's own id: a start under another id launches a child.
+	return r.runAs(CycleWorkflowID("sql01", in.Database), in)
+}
+
+func (r *cycleRun) runAs(id string, in CycleInput) (CycleResult, error) {
+	r.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 	r.env.ExecuteWorkflow(BackupCycleName, in)
 	if !r.env.IsWorkflowCompleted() {
 		r.t.Fatal("workflow did not complete")
@@ -402,10 +417,12 @@ func TestCycleNonRetryableErrorsStopAndMarkFailed(t *testing.T) {
 					return activities.ManifestOutput{}, err
 				}
 			}, true, []string{"bak01"}},
+		// A full remote share says nothing about the set: it stays written,
+		// intact on its primary, for a later resume.
 		{"copy share full", "CopyToRemote", activities.ErrShareFull,
 			func(f *fakeCycle, err error) {
 				f.copy = func(activities.CopyInput) (activities.CopyOutput, error) { return activities.CopyOutput{}, err }
-			}, true, []string{"bak01", "remote01"}},
+			}, false, nil},
 		{"restore corrupt backup", "Restore", activities.ErrCorruptBackup,
 			func(f *fakeCycle, err error) {
 				f.restore = func(activities.VerifyInput) (activities.StepOutput, error) { return activities.StepOutput{}, err }
@@ -445,7 +462,7 @@ func TestCycleNonRetryableErrorsStopAndMarkFailed(t *testing.T) {
 					t.Errorf("MarkFailed got %+v, want seq 7 on %v with type %s and the reason", f.failedIn, tc.holders, tc.typ)
 				}
 			} else if len(f.failedIn) != 0 {
-				t.Errorf("MarkFailed got %+v before any sequence existed", f.failedIn)
+				t.Errorf("MarkFailed got %+v: no sequence, or no evidence about the set's content", f.failedIn)
 			}
 			if got := r.attr("BackupOutcome"); got != OutcomeFailed {
 				t.Errorf("BackupOutcome = %v, want failed", got)
@@ -675,8 +692,11 @@ func TestCycleVerifyInstanceLostTooOftenFails(t *testing.T) {
 	if n := f.count("Restore"); n != defaultRestoreRounds {
 		t.Errorf("Restore ran %d times, want %d rounds", n, defaultRestoreRounds)
 	}
-	if len(f.failedIn) != 1 || f.count("MarkVerified") != 0 {
-		t.Errorf("failed %+v calls %v: want the set marked failed, never verified", f.failedIn, f.calls)
+	// An instance that stays away says nothing about the set: it is not
+	// marked failed (it stays copied, for a later cycle or resume), and
+	// never verified.
+	if len(f.failedIn) != 0 || f.count("MarkVerified") != 0 {
+		t.Errorf("failed %+v calls %v: want the set left as it is, never verified", f.failedIn, f.calls)
 	}
 }
 
@@ -805,5 +825,131 @@ func TestBackoffIsBounded(t *testing.T) {
 	}
 	if want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second, time.Second}; !slices.Equal(waits, want) {
 		t.Errorf("configured waits %v, want %v", waits, want)
+	}
+}
+
+// A start under any other id (a schedule's, the Web UI's) runs the cycle
+// under the database's own id, so that Temporal refuses a second one.
+func TestCycleStartedUnderAnotherIDRunsUnderTheDatabasesID(t *testing.T) {
+	f := newFakeCycle()
+	r := newCycleRun(t, f)
+	res, err := r.runAs("web-ui-7f3a", CycleInput{Database: "Sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := CycleWorkflowID("sql01", "Sales"); res.RunBy != want || res.Sequence != 7 || res.Skipped != "" {
+		t.Errorf("result %+v, want the cycle run by %s", res, want)
+	}
+	if n := f.count("Backup"); n != 1 {
+		t.Errorf("Backup ran %d times, want once (in the launched cycle)", n)
+	}
+	if got := r.attr("BackupOutcome"); got != OutcomeVerified {
+		t.Errorf("launcher outcome %v, want verified", got)
+	}
+}
+
+// Sequence rollback: the number handed out is used by another run's set on
+// the backup server. Nothing of it is marked or touched; a new number is
+// taken.
+func TestCycleSequenceInUseTakesANewNumber(t *testing.T) {
+	f := newFakeCycle()
+	first := true
+	f.backup = func(in activities.BackupInput) (activities.BackupOutput, error) {
+		if first {
+			first = false
+			return activities.BackupOutput{}, temporal.NewNonRetryableApplicationError("set 7 belongs to another run", activities.ErrSequenceInUse, nil)
+		}
+		return activities.BackupOutput{Stripes: []activities.Stripe{{Name: "s"}}, Bytes: 1}, nil
+	}
+	r := newCycleRun(t, f)
+	res, err := r.run(CycleInput{Database: "Sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sequence != 8 || f.count("AllocateSequence") != 2 || len(f.failedIn) != 0 {
+		t.Errorf("seq %d, %d allocations, failed %+v: want seq 8 after a second allocation, nothing marked failed",
+			res.Sequence, f.count("AllocateSequence"), f.failedIn)
+	}
+}
+
+// A BACKUP that did not complete is evidence: the partial set is marked
+// failed with backup_incomplete.
+func TestCycleIncompleteBackupIsEvidence(t *testing.T) {
+	f := newFakeCycle()
+	f.backup = func(activities.BackupInput) (activities.BackupOutput, error) {
+		return activities.BackupOutput{}, temporal.NewNonRetryableApplicationError("disk full", activities.ErrShareFull, nil)
+	}
+	r := newCycleRun(t, f)
+	if _, err := r.run(CycleInput{Database: "Sales"}); err == nil {
+		t.Fatal("want a failure")
+	}
+	if len(f.failedIn) != 1 || f.failedIn[0].Evidence != string(catalog.EvidenceBackupIncomplete) {
+		t.Errorf("MarkFailed %+v, want the partial set failed on backup_incomplete", f.failedIn)
+	}
+}
+
+// Cancel during the copy: the cycle ends Canceled (not failed, not a copy
+// deadline), the set's files are removed and its manifest says cancelled;
+// no verification database was restored, so none is dropped.
+func TestCycleCancelDuringCopy(t *testing.T) {
+	f := newFakeCycle()
+	var acts *activities.Activities
+	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.CopyToRemote, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CopyOutput{}, nil)
+		env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
+	})
+	_, err := r.run(CycleInput{Database: "Sales"})
+	var canceled *temporal.CanceledError
+	if !errors.As(err, &canceled) {
+		t.Fatalf("error %v, want Canceled", err)
+	}
+	if len(f.cancelledIn) != 1 || f.cancelledIn[0].Sequence != 7 || !slices.Equal(f.cancelledIn[0].Servers, []string{"bak01", "remote01"}) {
+		t.Errorf("MarkCancelled %+v, want seq 7 on bak01 and remote01", f.cancelledIn)
+	}
+	if len(f.failedIn) != 0 || f.count("DropVerifyDB") != 0 || f.count("MarkVerified") != 0 {
+		t.Errorf("calls %v: a cancel marks nothing failed, drops nothing it did not restore", f.calls)
+	}
+	if got := r.attr("BackupOutcome"); got != OutcomeCancelled {
+		t.Errorf("outcome %v, want cancelled", got)
+	}
+}
+
+// Cancel during CHECKDB: the verification database this run restored is
+// dropped.
+func TestCycleCancelDuringCheckDBDropsTheCopy(t *testing.T) {
+	f := newFakeCycle()
+	var acts *activities.Activities
+	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.CheckDB, mock.Anything, mock.Anything).After(time.Hour).Return(activities.StepOutput{}, nil)
+		env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
+	})
+	_, err := r.run(CycleInput{Database: "Sales"})
+	var canceled *temporal.CanceledError
+	if !errors.As(err, &canceled) {
+		t.Fatalf("error %v, want Canceled", err)
+	}
+	if f.count("DropVerifyDB") != 1 || len(f.cancelledIn) != 1 {
+		t.Errorf("calls %v: want the restored copy dropped and the set cancelled", f.calls)
+	}
+}
+
+// Resume finishes a set an outage left copied: no new backup, no copy; this
+// run restores, checks and verifies it.
+func TestCycleResumeFinishesACopiedSet(t *testing.T) {
+	f := newFakeCycle()
+	var acts *activities.Activities
+	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.ResumeSet, mock.Anything, mock.Anything).Return(activities.ResumeOutput{
+			Sequence: 5, Primary: "bak02", Holders: []string{"bak02", "bak01"}, State: activities.ResumeFromRestore}, nil)
+	})
+	res, err := r.run(CycleInput{Database: "Sales", Resume: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count("Backup") != 0 || f.count("CopyToRemote") != 0 || f.count("Restore") != 1 || res.Sequence != 5 {
+		t.Errorf("calls %v result %+v: want restore/check/verify of set 5 only", f.calls, res)
+	}
+	if len(f.restoreIn) != 1 || f.restoreIn[0].Server != "bak01" {
+		t.Errorf("restored from %+v, want bak01 (where the set was copied)", f.restoreIn)
 	}
 }

@@ -4,6 +4,10 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 )
@@ -36,4 +40,31 @@ var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	AttrStep.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	AttrServer.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	AttrOutcome.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._]+`)
+
+// CycleWorkflowID is the workflow id of every cycle of one (instance,
+// database): backup-<instance>-<database> (backup-<database> without an
+// instance: the id of no database, see BackupCycle's launcher). One id per
+// database lets Temporal refuse a second cycle while one runs. Characters
+// outside [A-Za-z0-9._] become "_" for a readable Web UI list; when that
+// changed anything, a short hash of the real names keeps two databases from
+// sharing an id.
+func CycleWorkflowID(instance, database string) string {
+	parts := []string{database}
+	if instance != "" {
+		parts = []string{instance, database}
+	}
+	id, changed := "backup", false
+	for _, p := range parts {
+		safe := unsafeID.ReplaceAllString(p, "_")
+		changed = changed || safe != p
+		id += "-" + safe
+	}
+	if changed {
+		sum := sha256.Sum256([]byte(instance + "\x00" + database))
+		id += "-" + hex.EncodeToString(sum[:4])
+	}
+	return id
 }

@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -25,30 +22,12 @@ type CycleRun struct {
 	Result     workflows.CycleResult
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._]+`)
-
-// CycleWorkflowID is the workflow id of every cycle of one database:
-// backup-<instance>-<database> (backup-<database> without an instance). One
-// id per database lets Temporal refuse a second cycle while one runs
-// (WorkflowIDConflictPolicy FAIL). Characters outside [A-Za-z0-9._] become
-// "_" for a readable Web UI list; when that changed anything, a short hash of
-// the real names keeps two databases from sharing an id.
+// CycleWorkflowID is the workflow id of every cycle of one database,
+// workflows.CycleWorkflowID. Pass the instance: without it the id is not the
+// database's own, and the cycle started under it runs as a launcher that
+// takes the database's id (or reports the cycle that holds it).
 func CycleWorkflowID(instance, database string) string {
-	parts := []string{database}
-	if instance != "" {
-		parts = []string{instance, database}
-	}
-	id, changed := "backup", false
-	for _, p := range parts {
-		safe := unsafeID.ReplaceAllString(p, "_")
-		changed = changed || safe != p
-		id += "-" + safe
-	}
-	if changed {
-		sum := sha256.Sum256([]byte(instance + "\x00" + database))
-		id += "-" + hex.EncodeToString(sum[:4])
-	}
-	return id
+	return workflows.CycleWorkflowID(instance, database)
 }
 
 // AlreadyRunningError says that a cycle of the database is running already;

@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+)
+
+// ResumeInput asks to take over set Sequence of a database, left unfinished
+// by an earlier run (an outage stopped it: it is not failed).
+type ResumeInput struct {
+	Database string   `json:"database"`
+	Instance string   `json:"instance"`
+	Sequence int64    `json:"seq"`
+	Servers  []string `json:"servers"` // where to look: the rotation and copy targets
+}
+
+// Where a resumed set continues.
+const (
+	ResumeFromCopy    = "copy"    // written on its primary only: copy, restore, check
+	ResumeFromRestore = "restore" // copied: restore, check (this run proves it itself)
+)
+
+// ResumeOutput is the set a resumed cycle finishes.
+type ResumeOutput struct {
+	Sequence int64    `json:"seq"`
+	Primary  string   `json:"primary"`
+	Holders  []string `json:"holders"` // the primary, then the remote copy (when copied)
+	State    string   `json:"state"`   // ResumeFromCopy or ResumeFromRestore
+	Manifest string   `json:"manifest"`
+	Stripes  []Stripe `json:"stripes"`
+}
+
+// ResumeSet finds the set's manifests, refuses a set that is verified,
+// failed, cancelled or never finished its BACKUP, and adopts the set for
+// this run (WorkflowID/RunID on every server holding it), so that only this
+// run writes it from now on. Whatever state it reached, this run restores
+// and checks it itself before calling it verified.
+func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutput, error) {
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return ResumeOutput{}, err
+	}
+	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
+	defer closeAll()
+	var best *catalog.Manifest
+	for _, o := range sets {
+		if o.m == nil {
+			continue
+		}
+		switch o.m.State {
+		case catalog.StateVerified, catalog.StateFailed, catalog.StateCancelled, catalog.StatePending:
+			return ResumeOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"set %d of %s is %s on %s: only a set an outage left written, copied, restored or checked is resumed; start a new cycle",
+				in.Sequence, db.ID(), o.m.State, o.server))
+		}
+		if best == nil || o.m.State.Rank() > best.State.Rank() {
+			best = o.m
+		}
+	}
+	if best == nil {
+		return ResumeOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+			"set %d of %s: no manifest on %v (or none reachable): check the number with `starter status`", in.Sequence, db.ID(), in.Servers))
+	}
+	wid, rid := runOf(ctx)
+	out := ResumeOutput{Sequence: in.Sequence, Primary: best.PrimaryServer, Manifest: best.FileName(), State: ResumeFromRestore}
+	if best.State == catalog.StateWritten {
+		out.State = ResumeFromCopy
+	}
+	out.Holders = []string{best.PrimaryServer}
+	for _, s := range best.Servers {
+		if s != best.PrimaryServer {
+			out.Holders = append(out.Holders, s)
+		}
+	}
+	for _, s := range best.Stripes {
+		out.Stripes = append(out.Stripes, Stripe{Name: s.Name, Size: s.Size, SHA256: s.SHA256})
+	}
+	for _, o := range sets {
+		if o.m == nil {
+			continue
+		}
+		o.m.WorkflowID, o.m.RunID = wid, rid
+		if err := catalog.Save(ctx, catalogFS{o.st}, o.m); err != nil {
+			return ResumeOutput{}, storageError(o.server, err)
+		}
+	}
+	a.loggerFor(ctx).Info("set adopted to resume it", zap.String("db", db.Name), zap.String("instance", db.Instance),
+		zap.Int64("seq", in.Sequence), zap.String("state", string(best.State)), zap.Strings("holders", out.Holders))
+	return out, nil
+}
