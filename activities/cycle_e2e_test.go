@@ -155,8 +155,10 @@ func (e *e2e) cycle(db string) (workflows.CycleResult, client.WorkflowRun, error
 	e.n++
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The database's own id: the cycle runs in this run (a start under
+	// another id would launch it as a child).
 	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: fmt.Sprintf("%s-%d", e.tq, e.n), TaskQueue: e.tq,
+		ID: workflows.CycleWorkflowID("sql01", db), TaskQueue: e.tq,
 	}, workflows.BackupCycleName, workflows.CycleInput{Database: db})
 	if err != nil {
 		e.t.Fatal(err)

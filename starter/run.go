@@ -19,6 +19,7 @@ func runCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	database := fs.String("database", "", "database to back up (its name under databases: in the config); required")
 	instance := fs.String("instance", "", "source SQL instance (sql_instances[].name), when the database name is configured on several")
 	lastServer := fs.String("last-server", "", "previous cycle's primary backup server (default: read from the manifests)")
+	resume := fs.Int64("resume", 0, "finish set SEQ, left written/copied/restored/checked by an outage, instead of taking a new backup")
 	wait := fs.Bool("wait", false, "wait for the cycle and print its result; exit 1 unless it is verified (--timeout bounds the wait only if given)")
 	asJSON := fs.Bool("json", false, "with --wait: print the result as JSON")
 	if err := parse(fs, args); err != nil {
@@ -27,7 +28,10 @@ func runCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	if *database == "" {
 		return usageError{msg: "--database NAME is required: the database to back up, as configured under databases:"}
 	}
-	in := workflows.CycleInput{Database: *database, Instance: *instance, LastServer: *lastServer}
+	if *resume < 0 {
+		return usageError{msg: "--resume SEQ takes the positive sequence number of an unfinished set (see `starter status`)"}
+	}
+	in := workflows.CycleInput{Database: *database, Instance: *instance, LastServer: *lastServer, Resume: *resume}
 	if e.configFile != "" {
 		// Resolve the instance so the workflow id is the same however the
 		// cycle is started (and a misspelt name fails here, not in the worker).
@@ -80,6 +84,9 @@ func runCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"workflow_id": res.WorkflowID, "run_id": res.RunID, "result": res.Result})
+	}
+	if res.Result.Skipped != "" {
+		return fmt.Errorf("backup cycle %s of %s %s", res.WorkflowID, in.Database, res.Result.Skipped)
 	}
 	printCycleResult(e, res)
 	if len(res.Result.Locations) == 0 {

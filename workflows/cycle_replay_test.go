@@ -3,8 +3,6 @@ package workflows
 import (
 	"path/filepath"
 	"testing"
-
-	"go.temporal.io/sdk/worker"
 )
 
 // Determinism guard: histories of real cycles on the embedded server
@@ -22,9 +20,7 @@ func TestCycleHistoriesReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			RegisterWorkflows(r)
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			if err := ReplayHistoryFile(f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})

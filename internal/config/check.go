@@ -429,7 +429,10 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 			vn := db.VerifyDatabaseName(0)
 			k := s.VerifyInstance + "\x00" + strings.ToLower(vn)
 			if other, dup := verifyNames[k]; dup && other != owner {
-				d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s: set verify_name (e.g. \"{db}_verify\")", owner, vn, s.VerifyInstance, other)
+				// Backup files are keyed by (instance, database) and never
+				// collide; only the restored copies on a shared
+				// verification instance would.
+				d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s's: set verify_name (e.g. \"{instance}_{db}_verify\")", owner, vn, s.VerifyInstance, other)
 			}
 			verifyNames[k] = owner
 		}
@@ -500,12 +503,12 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 	}
 	if only("verify_name") {
 		l, kp := at("verify_name")
-		rest := strings.NewReplacer("{db}", "", "{seq}", "").Replace(p.VerifyName)
+		rest := strings.NewReplacer("{db}", "", "{instance}", "", "{seq}", "").Replace(p.VerifyName)
 		switch {
 		case p.VerifyName == "" || strings.TrimSpace(rest) == "" && !strings.Contains(p.VerifyName, "{db}"):
 			d.errf(l, kp, "%s: verify_name %q gives no name: use e.g. \"{db}_verify\"", owner, p.VerifyName)
 		case strings.ContainsAny(rest, "{}"):
-			d.errf(l, kp, "%s: verify_name %q: only {db} and {seq} are replaced", owner, p.VerifyName)
+			d.errf(l, kp, "%s: verify_name %q: only {db}, {instance} and {seq} are replaced", owner, p.VerifyName)
 		case strings.ContainsRune(rest, 0):
 			d.errf(l, kp, "%s: verify_name contains a NUL byte", owner)
 		}

@@ -139,7 +139,7 @@ type Policy struct {
 	BandwidthLimit   Size          `yaml:"bandwidth_limit"`    // bytes per second for the copy; 0 = unlimited
 	Retention        Retention     `yaml:"retention"`
 	// VerifyName is the name of the restored copy on the verify instance;
-	// {db} and {seq} are replaced (VerifyDatabaseName).
+	// {db}, {instance} and {seq} are replaced (VerifyDatabaseName).
 	VerifyName   string `yaml:"verify_name"`
 	KeepVerifyDB bool   `yaml:"keep_verify_db"` // keep the restored copy after a verified cycle
 }

@@ -348,7 +348,7 @@ func TestErrors(t *testing.T) {
 		{
 			name: "verify_name with an unknown placeholder",
 			yaml: func(t *testing.T) string { return base + "    verify_name: '{database}_v'\n" },
-			want: []want{{lAfterDB, `verify_name "{database}_v": only {db} and {seq} are replaced`}},
+			want: []want{{lAfterDB, `verify_name "{database}_v": only {db}, {instance} and {seq} are replaced`}},
 		},
 		{
 			name: "verification copies would collide",

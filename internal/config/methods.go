@@ -76,9 +76,10 @@ func (db *Database) CopyTarget(primary string) string {
 }
 
 // VerifyDatabaseName is the name of the restored copy for a sequence number:
-// verify_name with {db} and {seq} (8 digits, zero padded) replaced.
+// verify_name with {db}, {instance} (the source instance's name) and {seq}
+// (8 digits, zero padded) replaced.
 func (db *Database) VerifyDatabaseName(seq int64) string {
-	return strings.NewReplacer("{db}", db.Name, "{seq}", fmt.Sprintf("%08d", seq)).Replace(db.VerifyName)
+	return strings.NewReplacer("{db}", db.Name, "{instance}", db.Instance, "{seq}", fmt.Sprintf("%08d", seq)).Replace(db.VerifyName)
 }
 
 // effectiveMaxTransfer is MAXTRANSFERSIZE as SQL Server will use it.

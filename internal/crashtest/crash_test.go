@@ -311,7 +311,7 @@ func TestTemporalServerRestart(t *testing.T) {
 // stripeBytes sums the sizes of a set's stripe files on a server.
 func (s *site) stripeBytes(server string, seq int64) int64 {
 	var n int64
-	files, _ := filepath.Glob(filepath.Join(s.dirs[server], tsql.SetPrefix("sql01", s.db, seq)+"_*.bak*")) // .partial while written
+	files, _ := filepath.Glob(filepath.Join(s.dirs[server], tsql.SetPrefix(s.inst, s.db, seq)+"_*.bak*")) // .partial while written
 	for _, f := range files {
 		if fi, err := os.Stat(f); err == nil {
 			n += fi.Size()

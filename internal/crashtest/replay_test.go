@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.temporal.io/sdk/worker"
-
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -24,9 +22,7 @@ func TestHistoriesReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			workflows.RegisterWorkflows(r)
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			if err := workflows.ReplayHistoryFile(f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})

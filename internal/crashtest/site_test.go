@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,6 +115,9 @@ func runWorkerProcess() error {
 	return w.Run(worker.InterruptCh())
 }
 
+// siteSeq numbers the sites of one test binary.
+var siteSeq atomic.Int64
+
 var (
 	sharedOnce sync.Once
 	sharedSrv  *devserver.Server
@@ -150,8 +154,12 @@ func dial(t *testing.T, srv *devserver.Server) client.Client {
 // verify01 at the remote site, backup servers bak01 and bak02 (directories
 // SQL Server reaches as \\bakNN\backup), and the configuration naming them.
 type site struct {
-	t           *testing.T
-	db          string
+	t  *testing.T
+	db string
+	// inst is the source instance's configuration name, unique per site:
+	// scenarios run in parallel on one Temporal server, and a cycle's
+	// workflow id is per (instance, database).
+	inst        string
 	dirs        map[string]string
 	src, verify *sqlsim.Instance
 	cfgPath     string
@@ -173,7 +181,7 @@ const envSMBPass = "BC_TEST_SMB_PASSWORD"
 // reaches them over SMB; SQL Server's UNC path maps to the share's directory).
 func newSiteWith(t *testing.T, db string, size int64, extra string, smb map[string]*sambatest.Server) *site {
 	t.Helper()
-	s := &site{t: t, db: db, dirs: map[string]string{},
+	s := &site{t: t, db: db, dirs: map[string]string{}, inst: fmt.Sprintf("sql01-%d", siteSeq.Add(1)),
 		tq: "crash-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")}
 	root := t.TempDir()
 	for _, d := range []string{"bak01", "bak02", "restore/data", "restore/log", "src", "verify"} {
@@ -213,7 +221,7 @@ func newSiteWith(t *testing.T, db string, size int64, extra string, smb map[stri
 	}
 	y := fmt.Sprintf(`
 sql_instances:
-  - name: sql01
+  - name: %s
     address: %s
     user: sa
     password_env: %s
@@ -238,7 +246,7 @@ backup_servers:
     restore_log_dir: 'D:\restore\log'
 databases:
   - name: %q
-    instance: sql01
+    instance: %s
     backup_servers: [bak01, bak02]
     stripes: 2
     compression: false
@@ -246,7 +254,7 @@ databases:
       - name: orders-present
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
         at_least: 1
-%s`, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, location["bak01"], location["bak02"], db, extra)
+%s`, s.inst, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, location["bak01"], location["bak02"], db, s.inst, extra)
 	s.cfgPath = filepath.Join(root, "backupcycle.yaml")
 	if err := os.WriteFile(s.cfgPath, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -318,10 +326,11 @@ func (p *workerProcess) freeze() {
 	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 }
 
-// start begins a cycle of the site's database under a unique workflow id.
+// start begins a cycle of the site's database under the database's own
+// workflow id (id names the scenario only in the test's messages).
 func (s *site) start(c client.Client, id string) client.WorkflowRun {
 	s.t.Helper()
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: s.tq},
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: workflows.CycleWorkflowID(s.inst, s.db), TaskQueue: s.tq},
 		workflows.BackupCycleName, workflows.CycleInput{Database: s.db})
 	if err != nil {
 		s.t.Fatalf("start cycle %s: %v", id, err)
@@ -395,7 +404,7 @@ func running(in *sqlsim.Instance, kind string) bool {
 // when there is none.
 func (s *site) manifest(server string, seq int64) *catalog.Manifest {
 	s.t.Helper()
-	name := filepath.Join(s.dirs[server], tsql.ManifestFileName("sql01", s.db, seq))
+	name := filepath.Join(s.dirs[server], tsql.ManifestFileName(s.inst, s.db, seq))
 	data, err := os.ReadFile(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
