@@ -894,15 +894,7 @@ func TestCycleIncompleteBackupIsEvidence(t *testing.T) {
 func TestCycleCancelDuringCopy(t *testing.T) {
 	f := newFakeCycle()
 	var acts *activities.Activities
-	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.CopyToRemote, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CopyOutput{}, nil)
-		env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
-	})
-	_, err := r.run(CycleInput{Database: "Sales"})
-	var canceled *temporal.CanceledError
-	if !errors.As(err, &canceled) {
-		t.Fatalf("error %v, want Canceled", err)
-	}
+	r := cancelDuring(t, f, acts.CopyToRemote, activities.CopyOutput{})
 	if len(f.cancelledIn) != 1 || f.cancelledIn[0].Sequence != 7 || !slices.Equal(f.cancelledIn[0].Servers, []string{"bak01", "remote01"}) {
 		t.Errorf("MarkCancelled %+v, want seq 7 on bak01 and remote01", f.cancelledIn)
 	}
@@ -919,8 +911,18 @@ func TestCycleCancelDuringCopy(t *testing.T) {
 func TestCycleCancelDuringCheckDBDropsTheCopy(t *testing.T) {
 	f := newFakeCycle()
 	var acts *activities.Activities
+	cancelDuring(t, f, acts.CheckDB, activities.StepOutput{})
+	if f.count("DropVerifyDB") != 1 || len(f.cancelledIn) != 1 {
+		t.Errorf("calls %v: want the restored copy dropped and the set cancelled", f.calls)
+	}
+}
+
+// cancelDuring runs a cycle whose activity takes an hour and cancels it 10
+// minutes in; the cycle must end Canceled.
+func cancelDuring(t *testing.T, f *fakeCycle, activity, out any) *cycleRun {
+	t.Helper()
 	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.CheckDB, mock.Anything, mock.Anything).After(time.Hour).Return(activities.StepOutput{}, nil)
+		env.OnActivity(activity, mock.Anything, mock.Anything).After(time.Hour).Return(out, nil)
 		env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
 	})
 	_, err := r.run(CycleInput{Database: "Sales"})
@@ -928,9 +930,7 @@ func TestCycleCancelDuringCheckDBDropsTheCopy(t *testing.T) {
 	if !errors.As(err, &canceled) {
 		t.Fatalf("error %v, want Canceled", err)
 	}
-	if f.count("DropVerifyDB") != 1 || len(f.cancelledIn) != 1 {
-		t.Errorf("calls %v: want the restored copy dropped and the set cancelled", f.calls)
-	}
+	return r
 }
 
 // Resume finishes a set an outage left copied: no new backup, no copy; this
