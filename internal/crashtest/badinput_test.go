@@ -144,7 +144,7 @@ func TestBadInputSQLHostUnreachable(t *testing.T) {
 		go func() {
 			defer close(watched)
 			for !waited.Load() {
-				run := c.GetWorkflow(context.Background(), s.tq+"-bad", "")
+				run := c.GetWorkflow(context.Background(), workflows.CycleWorkflowID(s.inst, s.db), "")
 				if p, err := progress(c, run); err == nil && p.Step == activities.StepWaitingForSQLHost {
 					waited.Store(true)
 				}
