@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -133,6 +135,14 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 		}
 		for _, s := range partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence) {
 			names[s.Name] = true
+		}
+		// A stripe the copy was writing when the cancel came.
+		if files, err := o.st.List(ctx, tsql.SetPrefix(db.Instance, db.Name, in.Sequence)+"_"); err == nil {
+			for _, f := range files {
+				if _, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix)); ok {
+					names[f.Name] = true
+				}
+			}
 		}
 		if o.m == nil && len(names) == 0 {
 			continue // nothing of this set there

@@ -45,7 +45,8 @@ type Options struct {
 	// the latest Progress per file in its heartbeat and hands it back as
 	// Job.Resume on retry.
 	Progress func(Progress)
-	// TempSuffix names the file while it is written. Default ".partial".
+	// TempSuffix names the file while it is written. Default
+	// DefaultTempSuffix.
 	TempSuffix string
 	// SkipReadBack trusts the hash streamed from the source instead of
 	// reading the destination back before the rename. Faster, but it does
@@ -107,6 +108,9 @@ type Result struct {
 	Err          error
 }
 
+// DefaultTempSuffix is appended to a file's name while it is copied.
+const DefaultTempSuffix = ".partial"
+
 // ErrDifferentContent: the final destination file exists with other content;
 // it is never overwritten. The error that wraps it also wraps
 // storage.ErrExists (not retryable).
@@ -129,7 +133,7 @@ func New(opts Options) *Copier {
 		opts.Files = DefaultFiles
 	}
 	if opts.TempSuffix == "" {
-		opts.TempSuffix = ".partial"
+		opts.TempSuffix = DefaultTempSuffix
 	}
 	return &Copier{opts: opts}
 }
