@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -44,7 +45,10 @@ func (a *Activities) verifyTarget(in VerifyInput) (*config.Database, *config.Bac
 // Restore restores the set from the REMOTE copies on the remote server's
 // verification instance: FILELISTONLY, every file moved into the restore
 // directories, RESTORE DATABASE ... WITH CHECKSUM, REPLACE, STATS; the
-// restore is confirmed in msdb.dbo.restorehistory.
+// restore is confirmed in msdb: a new restore-history row whose backup set
+// GUID is the one the manifest recorded (else RestoreMismatch). REPLACE only
+// ever replaces a copy backupcycle restored (else VerifyDatabaseInUse, and
+// nothing is replaced).
 func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, error) {
 	db, srv, inst, verifyDB, err := a.verifyTarget(in)
 	if err != nil {
@@ -52,17 +56,16 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepRestore))
-	st, err := a.Cycle.openStorage(ctx, srv)
+	m, err := a.loadSet(ctx, srv, db, in.Sequence)
 	if err != nil {
 		return StepOutput{}, err
 	}
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
-	st.Close()
-	if err != nil {
-		return StepOutput{}, storageError(srv.Name, err)
-	}
 	if m.State == catalog.StateFailed {
 		return StepOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("set %d of %s is marked failed on %s: it is never restored", in.Sequence, db.ID(), srv.Name))
+	}
+	want, err := expectedSetGUID(m, db, in.Sequence, srv.Name)
+	if err != nil {
+		return StepOutput{}, err
 	}
 	layout, err := tsql.Layout(srv.UNCPaths, db.Instance, db.Name, in.Sequence, len(m.Stripes))
 	if err != nil {
@@ -74,17 +77,37 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, err
 	}
 	defer sqlDB.Close()
-	hq, hargs, err := tsql.LastRestore(verifyDB)
+	before, err := lastRestoreProof(ctx, sqlDB, verifyDB)
 	if err != nil {
-		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
-	}
-	before, err := sqlDB.LastRestore(ctx, hq, hargs...)
-	if err != nil {
-		return StepOutput{}, sqlError(err)
+		return StepOutput{}, err
 	}
 	rep := a.newReporter(ctx, StepRestore, in.Sequence)
-	stop := rep.every(a.Cycle.poll(), nil, nil)
-	defer stop()
+	// startedInto is "restore started into X" for this attempt's heartbeats;
+	// an earlier attempt's carries over (its restore may still be the one
+	// that left X RESTORING).
+	prevStarted := restoreStartedInto(ctx)
+	var intoMu sync.Mutex
+	startedInto := prevStarted
+	details := func(p float64, b int64) any {
+		intoMu.Lock()
+		defer intoMu.Unlock()
+		return RestoreHeartbeat{StepProgress: StepProgress{Step: StepRestore, Sequence: in.Sequence, Percent: p, Bytes: b}, StartedInto: startedInto}
+	}
+	// Heartbeats start with the first wait: the first heartbeat of an
+	// attempt is sent at once, later ones are batched by the SDK, so a fresh
+	// restore starts them only once "restore started into X" is set.
+	stop := func() {}
+	beating := false
+	beat := func() {
+		if !beating {
+			beating = true
+			stop = rep.every(a.Cycle.poll(), nil, details)
+			return
+		}
+		p, b := rep.get()
+		heartbeat(ctx, details(p, b))
+	}
+	defer func() { stop() }()
 	start := time.Now()
 
 	restored := false
@@ -93,11 +116,13 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		if err == nil {
 			if reqs, err := sqlDB.Requests(ctx, q, args...); err == nil && len(reqs) > 0 {
 				log.Info("re-attaching to the running RESTORE", zap.Int64("session", reqs[0].SessionID))
+				beat()
 				if err := sqlDB.WaitRequest(ctx, reqs[0].SessionID, a.Cycle.poll(), func(p float64) { rep.setPercent(p) }, q, args...); err != nil {
 					return StepOutput{}, sqlError(err)
 				}
-				after, err := sqlDB.LastRestore(ctx, hq, hargs...)
-				restored = err == nil && after != nil && (before == nil || after.ID != before.ID)
+				// Whose RESTORE it was is checked below, by GUID.
+				after, err := lastRestoreProof(ctx, sqlDB, verifyDB)
+				restored = err == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
 				if restored {
 					before = nil
 				}
@@ -126,6 +151,15 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		if err != nil {
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 		}
+		// REPLACE destroys whatever has the name: only ever a copy
+		// backupcycle restored (issue 9, path 7).
+		if err := checkReplaceable(ctx, sqlDB, inst.Name, verifyDB, prevStarted == verifyDB); err != nil {
+			return StepOutput{}, err
+		}
+		intoMu.Lock()
+		startedInto = verifyDB
+		intoMu.Unlock()
+		beat()
 		log.Info("restore starting", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
 		res, err := sqlDB.Run(ctx, "RESTORE DATABASE", stmt, func(m mssql.Message) {
 			if m.Percent >= 0 {
@@ -139,14 +173,20 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			rep.set(100, res.Summary.Bytes())
 		}
 	}
-	after, err := sqlDB.LastRestore(ctx, hq, hargs...)
+	after, err := lastRestoreProof(ctx, sqlDB, verifyDB)
 	if err != nil {
-		return StepOutput{}, sqlError(err)
+		return StepOutput{}, err
 	}
-	if after == nil || (before != nil && after.ID == before.ID) {
+	if after == nil || (before != nil && after.HistoryID == before.HistoryID) {
 		return StepOutput{}, temporal.NewApplicationError(fmt.Sprintf(
 			"RESTORE of %s seq %d into %s on %s reported success but msdb.dbo.restorehistory has no new row", db.ID(), in.Sequence, verifyDB, inst.Name),
 			"RestoreNotRecorded")
+	}
+	if !sameGUID(after.BackupSetGUID, want) {
+		// A re-attached RESTORE that was another cycle's, or a restore that
+		// raced ours: the copy is not this set.
+		return StepOutput{}, restoreMismatch(verifyDB, inst.Name, in.Sequence, db, want, after.BackupSetGUID,
+			fmt.Sprintf("restore_history_id %d, backup set %q", after.HistoryID, after.BackupSetName))
 	}
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()

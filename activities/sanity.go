@@ -12,7 +12,11 @@ import (
 )
 
 // SanityChecks runs the database's configured queries against the restored
-// copy and compares the first value of each with its expectation.
+// copy and compares the first value of each with its expectation. The copy
+// is proven to be this set's restore before the queries run and after
+// (RestoreMismatch otherwise), and the activity heartbeats all along: a
+// query on a cold multi-terabyte copy runs for minutes, longer than the
+// heartbeat timeout.
 func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutput, error) {
 	db, srv, inst, verifyDB, err := a.verifyTarget(in)
 	if err != nil {
@@ -22,33 +26,55 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	if len(db.SanityChecks) == 0 {
 		return StepOutput{VerifyDatabase: verifyDB}, nil
 	}
-	st, err := a.Cycle.openStorage(ctx, srv)
+	m, err := a.loadSet(ctx, srv, db, in.Sequence)
 	if err != nil {
 		return StepOutput{}, err
 	}
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
-	st.Close()
+	want, err := expectedSetGUID(m, db, in.Sequence, srv.Name)
 	if err != nil {
-		return StepOutput{}, storageError(srv.Name, err)
+		return StepOutput{}, err
 	}
 	sqlDB, err := a.Cycle.openSQL(ctx, inst, verifyDB)
 	if err != nil {
 		return StepOutput{}, err
 	}
 	defer sqlDB.Close()
-	for _, c := range db.SanityChecks {
+	rep := a.newReporter(ctx, StepSanity, in.Sequence)
+	stop := rep.every(a.Cycle.poll(), nil, nil)
+	defer stop()
+	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	// proven checks that the queries ran on this set's copy: a failed check
+	// is evidence about the content only then, and so is a passed one.
+	proven := func() error {
+		_, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, before, "the sanity checks")
+		return err
+	}
+	for i, c := range db.SanityChecks {
 		v, found, err := sqlDB.QueryValue(ctx, "sanity check "+c.Name, c.Query)
 		if err != nil {
 			var f *mssql.Failure
 			if errors.As(err, &f) && f.Kind == mssql.ErrStatement {
+				if perr := proven(); perr != nil {
+					return StepOutput{}, perr
+				}
 				return StepOutput{}, nonRetryable(ErrSanityCheckFailed, fmt.Errorf("sanity check %q on %s: query %q failed: %w", c.Name, verifyDB, c.Query, err))
 			}
 			return StepOutput{}, sqlError(err)
 		}
 		if msg := sanityMismatch(c, v, found, m); msg != "" {
+			if perr := proven(); perr != nil {
+				return StepOutput{}, perr
+			}
 			return StepOutput{}, nonRetryable(ErrSanityCheckFailed, fmt.Errorf("sanity check %q on %s (seq %d): query %q %s",
 				c.Name, verifyDB, in.Sequence, c.Query, msg))
 		}
+		rep.setPercent(float64(100 * (i + 1) / len(db.SanityChecks)))
+	}
+	if err := proven(); err != nil {
+		return StepOutput{}, err
 	}
 	return StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start), Checks: len(db.SanityChecks)}, nil
 }

@@ -159,6 +159,54 @@ func (db *DB) LastRestore(ctx context.Context, query string, args ...any) (*Rest
 	return rec, err
 }
 
+// RestoreProof is the newest full restore into a database with the backup
+// set it came from (tsql.RestoreProof).
+type RestoreProof struct {
+	HistoryID int64
+	// RestoreDate is msdb's restore_date: the start of the restore, in the
+	// server's local time (datetime has no zone; the driver labels it UTC).
+	RestoreDate time.Time
+	// BackupSetGUID is backupset.backup_set_uuid as SQL Server prints it
+	// (upper case), the form RESTORE HEADERONLY's BackupSetGUID has here.
+	BackupSetGUID string
+	// BackupSetName is the BACKUP's NAME = ("" when it had none).
+	BackupSetName string
+}
+
+// LastRestoreProof runs a restore proof query (tsql.RestoreProof) and returns
+// its first row, or nil when the database was never restored.
+func (db *DB) LastRestoreProof(ctx context.Context, query string, args ...any) (*RestoreProof, error) {
+	var p *RestoreProof
+	err := db.scan(ctx, "read msdb restore history", query, args, func(r row) {
+		if p == nil {
+			p = &RestoreProof{HistoryID: r.int("restore_history_id"), RestoreDate: r.time("restore_date"),
+				BackupSetGUID: r.guid("backup_set_uuid"), BackupSetName: r.str("name")}
+		}
+	})
+	return p, err
+}
+
+// DatabaseState is a database's row of sys.databases (tsql.DatabaseState).
+type DatabaseState struct {
+	Name  string
+	State string // state_desc: ONLINE, RESTORING, RECOVERING, ...
+	// Created is create_date: for a restored database, when the RESTORE
+	// created it (server local time, labelled UTC like RestoreDate).
+	Created time.Time
+}
+
+// DatabaseState runs a database state query (tsql.DatabaseState) and returns
+// the row, or nil when there is no such database.
+func (db *DB) DatabaseState(ctx context.Context, query string, args ...any) (*DatabaseState, error) {
+	var s *DatabaseState
+	err := db.scan(ctx, "read sys.databases", query, args, func(r row) {
+		if s == nil {
+			s = &DatabaseState{Name: r.str("name"), State: strings.TrimSpace(r.str("state_desc")), Created: r.time("create_date")}
+		}
+	})
+	return s, err
+}
+
 // QueryValue runs a query and returns the first column of its first row
 // (nil when there is no row), for sanity checks and small lookups.
 func (db *DB) QueryValue(ctx context.Context, op, query string, args ...any) (any, bool, error) {

@@ -258,7 +258,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
 		Start: start.UTC(), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
-		Name: o.name, Description: o.description}
+		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
 
 	x.in.ops.Add(1)
 	defer x.in.ops.Done()
@@ -333,7 +333,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 	x.in.mu.Lock()
 	x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: x.in.cat.NextBackupSetID, GUID: backupSet, MediaGUID: mediaSet,
 		Database: d.Name, Start: start, Finish: finish, FirstLSN: firstLSN, LastLSN: lastLSN, CopyOnly: o.copyOnly,
-		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name})
+		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name,
+		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID})
 	x.in.cat.NextBackupSetID++
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
@@ -594,6 +595,11 @@ func (x *execCtx) watchProgress(ctx context.Context, op string, finished <-chan 
 		x.setPercent(pct)
 		if x.in.crashDue(op, pct) {
 			x.in.crashNow()
+			fail(context.Canceled)
+			return nil
+		}
+		if x.in.dropDue(op, pct) {
+			x.dropConnection()
 			fail(context.Canceled)
 			return nil
 		}

@@ -24,12 +24,16 @@
 //
 //	SELECT @@VERSION | @@SPID | @@SERVERNAME, SELECT SERVERPROPERTY('ProductVersion'|'Edition'|
 //	    'MachineName'|'ServerName'|'EngineEdition'|...), select 1;
-//	SELECT [TOP (n)] <expressions> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t]]
-//	    [WHERE ...] [ORDER BY ...]   -- no joins, no GROUP BY; aggregates COUNT/COUNT_BIG/MAX/MIN/SUM
+//	SELECT [TOP (n)] <expressions | * | t.*> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t]
+//	    {[INNER] JOIN | LEFT [OUTER] JOIN <source> [alias] ON <condition> | CROSS JOIN <source> [alias]} ...]
+//	    [WHERE ...] [ORDER BY ...]   -- no RIGHT/FULL/comma joins, no GROUP BY; aggregates COUNT/COUNT_BIG/MAX/MIN/SUM
 //	    sources: sys.databases, [db.]sys.database_files, sys.master_files, [db.]sys.schemas, [db.]sys.tables,
 //	    sys.dm_exec_requests (session_id, request_id, start_time, status, command, sql_handle,
 //	    database_id, percent_complete, estimated_completion_time, total_elapsed_time),
-//	    msdb.dbo.restorehistory, msdb.dbo.backupset, and [db].[schema].[table] user tables
+//	    msdb.dbo.restorehistory (restore_date: the start of the RESTORE), msdb.dbo.backupset (name and
+//	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
+//	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
+//	    that (re)created it; state_desc RESTORING while a RESTORE runs into it or after one was cut short
 //	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
 //	    UserAccess, Recovery), GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
@@ -38,6 +42,11 @@
 //	    MIN(col) without WHERE: SELECT COUNT_BIG(*) FROM [db].[dbo].[Orders], SELECT MAX([OrderDate]) FROM ...
 //	IF <condition> <statement> [ELSE <statement>]; BEGIN ... END; DECLARE @v type [= x]; SET @v = x;
 //	    SET NOCOUNT/XACT_ABORT/... ON|OFF (ignored); PRINT; USE [db]
+//	WAITFOR DELAY 'hh:mm[:ss[.fff]]' | @v; WAITFOR TIME ...   (the batch waits; an attention or a dropped
+//	    connection ends it and the rest of the batch does not run; sys.dm_exec_requests shows
+//	    command and wait_type WAITFOR; a bad time string is 148)
+//	KILL <session_id> | @v   (closes that session's connection, its running statement ends; 6104 own
+//	    session, 6106 none)
 //	EXEC [db].sys.sp_executesql N'...'   (runs the text in database db)
 //	CREATE SCHEMA s; CREATE TABLE [db].[s].[t] (col int|bigint|nvarchar(n)|datetime2|bit [NOT] NULL, ...,
 //	    CONSTRAINT pk PRIMARY KEY [CLUSTERED] (col [ASC]), CONSTRAINT ck CHECK (expr))
@@ -101,7 +110,9 @@
 //	    (any damaged block or page)
 //	5133 + 3156 + 3119 + 3013 MOVE target directory missing; 1834 a target used by another database;
 //	    5170 target file exists without REPLACE; 3234 MOVE of an unknown logical file;
-//	    3154/3159 + 3013 restore over an existing database without REPLACE
+//	    without REPLACE over an existing database: 3154 + 3013 when its family GUID differs from the
+//	    backup's (another database, whatever the names), 3159 + 3013 (tail of the log) for an online one
+//	    of the same family; 3101 + 3013 when another session uses the target
 //	927 (14) the database is RESTORING (a RESTORE was cut short: only RESTORE ... REPLACE or DROP apply)
 //	CHECKDB damage: 8928 + 8939 (16) per page naming object and page (F:P), then 8989 (16)
 //	    "CHECKDB found 0 allocation errors and N consistency errors in database 'x'."; clean with
@@ -127,10 +138,18 @@
 // Crash (and CrashAt(op, percent) for the next BACKUP/RESTORE/DBCC) drops
 // every connection without a reply and refuses new ones; the operation
 // stops where it is. Start (or Restart) brings the instance back from its
-// files. CorruptPage damages a database page, FlipByte any file (a stripe),
+// files. DropConnectionAt(op, percent) drops only the connection running
+// the next such operation (the server keeps running; the operation stops as
+// SQL Server stops the request of a vanished client: stripes without a
+// trailer, a RESTORING database); DropConnections cuts every open
+// connection now; RefuseConnections(n) fails the next n connection
+// attempts; Disarm removes armed CrashAt/DropConnectionAt faults.
+// RestoreDatabase runs a RESTORE on the instance itself (e.g. rolling a
+// source database back to an older backup). CorruptPage damages a database page, FlipByte any file (a stripe),
 // SetThrottle paces every backup/restore stream (and CHECKDB's reads),
 // SetShareThrottle all streams to one share (its NIC), SetShareUnreachable
 // and SetShareQuota emulate a dead or full backup server. Statements lists
 // every statement started (kind, database, times, outcome; "running" until
-// it ends) for assertions.
+// it ends, then "ok", "error <n>", "cancelled", "dropped" or "crashed") for
+// assertions.
 package sqlsim

@@ -143,6 +143,10 @@ func FuzzParse(f *testing.F) {
 		"SELECT r.session_id FROM sys.dm_exec_requests r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) t",
 		"DBCC CHECKDB([x]) WITH NO_INFOMSGS", "/* x */ -- y", "SELECT (SELECT 1)", "SELECT CAST(1 AS nvarchar(8))",
 		"IF DB_ID(N'x') IS NOT NULL BEGIN ALTER DATABASE [x] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [x]; END",
+		"SELECT TOP (1) rh.restore_history_id, bs.name FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs " +
+			"ON bs.backup_set_id = rh.backup_set_id WHERE rh.destination_database_name = @p1 ORDER BY rh.restore_history_id DESC",
+		"SELECT a.* FROM t a LEFT OUTER JOIN u b ON a.x = b.y CROSS JOIN v", "WAITFOR DELAY '00:00:03'; SELECT 1",
+		"WAITFOR TIME @t",
 	} {
 		f.Add(s)
 	}

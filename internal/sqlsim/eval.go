@@ -88,7 +88,11 @@ func (e *env) lookupCol(parts []string) (int, error) {
 		}
 	}
 	if found < 0 {
-		if qual != "" {
+		known := false // a known table or alias without that column: 207
+		for _, c := range e.rel.cols {
+			known = known || (qual != "" && c.qual == qual)
+		}
+		if qual != "" && !known {
 			return -1, sqlErr(4104, 16, "The multi-part identifier \"%s\" could not be bound.", strings.Join(parts, "."))
 		}
 		return -1, errInvalidColumn(name)
@@ -826,8 +830,14 @@ func (x *execCtx) runSelect(q *selectStmt) (*relation, error) {
 			if src.gen != nil || q.from == nil {
 				return nil, errNotSupported("SELECT * here")
 			}
+			n := len(items)
 			for _, c := range src.cols {
-				items = append(items, selItem{e: &colExpr{parts: []string{c.qual, c.name}}, alias: c.name})
+				if it.starQual == "" || c.qual == strings.ToLower(it.starQual) {
+					items = append(items, selItem{e: &colExpr{parts: []string{c.qual, c.name}}, alias: c.name})
+				}
+			}
+			if len(items) == n {
+				return nil, sqlErr(107, 15, "The column prefix '%s' does not match with a table name or alias name used in the query.", it.starQual)
 			}
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // Fault injection for tests and the demo: crashes at a chosen point,
@@ -15,6 +17,8 @@ type faultState struct {
 	shareLimit  map[string]*limiter
 	streamRate  int64
 	crashAt     map[string]float64 // op -> percent, one-shot
+	dropAt      map[string]float64 // op -> percent, one-shot: drop the connection running it
+	refuse      int                // connection attempts still to refuse
 }
 
 func (f *faultState) init() {
@@ -22,6 +26,7 @@ func (f *faultState) init() {
 	f.quota = map[string]int64{}
 	f.shareLimit = map[string]*limiter{}
 	f.crashAt = map[string]float64{}
+	f.dropAt = map[string]float64{}
 }
 
 // Operations CrashAt understands.
@@ -34,14 +39,9 @@ const (
 // CrashAt arms a one-shot crash: when the next operation op (OpBackup,
 // OpRestore, OpCheckDB) reaches percent, the instance crashes as by Crash.
 func (in *Instance) CrashAt(op string, percent float64) error {
-	op = strings.ToUpper(op)
-	switch op {
-	case OpBackup, OpRestore, OpCheckDB:
-	default:
-		return fmt.Errorf("sqlsim: CrashAt: unknown operation %q; use %q, %q or %q", op, OpBackup, OpRestore, OpCheckDB)
-	}
-	if percent < 0 || percent > 100 {
-		return fmt.Errorf("sqlsim: CrashAt: percent %v must be between 0 and 100", percent)
+	op, err := checkArm("CrashAt", op, percent)
+	if err != nil {
+		return err
 	}
 	in.mu.Lock()
 	in.faults.crashAt[op] = percent
@@ -49,16 +49,165 @@ func (in *Instance) CrashAt(op string, percent float64) error {
 	return nil
 }
 
-// crashDue reports (and disarms) an armed crash for op at percent p.
-func (in *Instance) crashDue(op string, p float64) bool {
+// DropConnectionAt arms a one-shot lost connection: when the next operation
+// op (OpBackup, OpRestore, OpCheckDB) reaches percent, the connection
+// running it is dropped without a reply, as a network failure between the
+// client and the server would; the instance keeps running and accepts new
+// connections. SQL Server ends the request of a session whose connection is
+// gone, so the operation stops where it is: a BACKUP leaves stripes without
+// a trailer, a RESTORE leaves its database RESTORING, a CHECKDB reports
+// nothing. Statements records it with Outcome "dropped".
+func (in *Instance) DropConnectionAt(op string, percent float64) error {
+	op, err := checkArm("DropConnectionAt", op, percent)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.faults.dropAt[op] = percent
+	in.mu.Unlock()
+	return nil
+}
+
+// Disarm removes armed CrashAt and DropConnectionAt faults for op that have
+// not fired (all operations for ""), e.g. when a simulation step ends
+// before the operation ran.
+func (in *Instance) Disarm(op string) {
+	op = strings.ToUpper(op)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	at, ok := in.faults.crashAt[op]
+	for _, m := range []map[string]float64{in.faults.crashAt, in.faults.dropAt} {
+		for k := range m {
+			if op == "" || k == op {
+				delete(m, k)
+			}
+		}
+	}
+}
+
+func checkArm(fn, op string, percent float64) (string, error) {
+	op = strings.ToUpper(op)
+	switch op {
+	case OpBackup, OpRestore, OpCheckDB:
+	default:
+		return "", fmt.Errorf("sqlsim: %s: unknown operation %q; use %q, %q or %q", fn, op, OpBackup, OpRestore, OpCheckDB)
+	}
+	if percent < 0 || percent > 100 {
+		return "", fmt.Errorf("sqlsim: %s: percent %v must be between 0 and 100", fn, percent)
+	}
+	return op, nil
+}
+
+// crashDue reports (and disarms) an armed crash for op at percent p.
+func (in *Instance) crashDue(op string, p float64) bool {
+	return in.armedDue(in.faults.crashAt, op, p)
+}
+
+// dropDue reports (and disarms) an armed lost connection for op at p.
+func (in *Instance) dropDue(op string, p float64) bool {
+	return in.armedDue(in.faults.dropAt, op, p)
+}
+
+func (in *Instance) armedDue(armed map[string]float64, op string, p float64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	at, ok := armed[op]
 	if !ok || p < at {
 		return false
 	}
-	delete(in.faults.crashAt, op)
+	delete(armed, op)
 	return true
+}
+
+// DropConnections drops every open connection now, without a reply, and
+// keeps serving: what clients see when the network between them and a
+// running server fails for a moment. Running statements stop as with
+// DropConnectionAt.
+func (in *Instance) DropConnections() {
+	in.mu.Lock()
+	srv := in.srv
+	running := in.running
+	for r := range in.requests {
+		r.dropped.Store(true)
+	}
+	in.mu.Unlock()
+	if srv != nil && running {
+		srv.DropConnections()
+	}
+}
+
+// RefuseConnections makes the next n connection attempts fail: the server
+// closes each without a reply during login, as a briefly unreachable host
+// or a reset network path would (the client sees a connection error, not a
+// SQL error). Open connections are not affected; 0 clears it.
+func (in *Instance) RefuseConnections(n int) {
+	in.mu.Lock()
+	in.faults.refuse = max(n, 0)
+	in.mu.Unlock()
+}
+
+// refuseDue reports (and counts down) a connection attempt to refuse.
+func (in *Instance) refuseDue() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.faults.refuse <= 0 {
+		return false
+	}
+	in.faults.refuse--
+	return true
+}
+
+// kill runs KILL session_id: the session's connection is closed and its
+// running request ends where it is, as SQL Server ends a killed session
+// (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/kill-transact-sql).
+// 6104 for the own session, 6106 for one that does not exist.
+func (x *execCtx) kill(n *killStmt) error {
+	v, err := (&env{x: x}).eval(n.spid)
+	if err != nil {
+		return err
+	}
+	id, ok := normValue(v).(int64)
+	if !ok {
+		return sqlErr(6112, 16, "Process ID %s is not a valid process ID. Choose a number between 1 and 2048.", toString(v))
+	}
+	if id == int64(x.s.id) {
+		return sqlErr(6104, 16, "Cannot use KILL to kill your own process.")
+	}
+	if id <= 0 || id > 32767 {
+		return sqlErr(6106, 16, "Process ID %d is not an active process ID.", id)
+	}
+	x.in.mu.Lock()
+	_, exists := x.in.sessions[uint16(id)]
+	srv := x.in.srv
+	if exists {
+		for r := range x.in.requests {
+			if r.sessionID == int(id) {
+				r.killed.Store(true)
+				r.cancel()
+			}
+		}
+	}
+	x.in.mu.Unlock()
+	if !exists {
+		return sqlErr(6106, 16, "Process ID %d is not an active process ID.", id)
+	}
+	if srv != nil {
+		srv.DropConnection(uint16(id))
+	}
+	return nil
+}
+
+// dropConnection drops the connection of the session running x (see
+// DropConnectionAt); the statement sees its ctx cancelled.
+func (x *execCtx) dropConnection() {
+	x.req.dropped.Store(true)
+	x.in.mu.Lock()
+	srv := x.in.srv
+	x.in.mu.Unlock()
+	x.in.log.Warn("dropping the connection of a running statement (fault injection)", zap.Int("spid", int(x.s.id)))
+	if srv != nil {
+		srv.DropConnection(x.s.id)
+	}
+	x.req.cancel()
 }
 
 // crashNow marks the instance crashed at once (in-flight work sees it on

@@ -106,6 +106,9 @@ type mediaHeader struct {
 	TotalBlocks     int64       `json:"total_blocks"`
 	Name            string      `json:"name"`
 	Description     string      `json:"description"`
+	// DatabaseFamilyGUID is the source database's family GUID; media
+	// written before it was recorded have zero (see headerFamilyGUID).
+	DatabaseFamilyGUID guid `json:"database_family_guid"`
 }
 
 type mediaTrailer struct {

@@ -58,9 +58,10 @@ type (
 )
 
 type selItem struct {
-	star  bool
-	e     expr
-	alias string
+	star     bool
+	starQual string // t.* : the table or alias, "" for *
+	e        expr
+	alias    string
 }
 
 type orderItem struct {
@@ -81,6 +82,17 @@ type fromClause struct {
 	apply      bool
 	applyArg   expr
 	applyAlias string
+	// joins follow the first table source, evaluated left to right.
+	joins []joinClause
+}
+
+// joinClause is `[INNER] JOIN t [alias] ON cond`, `LEFT [OUTER] JOIN ...`
+// or `CROSS JOIN t [alias]` (on is nil).
+type joinClause struct {
+	kind  string // "INNER", "LEFT" or "CROSS"
+	name  objName
+	alias string
+	on    expr
 }
 
 type selectStmt struct {
@@ -182,6 +194,15 @@ type alterDBStmt struct {
 }
 
 type printStmt struct{ e expr }
+
+// killStmt is KILL session_id.
+type killStmt struct{ spid expr }
+
+// waitforStmt is WAITFOR DELAY 'hh:mm[:ss[.fff]]' or WAITFOR TIME '...'.
+type waitforStmt struct {
+	delay bool // DELAY (a period) or TIME (a time of day)
+	e     expr
+}
 
 type parser struct {
 	toks []token
@@ -285,7 +306,7 @@ func (p *parser) objName() (objName, error) {
 
 var notSupportedStarts = map[string]bool{
 	"DELETE": true, "MERGE": true, "TRUNCATE": true, "GRANT": true, "REVOKE": true, "DENY": true,
-	"WAITFOR": true, "WHILE": true, "RETURN": true, "RAISERROR": true, "THROW": true, "KILL": true,
+	"WHILE": true, "RETURN": true, "RAISERROR": true, "THROW": true,
 	"CHECKPOINT": true, "RECONFIGURE": true, "SHUTDOWN": true, "WITH": true, "OPEN": true, "FETCH": true,
 	"CLOSE": true, "DEALLOCATE": true, "COMMIT": true, "ROLLBACK": true, "SAVE": true, "GOTO": true,
 	"BULK": true, "READTEXT": true, "WRITETEXT": true, "UPDATETEXT": true, "ENABLE": true, "DISABLE": true,
@@ -362,6 +383,22 @@ func (p *parser) statement() (stmt, error) {
 			return nil, err
 		}
 		return &printStmt{e: e}, nil
+	case "WAITFOR":
+		return p.waitforStmt()
+	case "KILL":
+		p.next()
+		t := p.peek()
+		if t.kind != tNumber && t.kind != tVar {
+			return nil, errNotSupported("KILL of a unit of work or KILL STATS")
+		}
+		e, err := p.primary()
+		if err != nil {
+			return nil, err
+		}
+		if p.peek().is("WITH") {
+			return nil, errNotSupported("KILL WITH STATUSONLY")
+		}
+		return &killStmt{spid: e}, nil
 	}
 	if notSupportedStarts[kw] {
 		return nil, errNotSupported(kw)
@@ -456,6 +493,11 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 	for {
 		if p.acceptOp("*") {
 			s.items = append(s.items, selItem{star: true})
+		} else if t := p.peek(); (t.kind == tIdent || t.kind == tQIdent) && !isKeyword(t) && p.peekAt(1).isOp(".") && p.peekAt(2).isOp("*") {
+			p.next()
+			p.next()
+			p.next()
+			s.items = append(s.items, selItem{star: true, starQual: t.text})
 		} else {
 			// alias = expr
 			if (p.peek().kind == tIdent || p.peek().kind == tQIdent) && p.peekAt(1).isOp("=") && !isKeyword(p.peek()) {
@@ -517,8 +559,8 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 			f.apply = true
 			f.applyAlias = p.optAlias()
 		}
-		if t := p.peek(); t.is("JOIN") || t.is("INNER") || t.is("LEFT") || t.is("RIGHT") || t.is("OUTER") || t.isOp(",") {
-			return nil, errNotSupported("joins")
+		if err := p.joins(f); err != nil {
+			return nil, err
 		}
 		s.from = f
 	}
@@ -559,6 +601,87 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 	return s, nil
 }
 
+// joins reads the JOIN clauses after the first table source: inner, left
+// outer and cross joins of named tables; RIGHT/FULL joins, comma joins and
+// derived tables are valid T-SQL the emulator does not implement.
+func (p *parser) joins(f *fromClause) error {
+	for {
+		t := p.peek()
+		var kind string
+		switch {
+		case t.is("JOIN"):
+			p.next()
+			kind = "INNER"
+		case t.is("INNER") && p.peekAt(1).is("JOIN"):
+			p.next()
+			p.next()
+			kind = "INNER"
+		case t.is("LEFT") && p.peekAt(1).is("JOIN"):
+			p.next()
+			p.next()
+			kind = "LEFT"
+		case t.is("LEFT") && p.peekAt(1).is("OUTER") && p.peekAt(2).is("JOIN"):
+			p.next()
+			p.next()
+			p.next()
+			kind = "LEFT"
+		case t.is("CROSS") && p.peekAt(1).is("JOIN"):
+			p.next()
+			p.next()
+			kind = "CROSS"
+		case t.is("RIGHT") || t.is("FULL") || t.is("OUTER") || t.isOp(","):
+			return errNotSupported("RIGHT, FULL and comma joins")
+		case t.is("INNER") || t.is("LEFT") || t.is("CROSS"):
+			return errNear(p.peekAt(1))
+		default:
+			return nil
+		}
+		if p.peek().isOp("(") {
+			return errNotSupported("joins of derived tables")
+		}
+		name, err := p.objName()
+		if err != nil {
+			return err
+		}
+		j := joinClause{kind: kind, name: name, alias: p.optAlias()}
+		if kind != "CROSS" {
+			if err := p.expect("ON"); err != nil {
+				return err
+			}
+			if j.on, err = p.expr(); err != nil {
+				return err
+			}
+		}
+		f.joins = append(f.joins, j)
+	}
+}
+
+// waitforStmt reads WAITFOR DELAY|TIME <string or @variable>; the Service
+// Broker forms (RECEIVE, GET CONVERSATION GROUP) are not emulated.
+func (p *parser) waitforStmt() (stmt, error) {
+	p.next()
+	s := &waitforStmt{}
+	switch {
+	case p.accept("DELAY"):
+		s.delay = true
+	case p.accept("TIME"):
+	case p.peek().isOp("("):
+		return nil, errNotSupported("WAITFOR (RECEIVE ...)")
+	default:
+		return nil, errNear(p.peek())
+	}
+	t := p.peek()
+	if t.kind != tString && t.kind != tVar {
+		return nil, errNear(t)
+	}
+	e, err := p.primary()
+	if err != nil {
+		return nil, err
+	}
+	s.e = e
+	return s, nil
+}
+
 func (p *parser) optAlias() string {
 	if p.accept("AS") {
 		if id, err := p.ident(); err == nil {
@@ -576,7 +699,7 @@ func (p *parser) optAlias() string {
 var keywords = map[string]bool{
 	"FROM": true, "WHERE": true, "ORDER": true, "GROUP": true, "HAVING": true, "AS": true, "AND": true, "OR": true,
 	"NOT": true, "IS": true, "IN": true, "LIKE": true, "CROSS": true, "JOIN": true, "INNER": true, "LEFT": true,
-	"RIGHT": true, "OUTER": true, "ON": true, "UNION": true, "SELECT": true, "SET": true, "OUTPUT": true, "VALUES": true,
+	"RIGHT": true, "OUTER": true, "FULL": true, "ON": true, "UNION": true, "SELECT": true, "SET": true, "OUTPUT": true, "VALUES": true,
 	"BEGIN": true, "END": true, "ELSE": true, "IF": true, "INSERT": true, "UPDATE": true, "DELETE": true, "EXEC": true,
 	"EXECUTE": true, "CREATE": true, "ALTER": true, "DROP": true, "BACKUP": true, "RESTORE": true, "DBCC": true,
 	"USE": true, "DECLARE": true, "WITH": true, "OPTION": true, "FOR": true, "PRINT": true, "APPLY": true,

@@ -163,8 +163,13 @@ func typed(name string, t tds.ColumnType) tds.Column {
 
 func lsnText(n uint64) string { return itoa(int64(n)) }
 
-// databaseFamilyGUID is stable for a database (HEADERONLY FamilyGUID).
-func databaseFamilyGUID(h *mediaHeader) guid {
+// headerFamilyGUID is the family GUID of the database a backup holds
+// (HEADERONLY FamilyGUID); media written before the header carried it get
+// one derived from the database's identity.
+func headerFamilyGUID(h *mediaHeader) guid {
+	if h.DatabaseFamilyGUID != (guid{}) {
+		return h.DatabaseFamilyGUID
+	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d", h.Server, h.DatabaseID, h.Database, h.DatabaseCreated.UnixNano())))
 	var g guid
 	copy(g[:], sum[:16])
@@ -198,7 +203,7 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if err := x.w.Columns(cols); err != nil {
 		return err
 	}
-	fork := databaseFamilyGUID(h)
+	fork := headerFamilyGUID(h)
 	flags := int64(512)
 	if h.Checksums {
 		flags |= 16
@@ -488,7 +493,11 @@ func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bo
 // restoreDatabase plans the files (MOVE), creates the database in state
 // RESTORING, writes every page, and brings it ONLINE.
 func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) error {
+	// msdb.dbo.restorehistory.restore_date is the "Date and time of the start
+	// of the restore operation" (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/restorehistory-transact-sql).
+	began := time.Now()
 	h := stripes[0].hdr
+	family := headerFamilyGUID(h)
 	v, err := (&env{x: x}).eval(s.db)
 	if err != nil {
 		return err
@@ -526,12 +535,24 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		x.in.mu.Unlock()
 		return opError(op, errNotSupported("RESTORE of system database "+existing.Name))
 	}
-	if existing != nil && !replace && existing.State != "RESTORING" {
-		x.in.mu.Unlock()
-		if !strings.EqualFold(existing.Name, h.Database) {
+	// Without REPLACE, RESTORE refuses to overwrite a different database:
+	// "If the database specified in a RESTORE statement already exists on
+	// the current server and the specified database family GUID differs from
+	// the database family GUID recorded in the backup set, the database is
+	// not restored" (3154), and an online database in the full recovery model
+	// (every emulated user database) needs its tail-log backed up first
+	// (3159). https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008-r2/ms191315(v=sql.105)
+	// ("Using the REPLACE Option"). The name in the backup set does not
+	// matter: a copy restored under another name keeps the family GUID.
+	if existing != nil && !replace {
+		if x.in.familyGUID(existing) != family {
+			x.in.mu.Unlock()
 			return opError(op, sqlErr(3154, 16, "The backup set holds a backup of a database other than the existing '%s' database.", existing.Name))
 		}
-		return opError(op, sqlErr(3159, 16, "The tail of the log for the database \"%s\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.", existing.Name))
+		if existing.State != "RESTORING" {
+			x.in.mu.Unlock()
+			return opError(op, sqlErr(3159, 16, "The tail of the log for the database \"%s\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.", existing.Name))
+		}
 	}
 	if existing != nil && x.in.dbInUseLocked(existing, x.s) {
 		x.in.mu.Unlock()
@@ -597,7 +618,13 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	} else {
 		x.in.cat.NextDBID++
 	}
-	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING"}
+	// RESTORE creates the database anew: sys.databases.create_date ("Date the
+	// database was created or renamed",
+	// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql)
+	// is now, not the source's, and state_desc is RESTORING until the last
+	// page is in (or for good, when the RESTORE is cut short).
+	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING",
+		FamilyGUID: family}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
@@ -661,9 +688,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: setID, GUID: h.BackupSetGUID, MediaGUID: h.MediaSetGUID,
 			Database: h.Database, Start: h.Start, Finish: stripes[0].trl.Finish, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
 			CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: stripes[0].trl.SetRawBytes,
-			CompSize: stripes[0].trl.SetStored, Server: h.Server})
+			CompSize: stripes[0].trl.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: family})
 	}
-	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: finish,
+	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: began.UTC(),
 		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: true})
 	x.in.cat.NextRestoreID++
 	serr = x.in.saveCatalog()

@@ -3,8 +3,10 @@ package sqlsim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,7 +57,13 @@ type request struct {
 	command  string
 	dbID     int
 	percent  float64
-	progress bool // percent_complete is meaningful
+	progress bool   // percent_complete is meaningful
+	waitType string // sys.dm_exec_requests.wait_type ("WAITFOR"), "" when running
+
+	// dropped is set when a fault dropped the request's connection,
+	// killed when KILL ended its session.
+	dropped atomic.Bool
+	killed  atomic.Bool
 }
 
 // StatementRecord is one statement the instance ran or is running, for
@@ -67,7 +75,9 @@ type StatementRecord struct {
 	SQL      string
 	Start    time.Time
 	End      time.Time // zero while it runs
-	// Outcome is "running", "ok", "error <number>", "cancelled" or "crashed".
+	// Outcome is "running", "ok", "error <number>", "cancelled" (the client
+	// cancelled), "dropped" (a fault dropped the connection: DropConnectionAt,
+	// DropConnections), "killed" (KILL <session>) or "crashed".
 	Outcome string
 	Error   error
 }
@@ -200,6 +210,13 @@ func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) e
 	return nil
 }
 
+// errConnectionDropped ends a statement whose connection a fault dropped,
+// errSessionKilled one whose session KILL ended.
+var (
+	errConnectionDropped = fmt.Errorf("sqlsim: connection dropped (fault injection): %w", context.Canceled)
+	errSessionKilled     = fmt.Errorf("sqlsim: session killed (KILL): %w", context.Canceled)
+)
+
 func isSQLError(err error) bool {
 	var e *tds.Error
 	var es tds.Errors
@@ -219,6 +236,10 @@ func outcome(err error) string {
 		return "error " + itoa(int64(e.Number))
 	case errors.Is(err, tds.ErrKillConnection):
 		return "crashed"
+	case errors.Is(err, errConnectionDropped):
+		return "dropped"
+	case errors.Is(err, errSessionKilled):
+		return "killed"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "cancelled"
 	}
@@ -298,8 +319,13 @@ func (x *execCtx) run(st stmt) error {
 		rec = x.in.startRecord(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text, Start: time.Now()})
 	}
 	err := x.exec(st)
-	if err != nil && x.isCrashed() {
+	switch {
+	case err != nil && x.isCrashed():
 		err = tds.ErrKillConnection
+	case err != nil && x.req.killed.Load() && !isSQLError(err):
+		err = errSessionKilled
+	case err != nil && x.req.dropped.Load() && !isSQLError(err):
+		err = errConnectionDropped
 	}
 	if rec != nil {
 		x.in.finishRecord(rec, err)
@@ -369,6 +395,10 @@ func (x *execCtx) describe(st stmt) (string, string) {
 		return "BEGIN", db
 	case *printStmt:
 		return "PRINT", db
+	case *waitforStmt:
+		return "WAITFOR", db
+	case *killStmt:
+		return "KILL", db
 	}
 	return "UNKNOWN", db
 }
@@ -466,6 +496,10 @@ func (x *execCtx) exec(st stmt) error {
 		return x.restore(n)
 	case *dbccStmt:
 		return x.checkDB(n)
+	case *waitforStmt:
+		return x.waitfor(n)
+	case *killStmt:
+		return x.kill(n)
 	case *dropDBStmt:
 		return x.dropDatabase(n)
 	case *alterDBStmt:

@@ -2,6 +2,7 @@ package sqlsim
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,8 +91,24 @@ type database struct {
 	UserAccess string    `json:"user_access"`
 	// State is "" (ONLINE) or "RESTORING" (a RESTORE created it and has
 	// not finished; only DROP or another RESTORE apply).
-	State  string `json:"state,omitempty"`
-	system bool
+	State string `json:"state,omitempty"`
+	// FamilyGUID identifies the database across backup and restore: new
+	// for a created database, the backup's for a restored one (RESTORE
+	// without REPLACE compares it, see restoreDatabase).
+	FamilyGUID guid `json:"family_guid"`
+	system     bool
+}
+
+// familyGUID is d's family GUID; catalogs written before it was recorded
+// get a stable one derived from the database's identity.
+func (in *Instance) familyGUID(d *database) guid {
+	if d.FamilyGUID != (guid{}) {
+		return d.FamilyGUID
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d", in.cfg.Name, d.ID, d.Name, d.Created.UnixNano())))
+	var g guid
+	copy(g[:], sum[:16])
+	return g
 }
 
 type restoreHistoryRow struct {
@@ -120,6 +137,11 @@ type backupSetRow struct {
 	Size       int64     `json:"size"`
 	CompSize   int64     `json:"compressed_size"`
 	Server     string    `json:"server"`
+	// Name and Description are the BACKUP's NAME = and DESCRIPTION = options
+	// (msdb.dbo.backupset.name, .description).
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	FamilyGUID  guid   `json:"family_guid"`
 }
 
 var systemDatabases = []*database{
@@ -457,7 +479,8 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		removeFiles(files)
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
-	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(), UserAccess: "MULTI_USER"})
+	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(),
+		UserAccess: "MULTI_USER", FamilyGUID: newGUID()})
 	return in.saveCatalog()
 }
 
@@ -568,7 +591,7 @@ func (in *Instance) version() string {
 
 // Login implements tds.Handler.
 func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error) {
-	if in.isCrashed() {
+	if in.isCrashed() || in.refuseDue() {
 		return nil, tds.ErrKillConnection
 	}
 	pw, ok := in.cfg.Logins[l.User]

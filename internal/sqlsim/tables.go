@@ -33,14 +33,71 @@ func (x *execCtx) resolveName(o objName) (db, schema, name string, err error) {
 	return "", "", "", errNotSupported("four-part (linked server) names")
 }
 
+// source evaluates a FROM clause: the first table, CROSS APPLY
+// sys.dm_exec_sql_text, then the joins left to right.
 func (x *execCtx) source(f *fromClause) (*relation, error) {
-	dbName, schema, name, err := x.resolveName(f.name)
+	rel, err := x.tableSource(f.name, f.alias)
+	if err != nil {
+		return nil, err
+	}
+	if f.apply {
+		if rel, err = x.applySQLText(rel, f); err != nil {
+			return nil, err
+		}
+	}
+	for _, j := range f.joins {
+		right, err := x.tableSource(j.name, j.alias)
+		if err != nil {
+			return nil, err
+		}
+		if rel, err = x.join(rel, right, j); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+// join is a nested-loop join: the rows of left x right for which on is
+// TRUE (NULL and FALSE drop the pair, as in SQL); LEFT keeps unmatched left
+// rows with NULLs on the right.
+func (x *execCtx) join(left, right *relation, j joinClause) (*relation, error) {
+	if left.gen != nil || right.gen != nil {
+		return nil, errNotSupported("joins with a generated table (only COUNT(*), COUNT_BIG(*), MAX and MIN read them)")
+	}
+	out := &relation{cols: append(append([]relCol(nil), left.cols...), right.cols...)}
+	for _, l := range left.rows {
+		matched := false
+		for _, r := range right.rows {
+			row := append(append(make([]any, 0, len(out.cols)), l...), r...)
+			if j.on != nil {
+				v, err := (&env{x: x, rel: out, row: row}).eval(j.on)
+				if err != nil {
+					return nil, err
+				}
+				if !truthy(v) {
+					continue
+				}
+			}
+			matched = true
+			out.rows = append(out.rows, row)
+		}
+		if !matched && j.kind == "LEFT" {
+			out.rows = append(out.rows, append(append(make([]any, 0, len(out.cols)), l...), make([]any, len(right.cols))...))
+		}
+	}
+	return out, nil
+}
+
+// tableSource reads one named table or view into a relation whose columns
+// are qualified by alias (or the object name).
+func (x *execCtx) tableSource(o objName, alias string) (*relation, error) {
+	dbName, schema, name, err := x.resolveName(o)
 	if err != nil {
 		return nil, err
 	}
 	qual := strings.ToLower(name)
-	if f.alias != "" {
-		qual = strings.ToLower(f.alias)
+	if alias != "" {
+		qual = strings.ToLower(alias)
 	}
 	var rel *relation
 	switch {
@@ -60,9 +117,6 @@ func (x *execCtx) source(f *fromClause) (*relation, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if f.apply {
-		return x.applySQLText(rel, f)
 	}
 	return rel, nil
 }
@@ -89,7 +143,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if db.State == "RESTORING" {
 				state, stateDesc = 1, "RESTORING"
 			}
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS"})
+			// datetime columns hold the server's local wall clock, like GETDATE().
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created.Local(), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS"})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -151,13 +206,17 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if r == x.req {
 				status = "running"
 			}
+			var waitType any
+			if r.waitType != "" {
+				status, waitType = "suspended", r.waitType
+			}
 			eta := int64(0)
 			elapsed := now.Sub(r.start)
 			if r.progress && r.percent > 0 {
 				eta = int64(float64(elapsed.Milliseconds()) * (100 - r.percent) / r.percent)
 			}
 			rel.rows = append(rel.rows, []any{int64(r.sessionID), int64(0), r.start, status, r.command,
-				sqlHandle(r.id), int64(r.dbID), int64(0), nil, float64(float32(r.percent)), eta, elapsed.Milliseconds()})
+				sqlHandle(r.id), int64(r.dbID), int64(0), waitType, float64(float32(r.percent)), eta, elapsed.Milliseconds()})
 		}
 		x.in.mu.Unlock()
 		sortRows(rel.rows, 0)
@@ -226,7 +285,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "replace", tds.TypeBit, 0), col(qual, "recovery", tds.TypeBit, 0), col(qual, "restart", tds.TypeBit, 0),
 			col(qual, "stop_at", tds.TypeDateTime, 0), col(qual, "device_count", tds.TypeTinyInt, 0)}
 		for _, r := range x.in.cat.RestoreHistory {
-			rel.rows = append(rel.rows, []any{r.ID, r.Date, r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
+			rel.rows = append(rel.rows, []any{r.ID, r.Date.Local(), r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
 		}
 	case "backupset":
 		rel.cols = []relCol{col(qual, "backup_set_id", tds.TypeInt, 0), col(qual, "backup_set_uuid", tds.TypeUniqueIdentifier, 0),
@@ -235,15 +294,29 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "backup_start_date", tds.TypeDateTime, 0), col(qual, "backup_finish_date", tds.TypeDateTime, 0),
 			col(qual, "first_lsn", tds.TypeNumeric, 0), col(qual, "last_lsn", tds.TypeNumeric, 0),
 			col(qual, "is_copy_only", tds.TypeBit, 0), col(qual, "has_backup_checksums", tds.TypeBit, 0),
-			col(qual, "backup_size", tds.TypeNumeric, 0), col(qual, "compressed_backup_size", tds.TypeNumeric, 0)}
+			col(qual, "backup_size", tds.TypeNumeric, 0), col(qual, "compressed_backup_size", tds.TypeNumeric, 0),
+			col(qual, "name", tds.TypeNVarChar, 128), col(qual, "description", tds.TypeNVarChar, 255),
+			col(qual, "family_guid", tds.TypeUniqueIdentifier, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
 			}
 		}
 		for _, b := range x.in.cat.BackupSets {
-			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start, b.Finish,
-				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize)})
+			// NAME = and DESCRIPTION = of the BACKUP; NULL when not given.
+			var name, desc, family any
+			if b.Name != "" {
+				name = b.Name
+			}
+			if b.Description != "" {
+				desc = b.Description
+			}
+			if b.FamilyGUID != (guid{}) {
+				family = [16]byte(b.FamilyGUID)
+			}
+			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start.Local(), b.Finish.Local(),
+				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
+				name, desc, family})
 		}
 	default:
 		return nil, errInvalidObject("msdb.dbo." + name)

@@ -190,3 +190,52 @@ func SequenceRaise(db string) (string, error) {
 	return "UPDATE " + qdb + ".[" + SequenceSchema + "].[" + SequenceTable + "] " +
 		"SET Number = @p1 OUTPUT inserted.Number WHERE ID = 1 AND Number < @p1", nil
 }
+
+// RestoreProof returns the query for the newest full-database restore into
+// db together with the backup set it came from: one row
+// (restore_history_id int, restore_date datetime, backup_set_uuid
+// uniqueidentifier, name nvarchar — the BACKUP's NAME =) or none. The backup
+// set GUID proves which backup the database was restored from: a copy
+// restored from another set (another cycle's, another run's) never passes for
+// this one's (issue 9, invariant I2). msdb.dbo.restorehistory and
+// msdb.dbo.backupset are documented system tables
+// (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/restorehistory-transact-sql,
+// .../backupset-transact-sql); RESTORE writes the backupset row of a set
+// taken on another instance from the media header, NAME included.
+func RestoreProof(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("restore proof lookup: %w", err)
+	}
+	return "SELECT TOP (1) rh.restore_history_id, rh.restore_date, bs.backup_set_uuid, bs.name " +
+		"FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs ON bs.backup_set_id = rh.backup_set_id " +
+		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = 'D' " +
+		"ORDER BY rh.restore_history_id DESC", []any{db}, nil
+}
+
+// DatabaseState returns the query for a database's state: one row (name
+// sysname, state_desc nvarchar — ONLINE, RESTORING, ..., create_date
+// datetime) or none. A RESTORE creates the database anew, so create_date of
+// a restored database is when that RESTORE created it (sys.databases:
+// "Date the database was created or renamed").
+func DatabaseState(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("database state lookup: %w", err)
+	}
+	return "SELECT name, state_desc, create_date FROM sys.databases WHERE name = @p1", []any{db}, nil
+}
+
+// IsBackupSetName reports whether name is a NAME = this product gives its
+// backup sets (BackupSetName of some sequence): how a database restored by
+// backupcycle is told from one somebody else restored or created.
+func IsBackupSetName(name string) bool {
+	digits, ok := strings.CutPrefix(name, strings.TrimSuffix(BackupSetName(0), fmt.Sprintf("%08d", 0)))
+	if !ok || len(digits) < 8 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

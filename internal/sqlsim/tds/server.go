@@ -134,6 +134,27 @@ func (s *Server) DropConnections() {
 	}
 }
 
+// DropConnection drops the connection of session spid at once, without a
+// reply, as a network failure would; the server keeps running. The request
+// in progress on it sees its ctx cancelled. It reports whether such a
+// connection was open, and may be called from inside a handler.
+func (s *Server) DropConnection(spid uint16) bool {
+	s.mu.Lock()
+	var victim *conn
+	for c := range s.conns {
+		if c.spid == spid {
+			victim = c
+			break
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.close("connection dropped by the server (DropConnection)", false)
+	return true
+}
+
 // Close stops accepting, drops every connection and waits for their
 // goroutines (and so for the handlers) to return. It must not be called
 // from inside a handler.

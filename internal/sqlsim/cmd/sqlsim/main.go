@@ -46,6 +46,7 @@ func run(args []string) error {
 	memory := fs.String("memory", "1GiB", "memory budget for BUFFERCOUNT x MAXTRANSFERSIZE (error 701 beyond)")
 	throttle := fs.String("throttle", "0", "bytes/s per backup/restore stream (e.g. 100MiB), 0 = unlimited")
 	crashAt := fs.String("crash-at", "", "crash at OP:PERCENT of the next operation, OP = BACKUP, RESTORE or DBCC (e.g. BACKUP:40)")
+	dropAt := fs.String("drop-at", "", "drop the connection running the next operation at OP:PERCENT (e.g. RESTORE:60); the server keeps running")
 	var shares, logins, dbs, shareThrottle, quotas, unreachable multi
 	fs.Var(&shares, "share", `share mapping PREFIX=DIR, e.g. '\\bak01\backup=/srv/bak01' (repeatable)`)
 	fs.Var(&logins, "login", "SQL login USER=PASSWORD (repeatable; default sa with an empty password)")
@@ -129,13 +130,19 @@ func run(args []string) error {
 	for _, p := range unreachable {
 		in.SetShareUnreachable(p, true)
 	}
-	if *crashAt != "" {
-		op, pct, ok := strings.Cut(*crashAt, ":")
+	for _, f := range []struct {
+		flag, val string
+		arm       func(string, float64) error
+	}{{"crash-at", *crashAt, in.CrashAt}, {"drop-at", *dropAt, in.DropConnectionAt}} {
+		if f.val == "" {
+			continue
+		}
+		op, pct, ok := strings.Cut(f.val, ":")
 		p, err := strconv.ParseFloat(pct, 64)
 		if !ok || err != nil {
-			return fmt.Errorf("--crash-at %q: want OP:PERCENT, e.g. BACKUP:40", *crashAt)
+			return fmt.Errorf("--%s %q: want OP:PERCENT, e.g. BACKUP:40", f.flag, f.val)
 		}
-		if err := in.CrashAt(op, p); err != nil {
+		if err := f.arm(op, p); err != nil {
 			return err
 		}
 	}
