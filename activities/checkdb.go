@@ -47,7 +47,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	stop := rep.every(a.Cycle.poll(), nil, nil)
 	defer stop()
 	start := time.Now()
-	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want)
+	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m))
 	if err != nil {
 		return StepOutput{}, err
 	}
@@ -58,7 +58,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, sqlError(err)
 	}
-	proof, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, before, "CHECKDB")
+	proof, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m), before, "CHECKDB")
 	if err != nil {
 		return StepOutput{}, err
 	}

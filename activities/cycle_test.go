@@ -319,6 +319,15 @@ func TestMarkVerifiedCatchesUpEveryServer(t *testing.T) {
 	}
 	f.save("bak02", &m2)
 	in := MarkInput{Database: "Sales", Sequence: 5, Servers: []string{"bak01", "bak02"}, Timings: Timings{Sanity: time.Second}}
+	// Without CheckDB's proof that this set's own backup was restored,
+	// nothing is marked verified.
+	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); errorTypeOf(err) != ErrRestoreMismatch {
+		t.Fatalf("MarkVerified without a restore proof: %v, want %s", err, ErrRestoreMismatch)
+	}
+	m2.Header = &catalog.Header{BackupSetGUID: "0C7E3F6A-1111-4222-8333-944455556666", FirstLSN: "1", LastLSN: "2"}
+	m2.Proof = &catalog.Proof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 3,
+		BackupSetGUID: "0c7e3f6a-1111-4222-8333-944455556666"}
+	f.save("bak02", &m2)
 	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); err != nil {
 		t.Fatal(err)
 	}

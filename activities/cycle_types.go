@@ -194,6 +194,10 @@ type VerifyInput struct {
 	Instance string `json:"instance"`
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server"`
+	// OwnRestore tells DropVerifyDB that this run sent a RESTORE into the
+	// verification database (a cancel cut it short): a copy RESTORING
+	// from it may be dropped.
+	OwnRestore bool `json:"own_restore,omitempty"`
 }
 
 // StepOutput is the measured result of a verification step.

@@ -6,7 +6,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// DropVerifyDB drops the restored copy (idempotent).
+// DropVerifyDB drops the restored copy (idempotent), never a database of
+// that name backupcycle did not restore (VerifyDatabaseInUse).
 func (a *Activities) DropVerifyDB(ctx context.Context, in VerifyInput) error {
 	_, _, inst, verifyDB, err := a.verifyTarget(in)
 	if err != nil {
@@ -21,6 +22,11 @@ func (a *Activities) DropVerifyDB(ctx context.Context, in VerifyInput) error {
 		return err
 	}
 	defer sqlDB.Close()
+	// Only ever a copy backupcycle restored: a database of that name that
+	// someone else made is never dropped.
+	if err := checkOwnCopy(ctx, sqlDB, inst.Name, verifyDB, in.OwnRestore, "dropped"); err != nil {
+		return err
+	}
 	if _, err := sqlDB.Run(ctx, "DROP DATABASE", stmt, nil); err != nil {
 		return sqlError(err)
 	}

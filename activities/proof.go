@@ -22,9 +22,26 @@ import (
 // passes for this one.
 
 // createSlack is how much later than its restore_date a restored database's
-// create_date may be: restore_date is the start of the RESTORE, create_date
-// when that RESTORE created the database, moments later.
+// create_date may be: restore_date is the start of the RESTORE (Microsoft
+// Learn, msdb.dbo.restorehistory), create_date when that RESTORE created the
+// database, moments later.
 const createSlack = 2 * time.Second
+
+// createWindow is how late after its restore started the copy of set m may
+// have been created: createSlack plus the time the restore took, as the
+// manifest recorded it. Whether SQL Server stamps create_date when a
+// RESTORE begins or once it has allocated the files is not documented; a
+// multi-terabyte restore without instant file initialization takes minutes
+// to allocate, and its own copy must not be taken for another database.
+// (A database created after the restore ended is still caught: nothing can
+// create one of that name while the restore holds it.)
+func createWindow(m *catalog.Manifest) time.Duration {
+	w := createSlack
+	if t, ok := m.Timings[catalog.StepRestore]; ok && t.DurationSeconds > 0 {
+		w += time.Duration(t.DurationSeconds * float64(time.Second))
+	}
+	return w
+}
 
 // RestoreHeartbeat is the Restore activity's heartbeat details: its progress,
 // and StartedInto, "restore started into X", recorded before the RESTORE is
@@ -120,7 +137,8 @@ func restoreMismatch(verifyDB, instance string, seq int64, db *config.Database, 
 // again under the same name). A copy that is gone is retryable
 // SQLHostUnreachable (the workflow restores again, as when the instance lost
 // it); anything else is RestoreMismatch.
-func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string) (*mssql.RestoreProof, error) {
+func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
+	window time.Duration) (*mssql.RestoreProof, error) {
 	st, err := databaseState(ctx, sqlDB, verifyDB)
 	if err != nil {
 		return nil, err
@@ -141,7 +159,7 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 	case st.State != "ONLINE":
 		return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 			fmt.Sprintf("it is %s: another restore into it has started", st.State))
-	case st.Created.After(p.RestoreDate.Add(createSlack)):
+	case st.Created.After(p.RestoreDate.Add(window)):
 		return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 			fmt.Sprintf("it was created at %s, after its last restore at %s", st.Created.Format(time.DateTime), p.RestoreDate.Format(time.DateTime)))
 	}
@@ -151,8 +169,8 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 // stillRestored checks, after a step ran on the copy, that nothing restored
 // it again meanwhile: the same restore (id) of the same set.
 func stillRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
-	before *mssql.RestoreProof, step string) (*mssql.RestoreProof, error) {
-	after, err := proveRestored(ctx, sqlDB, instance, db, seq, verifyDB, want)
+	window time.Duration, before *mssql.RestoreProof, step string) (*mssql.RestoreProof, error) {
+	after, err := proveRestored(ctx, sqlDB, instance, db, seq, verifyDB, want, window)
 	if err != nil {
 		return nil, err
 	}

@@ -135,22 +135,22 @@ func TestProofNoticesAnotherRestore(t *testing.T) {
 	want := f.setGUID(seq)
 	sqlDB := f.verifySQL()
 	ctx := context.Background()
-	before, err := proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want)
+	before, err := proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, before, "CHECKDB"); err != nil {
+	if _, err := stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack, before, "CHECKDB"); err != nil {
 		t.Fatalf("nothing happened, yet: %v", err)
 	}
 	f.must(f.acts.Restore, verify, nil) // the same set restored again: a new restore
-	_, err = stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, before, "CHECKDB")
+	_, err = stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack, before, "CHECKDB")
 	if errorTypeOf(err) != ErrRestoreMismatch || !strings.Contains(err.Error(), "restored again") {
 		t.Fatalf("a restore between the two ends of CHECKDB: %v, want RestoreMismatch", err)
 	}
 	// Dropped and created again under the name: restore history still
 	// names this set, but the database is not that restore's.
 	f.must(f.acts.DropVerifyDB, verify, nil)
-	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want)
+	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
 	if errorTypeOf(err) != ErrSQLHostUnreachable {
 		t.Fatalf("proof of a dropped copy: %v, want SQLHostUnreachable (restore again)", err)
 	}
@@ -158,7 +158,7 @@ func TestProofNoticesAnotherRestore(t *testing.T) {
 	if err := f.verify.CreateDatabase(sqlsim.DatabaseSpec{Name: "Sales_verify", Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want)
+	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
 	if errorTypeOf(err) != ErrRestoreMismatch || !strings.Contains(err.Error(), "created at") {
 		t.Fatalf("proof of a database created after the restore: %v, want RestoreMismatch", err)
 	}

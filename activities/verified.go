@@ -23,6 +23,13 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		if m == nil {
 			return storageError(strings.Join(in.Servers, ", "), fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}
+		// Verified means restored from these very files and CHECKDB'd:
+		// CheckDB records that proof (restore-history GUID = the set's).
+		if m.Header == nil || m.Proof == nil || !sameGUID(m.Proof.BackupSetGUID, m.Header.BackupSetGUID) {
+			return nonRetryable(ErrRestoreMismatch, fmt.Errorf(
+				"set %d of %s has no proof that its own backup was restored and CHECKDB'd (proof %+v): it is not marked verified",
+				in.Sequence, db.ID(), m.Proof))
+		}
 		if in.Timings.Sanity > 0 {
 			_ = m.SetTiming(catalog.StepSanity, now.Add(-in.Timings.Sanity), now)
 		}

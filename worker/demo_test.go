@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // verifiedRE matches the demo's line for a verified cycle.
@@ -51,7 +51,7 @@ func tail(s string, n int) string {
 // manifestState reads a set's manifest on a backup server's directory.
 func manifestState(t *testing.T, state, server string, seq int64) (string, []string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(state, server, "backup", fmt.Sprintf("Sales_%08d.manifest.json", seq)))
+	data, err := os.ReadFile(filepath.Join(state, server, "backup", tsql.ManifestFileName(devenv.SourceInstance, devenv.Database, seq)))
 	if err != nil {
 		t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}

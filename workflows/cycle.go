@@ -696,7 +696,8 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retry(2*time.Second, 5)}
 	if c.seq != 0 && !c.verified {
 		if c.restoreStarted {
-			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf()}
+			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+				OwnRestore: true}
 			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.DropVerifyDB, verify).Get(dctx, nil); err != nil {
 				c.log(ctx).Error("verification database not dropped after cancel", "error", err)
 			}
