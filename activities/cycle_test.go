@@ -405,3 +405,26 @@ func TestSanityMismatch(t *testing.T) {
 		}
 	}
 }
+
+// A MarkVerified cut short by an outage left the set verified on one
+// server and checked on the other: the next retention catches the other
+// up, so the newest verified set stands on two servers.
+func TestApplyRetentionCatchesUpAHalfVerifiedSet(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "")
+	m := f.writeSet("bak01", "Sales", 6, catalog.StateChecked, "bak01", 1)
+	m.Header = &catalog.Header{BackupSetGUID: "5d1f0c2e-aaaa-4bbb-8ccc-0123456789ab", FirstLSN: "1", LastLSN: "2"}
+	m.Servers = []string{"bak01", "bak02"}
+	checked := *m
+	f.save("bak02", &checked)
+	m.Proof = &catalog.Proof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 9, BackupSetGUID: m.Header.BackupSetGUID}
+	if err := m.Advance(catalog.StateVerified, f.now); err != nil {
+		t.Fatal(err)
+	}
+	f.save("bak01", m)
+	if _, err := f.env.ExecuteActivity(f.acts.ApplyRetention, RetentionInput{Database: "Sales", Servers: []string{"bak01", "bak02"}, Protect: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.load("bak02", "Sales", 6); got.State != catalog.StateVerified || got.Proof == nil {
+		t.Errorf("bak02's manifest: %s, proof %v; want verified with the proof", got.State, got.Proof)
+	}
+}

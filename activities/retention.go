@@ -3,11 +3,13 @@ package activities
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -33,7 +35,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			st.Close()
 		}
 	}()
-	part := tsql.FileNamePart(db.Name)
+	owner := tsql.OwnerOf(db.Instance, db.Name)
 	for _, s := range in.Servers {
 		srv, err := d.server(s)
 		if err != nil {
@@ -53,13 +55,14 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			manifests = append(manifests, catalog.ServerManifest{Server: s, Manifest: m})
 		}
 		for _, f := range l.Files {
-			if p, ok := tsql.ParseStripeFileName(f.Name); ok && p.DBPart == part {
+			if p, ok := tsql.ParseStripeFileName(f.Name); ok && p.Owner() == owner {
 				files[s] = append(files[s], f)
-			} else if p, ok := tsql.ParseManifestFileName(f.Name); ok && p.DBPart == part {
+			} else if p, ok := tsql.ParseManifestFileName(f.Name); ok && p.Owner() == owner {
 				files[s] = append(files[s], f)
 			}
 		}
 	}
+	manifests = a.healVerified(ctx, db, manifests, stores)
 	dels, err := catalog.Decide(policy, manifests, files, d.now(), catalog.SetKey{Instance: db.Instance, Database: db.Name, Sequence: in.Protect})
 	if err != nil {
 		return RetentionOutput{}, nonRetryable(ErrInvalidConfig, err)
@@ -67,7 +70,14 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 	var out RetentionOutput
 	for _, del := range dels {
 		st := stores[del.Server]
-		for _, f := range del.Files {
+		// The manifest goes first: a set is never "verified" while its
+		// stripes are half gone. A deletion cut short leaves stripes
+		// without a manifest, which the orphan rule removes later.
+		files := del.Files
+		if n := len(files); n > 0 && del.Reason != catalog.ReasonOrphan {
+			files = append([]string{files[n-1]}, files[:n-1]...)
+		}
+		for _, f := range files {
 			if err := st.Remove(ctx, f); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return out, storageError(del.Server, err)
 			}
@@ -78,4 +88,38 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 	}
 	out.Kept = len(manifests) - len(out.Deleted)
 	return out, nil
+}
+
+// healVerified finishes a MarkVerified an outage cut short: a set verified
+// (with its restore proof) on one server and still copied/restored/checked
+// on another holder is marked verified there too, so the newest verified
+// set counts on both servers and the other copy is not aged out as
+// abandoned. It returns manifests with the healed ones updated.
+func (a *Activities) healVerified(ctx context.Context, db *config.Database, manifests []catalog.ServerManifest,
+	stores map[string]storage.Storage) []catalog.ServerManifest {
+	proven := map[int64]*catalog.Manifest{}
+	for _, sm := range manifests {
+		m := sm.Manifest
+		if m.Verified() && m.Proof != nil && m.Header != nil && sameGUID(m.Proof.BackupSetGUID, m.Header.BackupSetGUID) {
+			proven[m.Sequence] = m
+		}
+	}
+	out := slices.Clone(manifests)
+	for i, sm := range out {
+		v := proven[sm.Manifest.Sequence]
+		m := sm.Manifest
+		if v == nil || m.Verified() || m.State.Terminal() || m.State.Rank() < catalog.StateCopied.Rank() ||
+			m.RunID != v.RunID || m.Header == nil || !sameGUID(m.Header.BackupSetGUID, v.Header.BackupSetGUID) {
+			continue
+		}
+		healed := *v
+		if err := catalog.Save(ctx, catalogFS{stores[sm.Server]}, &healed); err != nil {
+			a.loggerFor(ctx).Warn("verified state not caught up", zap.String("server", sm.Server), zap.Int64("seq", m.Sequence), zap.Error(err))
+			continue
+		}
+		a.loggerFor(ctx).Info("verified state caught up on a server that missed it", zap.String("db", db.Name),
+			zap.String("instance", db.Instance), zap.String("server", sm.Server), zap.Int64("seq", m.Sequence))
+		out[i].Manifest = &healed
+	}
+	return out
 }

@@ -76,8 +76,9 @@ const (
 
 // Deletion is one set (or group of orphan files) to delete on one server.
 // Files are base names in the server's backup directory, stripes first and
-// the manifest last, so a deletion interrupted half-way leaves the manifest
-// behind and the next run finishes it.
+// the manifest last. (The product removes the manifest first, so that no
+// manifest calls a half-deleted set verified; a deletion interrupted
+// half-way leaves orphan stripes, which the orphan rule removes.)
 type Deletion struct {
 	Server string
 	Set    SetKey
