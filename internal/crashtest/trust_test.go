@@ -307,8 +307,12 @@ func TestOneCyclePerDatabase(t *testing.T) {
 	for _, o := range overlaps(backups) {
 		t.Errorf("two backups of %s at once: %s", db, o)
 	}
-	verifySide := statementsOn(s.verify, func(d string) bool { return strings.HasPrefix(d, db) },
+	verifyDB := s.cfg.Databases[0].VerifyDatabaseName(0)
+	verifySide := statementsOn(s.verify, func(d string) bool { return strings.EqualFold(d, verifyDB) },
 		"RESTORE DATABASE", "DBCC CHECKDB", "DROP DATABASE")
+	if len(verifySide) == 0 {
+		t.Errorf("no RESTORE, CHECKDB or DROP of %s on the verification instance", verifyDB)
+	}
 	for _, o := range overlaps(verifySide) {
 		t.Errorf("two cycles on the verification copy at once: %s", o)
 	}
