@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -222,6 +223,33 @@ func heartbeat(ctx context.Context, details any) {
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, details)
 	}
+}
+
+// keepAlive heartbeats every d.poll() until stop is called: activities that
+// report no progress of their own (a DROP DATABASE, retention over a large
+// share, a manifest update) still run under a heartbeat timeout, so a dead
+// worker is noticed within it and not only after the StartToClose timeout.
+func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d.poll())
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // catalogFS adapts a storage.Storage (a backup server's directory) to the

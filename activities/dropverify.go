@@ -9,6 +9,7 @@ import (
 // DropVerifyDB drops the restored copy (idempotent), never a database of
 // that name backupcycle did not restore (VerifyDatabaseInUse).
 func (a *Activities) DropVerifyDB(ctx context.Context, in VerifyInput) error {
+	defer a.Cycle.keepAlive(ctx)()
 	_, _, inst, verifyDB, err := a.verifyTarget(in)
 	if err != nil {
 		return err

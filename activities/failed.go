@@ -23,6 +23,7 @@ import (
 // outage says nothing about a set). A set verified on any server is never
 // marked failed anywhere, and a set another run owns is never touched.
 func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {
@@ -95,6 +96,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 // cancelled. A verified or failed set, and a set of another run, are left as
 // they are.
 func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

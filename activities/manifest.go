@@ -17,6 +17,7 @@ import (
 // WriteManifest reads the set's RESTORE HEADERONLY and writes its manifest
 // (state written) beside the stripes on the primary server.
 func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (ManifestOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

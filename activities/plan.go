@@ -29,6 +29,7 @@ const statsPercent = 5
 // the manifests on the rotation's servers), the fail-over order, the stripe
 // count and the memory guard.
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

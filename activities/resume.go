@@ -40,6 +40,7 @@ type ResumeOutput struct {
 // run writes it from now on. Whatever state it reached, this run restores
 // and checks it itself before calling it verified.
 func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // every listed server (stripes first, manifest last), never the newest
 // verified set and never the set this cycle protects.
 func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (RetentionOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // whose clock is behind would otherwise hand out numbers already used; the
 // table is moved past the highest number so the next cycle starts there.
 func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (int64, error) {
+	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // MarkVerified moves the set's manifest to verified, with the timings, on
 // every server holding it.
 func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
+	defer a.Cycle.keepAlive(ctx)()
 	db, err := a.Cycle.database(in.Instance, in.Database)
 	if err != nil {
 		return err

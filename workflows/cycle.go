@@ -168,6 +168,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		c.step(ctx, activities.StepCatalog)
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Minute,
+			HeartbeatTimeout:    c.hb,
 			RetryPolicy:         retry(10*time.Second, 10),
 		}), a.WriteManifest, activities.ManifestInput{
 			Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
@@ -244,6 +245,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepVerified)
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    c.hb,
 		RetryPolicy:         retry(5*time.Second, 10),
 	}), a.MarkVerified, activities.MarkInput{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
@@ -267,6 +269,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		c.step(ctx, activities.StepDropVerifyDB)
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Minute,
+			HeartbeatTimeout:    c.hb,
 			RetryPolicy:         retry(10*time.Second, 5),
 		}), a.DropVerifyDB, verify).Get(ctx, nil)
 		if err != nil {
@@ -278,6 +281,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	var kept activities.RetentionOutput
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    c.hb,
 		RetryPolicy:         retry(10*time.Second, 5),
 	}), a.ApplyRetention, activities.RetentionInput{
 		Database: in.Database, Instance: c.instance, Servers: retentionServers(plan), Protect: c.seq,
@@ -349,6 +353,7 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 	var set activities.ResumeOutput
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    c.hb,
 		RetryPolicy:         retry(5*time.Second, 10),
 	}), a.ResumeSet, activities.ResumeInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.in.Resume, Servers: retentionServers(plan),
@@ -368,6 +373,7 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	var plan activities.Plan
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    c.hb,
 		RetryPolicy:         retry(5*time.Second, 5),
 	}), a.PlanCycle, activities.PlanInput{
 		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer,
@@ -381,6 +387,7 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 			c.in.Database, plan.Rotation, plan.Remote), activities.ErrInvalidConfig, nil)
 	}
 	c.instance = plan.Instance
+	c.hb = orDefault(plan.Limits.Heartbeat, longHeartbeat)
 	c.log(ctx).Info("cycle planned", "primary", plan.Rotation[0], "last_server", plan.LastServer,
 		"last_server_source", plan.LastServerSource, "stripes", plan.Stripes, "remote", plan.Remote)
 	return plan, nil
@@ -404,6 +411,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 		var seq int64
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 5 * time.Minute,
+			HeartbeatTimeout:    c.hb,
 			RetryPolicy:         retry(5*time.Second, 5, activities.ErrSQLHostUnreachable),
 		}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance}).Get(ctx, &seq)
 		if err != nil {
@@ -535,10 +543,12 @@ type cycle struct {
 	// restoreStarted: this run restored (or began restoring) the
 	// verification database; verified: MarkVerified succeeded.
 	restoreStarted, verified bool
+	// hb is the heartbeat timeout of activities that only keep alive.
+	hb time.Duration
 }
 
 func newCycle(ctx workflow.Context, in CycleInput) *cycle {
-	return &cycle{in: in, progress: Progress{Database: in.Database, Step: activities.StepPlan, Outcome: OutcomeRunning}}
+	return &cycle{in: in, hb: longHeartbeat, progress: Progress{Database: in.Database, Step: activities.StepPlan, Outcome: OutcomeRunning}}
 }
 
 // start registers the progress query and signal and the first search attributes.
@@ -665,6 +675,7 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 	defer cancel()
 	err := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    c.hb,
 		RetryPolicy:         retry(2*time.Second, 3),
 	}), a.MarkFailed, activities.MarkInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
@@ -693,7 +704,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	step := c.progress.Step
 	dctx, done := workflow.NewDisconnectedContext(ctx)
 	defer done()
-	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retry(2*time.Second, 5)}
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: c.hb, RetryPolicy: retry(2*time.Second, 5)}
 	if c.seq != 0 && !c.verified {
 		if c.restoreStarted {
 			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
