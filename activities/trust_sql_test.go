@@ -398,3 +398,41 @@ func TestSlowSanityQueryHeartbeats(t *testing.T) {
 		t.Fatalf("the slow query ran %+v", waits)
 	}
 }
+
+// A later set's RESTORE cut short (the instance crashed, and stayed down
+// past the retries) leaves the copy RESTORING. The next cycle, a new
+// activity without that attempt's heartbeat, replaces it: the last restore
+// that finished into that name was backupcycle's, and refusing it would stop
+// every later cycle (found by the fault simulation).
+func TestRestoreReplacesItsOwnUnfinishedCopyNextCycle(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	f.must(f.acts.Restore, first, nil)
+	// The next night: the cut restore creates the copy anew well after the
+	// last restore that finished (createSlack is 2 s).
+	time.Sleep(createSlack + 500*time.Millisecond)
+	_, second := f.copiedSet()
+	f.verify.SetThrottle(2 << 20)
+	if err := f.verify.CrashAt(sqlsim.OpRestore, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(f.acts.Restore, second, nil); errorTypeOf(err) != ErrSQLHostUnreachable {
+		t.Fatalf("restore through a crash: %v, want SQLHostUnreachable", err)
+	}
+	if err := f.verify.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.verify.SetThrottle(0)
+	if st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || st == nil || st.State != "RESTORING" {
+		t.Fatalf("after the crash: %+v %v, want RESTORING", st, err)
+	}
+	f.env.SetHeartbeatDetails(nil)
+	var out StepOutput
+	if err := f.run(f.acts.Restore, second, &out); err != nil {
+		t.Fatalf("next cycle's restore over its own unfinished copy: %v", err)
+	}
+	p, err := lastRestoreProof(context.Background(), f.verifySQL(), "Sales_verify")
+	if err != nil || p == nil || !sameGUID(p.BackupSetGUID, f.setGUID(second.Sequence)) {
+		t.Errorf("restore history %+v %v, want the second set restored", p, err)
+	}
+}
