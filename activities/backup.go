@@ -105,6 +105,14 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	})
 	if err != nil {
 		pct, _ := rep.get()
+		if ctx.Err() != nil {
+			// This attempt was cancelled (the workflow was, or the heartbeat
+			// could not reach Temporal): that says nothing about the SQL host
+			// nor the set. Temporal retries or cancels; a retry recognises a
+			// BACKUP that completed anyway (RESTORE HEADERONLY).
+			log.Warn("backup attempt cancelled", zap.Float64("percent", pct), zap.Error(err))
+			return BackupOutput{}, ctx.Err()
+		}
 		log.Warn("backup failed", zap.Float64("percent", pct), zap.Error(err))
 		return BackupOutput{}, sqlError(err, BackupFailure{Started: true, Percent: pct})
 	}

@@ -750,7 +750,9 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	step := c.progress.Step
 	typ := errorType(err)
 	evidence := activities.Evidence(typ)
-	if evidence == "" && c.seq != 0 && !c.backedUp && typ != activities.ErrSequenceInUse {
+	// The BACKUP itself reported a failure: the set is incomplete. A timeout
+	// (no type) proves nothing: the statement may have completed unseen.
+	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && typ != activities.ErrSequenceInUse {
 		evidence = catalog.EvidenceBackupIncomplete
 	}
 	alreadyMarked := len(c.progress.Failed) > 0 && c.progress.Failed[len(c.progress.Failed)-1] == c.seq
