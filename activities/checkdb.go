@@ -30,11 +30,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
-	m, err := a.loadSet(ctx, srv, db, in.Sequence)
-	if err != nil {
-		return StepOutput{}, err
-	}
-	want, err := expectedSetGUID(m, db, in.Sequence, srv.Name)
+	m, want, err := a.setToProve(ctx, srv, db, in.Sequence)
 	if err != nil {
 		return StepOutput{}, err
 	}

@@ -79,6 +79,20 @@ func (a *Activities) loadSet(ctx context.Context, srv *config.BackupServer, db *
 	return m, nil
 }
 
+// setToProve loads the set's manifest from srv and the backup set GUID its
+// restore must show.
+func (a *Activities) setToProve(ctx context.Context, srv *config.BackupServer, db *config.Database, seq int64) (*catalog.Manifest, string, error) {
+	m, err := a.loadSet(ctx, srv, db, seq)
+	if err != nil {
+		return nil, "", err
+	}
+	want, err := expectedSetGUID(m, db, seq, srv.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, want, nil
+}
+
 // expectedSetGUID is the backup set GUID the set's manifest recorded; a set
 // without one cannot be proven restored.
 func expectedSetGUID(m *catalog.Manifest, db *config.Database, seq int64, server string) (string, error) {

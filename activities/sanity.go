@@ -26,11 +26,7 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	if len(db.SanityChecks) == 0 {
 		return StepOutput{VerifyDatabase: verifyDB}, nil
 	}
-	m, err := a.loadSet(ctx, srv, db, in.Sequence)
-	if err != nil {
-		return StepOutput{}, err
-	}
-	want, err := expectedSetGUID(m, db, in.Sequence, srv.Name)
+	m, want, err := a.setToProve(ctx, srv, db, in.Sequence)
 	if err != nil {
 		return StepOutput{}, err
 	}
