@@ -1,0 +1,177 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+)
+
+// TestDrawReplays: the same seed and run give the same plan, every fault
+// kind is drawn, and every plan aims where its fault can happen.
+func TestDrawReplays(t *testing.T) {
+	seen := map[Fault]bool{}
+	for i := range 500 {
+		p := Draw(7, i, "")
+		if q := Draw(7, i, ""); q != p {
+			t.Fatalf("run %d: two draws differ:\n%+v\n%+v", i, p, q)
+		}
+		seen[p.Fault] = true
+		if steps := faultSteps[p.Fault]; len(steps) > 0 && !slices.Contains(steps, p.Step) {
+			t.Errorf("run %d: %s aimed at step %q, not one of %v", i, p.Fault, p.Step, steps)
+		}
+		if p.Percent != 0 && (p.Percent < 5 || p.Percent > 95) {
+			t.Errorf("run %d: percent %v outside 5..95", i, p.Percent)
+		}
+		if p.Second == p.Entry {
+			t.Errorf("run %d: the second start uses the first's entry point %s", i, p.Entry)
+		}
+		if p.NoInst && p.Target.Database == SharedDB {
+			t.Errorf("run %d: a Web UI start of %s without the instance is ambiguous", i, p.Target)
+		}
+	}
+	for _, fw := range faultWeights {
+		if !seen[fw.f] {
+			t.Errorf("fault %s never drawn in 500 runs", fw.f)
+		}
+	}
+	if Draw(7, 3, "") == Draw(8, 3, "") {
+		t.Error("seeds 7 and 8 drew the same plan for run 3")
+	}
+	if p := Draw(7, 3, FaultCancel); p.Fault != FaultCancel || !slices.Contains(faultSteps[FaultCancel], p.Step) {
+		t.Errorf("forced cancel: %+v", p)
+	}
+}
+
+// testFleet is a fleet of directories only: enough for the checker's file
+// invariants (no instance, no Temporal).
+func testFleet(t *testing.T) *Fleet {
+	t.Helper()
+	root := t.TempDir()
+	f := &Fleet{Root: root, dirs: map[string]string{}, passwords: map[string]string{"BC_CHAOS_SQL01_PASSWORD": "Sql-0123456789abcdef"}}
+	for _, d := range []string{Bak01, Bak02, "logs"} {
+		f.dirs[d] = filepath.Join(root, d)
+		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// writeSet writes a set's stripes (content) and manifest on server.
+func writeSet(t *testing.T, f *Fleet, server string, seq int64, guid string, state catalog.State, content string, edit func(*catalog.Manifest)) {
+	t.Helper()
+	at := time.Date(2026, 1, 1, 0, 0, int(seq), 0, time.UTC)
+	m := catalog.New(Sql01, SharedDB, seq, at)
+	m.Header = &catalog.Header{BackupSetGUID: guid, FirstLSN: "1", LastLSN: "2", BackupFinish: at}
+	for i := 1; i <= 2; i++ {
+		name := m.StripeFileName(i, 2)
+		data := []byte(content + name)
+		if err := os.WriteFile(filepath.Join(f.ShareDir(server), name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		m.Stripes = append(m.Stripes, catalog.Stripe{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+	}
+	m.State = state
+	if edit != nil {
+		edit(m)
+	}
+	b, err := catalog.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ShareDir(server), m.FileName()), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func invariants(vs []Violation) []int {
+	var out []int
+	for _, v := range vs {
+		if !slices.Contains(out, v.Invariant) {
+			out = append(out, v.Invariant)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCheckerFindsViolations breaks each file invariant on purpose and
+// expects the checker to report exactly those, once, without the password.
+func TestCheckerFindsViolations(t *testing.T) {
+	f := testFleet(t)
+	c := NewChecker(f)
+	ctx := context.Background()
+
+	// A verified set on both servers: nothing to report.
+	for _, s := range Servers {
+		writeSet(t, f, s, 1, "AAAAAAAA-0000-0000-0000-000000000001", catalog.StateVerified, "set one ", nil)
+	}
+	if vs, _ := c.Check(ctx, nil); len(vs) != 0 {
+		t.Fatalf("a verified set on two servers: %+v, want no violation", vs)
+	}
+
+	// Another backup under the same number overwrites it on bak01 (I4, I1),
+	// which leaves the newest verified set intact on bak02 only (I3); a set
+	// whose BACKUP completed and that nobody damaged is failed as corrupt
+	// for an outage (I5), while a set the harness damaged may be (no
+	// violation); a password in a worker log (I6).
+	writeSet(t, f, Bak01, 1, "BBBBBBBB-0000-0000-0000-000000000002", catalog.StateWritten, "set two ", nil)
+	corrupt := func(m *catalog.Manifest) {
+		m.Failure = &catalog.Failure{Step: catalog.StepRestore, Evidence: catalog.EvidenceCorruptBackup,
+			Reason: "SQLHostUnreachable: verify01 did not answer", At: m.CreatedAt}
+	}
+	writeSet(t, f, Bak02, 2, "CCCCCCCC-0000-0000-0000-000000000003", catalog.StateFailed, "set three ", corrupt)
+	writeSet(t, f, Bak02, 3, "DDDDDDDD-0000-0000-0000-000000000004", catalog.StateFailed, "set four ", corrupt)
+	seq := func(n int64) *catalog.Manifest { return catalog.New(Sql01, SharedDB, n, time.Now()) }
+	c.Damaged(seq(3).StripeFileName(2, 2))
+	c.stmts = func(instance string) []sqlsim.StatementRecord {
+		var out []sqlsim.StatementRecord
+		for n := int64(1); n <= 3 && instance == Sql01; n++ {
+			out = append(out, sqlsim.StatementRecord{Kind: "BACKUP DATABASE", Outcome: "ok",
+				SQL: `BACKUP DATABASE [DBA] TO DISK = N'\\bak02\backup\` + seq(n).StripeFileName(1, 2) + `'`})
+		}
+		return out
+	}
+	log := filepath.Join(f.dirs["logs"], "worker-01.log")
+	if err := os.WriteFile(log, []byte(`{"msg":"login","dsn":"sqlserver://sa:Sql-0123456789abcdef@127.0.0.1"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.workers = []*Worker{{Identity: "w1", LogFile: log}}
+	vs, _ := c.Check(ctx, []string{"backup cycle failed"})
+	if got := invariants(vs); !slices.Equal(got, []int{1, 3, 4, 5, 6}) {
+		t.Errorf("invariants reported %v, want [1 3 4 5 6]:\n%+v", got, vs)
+	}
+	for _, v := range vs {
+		if v.Invariant == 5 && !strings.Contains(v.Detail, "seq 2 ") {
+			t.Errorf("I5 for a set the harness damaged: %s", v.Detail)
+		}
+	}
+	for _, v := range vs {
+		if strings.Contains(v.Detail, "Sql-0123456789abcdef") {
+			t.Errorf("I%d detail shows the password: %s", v.Invariant, v.Detail)
+		}
+	}
+	// The same findings are not reported twice.
+	if again, _ := c.Check(ctx, nil); len(again) != 0 {
+		t.Errorf("second check reported again: %+v", again)
+	}
+
+	// bak02's copy goes too: no verified set of sql01/DBA is left (I3).
+	if err := os.Remove(filepath.Join(f.ShareDir(Bak02), catalog.New(Sql01, SharedDB, 1, time.Now()).FileName())); err != nil {
+		t.Fatal(err)
+	}
+	vs, _ = c.Check(ctx, nil)
+	if len(vs) != 1 || vs[0].Invariant != 3 || !strings.Contains(vs[0].Detail, "no manifest on any server") {
+		t.Errorf("after the last verified manifest went: %+v, want one I3 (no verified set left)", vs)
+	}
+}

@@ -1,0 +1,42 @@
+// Package chaos is the seeded, randomized fault simulation of issue 9: many
+// backup cycles over a small fleet, each with at most one fault drawn at a
+// random point, and the product's invariants checked after every cycle.
+//
+// The fleet (fleet.go): source instances sql01 and sql02 (emulated SQL
+// Server over TDS, internal/sqlsim), both holding a database DBA and one
+// other; backup servers bak01 and bak02 served by Samba over SMB
+// (internal/sambatest) and reached by SQL Server as \\bakNN\backup; a
+// verification instance verify01; the embedded Temporal server on a SQLite
+// file (so a restart keeps the workflows); real worker processes (the test
+// binary re-executed) whose zap logs go to files; the configuration as YAML,
+// loaded with internal/config, with short waits so a cycle takes seconds.
+//
+// A run (sim.go) starts one cycle of a random (instance, database) through
+// a random entry point (the canonical id as `starter run` uses it, a Web UI
+// id, a Schedule trigger) and injects at most one fault (faults.go): worker
+// killed or frozen, Temporal restarted, smbd killed or frozen, the emulator
+// crashed or its connections cut at a percent of BACKUP/RESTORE/CHECKDB,
+// the source database restored from an older verified set, a second start
+// of the same database, cancel, a stripe byte flipped, a share full. Every
+// choice comes from a generator seeded by (seed, run), so a seed replays
+// (what the product does with them may still vary with timing). A cycle
+// stuck on an activity of a killed worker that is not retried before its
+// StartToClose timeout is noted as a stall and terminated after StallLimit.
+//
+// After every run the checker (invariants.go) reads every manifest and file
+// on both servers, the verification instance's restore history, every
+// workflow history and the worker logs:
+//
+//	I1 no byte of a set that was ever verified changes while any manifest still calls it verified;
+//	I2 every verified manifest's set was restored from its own backup and CHECKDB'd on that copy;
+//	I3 for every database with a verified set, the newest verified set is intact on two servers;
+//	I4 a sequence number of an (instance, database) never names two backup sets;
+//	I5 a set is failed only with content evidence, never because a server was away
+//	   (the evidence is checked: backup_incomplete only if no BACKUP of its files
+//	   completed, damage only if the harness damaged it or its BACKUP never completed);
+//	I6 no history, log line, manifest or error holds a configured password.
+//
+// `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
+// the seed, run and fault to replay it, and the output ends with
+// `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`.
+package chaos

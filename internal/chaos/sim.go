@@ -1,0 +1,935 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+	"github.com/backupcycle/backupcycle/starter/client"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+var quietLogger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+// Bounds of one run: the cycles must close within RunLimit of the start
+// (faults heal well before); after the run is healed, SettleLimit more.
+const (
+	RunLimit    = 4 * time.Minute
+	SettleLimit = 3 * time.Minute
+	tick        = 100 * time.Millisecond
+)
+
+// Sim runs the simulation's cycles one after another on a fleet and checks
+// the invariants after each.
+type Sim struct {
+	F    *Fleet
+	C    *Checker
+	Seed uint64
+	Out  io.Writer
+	// Force, when set, is the fault of every run (see Draw).
+	Force Fault
+
+	Runs, Faults, Violations int
+	// Outcomes counts the cycles by how they ended ("verified", "failed
+	// <type>", "cancelled", "skipped", "terminated").
+	Outcomes map[string]int
+	streak   map[Target]streak
+}
+
+// NewSim is a simulation on f with seed, printing to out.
+func NewSim(f *Fleet, seed uint64, out io.Writer) *Sim {
+	return &Sim{F: f, C: NewChecker(f), Seed: seed, Out: out}
+}
+
+func (s *Sim) printf(format string, args ...any) {
+	fmt.Fprintf(s.Out, "chaos: "+format+"\n", args...)
+}
+
+// wfRef is a workflow run the simulation started (or found running).
+type wfRef struct {
+	ID, RunID, Entry string
+}
+
+// run is the state of one run.
+type run struct {
+	plan     Plan
+	start    time.Time
+	refs     []wfRef
+	injected bool
+	at       string // where the fault was injected
+	notes    []string
+	heals    []heal
+	// sql-crash, sql-lost-connection: armed on instance for op until it
+	// fires (the instance goes down / a statement ends "dropped")
+	armedOn, armedOp string
+	dropsBefore      int
+	// step tracking of the observed cycle
+	step      string
+	stepSince time.Time
+	pct       float64
+	seq       int64
+
+	lastStallCheck time.Time
+}
+
+type heal struct {
+	due  time.Time
+	what string
+	do   func() error
+}
+
+func (r *run) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+func (r *run) later(d time.Duration, what string, do func() error) {
+	r.heals = append(r.heals, heal{due: time.Now().Add(d), what: what, do: do})
+}
+
+// CanonicalID is the one workflow id of a database's cycle.
+func CanonicalID(t Target) string { return workflows.CycleWorkflowID(t.Instance, t.Database) }
+
+// Run performs run i: draws its plan, starts the cycle, injects the fault,
+// heals the fleet, waits for every cycle to close and checks the invariants.
+func (s *Sim) Run(ctx context.Context, i int) error {
+	r := &run{plan: Draw(s.Seed, i, s.Force), start: time.Now()}
+	p := r.plan
+	s.Runs++
+
+	if err := s.before(ctx, r); err != nil {
+		return err
+	}
+	ref, err := s.startCycle(ctx, p.Entry, p, "")
+	if err != nil {
+		return err
+	}
+	if ref.ID != "" {
+		r.refs = append(r.refs, ref)
+	}
+	s.watch(ctx, r)
+	// Heal whatever is still away, disarm a crash that did not fire, and
+	// let every cycle finish.
+	for _, h := range r.heals {
+		if err := h.do(); err != nil {
+			r.note("heal %s: %v", h.what, err)
+		}
+	}
+	r.heals = nil
+	if err := s.F.Heal(ctx); err != nil {
+		return fmt.Errorf("heal the fleet after run %d: %w", i, err)
+	}
+	if r.armedOn != "" && !r.injected {
+		s.disarm(r)
+	}
+	s.settle(ctx, r)
+	if r.injected {
+		s.Faults++
+	}
+	outcomes, errs, classes := s.outcomes(ctx, r)
+	s.tally(r, classes)
+	vs, notes := s.C.Check(ctx, errs)
+	at := r.at
+	if !r.injected {
+		at = p.Where()
+		if p.Fault != FaultNone {
+			at += " (not reached)"
+		}
+	}
+	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
+	if p.Fault != FaultNone {
+		desc += fmt.Sprintf(", fault %s at %s", p.Fault, at)
+	}
+	s.printf("run %d: %s: %s (%.1fs)", i, desc, strings.Join(outcomes, "; "), time.Since(r.start).Seconds())
+	for _, n := range append(r.notes, notes...) {
+		s.printf("  note: %s", s.C.redact(n))
+	}
+	// The violation line's step is one token (the run line has the details).
+	where, _, _ := strings.Cut(at, " ")
+	if !r.injected && p.Fault != FaultNone {
+		where += ",not-reached"
+	}
+	for _, v := range vs {
+		s.Violations++
+		s.printf("violation I%d seed %d run %d fault %s step %s: %s", v.Invariant, s.Seed, i, p.Fault, where, v.Detail)
+		s.printf("  replay: make chaos SEED=%d RUNS=%d", s.Seed, i+1)
+	}
+	return nil
+}
+
+// StuckAfter is how many of a database's cycles in a row may fail the same
+// way (whatever the faults) before the simulation says it is stuck.
+const StuckAfter = 3
+
+// tally counts the cycles' outcomes and notes a database whose cycles keep
+// failing the same way (a liveness problem: not an invariant, but nothing
+// gets verified any more).
+func (s *Sim) tally(r *run, classes []string) {
+	if s.Outcomes == nil {
+		s.Outcomes, s.streak = map[string]int{}, map[Target]streak{}
+	}
+	for _, c := range classes {
+		s.Outcomes[c]++
+	}
+	t := r.plan.Target
+	st := s.streak[t]
+	switch {
+	case slices.Contains(classes, "verified"):
+		st = streak{}
+	case len(classes) > 0 && strings.HasPrefix(classes[0], "failed"):
+		if st.class != classes[0] {
+			st = streak{class: classes[0], from: r.plan.Run}
+		}
+		st.n++
+		if st.n == StuckAfter {
+			r.note("stuck: the last %d cycles of %s (runs %d..%d) all %s", st.n, t, st.from, r.plan.Run, st.class)
+		}
+	}
+	s.streak[t] = st
+}
+
+type streak struct {
+	class string
+	from  int
+	n     int
+}
+
+// OutcomeSummary is the tally of the cycles' outcomes.
+func (s *Sim) OutcomeSummary() string {
+	keys := make([]string, 0, len(s.Outcomes))
+	for k := range s.Outcomes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return s.Outcomes[keys[i]] > s.Outcomes[keys[j]] || (s.Outcomes[keys[i]] == s.Outcomes[keys[j]] && keys[i] < keys[j])
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", s.Outcomes[k], k)
+	}
+	return "cycles: " + strings.Join(parts, ", ")
+}
+
+// Summary is the simulation's last line.
+func (s *Sim) Summary() string {
+	return fmt.Sprintf("chaos: %d runs, %d faults, %d invariant violations (seed %d)", s.Runs, s.Faults, s.Violations, s.Seed)
+}
+
+// before applies the faults that happen before the cycle starts.
+func (s *Sim) before(ctx context.Context, r *run) error {
+	p := r.plan
+	switch p.Fault {
+	case FaultRollback:
+		at, err := s.rollback(ctx, p)
+		if err != nil {
+			return err
+		}
+		if at != "" {
+			r.injected, r.at = true, at
+		} else {
+			r.note("no verified set of %s to restore the source from", p.Target)
+		}
+	case FaultFlipOld:
+		at, err := s.flipOld(p)
+		if err != nil {
+			return err
+		}
+		if at != "" {
+			r.injected, r.at = true, at
+		} else {
+			r.note("no unverified set with stripes on %s to damage", p.Server)
+		}
+	case FaultShareFullSQL:
+		used, err := dirBytes(s.F.ShareDir(p.Server))
+		if err != nil {
+			return err
+		}
+		s.F.Instances[p.Target.Instance].SetShareQuota(UNC(p.Server), used+256<<10)
+		r.injected, r.at = true, "before-start ("+p.Server+" quota)"
+	case FaultShareFullSMB:
+		if err := s.F.SetShareFull(p.Server, true); err != nil {
+			return err
+		}
+		r.injected, r.at = true, "before-start ("+p.Server+" max disk size)"
+	}
+	if armed(p) {
+		r.armedOp, r.armedOn = sqlsim.OpBackup, p.Target.Instance
+		switch p.Step {
+		case activities.StepRestore:
+			r.armedOp, r.armedOn = sqlsim.OpRestore, Verify01
+		case activities.StepCheckDB:
+			r.armedOp, r.armedOn = sqlsim.OpCheckDB, Verify01
+		}
+		in := s.F.Instances[r.armedOn]
+		if p.Fault == FaultSQLCrash {
+			return in.CrashAt(r.armedOp, p.Percent)
+		}
+		r.dropsBefore = dropped(in)
+		return in.DropConnectionAt(r.armedOp, p.Percent)
+	}
+	return nil
+}
+
+// dropped counts the statements an instance ended by a lost connection.
+func dropped(in *sqlsim.Instance) int {
+	n := 0
+	for _, st := range in.Statements() {
+		if st.Outcome == "dropped" {
+			n++
+		}
+	}
+	return n
+}
+
+// rollback restores the source database from one of its verified sets
+// (RESTORE ... WITH REPLACE from that set's stripes): its sequence table
+// goes back to that set's number.
+func (s *Sim) rollback(ctx context.Context, p Plan) (string, error) {
+	files, _ := s.C.scan()
+	var cands []manifestFile
+	seen := map[setID]bool{}
+	for _, mf := range files {
+		if mf.M.State != catalog.StateVerified || mf.ID.Instance != p.Target.Instance || mf.ID.Database != p.Target.Database || seen[mf.ID] {
+			continue
+		}
+		if ok, _ := s.C.intactOn(files, mf.Server, mf); !ok {
+			continue
+		}
+		seen[mf.ID] = true
+		cands = append(cands, mf)
+	}
+	if len(cands) == 0 {
+		return "", nil
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].ID.Sequence < cands[j].ID.Sequence })
+	mf := cands[p.Pick%uint64(len(cands))]
+	disks := make([]string, len(mf.M.Stripes))
+	for i, st := range mf.M.Stripes {
+		disks[i] = UNC(mf.Server) + `\` + st.Name
+	}
+	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: p.Target.Database, Disks: disks, Replace: true, Stats: 10})
+	if err != nil {
+		return "", err
+	}
+	if err := s.F.exec(ctx, p.Target.Instance, stmt); err != nil {
+		return "", fmt.Errorf("chaos: restore %s from %s on %s: %w", p.Target, mf.ID, mf.Server, err)
+	}
+	return fmt.Sprintf("before-start (%s restored from seq %d on %s)", p.Target, mf.ID.Sequence, mf.Server), nil
+}
+
+// flipOld flips one byte of one stripe of a set that no manifest calls
+// verified and that never was verified.
+func (s *Sim) flipOld(p Plan) (string, error) {
+	files, _ := s.C.scan()
+	verified := map[setID]bool{}
+	for id := range s.C.verified {
+		verified[id] = true
+	}
+	for _, mf := range files {
+		if mf.M.State == catalog.StateVerified {
+			verified[mf.ID] = true
+		}
+	}
+	type cand struct{ path, name, what string }
+	var cands []cand
+	for _, mf := range files {
+		if mf.Server != p.Server || verified[mf.ID] || mf.M.State == catalog.StateVerified {
+			continue
+		}
+		for _, st := range mf.M.Stripes {
+			if path, ok := stripePath(s.F.ShareDir(p.Server), st.Name); ok {
+				if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+					cands = append(cands, cand{path, st.Name, fmt.Sprintf("%s (%s) stripe %s", mf.ID, mf.M.State, st.Name)})
+				}
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return "", nil
+	}
+	c := cands[p.Pick%uint64(len(cands))]
+	fi, err := os.Stat(c.path)
+	if err != nil {
+		return "", err
+	}
+	off := int64(p.Offset % uint64(fi.Size()))
+	if err := sqlsim.FlipByte(c.path, off); err != nil {
+		return "", err
+	}
+	s.C.Damaged(c.name)
+	return fmt.Sprintf("before-start (%s on %s, byte %d)", c.what, p.Server, off), nil
+}
+
+// startCycle starts a cycle of p.Target through entry. A refused start
+// (already running, skipped by the schedule) is a note, not an error.
+func (s *Sim) startCycle(ctx context.Context, entry string, p Plan, suffix string) (wfRef, error) {
+	c := s.F.Client()
+	if c == nil {
+		return wfRef{}, nil
+	}
+	in := workflows.CycleInput{Database: p.Target.Database, Instance: p.Target.Instance}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if entry == EntryStarter && suffix == "" && p.Pick%3 == 0 {
+		if seq := s.unfinished(p); seq > 0 {
+			entry, in.Resume = EntryResume, seq
+		}
+	}
+	switch entry {
+	case EntryStarter, EntryResume:
+		run, err := s.F.Starter().StartCycle(sctx, in)
+		var already *client.AlreadyRunningError
+		if errors.As(err, &already) {
+			return wfRef{Entry: entry}, nil
+		}
+		if err != nil {
+			return wfRef{}, fmt.Errorf("chaos: starter run %s: %w", p.Target, err)
+		}
+		if in.Resume > 0 {
+			entry = fmt.Sprintf("%s %d", entry, in.Resume)
+		}
+		return wfRef{ID: run.GetID(), RunID: run.GetRunID(), Entry: entry}, nil
+	case EntryWebUI:
+		if p.NoInst {
+			in.Instance = ""
+		}
+		run, err := c.ExecuteWorkflow(sctx, sdkclient.StartWorkflowOptions{ID: p.WebID + suffix, TaskQueue: taskQueue},
+			workflows.BackupCycleName, in)
+		if err != nil {
+			return wfRef{}, fmt.Errorf("chaos: Web UI start of %s: %w", p.Target, err)
+		}
+		return wfRef{ID: run.GetID(), RunID: run.GetRunID(), Entry: entry}, nil
+	case EntrySchedule:
+		sc := s.F.Starter()
+		id := client.ScheduleID(p.Target.Instance, p.Target.Database)
+		before, err := sc.DescribeSchedule(sctx, id)
+		if err != nil {
+			return wfRef{}, fmt.Errorf("chaos: schedule of %s: %w", p.Target, err)
+		}
+		if err := sc.TriggerSchedule(sctx, id); err != nil {
+			return wfRef{}, fmt.Errorf("chaos: trigger schedule of %s: %w", p.Target, err)
+		}
+		// The started workflow shows in the schedule's recent actions.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			d, err := s.F.Client().ScheduleClient().GetHandle(sctx, id).Describe(sctx)
+			if err != nil {
+				continue
+			}
+			if n := len(d.Info.RecentActions); n > 0 {
+				last := d.Info.RecentActions[n-1]
+				if last.StartWorkflowResult != nil && last.StartWorkflowResult.WorkflowID != before.LastWorkflowID {
+					return wfRef{ID: last.StartWorkflowResult.WorkflowID, RunID: last.StartWorkflowResult.FirstExecutionRunID, Entry: entry}, nil
+				}
+			}
+		}
+		return wfRef{Entry: entry}, nil
+	}
+	return wfRef{}, fmt.Errorf("chaos: unknown entry point %q", entry)
+}
+
+// unfinished picks a set of p.Target an outage left written, copied,
+// restored or checked on some server (0: none).
+func (s *Sim) unfinished(p Plan) int64 {
+	files, _ := s.C.scan()
+	var seqs []int64
+	for _, mf := range files {
+		switch mf.M.State {
+		case catalog.StateWritten, catalog.StateCopied, catalog.StateRestored, catalog.StateChecked:
+		default:
+			continue
+		}
+		if mf.ID.Instance == p.Target.Instance && mf.ID.Database == p.Target.Database && !slices.Contains(seqs, mf.ID.Sequence) {
+			seqs = append(seqs, mf.ID.Sequence)
+		}
+	}
+	if len(seqs) == 0 {
+		return 0
+	}
+	slices.Sort(seqs)
+	return seqs[(p.Pick/3)%uint64(len(seqs))]
+}
+
+// observed is the cycle the fault is aimed at: the canonical workflow when
+// one runs that started in this run (a launcher's child), else the first
+// workflow the run started.
+func (s *Sim) observed(ctx context.Context, r *run) (wfRef, bool) {
+	c := s.F.Client()
+	if c == nil {
+		return wfRef{}, false
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	id := CanonicalID(r.plan.Target)
+	if d, err := c.DescribeWorkflowExecution(dctx, id, ""); err == nil {
+		info := d.GetWorkflowExecutionInfo()
+		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && !info.GetStartTime().AsTime().Before(r.start.Add(-time.Second)) {
+			return wfRef{ID: id, RunID: info.GetExecution().GetRunId()}, true
+		}
+	}
+	if len(r.refs) > 0 {
+		return r.refs[0], true
+	}
+	return wfRef{}, false
+}
+
+func (s *Sim) progress(ctx context.Context, ref wfRef) (workflows.Progress, bool) {
+	var p workflows.Progress
+	c := s.F.Client()
+	if c == nil {
+		return p, false
+	}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(qctx, ref.ID, ref.RunID, workflows.ProgressQuery)
+	if err != nil || v.Get(&p) != nil {
+		return p, false
+	}
+	return p, true
+}
+
+// running reports whether a workflow run is still open; unknown counts as open.
+func (s *Sim) running(ctx context.Context, ref wfRef) bool {
+	c := s.F.Client()
+	if c == nil {
+		return true
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(dctx, ref.ID, ref.RunID)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		return !errors.As(err, &nf)
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// openCycles lists every running workflow of the namespace.
+func (s *Sim) openCycles(ctx context.Context) ([]wfRef, error) {
+	c := s.F.Client()
+	if c == nil {
+		return nil, errors.New("Temporal is down")
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.ListWorkflow(lctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: 100, Query: "ExecutionStatus = 'Running'"})
+	if err != nil {
+		return nil, err
+	}
+	var out []wfRef
+	for _, e := range resp.GetExecutions() {
+		out = append(out, wfRef{ID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId()})
+	}
+	return out, nil
+}
+
+// watch follows the run until its cycles close or RunLimit passes,
+// injecting the fault at its point and healing on schedule.
+func (s *Sim) watch(ctx context.Context, r *run) {
+	deadline := r.start.Add(RunLimit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(tick)
+		s.doHeals(r)
+		if r.armedOn != "" && !r.injected {
+			switch {
+			case r.plan.Fault == FaultSQLCrash && !s.F.InstanceUp(r.armedOn):
+				// The armed crash fired: the host comes back after a while.
+				r.injected, r.at = true, fmt.Sprintf("%s@%.0f%% (%s crashed in %s)", r.plan.Step, r.plan.Percent, r.armedOn, r.armedOp)
+				name := r.armedOn
+				r.later(r.plan.Heal, "restart "+name, func() error { return s.F.RestartInstance(name) })
+			case r.plan.Fault == FaultSQLLostConn && dropped(s.F.Instances[r.armedOn]) > r.dropsBefore:
+				r.injected, r.at = true, fmt.Sprintf("%s@%.0f%% (connection to %s dropped in %s)", r.plan.Step, r.plan.Percent, r.armedOn, r.armedOp)
+			}
+		}
+		ref, ok := s.observed(ctx, r)
+		if ok {
+			if pr, ok := s.progress(ctx, ref); ok {
+				if pr.Step != r.step {
+					r.step, r.stepSince = pr.Step, time.Now()
+				}
+				r.pct, r.seq = pr.Percent, pr.Sequence
+				if !r.injected && s.due(r) {
+					s.inject(ctx, r, ref)
+				}
+			}
+		}
+		if len(r.heals) > 0 {
+			continue
+		}
+		s.unstall(ctx, r)
+		open := false
+		for _, ref := range r.refs {
+			if s.running(ctx, ref) {
+				open = true
+				break
+			}
+		}
+		if !open {
+			if o, err := s.openCycles(ctx); err == nil && len(o) == 0 {
+				return
+			}
+		}
+	}
+	if ctx.Err() == nil {
+		r.note("the cycles did not close within %s of the start", RunLimit)
+	}
+}
+
+// StallLimit is how long an activity may stay started on a dead worker:
+// with the simulation's 5 s heartbeat timeout a heartbeating activity is
+// retried well before. One that is not waits for its StartToClose timeout
+// (up to 30 min): the simulation notes the stall and, as an operator
+// would, terminates the cycle.
+const StallLimit = 45 * time.Second
+
+// unstall terminates the open cycles whose pending activity has been
+// started on a dead worker for longer than StallLimit.
+func (s *Sim) unstall(ctx context.Context, r *run) {
+	c := s.F.Client()
+	if c == nil || time.Since(r.lastStallCheck) < time.Second {
+		return
+	}
+	r.lastStallCheck = time.Now()
+	dead := map[string]bool{}
+	for _, w := range s.F.workers {
+		dead[w.Identity] = !w.Alive()
+	}
+	open, err := s.openCycles(ctx)
+	if err != nil {
+		return
+	}
+	for _, ref := range open {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d, err := c.DescribeWorkflowExecution(dctx, ref.ID, ref.RunID)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED || !dead[pa.GetLastWorkerIdentity()] {
+				continue
+			}
+			since := pa.GetLastStartedTime().AsTime()
+			if time.Since(since) < StallLimit {
+				continue
+			}
+			r.note("stall: activity %s (attempt %d) of %s started %s ago on %s, which was killed, and is not retried before its StartToClose timeout: terminated",
+				pa.GetActivityType().GetName(), pa.GetAttempt(), ref.ID, time.Since(since).Round(time.Second), pa.GetLastWorkerIdentity())
+			if err := c.TerminateWorkflow(ctx, ref.ID, ref.RunID, "chaos: activity stalled on a killed worker"); err != nil {
+				r.note("terminate %s: %v", ref.ID, err)
+			}
+			break
+		}
+	}
+}
+
+func (s *Sim) doHeals(r *run) {
+	now := time.Now()
+	var rest []heal
+	for _, h := range r.heals {
+		if now.Before(h.due) {
+			rest = append(rest, h)
+			continue
+		}
+		if err := h.do(); err != nil {
+			r.note("heal %s: %v", h.what, err)
+		}
+	}
+	r.heals = rest
+}
+
+// due reports whether the observed cycle reached the fault's point.
+func (s *Sim) due(r *run) bool {
+	p := r.plan
+	if p.Step == "" || armed(p) {
+		return false
+	}
+	cur, target := stepIndex(r.step), stepIndex(p.Step)
+	switch {
+	case cur < 0 || r.step == activities.StepDone:
+		return false // waiting, failed, or over: the fault missed the cycle
+	case cur > target:
+		return true
+	case cur < target:
+		return false
+	case hasPercent(p.Step):
+		return r.pct >= p.Percent
+	}
+	return time.Since(r.stepSince) >= p.Dwell
+}
+
+// inject applies a fault aimed at a step of the observed cycle.
+func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
+	p := r.plan
+	at := r.step
+	if hasPercent(r.step) {
+		at = fmt.Sprintf("%s@%.0f%%", r.step, r.pct)
+	}
+	r.injected, r.at = true, at
+	switch p.Fault {
+	case FaultWorkerKill, FaultWorkerFreeze:
+		w := s.activeWorker(ctx, ref, p.Pick)
+		if w == nil {
+			r.injected = false
+			r.note("no live worker to %s", p.Fault)
+			return
+		}
+		r.at += " (" + w.Identity + ")"
+		if p.Fault == FaultWorkerKill {
+			w.Kill()
+			r.later(p.Heal/4, "start a worker", func() error { _, err := s.F.StartWorker(); return err })
+			return
+		}
+		w.Freeze()
+		if _, err := s.F.StartWorker(); err != nil {
+			r.note("start a worker: %v", err)
+		}
+		r.later(p.Heal, "thaw "+w.Identity, func() error { w.Thaw(); return nil })
+	case FaultTemporalRestart:
+		if err := s.F.StopTemporal(); err != nil {
+			r.note("stop Temporal: %v", err)
+		}
+		r.later(p.Heal/4, "start Temporal", func() error { return s.F.StartTemporal(ctx) })
+	case FaultSMBKill:
+		srv := s.F.SMB[p.Server]
+		srv.Kill()
+		r.later(p.Heal, "restart smbd of "+p.Server, func() error { return restartSMB(srv) })
+	case FaultSMBFreeze:
+		srv := s.F.SMB[p.Server]
+		srv.Freeze()
+		r.later(p.Heal, "thaw smbd of "+p.Server, func() error { srv.Thaw(); return nil })
+	case FaultSQLLostConn:
+		// Between statements: every session to the source drops at once.
+		s.F.Instances[p.Target.Instance].DropConnections()
+		r.at += " (every connection to " + p.Target.Instance + " dropped)"
+	case FaultSecondStart:
+		ref, err := s.startCycle(ctx, p.Second, p, "-b")
+		if err != nil {
+			r.note("second start: %v", err)
+		} else if ref.ID != "" {
+			r.refs = append(r.refs, ref)
+			r.at += " (started " + ref.ID + ")"
+		} else {
+			r.at += " (refused)"
+		}
+	case FaultCancel:
+		if len(r.refs) > 0 && r.refs[0].ID != ref.ID && p.Pick%2 == 0 {
+			// The user cancels the start they made (a launcher), not the
+			// cycle it runs under the database's id.
+			ref = r.refs[0]
+		}
+		if c := s.F.Client(); c != nil {
+			if err := c.CancelWorkflow(ctx, ref.ID, ref.RunID); err != nil {
+				r.note("cancel %s: %v", ref.ID, err)
+			}
+			r.at += " (" + ref.ID + ")"
+		}
+	case FaultFlipNew:
+		what, err := s.flipWriting(p)
+		if err != nil || what == "" {
+			r.injected = false
+			r.note("no BACKUP being written to damage (%v)", err)
+			return
+		}
+		r.at += " (" + what + ")"
+	default:
+		r.injected = false
+	}
+}
+
+// activeWorker is the worker running the observed cycle's pending activity,
+// or a live worker chosen by pick.
+func (s *Sim) activeWorker(ctx context.Context, ref wfRef, pick uint64) *Worker {
+	live := s.F.Workers()
+	var unfrozen []*Worker
+	for _, w := range live {
+		if !w.frozen {
+			unfrozen = append(unfrozen, w)
+		}
+	}
+	if len(unfrozen) == 0 {
+		return nil
+	}
+	if c := s.F.Client(); c != nil {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		d, err := c.DescribeWorkflowExecution(dctx, ref.ID, ref.RunID)
+		cancel()
+		if err == nil {
+			for _, pa := range d.GetPendingActivities() {
+				for _, w := range unfrozen {
+					if pa.GetLastWorkerIdentity() == w.Identity {
+						return w
+					}
+				}
+			}
+		}
+	}
+	return unfrozen[pick%uint64(len(unfrozen))]
+}
+
+var diskRE = regexp.MustCompile(`DISK\s*=\s*N'((?:[^']|'')*)'`)
+
+// flipWriting flips one byte already written of a stripe of the BACKUP
+// running for the target (the set being made is never verified yet).
+func (s *Sim) flipWriting(p Plan) (string, error) {
+	var stmt *sqlsim.StatementRecord
+	for _, st := range s.F.Instances[p.Target.Instance].Statements() {
+		if st.Kind == "BACKUP DATABASE" && st.Outcome == "running" && strings.EqualFold(st.Database, p.Target.Database) {
+			stmt = &st
+		}
+	}
+	if stmt == nil {
+		return "", nil
+	}
+	var paths []string
+	for _, m := range diskRE.FindAllStringSubmatch(stmt.SQL, -1) {
+		if lp := s.F.LocalPath(strings.ReplaceAll(m[1], "''", "'")); lp != "" {
+			paths = append(paths, lp)
+		}
+	}
+	if len(paths) == 0 {
+		return "", fmt.Errorf("no stripe on a backup server in %q", stmt.SQL)
+	}
+	path := paths[p.Pick%uint64(len(paths))]
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		return "", err
+	}
+	off := int64(p.Offset % uint64(fi.Size()))
+	if err := sqlsim.FlipByte(path, off); err != nil {
+		return "", err
+	}
+	s.C.Damaged(filepath.Base(path))
+	return fmt.Sprintf("%s byte %d of %d", filepath.Base(path), off, fi.Size()), nil
+}
+
+// disarm removes a crash or lost connection armed for a statement the
+// cycle never reached.
+func (s *Sim) disarm(r *run) {
+	s.F.Instances[r.armedOn].Disarm(r.armedOp)
+}
+
+// settle waits for every open workflow to close; what is still open after
+// SettleLimit is terminated (and noted).
+func (s *Sim) settle(ctx context.Context, r *run) {
+	deadline := time.Now().Add(SettleLimit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		s.unstall(ctx, r)
+		o, err := s.openCycles(ctx)
+		if err == nil && len(o) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	o, _ := s.openCycles(ctx)
+	for _, ref := range o {
+		r.note("workflow %s still running %s after the heal: terminated", ref.ID, SettleLimit)
+		if c := s.F.Client(); c != nil {
+			_ = c.TerminateWorkflow(ctx, ref.ID, ref.RunID, "chaos: did not finish")
+		}
+	}
+}
+
+// outcomes describes how each cycle of the run ended (its own starts, and
+// the canonical cycle if it ran in this run) and returns their error texts.
+func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []string) {
+	refs := append([]wfRef(nil), r.refs...)
+	if c := s.F.Client(); c != nil {
+		id := CanonicalID(r.plan.Target)
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d, err := c.DescribeWorkflowExecution(dctx, id, "")
+		cancel()
+		if err == nil && !d.GetWorkflowExecutionInfo().GetStartTime().AsTime().Before(r.start.Add(-time.Second)) {
+			run := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+			dup := false
+			for _, ref := range refs {
+				dup = dup || (ref.ID == id && ref.RunID == run)
+			}
+			if !dup {
+				refs = append(refs, wfRef{ID: id, RunID: run, Entry: "child"})
+			}
+		}
+	}
+	// classes are the cycles' outcomes for the tally: a launcher's own
+	// result is left out (its child is counted).
+	var out, errs, classes []string
+	if len(refs) == 0 {
+		out = append(out, "nothing started")
+	}
+	for _, ref := range refs {
+		c := s.F.Client()
+		if c == nil {
+			out = append(out, ref.ID+": Temporal down")
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var res workflows.CycleResult
+		err := c.GetWorkflow(gctx, ref.ID, ref.RunID).Get(gctx, &res)
+		cancel()
+		name := ref.Entry
+		if err != nil {
+			errs = append(errs, err.Error())
+			var canceled *temporal.CanceledError
+			var app *temporal.ApplicationError
+			var term *temporal.TerminatedError
+			class := "failed"
+			switch {
+			case errors.As(err, &canceled):
+				class = "cancelled"
+			case errors.As(err, &term):
+				class = "terminated"
+			case errors.As(err, &app):
+				class = "failed " + app.Type()
+			}
+			if class == "failed" {
+				out = append(out, fmt.Sprintf("%s failed: %s", name, short(err.Error())))
+			} else {
+				out = append(out, name+" "+class)
+			}
+			if !launcher(ref, r.plan.Target) {
+				classes = append(classes, class)
+			}
+			continue
+		}
+		switch {
+		case res.Skipped != "":
+			out = append(out, fmt.Sprintf("%s skipped (held by %s)", name, res.HeldBy))
+			classes = append(classes, "skipped")
+		case res.RunBy != "":
+			out = append(out, fmt.Sprintf("%s launched %s: verified seq %d %s->%s", name, res.RunBy, res.Sequence, res.Server, res.Remote))
+		default:
+			out = append(out, fmt.Sprintf("%s verified seq %d %s->%s", name, res.Sequence, res.Server, res.Remote))
+			classes = append(classes, "verified")
+		}
+	}
+	return out, errs, classes
+}
+
+// launcher reports whether ref is a start under another id than the
+// database's own (it launches the cycle there, or is skipped).
+func launcher(ref wfRef, t Target) bool { return ref.ID != CanonicalID(t) }
+
+func short(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "..."
+	}
+	return s
+}
