@@ -35,7 +35,7 @@ demo:
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
-# The seeded fault simulation of issue 9 (internal/chaos): RUNS backup cycles over two source instances, two backup
+# The seeded fault simulation (internal/chaos): RUNS backup cycles over two source instances, two backup
 # servers on Samba, a verification instance, the embedded Temporal server and worker processes, each cycle with at most
 # one random fault; the invariants are checked after every cycle. Prints each run and each violation with the command
 # that replays it, ends with `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`, and

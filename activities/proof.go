@@ -14,7 +14,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// Proof that the verification database holds this set (issue 9, invariant
+// Proof that the verification database holds this set (invariant
 // I2): msdb's restore history names the backup set every restore came from,
 // by GUID. Restore, CheckDB and SanityChecks compare it with the GUID the
 // set's manifest recorded from RESTORE HEADERONLY, so a copy restored from

@@ -152,7 +152,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 		}
 		// REPLACE destroys whatever has the name: only ever a copy
-		// backupcycle restored (issue 9, path 7).
+		// backupcycle restored.
 		if err := checkReplaceable(ctx, sqlDB, inst.Name, verifyDB, prevStarted == verifyDB); err != nil {
 			return StepOutput{}, err
 		}

@@ -56,7 +56,7 @@ func (f *sqlFixture) verifyRestores() int { return len(statements(f.verify, "RES
 // TestCheckDBRecordsRestoreProof: Restore, CheckDB and SanityChecks pass on
 // the copy restored from this set, and CheckDB records the proof — the
 // restore-history row and this set's backup set GUID — in the manifest on
-// both servers (issue 9, invariant I2).
+// both servers (invariant I2 of the README's guarantees).
 func TestCheckDBRecordsRestoreProof(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
 	seq, verify := f.copiedSet()
@@ -307,7 +307,7 @@ func TestRestoreResumesItsOwnCutRestore(t *testing.T) {
 // TestRestoreReattachedToAnotherSetsRestore: a retried Restore finds a
 // RESTORE into its verification database running and waits for it — but
 // it was another cycle's, of another set: RestoreMismatch, not a
-// verified-looking copy (issue 9: "marked verified although it was never
+// verified-looking copy ("marked verified although it was never
 // restored").
 func TestRestoreReattachedToAnotherSetsRestore(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
@@ -357,7 +357,7 @@ func slowSanityWorkflow(ctx workflow.Context, in VerifyInput, heartbeat time.Dur
 	return out, err
 }
 
-// TestSlowSanityQueryHeartbeats (issue 9, path 5, scaled down): a sanity
+// TestSlowSanityQueryHeartbeats (scaled down): a sanity
 // query that runs three times longer than the heartbeat timeout succeeds,
 // because SanityChecks heartbeats while it runs.
 func TestSlowSanityQueryHeartbeats(t *testing.T) {

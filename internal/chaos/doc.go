@@ -1,4 +1,4 @@
-// Package chaos is the seeded, randomized fault simulation of issue 9: many
+// Package chaos is the seeded, randomized fault simulation of the product's guarantees: many
 // backup cycles over a small fleet, each with at most one fault drawn at a
 // random point, and the product's invariants checked after every cycle.
 //

@@ -1,6 +1,6 @@
 package crashtest
 
-// Regression tests of issue 9: the paths by which a verified set could be
+// Regression tests of the product's guarantees: the paths by which a verified set could be
 // overwritten, deleted or mislabelled. Each runs real cycles (embedded
 // Temporal, a worker, emulated SQL Server over TDS, backup servers as local
 // directories) and judges the backup servers by what their manifests record.

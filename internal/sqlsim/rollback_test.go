@@ -33,7 +33,7 @@ func sequenceNumber(t *testing.T, e *testEnv, db string) int64 {
 // restoring the source database over itself from an older backup (WITH
 // REPLACE, on the source instance) brings Number back, and the next
 // allocation hands out a number that was used before — the rollback the
-// product must survive (issue 9, path 1). Plain T-SQL over TDS and
+// product must survive (a sequence rollback). Plain T-SQL over TDS and
 // Instance.RestoreDatabase do the same.
 func TestSequenceRollback(t *testing.T) {
 	e := newEnv(t)

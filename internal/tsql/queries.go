@@ -197,7 +197,7 @@ func SequenceRaise(db string) (string, error) {
 // uniqueidentifier, name nvarchar — the BACKUP's NAME =) or none. The backup
 // set GUID proves which backup the database was restored from: a copy
 // restored from another set (another cycle's, another run's) never passes for
-// this one's (issue 9, invariant I2). msdb.dbo.restorehistory and
+// this one's (invariant I2 of the README's guarantees). msdb.dbo.restorehistory and
 // msdb.dbo.backupset are documented system tables
 // (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/restorehistory-transact-sql,
 // .../backupset-transact-sql); RESTORE writes the backupset row of a set
