@@ -90,6 +90,7 @@ type run struct {
 	seq       int64
 
 	lastStallCheck time.Time
+	missed         bool // the fault could not be applied at its point: not tried again
 }
 
 type heal struct {
@@ -659,7 +660,7 @@ func (s *Sim) doHeals(r *run) {
 // due reports whether the observed cycle reached the fault's point.
 func (s *Sim) due(r *run) bool {
 	p := r.plan
-	if p.Step == "" || armed(p) {
+	if p.Step == "" || armed(p) || r.missed {
 		return false
 	}
 	cur, target := stepIndex(r.step), stepIndex(p.Step)
@@ -688,7 +689,7 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 	case FaultWorkerKill, FaultWorkerFreeze:
 		w := s.activeWorker(ctx, ref, p.Pick)
 		if w == nil {
-			r.injected = false
+			r.injected, r.missed = false, true
 			r.note("no live worker to %s", p.Fault)
 			return
 		}
@@ -746,12 +747,18 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 		what, err := s.flipWriting(p)
 		if err != nil || what == "" {
 			r.injected = false
-			r.note("no BACKUP being written to damage (%v)", err)
+			if r.step != activities.StepBackup || err != nil {
+				// The BACKUP is over (or its files unknown): the fault missed.
+				r.missed = true
+				if err != nil {
+					r.note("no BACKUP being written to damage: %v", err)
+				}
+			}
 			return
 		}
 		r.at += " (" + what + ")"
 	default:
-		r.injected = false
+		r.injected, r.missed = false, true
 	}
 }
 
