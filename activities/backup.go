@@ -23,7 +23,7 @@ type BackupHeartbeat struct {
 	Bytes   int64   `json:"bytes"`
 }
 
-// Backup runs BACKUP DATABASE ... WITH CHECKSUM, INIT, FORMAT, STATS to the
+// Backup runs BACKUP DATABASE ... WITH CHECKSUM, INIT, FORMAT to the
 // stripes of one sequence on one backup server, heartbeating percent and the
 // bytes on the share. A retry first looks for its statement still running
 // (sys.dm_exec_requests) and waits for it, and recognises a backup that
@@ -48,10 +48,12 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if err != nil {
 		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
-	compression := db.Compression
+	// The plan's mode: no COMPRESSION where the edition refuses it, COPY_ONLY
+	// for a read-only source (modeFor, backupMode).
+	mode := modeFor(db, in.Mode)
 	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
 		Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
-		Compression: &compression, CopyOnly: db.CopyOnly, Stats: statsPercent,
+		Compression: &mode.Compression, CopyOnly: mode.CopyOnly,
 		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize),
 		Name: tsql.BackupSetName(in.Sequence),
 	})
@@ -90,31 +92,63 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	})
 	defer stop()
 
+	marker, err := tsql.BackupMarker(db.Name, layout[0].Path)
+	if err != nil {
+		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
+
 	// A retry: is our BACKUP still running, or did it finish unseen?
+	var res mssql.Result
+	attached, blind := false, false
 	if isRetry(ctx) {
-		if out, ok := a.reattachBackup(ctx, sqlDB, st, db, layout, in.Sequence, rep, log); ok {
-			return out, nil
+		found, err := ls.find(ctx)
+		if err != nil {
+			return BackupOutput{}, err
+		}
+		switch {
+		case found.local != nil:
+			log.Info("re-attaching to the BACKUP this worker still runs")
+			start = found.local.Started()
+			res, err = a.wait(ctx, ls, found, rep)
+			if err != nil {
+				return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+			}
+			attached = true
+		default:
+			if found.session > 0 {
+				log.Info("re-attaching to the running BACKUP", zap.Int64("session", found.session))
+				if _, err := a.wait(ctx, ls, found, rep); err != nil {
+					return BackupOutput{}, err
+				}
+			}
+			if out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log); ok {
+				return out, nil
+			}
+			if blind = found.blind; blind {
+				log.Warn("this login cannot see other sessions (VIEW SERVER STATE): an earlier BACKUP of this set may still run; " +
+					"SQL Server refuses a second one on its files (3201, OS error 32) and the attempt is retried")
+			}
 		}
 	}
-
-	log.Info("backup starting", zap.Int("stripes", len(layout)))
-	res, err := sqlDB.Run(ctx, "BACKUP DATABASE", stmt, func(m mssql.Message) {
-		if m.Percent >= 0 {
-			rep.setPercent(float64(m.Percent))
+	if !attached {
+		log.Info("backup starting", zap.Int("stripes", len(layout)))
+		s, err := ls.start()
+		if err != nil {
+			return BackupOutput{}, err
 		}
-	})
-	if err != nil {
-		pct, _ := rep.get()
-		if ctx.Err() != nil {
-			// This attempt was cancelled (the workflow was, or the heartbeat
-			// could not reach Temporal): that says nothing about the SQL host
-			// nor the set. Temporal retries or cancels; a retry recognises a
-			// BACKUP that completed anyway (RESTORE HEADERONLY).
-			log.Warn("backup attempt cancelled", zap.Float64("percent", pct), zap.Error(err))
-			return BackupOutput{}, ctx.Err()
+		res, err = a.wait(ctx, ls, running{local: s}, rep)
+		if blind && errors.Is(err, mssql.ErrDeviceInUse) {
+			// SQL Server refused a second BACKUP on files the first holds
+			// (3201, OS error 32): say why it could not be re-attached.
+			return BackupOutput{}, retryable(ErrBackupDeviceInUse, fmt.Errorf(
+				"set %d of %s: an earlier BACKUP of this set still holds its files on %s and login %q cannot see it to wait for it "+
+					"(grant VIEW SERVER STATE, on SQL Server 2022 VIEW SERVER PERFORMANCE STATE; `starter preflight` checks it): "+
+					"the cycle waits and tries the same set again: %w", in.Sequence, db.ID(), srv.Name, inst.User, err))
 		}
-		log.Warn("backup failed", zap.Float64("percent", pct), zap.Error(err))
-		return BackupOutput{}, sqlError(err, BackupFailure{Started: true, Percent: pct})
+		if err != nil {
+			return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+		}
 	}
 	out, err := finishedBackup(ctx, st, srv, layout, time.Since(start))
 	if err != nil {
@@ -123,27 +157,18 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if res.Summary != nil {
 		out.Pages = res.Summary.Pages
 	}
+	// The last percent_complete seen may be well below 100: the step is done.
+	rep.set(100, out.Bytes)
+	rep.maybeSignal(true)
 	log.Info("backup done", zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
 	return out, nil
 }
 
-// reattachBackup waits for this database's BACKUP still running from an
-// earlier attempt and reports a backup set already complete on our stripes.
-func (a *Activities) reattachBackup(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database,
-	layout []tsql.Stripe, seq int64, rep *reporter, log *zap.Logger) (BackupOutput, bool) {
+// finishedUnseen reports a backup set already complete on our stripes: a
+// BACKUP that finished while no worker watched it is not run again.
+func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database,
+	layout []tsql.Stripe, seq int64, log *zap.Logger) (BackupOutput, bool) {
 	start := time.Now()
-	q, args, err := tsql.InFlightRequests(db.Name, tsql.CommandBackupDatabase)
-	if err != nil {
-		return BackupOutput{}, false
-	}
-	reqs, err := sqlDB.Requests(ctx, q, args...)
-	if err == nil && len(reqs) > 0 {
-		log.Info("re-attaching to the running BACKUP", zap.Int64("session", reqs[0].SessionID))
-		err = sqlDB.WaitRequest(ctx, reqs[0].SessionID, a.Cycle.poll(), func(p float64) { rep.setPercent(p) }, q, args...)
-		if err != nil {
-			return BackupOutput{}, false
-		}
-	}
 	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
 	if err != nil {
 		return BackupOutput{}, false
@@ -162,6 +187,19 @@ func (a *Activities) reattachBackup(ctx context.Context, sqlDB *mssql.DB, st sto
 	}
 	log.Info("backup finished while no worker watched it: not running it again")
 	return out, true
+}
+
+// backupFailed classifies a BACKUP that did not complete. An attempt that
+// ended with its statement left running, or was cancelled, says nothing about
+// the SQL host nor the set.
+func (a *Activities) backupFailed(ctx context.Context, err error, rep *reporter, log *zap.Logger) error {
+	pct, _ := rep.get()
+	if ctx.Err() != nil {
+		log.Warn("backup attempt ended", zap.Float64("percent", pct), zap.Error(err))
+		return err
+	}
+	log.Warn("backup failed", zap.Float64("percent", pct), zap.Error(err))
+	return sqlError(err, BackupFailure{Started: true, Percent: pct})
 }
 
 // finishedBackup checks that the worker sees every stripe SQL Server wrote

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -47,11 +49,21 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	_, err = sqlDB.Run(ctx, "DBCC CHECKDB", stmt, nil)
-	if errors.Is(err, mssql.ErrDatabaseNotFound) {
+	marker, err := tsql.CheckDBMarker(verifyDB)
+	if err != nil {
+		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	ls := &longStatement{db: sqlDB, op: "DBCC CHECKDB", command: tsql.CommandCheckDB, text: stmt, marker: marker,
+		log: a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepCheckDB))}
+	err = a.checkDB(ctx, ls, verifyDB, before.RestoreDate, rep)
+	// Gone, or still RESTORING (927): restore again.
+	if errors.Is(err, mssql.ErrDatabaseNotFound) || errors.Is(err, mssql.ErrDatabaseUnavailable) {
 		return StepOutput{}, retryable(ErrSQLHostUnreachable, fmt.Errorf("restored copy %s is gone from %s: restore it again: %w", verifyDB, inst.Name, err))
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return StepOutput{}, err
+		}
 		return StepOutput{}, sqlError(err)
 	}
 	proof, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m), before, "CHECKDB")
@@ -77,4 +89,63 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, err
 	}
 	return out, nil
+}
+
+// checkDB runs the CHECKDB, or follows the one an earlier attempt left
+// running. A CHECKDB this process sent gives its outcome; one only seen on
+// the instance does not (its messages went to a connection that is gone):
+// after it ends, the check runs again.
+func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, rep *reporter) error {
+	if isRetry(ctx) {
+		found, err := ls.find(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case found.local != nil:
+			ls.log.Info("re-attaching to the CHECKDB this worker still runs")
+			_, err := a.wait(ctx, ls, found, rep)
+			return err
+		case found.session > 0:
+			ls.log.Info("waiting for the CHECKDB an earlier attempt left running", zap.Int64("session", found.session))
+			if _, err := a.wait(ctx, ls, found, rep); err != nil {
+				return err
+			}
+		}
+		// An earlier attempt's CHECKDB (waited for above, or ended while
+		// no worker watched) sent its messages to a connection that is
+		// gone; a clean end is recorded in the database
+		// (LastGoodCheckDbTime). One at or after this copy's restore is
+		// a clean CHECKDB of this copy (a restored database carries its
+		// source's value, older than the backup): it is not run again.
+		// Else (errors, or no record) it runs again to read them.
+		if clean, err := cleanSince(ctx, ls, verifyDB, restoredAt); err == nil && clean {
+			ls.log.Info("a CHECKDB of this copy already ended clean: not running it again")
+			return nil
+		}
+	}
+	s, err := ls.start()
+	if err != nil {
+		return err
+	}
+	_, err = a.wait(ctx, ls, running{local: s}, rep)
+	return err
+}
+
+// cleanSince reports whether the database's last clean CHECKDB ended at or
+// after start (both the server's local time).
+func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, start time.Time) (bool, error) {
+	if start.IsZero() {
+		return false, nil
+	}
+	q, args, err := tsql.LastGoodCheckDB(verifyDB)
+	if err != nil {
+		return false, err
+	}
+	v, ok, err := ls.db.QueryValue(ctx, "read LastGoodCheckDbTime", q, args...)
+	if err != nil || !ok {
+		return false, err
+	}
+	t, isTime := v.(time.Time)
+	return isTime && !t.Before(start), nil
 }

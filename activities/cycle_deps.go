@@ -102,9 +102,6 @@ func (d *CycleDeps) openSQL(ctx context.Context, inst *config.SQLInstance, datab
 	if err != nil {
 		return nil, sqlError(err)
 	}
-	// Liveness pings while a long statement runs: a lost host is noticed
-	// after three failed pings.
-	db.Liveness = 5 * d.poll()
 	return db, nil
 }
 
@@ -166,6 +163,9 @@ func sqlError(err error, details ...any) error {
 	var appErr *temporal.ApplicationError
 	if err == nil || errors.As(err, &appErr) {
 		return err
+	}
+	if m, ok := sqlKindError(err, details...); ok {
+		return m
 	}
 	switch {
 	case errors.Is(err, mssql.ErrLoginFailed):

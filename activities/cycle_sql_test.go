@@ -475,19 +475,38 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
 	var seq int64
 	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	done := f.firstAttemptBackup(seq)
+	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 10})
+	var out BackupOutput
+	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, &out)
+	if err := <-done; err != nil {
+		t.Fatalf("the first attempt's BACKUP failed: %v", err)
+	}
+	if !out.Reattached || len(out.Stripes) != 2 || out.Bytes == 0 {
+		t.Errorf("retried backup %+v, want re-attached with both stripes", out)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+}
+
+// firstAttemptBackup is what an attempt that died left behind: this run's
+// claim on set seq on bak01 and its BACKUP (with STATS, as the product sent
+// them before) still running on the source, on a connection of its own.
+// The channel gives that BACKUP's outcome.
+func (f *sqlFixture) firstAttemptBackup(seq int64) <-chan error {
+	t := f.t
+	t.Helper()
 	srv, _ := f.cfg.BackupServer("bak01")
 	layout, err := tsql.Layout(srv.UNCPaths, "sql01", "Sales", seq, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp := true
 	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{Database: "Sales", Disks: tsql.Paths(layout), Checksum: true, Init: true,
-		Format: true, Compression: &comp, Stats: 5, Name: tsql.BackupSetName(seq)})
+		Format: true, Stats: 5, Name: tsql.BackupSetName(seq)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The "first attempt" claimed the number for this run, then started a
-	// BACKUP; its worker is gone, the statement still runs.
 	claim := catalog.NewPending("sql01", "Sales", seq, time.Now(), "default-test-workflow-id", "default-test-run-id")
 	data, err := catalog.Encode(claim)
 	if err != nil {
@@ -502,7 +521,7 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.Close()
+	t.Cleanup(func() { first.Close() })
 	done := make(chan error, 1)
 	go func() {
 		_, err := first.Run(context.Background(), "BACKUP DATABASE", stmt, nil)
@@ -512,16 +531,5 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 	for len(statements(f.src, "BACKUP DATABASE")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 10})
-	var out BackupOutput
-	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, &out)
-	if err := <-done; err != nil {
-		t.Fatalf("the first attempt's BACKUP failed: %v", err)
-	}
-	if !out.Reattached || len(out.Stripes) != 2 || out.Bytes == 0 {
-		t.Errorf("retried backup %+v, want re-attached with both stripes", out)
-	}
-	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
-		t.Errorf("BACKUP ran %d times, want 1", n)
-	}
+	return done
 }

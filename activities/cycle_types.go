@@ -1,6 +1,10 @@
 package activities
 
-import "time"
+import (
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/plan"
+)
 
 // Inputs and outputs of the BackupCycle activities. They are recorded in the
 // workflow history and shown in the Web UI, so they are small, JSON-friendly
@@ -81,10 +85,20 @@ type Plan struct {
 	// the memory budget.
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
 	Limits      Limits `json:"limits"`
+	// Source is what the plan read from the source instance, Mode how this
+	// run backs up, Budget the expected step durations and the timeouts
+	// derived from them (in Limits), Warnings what the plan changed or
+	// could not learn.
+	Source   SourceFacts `json:"source"`
+	Mode     BackupMode  `json:"mode"`
+	Budget   plan.Budget `json:"budget"`
+	Warnings []string    `json:"warnings,omitempty"`
 }
 
 // Limits bound the waiting and the long steps of a cycle; zero values mean
-// the workflow's defaults.
+// the workflow's defaults. PlanCycle derives the step timeouts from the
+// database's size (internal/plan.Timeouts): XTimeout bounds one attempt of
+// step X (StartToClose), XDeadline all its attempts (ScheduleToClose).
 type Limits struct {
 	HostWait   time.Duration `json:"host_wait,omitempty"`   // total wait for a lost SQL host
 	ServerWait time.Duration `json:"server_wait,omitempty"` // total wait when no backup server is reachable
@@ -94,14 +108,20 @@ type Limits struct {
 	CopyDeadline time.Duration `json:"copy_deadline,omitempty"`
 	// CopyRetry and CopyRetryMax pace the copy's retries while the remote
 	// server is away (first and longest interval).
-	CopyRetry      time.Duration `json:"copy_retry,omitempty"`
-	CopyRetryMax   time.Duration `json:"copy_retry_max,omitempty"`
-	BackupTimeout  time.Duration `json:"backup_timeout,omitempty"`
-	RestoreTimeout time.Duration `json:"restore_timeout,omitempty"`
-	CheckDBTimeout time.Duration `json:"checkdb_timeout,omitempty"`
-	RestoreRounds  int           `json:"restore_rounds,omitempty"` // restores after a lost verification instance
-	// Heartbeat is the HeartbeatTimeout of the long activities: how soon a
-	// dead worker's activity is retried elsewhere.
+	CopyRetry       time.Duration `json:"copy_retry,omitempty"`
+	CopyRetryMax    time.Duration `json:"copy_retry_max,omitempty"`
+	BackupTimeout   time.Duration `json:"backup_timeout,omitempty"`
+	BackupDeadline  time.Duration `json:"backup_deadline,omitempty"`
+	RestoreTimeout  time.Duration `json:"restore_timeout,omitempty"`
+	RestoreDeadline time.Duration `json:"restore_deadline,omitempty"`
+	// CheckDB's also bound the sanity checks, which read the copy too.
+	CheckDBTimeout  time.Duration `json:"checkdb_timeout,omitempty"`
+	CheckDBDeadline time.Duration `json:"checkdb_deadline,omitempty"`
+	RestoreRounds   int           `json:"restore_rounds,omitempty"` // restores after a lost verification instance
+	// Heartbeat is the HeartbeatTimeout of every activity after the plan:
+	// how soon a dead worker's activity is retried elsewhere, and how long
+	// a stalled worker, network or Temporal server may stay silent before
+	// a running statement's attempt is given up.
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 }
 
@@ -109,6 +129,9 @@ type Limits struct {
 type SequenceInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	// Method is the plan's sequence method for this run (Plan.Mode); ""
+	// means the configured one.
+	Method string `json:"method,omitempty"`
 }
 
 // Stripe is one backup file of a set.
@@ -126,6 +149,9 @@ type BackupInput struct {
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server"`
 	Stripes  int    `json:"stripes"`
+	// Mode is the plan's (compression, COPY_ONLY); nil means the
+	// configured ones.
+	Mode *BackupMode `json:"mode,omitempty"`
 }
 
 // BackupOutput is a finished backup.
@@ -198,6 +224,10 @@ type VerifyInput struct {
 	// verification database (a cancel cut it short): a copy RESTORING
 	// from it may be dropped.
 	OwnRestore bool `json:"own_restore,omitempty"`
+	// SourceUTCOffsetMinutes is the source server's offset from UTC as the
+	// plan read it (SourceFacts), for the sanity checks' max_age; nil when
+	// unknown.
+	SourceUTCOffsetMinutes *int `json:"source_utc_offset_minutes,omitempty"`
 }
 
 // StepOutput is the measured result of a verification step.

@@ -1,6 +1,14 @@
 package activities
 
-import "github.com/backupcycle/backupcycle/internal/catalog"
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+)
 
 // Stable error types of the backup cycle. Activities return them as
 // temporal.ApplicationError types; the workflow, starters and the Web UI match
@@ -33,6 +41,20 @@ const (
 	// ErrNoEvidence: MarkFailed was asked to fail a set without evidence
 	// about its content (a programming error in the caller).
 	ErrNoEvidence = "NoEvidence"
+	// ErrDatabaseUnavailable: SQL Server cannot open the database now
+	// (offline, restoring, recovering, a non-readable availability replica,
+	// or missing: its 4060 does not say which). Retryable later; it says
+	// nothing about any backup set.
+	ErrDatabaseUnavailable = "DatabaseUnavailable"
+	// ErrCheckDBCouldNotRun: DBCC CHECKDB stopped before checking (tempdb
+	// full, no internal snapshot). Retryable later; never evidence of
+	// corruption.
+	ErrCheckDBCouldNotRun = "CheckDBCouldNotRun"
+	// ErrBackupDeviceInUse: the backup files are held by another process,
+	// typically a BACKUP or RESTORE still running on them (3201 with
+	// operating system error 32). Retryable once that statement has ended;
+	// the files are not ours to judge or delete meanwhile.
+	ErrBackupDeviceInUse = "BackupDeviceInUse"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -69,4 +91,25 @@ func Evidence(errorType string) catalog.Evidence {
 		return catalog.EvidenceHashMismatch
 	}
 	return ""
+}
+
+// sqlKindError maps the SQL failure kinds that are retryable later, and
+// prove nothing about a set, to their types: ok is false for other errors.
+// The hint says what an operator can do meanwhile.
+func sqlKindError(err error, details ...any) (mapped error, ok bool) {
+	var typ, hint string
+	switch {
+	case errors.Is(err, mssql.ErrDatabaseUnavailable):
+		typ, hint = ErrDatabaseUnavailable, "the database is offline, restoring, recovering or missing "+
+			"(sys.databases.state_desc on the instance tells which); the cycle tries again later"
+	case errors.Is(err, mssql.ErrCheckDBCouldNotRun):
+		typ, hint = ErrCheckDBCouldNotRun, "DBCC CHECKDB stopped before checking (tempdb full or no internal snapshot): "+
+			"free tempdb space on the verification instance; this says nothing about the backup set"
+	case errors.Is(err, mssql.ErrDeviceInUse):
+		typ, hint = ErrBackupDeviceInUse, "another BACKUP or RESTORE still holds these files "+
+			"(sys.dm_exec_requests on the instance shows it); the cycle tries again once it has finished"
+	default:
+		return nil, false
+	}
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%v: %s", err, hint), typ, err, details...), true
 }

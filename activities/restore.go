@@ -11,7 +11,6 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
-	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -110,23 +109,55 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	defer func() { stop() }()
 	start := time.Now()
 
+	marker, err := tsql.RestoreMarker(verifyDB, disks[0])
+	if err != nil {
+		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	ls := &longStatement{db: sqlDB, op: "RESTORE DATABASE", command: tsql.CommandRestoreDatabase, marker: marker, log: log}
+
 	restored := false
 	if isRetry(ctx) {
-		q, args, err := tsql.InFlightRequests(verifyDB, tsql.CommandRestoreDatabase)
-		if err == nil {
-			if reqs, err := sqlDB.Requests(ctx, q, args...); err == nil && len(reqs) > 0 {
-				log.Info("re-attaching to the running RESTORE", zap.Int64("session", reqs[0].SessionID))
-				beat()
-				if err := sqlDB.WaitRequest(ctx, reqs[0].SessionID, a.Cycle.poll(), func(p float64) { rep.setPercent(p) }, q, args...); err != nil {
-					return StepOutput{}, sqlError(err)
-				}
-				// Whose RESTORE it was is checked below, by GUID.
-				after, err := lastRestoreProof(ctx, sqlDB, verifyDB)
-				restored = err == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
-				if restored {
-					before = nil
-				}
+		// An earlier attempt's RESTORE of this set into this copy may still
+		// run (worker stopped, Temporal away): follow it, never start a
+		// second one over it.
+		found, err := ls.find(ctx)
+		if err != nil {
+			return StepOutput{}, err
+		}
+		switch {
+		case found.local != nil:
+			log.Info("re-attaching to the RESTORE this worker still runs")
+			beat()
+			res, err := a.wait(ctx, ls, found, rep)
+			if err != nil {
+				return StepOutput{}, restoreFailed(ctx, err)
 			}
+			if res.Summary != nil {
+				rep.set(100, res.Summary.Bytes())
+			}
+			restored = true
+		case found.session > 0:
+			log.Info("re-attaching to the running RESTORE", zap.Int64("session", found.session))
+			beat()
+			if _, err := a.wait(ctx, ls, found, rep); err != nil {
+				return StepOutput{}, err
+			}
+			// Whether it completed is read from msdb below, by GUID.
+			after, err := lastRestoreProof(ctx, sqlDB, verifyDB)
+			restored = err == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
+		case prevStarted == verifyDB && before != nil && sameGUID(before.BackupSetGUID, want):
+			// The earlier attempt's RESTORE finished while no worker
+			// watched it: the copy's last restore is of this set and the
+			// copy is online. It is not restored twice (CHECKDB proves it
+			// again before it counts).
+			if st, err := databaseState(ctx, sqlDB, verifyDB); err == nil && st != nil && st.State == "ONLINE" {
+				log.Info("restore finished while no worker watched it: not running it again",
+					zap.Int64("restore_history_id", before.HistoryID))
+				restored = true
+			}
+		}
+		if restored {
+			before = nil
 		}
 	}
 	if !restored {
@@ -146,11 +177,16 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		if err != nil {
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
 		}
+		// No STATS: a progress message is a network write, and SQL Server
+		// stops the RESTORE of a vanished client at its next write; without
+		// them it survives a worker restart. Progress is read from
+		// sys.dm_exec_requests instead.
 		stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: verifyDB, Disks: disks, Moves: moves,
-			Checksum: true, Replace: true, Stats: statsPercent})
+			Checksum: true, Replace: true})
 		if err != nil {
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 		}
+		ls.text = stmt
 		// REPLACE destroys whatever has the name: only ever a copy
 		// backupcycle restored.
 		if err := checkReplaceable(ctx, sqlDB, inst.Name, verifyDB, prevStarted == verifyDB); err != nil {
@@ -161,13 +197,13 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		intoMu.Unlock()
 		beat()
 		log.Info("restore starting", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
-		res, err := sqlDB.Run(ctx, "RESTORE DATABASE", stmt, func(m mssql.Message) {
-			if m.Percent >= 0 {
-				rep.setPercent(float64(m.Percent))
-			}
-		})
+		s, err := ls.start()
 		if err != nil {
-			return StepOutput{}, sqlError(err)
+			return StepOutput{}, err
+		}
+		res, err := a.wait(ctx, ls, running{local: s}, rep)
+		if err != nil {
+			return StepOutput{}, restoreFailed(ctx, err)
 		}
 		if res.Summary != nil {
 			rep.set(100, res.Summary.Bytes())
@@ -204,4 +240,13 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
 	return out, nil
+}
+
+// restoreFailed classifies a RESTORE that did not complete; an attempt that
+// ended with its statement left running (or cancelled) passes as it is.
+func restoreFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return sqlError(err)
 }

@@ -60,7 +60,7 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 			}
 			return StepOutput{}, sqlError(err)
 		}
-		if msg := sanityMismatch(c, v, found, m); msg != "" {
+		if msg := sanityMismatchAt(c, v, found, m, in.SourceUTCOffsetMinutes, time.Now()); msg != "" {
 			if perr := proven(); perr != nil {
 				return StepOutput{}, perr
 			}
@@ -75,8 +75,15 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	return StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start), Checks: len(db.SanityChecks)}, nil
 }
 
-// sanityMismatch returns why a sanity value fails its expectation, or "".
+// sanityMismatch returns why a sanity value fails its expectation, or "",
+// with the source server's time zone unknown.
 func sanityMismatch(c config.SanityCheck, v any, found bool, m *catalog.Manifest) string {
+	return sanityMismatchAt(c, v, found, m, nil, time.Now())
+}
+
+// sanityMismatchAt is sanityMismatch for a source server offsetMinutes
+// ahead of UTC (nil: unknown), now being the worker's clock.
+func sanityMismatchAt(c config.SanityCheck, v any, found bool, m *catalog.Manifest, offsetMinutes *int, now time.Time) string {
 	if !found {
 		return "returned no row"
 	}
@@ -98,17 +105,35 @@ func sanityMismatch(c config.SanityCheck, v any, found bool, m *catalog.Manifest
 		if !ok {
 			return fmt.Sprintf("returned %v (%T), want a date/time no older than %s", v, v, c.MaxAge)
 		}
-		ref := time.Now()
+		// max_age is measured from the backup's finish, which RESTORE
+		// HEADERONLY gives in the source server's local time; without it
+		// (an old manifest) from now.
+		ref := now
 		if m != nil && m.Header != nil && !m.Header.BackupFinish.IsZero() {
-			ref = m.Header.BackupFinish
+			ref = serverInstant(m.Header.BackupFinish, offsetMinutes)
 		}
-		if age := ref.Sub(t); age > c.MaxAge {
+		if age := ref.Sub(serverInstant(t, offsetMinutes)); age > c.MaxAge {
 			return fmt.Sprintf("returned %s, %s older than the backup, want at most %s", t.Format(time.RFC3339), age.Round(time.Second), c.MaxAge)
 		}
 	default:
 		return fmt.Sprintf("has no expectation (%q)", c.Expect)
 	}
 	return ""
+}
+
+// serverInstant reads a date/time value of the source server: datetime,
+// datetime2 and smalldatetime carry no zone and hold the server's local
+// wall clock (what GETDATE() returns; backupset (Transact-SQL) records
+// backup dates in local time, its time_zone column being the difference to
+// UTC), which go-mssqldb decodes as if it were UTC; offsetMinutes makes it
+// an instant. A datetimeoffset value (decoded with its own zone) is an
+// instant already. With the offset unknown the wall clock is taken as is:
+// values and backup dates of one server still compare correctly.
+func serverInstant(t time.Time, offsetMinutes *int) time.Time {
+	if offsetMinutes == nil || t.Location() != time.UTC {
+		return t
+	}
+	return t.Add(-time.Duration(*offsetMinutes) * time.Minute)
 }
 
 func sanityText(v any) string {

@@ -2,25 +2,41 @@ package activities
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // AllocateSequence returns a new, never used, backup sequence number of the
-// (instance, database): the larger of the allocator's next value (the seed's
-// DBBackup.Sequence table in the database, created if absent, or the UTC
-// time of the call) and one more than the highest number found on any
-// backup server. The allocator lives in the source database, so restoring
-// that database from an older backup, switching sequence modes or a worker
-// whose clock is behind would otherwise hand out numbers already used; the
-// table is moved past the highest number so the next cycle starts there.
+// (instance, database), by the database's `sequence` mode:
+//
+//   - catalog: one more than the highest number found on any backup server
+//     the database uses (sets, and the sequence file each server keeps
+//     beside the manifests) and in the source instance's msdb backup
+//     history. Nothing is written to the source database. The number is
+//     recorded in the sequence file of every reachable server before it is
+//     returned, and Backup claims it with a pending manifest on the server
+//     it writes to: of two runs that took the same number, the second finds
+//     the claim and gets SequenceInUse, and allocates again.
+//   - table: the larger of the seed's DBBackup.Sequence table in the
+//     database (created if absent) and one more than the highest number on
+//     any backup server; the table is moved past that number, so a database
+//     restored from an older backup never hands out a used number again.
+//   - utc: the UTC time of the call, or one more than the highest number on
+//     any backup server when a worker's clock is behind.
 func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (int64, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
@@ -28,25 +44,192 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 	if err != nil {
 		return 0, err
 	}
-	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance))
-	highest, unread := a.highestSequence(ctx, db)
+	// The plan may have switched the mode for this run (a read-only source
+	// takes catalog numbers: nothing may be written to it).
+	method := sequenceMethod(db, in)
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("mode", method))
+	highest, unread := a.highestSequence(ctx, db, log)
 	if len(unread) > 0 {
 		// Their sets stay safe: Backup and CopyToRemote refuse a number
 		// already used on the server they write to (SequenceInUse).
 		log.Warn("backup servers not read for the highest sequence", zap.Strings("servers", unread), zap.Int64("highest_seen", highest))
 	}
-	if db.Sequence == config.SequenceUTC {
-		n, err := utcSequence(d.now())
-		if err != nil {
-			return 0, err
-		}
-		if n <= highest {
+	var n int64
+	switch method {
+	case config.SequenceUTC:
+		n, err = utcSequence(d.now())
+		if err == nil && n <= highest {
 			log.Warn("UTC sequence not above the highest used: taking the next free number",
 				zap.Int64("utc", n), zap.Int64("highest", highest))
 			n = highest + 1
 		}
-		return n, nil
+	case config.SequenceCatalog:
+		n, err = a.catalogSequence(ctx, db, highest, log)
+	default:
+		n, err = a.tableSequence(ctx, db, highest, log)
 	}
+	if err != nil {
+		return 0, err
+	}
+	if n > tsql.MaxSequence {
+		// File and database names are checked for this many digits at most.
+		return 0, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+			"sequence %d of %s is wider than %d digits, the widest that file and database names are checked for: a sequence table or a file on a backup server holds a number no cycle handed out; correct or remove it",
+			n, db.ID(), len(fmt.Sprint(tsql.MaxSequence))))
+	}
+	log.Info("sequence allocated", zap.Int64("seq", n), zap.Int64("highest_seen", highest))
+	return n, nil
+}
+
+// catalogSequence is `sequence: catalog`: one more than the highest of
+// highest (the backup servers) and the source instance's backup history,
+// recorded in every reachable server's sequence file.
+func (a *Activities) catalogSequence(ctx context.Context, db *config.Database, highest int64, log *zap.Logger) (int64, error) {
+	d := &a.Cycle
+	inst, err := d.instance(db.Instance)
+	if err != nil {
+		return 0, err
+	}
+	q, args, err := tsql.SequenceHistory(db.Name)
+	if err != nil {
+		return 0, nonRetryable(ErrInvalidConfig, err)
+	}
+	// The history survives losing every backup server; a BACKUP that did
+	// not complete has no row, but its claim is on a server.
+	sqlDB, err := d.openSQL(ctx, inst, "master")
+	if err != nil {
+		return 0, err
+	}
+	defer sqlDB.Close()
+	// No number for a database the instance does not have: the cycle
+	// stops here, before any claim is written.
+	if st, err := databaseState(ctx, sqlDB, db.Name); err != nil {
+		return 0, err
+	} else if st == nil {
+		return 0, nonRetryable(ErrDatabaseNotFound, fmt.Errorf(
+			"database '%s' not found on SQL instance %s: check the database name in the config (names are exact)", db.Name, inst.Name))
+	}
+	history, err := backupHistoryHighest(ctx, sqlDB, q, args)
+	sqlDB.Close()
+	switch {
+	case errors.Is(err, mssql.ErrUnreachable):
+		return 0, sqlError(err)
+	case err != nil:
+		// Without the history the servers still give the floor.
+		log.Warn("backup history not read (SELECT on msdb.dbo.backupset): the sequence rests on the backup servers alone", zap.Error(err))
+	case history > highest:
+		log.Info("backup history is ahead of the backup servers", zap.Int64("history", history), zap.Int64("servers", highest))
+		highest = history
+	}
+	n := highest + 1
+	a.recordSequence(ctx, db, n, log)
+	return n, nil
+}
+
+// backupHistoryHighest is the highest sequence named by the rows of the
+// SequenceHistory query.
+func backupHistoryHighest(ctx context.Context, sqlDB *mssql.DB, q string, args []any) (int64, error) {
+	rows, err := sqlDB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, mssql.Classify(sqlDB.Target, "read the backup history", err)
+	}
+	defer rows.Close()
+	var highest int64
+	for rows.Next() {
+		var name sql.NullString
+		if err := rows.Scan(&name); err != nil {
+			return 0, mssql.Classify(sqlDB.Target, "read the backup history", err)
+		}
+		if n, ok := tsql.ParseBackupSetName(name.String); ok && n > highest {
+			highest = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, mssql.Classify(sqlDB.Target, "read the backup history", err)
+	}
+	return highest, nil
+}
+
+// sequenceRecord is the sequence file of `sequence: catalog`
+// (tsql.SequenceFileName) on a backup server.
+type sequenceRecord struct {
+	Instance   string    `json:"instance"`
+	Database   string    `json:"database"`
+	Sequence   int64     `json:"sequence"` // the highest number handed out
+	UpdatedAt  time.Time `json:"updated_at"`
+	WorkflowID string    `json:"workflow_id,omitempty"`
+	RunID      string    `json:"run_id,omitempty"`
+}
+
+// errBadSequenceRecord is a sequence file that was read but does not hold
+// a sequence of the database.
+var errBadSequenceRecord = errors.New("not a sequence file of this database")
+
+// readSequenceRecord is the number in a server's sequence file of db; 0
+// when there is none.
+func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Database) (int64, error) {
+	name := tsql.SequenceFileName(db.Instance, db.Name)
+	data, err := catalogFS{st}.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var r sequenceRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return 0, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
+	}
+	if r.Instance != db.Instance || r.Database != db.Name || r.Sequence < 0 {
+		return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
+	}
+	return r.Sequence, nil
+}
+
+// recordSequence writes n into the sequence file of every reachable server
+// of db whose file holds less. A server it cannot write keeps its older
+// number: the claim Backup writes and the copy's check protect the set, and
+// the next allocation that reads the server moves it on.
+func (a *Activities) recordSequence(ctx context.Context, db *config.Database, n int64, log *zap.Logger) {
+	wid, rid := runOf(ctx)
+	data, err := json.MarshalIndent(sequenceRecord{Instance: db.Instance, Database: db.Name, Sequence: n,
+		UpdatedAt: a.Cycle.now().UTC(), WorkflowID: wid, RunID: rid}, "", "  ")
+	if err != nil {
+		log.Warn("sequence file not encoded", zap.Error(err))
+		return
+	}
+	var missed []string
+	for _, name := range sequenceServers(db) {
+		if err := a.recordOn(ctx, db, name, n, data); err != nil {
+			missed = append(missed, name)
+			log.Warn("sequence file not written", zap.String("server", name), zap.Error(err))
+		}
+	}
+	if len(missed) > 0 {
+		log.Warn("sequence recorded on some backup servers only", zap.Int64("seq", n), zap.Strings("not_on", missed))
+	}
+}
+
+func (a *Activities) recordOn(ctx context.Context, db *config.Database, server string, n int64, data []byte) error {
+	srv, err := a.Cycle.server(server)
+	if err != nil {
+		return err
+	}
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if have, err := readSequenceRecord(ctx, st, db); err == nil && have >= n {
+		return nil
+	}
+	return catalog.WriteFileAtomic(ctx, catalogFS{st}, tsql.SequenceFileName(db.Instance, db.Name), data)
+}
+
+// tableSequence is `sequence: table`: the seed's DBBackup.Sequence table,
+// kept above highest.
+func (a *Activities) tableSequence(ctx context.Context, db *config.Database, highest int64, log *zap.Logger) (int64, error) {
+	d := &a.Cycle
 	inst, err := d.instance(db.Instance)
 	if err != nil {
 		return 0, err
@@ -98,7 +281,6 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 				"sequence table of %s returned %d, not above the highest used number %d", db.ID(), n, highest), "SQLError")
 		}
 	}
-	log.Info("sequence allocated", zap.Int64("seq", n), zap.Int64("highest_seen", highest))
 	return n, nil
 }
 
@@ -117,10 +299,12 @@ func allocate(ctx context.Context, query func(context.Context, string, string, .
 
 // highestSequence is the highest set number of (instance, database) on
 // every backup server the database uses (rotation and copy targets), from
-// manifests and stripe file names alike, and the servers it could not read.
-func (a *Activities) highestSequence(ctx context.Context, db *config.Database) (int64, []string) {
+// manifests, stripe file names and the sequence file `sequence: catalog`
+// keeps there, and the servers it could not read.
+func (a *Activities) highestSequence(ctx context.Context, db *config.Database, log *zap.Logger) (int64, []string) {
 	var highest int64
 	var unread []string
+	owner := tsql.OwnerOf(db.Instance, db.Name)
 	for _, name := range sequenceServers(db) {
 		srv, err := a.Cycle.server(name)
 		if err != nil {
@@ -133,12 +317,21 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database) (
 			continue
 		}
 		files, err := st.List(ctx, tsql.DBPrefix(db.Instance, db.Name))
+		var recorded int64
+		if err == nil {
+			recorded, err = readSequenceRecord(ctx, st, db)
+			if errors.Is(err, errBadSequenceRecord) {
+				// A damaged file does not hide the sets beside it.
+				log.Warn("sequence file not readable: the sets on the server still count", zap.String("server", name), zap.Error(err))
+				err = nil
+			}
+		}
 		st.Close()
 		if err != nil {
 			unread = append(unread, name)
 			continue
 		}
-		owner := tsql.OwnerOf(db.Instance, db.Name)
+		highest = max(highest, recorded)
 		for _, f := range files {
 			p, ok := tsql.ParseStripeFileName(f.Name)
 			if !ok {

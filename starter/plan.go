@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
@@ -50,6 +52,11 @@ func planCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 		return err
 	}
 	p, err := client.PlanCycle(cfg, req)
+	if errors.Is(err, client.ErrNameTooLong) {
+		// Show every name and its limit, then fail: a cycle would.
+		writePlan(e.stdout, p, req.SizeBytes)
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -88,6 +95,7 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64) {
 	} else {
 		fmt.Fprintf(w, "memory:    %s of backup buffers (BUFFERCOUNT x MAXTRANSFERSIZE), %s: ok\n", humanBytes(p.MemoryBytes), budget)
 	}
+	writeNames(w, p.Names)
 	a := p.Assumptions
 	fmt.Fprintf(w, "assumed:   NIC %g MB/s x %d (source) / %d (remote); backup LUN read %g, write %g MB/s x %d; data LUN read %g, write %g MB/s x %d; copy %g MB/s; compression factor %g; instant file init %v\n",
 		a.NICMBps, p.Source.NICs, p.RemoteHW.NICs, a.BackupLUNReadMBps, a.BackupLUNWriteMBps, a.BackupLUNs,
@@ -103,6 +111,22 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64) {
 	fmt.Fprintf(w, "  restore  %10s  at %.0f MB/s, limited by %s\n", hm(est.Restore), est.RestoreRate.MBps, est.RestoreRate.Bottleneck)
 	fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
 	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
+}
+
+// writeNames lists the derived names at their widest (sequence of 14
+// digits), each with its length and limit.
+func writeNames(w io.Writer, names []client.DerivedName) {
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "names:     at their widest (sequence %d)\n", tsql.MaxSequence)
+	for _, n := range names {
+		verdict := "ok"
+		if n.Over {
+			verdict = "OVER THE LIMIT"
+		}
+		fmt.Fprintf(w, "  %-30s %4d of %4d %-10s %s  %s\n", n.What, n.Len, n.Limit, n.Unit, verdict, n.Name)
+	}
 }
 
 func orDefault(n int64, bytes bool) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/logging"
+	"github.com/backupcycle/backupcycle/internal/preflight"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -130,6 +132,7 @@ func runRemote(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer startupPreflight(ctx, cfg, log)()
 	// Against a real cluster --demo only proves the worker: a cycle would
 	// touch real SQL Servers.
 	demo := func(ctx context.Context) error { return healthDemo(ctx, c, stdout, nil) }
@@ -137,6 +140,34 @@ func runRemote(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "backupcycle worker ready in %s: Temporal %s, namespace %s, task queue %s\n",
 			since(began), c.Address(), c.Namespace(), c.TaskQueue())
 	}, demo)
+}
+
+// startupPreflight checks, in the background, the permissions the cycle
+// needs (as `starter preflight` does) and logs each missing one as a
+// warning with the keys instance, db and server. It never stops the worker.
+// The returned function cancels the checks and waits for them.
+func startupPreflight(ctx context.Context, cfg *config.Config, log *zap.Logger) func() {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r, err := preflight.Run(ctx, preflight.Options{Config: cfg, CompressionFactor: client.DefaultCompressionFactor})
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return // the worker stopped first: a cut-short report would only mislead
+		}
+		if err != nil {
+			log.Warn("preflight: the permission checks did not run", zap.Error(err))
+			return
+		}
+		r.Log(log)
+	}()
+	return func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // never hold up the worker's exit
+		}
+	}
 }
 
 // serve runs the worker until ctx ends (a signal) or, with --demo and

@@ -104,7 +104,15 @@ const (
 	defaultRestoreRounds  = 3
 	firstWait             = 10 * time.Second
 	maxWait               = 5 * time.Minute
-	longHeartbeat         = time.Minute
+	// longHeartbeat is every activity's heartbeat timeout until the plan
+	// gives one: minutes, so that a stalled worker, network or Temporal
+	// server does not cancel a running statement.
+	longHeartbeat = plan.DefaultHeartbeat
+	// shortDeadline bounds every attempt of a short step together
+	// (ScheduleToClose): one that keeps failing ends the cycle instead of
+	// holding the database while its schedule skips. The plan gives the
+	// long steps' bounds.
+	shortDeadline = time.Hour
 )
 
 // a is only used to name activity methods; the worker registers the real one.
@@ -167,9 +175,10 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 
 		c.step(ctx, activities.StepCatalog)
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			HeartbeatTimeout:    c.hb,
-			RetryPolicy:         retry(10*time.Second, 10),
+			StartToCloseTimeout:    30 * time.Minute,
+			ScheduleToCloseTimeout: shortDeadline,
+			HeartbeatTimeout:       c.hb,
+			RetryPolicy:            retry(10*time.Second, 10),
 		}), a.WriteManifest, activities.ManifestInput{
 			Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
 		}).Get(ctx, &manifest)
@@ -192,7 +201,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			// intact on the primary).
 			ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
 			StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-			HeartbeatTimeout:       orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			HeartbeatTimeout:       c.hb,
 			WaitForCancellation:    true, // a cancelled copy stops writing before its files are removed
 			RetryPolicy: &temporal.RetryPolicy{
 				InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
@@ -220,6 +229,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 
 	verify := activities.VerifyInput{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: remote,
+		SourceUTCOffsetMinutes: plan.Source.UTCOffsetMinutes,
 	}
 	if err := c.restoreAndCheck(ctx, plan, verify); err != nil {
 		return CycleResult{}, err
@@ -228,12 +238,13 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepSanity)
 	var sanity activities.StepOutput
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
-		// Queries on a cold multi-terabyte copy take minutes; the activity
-		// heartbeats while they run.
-		HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
-		WaitForCancellation: true,
-		RetryPolicy:         retry(10*time.Second, 5),
+		// Queries on a cold multi-terabyte copy read it as CHECKDB does; the
+		// activity heartbeats while they run.
+		StartToCloseTimeout:    orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
+		ScheduleToCloseTimeout: deadline(plan.Limits.CheckDBDeadline, plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
+		HeartbeatTimeout:       c.hb,
+		WaitForCancellation:    true,
+		RetryPolicy:            retry(10*time.Second, 5),
 	}), a.SanityChecks, verify).Get(ctx, &sanity)
 	if err != nil {
 		return CycleResult{}, err
@@ -244,9 +255,10 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 
 	c.step(ctx, activities.StepVerified)
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    c.hb,
-		RetryPolicy:         retry(5*time.Second, 10),
+		StartToCloseTimeout:    10 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(5*time.Second, 10),
 	}), a.MarkVerified, activities.MarkInput{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
 	}).Get(ctx, nil)
@@ -262,15 +274,19 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		Manifest:       manifest.Manifest, Stripes: manifest.Stripes, Locations: c.holders,
 		Timings: c.progress.Timings, Failed: c.progress.Failed,
 	}
+	for _, w := range plan.Warnings {
+		result.Warnings = append(result.Warnings, "plan: "+w)
+	}
 
 	// The set is verified from here on: what follows is housekeeping, and its
 	// failure is reported, never turned into an unverified set.
 	if !plan.KeepVerifyDB {
 		c.step(ctx, activities.StepDropVerifyDB)
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			HeartbeatTimeout:    c.hb,
-			RetryPolicy:         retry(10*time.Second, 5),
+			StartToCloseTimeout:    30 * time.Minute,
+			ScheduleToCloseTimeout: shortDeadline,
+			HeartbeatTimeout:       c.hb,
+			RetryPolicy:            retry(10*time.Second, 5),
 		}), a.DropVerifyDB, verify).Get(ctx, nil)
 		if err != nil {
 			result.Warnings = append(result.Warnings, "verification database not dropped: "+err.Error())
@@ -280,9 +296,10 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepRetention)
 	var kept activities.RetentionOutput
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    c.hb,
-		RetryPolicy:         retry(10*time.Second, 5),
+		StartToCloseTimeout:    30 * time.Minute,
+		ScheduleToCloseTimeout: 2 * shortDeadline, // a large share lists slowly
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(10*time.Second, 5),
 	}), a.ApplyRetention, activities.RetentionInput{
 		Database: in.Database, Instance: c.instance, Servers: retentionServers(plan), Protect: c.seq,
 	}).Get(ctx, &kept)
@@ -352,9 +369,10 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 	c.step(ctx, activities.StepResume)
 	var set activities.ResumeOutput
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    c.hb,
-		RetryPolicy:         retry(5*time.Second, 10),
+		StartToCloseTimeout:    10 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(5*time.Second, 10),
 	}), a.ResumeSet, activities.ResumeInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.in.Resume, Servers: retentionServers(plan),
 	}).Get(ctx, &set)
@@ -372,9 +390,10 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	var plan activities.Plan
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    c.hb,
-		RetryPolicy:         retry(5*time.Second, 5),
+		StartToCloseTimeout:    5 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline / 2,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(5*time.Second, 5),
 	}), a.PlanCycle, activities.PlanInput{
 		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer,
 	}).Get(ctx, &plan)
@@ -389,7 +408,13 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	c.instance = plan.Instance
 	c.hb = orDefault(plan.Limits.Heartbeat, longHeartbeat)
 	c.log(ctx).Info("cycle planned", "primary", plan.Rotation[0], "last_server", plan.LastServer,
-		"last_server_source", plan.LastServerSource, "stripes", plan.Stripes, "remote", plan.Remote)
+		"last_server_source", plan.LastServerSource, "stripes", plan.Stripes, "remote", plan.Remote,
+		"compression", plan.Mode.Compression, "copy_only", plan.Mode.CopyOnly, "sequence", plan.Mode.Sequence)
+	// What the plan changed from the configuration (compression off on
+	// Express, COPY_ONLY for a read-only source) or could not learn.
+	for _, w := range plan.Warnings {
+		c.log(ctx).Warn("plan: " + w)
+	}
 	return plan, nil
 }
 
@@ -403,19 +428,29 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 	unreachable := 0
 	inUse := 0 // numbers found used by another run, in a row
 	const maxInUse = 5
+	sameSeq := false
 	for {
 		server := plan.Rotation[next]
 		c.setServer(ctx, server)
 
-		c.step(ctx, activities.StepSequence)
 		var seq int64
-		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 5 * time.Minute,
-			HeartbeatTimeout:    c.hb,
-			RetryPolicy:         retry(5*time.Second, 5, activities.ErrSQLHostUnreachable),
-		}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance}).Get(ctx, &seq)
+		var err error
+		if sameSeq {
+			// The set's files are held by its earlier BACKUP: back up
+			// the same number again (a retry recognises it complete).
+			seq, sameSeq = c.seq, false
+		} else {
+			c.step(ctx, activities.StepSequence)
+			err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+				StartToCloseTimeout:    5 * time.Minute,
+				ScheduleToCloseTimeout: shortDeadline / 2,
+				HeartbeatTimeout:       c.hb,
+				RetryPolicy:            retry(5*time.Second, 5, activities.ErrSQLHostUnreachable, activities.ErrDatabaseUnavailable),
+			}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance,
+				Method: plan.Mode.Sequence}).Get(ctx, &seq)
+		}
 		if err != nil {
-			if errorType(err) == activities.ErrSQLHostUnreachable {
+			if t := errorType(err); t == activities.ErrSQLHostUnreachable || t == activities.ErrDatabaseUnavailable {
 				if werr := c.wait(ctx, hostWait, activities.StepWaitingForSQLHost, err); werr != nil {
 					return activities.BackupOutput{}, werr
 				}
@@ -428,15 +463,19 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 		c.step(ctx, activities.StepBackup)
 		var out activities.BackupOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: orDefault(plan.Limits.BackupTimeout, defaultBackupTimeout),
-			// A dead worker is noticed within a minute; the retry re-attaches
-			// to the statement still running on the SQL instance.
-			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			StartToCloseTimeout:    orDefault(plan.Limits.BackupTimeout, defaultBackupTimeout),
+			ScheduleToCloseTimeout: deadline(plan.Limits.BackupDeadline, plan.Limits.BackupTimeout, defaultBackupTimeout),
+			// A dead worker is noticed within the heartbeat timeout; the
+			// retry re-attaches to the statement still running on the SQL
+			// instance.
+			HeartbeatTimeout:    c.hb,
 			WaitForCancellation: true,
 			RetryPolicy: retry(10*time.Second, 10,
-				activities.ErrSQLHostUnreachable, activities.ErrBackupTargetUnreachable),
+				activities.ErrSQLHostUnreachable, activities.ErrBackupTargetUnreachable,
+				activities.ErrDatabaseUnavailable, activities.ErrBackupDeviceInUse),
 		}), a.Backup, activities.BackupInput{
 			Database: c.in.Database, Instance: c.instance, Sequence: seq, Server: server, Stripes: plan.Stripes,
+			Mode: plan.RunMode(),
 		}).Get(ctx, &out)
 		if err == nil {
 			c.backedUp = true
@@ -458,6 +497,21 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			c.seq, c.holders = 0, nil
 			if inUse++; inUse > maxInUse {
 				return activities.BackupOutput{}, err
+			}
+		case activities.ErrBackupDeviceInUse:
+			// Another BACKUP (this set's earlier attempt, which this login
+			// cannot see without VIEW SERVER STATE) still holds the files:
+			// nothing is known against the set; wait, then the same number.
+			c.log(ctx).Warn("backup files held by a running BACKUP: waiting for it", "error", err)
+			if werr := c.wait(ctx, hostWait, activities.StepWaitingForSQLHost, err); werr != nil {
+				return activities.BackupOutput{}, werr
+			}
+			sameSeq = true
+		case activities.ErrDatabaseUnavailable:
+			// The source database is offline, restoring or recovering:
+			// nothing was written; wait for it, then a new number.
+			if werr := c.wait(ctx, hostWait, activities.StepWaitingForSQLHost, err); werr != nil {
+				return activities.BackupOutput{}, werr
 			}
 		case activities.ErrSQLHostUnreachable:
 			c.markFailed(ctx, activities.StepBackup, err, []string{server}, catalog.EvidenceBackupIncomplete)
@@ -495,8 +549,9 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		c.restoreStarted = true
 		var restored activities.StepOutput
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: orDefault(plan.Limits.RestoreTimeout, defaultRestoreTimeout),
-			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
+			StartToCloseTimeout:    orDefault(plan.Limits.RestoreTimeout, defaultRestoreTimeout),
+			ScheduleToCloseTimeout: deadline(plan.Limits.RestoreDeadline, plan.Limits.RestoreTimeout, defaultRestoreTimeout),
+			HeartbeatTimeout:       c.hb,
 			// A cancelled RESTORE stops before the copy is dropped.
 			WaitForCancellation: true,
 			// A lost verification instance is retried here: the retry
@@ -512,10 +567,11 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 		c.step(ctx, activities.StepCheckDB)
 		var checked activities.StepOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
-			HeartbeatTimeout:    orDefault(plan.Limits.Heartbeat, longHeartbeat),
-			WaitForCancellation: true,
-			RetryPolicy:         retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
+			StartToCloseTimeout:    orDefault(plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
+			ScheduleToCloseTimeout: deadline(plan.Limits.CheckDBDeadline, plan.Limits.CheckDBTimeout, defaultCheckDBTimeout),
+			HeartbeatTimeout:       c.hb,
+			WaitForCancellation:    true,
+			RetryPolicy:            retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
 		}), a.CheckDB, verify).Get(ctx, &checked)
 		if err == nil {
 			c.progress.Timings.CheckDB = checked.Duration
@@ -674,9 +730,10 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	err := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    c.hb,
-		RetryPolicy:         retry(2*time.Second, 3),
+		StartToCloseTimeout:    5 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline / 2,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(2*time.Second, 3),
 	}), a.MarkFailed, activities.MarkInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
 		Step: step, ErrorType: errorType(cause), Reason: reason, Evidence: string(evidence),
@@ -704,7 +761,8 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	step := c.progress.Step
 	dctx, done := workflow.NewDisconnectedContext(ctx)
 	defer done()
-	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: c.hb, RetryPolicy: retry(2*time.Second, 5)}
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline,
+		HeartbeatTimeout: c.hb, RetryPolicy: retry(2*time.Second, 5)}
 	if c.seq != 0 && !c.verified {
 		if c.restoreStarted {
 			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
@@ -752,7 +810,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	evidence := activities.Evidence(typ)
 	// The BACKUP itself reported a failure: the set is incomplete. A timeout
 	// (no type) proves nothing: the statement may have completed unseen.
-	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && typ != activities.ErrSequenceInUse {
+	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && !slices.Contains(notAgainstSet, typ) {
 		evidence = catalog.EvidenceBackupIncomplete
 	}
 	alreadyMarked := len(c.progress.Failed) > 0 && c.progress.Failed[len(c.progress.Failed)-1] == c.seq
@@ -801,6 +859,12 @@ func errorType(err error) string {
 // retry is the usual policy: exponential from initial, at most attempts
 // attempts, never retrying the non-retryable types nor the extra ones (which
 // the workflow handles itself).
+// notAgainstSet are failures of the BACKUP step that say nothing against the
+// set: another run's number, files a running BACKUP holds, a source database
+// not available, a statement left running.
+var notAgainstSet = []string{activities.ErrSequenceInUse, activities.ErrBackupDeviceInUse, activities.ErrDatabaseUnavailable,
+	activities.ErrStatementLeftRunning}
+
 func retry(initial time.Duration, attempts int32, extra ...string) *temporal.RetryPolicy {
 	types := append(append([]string(nil), activities.NonRetryableErrorTypes...), extra...)
 	return &temporal.RetryPolicy{
@@ -812,7 +876,16 @@ func retry(initial time.Duration, attempts int32, extra ...string) *temporal.Ret
 	}
 }
 
+// withOptions applies o with two guarantees: a heartbeat timeout never
+// longer than one attempt, and a bound over all attempts (ScheduleToClose;
+// twice StartToClose where a block gives none).
 func withOptions(ctx workflow.Context, o workflow.ActivityOptions) workflow.Context {
+	if o.StartToCloseTimeout > 0 && o.HeartbeatTimeout > o.StartToCloseTimeout {
+		o.HeartbeatTimeout = o.StartToCloseTimeout
+	}
+	if o.ScheduleToCloseTimeout == 0 {
+		o.ScheduleToCloseTimeout = 2 * o.StartToCloseTimeout
+	}
 	return workflow.WithActivityOptions(ctx, o)
 }
 
@@ -821,6 +894,15 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// deadline is a long step's ScheduleToClose: the plan's, or (a plan from
+// before the plan derived it) twice its attempt timeout.
+func deadline(d, timeout, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return 2 * orDefault(timeout, def)
 }
 
 // retentionServers are every server that may hold sets of the database:

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -26,12 +29,12 @@ func DefaultPolicy() Policy {
 	return Policy{
 		Stripes:          StripesAuto,
 		Compression:      true,
-		Sequence:         SequenceTable,
+		CopyOnly:         true,
+		Sequence:         SequenceCatalog,
 		MemoryBudget:     2 << 30,
 		SQLHostWait:      Backoff{Initial: 15 * time.Second, MaxInterval: 5 * time.Minute, GiveUpAfter: 2 * time.Hour},
 		BackupServerWait: Backoff{Initial: 15 * time.Second, MaxInterval: 5 * time.Minute, GiveUpAfter: 30 * time.Minute},
 		CopyWait:         Retry{Initial: 5 * time.Second, MaxInterval: 2 * time.Minute},
-		CopyDeadline:     6 * time.Hour,
 		Retention:        Retention{KeepVerified: 2, DeleteFailedAfter: 72 * time.Hour},
 		VerifyName:       "{db}_verify",
 	}
@@ -42,7 +45,7 @@ const (
 	DefaultTemporalAddress   = "127.0.0.1:7233"
 	DefaultNamespace         = "default"
 	DefaultTaskQueue         = "backupcycle"
-	DefaultEncrypt           = "false"
+	DefaultEncrypt           = "optional"
 	DefaultConnectTimeout    = 30 * time.Second
 	DefaultSQLMaxConcurrent  = 1
 	DefaultServerConcurrency = 2
@@ -82,6 +85,7 @@ func (d *decoder) check(c *Config) {
 	for i := range c.Databases {
 		d.checkDatabase(&c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, servers, dbs, verifyNames)
 	}
+	d.checkChains(c)
 }
 
 func (d *decoder) checkTemporal(c *Config) {
@@ -209,15 +213,11 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 	if d.required(s.Address, path, "address", owner, "host:port of the SQL Server, e.g. sql01:1433") {
 		d.checkHostPort(s.Address, join(path, "address"), "e.g. sql01:1433")
 	}
-	d.required(s.User, path, "user", owner, "the SQL login")
-	d.checkSecret(&s.Password, path, owner)
-	switch s.Encrypt {
-	case "":
-		s.Encrypt = DefaultEncrypt
-	case "disable", "false", "true", "strict":
-	default:
-		d.errf(d.line(join(path, "encrypt")), join(path, "encrypt"), "%s: encrypt %q: use disable, false (login only), true or strict", owner, s.Encrypt)
+	if d.required(s.User, path, "user", owner, `the SQL login, or DOMAIN\user for a Windows login`) {
+		d.checkLoginName(s.User, join(path, "user"), owner)
 	}
+	d.checkSecret(&s.Password, path, owner)
+	d.checkTLS(s, path, owner)
 	if d.given(join(path, "connect_timeout")) {
 		if s.ConnectTimeout <= 0 {
 			d.errf(d.line(join(path, "connect_timeout")), join(path, "connect_timeout"), "%s: connect_timeout must be positive, e.g. 30s", owner)
@@ -226,6 +226,87 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
 	s.MaxConcurrent = d.positive(s.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultSQLMaxConcurrent)
+}
+
+// checkLoginName accepts a SQL login or DOMAIN\user (NTLM): one backslash
+// with a name on each side.
+func (d *decoder) checkLoginName(user, path, owner string) {
+	if !strings.Contains(user, `\`) {
+		return
+	}
+	domain, name, _ := strings.Cut(user, `\`)
+	if domain == "" || name == "" || strings.Contains(name, `\`) {
+		d.errf(d.line(path), path, `%s: user %q: a Windows login is written DOMAIN\user (one backslash, e.g. CORP\svc-backup)`, owner, user)
+	}
+}
+
+// Encrypt modes (go-mssqldb's encrypt values) and the older spellings
+// accepted for them.
+var encryptModes = map[string]string{
+	"strict": "strict", "mandatory": "mandatory", "optional": "optional", "disable": "disable",
+	"true": "mandatory", "false": "optional",
+}
+
+// checkTLS validates encrypt, ca_file, trust_server_certificate and
+// hostname_in_certificate together.
+func (d *decoder) checkTLS(s *SQLInstance, path, owner string) {
+	ep := join(path, "encrypt")
+	if s.Encrypt == "" {
+		s.Encrypt = DefaultEncrypt
+	} else if mode, ok := encryptModes[strings.ToLower(s.Encrypt)]; ok {
+		s.Encrypt = mode
+	} else {
+		d.errf(d.line(ep), ep, "%s: encrypt %q: use strict (TDS 8.0, TLS first), mandatory (whole session), optional (login at least) or disable", owner, s.Encrypt)
+		return
+	}
+	tlsSet := s.CAFile != "" || s.TrustServerCertificate || s.HostNameInCertificate != ""
+	switch {
+	case s.Encrypt == "disable" && tlsSet:
+		d.errf(d.line(ep), ep, "%s: encrypt: disable sends no TLS, so ca_file, trust_server_certificate and hostname_in_certificate do nothing: remove them or choose another encrypt mode", owner)
+	case s.Encrypt == "strict" && s.TrustServerCertificate:
+		tp := join(path, "trust_server_certificate")
+		d.errf(d.line(tp), tp, "%s: encrypt: strict always verifies the server's certificate: remove trust_server_certificate and set ca_file to the CA that signed it", owner)
+	case s.CAFile != "" && s.TrustServerCertificate:
+		tp := join(path, "trust_server_certificate")
+		d.errf(d.line(tp), tp, "%s: trust_server_certificate: true skips the check ca_file is for: keep one of them", owner)
+	}
+	if s.CAFile == "" {
+		return
+	}
+	cp := join(path, "ca_file")
+	s.CAFile = d.relPath(s.CAFile)
+	data, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		d.errf(d.line(cp), cp, "%s: ca_file: %v", owner, err)
+		return
+	}
+	if n, err := pemCertificates(data); err != nil || n == 0 {
+		why := "no PEM certificate (-----BEGIN CERTIFICATE-----) in it"
+		if err != nil {
+			why = err.Error()
+		}
+		d.errf(d.line(cp), cp, "%s: ca_file %s: %s: give the PEM file of the CA that signed SQL Server's certificate", owner, s.CAFile, why)
+	}
+}
+
+// pemCertificates counts the certificates of a PEM file, failing on the
+// first CERTIFICATE block x509 cannot parse.
+func pemCertificates(data []byte) (int, error) {
+	n := 0
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return n, nil
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return n, fmt.Errorf("certificate %d does not parse: %w", n+1, err)
+		}
+		n++
+	}
 }
 
 func (d *decoder) positive(v int, path, owner string, def int) int {
@@ -290,6 +371,7 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 		}
 		d.required(b.RestoreDataDir, path, "restore_data_dir", owner, "where the verify instance restores data files, in its own path syntax")
 		d.required(b.RestoreLogDir, path, "restore_log_dir", owner, "where the verify instance restores log files")
+		d.checkRestoreDirs(b, path, owner)
 	} else if b.RestoreDataDir != "" || b.RestoreLogDir != "" {
 		d.errf(d.line(join(path, "restore_data_dir")), join(path, "verify_instance"), "%s: restore_data_dir/restore_log_dir are set but verify_instance is not: name the SQL instance that restores there", owner)
 	}
@@ -366,8 +448,8 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	owner := labelled(path, db.Name)
 	if d.required(db.Name, path, "name", owner, "the database name on the instance") {
 		switch {
-		case utf8.RuneCountInString(db.Name) > 128:
-			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name is longer than 128 characters, SQL Server's limit", owner)
+		case utf16Len(db.Name) > 128:
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name is %d characters (UTF-16, as SQL Server counts), longer than SQL Server's limit of 128", owner, utf16Len(db.Name))
 		case strings.ContainsRune(db.Name, 0) || !utf8.ValidString(db.Name):
 			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name contains a NUL byte or invalid UTF-8", owner)
 		}
@@ -439,6 +521,7 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	}
 
 	d.checkPolicy(&db.Policy, path, owner, func(k string) bool { return d.given(join(path, k)) })
+	d.checkNames(db, path, owner, servers, targets)
 	d.checkMemory(&db.Policy, path, owner)
 	d.checkSanity(db, path, owner)
 }
@@ -472,9 +555,9 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 		l, kp := at("buffer_count")
 		d.errf(l, kp, "%s: buffer_count %d is out of range: use 1..%d, or 0 / leave it out to let SQL Server choose", owner, p.BufferCount, MaxBufferCount)
 	}
-	if only("sequence") && p.Sequence != SequenceTable && p.Sequence != SequenceUTC {
+	if only("sequence") && p.Sequence != SequenceCatalog && p.Sequence != SequenceTable && p.Sequence != SequenceUTC {
 		l, kp := at("sequence")
-		d.errf(l, kp, "%s: sequence %q: use table (DBBackup.Sequence in the database) or utc", owner, p.Sequence)
+		d.errf(l, kp, "%s: sequence %q: use catalog (kept beside the manifests), table (DBBackup.Sequence in the database) or utc", owner, p.Sequence)
 	}
 	if only("memory_budget") && p.MemoryBudget <= 0 {
 		l, kp := at("memory_budget")
@@ -483,10 +566,7 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 	d.checkBackoff(p.SQLHostWait, path, owner, "sql_host_wait", only)
 	d.checkBackoff(p.BackupServerWait, path, owner, "backup_server_wait", only)
 	d.checkBackoff(Backoff{Initial: p.CopyWait.Initial, MaxInterval: p.CopyWait.MaxInterval, GiveUpAfter: p.CopyWait.MaxInterval}, path, owner, "copy_wait", only)
-	if only("copy_deadline") && p.CopyDeadline <= 0 {
-		l, kp := at("copy_deadline")
-		d.errf(l, kp, "%s: copy_deadline must be positive, e.g. 6h", owner)
-	}
+	d.checkTimeouts(p, path, owner, only)
 	if only("bandwidth_limit") && p.BandwidthLimit < 0 {
 		l, kp := at("bandwidth_limit")
 		d.errf(l, kp, "%s: bandwidth_limit must not be negative (0 = unlimited)", owner)

@@ -13,12 +13,13 @@
 // `defaults:` section, which inherits these):
 //
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
-//	sql_instances: encrypt "false" (go-mssqldb's default), connect_timeout 30s, max_concurrent 1
+//	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
 //	backup_servers: max_concurrent 2, smb port 445
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
-//	copy_only false, sequence table, memory_budget 2GiB,
+//	copy_only true (false with owns_backup_chain true), sequence catalog, memory_budget 2GiB,
 //	sql_host_wait {15s, 5m, 2h}, backup_server_wait {15s, 5m, 30m}, copy_wait {5s, 2m},
-//	copy_deadline 6h, bandwidth_limit 0 (unlimited),
+//	copy_deadline, backup_timeout, restore_timeout, checkdb_timeout: derived from the size;
+//	heartbeat_timeout 4m, bandwidth_limit 0 (unlimited),
 //	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false.
 package config
 
@@ -43,16 +44,22 @@ type Config struct {
 type SQLInstance struct {
 	Name    string `yaml:"name"`    // referenced by databases[].instance and backup_servers[].verify_instance
 	Address string `yaml:"address"` // host:port (port required; 1433 is SQL Server's default)
-	User    string `yaml:"user"`    // SQL login
+	// User is a SQL login, or DOMAIN\user for a Windows login (NTLM).
+	User string `yaml:"user"`
 	// Password is a reference: exactly one of password_env / password_file.
 	Password SecretRef `yaml:",inline"`
-	// Encrypt is go-mssqldb's encrypt setting: disable, false (login packet only),
-	// true (whole session), strict (TDS 8).
-	Encrypt                string        `yaml:"encrypt"`
-	TrustServerCertificate bool          `yaml:"trust_server_certificate"` // accept a self-signed certificate
-	HostNameInCertificate  string        `yaml:"hostname_in_certificate"`  // when the cert names another host
-	ConnectTimeout         time.Duration `yaml:"connect_timeout"`
-	MaxConcurrent          int           `yaml:"max_concurrent"` // cycles backing up from this host at once
+	// Encrypt is the TLS mode, go-mssqldb's encrypt setting: strict (TDS 8.0,
+	// TLS before anything else), mandatory (the whole session), optional (the
+	// login packet at least; the default) or disable. Parse normalises the
+	// older spellings true/false to mandatory/optional.
+	Encrypt                string `yaml:"encrypt"`
+	TrustServerCertificate bool   `yaml:"trust_server_certificate"` // accept any certificate (test servers only)
+	HostNameInCertificate  string `yaml:"hostname_in_certificate"`  // when the cert names another host
+	// CAFile is a PEM file of the CA certificates the server's certificate
+	// chains to (relative to the config file); default: the system's roots.
+	CAFile         string        `yaml:"ca_file"`
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once
 }
 
 // BackupServer is a file server that receives backups (over one or more NICs)
@@ -127,16 +134,29 @@ type Policy struct {
 	BufferCount     int     `yaml:"buffer_count"`      // BUFFERCOUNT; 0 = SQL Server chooses
 	MaxTransferSize Size    `yaml:"max_transfer_size"` // MAXTRANSFERSIZE; 0 = SQL Server chooses (1 MiB)
 	BlockSize       Size    `yaml:"block_size"`        // BLOCKSIZE; 0 = SQL Server chooses
-	CopyOnly        bool    `yaml:"copy_only"`
-	Sequence        string  `yaml:"sequence"` // SequenceTable or SequenceUTC
+	// CopyOnly takes COPY_ONLY full backups, which leave the differential
+	// base and the log chain of other backup tools alone. It is true unless
+	// OwnsBackupChain: then the cycle's full backups are the base the
+	// database's differential backups depend on.
+	CopyOnly        bool   `yaml:"copy_only"`
+	OwnsBackupChain bool   `yaml:"owns_backup_chain"`
+	Sequence        string `yaml:"sequence"` // SequenceCatalog, SequenceTable or SequenceUTC
 	// MemoryBudget caps BUFFERCOUNT x MAXTRANSFERSIZE x stripes (seed 004: too
 	// much fails the backup with "insufficient system memory").
 	MemoryBudget     Size          `yaml:"memory_budget"`
 	SQLHostWait      Backoff       `yaml:"sql_host_wait"`      // waiting for a dead SQL host
 	BackupServerWait Backoff       `yaml:"backup_server_wait"` // waiting when no backup server is reachable
 	CopyWait         Retry         `yaml:"copy_wait"`          // retrying a copy while the remote server is away
-	CopyDeadline     time.Duration `yaml:"copy_deadline"`      // the copy step fails past this
-	BandwidthLimit   Size          `yaml:"bandwidth_limit"`    // bytes per second for the copy; 0 = unlimited
+	CopyDeadline     time.Duration `yaml:"copy_deadline"`      // the copy step fails past this; 0 = derived from the size
+	// Step timeouts: one attempt of the BACKUP, the RESTORE, CHECKDB (and
+	// the sanity checks) is stopped past these, and a stalled activity
+	// (dead worker) past HeartbeatTimeout. 0 = derived from the database's
+	// size (see internal/plan.Timeouts).
+	BackupTimeout    time.Duration `yaml:"backup_timeout"`
+	RestoreTimeout   time.Duration `yaml:"restore_timeout"`
+	CheckDBTimeout   time.Duration `yaml:"checkdb_timeout"`
+	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"`
+	BandwidthLimit   Size          `yaml:"bandwidth_limit"` // bytes per second for the copy; 0 = unlimited
 	Retention        Retention     `yaml:"retention"`
 	// VerifyName is the name of the restored copy on the verify instance;
 	// {db}, {instance} and {seq} are replaced (VerifyDatabaseName).
@@ -192,6 +212,13 @@ const (
 	SequenceTable = "table"
 	// SequenceUTC uses the UTC time of the start, yyyymmddhhmmss as a number.
 	SequenceUTC = "utc"
+	// SequenceCatalog keeps the sequence beside the manifests: one more than
+	// the highest number on any backup server of the database (sets and the
+	// <instance>@<db>.sequence.json each server holds) and in the source
+	// instance's msdb backup history. It writes nothing to the source
+	// database, so it serves read-only databases and availability-group
+	// secondaries.
+	SequenceCatalog = "catalog"
 )
 
 // Stripes is a stripe count; StripesAuto lets the planner choose (2-4 files

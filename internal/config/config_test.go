@@ -216,7 +216,7 @@ func TestErrors(t *testing.T) {
 		{
 			name: "invalid default reported once at the defaults line",
 			yaml: func(t *testing.T) string { return "defaults:\n  sequence: daily\n" + base },
-			want: []want{{2, `defaults: sequence "daily": use table (DBBackup.Sequence in the database) or utc`}},
+			want: []want{{2, `defaults: sequence "daily": use catalog (kept beside the manifests), table (DBBackup.Sequence in the database) or utc`}},
 		},
 		{
 			name: "bad duration",
@@ -318,7 +318,7 @@ func TestErrors(t *testing.T) {
 			yaml: func(t *testing.T) string {
 				return edit(t, "    user: backup\n    password_env", "    user: backup\n    encrypt: maybe\n    password_env")
 			},
-			want: []want{{lUser + 1, `sql_instances[0] (sql01): encrypt "maybe": use disable, false (login only), true or strict`}},
+			want: []want{{lUser + 1, `sql_instances[0] (sql01): encrypt "maybe": use strict (TDS 8.0, TLS first), mandatory (whole session), optional (login at least) or disable`}},
 		},
 		{
 			name: "sanity check with no expectation and one with two",
@@ -430,7 +430,7 @@ func TestErrors(t *testing.T) {
 		{
 			name: "a database name SQL Server cannot hold",
 			yaml: func(t *testing.T) string { return edit(t, "name: Sales", "name: "+strings.Repeat("x", 129)) },
-			want: []want{{lDB, `name is longer than 128 characters, SQL Server's limit`}},
+			want: []want{{lDB, `name is 129 characters (UTF-16, as SQL Server counts), longer than SQL Server's limit of 128`}},
 		},
 		{
 			name: "empty file",
@@ -493,7 +493,7 @@ func TestDefaultsApply(t *testing.T) {
 		t.Errorf("temporal defaults: %+v", c.Temporal)
 	}
 	sql := c.SQLInstances[0]
-	if sql.Encrypt != "false" || sql.ConnectTimeout != 30*time.Second || sql.MaxConcurrent != 1 {
+	if sql.Encrypt != "optional" || sql.ConnectTimeout != 30*time.Second || sql.MaxConcurrent != 1 {
 		t.Errorf("sql instance defaults: %+v", sql)
 	}
 	if got := c.SQLInstances[1].Password.File; got != "/etc/backupcycle/secrets/verify.txt" {
@@ -539,7 +539,7 @@ func TestInheritance(t *testing.T) {
 	if want := (Backoff{Initial: 15 * time.Second, MaxInterval: 5 * time.Minute, GiveUpAfter: 4 * time.Hour}); stock.SQLHostWait != want {
 		t.Errorf("sql_host_wait: %+v", stock.SQLHostWait)
 	}
-	if sales.Stripes != 4 || stock.Stripes != StripesAuto || stock.Sequence != SequenceUTC || sales.Sequence != SequenceTable {
+	if sales.Stripes != 4 || stock.Stripes != StripesAuto || stock.Sequence != SequenceUTC || sales.Sequence != SequenceCatalog {
 		t.Errorf("stripes/sequence: %v %v %v %v", sales.Stripes, stock.Stripes, sales.Sequence, stock.Sequence)
 	}
 }

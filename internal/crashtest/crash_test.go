@@ -251,16 +251,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 func TestTemporalServerRestart(t *testing.T) {
 	dbFile := filepath.Join(t.TempDir(), "temporal.db")
 	port := freePort(t)
-	startServer := func() *devserver.Server {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		srv, err := devserver.Start(ctx, devserver.Options{DBFile: dbFile, FrontendPort: port, UIPort: devserver.NoUI,
-			SearchAttributes: workflows.SearchAttributeTypes})
-		if err != nil {
-			t.Fatalf("embedded Temporal server on %s: %v", dbFile, err)
-		}
-		return srv
-	}
+	startServer := func() *devserver.Server { return persistentServer(t, dbFile, port) }
 	srv := startServer()
 	stopped := false
 	t.Cleanup(func() {
@@ -337,4 +328,18 @@ func report(t *testing.T, scenario string, r *crashRun) {
 	t.Logf("RECOVERY | %s | verified | seq %d verified (clean run seq %d) | clean %.1fs, crashed %.1fs, extra %.1fs | re-sent %d bytes",
 		scenario, r.crashed.Sequence, r.clean.Sequence, r.cleanTook.Seconds(), r.took.Seconds(),
 		(r.took - r.cleanTook).Seconds(), r.resent)
+}
+
+// persistentServer starts the embedded Temporal server on a SQLite file and
+// a fixed port, so that it can be stopped and started again with its state.
+func persistentServer(t *testing.T, dbFile string, port int) *devserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{DBFile: dbFile, FrontendPort: port, UIPort: devserver.NoUI,
+		SearchAttributes: workflows.SearchAttributeTypes})
+	if err != nil {
+		t.Fatalf("embedded Temporal server on %s: %v", dbFile, err)
+	}
+	return srv
 }

@@ -363,6 +363,9 @@ func (s *site) orphans() []string {
 	for _, srv := range backupServers {
 		files, _ := filepath.Glob(filepath.Join(s.dirs[srv], "*"))
 		for _, p := range files {
+			if strings.Contains(filepath.Base(p), ".sequence.json") {
+				continue // the sequence floor beside the manifests
+			}
 			if k := srv + "/" + filepath.Base(p); !known[k] {
 				out = append(out, k)
 			}

@@ -375,3 +375,31 @@ func normalize(v any) any {
 	}
 	return v
 }
+
+// Find returns the first request whose batch text contains marker (the
+// statement's start as internal/tsql builds it), or nil.
+func Find(reqs []Request, marker string) *Request {
+	for i := range reqs {
+		if marker != "" && strings.Contains(reqs[i].Text, marker) {
+			return &reqs[i]
+		}
+	}
+	return nil
+}
+
+// CanSeeOtherSessions runs a permission query (tsql.CanSeeOtherSessions):
+// whether the login sees other sessions in sys.dm_exec_requests. known is
+// false when the server could not say.
+func (db *DB) CanSeeOtherSessions(ctx context.Context, query string) (see, known bool, err error) {
+	err = db.scan(ctx, "check VIEW SERVER STATE", query, nil, func(r row) {
+		for _, c := range []string{"vss", "vsps"} {
+			if v := r.get(c); v != nil {
+				known = true
+				if r.int(c) == 1 {
+					see = true
+				}
+			}
+		}
+	})
+	return see, known, err
+}

@@ -2,13 +2,18 @@ package mssql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	mssqldb "github.com/microsoft/go-mssqldb"
 )
@@ -16,18 +21,28 @@ import (
 // Kinds of failure the backup cycle acts on. A *Failure wraps exactly one,
 // so errors.Is(err, mssql.ErrLoginFailed) works through any wrapping.
 var (
-	ErrLoginFailed             = errors.New("login failed")
-	ErrDatabaseNotFound        = errors.New("database not found")
+	ErrLoginFailed      = errors.New("login failed")
+	ErrDatabaseNotFound = errors.New("database not found")
+	// ErrDatabaseUnavailable: the database cannot be opened now (offline,
+	// restoring, recovering, an availability-group replica not readable, or
+	// missing: 4060 cannot tell). Not a wrong password; may pass later.
+	ErrDatabaseUnavailable     = errors.New("database not available")
 	ErrBackupTargetUnreachable = errors.New("backup device unreachable")
 	// ErrBackupPathInvalid: the backup path itself is wrong (directory or
 	// share missing, access denied): no retry fixes it.
-	ErrBackupPathInvalid  = errors.New("backup path invalid")
+	ErrBackupPathInvalid = errors.New("backup path invalid")
+	// ErrDeviceInUse: another process (typically another BACKUP or RESTORE
+	// still running) holds the backup files; retry once it has finished.
+	ErrDeviceInUse        = errors.New("backup device in use")
 	ErrShareFull          = errors.New("backup device full")
 	ErrCorruptBackup      = errors.New("backup set corrupt")
 	ErrInsufficientMemory = errors.New("insufficient memory")
 	ErrCheckDBFailed      = errors.New("DBCC CHECKDB found errors")
+	// ErrCheckDBCouldNotRun: CHECKDB stopped before it could check (tempdb
+	// full, no internal snapshot): it proves nothing about the database.
+	ErrCheckDBCouldNotRun = errors.New("DBCC CHECKDB could not run")
 	// ErrUnreachable: the instance cannot be reached or the connection was
-	// lost mid-statement. The only kind worth retrying as is.
+	// lost mid-statement.
 	ErrUnreachable = errors.New("SQL instance unreachable")
 	// ErrInvalidTarget: the connection settings themselves are wrong.
 	ErrInvalidTarget = errors.New("invalid connection settings")
@@ -46,24 +61,73 @@ type Failure struct {
 	Err    error // the underlying error
 }
 
+// Limits of Failure.Error: a failure's text goes into workflow history and
+// logs, and one RESTORE or CHECKDB can raise thousands of errors.
+const (
+	shownErrors     = 5    // errors quoted in full
+	maxMessageBytes = 512  // per quoted message
+	maxCauseBytes   = 2048 // a transport error's text
+	shownNumbers    = 10   // distinct numbers listed for the rest
+)
+
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s: %s", f.Op, f.Target, f.Kind)
 	switch {
 	case len(f.Errors) > 0:
-		for i, e := range f.Errors {
+		for i, e := range f.Errors[:min(len(f.Errors), shownErrors)] {
 			if i == 0 {
 				b.WriteString(": ")
 			} else {
 				b.WriteString("; ")
 			}
-			fmt.Fprintf(&b, "%s (error %d)", e.Message, e.Number)
+			fmt.Fprintf(&b, "%s (error %d)", truncate(e.Message, maxMessageBytes), e.Number)
+		}
+		if rest := f.Errors[min(len(f.Errors), shownErrors):]; len(rest) > 0 {
+			fmt.Fprintf(&b, "; and %d more (numbers: %s)", len(rest), numberCounts(rest))
 		}
 	case f.Err != nil:
 		b.WriteString(": ")
-		b.WriteString(f.Err.Error())
+		b.WriteString(truncate(f.Err.Error(), maxCauseBytes))
 	}
 	return b.String()
+}
+
+// numberCounts lists the distinct numbers of errs in order of appearance,
+// with their counts: "8928 x9990, 8939, ...".
+func numberCounts(errs []mssqldb.Error) string {
+	var order []int32
+	count := map[int32]int{}
+	for _, e := range errs {
+		if count[e.Number] == 0 {
+			order = append(order, e.Number)
+		}
+		count[e.Number]++
+	}
+	parts := make([]string, 0, min(len(order), shownNumbers)+1)
+	for _, n := range order[:min(len(order), shownNumbers)] {
+		if c := count[n]; c > 1 {
+			parts = append(parts, fmt.Sprintf("%d x%d", n, c))
+		} else {
+			parts = append(parts, strconv.Itoa(int(n)))
+		}
+	}
+	if len(order) > shownNumbers {
+		parts = append(parts, fmt.Sprintf("%d others", len(order)-shownNumbers))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Unwrap exposes both the kind and the cause to errors.Is / errors.As.
@@ -85,28 +149,101 @@ func (f *Failure) Numbers() []int32 {
 
 // Retryable reports whether the same operation may succeed later unchanged.
 func (f *Failure) Retryable() bool {
-	return f.Kind == ErrUnreachable || f.Kind == ErrBackupTargetUnreachable
+	switch f.Kind {
+	case ErrUnreachable, ErrBackupTargetUnreachable, ErrDeviceInUse, ErrCheckDBCouldNotRun, ErrDatabaseUnavailable:
+		return true
+	}
+	return false
 }
 
-// SQL Server error numbers the classification knows.
+// SQL Server error numbers the classification knows. Texts:
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors
 var (
-	loginNumbers    = []int32{18456, 18452, 18486, 18487, 18488}
-	databaseNumbers = []int32{911, 2520, 4060} // 2520: DBCC names a database that does not exist
-	deviceNumbers   = []int32{3201, 3202, 3203, 3204, 3205}
-	corruptNumbers  = []int32{3183, 3189, 3241, 3242, 3243, 3187}
-	memoryNumbers   = []int32{701, 802, 8645, 3040}
+	loginNumbers = []int32{18456, 18452, 18486, 18487, 18488}
+	// The database cannot be opened: 4060 "Cannot open database requested
+	// by the login" (SQL Server follows it with 18456, see MSSQLSERVER_4060),
+	// 4064 the login's default database, 942 offline, 922 recovering, 926
+	// suspect, 927 in the middle of a restore, 945 files inaccessible, 952
+	// in transition, 976/983 availability-group replica not accessible.
+	unavailableNumbers = []int32{4060, 4064, 942, 922, 926, 927, 945, 952, 976, 983}
+	// 911 USE of a database that does not exist; 2520 DBCC naming one.
+	databaseNumbers = []int32{911, 2520}
+	// 3201 cannot open, 3202 write failed, 3203 read failed, 3204 aborted:
+	// the operating system error in their text says why.
+	deviceNumbers = []int32{3201, 3202, 3203, 3204}
+	// Damaged or incomplete sets: 3183 bad page read from the set, 3182 and
+	// 3186 set damaged, 3189 damage detected, 3208 unexpected end of file,
+	// 3241-3243 media family malformed, 3256 set terminated while being
+	// created, 3254 an empty volume (a stripe with nothing in it), 3266 end
+	// of the media malformed, 3187 no checksums.
+	corruptNumbers = []int32{3182, 3183, 3186, 3187, 3189, 3208, 3241, 3242, 3243, 3254, 3256, 3266}
+	memoryNumbers  = []int32{701, 802, 8645}
 	// Corruption found by DBCC CHECKDB and page reads (8989 and 8990 are
 	// its informational summaries and do not count); 3043 is BACKUP WITH
 	// CHECKSUM meeting a damaged page of the source database.
 	checkDBNumbers = []int32{823, 824, 825, 829, 2508, 2511, 2533, 2534, 2570, 2575, 3043, 5243}
+	// CHECKDB stopped before checking: 8921 "Check terminated. A failure
+	// was detected while collecting facts. Possibly tempdb out of space",
+	// 8902 memory allocation error during DBCC, 7926 no snapshot and no
+	// lock, 1823 the internal snapshot failed to start.
+	checkDBNotRunNumbers = []int32{8921, 8902, 7926, 1823}
+	// Space in tempdb exhausted (1101, 1105 filegroup full, 9002 log full,
+	// 3958/3966/3967 version store): consistency errors reported alongside
+	// them are artefacts of the aborted scan, not findings.
+	tempdbNumbers = []int32{1101, 1105, 9002, 3958, 3966, 3967}
 	// Transient server-side states: the instance is going away or busy.
 	unreachableNumbers = []int32{6005, 6006, 17142, 17187, 17188, 40613, 233, 10053, 10054, -2}
 )
 
+// Windows system error codes a device message carries as "N(text)"; SQL
+// Server on Linux reports the same codes. See
+// https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499-
+// and https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--1300-1699-
+const (
+	osFileNotFound   = 2    // ERROR_FILE_NOT_FOUND: a file of the set is missing
+	osPathNotFound   = 3    // ERROR_PATH_NOT_FOUND
+	osAccessDenied   = 5    // ERROR_ACCESS_DENIED
+	osCRC            = 23   // ERROR_CRC: the medium returned damaged data
+	osSharing        = 32   // ERROR_SHARING_VIOLATION: another process has the file open
+	osLock           = 33   // ERROR_LOCK_VIOLATION
+	osHandleEOF      = 38   // ERROR_HANDLE_EOF: read past the end (a truncated stripe)
+	osHandleDiskFull = 39   // ERROR_HANDLE_DISK_FULL
+	osBadNetPath     = 53   // ERROR_BAD_NETPATH: host away
+	osUnexpNetErr    = 59   // ERROR_UNEXP_NET_ERR: connection to the share lost
+	osNetNameDeleted = 64   // ERROR_NETNAME_DELETED: connection to the share lost
+	osBadNetName     = 67   // ERROR_BAD_NET_NAME: no such share on a reachable host
+	osDiskFull       = 112  // ERROR_DISK_FULL
+	osInvalidName    = 123  // ERROR_INVALID_NAME
+	osBadPathname    = 161  // ERROR_BAD_PATHNAME
+	osLogonFailure   = 1326 // ERROR_LOGON_FAILURE: the service account cannot log on to the share
+)
+
+// osErrorRE finds the operating system error of a device message. SQL
+// Server formats it as the number followed at once by "(" and Windows'
+// text, e.g. "Operating system error 53(The network path was not found.)"
+// or `failed: 38(Reached the end of the file.)`: the words around it are
+// translated, this form is not. The number must not follow a letter, digit
+// or path character (\\srv\backup2(old) is no error code), and the last
+// match counts: every template quotes the path before the error.
+var osErrorRE = regexp.MustCompile(`(?:^|[^\w\\/.$-])(\d{1,5})\(`)
+
+// osError is the operating system error code quoted in e's text, or -1.
+func osError(e mssqldb.Error) int {
+	m := osErrorRE.FindAllStringSubmatch(e.Message, -1)
+	if len(m) == 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(m[len(m)-1][1])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 // isCheckDBNumber: the 8900-8999 range of consistency errors plus page I/O.
 func isCheckDBNumber(n int32) bool {
 	if n >= 8900 && n <= 8999 {
-		return n != 8989 && n != 8990 && n != 8954
+		return n != 8989 && n != 8990 && n != 8954 && !slices.Contains(checkDBNotRunNumbers, n)
 	}
 	return slices.Contains(checkDBNumbers, n)
 }
@@ -133,6 +270,18 @@ func Classify(t Target, op string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up (activity cancelled, deadline): keep it visible.
 		f.Kind = ErrUnreachable
+	case isCertificateError(err):
+		f.Kind = ErrInvalidTarget
+		f.Err = fmt.Errorf("%w: the server's TLS certificate is not trusted: set ca_file to the CA that signed it, "+
+			"hostname_in_certificate to the name it was issued for, or (test servers only) trust_server_certificate: true", err)
+	case t.Encrypt == "disable" && strings.Contains(err.Error(), "TLS Handshake failed"):
+		// The server forces encryption (ENCRYPT_REQ) and go-mssqldb then
+		// fails the handshake it did not prepare.
+		f.Kind = ErrInvalidTarget
+		f.Err = fmt.Errorf("%w: the server requires encryption: set encrypt: optional, mandatory or strict (with ca_file)", err)
+	case strings.Contains(err.Error(), "server does not support encryption"):
+		f.Kind = ErrInvalidTarget
+		f.Err = fmt.Errorf("%w: encrypt is mandatory but the server offers no TLS: give SQL Server a certificate or set encrypt: optional", err)
 	default:
 		f.Kind = ErrUnreachable
 		if !isTransport(err) {
@@ -152,47 +301,75 @@ func ClassifyErrors(t Target, op string, errs []mssqldb.Error) error {
 	return &Failure{Target: t.String(), Op: op, Errors: errs, Err: last, Kind: classifyNumbers(errs)}
 }
 
+// classifyNumbers decides the kind from error numbers and, for backup
+// devices, the operating system error code: never from English text, which
+// a login with another default language does not get.
 func classifyNumbers(errs []mssqldb.Error) error {
 	has := func(set []int32) bool {
 		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return slices.Contains(set, e.Number) })
 	}
-	text := func(sub string) bool {
+	// osErr reports an operating system error code quoted by a device message
+	// (restricted to the numbers in only, when given).
+	osErr := func(codes []int, only ...int32) bool {
 		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool {
-			return strings.Contains(strings.ToLower(e.Message), sub)
+			if !slices.Contains(deviceNumbers, e.Number) || (len(only) > 0 && !slices.Contains(only, e.Number)) {
+				return false
+			}
+			return slices.Contains(codes, osError(e))
 		})
 	}
+	checkDB := slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return isCheckDBNumber(e.Number) })
 	fatal := slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 20 })
 	switch {
+	// 4060 comes with 18456: the database, not the password, is the problem.
+	case has(unavailableNumbers):
+		return ErrDatabaseUnavailable
 	case has(loginNumbers):
 		return ErrLoginFailed
 	case has(databaseNumbers):
 		return ErrDatabaseNotFound
-	case has(memoryNumbers) || text("insufficient system memory"):
+	case has(checkDBNotRunNumbers) || (checkDB && has(tempdbNumbers)):
+		return ErrCheckDBCouldNotRun
+	case has(memoryNumbers):
 		return ErrInsufficientMemory
-	// OS error 112 (ERROR_DISK_FULL) or 39 (ERROR_HANDLE_DISK_FULL) on a
-	// backup device: the share is full.
-	case has(deviceNumbers) && (text(": 112(") || text("error 112(") || text(": 39(") || text("error 39(") ||
-		text("not enough space")):
+	case osErr([]int{osDiskFull, osHandleDiskFull}):
 		return ErrShareFull
-	// A read failing with a CRC error is damage on the medium, not the network.
-	case has(corruptNumbers) || (has([]int32{3013}) && text("checksum")) || text("damage to the backup set") ||
-		(has([]int32{3203}) && text("cyclic redundancy")):
+	// Damage on the medium (CRC), reading past the end of a truncated
+	// stripe (3203 with 38), or a file of the set missing.
+	case has(corruptNumbers) || osErr([]int{osCRC, osFileNotFound}) || osErr([]int{osHandleEOF}, 3203):
 		return ErrCorruptBackup
-	// Operating system errors behind a device failure: 2 a file of the set
-	// is missing; 3, 5, 67, 123 the configured path is wrong; the others
-	// (53 network path not found, 64, 1231, ...) a server that is away.
-	case has(deviceNumbers) && osError(errs, 2):
-		return ErrCorruptBackup
-	case has(deviceNumbers) && (osError(errs, 3) || osError(errs, 5) || osError(errs, 67) || osError(errs, 123)):
+	case osErr([]int{osSharing, osLock}):
+		return ErrDeviceInUse
+	// The configured path is wrong: 67 names a share the reachable host
+	// does not have (53, host away, stays retryable).
+	case osErr([]int{osPathNotFound, osAccessDenied, osBadNetName, osInvalidName, osBadPathname, osLogonFailure}):
 		return ErrBackupPathInvalid
-	case has(deviceNumbers):
+	// 53 host away, 59/64 connection to the share lost mid-write, and any
+	// other device failure: the backup server may come back.
+	case osErr([]int{osBadNetPath, osUnexpNetErr, osNetNameDeleted}), has(deviceNumbers):
 		return ErrBackupTargetUnreachable
-	case slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return isCheckDBNumber(e.Number) }):
+	case checkDB:
 		return ErrCheckDBFailed
 	case has(unreachableNumbers) || fatal:
 		return ErrUnreachable
 	}
 	return ErrStatement
+}
+
+// isCertificateError reports a TLS handshake that failed on the server's
+// certificate. go-mssqldb wraps the handshake error with %w in strict mode
+// and with %v otherwise, so the text is checked too (Go's own messages).
+func isCertificateError(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "TLS Handshake failed") &&
+		(strings.Contains(s, "x509: ") || strings.Contains(s, "tls: failed to verify certificate"))
 }
 
 // isTransport reports errors of the connection rather than of a statement.
@@ -205,12 +382,4 @@ func isTransport(err error) bool {
 		errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "connection reset") ||
 		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "unable to open tcp connection") ||
 		strings.Contains(err.Error(), "connection refused")
-}
-
-// osError reports whether a message quotes "operating system error n(".
-func osError(errs []mssqldb.Error, n int) bool {
-	want := fmt.Sprintf("operating system error %d(", n)
-	return slices.ContainsFunc(errs, func(e mssqldb.Error) bool {
-		return strings.Contains(strings.ToLower(e.Message), want)
-	})
 }

@@ -12,18 +12,26 @@ package mssql
 
 import (
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	mssqldb "github.com/microsoft/go-mssqldb"
+	// Registers the "ntlm" authenticator on every platform (go-mssqldb
+	// makes it the default only outside Windows).
+	_ "github.com/microsoft/go-mssqldb/integratedauth/ntlm"
+	"github.com/microsoft/go-mssqldb/msdsn"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // Target says how to reach one SQL Server instance. Password is the resolved
@@ -32,13 +40,19 @@ import (
 type Target struct {
 	Instance string // configuration name, for messages
 	Address  string // host:port
+	// User is a SQL login, or DOMAIN\user for a Windows login (NTLM).
 	User     string
 	Password string
 	Database string // initial database; "" = the login's default
-	// Encrypt is go-mssqldb's encrypt setting ("disable", "false", "true", "strict").
+	// Encrypt is go-mssqldb's encrypt setting: "strict" (TDS 8.0, TLS
+	// before anything else), "mandatory" (the whole session), "optional"
+	// (the login packet at least) or "disable"; "" is go-mssqldb's default.
 	Encrypt                string
 	TrustServerCertificate bool
 	HostNameInCertificate  string
+	// CAFile is a PEM file of the CA certificates the server's certificate
+	// must chain to ("" = the system's roots).
+	CAFile string
 	// ConnectTimeout bounds dialing and login only: a BACKUP may stay
 	// silent for minutes, so no read deadline is set on the connection.
 	ConnectTimeout time.Duration
@@ -63,9 +77,13 @@ func TargetFor(inst config.SQLInstance, database string) (Target, error) {
 	return Target{
 		Instance: inst.Name, Address: inst.Address, User: inst.User, Password: pw, Database: database,
 		Encrypt: inst.Encrypt, TrustServerCertificate: inst.TrustServerCertificate,
-		HostNameInCertificate: inst.HostNameInCertificate, ConnectTimeout: inst.ConnectTimeout,
+		HostNameInCertificate: inst.HostNameInCertificate, CAFile: inst.CAFile, ConnectTimeout: inst.ConnectTimeout,
 	}, nil
 }
+
+// NTLM reports whether t logs in as a Windows user (DOMAIN\user), which
+// go-mssqldb authenticates with NTLM instead of a SQL login.
+func (t Target) NTLM() bool { return strings.Contains(t.User, `\`) }
 
 // dsn is the go-mssqldb URL of t. It holds the password: never log it.
 func (t Target) dsn() (string, error) {
@@ -85,6 +103,11 @@ func (t Target) dsn() (string, error) {
 	}
 	if t.HostNameInCertificate != "" {
 		q.Set("hostNameInCertificate", t.HostNameInCertificate)
+	}
+	if t.NTLM() {
+		// Explicit, so a failing NTLM setup is reported instead of
+		// go-mssqldb silently falling back to SQL authentication.
+		q.Set("authenticator", "ntlm")
 	}
 	ct := t.ConnectTimeout
 	if ct <= 0 {
@@ -108,11 +131,8 @@ func (t Target) dsn() (string, error) {
 type DB struct {
 	*sql.DB
 	Target Target
-	// Liveness is how often Run pings the instance while a statement runs
-	// (0: 10 s, negative: never).
-	Liveness time.Duration
-	login    time.Duration
-	dsn      string // holds the password: never log it
+	login  time.Duration
+	dsn    string // holds the password: never log it
 }
 
 // Open connects to t and checks the login with a ping. Errors are
@@ -122,11 +142,9 @@ func Open(ctx context.Context, t Target) (*DB, error) {
 	if err != nil {
 		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(), Err: err}
 	}
-	conn, err := mssqldb.NewConnector(dsn)
+	conn, err := t.connector(dsn)
 	if err != nil {
-		// The parser's message may quote the DSN: keep it out.
-		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(),
-			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
+		return nil, err
 	}
 	conn.Dialer = &watchDialer{}
 	db := &DB{DB: sql.OpenDB(conn), Target: t, dsn: dsn}
@@ -144,6 +162,46 @@ func Open(ctx context.Context, t Target) (*DB, error) {
 	return db, nil
 }
 
+// connector is go-mssqldb's connector for t's dsn. Every session it opens
+// runs tsql.SetLanguageEnglish after login and after each session reset, so
+// message texts (and the date format) are us_english whatever the login's
+// default language. The CA file is read here, whenever a pool is opened, so
+// a renewed CA is picked up without a restart; it goes to the TLS settings
+// directly because go-mssqldb's own "certificate" parameter picks the
+// format by file extension (.pem/.der only).
+func (t Target) connector(dsn string) (*mssqldb.Connector, error) {
+	cfg, err := msdsn.Parse(dsn)
+	if err != nil {
+		// The parser's message may quote the DSN: keep it out.
+		return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(),
+			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
+	}
+	if t.CAFile != "" && cfg.TLSConfig != nil {
+		pool, err := loadCAFile(t.CAFile)
+		if err != nil {
+			return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(), Err: err}
+		}
+		cfg.TLSConfig = cfg.TLSConfig.Clone()
+		cfg.TLSConfig.RootCAs = pool
+	}
+	conn := mssqldb.NewConnectorConfig(cfg)
+	conn.SessionInitSQL = tsql.SetLanguageEnglish
+	return conn, nil
+}
+
+// loadCAFile reads a PEM file of CA certificates.
+func loadCAFile(name string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("ca_file %s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", name)
+	}
+	return pool, nil
+}
+
 // Conn pins one connection (a session) of the pool, e.g. to know the
 // session id a long statement runs on.
 func (db *DB) Conn(ctx context.Context) (*sql.Conn, error) {
@@ -159,10 +217,9 @@ func (db *DB) Conn(ctx context.Context) (*sql.Conn, error) {
 // not report a connection lost before the first reply packet to a caller
 // waiting for messages.
 func (db *DB) statementDB() (*sql.DB, <-chan struct{}, error) {
-	conn, err := mssqldb.NewConnector(db.dsn)
+	conn, err := db.Target.connector(db.dsn)
 	if err != nil {
-		return nil, nil, &Failure{Kind: ErrInvalidTarget, Target: db.Target.String(),
-			Err: errors.New("connection settings rejected by go-mssqldb: check encrypt, address and user")}
+		return nil, nil, err
 	}
 	d := &watchDialer{dead: make(chan struct{})}
 	conn.Dialer = d

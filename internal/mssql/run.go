@@ -4,10 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"regexp"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/golang-sql/sqlexp"
@@ -50,38 +46,17 @@ const maxMessages = 1000
 // connection failed.
 const lostGrace = 250 * time.Millisecond
 
-var (
-	percentRE = regexp.MustCompile(`^\s*(\d{1,3}) percent processed\.`)
-	summaryRE = regexp.MustCompile(`^(.*?) successfully processed (\d+) pages in ([0-9.]+) seconds \(([0-9.]+) MB/sec\)`)
-)
-
-// ParsePercent reads "N percent processed.".
-func ParsePercent(text string) (int, bool) {
-	m := percentRE.FindStringSubmatch(text)
-	if m == nil {
-		return 0, false
+// lostFailure is a statement whose connection broke: the errors SQL Server
+// sent before (a severity 20+ error closes the session after its message)
+// are kept and decide the kind when they say more than "unreachable".
+func lostFailure(t Target, op string, errs []mssqldb.Error, cause error) error {
+	f := &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op, Errors: errs, Err: cause}
+	if len(errs) > 0 {
+		if k := classifyNumbers(errs); k != ErrStatement {
+			f.Kind = k
+		}
 	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil || n > 100 {
-		return 0, false
-	}
-	return n, true
-}
-
-// ParseSummary reads the 3014 "... successfully processed N pages in X
-// seconds (Y MB/sec)." message.
-func ParseSummary(text string) (Summary, bool) {
-	m := summaryRE.FindStringSubmatch(text)
-	if m == nil {
-		return Summary{}, false
-	}
-	pages, err1 := strconv.ParseInt(m[2], 10, 64)
-	secs, err2 := strconv.ParseFloat(m[3], 64)
-	mbps, err3 := strconv.ParseFloat(m[4], 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return Summary{}, false
-	}
-	return Summary{Operation: m[1], Pages: pages, Seconds: secs, MBps: mbps}, true
+	return f
 }
 
 // queryer is *sql.DB, *sql.Conn or *sql.Tx.
@@ -89,98 +64,40 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Run executes one statement that returns no rows (BACKUP, RESTORE, DBCC,
-// DDL) and calls onMessage for every message as it arrives, so progress
-// can be heartbeated while the statement runs. Every ERROR message fails
-// the statement, even when the driver would not report it: in message mode
-// errors arrive only as messages. The returned error is a *Failure.
+// Run executes one statement that returns no rows (DROP DATABASE, DDL, a
+// short BACKUP in tests) and calls onMessage for every message as it
+// arrives. Every ERROR message fails the statement, even when the driver
+// would not report it: in message mode errors arrive only as messages. The
+// returned error is a *Failure. Cancelling ctx cancels the statement (the
+// driver sends an attention). Long statements that must outlive the caller
+// use Start.
 //
-// While the statement runs, the instance is pinged on another connection
-// every db.Liveness (default 10 s): after three failures in a row the host
-// is taken as lost and Run returns ErrUnreachable. The driver alone does not
-// always notice: a host that dies before its first reply packet leaves the
-// message queue silent forever.
+// Only a failed read or write on the statement's own connection ends Run
+// early (ErrUnreachable): the connection is dialled with TCP keepalives, so a
+// host that dies without closing it is noticed too. Failed pings on other
+// connections never end a running statement: a 30 s network blip must not
+// cancel a healthy BACKUP.
 func (db *DB) Run(ctx context.Context, op, statement string, onMessage func(Message)) (Result, error) {
 	sdb, dead, err := db.statementDB()
 	if err != nil {
 		return Result{Percent: -1}, err
 	}
 	defer sdb.Close()
-	return run(ctx, sdb, db.Target, op, statement, onMessage, db.liveness(), dead)
+	return run(ctx, sdb, db.Target, op, statement, onMessage, dead)
 }
 
-// RunOn is Run on a pinned connection (see DB.Conn), without the liveness
-// pings (a pinned connection's caller watches the host itself).
+// RunOn is Run on a pinned connection (see DB.Conn).
 func RunOn(ctx context.Context, c *sql.Conn, t Target, op, statement string, onMessage func(Message)) (Result, error) {
-	return run(ctx, c, t, op, statement, onMessage, nil, nil)
+	return run(ctx, c, t, op, statement, onMessage, nil)
 }
 
-// liveness returns the pinger of Run, or nil when disabled.
-func (db *DB) liveness() *pinger {
-	every := db.Liveness
-	if every < 0 {
-		return nil
-	}
-	if every == 0 {
-		every = 10 * time.Second
-	}
-	return &pinger{every: every, ping: db.PingContext}
-}
-
-// pinger checks an instance on its own connection while a statement runs.
-type pinger struct {
-	every time.Duration
-	ping  func(context.Context) error
-}
-
-// watch pings until ctx ends; after three failures in a row it records the
-// last one and calls lost.
-func (p *pinger) watch(ctx context.Context, lost func(error)) {
-	failures := 0
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, max(p.every, time.Second))
-		err := p.ping(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			failures = 0
-			continue
-		}
-		if failures++; failures >= 3 {
-			lost(err)
-			return
-		}
-	}
-}
-
-func run(ctx context.Context, q queryer, t Target, op, statement string, onMessage func(Message), live *pinger,
+func run(ctx context.Context, q queryer, t Target, op, statement string, onMessage func(Message),
 	dead <-chan struct{}) (Result, error) {
 	start := time.Now()
 	res := Result{Percent: -1}
-	var lostErr error
-	var lostMu sync.Mutex
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if live != nil {
-		wctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go live.watch(wctx, func(err error) {
-			lostMu.Lock()
-			lostErr = err
-			lostMu.Unlock()
-			cancel()
-		})
-	}
 	connLost := make(chan struct{})
 	if dead != nil {
 		go func() {
@@ -199,11 +116,6 @@ func run(ctx context.Context, q queryer, t Target, op, statement string, onMessa
 			case <-ctx.Done():
 			}
 		}()
-	}
-	hostLost := func() error {
-		lostMu.Lock()
-		defer lostMu.Unlock()
-		return lostErr
 	}
 	retmsg := &sqlexp.ReturnMessage{}
 	rows, err := q.QueryContext(ctx, statement, retmsg)
@@ -231,11 +143,12 @@ loop:
 			if e, ok := m.Message.(mssqldb.Error); ok {
 				msg.Number, msg.Class = e.Number, e.Class
 			}
-			if p, ok := ParsePercent(msg.Text); ok {
+			// By number: the text is in the session's language.
+			if p, ok := ProgressPercent(msg); ok {
 				msg.Percent = p
 				res.Percent = p
 			}
-			if s, ok := ParseSummary(msg.Text); ok && (msg.Number == 3014 || msg.Number == 0) {
+			if s, ok := SummaryOf(msg); ok {
 				res.Summary = &s
 			}
 			add(msg)
@@ -264,10 +177,6 @@ loop:
 		}
 	}
 	res.Elapsed = time.Since(start)
-	if err := hostLost(); err != nil {
-		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op,
-			Err: fmt.Errorf("host stopped answering while the statement ran (3 pings failed): %w", err)}
-	}
 	lost := false
 	select {
 	case <-connLost:
@@ -278,10 +187,9 @@ loop:
 	case parent.Err() != nil:
 		return res, Classify(t, op, parent.Err())
 	case lost && !completed:
-		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op,
-			Err: errors.New("the connection to the host was lost while the statement ran")}
+		return res, lostFailure(t, op, errs, errors.New("the connection to the host was lost while the statement ran"))
 	case transport != nil:
-		return res, &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op, Err: transport}
+		return res, lostFailure(t, op, errs, transport)
 	case len(errs) > 0:
 		return res, ClassifyErrors(t, op, errs)
 	}

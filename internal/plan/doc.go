@@ -4,7 +4,10 @@
 // Restore a Database", the balanced file counts of "Recommendations for the
 // Total Number of Files to Use" (Table 2), the memory guard of seed 004
 // (memory = BUFFERCOUNT x MAXTRANSFERSIZE), and the round-robin choice of the
-// primary backup server ("Handling Backup Server Failure", figure 2).
+// primary backup server ("Handling Backup Server Failure", figure 2). From
+// the time formulas it derives the cycle's step timeouts (Timeouts: a
+// multiple of the expected duration plus a floor, with configured
+// overrides), and it knows which editions create compressed backups.
 //
 // Everything here is pure: no I/O, no clock. Units follow the seed: sizes in
 // MB where 1 GB = 1024 MB (binary), throughput in MB/s.

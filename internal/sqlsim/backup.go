@@ -46,6 +46,9 @@ func (x *execCtx) intOpt(opts map[string]expr, name string, def int) (int, error
 
 func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions, error) {
 	o := backupOptions{}
+	if e := optionConflict(s.order, backupOpposites); e != nil {
+		return o, e
+	}
 	for k := range s.opts {
 		switch k {
 		case "CHECKSUM":
@@ -76,22 +79,22 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 		return o, err
 	}
 	if o.maxTransfer < 64<<10 || o.maxTransfer > 4<<20 || o.maxTransfer%(64<<10) != 0 {
-		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter.", o.maxTransfer))
+		return o, opError("BACKUP DATABASE", errRange(o.maxTransfer, "MAXTRANSFERSIZE"))
 	}
 	if o.blockSize, err = x.intOpt(s.opts, "BLOCKSIZE", 65536); err != nil {
 		return o, err
 	}
 	if o.blockSize < 512 || o.blockSize > 65536 || o.blockSize&(o.blockSize-1) != 0 {
-		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the BLOCKSIZE parameter.", o.blockSize))
+		return o, opError("BACKUP DATABASE", errRange(o.blockSize, "BLOCKSIZE"))
 	}
 	if o.bufferCount, err = x.intOpt(s.opts, "BUFFERCOUNT", 4*stripes+2); err != nil {
 		return o, err
 	}
 	if o.bufferCount < 1 {
-		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the BUFFERCOUNT parameter.", o.bufferCount))
+		return o, opError("BACKUP DATABASE", errRange(o.bufferCount, "BUFFERCOUNT"))
 	}
 	if o.stats < 0 || o.stats > 100 {
-		return o, opError("BACKUP DATABASE", sqlErr(3212, 16, "The value '%d' is not within range for the STATS parameter.", o.stats))
+		return o, opError("BACKUP DATABASE", errRange(o.stats, "STATS"))
 	}
 	for _, k := range []string{"NAME", "DESCRIPTION"} {
 		if e := s.opts[k]; e != nil {
@@ -120,6 +123,7 @@ type stripeOut struct {
 	limit   *limiter // per stream
 	shareLm *limiter // per share
 	quota   *quotaTracker
+	netErr  func() string // the OS error of a share lost mid-write, "" while it is there
 }
 
 type quotaTracker struct {
@@ -162,9 +166,15 @@ func (x *execCtx) backup(s *backupStmt) error {
 		return err
 	}
 	dbName := toString(v)
+	if e := errIdentTooLong(dbName); e != nil { // a name from a variable
+		return opError(op, e)
+	}
 	d := x.in.lookupDB(dbName)
 	if d == nil {
 		return opError(op, errNoDatabase(dbName))
+	}
+	if err := x.mayBackup(d); err != nil {
+		return err
 	}
 	if d.system {
 		return opError(op, errNotSupported("BACKUP of system database "+d.Name))
@@ -175,6 +185,18 @@ func (x *execCtx) backup(s *backupStmt) error {
 	o, err := x.parseBackupOptions(s, len(s.disks))
 	if err != nil {
 		return err
+	}
+	// Backup compression is an Enterprise/Standard/Developer feature: Web and
+	// Express refuse WITH COMPRESSION (1844 "%ls is not supported on %ls.",
+	// https://learn.microsoft.com/en-us/sql/sql-server/editions-and-components-of-sql-server-2022
+	// "Backup compression"; 1844 in .../errors-events/database-engine-events-and-errors-1000-to-1999).
+	// Without the option a backup is not compressed (the server option
+	// "backup compression default" is 0 out of the box).
+	if o.compression {
+		switch strings.ToLower(x.in.cfg.Edition) {
+		case "express", "web":
+			return opError(op, sqlErr(1844, 16, "BACKUP DATABASE WITH COMPRESSION is not supported on %s.", x.in.editionName()))
+		}
 	}
 	if int64(o.bufferCount)*int64(o.maxTransfer) > x.in.cfg.MemoryBudget {
 		return opError(op, errMemory())
@@ -203,7 +225,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 			return opError(op, sqlErr(3209, 16, "The backup device '%s' is specified more than once.", t.raw))
 		}
 		seen[key] = true
-		so := &stripeOut{t: t, limit: &limiter{rate: streamRate}}
+		so := &stripeOut{t: t, limit: &limiter{rate: streamRate}, netErr: x.in.shareNetErr(t.share)}
 		if t.share != nil {
 			x.in.mu.Lock()
 			so.shareLm = x.in.faults.shareLimit[t.share.prefix]
@@ -217,6 +239,21 @@ func (x *execCtx) backup(s *backupStmt) error {
 		}
 		outs = append(outs, so)
 	}
+	var locals []string
+	for _, so := range outs {
+		if !so.t.null {
+			locals = append(locals, so.t.local)
+		}
+	}
+	busy, release := x.in.devices.acquire(locals, true)
+	if busy >= 0 {
+		for _, so := range outs {
+			if !so.t.null && so.t.local == locals[busy] {
+				return opError(op, errOpenDevice(so.t.raw, osSharingViolation))
+			}
+		}
+	}
+	defer release()
 	for _, so := range outs {
 		if so.t.null {
 			continue
@@ -308,6 +345,10 @@ func (x *execCtx) backup(s *backupStmt) error {
 		if so.f == nil {
 			continue
 		}
+		if oserr := so.netErr(); oserr != "" {
+			closeOuts(outs)
+			return opError(op, errWriteFailed(so.t.raw, oserr))
+		}
 		t := &mediaTrailer{BackupSetGUID: backupSet, Family: i + 1, Blocks: so.blocks, RawBytes: so.raw, StoredBytes: so.stored,
 			Finish: finish.UTC(), SetRawBytes: setRaw, SetStored: setStored}
 		b, err := encodeTrailer(t, so.off)
@@ -320,13 +361,11 @@ func (x *execCtx) backup(s *backupStmt) error {
 		}
 		if err != nil {
 			closeOuts(outs)
-			return opError(op, sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osErrText(err)))
+			return opError(op, errWriteFailed(so.t.raw, osErrText(err)))
 		}
 	}
 	for _, f := range d.Files {
-		if err := x.w.Info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, d.Name, f.Logical)); err != nil {
-			return err
-		}
+		x.info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, d.Name, f.Logical))
 	}
 	secs := max(finish.Sub(start).Seconds(), 0.001)
 	mb := float64(totalPages*PageSize) / (1 << 20) / secs
@@ -341,7 +380,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 	if serr != nil {
 		x.in.log.Error("save catalog", zap.Error(serr))
 	}
-	return x.w.Info(3014, 0, fmt.Sprintf("BACKUP DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).", totalPages, secs, mb))
+	x.info(3014, 0, fmt.Sprintf("BACKUP DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).", totalPages, secs, mb))
+	return nil
 }
 
 func fileGroup(f dbFile) string {
@@ -386,28 +426,40 @@ func (x *execCtx) pipelineErr(op string, err error) error {
 	return err
 }
 
-// write appends b to the stripe, paced by the stream and share limits and
-// charged to the share's quota.
-func (so *stripeOut) write(ctx context.Context, b []byte) error {
-	if err := so.limit.wait(ctx, len(b)); err != nil {
+// write appends the parts (a block header and its payload, or a media
+// header) to the stripe as one write, paced by the stream and share limits
+// and charged to the share's quota: a BACKUP that stops leaves whole blocks.
+// A share that went away while the file was open fails the write with the
+// network error (see SetShareUnreachable, SetShareNetworkError).
+func (so *stripeOut) write(ctx context.Context, parts ...[]byte) error {
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	if err := so.limit.wait(ctx, n); err != nil {
 		return err
 	}
 	if so.shareLm != nil {
-		if err := so.shareLm.wait(ctx, len(b)); err != nil {
+		if err := so.shareLm.wait(ctx, n); err != nil {
 			return err
 		}
 	}
 	if so.t.null {
-		so.off += int64(len(b))
+		so.off += int64(n)
 		return nil
 	}
-	if !so.quota.take(int64(len(b))) {
-		return &backupErr{errs: []*tds.Error{sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osDiskFull)}}
+	if oserr := so.netErr(); oserr != "" {
+		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, oserr)}}
 	}
-	if _, err := so.f.WriteAt(b, so.off); err != nil {
-		return &backupErr{errs: []*tds.Error{sqlErr(3202, 16, "Write on \"%s\" failed: %s", so.t.raw, osErrText(err))}}
+	if !so.quota.take(int64(n)) {
+		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osDiskFull)}}
 	}
-	so.off += int64(len(b))
+	for _, b := range parts {
+		if _, err := so.f.WriteAt(b, so.off); err != nil {
+			return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osErrText(err))}}
+		}
+		so.off += int64(len(b))
+	}
 	return nil
 }
 
@@ -479,11 +531,7 @@ func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripe
 				}
 				putBlockHeader(hdr, blockHeader{Seq: b.seq, RawLen: uint32(len(b.raw)), StoredLen: uint32(len(payload)),
 					Flags: flags, FileID: b.fileID, PageID: b.pageID, CRC: crc32Checksum(payload)})
-				if err := so.write(ctx, hdr); err != nil {
-					fail(err)
-					continue
-				}
-				if err := so.write(ctx, payload); err != nil {
+				if err := so.write(ctx, hdr, payload); err != nil {
 					fail(err)
 					continue
 				}
@@ -603,8 +651,12 @@ func (x *execCtx) watchProgress(ctx context.Context, op string, finished <-chan 
 			fail(context.Canceled)
 			return nil
 		}
+		if e := x.fatalDue(op, pct); e != nil {
+			fail(e)
+			return nil
+		}
 		for stats > 0 && nextStat <= 100 && pct >= float64(nextStat) {
-			if err := x.w.Info(3211, 0, fmt.Sprintf("%d percent processed.", nextStat)); err != nil {
+			if err := x.progress(3211, fmt.Sprintf("%d percent processed.", nextStat)); err != nil {
 				fail(err)
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
@@ -44,6 +45,9 @@ func pageErrors(obj uint32, fileID int, page int64, test string, v1, v2 int64) [
 }
 
 func (x *execCtx) checkDB(s *dbccStmt) error {
+	if e := dbccOptionConflict(s.opts); e != nil {
+		return e
+	}
 	dbName := x.s.Database()
 	if s.db != nil {
 		v, err := (&env{x: x}).eval(s.db)
@@ -58,6 +62,9 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	}
 	if x.in.restoring(d) {
 		return errRestoring(d.Name)
+	}
+	if err := x.mayCheckDB(d); err != nil {
+		return err
 	}
 	noInfo, all := false, false
 	for _, o := range s.opts {
@@ -165,12 +172,17 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 			if name == "" {
 				name = "sys.sysallocunits"
 			}
-			if err := x.w.Info(8990, 10, fmt.Sprintf("CHECKDB found 0 allocation errors and %d consistency errors in table '%s' (object ID %d).", len(list), name, o)); err != nil {
-				return err
-			}
+			x.info(8990, 10, fmt.Sprintf("CHECKDB found 0 allocation errors and %d consistency errors in table '%s' (object ID %d).", len(list), name, o))
 		}
 	}
 	if len(errs) == 0 {
+		x.in.mu.Lock()
+		d.LastGoodCheckDB = time.Now()
+		err := x.in.saveCatalog()
+		x.in.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		if !noInfo {
 			return x.dbccClean(d.Name)
 		}
@@ -178,16 +190,15 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	}
 	errs = append(errs, sqlErr(8989, 16, "CHECKDB found 0 allocation errors and %d consistency errors in database '%s'.", consistency, d.Name))
 	if !noInfo {
-		x.w.Info(8958, 10, fmt.Sprintf("repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (%s).", d.Name))
+		x.info(8958, 10, fmt.Sprintf("repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (%s).", d.Name))
 	}
 	return errs
 }
 
 func (x *execCtx) dbccClean(name string) error {
-	if err := x.w.Info(8989, 0, fmt.Sprintf("CHECKDB found 0 allocation errors and 0 consistency errors in database '%s'.", name)); err != nil {
-		return err
-	}
-	return x.w.Info(2528, 0, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.")
+	x.info(8989, 0, fmt.Sprintf("CHECKDB found 0 allocation errors and 0 consistency errors in database '%s'.", name))
+	x.info(2528, 0, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.")
+	return nil
 }
 
 type extentOwner struct {

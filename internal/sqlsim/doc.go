@@ -22,8 +22,8 @@
 // or "quoted"; strings are '...' or N'...' (a doubled quote stands for one); sp_executesql
 // parameters (@p1, @name) are variables, never pasted into text. Supported:
 //
-//	SELECT @@VERSION | @@SPID | @@SERVERNAME, SELECT SERVERPROPERTY('ProductVersion'|'Edition'|
-//	    'MachineName'|'ServerName'|'EngineEdition'|...), select 1;
+//	SELECT @@VERSION | @@SPID | @@SERVERNAME | @@LANGUAGE | @@LANGID, SELECT SERVERPROPERTY('ProductVersion'|
+//	    'ProductMajorVersion'|'Edition'|'MachineName'|'ServerName'|'EngineEdition'|...), select 1;
 //	SELECT [TOP (n)] <expressions | * | t.*> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t]
 //	    {[INNER] JOIN | LEFT [OUTER] JOIN <source> [alias] ON <condition> | CROSS JOIN <source> [alias]} ...]
 //	    [WHERE ...] [ORDER BY ...]   -- no RIGHT/FULL/comma joins, no GROUP BY; aggregates COUNT/COUNT_BIG/MAX/MIN/SUM
@@ -34,14 +34,16 @@
 //	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
 //	    that (re)created it; state_desc RESTORING while a RESTORE runs into it or after one was cut short
+//	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE
 //	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
-//	    UserAccess, Recovery), GETDATE, GETUTCDATE,
+//	    UserAccess, Recovery, Updateability), HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, IS_MEMBER,
+//	    SUSER_SNAME, GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
 //	    predicates: = <> < > <= >=, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (list), [NOT] LIKE, [NOT] EXISTS (SELECT ...)
 //	Generated tables (dbo.Orders, dbo.Customers, ...) answer only COUNT(*), COUNT_BIG(*), MAX(col) and
 //	    MIN(col) without WHERE: SELECT COUNT_BIG(*) FROM [db].[dbo].[Orders], SELECT MAX([OrderDate]) FROM ...
 //	IF <condition> <statement> [ELSE <statement>]; BEGIN ... END; DECLARE @v type [= x]; SET @v = x;
-//	    SET NOCOUNT/XACT_ABORT/... ON|OFF (ignored); PRINT; USE [db]
+//	    SET NOCOUNT/XACT_ABORT/... ON|OFF (ignored); SET LANGUAGE us_english|Deutsch|Français; PRINT; USE [db]
 //	WAITFOR DELAY 'hh:mm[:ss[.fff]]' | @v; WAITFOR TIME ...   (the batch waits; an attention or a dropped
 //	    connection ends it and the rest of the batch does not run; sys.dm_exec_requests shows
 //	    command and wait_type WAITFOR; a bad time string is 148)
@@ -58,16 +60,33 @@
 //	    never hands out a number twice; the seed's `SET @n = Number = Number + 1` form works too)
 //	BACKUP DATABASE [db] TO DISK = '...' [, DISK = ...] [WITH CHECKSUM, INIT, FORMAT, COMPRESSION,
 //	    NO_COMPRESSION, COPY_ONLY, STATS [= n], BUFFERCOUNT = n, MAXTRANSFERSIZE = n, BLOCKSIZE = n,
-//	    NAME = '...', DESCRIPTION = '...']; TO DISK = 'NUL' reads everything and writes nothing
+//	    NAME = '...', DESCRIPTION = '...']; TO DISK = 'NUL' reads everything and writes nothing;
+//	    not compressed unless WITH COMPRESSION, which Config.Edition Express and Web refuse (1844 + 3013)
 //	RESTORE FILELISTONLY | HEADERONLY | VERIFYONLY FROM DISK = ... [WITH CHECKSUM, FILE = 1]
 //	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY, STATS [= n]
 //	DBCC CHECKDB[([db])] [WITH NO_INFOMSGS, ALL_ERRORMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY, PHYSICAL_ONLY]
-//	DROP DATABASE [IF EXISTS] [x]; ALTER DATABASE [x] SET SINGLE_USER|MULTI_USER [WITH ROLLBACK IMMEDIATE]
+//	    (WITH options that exclude each other or repeat: 3031 for BACKUP/RESTORE, e.g. COMPRESSION with
+//	    NO_COMPRESSION, CHECKSUM with NO_CHECKSUM; 2559 for DBCC, PHYSICAL_ONLY with DATA_PURITY)
+//	DROP DATABASE [IF EXISTS] [x]; ALTER DATABASE [x] SET SINGLE_USER|MULTI_USER|READ_ONLY|READ_WRITE|
+//	    OFFLINE|ONLINE [WITH ROLLBACK IMMEDIATE]   (READ_ONLY, READ_WRITE and OFFLINE need the database to
+//	    themselves: another session in it is 5070 + 5069 unless WITH ROLLBACK; a READ_ONLY database refuses
+//	    writes with 3906 and still backs up)
 //
 // Anything else fails like SQL Server would: 102 "Incorrect syntax near
 // ...", 2812 for an unknown procedure name, 208/207 for unknown objects or
 // columns, 195 for unknown functions, and 40515 "'<statement>' is not
 // supported by the SQL Server emulator" for valid T-SQL outside this list.
+// An identifier longer than 128 characters is 103 "The identifier that
+// starts with '...' is too long. Maximum length is 128." (a database or
+// MOVE logical name given as a value: 103 + 3013); CreateDatabase refuses a
+// name whose generated logical file names (<name>_log) would pass 128.
+//
+// Batches: a syntax error (102, 103, ...) runs nothing; an error of
+// severity 16 or less ends only its statement and the batch goes on
+// (`SELECT 1/0; SELECT 2` answers 8134, then 2; a failed BACKUP does not stop
+// the statements after it); name-resolution (207, 208, 4104), conversion
+// (245, 8114), other class-15 errors and 40515 abort the batch where they
+// occur.
 //
 // # Paths
 //
@@ -92,10 +111,23 @@
 //
 // # Errors (number, class) the product sees
 //
-//	18456 (14) login failed; 4060 (11) cannot open the login database
+//	18456 (14) login failed; a requested database that is missing, RESTORING, OFFLINE or has no user for
+//	    the login: 4060 (11) + 18456; the same for the login's default database: 4064 (11) + 18456
+//	262 (14) "<PERM> permission denied in database 'x'." (+ 3013 for BACKUP/RESTORE), 229 (14) "The
+//	    SELECT|UPDATE|INSERT permission was denied on the object ...", 916 (14) no user in the database,
+//	    3110 (14) + 3013 RESTORE over a database the login may not restore, 7983 (14) DBCC CHECKDB without
+//	    db_owner, 6102 (14) KILL without ALTER ANY CONNECTION, 3701 DROP without permission (see Logins)
+//	942 (14) the database is OFFLINE; 3906 (16) a write to a READ_ONLY database; 2154 unknown language
 //	911 (16) + 3013 BACKUP of an unknown database; 3201 (16) + 3013 a device path that cannot be reached
-//	    (OS error 53 unknown/unreachable share, 3 missing directory, 2 missing file on RESTORE)
-//	3202 (16) + 3013 "Write on ... failed: 112(There is not enough space on the disk.)" (share quota)
+//	    (OS error 53 unknown/unreachable share, 3 missing directory, 2 missing file on RESTORE,
+//	    32 the file is held by a running BACKUP (a second BACKUP to it, or a RESTORE from it), 59/64 see
+//	    SetShareNetworkError)
+//	3202 (16) + 3013 "Write on ... failed: 112(There is not enough space on the disk.)" (share quota),
+//	    "... 64(The specified network name is no longer available.)" (share lost mid-write), "... 59(An
+//	    unexpected network error occurred.)"
+//	3203 (16) + 3013 "Read on ... failed: 38(Reached the end of the file.)" a stripe cut short (its bytes end
+//	    inside a block, the media header or the trailer), "... 64(...)" share lost mid-read; 3254 an empty file
+//	3250 (16) + 3013 an option value out of range (MAXTRANSFERSIZE, BLOCKSIZE, BUFFERCOUNT, STATS)
 //	701 (17) + 3013 BUFFERCOUNT x MAXTRANSFERSIZE above Config.MemoryBudget (seed 004)
 //	3043 (16) + 3013 BACKUP WITH CHECKSUM met a page whose checksum is wrong
 //	BACKUP without INIT/FORMAT onto an existing file: 40515 + 3013. SQL Server would append a second
@@ -104,8 +136,8 @@
 //	3132 (16) + 3013 "The media set has N media families but only M are provided. All members must be provided."
 //	3231 (16) + 3013 a stripe from another media set or more stripes than the set has;
 //	    3227 + 3013 the same family given twice
-//	3241 (16) + 3013 "The media family on device '...' is incorrectly formed." (no trailer: half-written;
-//	    damaged media header or trailer)
+//	3241 (16) + 3013 "The media family on device '...' is incorrectly formed." (whole blocks but no trailer:
+//	    a BACKUP that stopped; damaged media header or trailer)
 //	3183 (16) + 3013 "RESTORE detected an error on page (F:P) in database "x" as read from the backup set."
 //	    (any damaged block or page)
 //	5133 + 3156 + 3119 + 3013 MOVE target directory missing; 1834 a target used by another database;
@@ -124,14 +156,55 @@
 // the statement runs; 4035 "Processed N pages for database 'x', file 'y' on
 // file 1." per file; 3014 "BACKUP DATABASE|RESTORE DATABASE successfully
 // processed N pages in X seconds (Y MB/sec)."; 3262 "The backup set on file
-// 1 is valid."; 5701 on USE.
+// 1 is valid."; 5701 on USE. Every message but 3211 waits in the output
+// buffer until its statement ends. A RESTORE DATABASE is silent before its
+// first percent (it zeroes its files: all of them, or only the log with
+// SetInstantFileInit) and between 100 percent and 3014 (recovery reads the
+// log), each phase in proportion to its bytes at the SetThrottle rate.
 //
-// sys.dm_exec_requests shows every running request, with command
+// Dates (HEADERONLY BackupStartDate/BackupFinishDate, msdb backupset and
+// restorehistory, sys.databases.create_date, dm_exec_requests.start_time)
+// are datetime on the wall clock of Config.TimeZone, as SQL Server reports
+// server-local time without a zone.
+//
+// sys.dm_exec_requests shows every running request to a login with VIEW
+// SERVER STATE (on MajorVersion 16 VIEW SERVER PERFORMANCE STATE is
+// enough), to any other login only its own session's, with command
 // 'BACKUP DATABASE', 'RESTORE DATABASE', 'RESTORE VERIFYONLY' or
-// 'DBCC TABLE CHECK' (as SQL Server), database_id (for RESTORE the target,
-// which exists in state RESTORING from the start of the copy), a real
-// percent_complete and estimated_completion_time, and sql_handle for
+// 'DBCC TABLE CHECK' (as SQL Server), database_id (the session's database
+// for a RESTORE, not its target; the target exists in state RESTORING from
+// the start of the copy), a real
+// percent_complete (0 while a RESTORE initialises its files, 100 during its
+// recovery) and estimated_completion_time, and sql_handle for
 // CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) t (t.text is the batch).
+//
+// # Logins, permissions, languages, versions and TLS
+//
+// Config.Logins are sysadmin; Config.Principals (and SetLogin at run time)
+// have exactly the permissions they list (see Login), checked where SQL
+// Server checks them: BACKUP needs BACKUP DATABASE in the database
+// (db_backupoperator); RESTORE HEADERONLY/FILELISTONLY/VERIFYONLY and a
+// RESTORE creating a database need CREATE ANY DATABASE (dbcreator), the
+// restorer owns what it created; a RESTORE over an existing database needs
+// sysadmin, dbcreator or ownership (db_owner does not count); DBCC CHECKDB
+// needs db_owner or ownership; DROP DATABASE ALTER ANY DATABASE, db_owner
+// or ownership; KILL ALTER ANY CONNECTION (processadmin); USE and user
+// tables need a user in the database (master, tempdb, msdb admit all) and
+// SELECT/INSERT/UPDATE (an UPDATE that reads the table, as the sequence
+// increment does, needs SELECT too); msdb's backupset and restorehistory
+// need SELECT in msdb; ALTER DATABASE needs ALTER (db_owner, ALTER ANY
+// DATABASE); sys.master_files shows rows only to CREATE ANY DATABASE, ALTER
+// ANY DATABASE or VIEW ANY DEFINITION, [db].sys.database_files to every
+// user of db. A session's language is its login's DefaultLanguage (or the
+// one LOGIN7 asks for) until SET LANGUAGE; messages 3211, 3014, 4035, 3013,
+// 3201, 3202, 3203, 18456, 4060, 4064, 5701 and 5703 are sent in it
+// (Deutsch, Français; numbers unchanged; a connection reset returns to the
+// login's language). Config.Edition and MajorVersion set SERVERPROPERTY,
+// @@VERSION and the PRELOGIN version. Config.TLS "on" requires encryption
+// (TDS 7.x: ENCRYPT_ON/REQ, TLS 1.2 inside PRELOGIN, a client with
+// encrypt=disable is refused), "strict" requires TDS 8.0 (TLS first, ALPN
+// tds/8.0); the certificate is generated by New (ECDSA, SAN 127.0.0.1, ::1,
+// localhost, the server name), see CertificatePEM and DSN.
 //
 // # Faults
 //
@@ -144,11 +217,25 @@
 // trailer, a RESTORING database); DropConnections cuts every open
 // connection now; RefuseConnections(n) fails the next n connection
 // attempts; Disarm removes armed CrashAt/DropConnectionAt faults.
+// FatalErrorAt(op, percent, number, class) fails the next operation with an
+// error of severity 20-25 and closes its connection after sending it, as
+// SQL Server ends the session (the client keeps what it received before);
+// DisarmFatalError removes it.
+//
+// A client that goes away without an attention (its TCP connection closed
+// or lost: a killed worker process; DisconnectClient(spid) does it from the
+// server side) does not stop its statement: it runs on, visible in
+// sys.dm_exec_requests, until it next writes to the client. With STATS that
+// is its next 3211, where it stops as DropConnectionAt stops it (Outcome
+// "dropped"); without, it completes (msdb history written, Outcome "ok")
+// and only the reply is lost. An attention (the client cancelling), KILL,
+// Crash and Stop end it at once.
 // RestoreDatabase runs a RESTORE on the instance itself (e.g. rolling a
 // source database back to an older backup). CorruptPage damages a database page, FlipByte any file (a stripe),
 // SetThrottle paces every backup/restore stream (and CHECKDB's reads),
 // SetShareThrottle all streams to one share (its NIC), SetShareUnreachable
-// and SetShareQuota emulate a dead or full backup server. Statements lists
+// (also in the middle of a transfer), SetShareNetworkError (59 or 64) and
+// SetShareQuota emulate a dead, flaky or full backup server. Statements lists
 // every statement started (kind, database, times, outcome; "running" until
 // it ends, then "ok", "error <n>", "cancelled", "dropped" or "crashed") for
 // assertions.

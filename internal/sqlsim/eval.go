@@ -580,7 +580,11 @@ func (e *env) call(f *funcExpr) (any, error) {
 		}
 		for _, d := range x.in.allDatabases() {
 			if strings.EqualFold(d.Name, toString(v)) {
-				return databaseProperty(d, toString(pv)), nil
+				r := databaseProperty(d, toString(pv))
+				if t, ok := r.(time.Time); ok && !d.LastGoodCheckDB.IsZero() {
+					r = x.in.serverTime(t) // datetime: the server's wall clock
+				}
+				return r, nil
 			}
 		}
 		return nil, nil
@@ -591,11 +595,46 @@ func (e *env) call(f *funcExpr) (any, error) {
 		}
 		return x.in.serverProperty(toString(v)), nil
 	case "GETDATE", "SYSDATETIME", "CURRENT_TIMESTAMP":
-		return time.Now(), nil
+		return x.in.serverTime(time.Now()), nil // the server's wall clock
 	case "GETUTCDATE", "SYSUTCDATETIME":
 		return time.Now().UTC(), nil
-	case "SUSER_SNAME", "SUSER_NAME", "USER_NAME", "CURRENT_USER", "ORIGINAL_LOGIN":
+	case "SUSER_SNAME", "SUSER_NAME", "ORIGINAL_LOGIN":
+		// The login's name as defined on the server, whatever case the
+		// client typed it in.
+		if l := x.in.principal(x.s.login.User); l != nil {
+			return l.Name, nil
+		}
 		return x.s.login.User, nil
+	case "USER_NAME", "CURRENT_USER":
+		if x.in.isDBOwner(x.sessionLogin(), x.currentDB()) {
+			return "dbo", nil
+		}
+		return x.s.login.User, nil
+	case "HAS_PERMS_BY_NAME":
+		var args [3]any
+		for i := range args {
+			v, err := e.arg(f, i)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = v
+		}
+		return x.hasPermsByName(args[0], args[1], args[2])
+	case "IS_SRVROLEMEMBER", "IS_MEMBER":
+		role, err := e.arg(f, 0)
+		if err != nil {
+			return nil, err
+		}
+		if f.name == "IS_MEMBER" {
+			return x.isMember(role), nil
+		}
+		var login any
+		if len(f.args) > 1 {
+			if login, err = e.arg(f, 1); err != nil {
+				return nil, err
+			}
+		}
+		return x.isSrvRoleMember(role, login), nil
 	case "HOST_NAME":
 		return x.s.login.HostName, nil
 	case "APP_NAME":
@@ -692,7 +731,7 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		}
 	case *sysVarExpr:
 		switch n.name {
-		case "@@SPID":
+		case "@@SPID", "@@LANGID":
 			c.Type = tds.TypeSmallInt
 		case "@@ROWCOUNT", "@@ERROR", "@@TRANCOUNT":
 			c.Type = tds.TypeInt
@@ -702,7 +741,7 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		return c
 	case *funcExpr:
 		switch n.name {
-		case "COUNT", "DB_ID", "OBJECT_ID", "SCHEMA_ID", "LEN":
+		case "COUNT", "DB_ID", "OBJECT_ID", "SCHEMA_ID", "LEN", "HAS_PERMS_BY_NAME", "IS_SRVROLEMEMBER", "IS_MEMBER":
 			c.Type = tds.TypeInt
 			return c
 		case "COUNT_BIG":
@@ -1143,8 +1182,8 @@ func sqlColumn(cd columnDef) tds.Column {
 func databaseProperty(d database, prop string) any {
 	switch strings.ToLower(prop) {
 	case "status":
-		if d.State == "RESTORING" {
-			return "RESTORING"
+		if d.State == "RESTORING" || d.State == "OFFLINE" {
+			return d.State
 		}
 		return "ONLINE"
 	case "useraccess":
@@ -1154,7 +1193,20 @@ func databaseProperty(d database, prop string) any {
 			return "SIMPLE"
 		}
 		return "FULL"
+	case "lastgoodcheckdbtime":
+		// "If DBCC CHECKDB has not been run on a database, 1900-01-01
+		// 00:00:00.000 is returned" (SQL Server 2016 SP2 and later:
+		// https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql).
+		if d.LastGoodCheckDB.IsZero() {
+			return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		return d.LastGoodCheckDB
 	case "updateability":
+		// READ_ONLY after ALTER DATABASE ... SET READ_ONLY
+		// (https://learn.microsoft.com/en-us/sql/t-sql/functions/databasepropertyex-transact-sql).
+		if d.ReadOnly {
+			return "READ_ONLY"
+		}
 		return "READ_WRITE"
 	case "collation":
 		return "SQL_Latin1_General_CP1_CI_AS"

@@ -13,9 +13,11 @@ import (
 
 type faultState struct {
 	unreachable map[string]bool
+	netErr      map[string]string // share prefix -> OS error text of its flaky network
 	quota       map[string]int64
 	shareLimit  map[string]*limiter
 	streamRate  int64
+	instantInit bool               // data files need no zeroing (SetInstantFileInit)
 	crashAt     map[string]float64 // op -> percent, one-shot
 	dropAt      map[string]float64 // op -> percent, one-shot: drop the connection running it
 	refuse      int                // connection attempts still to refuse
@@ -23,6 +25,7 @@ type faultState struct {
 
 func (f *faultState) init() {
 	f.unreachable = map[string]bool{}
+	f.netErr = map[string]string{}
 	f.quota = map[string]int64{}
 	f.shareLimit = map[string]*limiter{}
 	f.crashAt = map[string]float64{}
@@ -128,6 +131,7 @@ func (in *Instance) DropConnections() {
 	running := in.running
 	for r := range in.requests {
 		r.dropped.Store(true)
+		r.cancel()
 	}
 	in.mu.Unlock()
 	if srv != nil && running {
@@ -161,6 +165,9 @@ func (in *Instance) refuseDue() bool {
 // (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/kill-transact-sql).
 // 6104 for the own session, 6106 for one that does not exist.
 func (x *execCtx) kill(n *killStmt) error {
+	if err := x.mayKill(); err != nil {
+		return err
+	}
 	v, err := (&env{x: x}).eval(n.spid)
 	if err != nil {
 		return err
@@ -232,6 +239,22 @@ func (in *Instance) SetThrottle(bytesPerSec int64) {
 	in.mu.Unlock()
 }
 
+// SetInstantFileInit tells whether the instance has instant file
+// initialization for data files (the service account holds "Perform volume
+// maintenance tasks"): then a RESTORE zeroes only the log before copying
+// data, else every file (see restorePhaseBytes). Off by default.
+func (in *Instance) SetInstantFileInit(on bool) {
+	in.mu.Lock()
+	in.faults.instantInit = on
+	in.mu.Unlock()
+}
+
+func (in *Instance) instantFileInit() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.faults.instantInit
+}
+
 // SetShareThrottle limits the total bytes/s of all streams to one share
 // (its NIC); 0 removes the limit.
 func (in *Instance) SetShareThrottle(prefix string, bytesPerSec int64) {
@@ -247,11 +270,61 @@ func (in *Instance) SetShareThrottle(prefix string, bytesPerSec int64) {
 }
 
 // SetShareUnreachable makes paths under prefix fail like an unreachable
-// host (error 3201, operating system error 53).
+// host: opening a backup file there fails with 3201, operating system error
+// 53; a BACKUP or RESTORE that already has a file open there fails at its
+// next write (3202) or read (3203) with operating system error 64(The
+// specified network name is no longer available.), as when the file server
+// goes away in the middle of the transfer.
 func (in *Instance) SetShareUnreachable(prefix string, unreachable bool) {
 	in.mu.Lock()
 	in.faults.unreachable[normPrefix(prefix)] = unreachable
 	in.mu.Unlock()
+}
+
+// SetShareNetworkError makes every open, read and write of a backup file
+// under prefix fail with Windows error code: 59 (An unexpected network
+// error occurred.) or 64 (The specified network name is no longer
+// available.) — 3201 on open, 3202 on a BACKUP write, 3203 on a RESTORE
+// read — until it is set to 0.
+func (in *Instance) SetShareNetworkError(prefix string, code int) error {
+	text := ""
+	switch code {
+	case 0:
+	case 59:
+		text = osNetUnexpected
+	case 64:
+		text = osNetNameGone
+	default:
+		return fmt.Errorf("sqlsim: SetShareNetworkError: error code %d is not emulated; use 59, 64 or 0", code)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if text == "" {
+		delete(in.faults.netErr, normPrefix(prefix))
+	} else {
+		in.faults.netErr[normPrefix(prefix)] = text
+	}
+	return nil
+}
+
+// shareNetErr returns a check of the share's network, for an open backup
+// file: the OS error text a read or write would fail with now, "" when the
+// share is there.
+func (in *Instance) shareNetErr(s *shareMap) func() string {
+	if s == nil {
+		return func() string { return "" }
+	}
+	return func() string {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if t := in.faults.netErr[s.prefix]; t != "" {
+			return t
+		}
+		if in.faults.unreachable[s.prefix] {
+			return osNetNameGone
+		}
+		return ""
+	}
 }
 
 // SetShareQuota caps the bytes the share's directory may hold; a BACKUP

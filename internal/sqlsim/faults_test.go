@@ -422,9 +422,10 @@ func TestHostileNames(t *testing.T) {
 	mustRun(t, e.db, "DROP DATABASE "+qi(verify))
 }
 
-// TestRequestsDuringRestoreAndCheckDB: the product's re-attach query finds a
-// running RESTORE (by the target database, which exists as RESTORING) and a
-// running CHECKDB ('DBCC TABLE CHECK'), with a growing percent_complete.
+// TestRequestsDuringRestoreAndCheckDB: sys.dm_exec_requests shows a running
+// RESTORE (under the session's database, master, not the target) and a
+// running CHECKDB ('DBCC TABLE CHECK', under the checked database), with a
+// growing percent_complete.
 func TestRequestsDuringRestoreAndCheckDB(t *testing.T) {
 	e := newEnv(t)
 	vol1, vol2 := t.TempDir(), t.TempDir()
@@ -439,7 +440,7 @@ func TestRequestsDuringRestoreAndCheckDB(t *testing.T) {
 		"FROM sys.dm_exec_requests WHERE database_id = DB_ID(@p1) AND command IN (@p2, @p3, @p4) ORDER BY start_time"
 	e.in.SetThrottle(6 << 20)
 	for _, tc := range []struct{ stmt, db, command string }{
-		{"RESTORE DATABASE [V] FROM " + from + " WITH " + moves + ", REPLACE, STATS = 10", "V", "RESTORE DATABASE"},
+		{"RESTORE DATABASE [V] FROM " + from + " WITH " + moves + ", REPLACE, STATS = 10", "master", "RESTORE DATABASE"},
 		{"DBCC CHECKDB([Sales]) WITH NO_INFOMSGS", "Sales", "DBCC TABLE CHECK"},
 	} {
 		done := make(chan error, 1)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // The tokenizer covers the T-SQL the product sends: keywords and plain
@@ -82,12 +84,18 @@ func lex(sql string) ([]token, error) {
 			if !ok {
 				return nil, syntaxErr(fmt.Sprintf("Unclosed quotation mark after the character string '%s'.", sql[i+1:]), 105)
 			}
+			if e := errIdentTooLong(s); e != nil {
+				return nil, e
+			}
 			toks = append(toks, token{tQIdent, s, i})
 			i += n
 		case c == '"':
 			s, n, ok := delimited(sql[i:], '"', '"')
 			if !ok {
 				return nil, syntaxErr(fmt.Sprintf("Unclosed quotation mark after the character string '%s'.", sql[i+1:]), 105)
+			}
+			if e := errIdentTooLong(s); e != nil {
+				return nil, e
 			}
 			toks = append(toks, token{tQIdent, s, i})
 			i += n
@@ -125,6 +133,9 @@ func lex(sql string) ([]token, error) {
 			j := i
 			for j < len(sql) && isWordByte(sql, j) {
 				j++
+			}
+			if e := errIdentTooLong(sql[i:j]); e != nil {
+				return nil, e
 			}
 			toks = append(toks, token{tIdent, sql[i:j], i})
 			i = j
@@ -182,4 +193,33 @@ func isWordStart(s string, i int) bool {
 func isWordByte(s string, i int) bool {
 	c := s[i]
 	return c >= 0x80 || c == '_' || c == '#' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// errIdentTooLong is 103 for an identifier (plain, [bracketed] or "quoted")
+// longer than 128 characters: "The %S_MSG that starts with '%.*ls' is too
+// long. Maximum length is %d." with its first 128 characters; a compile
+// error, so nothing of the batch runs
+// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999,
+// https://learn.microsoft.com/en-us/sql/relational-databases/databases/database-identifiers).
+func errIdentTooLong(name string) *tds.Error {
+	if sqlLen(name) <= maxSysname {
+		return nil
+	}
+	return sqlErr(103, 15, "The identifier that starts with '%s' is too long. Maximum length is %d.", sqlPrefix(name, maxSysname), maxSysname)
+}
+
+// sqlPrefix is the first n characters of s, counted as sqlLen does.
+func sqlPrefix(s string, n int) string {
+	used := 0
+	for i, r := range s {
+		w := 1
+		if r >= 0x10000 {
+			w = 2
+		}
+		if used+w > n {
+			return s[:i]
+		}
+		used += w
+	}
+	return s
 }

@@ -298,6 +298,67 @@ type stripe struct {
 	end     int64 // trailer offset
 	limit   *limiter
 	shareLm *limiter
+	netErr  func() string // the OS error of a share lost mid-read, "" while it is there
+	release func()        // gives the file back to the device table
+}
+
+func (st *stripe) close() {
+	st.f.Close()
+	if st.release != nil {
+		st.release()
+	}
+}
+
+// unfinished tells apart why a stripe has no valid trailer: truncated (its
+// bytes end inside a block or inside the trailer, as a file cut short by an
+// interrupted copy does) or not (its blocks are whole and nothing follows
+// them: a BACKUP that stopped; or the bytes after the blocks are damaged).
+func unfinished(f io.ReaderAt, size, start int64) (truncated bool) {
+	hdr := make([]byte, blockHdrSize)
+	off := start
+	for off < size {
+		if size-off < int64(len(trailerMagic)) {
+			return true
+		}
+		n := min(int64(blockHdrSize), size-off)
+		if _, err := f.ReadAt(hdr[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return false
+		}
+		if string(hdr[:len(trailerMagic)]) == trailerMagic {
+			// A trailer whose declared length runs past the end was cut.
+			if n < 16 {
+				return true
+			}
+			js := int64(binary.LittleEndian.Uint32(hdr[8:]))
+			return off+16+js+16 > size
+		}
+		if n < blockHdrSize {
+			return string(hdr[:len(blockMagic)]) == blockMagic
+		}
+		bh, ok := parseBlockHeader(hdr)
+		if !ok {
+			return false
+		}
+		if off+blockHdrSize+int64(bh.StoredLen) > size {
+			return true
+		}
+		off += blockHdrSize + int64(bh.StoredLen)
+	}
+	return false
 }
 
 func crc32Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// mediaHeaderCut reports whether the file ends inside its media header
+// region (a file cut short right after it began).
+func mediaHeaderCut(f io.ReaderAt, size int64) bool {
+	var fixed [20]byte
+	n, _ := f.ReadAt(fixed[:], 0)
+	if n < len(mediaMagic) || string(fixed[:len(mediaMagic)]) != mediaMagic {
+		return false
+	}
+	if n < len(fixed) {
+		return true
+	}
+	return int64(binary.LittleEndian.Uint32(fixed[8:])) > size
+}

@@ -160,12 +160,17 @@ type setVarStmt struct {
 	e    expr
 }
 
-type setOptionStmt struct{}
+// setOptionStmt is SET <option> ...; only LANGUAGE has an effect (value).
+type setOptionStmt struct {
+	option string
+	value  expr
+}
 
 type backupStmt struct {
 	db    expr
 	disks []expr
 	opts  map[string]expr // upper-case option -> value (nil for flags)
+	order []string        // the options as given, repeats included
 }
 
 type moveOpt struct{ logical, to expr }
@@ -176,6 +181,7 @@ type restoreStmt struct {
 	disks []expr
 	moves []moveOpt
 	opts  map[string]expr
+	order []string
 }
 
 type dbccStmt struct {
@@ -189,8 +195,9 @@ type dropDBStmt struct {
 }
 
 type alterDBStmt struct {
-	db     expr
-	option string
+	db       expr
+	option   string
+	rollback bool // WITH ROLLBACK IMMEDIATE | AFTER n
 }
 
 type printStmt struct{ e expr }
@@ -1216,13 +1223,15 @@ func (p *parser) alterStmt() (stmt, error) {
 		}
 		opt = strings.ToUpper(opt)
 		switch opt {
-		case "SINGLE_USER", "MULTI_USER", "RESTRICTED_USER":
+		case "SINGLE_USER", "MULTI_USER", "RESTRICTED_USER", "READ_ONLY", "READ_WRITE", "OFFLINE", "ONLINE":
 		default:
 			return nil, errNotSupported("ALTER DATABASE SET " + opt)
 		}
+		rollback := false
 		if p.accept("WITH") {
 			switch {
 			case p.accept("ROLLBACK"):
+				rollback = true
 				if !p.accept("IMMEDIATE") {
 					if err := p.expect("AFTER"); err != nil {
 						return nil, err
@@ -1235,7 +1244,7 @@ func (p *parser) alterStmt() (stmt, error) {
 				return nil, errNear(p.peek())
 			}
 		}
-		return &alterDBStmt{db: db, option: opt}, nil
+		return &alterDBStmt{db: db, option: opt, rollback: rollback}, nil
 	}
 	return nil, errNotSupported("ALTER " + strings.ToUpper(p.peek().text))
 }
@@ -1436,7 +1445,13 @@ func (p *parser) setStmt() (stmt, error) {
 		if !p.accept("ON") && !p.accept("OFF") {
 			return nil, errNear(p.peek())
 		}
-	case "LOCK_TIMEOUT", "TEXTSIZE", "DEADLOCK_PRIORITY", "LANGUAGE", "DATEFORMAT", "DATEFIRST", "TRANSACTION":
+	case "LANGUAGE":
+		e, err := p.nameOrExpr()
+		if err != nil {
+			return nil, err
+		}
+		return &setOptionStmt{option: "LANGUAGE", value: e}, nil
+	case "LOCK_TIMEOUT", "TEXTSIZE", "DEADLOCK_PRIORITY", "DATEFORMAT", "DATEFIRST", "TRANSACTION":
 		for t := p.peek(); t.kind != tEOF && !t.isOp(";"); t = p.peek() {
 			if t.kind == tIdent && (isKeyword(t) && !t.is("ON")) {
 				break
@@ -1479,41 +1494,45 @@ func (p *parser) devices() ([]expr, error) {
 }
 
 // withOptions reads `WITH opt [= value], ...`; MOVE is collected apart.
-func (p *parser) withOptions(moves *[]moveOpt) (map[string]expr, error) {
-	opts := map[string]expr{}
+// order lists the other options as given, repeats included.
+func (p *parser) withOptions(moves *[]moveOpt) (opts map[string]expr, order []string, err error) {
+	opts = map[string]expr{}
 	if !p.accept("WITH") {
-		return opts, nil
+		return opts, nil, nil
 	}
 	for {
 		name, err := p.ident()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		name = strings.ToUpper(name)
+		if name != "MOVE" || moves == nil {
+			order = append(order, name)
+		}
 		if name == "MOVE" && moves != nil {
 			from, err := p.primary()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := p.expect("TO"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			to, err := p.primary()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			*moves = append(*moves, moveOpt{logical: from, to: to})
 		} else if p.acceptOp("=") {
 			v, err := p.unary()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			opts[name] = v
 		} else {
 			opts[name] = nil
 		}
 		if !p.acceptOp(",") {
-			return opts, nil
+			return opts, order, nil
 		}
 	}
 }
@@ -1537,7 +1556,7 @@ func (p *parser) backupStmt() (stmt, error) {
 	if p.peek().is("MIRROR") {
 		return nil, errNotSupported("MIRROR TO")
 	}
-	if s.opts, err = p.withOptions(nil); err != nil {
+	if s.opts, s.order, err = p.withOptions(nil); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -1567,7 +1586,7 @@ func (p *parser) restoreStmt() (stmt, error) {
 	if s.disks, err = p.devices(); err != nil {
 		return nil, err
 	}
-	if s.opts, err = p.withOptions(&s.moves); err != nil {
+	if s.opts, s.order, err = p.withOptions(&s.moves); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // target is a path as SQL Server sees it, resolved to the local file system.
@@ -41,10 +43,16 @@ func (in *Instance) resolve(p string) (target, string) {
 		}
 	}
 	unreachable := t.share != nil && in.faults.unreachable[t.share.prefix]
+	netErr := ""
+	if t.share != nil {
+		netErr = in.faults.netErr[t.share.prefix]
+	}
 	in.mu.Unlock()
 	switch {
 	case unreachable:
 		return t, osNetNotFound
+	case netErr != "":
+		return t, netErr
 	case t.share != nil:
 	case strings.HasPrefix(norm, `\\`):
 		return t, osNetNotFound
@@ -124,3 +132,29 @@ func dirUsage(dir string) int64 {
 }
 
 var errDiskFull = errors.New("share quota exceeded")
+
+// Windows error texts SQL Server quotes after "Operating system error"
+// (https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499-).
+const (
+	osHandleEOF        = "38(Reached the end of the file.)"
+	osSharingViolation = "32(The process cannot access the file because it is being used by another process.)"
+	osNetUnexpected    = "59(An unexpected network error occurred.)"
+	osNetNameGone      = "64(The specified network name is no longer available.)"
+)
+
+// errWriteFailed is 3202 "Write on "<path>" failed: <os error>", errReadFailed
+// 3203 "Read on ..."
+// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-3000-to-3999).
+func errWriteFailed(path, oserr string) *tds.Error {
+	return sqlErr(3202, 16, "Write on \"%s\" failed: %s", path, oserr)
+}
+
+func errReadFailed(path, oserr string) *tds.Error {
+	return sqlErr(3203, 16, "Read on \"%s\" failed: %s", path, oserr)
+}
+
+// errRange is 3250 for a BACKUP/RESTORE option value out of range (same
+// page as above).
+func errRange(v int, param string) *tds.Error {
+	return sqlErr(3250, 16, "The value '%d' is not within range for the %s parameter.", v, param)
+}

@@ -35,6 +35,9 @@ func restoreOpName(kind string) string {
 
 func (x *execCtx) restore(s *restoreStmt) error {
 	op := restoreOpName(s.kind)
+	if e := optionConflict(s.order, restoreOpposites); e != nil {
+		return e
+	}
 	for k := range s.opts {
 		switch k {
 		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY":
@@ -49,6 +52,9 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	} else if n != 1 {
 		return opError(op, sqlErr(3206, 16, "The backup set at position %d on the media does not exist (the emulator writes one backup set per media set).", n))
 	}
+	if err := x.mayRestore(s, op); err != nil {
+		return err
+	}
 	needAll := s.kind == "DATABASE" || s.kind == "VERIFYONLY"
 	stripes, err := x.openStripes(op, s.disks, needAll)
 	if err != nil {
@@ -56,7 +62,7 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	}
 	defer func() {
 		for _, st := range stripes {
-			st.f.Close()
+			st.close()
 		}
 	}()
 	switch s.kind {
@@ -70,7 +76,8 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		if err := x.restoreData(s, op, stripes, nil); err != nil {
 			return err
 		}
-		return x.w.Info(3262, 0, "The backup set on file 1 is valid.")
+		x.info(3262, 0, "The backup set on file 1 is valid.")
+		return nil
 	}
 	return x.restoreDatabase(s, op, stripes)
 }
@@ -81,7 +88,7 @@ func (x *execCtx) openStripes(op string, disks []expr, needAll bool) ([]*stripe,
 	var out []*stripe
 	fail := func(errs ...*tds.Error) ([]*stripe, error) {
 		for _, st := range out {
-			st.f.Close()
+			st.close()
 		}
 		return nil, opError(op, errs...)
 	}
@@ -97,26 +104,49 @@ func (x *execCtx) openStripes(op string, disks []expr, needAll bool) ([]*stripe,
 		if oserr != "" {
 			return fail(errOpenDevice(t.raw, oserr))
 		}
+		// A file a running BACKUP writes cannot be opened (see deviceTable).
+		busy, release := x.in.devices.acquire([]string{t.local}, false)
+		if busy >= 0 {
+			return fail(errOpenDevice(t.raw, osSharingViolation))
+		}
 		f, err := os.Open(t.local)
 		if err != nil {
+			release()
 			oe := osErrText(err)
 			if errors.Is(err, os.ErrNotExist) {
 				oe = osFileNotFound
 			}
 			return fail(errOpenDevice(t.raw, oe))
 		}
-		st := &stripe{path: t.raw, f: f}
+		st := &stripe{path: t.raw, f: f, release: release, netErr: x.in.shareNetErr(t.share)}
 		out = append(out, st)
 		info, err := f.Stat()
 		if err != nil {
 			return fail(errIncorrectlyFormed(t.raw))
 		}
+		size := info.Size()
+		// Reading a file cut short hits its end: 3203 with Windows error 38
+		// (ERROR_HANDLE_EOF); an empty one is 3254; a complete file whose
+		// structure is wrong, or one a BACKUP never finished (its blocks end
+		// where the file ends, without the closing part), is "incorrectly
+		// formed", 3241 (errors 3203, 3241, 3254 in
+		// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-3000-to-3999;
+		// error 38 in https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499-).
+		if size == 0 {
+			return fail(sqlErr(3254, 16, "The volume on device '%s' is empty.", t.raw))
+		}
 		hdr, start, err := readMediaHeader(f)
 		if err != nil {
+			if mediaHeaderCut(f, size) {
+				return fail(errReadFailed(t.raw, osHandleEOF))
+			}
 			return fail(errIncorrectlyFormed(t.raw))
 		}
-		trl, end, err := readTrailer(f, info.Size())
+		trl, end, err := readTrailer(f, size)
 		if err != nil || trl.BackupSetGUID != hdr.BackupSetGUID || trl.Family != hdr.Family {
+			if err != nil && unfinished(f, size, start) {
+				return fail(errReadFailed(t.raw, osHandleEOF))
+			}
 			return fail(errIncorrectlyFormed(t.raw))
 		}
 		st.hdr, st.trl, st.start, st.end = hdr, trl, start, end
@@ -228,8 +258,8 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		created = h.Start
 	}
 	err := x.w.Row(name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
-		int64(957), created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
-		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), int64(160),
+		int64(957), x.in.serverTime(created), itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
+		lsnText(h.DatabaseLSN), x.in.serverTime(h.Start), x.in.serverTime(t.Finish), int64(52), int64(0), int64(1033), int64(196609), int64(160),
 		int64(4608), int64(16), int64(0), int64(4135), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
 		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
@@ -288,15 +318,7 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 			return err
 		}
 	}
-	d := x.in.lookupDB(h.Database)
-	dbID := 0
-	if targets != nil {
-		x.in.mu.Lock()
-		dbID = x.req.dbID
-		x.in.mu.Unlock()
-	} else if d != nil {
-		dbID = d.ID
-	}
+	dbID := x.currentDB().ID // the session's database, see restoreDatabase
 	cmd := "RESTORE VERIFYONLY"
 	crashOp := OpRestore
 	if targets != nil {
@@ -403,6 +425,9 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, 
 		if err := st.limit.wait(ctx, blockHdrSize+int(bh.StoredLen)); err != nil {
 			return err
 		}
+		if oserr := st.netErr(); oserr != "" { // the share went away mid-read
+			return &backupErr{errs: []*tds.Error{errReadFailed(st.path, oserr)}}
+		}
 		if st.shareLm != nil {
 			if err := st.shareLm.wait(ctx, blockHdrSize+int(bh.StoredLen)); err != nil {
 				return err
@@ -478,7 +503,7 @@ func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bo
 				return damaged(int(bh.FileID), bh.PageID)
 			}
 			if _, err := t.f.WriteAt(pages, int64(bh.PageID)*PageSize); err != nil {
-				return &backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Write on \"%s\" failed: %s", t.file.Physical, osErrText(err))}}
+				return &backupErr{errs: []*tds.Error{errWriteFailed(t.file.Physical, osErrText(err))}}
 			}
 		}
 		if seen[bh.Seq].Swap(true) {
@@ -506,6 +531,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	if name == "" {
 		return sqlErr(102, 15, "Incorrect syntax near 'DATABASE'.")
 	}
+	if e := errIdentTooLong(name); e != nil { // a name from a variable
+		return opError(op, e)
+	}
 	_, replace := s.opts["REPLACE"]
 	// MOVE targets by logical name.
 	moves := map[string]string{}
@@ -517,6 +545,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		tv, err := (&env{x: x}).eval(m.to)
 		if err != nil {
 			return err
+		}
+		if e := errIdentTooLong(toString(lv)); e != nil { // logical names are sysname
+			return opError(op, e)
 		}
 		found := false
 		for _, f := range h.Files {
@@ -601,6 +632,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		return opError(op, planErrs...)
 	}
 	// The database exists from now on, RESTORING until the last page is in.
+	owner := x.restoredOwner(existing) // takes in.mu itself for a new database
 	x.in.mu.Lock()
 	if existing != nil {
 		if err := x.in.removeDatabaseLocked(existing); err != nil {
@@ -624,14 +656,17 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
 	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING",
-		FamilyGUID: family}
+		FamilyGUID: family, Owner: owner}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
 	if serr != nil {
 		return serr
 	}
-	x.setCommand("RESTORE DATABASE", id, true)
+	// sys.dm_exec_requests.database_id is "ID of the database the request
+	// is executing against" (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-requests-transact-sql):
+	// for a RESTORE the session's database, not documented as the target.
+	x.setCommand("RESTORE DATABASE", x.currentDB().ID, true)
 	start := time.Now()
 	targets := map[int]*restoreTarget{}
 	defer func() {
@@ -653,7 +688,14 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		}
 		targets[f.FileID] = &restoreTarget{file: f, f: fh}
 	}
+	initBytes, logBytes := restorePhaseBytes(plan, x.in.instantFileInit())
+	if err := x.silentPhase(initBytes); err != nil {
+		return err
+	}
 	if err := x.restoreData(s, op, stripes, targets); err != nil {
+		return err
+	}
+	if err := x.silentPhase(logBytes); err != nil {
 		return err
 	}
 	if x.isCrashed() { // crashed at 100 %: the database stays RESTORING
@@ -661,7 +703,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	}
 	for _, t := range targets {
 		if err := t.f.Close(); err != nil {
-			return opError(op, sqlErr(3203, 16, "Write on \"%s\" failed: %s", t.file.Physical, osErrText(err)))
+			return opError(op, errWriteFailed(t.file.Physical, osErrText(err)))
 		}
 	}
 	targets = nil
@@ -669,9 +711,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	finish := time.Now()
 	var total int64
 	for _, f := range plan {
-		if err := x.w.Info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, name, f.Logical)); err != nil {
-			return err
-		}
+		x.info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, name, f.Logical))
 		total += f.Pages
 	}
 	x.in.mu.Lock()
@@ -699,8 +739,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		x.in.log.Error("save catalog", zap.Error(serr))
 	}
 	secs := max(finish.Sub(start).Seconds(), 0.001)
-	return x.w.Info(3014, 0, fmt.Sprintf("RESTORE DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).",
+	x.info(3014, 0, fmt.Sprintf("RESTORE DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).",
 		total, secs, float64(total*PageSize)/(1<<20)/secs))
+	return nil
 }
 
 // fileOwner returns the database using a local file, if any.

@@ -23,6 +23,9 @@ type session struct {
 
 	mu sync.Mutex
 	db string
+	// lang is the session language (SET LANGUAGE), loginLang the one it
+	// had after login (lang.go).
+	lang, loginLang language
 }
 
 func (s *session) Database() string {
@@ -37,7 +40,10 @@ func (s *session) setDatabase(db string) {
 	s.mu.Unlock()
 }
 
-func (s *session) Reset() { s.setDatabase(s.loginDB) }
+func (s *session) Reset() {
+	s.setDatabase(s.loginDB)
+	s.setLanguage(s.loginLang)
+}
 
 func (s *session) Close() {
 	s.in.mu.Lock()
@@ -132,6 +138,13 @@ type execCtx struct {
 	// crashed is the crash channel of the instance incarnation this
 	// request runs in (a restart installs a new one).
 	crashed chan struct{}
+	// client is the request's context on the connection (cancelled by an
+	// attention or when the connection ends); ctx outlives a vanished
+	// client, see Exec.
+	client context.Context
+	// held are info messages waiting for the end of the statement (see
+	// info).
+	held []heldMsg
 }
 
 func (x *execCtx) isCrashed() bool {
@@ -149,23 +162,20 @@ var reqSeq struct {
 }
 
 // Exec implements tds.Session.
-func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) error {
+func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter) error {
 	in := s.in
 	if in.isCrashed() {
 		return tds.ErrKillConnection
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// A statement outlives the connection it came on: SQL Server stops a
+	// request for an attention, KILL or a crash, but a client that vanished
+	// without an attention is noticed only when a write to it fails (see
+	// clientGone); until then the statement runs on.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(client))
 	defer cancel()
 	in.mu.Lock()
 	crashed := in.crashed
 	in.mu.Unlock()
-	go func() {
-		select {
-		case <-crashed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 
 	reqSeq.Lock()
 	reqSeq.n++
@@ -183,8 +193,25 @@ func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) e
 		delete(in.requests, req)
 		in.mu.Unlock()
 	}()
+	go func() {
+		select {
+		case <-crashed:
+			cancel()
+		case <-client.Done():
+			if !errors.Is(context.Cause(client), tds.ErrConnectionClosed) || req.dropped.Load() || req.killed.Load() {
+				cancel() // an attention, or a fault that stops the statement where it is
+				return
+			}
+			select {
+			case <-crashed:
+				cancel()
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
 
-	x := &execCtx{ctx: ctx, in: in, s: s, w: w, req: req, vars: map[string]*variable{}, crashed: crashed}
+	x := &execCtx{ctx: ctx, in: in, s: s, w: w, req: req, vars: map[string]*variable{}, crashed: crashed, client: client}
 	for _, p := range r.Params {
 		x.vars[strings.ToLower(p.Name)] = &variable{v: normValue(p.Value)}
 	}
@@ -193,16 +220,14 @@ func (s *session) Exec(ctx context.Context, r tds.Request, w tds.ResultWriter) e
 		in.record(StatementRecord{Session: int(s.id), Kind: "PARSE", Database: s.Database(), SQL: r.SQL, Start: req.start, End: time.Now(), Outcome: outcome(err), Error: err})
 		return err
 	}
-	for _, st := range stmts {
-		if err := x.run(st); err != nil {
-			if x.isCrashed() {
-				return tds.ErrKillConnection
-			}
-			if ctx.Err() != nil && !isSQLError(err) {
-				return ctx.Err()
-			}
-			return err
+	if err := x.runList(stmts); err != nil {
+		if x.isCrashed() {
+			return tds.ErrKillConnection
 		}
+		if ctx.Err() != nil && !isSQLError(err) {
+			return ctx.Err()
+		}
+		return err
 	}
 	if x.isCrashed() {
 		return tds.ErrKillConnection // a dead host sends no reply
@@ -291,7 +316,9 @@ func (x *execCtx) sysVar(name string) (any, error) {
 	case "@@ERROR", "@@TRANCOUNT":
 		return int64(0), nil
 	case "@@LANGUAGE":
-		return "us_english", nil
+		return x.s.Language(), nil
+	case "@@LANGID":
+		return x.s.language().langid, nil
 	}
 	return nil, errNotSupported(name)
 }
@@ -319,16 +346,26 @@ func (x *execCtx) run(st stmt) error {
 		rec = x.in.startRecord(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text, Start: time.Now()})
 	}
 	err := x.exec(st)
+	// Held messages go out at the end of the statement, before its errors.
+	// A statement that finished and then found its client gone is still
+	// "ok": only its reply is lost.
+	var werr error
+	if rec != nil && !x.isCrashed() {
+		werr = x.flushHeld()
+	}
 	switch {
 	case err != nil && x.isCrashed():
 		err = tds.ErrKillConnection
 	case err != nil && x.req.killed.Load() && !isSQLError(err):
 		err = errSessionKilled
-	case err != nil && x.req.dropped.Load() && !isSQLError(err):
+	case err != nil && (x.req.dropped.Load() || x.clientGone()) && !isSQLError(err):
 		err = errConnectionDropped
 	}
 	if rec != nil {
 		x.in.finishRecord(rec, err)
+	}
+	if err == nil && werr != nil {
+		return werr
 	}
 	if err != nil {
 		x.in.log.Debug("statement failed", zap.String("kind", kind), zap.String("db", dbName), zap.Error(err))
@@ -430,12 +467,7 @@ func (x *execCtx) exec(st stmt) error {
 		}
 		return nil
 	case *blockStmt:
-		for _, s := range n.list {
-			if err := x.run(s); err != nil {
-				return err
-			}
-		}
-		return nil
+		return x.runList(n.list)
 	case *execStmt:
 		return x.execSQL(n)
 	case *useStmt:
@@ -447,8 +479,12 @@ func (x *execCtx) exec(st stmt) error {
 		if d == nil {
 			return errNoDatabase(toString(v))
 		}
+		if err := x.mayUse(d); err != nil {
+			return err
+		}
 		x.s.setDatabase(d.Name)
-		return x.w.Info(5701, 0, "Changed database context to '"+d.Name+"'.")
+		x.info(5701, 0, "Changed database context to '"+d.Name+"'.")
+		return nil
 	case *declareStmt:
 		for i, name := range n.names {
 			var v any
@@ -473,13 +509,17 @@ func (x *execCtx) exec(st stmt) error {
 		vr.v = v
 		return nil
 	case *setOptionStmt:
+		if n.option == "LANGUAGE" {
+			return x.setLanguage(n.value)
+		}
 		return nil
 	case *printStmt:
 		v, err := (&env{x: x}).eval(n.e)
 		if err != nil {
 			return err
 		}
-		return x.w.Info(0, 0, toString(v))
+		x.info(0, 0, toString(v)) // PRINT waits in the output buffer like other messages
+		return nil
 	case *createSchemaStmt:
 		return x.createSchema(n)
 	case *createTableStmt:
@@ -524,15 +564,13 @@ func (x *execCtx) execSQL(n *execStmt) error {
 		if d == nil {
 			return errNoDatabase(n.db)
 		}
+		if err := x.mayUse(d); err != nil {
+			return err
+		}
 		x.s.setDatabase(d.Name)
 		defer x.s.setDatabase(prev)
 	}
-	for _, st := range stmts {
-		if err := x.run(st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.runList(stmts)
 }
 
 func (x *execCtx) execSelect(q *selectStmt) error {

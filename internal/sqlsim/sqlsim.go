@@ -30,8 +30,29 @@ type Config struct {
 	// DataDir holds the catalog, the default database directory and the
 	// default backup directory. Required.
 	DataDir string
-	// Logins maps user to password (SQL authentication). Default sa/"".
+	// Logins maps user to password (SQL authentication); these logins are
+	// sysadmin. Default sa/"" (when Principals is empty too).
 	Logins map[string]string
+	// Principals are logins with exactly the permissions listed (not
+	// sysadmin unless Login.Sysadmin); see Login.
+	Principals []Login
+	// Edition is "Developer" (default), "Enterprise", "Standard", "Web" or
+	// "Express": SERVERPROPERTY('Edition'/'EngineEdition') and what the
+	// edition refuses (Express and Web: no backup compression).
+	Edition string
+	// MajorVersion is 13 (SQL Server 2016), 14 (2017), 15 (2019) or 16
+	// (2022, default): @@VERSION, SERVERPROPERTY('ProductVersion'), and
+	// which permission lets a login see other sessions' requests.
+	MajorVersion int
+	// TimeZone is the server's local time (GETDATE, HEADERONLY dates,
+	// msdb history); default UTC.
+	TimeZone *time.Location
+	// TLS is "" (no encryption: PRELOGIN answers ENCRYPT_NOT_SUP), "on"
+	// (PRELOGIN answers ENCRYPT_ON/REQ and the login and everything after
+	// it run over TLS with a certificate generated at New, see
+	// Instance.CertificatePEM) or "strict" (TDS 8.0: TLS first, ALPN
+	// "tds/8.0", before any TDS packet).
+	TLS string
 	// Shares maps path prefixes as SQL Server sees them (`\\bak01\backup`,
 	// `D:\restore`) to local directories. Matching is case-insensitive and
 	// treats / and \ alike.
@@ -58,7 +79,11 @@ type Instance struct {
 	requests map[*request]struct{}
 	stmts    []*StatementRecord
 	faults   faultState
+	devices  deviceTable // backup files open by running BACKUP/RESTORE (devices.go)
 	shares   []shareMap
+	logins   map[string]*Login     // lower-case name -> login (perms.go)
+	tls      *tlsState             // Config.TLS (tls.go); nil when off
+	fatalAt  map[string]fatalFault // FatalErrorAt (fatal.go), guarded by mu
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -92,6 +117,15 @@ type database struct {
 	// State is "" (ONLINE) or "RESTORING" (a RESTORE created it and has
 	// not finished; only DROP or another RESTORE apply).
 	State string `json:"state,omitempty"`
+	// Owner is the login that created the database by RESTORE ("" for one
+	// created by CreateDatabase: owned by sa); the owner is dbo in it.
+	Owner string `json:"owner,omitempty"`
+	// ReadOnly is ALTER DATABASE ... SET READ_ONLY.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// LastGoodCheckDB is when the last DBCC CHECKDB that found nothing
+	// ended (DATABASEPROPERTYEX 'LastGoodCheckDbTime'; SQL Server keeps it
+	// in the boot page).
+	LastGoodCheckDB time.Time `json:"last_good_checkdb,omitzero"`
 	// FamilyGUID identifies the database across backup and restore: new
 	// for a created database, the backup's for a restored one (RESTORE
 	// without REPLACE compares it, see restoreDatabase).
@@ -163,8 +197,11 @@ func New(cfg Config) (*Instance, error) {
 	if cfg.ListenAddr == "" {
 		cfg.ListenAddr = "127.0.0.1:0"
 	}
-	if cfg.Logins == nil {
+	if cfg.Logins == nil && len(cfg.Principals) == 0 {
 		cfg.Logins = map[string]string{"sa": ""}
+	}
+	if err := checkServerConfig(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.MemoryBudget <= 0 {
 		cfg.MemoryBudget = 1 << 30
@@ -185,6 +222,12 @@ func New(cfg Config) (*Instance, error) {
 	in := &Instance{cfg: cfg, log: cfg.Logger.With(zap.String("server", cfg.Name)),
 		sessions: map[uint16]*session{}, requests: map[*request]struct{}{}, crashed: make(chan struct{})}
 	in.faults.init()
+	if err := in.initLogins(); err != nil {
+		return nil, err
+	}
+	if err := in.initTLS(); err != nil {
+		return nil, err
+	}
 	for prefix, dir := range cfg.Shares {
 		if err := in.addShare(prefix, dir); err != nil {
 			return nil, err
@@ -290,7 +333,12 @@ func (in *Instance) Start() error {
 	}
 	in.ln, in.addr, in.running = ln, ln.Addr().String(), true
 	in.crashed = make(chan struct{})
-	in.srv = tds.NewServer(in, tds.Options{ServerName: in.cfg.Name}, in.log)
+	v := in.versionInfo()
+	opts := tds.Options{ServerName: in.cfg.Name, Major: uint8(in.cfg.MajorVersion), Minor: v.minor, Build: v.num}
+	if in.tls != nil {
+		opts.TLS, opts.TLSStrict = in.tls.cfg, in.cfg.TLS == "strict"
+	}
+	in.srv = tds.NewServer(in, opts, in.log)
 	srv := in.srv
 	go func() {
 		if err := srv.Serve(ln); err != nil {
@@ -308,14 +356,27 @@ func (in *Instance) Addr() string {
 	return in.addr
 }
 
-// DSN returns a go-mssqldb connection string for this instance.
+// DSN returns a go-mssqldb connection string for this instance: with
+// Config.TLS, encrypted and trusting the instance's certificate (written to
+// <DataDir>/sqlsim-cert.pem).
 func (in *Instance) DSN(user, pass, db string) string {
 	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(user, pass), Host: in.Addr()}
 	q := url.Values{}
 	if db != "" {
 		q.Set("database", db)
 	}
-	q.Set("encrypt", "disable")
+	switch in.cfg.TLS {
+	case "on":
+		q.Set("encrypt", "true")
+		q.Set("certificate", in.tls.certFile)
+	case "strict":
+		// TDS 8.0 always validates the certificate (go-mssqldb ignores
+		// TrustServerCertificate with encrypt=strict): trust it as a CA file.
+		q.Set("encrypt", "strict")
+		q.Set("certificate", in.tls.certFile)
+	default:
+		q.Set("encrypt", "disable")
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -330,6 +391,11 @@ func (in *Instance) Stop() error {
 	}
 	srv := in.srv
 	in.running = false
+	// Running statements end now (they would outlive their closed
+	// connections otherwise, see client.go).
+	for r := range in.requests {
+		r.cancel()
+	}
 	in.mu.Unlock()
 	err := srv.Close()
 	in.ops.Wait()
@@ -559,19 +625,27 @@ func (in *Instance) updateMetadata(d *database, fn func(*metadata) error) error 
 }
 
 func (in *Instance) serverProperty(name string) any {
+	v := in.versionInfo()
 	switch strings.ToLower(name) {
 	case "productversion":
-		return "16.0.4135.4"
+		return v.build
 	case "productmajorversion":
-		return "16"
+		return itoa(int64(in.cfg.MajorVersion))
+	case "productminorversion":
+		return "0"
+	case "productbuild":
+		return itoa(int64(v.num))
 	case "productlevel":
-		return "RTM"
+		return v.level
 	case "productupdatelevel":
-		return "CU16"
+		if v.cu == "" {
+			return nil
+		}
+		return v.cu
 	case "edition":
-		return "Developer Edition (64-bit)"
+		return in.editionName()
 	case "engineedition":
-		return int64(3)
+		return in.engineEdition()
 	case "machinename", "servername", "computernamephysicalnetbios":
 		return in.cfg.Name
 	case "collation":
@@ -585,33 +659,70 @@ func (in *Instance) serverProperty(name string) any {
 }
 
 func (in *Instance) version() string {
-	return "Microsoft SQL Server 2022 (RTM-CU16) (KB5048033) - 16.0.4135.4 (X64) \n\tNov  2 2024 00:00:00 \n\t" +
-		"Copyright (C) 2022 Microsoft Corporation\n\tDeveloper Edition (64-bit) on Linux (backupcycle sqlsim emulator) <X64>"
+	v := in.versionInfo()
+	level := v.level
+	if v.cu != "" {
+		level += "-" + v.cu
+	}
+	ed := strings.ReplaceAll(in.editionName(), ": Core-based Licensing", "")
+	return fmt.Sprintf("Microsoft SQL Server %d (%s) (%s) - %s (X64) \n\tNov  2 2024 00:00:00 \n\t"+
+		"Copyright (C) %d Microsoft Corporation\n\t%s on Linux (backupcycle sqlsim emulator) <X64>", v.year, level, v.kb, v.build, v.year, ed)
 }
 
-// Login implements tds.Handler.
+// Login implements tds.Handler: the password, then the database the
+// connection lands in (the requested one, else the login's default) must
+// exist, be ONLINE and have a user for the login. SQL Server answers an
+// unavailable requested database with 4060 and an unavailable default one
+// with 4064, each followed by 18456
+// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-4060-database-engine-error,
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-4064-database-engine-error).
+// Messages are in the login's language (or the one LOGIN7 asked for).
 func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error) {
 	if in.isCrashed() || in.refuseDue() {
 		return nil, tds.ErrKillConnection
 	}
-	pw, ok := in.cfg.Logins[l.User]
-	if !ok || pw != l.Password {
-		in.log.Info("login failed", zap.String("user", l.User))
-		return nil, sqlErr(18456, 14, "Login failed for user '%s'.", l.User)
+	p := in.principal(l.User)
+	lang := usEnglish
+	if p != nil {
+		lang, _ = languageByName(p.DefaultLanguage)
 	}
-	db := l.Database
-	if db == "" {
-		db = "master"
+	if asked, ok := languageByName(l.Language); ok && l.Language != "" {
+		lang = asked
+	}
+	failed := sqlErr(18456, 14, "Login failed for user '%s'.", l.User)
+	if p == nil || p.Password != l.Password {
+		in.log.Info("login failed", zap.String("user", l.User))
+		return nil, localize(lang, failed)
+	}
+	db, requested := l.Database, l.Database != ""
+	if !requested {
+		db = p.DefaultDatabase
+		if db == "" {
+			db = "master"
+		}
 	}
 	d := in.lookupDB(db)
-	if d == nil {
-		return nil, sqlErr(4060, 11, "Cannot open database \"%s\" requested by the login. The login failed.", db)
+	if d == nil || !in.online(d) || !in.dbUser(p, d) {
+		in.log.Info("login failed: database unavailable", zap.String("user", l.User), zap.String("db", db))
+		first := sqlErr(4060, 11, "Cannot open database \"%s\" requested by the login. The login failed.", db)
+		if !requested {
+			first = sqlErr(4064, 11, "Cannot open user default database. Login failed.")
+		}
+		return nil, localizeErrors(lang, tds.Errors{first, failed})
 	}
-	s := &session{in: in, login: l, id: l.SPID, loginDB: d.Name, db: d.Name}
+	s := &session{in: in, login: l, id: l.SPID, loginDB: d.Name, db: d.Name, lang: lang, loginLang: lang}
 	in.mu.Lock()
 	in.sessions[l.SPID] = s
 	in.mu.Unlock()
 	return s, nil
+}
+
+// online reports whether sessions can use d: not RESTORING, OFFLINE or
+// otherwise unavailable.
+func (in *Instance) online(d *database) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return d.State == "" || strings.EqualFold(d.State, "ONLINE")
 }
 
 var _ tds.Handler = (*Instance)(nil)

@@ -119,7 +119,9 @@ type DatabaseSpec struct {
 	// LogSize in bytes; default Size/32, at least 64 pages.
 	LogSize int64
 	// LogicalName is the base logical file name; default Name. Files are
-	// named <base>, <base>_2.., <base>_log.
+	// named <base>, <base>_2.., <base>_log, each at most 128 characters:
+	// as on SQL Server, a name of 124-128 characters needs a shorter
+	// LogicalName.
 	LogicalName string
 	// Tables; default dbo.Orders and dbo.Customers sized from Size.
 	Tables []TableSpec
@@ -357,6 +359,24 @@ func layoutFiles(spec DatabaseSpec, dbID int, defaultDir string) ([]dbFile, erro
 	if base == "" {
 		base = spec.Name
 	}
+	// Names are sysname (at most 128 characters); a generated logical name
+	// must fit too: "If a logical log file name is not specified, SQL Server
+	// generates the logical_file_name ... by appending a suffix to
+	// database_name. This limits database_name to 123 characters"
+	// (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-database-transact-sql).
+	if n := sqlLen(spec.Name); n > maxSysname {
+		return nil, fmt.Errorf("database name %q is %d characters; SQL Server allows at most %d", spec.Name, n, maxSysname)
+	}
+	longest := base + "_log"
+	if spec.DataFiles > 1 {
+		if s := fmt.Sprintf("%s_%d", base, spec.DataFiles); sqlLen(s) > sqlLen(longest) {
+			longest = s
+		}
+	}
+	if n := sqlLen(longest); n > maxSysname {
+		return nil, fmt.Errorf("database %q: the logical file name %q would be %d characters, SQL Server allows at most %d; "+
+			"give DatabaseSpec.LogicalName of at most %d characters", spec.Name, longest, n, maxSysname, maxSysname-(sqlLen(longest)-sqlLen(base)))
+	}
 	perFile := (spec.Size + PageSize - 1) / PageSize / int64(spec.DataFiles)
 	perFile = max(perFile, 64)
 	logPages := spec.LogSize / PageSize
@@ -545,4 +565,23 @@ func writeOneFile(fh *os.File, name string, f dbFile, md *metadata, lsn uint64) 
 		return writeBoot(fh, md, lsn)
 	}
 	return nil
+}
+
+// maxSysname is the length limit of identifiers and of names stored as
+// sysname (nvarchar(128)): databases, logical file names, ...
+// (https://learn.microsoft.com/en-us/sql/relational-databases/databases/database-identifiers).
+const maxSysname = 128
+
+// sqlLen counts characters as SQL Server does for nvarchar: UTF-16 code
+// units (a character outside the BMP counts 2).
+func sqlLen(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
 }

@@ -129,7 +129,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "create_date", tds.TypeDateTime, 0), col(qual, "state", tds.TypeTinyInt, 0),
 			col(qual, "state_desc", tds.TypeNVarChar, 60), col(qual, "recovery_model_desc", tds.TypeNVarChar, 60),
 			col(qual, "user_access_desc", tds.TypeNVarChar, 60), col(qual, "compatibility_level", tds.TypeTinyInt, 0),
-			col(qual, "collation_name", tds.TypeNVarChar, 128)}
+			col(qual, "collation_name", tds.TypeNVarChar, 128), col(qual, "is_read_only", tds.TypeBit, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -140,11 +140,14 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				created = time.Date(2003, 4, 8, 9, 13, 36, 0, time.UTC)
 			}
 			state, stateDesc := int64(0), "ONLINE"
-			if db.State == "RESTORING" {
+			switch db.State {
+			case "RESTORING":
 				state, stateDesc = 1, "RESTORING"
+			case "OFFLINE":
+				state, stateDesc = 6, "OFFLINE"
 			}
 			// datetime columns hold the server's local wall clock, like GETDATE().
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created.Local(), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS"})
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), x.in.serverTime(created), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -152,8 +155,19 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "name", tds.TypeNVarChar, 128), col(qual, "physical_name", tds.TypeNVarChar, 260),
 			col(qual, "state_desc", tds.TypeNVarChar, 60), col(qual, "size", tds.TypeInt, 0),
 			col(qual, "max_size", tds.TypeInt, 0), col(qual, "growth", tds.TypeInt, 0)}
+		if name == "database_files" {
+			if err := x.mayUse(d); err != nil {
+				return nil, err
+			}
+		}
+		// sys.master_files shows a row only to CREATE DATABASE, ALTER ANY
+		// DATABASE or VIEW ANY DEFINITION
+		// (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-master-files-transact-sql#permissions):
+		// a backup login with db_backupoperator alone sees no rows, while
+		// [db].sys.database_files is open to every user of db.
+		seeAll := name == "database_files" || x.in.seesAllFiles(x.sessionLogin())
 		for _, db := range x.in.allDatabases() {
-			if name == "database_files" && db.ID != d.ID {
+			if name == "database_files" && db.ID != d.ID || !seeAll {
 				continue
 			}
 			for _, f := range db.Files {
@@ -200,8 +214,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "wait_type", tds.TypeNVarChar, 60), col(qual, "percent_complete", tds.TypeReal, 0),
 			col(qual, "estimated_completion_time", tds.TypeBigInt, 0), col(qual, "total_elapsed_time", tds.TypeInt, 0)}
 		now := time.Now()
+		all := x.in.canSeeAllRequests(x.sessionLogin())
 		x.in.mu.Lock()
 		for r := range x.in.requests {
+			if !all && r.sessionID != int(x.s.id) {
+				continue // without VIEW SERVER (PERFORMANCE) STATE: only the own session
+			}
 			status := "suspended"
 			if r == x.req {
 				status = "running"
@@ -215,7 +233,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if r.progress && r.percent > 0 {
 				eta = int64(float64(elapsed.Milliseconds()) * (100 - r.percent) / r.percent)
 			}
-			rel.rows = append(rel.rows, []any{int64(r.sessionID), int64(0), r.start, status, r.command,
+			rel.rows = append(rel.rows, []any{int64(r.sessionID), int64(0), x.in.serverTime(r.start), status, r.command,
 				sqlHandle(r.id), int64(r.dbID), int64(0), waitType, float64(float32(r.percent)), eta, elapsed.Milliseconds()})
 		}
 		x.in.mu.Unlock()
@@ -253,9 +271,12 @@ func (x *execCtx) applySQLText(rel *relation, f *fromClause) (*relation, error) 
 		col(qual, "dbid", tds.TypeSmallInt, 0), col(qual, "objectid", tds.TypeInt, 0), col(qual, "number", tds.TypeSmallInt, 0),
 		col(qual, "encrypted", tds.TypeBit, 0), col(qual, "text", tds.TypeNVarChar, 0))}
 	texts := map[string]*request{}
+	all := x.in.canSeeAllRequests(x.sessionLogin())
 	x.in.mu.Lock()
 	for r := range x.in.requests {
-		texts[string(sqlHandle(r.id))] = r
+		if all || r.sessionID == int(x.s.id) {
+			texts[string(sqlHandle(r.id))] = r
+		}
 	}
 	x.in.mu.Unlock()
 	for _, row := range rel.rows {
@@ -274,6 +295,11 @@ func (x *execCtx) applySQLText(rel *relation, f *fromClause) (*relation, error) 
 }
 
 func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
+	if name == "restorehistory" || name == "backupset" {
+		if err := x.mayReadMsdb(name); err != nil {
+			return nil, err
+		}
+	}
 	rel := &relation{}
 	x.in.mu.Lock()
 	defer x.in.mu.Unlock()
@@ -285,7 +311,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "replace", tds.TypeBit, 0), col(qual, "recovery", tds.TypeBit, 0), col(qual, "restart", tds.TypeBit, 0),
 			col(qual, "stop_at", tds.TypeDateTime, 0), col(qual, "device_count", tds.TypeTinyInt, 0)}
 		for _, r := range x.in.cat.RestoreHistory {
-			rel.rows = append(rel.rows, []any{r.ID, r.Date.Local(), r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
+			rel.rows = append(rel.rows, []any{r.ID, x.in.serverTime(r.Date), r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
 		}
 	case "backupset":
 		rel.cols = []relCol{col(qual, "backup_set_id", tds.TypeInt, 0), col(qual, "backup_set_uuid", tds.TypeUniqueIdentifier, 0),
@@ -314,7 +340,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			if b.FamilyGUID != (guid{}) {
 				family = [16]byte(b.FamilyGUID)
 			}
-			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start.Local(), b.Finish.Local(),
+			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", x.in.serverTime(b.Start), x.in.serverTime(b.Finish),
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family})
 		}
@@ -342,6 +368,9 @@ func (x *execCtx) userDB(dbName string) (*database, error) {
 	if x.in.restoring(d) {
 		return nil, errRestoring(d.Name)
 	}
+	if x.in.offline(d) {
+		return nil, errOffline(d.Name)
+	}
 	return d, nil
 }
 
@@ -357,6 +386,9 @@ func (x *execCtx) userTable(dbName, schema, name, qual string) (*relation, error
 	t := findTable(md, schema, name)
 	if t == nil {
 		return nil, errInvalidObject(qualified(dbName, schema, name, x.s.Database()))
+	}
+	if err := x.mayTable(d, t.Schema, t.Name, "SELECT"); err != nil {
+		return nil, err
 	}
 	rel := &relation{}
 	for _, c := range t.Columns {
@@ -422,6 +454,9 @@ func (x *execCtx) createSchema(n *createSchemaStmt) error {
 	if d.system {
 		return errNotSupported("CREATE SCHEMA in a system database")
 	}
+	if err := x.mayWrite(d, "CREATE SCHEMA"); err != nil {
+		return err
+	}
 	return x.in.updateMetadata(d, func(md *metadata) error {
 		if containsFold(md.Schemas, n.name) || strings.EqualFold(n.name, "sys") {
 			return sqlErr(2714, 16, "There is already an object named '%s' in the database.", n.name)
@@ -452,6 +487,9 @@ func (x *execCtx) tableTarget(o objName) (*database, string, string, error) {
 func (x *execCtx) createTable(n *createTableStmt) error {
 	d, schema, name, err := x.tableTarget(n.name)
 	if err != nil {
+		return err
+	}
+	if err := x.mayWrite(d, "CREATE TABLE"); err != nil {
 		return err
 	}
 	for _, c := range n.cols {
@@ -486,6 +524,9 @@ func (x *execCtx) createTable(n *createTableStmt) error {
 func (x *execCtx) alterTable(n *alterTableStmt) error {
 	d, schema, name, err := x.tableTarget(n.name)
 	if err != nil {
+		return err
+	}
+	if err := x.mayWrite(d, "ALTER"); err != nil {
 		return err
 	}
 	return x.in.updateMetadata(d, func(md *metadata) error {
@@ -566,6 +607,9 @@ func (x *execCtx) insert(n *insertStmt) error {
 	if err != nil {
 		return err
 	}
+	if x.in.readOnly(d) {
+		return errReadOnly(d.Name)
+	}
 	var count int64
 	err = x.in.updateMetadata(d, func(md *metadata) error {
 		t := findTable(md, schema, name)
@@ -574,6 +618,9 @@ func (x *execCtx) insert(n *insertStmt) error {
 		}
 		if t.Generated {
 			return errNotSupported("INSERT into the generated table " + t.Schema + "." + t.Name)
+		}
+		if err := x.mayTable(d, t.Schema, t.Name, "INSERT"); err != nil {
+			return err
 		}
 		idx := make([]int, 0, len(t.Columns))
 		if len(n.cols) == 0 {
@@ -646,6 +693,9 @@ func (x *execCtx) update(n *updateStmt) error {
 	if err != nil {
 		return err
 	}
+	if x.in.readOnly(d) {
+		return errReadOnly(d.Name)
+	}
 	var out *relation
 	var count int64
 	err = x.in.updateMetadata(d, func(md *metadata) error {
@@ -655,6 +705,9 @@ func (x *execCtx) update(n *updateStmt) error {
 		}
 		if t.Generated {
 			return errNotSupported("UPDATE of the generated table " + t.Schema + "." + t.Name)
+		}
+		if err := x.mayUpdate(d, t, n); err != nil {
+			return err
 		}
 		rel := &relation{}
 		for _, c := range t.Columns {
@@ -790,6 +843,15 @@ func (x *execCtx) dropDatabase(n *dropDBStmt) error {
 			x.in.mu.Unlock()
 			return sqlErr(3708, 16, "Cannot drop the database '%s' because it is a system database.", d.Name)
 		}
+		x.in.mu.Unlock()
+		if err := x.mayDrop(d); err != nil {
+			return err
+		}
+		x.in.mu.Lock()
+		if x.in.lookupDBLocked(name) != d {
+			x.in.mu.Unlock()
+			return sqlErr(3701, 11, "Cannot drop the database '%s', because it does not exist or you do not have permission.", name)
+		}
 		if x.in.dbInUseLocked(d, x.s) {
 			x.in.mu.Unlock()
 			return sqlErr(3702, 16, "Cannot drop database \"%s\" because it is currently in use.", d.Name)
@@ -819,50 +881,79 @@ func (in *Instance) dbInUseLocked(d *database, self *session) bool {
 	return false
 }
 
-// alterDatabase handles SET SINGLE_USER/MULTI_USER [WITH ROLLBACK IMMEDIATE]:
-// other sessions' requests against the database are cancelled and their
-// sessions moved to master.
+// alterDatabase handles SET SINGLE_USER/MULTI_USER/RESTRICTED_USER and
+// READ_ONLY/READ_WRITE [WITH ROLLBACK IMMEDIATE]: other sessions' requests
+// against the database are cancelled and their sessions moved to master.
+// READ_ONLY and READ_WRITE need exclusive access: without ROLLBACK, another
+// session in the database fails the statement with 5070
+// (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-database-transact-sql-set-options#database_update).
 func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	v, err := (&env{x: x}).eval(n.db)
 	if err != nil {
 		return err
 	}
 	name := toString(v)
-	x.in.mu.Lock()
-	d := x.in.lookupDBLocked(name)
-	if d == nil || d.system {
-		x.in.mu.Unlock()
+	failed := sqlErr(5069, 16, "ALTER DATABASE statement failed.")
+	d := x.in.lookupDB(name)
+	if d == nil || d.system || !x.mayAlterDB(d) {
 		return tds.Errors{
 			sqlErr(5011, 14, "User does not have permission to alter database '%s', the database does not exist, or the database is not in a state that allows access checks.", name),
-			sqlErr(5069, 16, "ALTER DATABASE statement failed."),
+			failed,
 		}
+	}
+	x.in.mu.Lock()
+	if x.in.lookupDBLocked(name) != d {
+		x.in.mu.Unlock()
+		return tds.Errors{sqlErr(5011, 14, "User does not have permission to alter database '%s', the database does not exist, or the database is not in a state that allows access checks.", name), failed}
 	}
 	if d.State == "RESTORING" {
 		x.in.mu.Unlock()
 		return tds.Errors{
 			sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."),
-			sqlErr(5069, 16, "ALTER DATABASE statement failed."),
+			failed,
 		}
 	}
-	if n.option == "SINGLE_USER" {
+	exclusive := n.option == "SINGLE_USER" || n.option == "READ_ONLY" || n.option == "READ_WRITE" || n.option == "OFFLINE"
+	if exclusive && n.option != "SINGLE_USER" && !n.rollback && x.in.dbInUseLocked(d, x.s) {
+		x.in.mu.Unlock()
+		return tds.Errors{
+			sqlErr(5070, 16, "Database state cannot be changed while other users are using the database '%s'", d.Name),
+			failed,
+		}
+	}
+	rolledBack := false
+	if exclusive {
 		for r := range x.in.requests {
 			if r.dbID == d.ID && r.sessionID != int(x.s.id) {
 				r.cancel()
+				rolledBack = true
 			}
 		}
 		for _, s := range x.in.sessions {
 			if s != x.s && strings.EqualFold(s.Database(), d.Name) {
 				s.setDatabase("master")
+				rolledBack = true
 			}
 		}
 	}
-	d.UserAccess = n.option
+	switch n.option {
+	case "READ_ONLY":
+		d.ReadOnly = true
+	case "READ_WRITE":
+		d.ReadOnly = false
+	case "OFFLINE":
+		d.State = "OFFLINE"
+	case "ONLINE":
+		d.State = ""
+	default:
+		d.UserAccess = n.option
+	}
 	err = x.in.saveCatalog()
 	x.in.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if n.option == "SINGLE_USER" {
+	if n.option == "SINGLE_USER" || rolledBack {
 		return x.w.Info(5060, 10, "Nonqualified transactions are being rolled back. Estimated rollback completion: 100%.")
 	}
 	return nil

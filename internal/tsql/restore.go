@@ -1,6 +1,8 @@
 package tsql
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -129,8 +131,32 @@ type FileListRow struct {
 	FileID       int64
 }
 
-// MaxPhysicalPath is the longest physical_name SQL Server stores (nvarchar(260)).
-const MaxPhysicalPath = 260
+// MaxPhysicalPath is the longest path a restored file may get: MaxPath
+// (MAX_PATH less its NUL; sys.master_files.physical_name is nvarchar(260)).
+const MaxPhysicalPath = MaxPath
+
+// MaxMoveFileName bounds the file name of a restored file, like a SQL
+// Server name (128 characters), and MaxFileNameLen bytes.
+const MaxMoveFileName = MaxIdentLen
+
+// MinMoveRoom is the room (in characters) a restore directory must leave
+// in MaxPhysicalPath for the shortest name Moves makes:
+// `<at least 1 character>~<8 hex>_<FileId, up to 10 digits><extension, up to 16>`.
+const MinMoveRoom = 40
+
+// maxMoveExt is the longest extension Moves keeps in a shortened name.
+const maxMoveExt = 16
+
+// CheckRestoreDir is a LimitError when dir (restore_data_dir or
+// restore_log_dir, as the verification instance sees it) leaves less than
+// MinMoveRoom characters for the names of restored files.
+func CheckRestoreDir(what, dir string) *LimitError {
+	n := utf16Len(JoinPath(dir, ""))
+	if n+MinMoveRoom > MaxPhysicalPath {
+		return &LimitError{What: what, Name: dir, Len: n, Limit: MaxPhysicalPath - MinMoveRoom, Unit: "characters"}
+	}
+	return nil
+}
 
 // Moves relocates every file of a backup set into the restore directories of
 // the verification instance: log files (Type L) into logDir, everything else
@@ -139,7 +165,12 @@ const MaxPhysicalPath = 260
 // extension is kept: .mdf, .ndf, .ldf). FileId is unique within a database,
 // so two files with the same base name (same name in different source
 // directories) never collide, and two verification databases never share a
-// file. Rows are returned in FileId order.
+// file. A name longer than MaxMoveFileName, MaxFileNameLen bytes, or than
+// the room its directory leaves in MaxPhysicalPath, is shortened to
+// `<its start>~<8 hex of its SHA-256>_<FileId><extension>`: still unique
+// (FileId, and the hash of the full name), still recognisable. Rows are
+// returned in FileId order. The logical names are the source database's
+// (RESTORE cannot rename them) and must be valid SQL Server names.
 func Moves(verifyDB string, rows []FileListRow, dataDir, logDir string) ([]Move, error) {
 	if err := CheckIdent(verifyDB); err != nil {
 		return nil, fmt.Errorf("restore file layout: verification database: %w", err)
@@ -160,6 +191,9 @@ func Moves(verifyDB string, rows []FileListRow, dataDir, logDir string) ([]Move,
 			return nil, fmt.Errorf("restore file layout for %q: FileId %d appears twice in FILELISTONLY", verifyDB, r.FileID)
 		}
 		ids[r.FileID] = true
+		if err := CheckIdent(r.LogicalName); err != nil {
+			return nil, fmt.Errorf("restore file layout for %q: FILELISTONLY logical name of FileId %d: %w", verifyDB, r.FileID, err)
+		}
 		dir := dataDir
 		switch strings.ToUpper(r.Type) {
 		case "L":
@@ -168,15 +202,35 @@ func Moves(verifyDB string, rows []FileListRow, dataDir, logDir string) ([]Move,
 		default:
 			return nil, fmt.Errorf("restore file layout for %q: file %q has unknown type %q (want D, L, F or S)", verifyDB, r.LogicalName, r.Type)
 		}
+		if e := CheckRestoreDir("restore directory", dir); e != nil {
+			return nil, fmt.Errorf("restore file layout for %q: %w: it leaves no room for the restored files' names; use a shorter restore_data_dir/restore_log_dir", verifyDB, e)
+		}
 		base := FileNamePart(baseName(r.PhysicalName))
 		if base == "" {
 			base = FileNamePart(r.LogicalName)
 		}
-		target := JoinPath(dir, fmt.Sprintf("%s_%d_%s", prefix, r.FileID, base))
-		if n := utf16Len(target); n > MaxPhysicalPath {
-			return nil, fmt.Errorf("restore file layout for %q: target path %q is %d characters, SQL Server allows %d; use a shorter restore directory or verification database name", verifyDB, target, n, MaxPhysicalPath)
+		room := min(MaxMoveFileName, MaxPhysicalPath-utf16Len(JoinPath(dir, "")))
+		target := JoinPath(dir, moveFileName(prefix, r.FileID, base, room))
+		if e := CheckPath("target path", target); e != nil {
+			return nil, fmt.Errorf("restore file layout for %q: %w; use a shorter restore directory", verifyDB, e)
 		}
 		out = append(out, Move{LogicalName: r.LogicalName, PhysicalName: target})
 	}
 	return out, nil
+}
+
+// moveFileName is <prefix>_<id>_<base> when it fits in room characters and
+// MaxFileNameLen bytes, else its shortened form (see Moves).
+func moveFileName(prefix string, id int64, base string, room int) string {
+	full := fmt.Sprintf("%s_%d_%s", prefix, id, base)
+	if utf16Len(full) <= room && len(full) <= MaxFileNameLen {
+		return full
+	}
+	ext := ""
+	if i := strings.LastIndexByte(base, '.'); i > 0 && len(base)-i <= maxMoveExt {
+		ext = base[i:]
+	}
+	sum := sha256.Sum256([]byte(full))
+	tail := fmt.Sprintf("~%s_%d%s", hex.EncodeToString(sum[:4]), id, ext)
+	return cutUnits(full, room-utf16Len(tail), MaxFileNameLen-len(tail)) + tail
 }

@@ -3,10 +3,13 @@ package client
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf16"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
+	"github.com/backupcycle/backupcycle/workflows"
 )
 
 // Assumptions are the throughputs (MB/s = MiB/s, per unit) and counts the
@@ -81,7 +84,33 @@ type CyclePlan struct {
 	Source      plan.Hardware
 	RemoteHW    plan.Hardware
 	Estimate    *plan.CycleEstimate // nil without SizeBytes
+	// Names are the names a cycle derives, each at its widest (sequence
+	// tsql.MaxSequence, the widest stripe), with its limit; Over says
+	// whether it exceeds it. PlanCycle fails when any does: the cycle
+	// would fail after its BACKUP and copy.
+	Names []DerivedName
 }
+
+// DerivedName is one name a cycle derives from the configuration.
+type DerivedName struct {
+	What  string
+	Name  string
+	Len   int
+	Limit int
+	Unit  string // "characters" (UTF-16, as Windows and SQL Server count) or "bytes"
+	Over  bool
+}
+
+// MaxWorkflowIDBytes is Temporal's default limit on a workflow id: "the
+// maximum length for identifiers (such as Workflow Id, Workflow Type, and
+// Task Queue name) is 1000 characters", UTF-8, configurable with the
+// limit.maxIDLength dynamic config
+// (https://docs.temporal.io/self-hosted-guide/defaults).
+const MaxWorkflowIDBytes = 1000
+
+// ErrNameTooLong is wrapped by PlanCycle's error when a derived name is
+// over its limit.
+var ErrNameTooLong = tsql.ErrNameTooLong
 
 // PlanCycle computes the plan of one cycle of a configured database, the
 // same way the cycle's plan step does (round robin, stripe count and layout,
@@ -148,6 +177,9 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		DataLUNReadMBps: a.DataLUNReadMBps, DataLUNWriteMBps: a.DataLUNWriteMBps, DataLUNs: a.DataLUNs}
 	p.RemoteHW = p.Source
 	p.RemoteHW.NICs = max(len(remote.UNCPaths), 1)
+	if err := p.checkNames(db, srv, remote); err != nil {
+		return p, err
+	}
 	if req.SizeBytes < 0 {
 		return p, errors.New("plan: database size is negative; give data + log size in bytes, e.g. 2TiB")
 	}
@@ -161,3 +193,90 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	}
 	return p, nil
 }
+
+// checkNames fills p.Names with every name a cycle of db derives, at its
+// widest, as the configuration check does (config.Parse), and fails naming
+// each one over its limit and its fix. The workflow id is checked here only
+// (package config cannot build it).
+func (p *CyclePlan) checkNames(db *config.Database, primary, remote *config.BackupServer) error {
+	add := func(what, name string, n, limit int, unit string) {
+		p.Names = append(p.Names, DerivedName{What: what, Name: name, Len: n, Limit: limit, Unit: unit, Over: n > limit})
+	}
+	fromLimit := func(what, name string, e *tsql.LimitError, limit int, unit string, n int) {
+		if e != nil {
+			add(what, e.Name, e.Len, e.Limit, e.Unit)
+			return
+		}
+		add(what, name, n, limit, unit)
+	}
+	id := workflows.CycleWorkflowID(db.Instance, db.Name)
+	add("workflow id", id, len(id), MaxWorkflowIDBytes, "bytes")
+	vn := db.VerifyDatabaseName(tsql.MaxSequence)
+	fromLimit("verification database name", vn, tsql.CheckIdentLen("", vn), tsql.MaxIdentLen, "characters", utf16Len(vn))
+	if !tsql.LoginSafe(vn) {
+		// The sanity checks log in to it by name (see tsql.LoginSafe).
+		n := 0
+		for _, r := range vn {
+			if r > 0xFFFF {
+				n++
+			}
+		}
+		add("verification database login", vn, n, 0, "characters outside the BMP")
+	}
+	widest := p.Stripes
+	if p.StripesAuto {
+		widest = tsql.MaxStripes // the cycle's own choice may differ from this plan's
+	}
+	stripe := tsql.StripeFileName(db.Instance, db.Name, tsql.MaxSequence, widest, widest)
+	for _, f := range []struct{ what, name string }{
+		{"stripe file name", stripe},
+		{"manifest file name", tsql.ManifestFileName(db.Instance, db.Name, tsql.MaxSequence)},
+		{"sequence file name", tsql.SequenceFileName(db.Instance, db.Name)},
+	} {
+		fromLimit(f.what, f.name, tsql.CheckFileName("", f.name), tsql.MaxFileNameLen, "bytes", len(f.name))
+	}
+	for _, s := range []*config.BackupServer{primary, remote} {
+		for _, dir := range s.UNCPaths {
+			path := tsql.JoinPath(dir, stripe)
+			fromLimit("stripe path on "+s.Name, path, tsql.CheckPath("", path), tsql.MaxPath, "characters", utf16Len(path))
+		}
+	}
+	for _, dir := range []string{remote.RestoreDataDir, remote.RestoreLogDir} {
+		if dir == "" {
+			continue
+		}
+		prefix := tsql.JoinPath(dir, "")
+		fromLimit("restore directory on "+remote.Name, prefix, tsql.CheckRestoreDir("", dir), tsql.MaxPhysicalPath-tsql.MinMoveRoom,
+			"characters", utf16Len(prefix))
+	}
+	var over []string
+	for _, n := range p.Names {
+		if n.Over {
+			over = append(over, fmt.Sprintf("%s %q is %d %s, the limit is %d (%s)", n.What, n.Name, n.Len, n.Unit, n.Limit, nameFix(n.What)))
+		}
+	}
+	if len(over) > 0 {
+		return fmt.Errorf("database %s: %w: %s", db.ID(), ErrNameTooLong, strings.Join(over, "; "))
+	}
+	return nil
+}
+
+// nameFix says how to bring a derived name within its limit.
+func nameFix(what string) string {
+	switch {
+	case what == "workflow id":
+		return "use a shorter instance name, or raise limit.maxIDLength on the Temporal server"
+	case what == "verification database name":
+		return "set verify_name to a shorter pattern"
+	case what == "verification database login":
+		return "set verify_name to a name without characters outside the BMP: the driver sends them cut short in the login"
+	case strings.HasPrefix(what, "stripe path"):
+		return "use a shorter unc_paths entry"
+	case strings.HasPrefix(what, "restore directory"):
+		return "use a shorter restore_data_dir/restore_log_dir"
+	}
+	return "use a shorter instance name"
+}
+
+// utf16Len counts as SQL Server and Windows count.
+func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }

@@ -11,13 +11,16 @@
 //	srv.DropConnections()  // crash emulation: every client sees a broken connection
 //	srv.Close()            // stop accepting, drop connections, wait for handlers
 //
-// Encryption is answered NOT_SUP: clients must use encrypt=disable (or
-// false). Malformed input closes only that connection, logged with the
-// keys remote, spid and reason.
+// Without Options.TLS encryption is answered NOT_SUP: clients must use
+// encrypt=disable (or false); with it, encryption is required (tls.go).
+// An ERROR of class 20 or more ends the connection once it is sent, as
+// SQL Server ends the session. Malformed input closes only that
+// connection, logged with the keys remote, spid and reason.
 package tds
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -38,6 +41,7 @@ type Login struct {
 	User       string
 	Password   string
 	Database   string // "" means the login's default database
+	Language   string // LOGIN7 language, "" means the login's default
 	AppName    string
 	HostName   string
 	PacketSize int // negotiated packet size
@@ -54,8 +58,11 @@ type Session interface {
 	// Exec runs one request: a SQL batch (Params empty) or an
 	// sp_executesql RPC (Params holds @p1.. or named parameters).
 	// ctx is cancelled when the client sends an attention (cancel) or the
-	// connection drops; the handler must then stop promptly and return
-	// ctx.Err() (the server answers with DONE+ATTN).
+	// connection ends; context.Cause(ctx) tells which (ErrAttention,
+	// ErrConnectionClosed). After an attention the handler must stop
+	// promptly and return ctx.Err() (the server answers with DONE+ATTN);
+	// on a closed connection it may run on, as SQL Server does, until a
+	// write through w fails.
 	//
 	// Results go through w. Returning an *Error or Errors makes the server
 	// send the ERROR token(s) followed by a DONE with the error bit; any
@@ -70,6 +77,16 @@ type Session interface {
 
 	// Close is called once when the connection ends, for any reason.
 	Close()
+}
+
+// Localizer is implemented by a Session whose messages are sent in a
+// language of its own (SET LANGUAGE, the login's default language): every
+// INFO and ERROR token of the session passes through Localize, which
+// returns the message to send (same number, state and class). Language is
+// the session's language name, reported in ENVCHANGE when it changes.
+type Localizer interface {
+	Localize(e *Error) *Error
+	Language() string
 }
 
 // Request is one client request.
@@ -209,6 +226,14 @@ func (es Errors) Error() string {
 	return es[len(es)-1].Error()
 }
 
+// ErrAttention and ErrConnectionClosed are the causes (context.Cause) of a
+// cancelled Exec context: the client sent an attention, or the connection
+// ended (closed by the client, lost on the network or dropped by the server).
+var (
+	ErrAttention        = fmt.Errorf("tds: attention: the client cancelled the request")
+	ErrConnectionClosed = fmt.Errorf("tds: connection closed")
+)
+
 // ErrKillConnection, returned by Exec or Login, drops the connection
 // without a reply, like a host that died.
 var ErrKillConnection = fmt.Errorf("tds: kill connection")
@@ -226,4 +251,11 @@ type Options struct {
 	// parameters) in bytes; a longer one closes the connection. 0 means
 	// 64 MiB.
 	MaxMessageSize int
+	// TLS, when set, makes encryption required: a TDS 7.x client gets
+	// ENCRYPT_ON/REQ and the TLS handshake inside PRELOGIN (a client that
+	// cannot encrypt is refused), a TDS 8.0 client (TLS first, ALPN
+	// "tds/8.0") is served too. Certificates must be set.
+	TLS *tls.Config
+	// TLSStrict accepts only TDS 8.0 (encrypt=strict) clients.
+	TLSStrict bool
 }

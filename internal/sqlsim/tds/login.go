@@ -40,17 +40,18 @@ func decodePrelogin(b []byte) (map[byte][]byte, error) {
 	}
 }
 
-// preloginReply answers with encryption NOT_SUP: the emulator has no TLS,
-// so encrypt=disable and encrypt=false work and encrypt=true fails clearly
-// in the driver ("server does not support encryption").
-func preloginReply(o Options) []byte {
+// preloginReply answers PRELOGIN with the ENCRYPTION value decided by
+// preloginEncryption: NOT_SUP without TLS (encrypt=disable and
+// encrypt=false work, encrypt=true fails clearly in the driver: "server
+// does not support encryption"), ON or REQ with it.
+func preloginReply(o Options, encryption byte) []byte {
 	type opt struct {
 		tok  byte
 		data []byte
 	}
 	opts := []opt{
 		{preloginVersion, []byte{o.Major, o.Minor, byte(o.Build >> 8), byte(o.Build), 0, 0}},
-		{preloginEncryption, []byte{encryptNotSupported}},
+		{preloginEncryption, []byte{encryption}},
 		{preloginInstOpt, []byte{0}},
 		{preloginThreadID, nil},
 		{preloginMARS, []byte{0}},
@@ -209,14 +210,21 @@ func envChange(b, body []byte) []byte {
 }
 
 // loginReply is the token stream of a successful login, in the order a
-// real server sends it.
-func loginReply(o Options, database string, packetSize int) []byte {
+// real server sends it; messages in the session's language.
+func (c *conn) loginReply(database string, packetSize int) []byte {
+	o := c.s.opts
+	lang := sessionLanguage(c.sess)
+	if lang == "" {
+		lang = "us_english"
+	}
 	var b []byte
 	b = envChangeString(b, envDatabase, database, "master")
-	b = appendMessage(b, false, &Error{Number: 5701, State: 2, Class: 0,
-		Message: "Changed database context to '" + database + "'."}, o.ServerName)
+	b = c.appendMsg(b, false, &Error{Number: 5701, State: 2, Class: 0,
+		Message: "Changed database context to '" + database + "'."})
 	b = envChangeBytes(b, envCollation, collationLatin1, nil)
-	b = envChangeString(b, envLanguage, "us_english", "")
+	b = envChangeString(b, envLanguage, lang, "")
+	b = c.appendMsg(b, false, &Error{Number: 5703, State: 1, Class: 0,
+		Message: "Changed language setting to " + lang + "."})
 	b = appendLoginAck(b, o)
 	ps := strconv.Itoa(packetSize)
 	b = envChangeString(b, envPacketSize, ps, ps)

@@ -90,7 +90,7 @@ func (pr *packetReader) readMessage() (message, error) {
 		typ, status := pr.hdr[0], pr.hdr[1]
 		size := int(binary.BigEndian.Uint16(pr.hdr[2:4]))
 		if first && typ == 0x16 && status == 0x03 {
-			return msg, malformed("TLS handshake instead of PRELOGIN (encrypt=strict is not supported: use encrypt=disable)")
+			return msg, malformed("TLS handshake instead of PRELOGIN (encrypt=strict, but the server was started without TLS: use encrypt=disable)")
 		}
 		if size < headerSize {
 			return msg, malformed("packet length %d is shorter than its header", size)

@@ -16,6 +16,8 @@ type resultWriter struct {
 	c   *conn
 	p   *pending
 	rpc bool
+	// langBefore is the session language when the request started.
+	langBefore string
 
 	mu       sync.Mutex
 	pre      []byte // tokens that open the reply (reset ack, ...)
@@ -23,6 +25,7 @@ type resultWriter struct {
 	pending  *doneToken
 	scratch  []byte
 	finished bool
+	fatal    bool // an ERROR of class >= 20 was sent: the connection ends
 }
 
 type doneToken struct {
@@ -79,7 +82,7 @@ func (w *resultWriter) Info(number int32, class uint8, msg string) error {
 		return err
 	}
 	e := &Error{Number: number, State: 1, Class: class, Message: msg}
-	if err := w.write(appendMessage(w.scratch[:0], class > 10, e, w.c.s.opts.ServerName)); err != nil {
+	if err := w.write(w.c.appendMsg(w.scratch[:0], class > 10, e)); err != nil {
 		return err
 	}
 	// The driver queues a message per packet parsed: flush so progress
@@ -93,7 +96,10 @@ func (w *resultWriter) Error(e *Error) error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	return w.write(appendMessage(w.scratch[:0], e.Class > 10, e, w.c.s.opts.ServerName))
+	if e.Class >= fatalClass {
+		w.fatal = true
+	}
+	return w.write(w.c.appendMsg(w.scratch[:0], e.Class > 10, e))
 }
 
 func (w *resultWriter) Columns(cols []Column) error {
@@ -207,10 +213,14 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 		// USE switched the database: tell the driver, as SQL Server does.
 		w.pre = envChangeString(w.pre, envDatabase, db, dbBefore)
 	}
+	if lang := sessionLanguage(w.c.sess); lang != w.langBefore {
+		// SET LANGUAGE: ENVCHANGE type 2, as SQL Server sends it.
+		w.pre = envChangeString(w.pre, envLanguage, lang, w.langBefore)
+	}
 	if err != nil {
 		w.writePending()
 		for _, e := range w.c.toErrors(err) {
-			b = appendMessage(b, true, e, w.c.s.opts.ServerName)
+			b = w.c.appendMsg(b, true, e)
 		}
 		if w.rpc {
 			b = appendDone(b, tokenDoneProc, doneError, 0, 0)
@@ -241,4 +251,41 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 	}
 	_, _ = pw.Write(b)
 	_ = pw.endMessage()
+}
+
+// fatalClass is the lowest severity at which SQL Server ends the session
+// after sending the error ("Database engine error severities": 20-24 are
+// fatal errors that terminate the connection,
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-error-severities).
+const fatalClass = 20
+
+// appendMsg appends an INFO or ERROR token in the session's language.
+func (c *conn) appendMsg(b []byte, isError bool, e *Error) []byte {
+	if l, ok := c.sess.(Localizer); ok && l != nil {
+		e = l.Localize(e)
+	}
+	return appendMessage(b, isError, e, c.s.opts.ServerName)
+}
+
+// sessionLanguage is the session's language name, "" when it has none.
+func sessionLanguage(s Session) string {
+	if l, ok := s.(Localizer); ok && l != nil {
+		return l.Language()
+	}
+	return ""
+}
+
+// isFatal reports whether err holds an error of class 20 or more.
+func isFatal(err error) bool {
+	var es Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			if e.Class >= fatalClass {
+				return true
+			}
+		}
+		return false
+	}
+	var e *Error
+	return errors.As(err, &e) && e.Class >= fatalClass
 }

@@ -494,10 +494,14 @@ func appendVariant(b []byte, v any) ([]byte, error) {
 		}
 	case float64:
 		base, data = typeFlt8, binary.LittleEndian.AppendUint64(nil, math.Float64bits(x))
+	case time.Time:
+		// datetime (e.g. DATABASEPROPERTYEX 'LastGoodCheckDbTime'): the
+		// 8 data bytes without appendDateTime's length prefix.
+		base, data = typeDateTime, appendDateTime(nil, x)[1:]
 	default:
 		n, err := toInt64(v)
 		if err != nil {
-			return b, fmt.Errorf("sql_variant value must be string, integer, bool or float64, got %T", v)
+			return b, fmt.Errorf("sql_variant value must be string, integer, bool, float64 or time.Time, got %T", v)
 		}
 		if n >= math.MinInt32 && n <= math.MaxInt32 {
 			base, data = typeInt4, appendU32(nil, uint32(n))

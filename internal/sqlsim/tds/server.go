@@ -233,6 +233,11 @@ type conn struct {
 	mu  sync.Mutex
 	cur *pending // request in progress, for attention
 
+	// peeked replays the first byte read to detect TDS 8.0 (Options.TLS);
+	// encrypted is set once pr and pw run over TLS.
+	peeked    *prefixConn
+	encrypted bool
+
 	closeOnce sync.Once
 }
 
@@ -246,7 +251,9 @@ type pending struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	attn   bool // attention received while in progress; guarded by conn.mu
+	// attention cancels ctx with the cause ErrAttention.
+	attention context.CancelFunc
+	attn      bool // attention received while in progress; guarded by conn.mu
 }
 
 func newConn(s *Server, nc net.Conn, spid uint16) *conn {
@@ -257,7 +264,8 @@ func newConn(s *Server, nc net.Conn, spid uint16) *conn {
 		pw:       newPacketWriter(nc, spid),
 		requests: make(chan *pending),
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c.ctx, c.cancel = ctx, func() { cancel(ErrConnectionClosed) }
 	return c
 }
 
@@ -324,6 +332,22 @@ func (c *conn) readFailed(err error) {
 // login runs PRELOGIN and LOGIN7. It reports whether the session is open.
 func (c *conn) login() bool {
 	_ = c.nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if c.tlsEnabled() {
+		strict, err := c.peekTLS()
+		switch {
+		case err != nil:
+			c.readFailed(err)
+			return false
+		case strict:
+			if err := c.startStrict(); err != nil {
+				c.close(err.Error(), true)
+				return false
+			}
+		case c.s.opts.TLSStrict:
+			c.close("the client sent PRELOGIN in clear; the server requires TDS 8.0 (encrypt=strict)", true)
+			return false
+		}
+	}
 	msg, err := c.pr.readMessage()
 	if err != nil {
 		c.readFailed(err)
@@ -333,14 +357,29 @@ func (c *conn) login() bool {
 		c.close(fmt.Sprintf("expected PRELOGIN, got packet type 0x%02X", msg.typ), true)
 		return false
 	}
-	if _, err := decodePrelogin(msg.data); err != nil {
+	opts, err := decodePrelogin(msg.data)
+	if err != nil {
 		c.readFailed(err)
 		return false
 	}
-	_, _ = c.pw.Write(preloginReply(c.s.opts))
+	encryption, startTLS, refuse := byte(encryptOn), false, error(nil)
+	if !c.encrypted {
+		encryption, startTLS, refuse = c.preloginEncryption(opts[preloginEncryption])
+	}
+	_, _ = c.pw.Write(preloginReply(c.s.opts, encryption))
 	if err := c.pw.endMessage(); err != nil {
 		c.close("write PRELOGIN reply: "+err.Error(), false)
 		return false
+	}
+	if refuse != nil {
+		c.close(refuse.Error(), false)
+		return false
+	}
+	if startTLS {
+		if err := c.startTLS7(); err != nil {
+			c.close(err.Error(), true)
+			return false
+		}
 	}
 
 	msg, err = c.pr.readMessage()
@@ -349,7 +388,7 @@ func (c *conn) login() bool {
 		return false
 	}
 	if msg.typ != packetLogin7 {
-		c.close(fmt.Sprintf("expected LOGIN7, got packet type 0x%02X (TLS is not supported: use encrypt=disable)", msg.typ), true)
+		c.close(fmt.Sprintf("expected LOGIN7, got packet type 0x%02X (a TLS handshake? the server was started without TLS: use encrypt=disable)", msg.typ), true)
 		return false
 	}
 	l7, err := decodeLogin7(msg.data)
@@ -367,7 +406,7 @@ func (c *conn) login() bool {
 			Message: "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication."}
 	} else {
 		sess, err = c.s.h.Login(c.ctx, Login{
-			User: l7.User, Password: l7.Password, Database: l7.Database, AppName: l7.AppName,
+			User: l7.User, Password: l7.Password, Database: l7.Database, Language: l7.Language, AppName: l7.AppName,
 			HostName: l7.HostName, PacketSize: size, SPID: c.spid, RemoteAddr: c.nc.RemoteAddr(),
 		})
 	}
@@ -387,7 +426,7 @@ func (c *conn) login() bool {
 		return false
 	}
 	c.sess = sess
-	_, _ = c.pw.Write(loginReply(c.s.opts, sess.Database(), size))
+	_, _ = c.pw.Write(c.loginReply(sess.Database(), size))
 	if err := c.pw.endMessage(); err != nil {
 		c.close("write login reply: "+err.Error(), false)
 		return false
@@ -432,13 +471,14 @@ func (c *conn) readLoop(done chan<- struct{}) {
 			}
 			c.mu.Unlock()
 			if cur != nil {
-				cur.cancel()
+				cur.attention()
 				continue
 			}
 			// Idle: the response already ended; the main goroutine sends a
 			// message with only DONE(ATTN).
 		} else {
-			p.ctx, p.cancel = context.WithCancel(c.ctx)
+			ctx, cancel := context.WithCancelCause(c.ctx)
+			p.ctx, p.cancel, p.attention = ctx, func() { cancel(nil) }, func() { cancel(ErrAttention) }
 			c.mu.Lock()
 			c.cur = p
 			c.mu.Unlock()
@@ -490,7 +530,7 @@ func (c *conn) handle(p *pending) bool {
 		return c.pw.endMessage() == nil
 	}
 	defer p.cancel()
-	rw := &resultWriter{c: c, p: p, rpc: p.kind == packetRPC}
+	rw := &resultWriter{c: c, p: p, rpc: p.kind == packetRPC, langBefore: sessionLanguage(c.sess)}
 	if p.reset {
 		before := c.sess.Database()
 		c.sess.Reset()
@@ -526,6 +566,12 @@ func (c *conn) handle(p *pending) bool {
 		return false
 	}
 	rw.finish(err, dbBefore)
+	if rw.fatal || isFatal(err) {
+		// SQL Server ends the session after a fatal error: the client has
+		// the error tokens, then the connection closes.
+		c.close("error of severity 20 or more: the session ends", false)
+		return false
+	}
 	if c.pw.err != nil {
 		c.close("write: "+c.pw.err.Error(), false)
 		return false
@@ -552,8 +598,8 @@ func (c *conn) transaction(p *pending, rw *resultWriter) bool {
 		b = envChangeBytes(b, envRollbackTran, nil, id())
 		b = appendDone(b, tokenDone, 0, 0, 0)
 	default:
-		b = appendMessage(b, true, &Error{Number: 40515, State: 1, Class: 16,
-			Message: fmt.Sprintf("Transaction manager request %d is not supported by the emulator.", p.tm)}, c.s.opts.ServerName)
+		b = c.appendMsg(b, true, &Error{Number: 40515, State: 1, Class: 16,
+			Message: fmt.Sprintf("Transaction manager request %d is not supported by the emulator.", p.tm)})
 		b = appendDone(b, tokenDone, doneError, 0, 0)
 	}
 	_, _ = c.pw.Write(b)

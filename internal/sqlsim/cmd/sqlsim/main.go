@@ -4,6 +4,11 @@
 //	go run ./internal/sqlsim/cmd/sqlsim --listen 127.0.0.1:14330 --data /tmp/sqlsim \
 //	    --share '\\bak01\backup=/tmp/bak01' --login sa=Passw0rd! --db Sales:2GiB:4files
 //
+// --principal adds a login with only the permissions --grant gives it
+// (e.g. --principal 'backup=Pw;db=master;lang=Deutsch' --grant
+// 'backup:VIEW SERVER STATE' --grant 'backup:Sales:db_backupoperator');
+// --edition, --major-version and --tls on|strict set what the server is.
+//
 // It runs until SIGINT/SIGTERM. SIGUSR1 crashes the instance (connections
 // dropped, work cut short), SIGUSR2 starts it again. Databases survive
 // restarts of the command: they live in --data.
@@ -15,9 +20,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -47,13 +54,19 @@ func run(args []string) error {
 	throttle := fs.String("throttle", "0", "bytes/s per backup/restore stream (e.g. 100MiB), 0 = unlimited")
 	crashAt := fs.String("crash-at", "", "crash at OP:PERCENT of the next operation, OP = BACKUP, RESTORE or DBCC (e.g. BACKUP:40)")
 	dropAt := fs.String("drop-at", "", "drop the connection running the next operation at OP:PERCENT (e.g. RESTORE:60); the server keeps running")
-	var shares, logins, dbs, shareThrottle, quotas, unreachable multi
+	edition := fs.String("edition", "Developer", "edition: Enterprise, Developer, Standard, Web or Express")
+	major := fs.Int("major-version", 16, "major version: 13 (2016), 14 (2017), 15 (2019) or 16 (2022)")
+	tlsMode := fs.String("tls", "", `encryption: "" (none), "on" (TDS 7.x, required) or "strict" (TDS 8.0)`)
+	tz := fs.String("timezone", "", "server time zone (IANA name, default UTC)")
+	var shares, logins, dbs, shareThrottle, quotas, unreachable, principals, grants multi
 	fs.Var(&shares, "share", `share mapping PREFIX=DIR, e.g. '\\bak01\backup=/srv/bak01' (repeatable)`)
 	fs.Var(&logins, "login", "SQL login USER=PASSWORD (repeatable; default sa with an empty password)")
 	fs.Var(&dbs, "db", "database to create if absent NAME:SIZE:NFILES, e.g. Sales:2GiB:4files (repeatable)")
 	fs.Var(&shareThrottle, "share-throttle", "bytes/s for all streams to a share PREFIX=RATE (repeatable)")
 	fs.Var(&quotas, "quota", "byte quota of a share PREFIX=SIZE; beyond it BACKUP fails with 3202 (repeatable)")
 	fs.Var(&unreachable, "unreachable", "share PREFIX that answers like an unreachable host (repeatable)")
+	fs.Var(&principals, "principal", "login without sysadmin USER=PASSWORD[;db=DEFAULTDB][;lang=LANGUAGE] (repeatable)")
+	fs.Var(&grants, "grant", "permission or role of a --principal: USER:SERVERPERM or USER:DB:DBPERM (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,6 +101,15 @@ func run(args []string) error {
 			}
 			cfg.Logins[u] = p
 		}
+	}
+	cfg.Edition, cfg.MajorVersion, cfg.TLS = *edition, *major, *tlsMode
+	if *tz != "" {
+		if cfg.TimeZone, err = time.LoadLocation(*tz); err != nil {
+			return fmt.Errorf("--timezone %q: %w", *tz, err)
+		}
+	}
+	if cfg.Principals, err = parsePrincipals(principals, grants); err != nil {
+		return err
 	}
 	in, err := sqlsim.New(cfg)
 	if err != nil {
@@ -150,6 +172,9 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Printf("sqlsim %s listening on %s\n", *name, in.Addr())
+	if cfg.TLS != "" {
+		fmt.Printf("TLS %s; certificate: %s\n", cfg.TLS, filepath.Join(*data, "sqlsim-cert.pem"))
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2)
 	for s := range sig {
@@ -214,4 +239,45 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is not a byte count like 1048576, 100MiB or 2GiB", s)
 	}
 	return int64(f * float64(mult)), nil
+}
+
+// parsePrincipals reads --principal USER=PASSWORD[;db=DB][;lang=LANG] and
+// --grant USER:PERM (server) or USER:DB:PERM (database).
+func parsePrincipals(principals, grants []string) ([]sqlsim.Login, error) {
+	var out []sqlsim.Login
+	byName := map[string]int{}
+	for _, p := range principals {
+		parts := strings.Split(p, ";")
+		user, pass, ok := strings.Cut(parts[0], "=")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("--principal %q: want USER=PASSWORD[;db=DB][;lang=LANGUAGE]", p)
+		}
+		l := sqlsim.Login{Name: user, Password: pass, Databases: map[string][]string{}}
+		for _, opt := range parts[1:] {
+			k, v, _ := strings.Cut(opt, "=")
+			switch strings.ToLower(k) {
+			case "db":
+				l.DefaultDatabase = v
+			case "lang":
+				l.DefaultLanguage = v
+			default:
+				return nil, fmt.Errorf("--principal %q: unknown option %q; use db= or lang=", p, k)
+			}
+		}
+		byName[strings.ToLower(user)] = len(out)
+		out = append(out, l)
+	}
+	for _, g := range grants {
+		parts := strings.Split(g, ":")
+		i, ok := byName[strings.ToLower(parts[0])]
+		if !ok || len(parts) < 2 || len(parts) > 3 {
+			return nil, fmt.Errorf("--grant %q: want USER:SERVERPERM or USER:DB:DBPERM for a --principal USER", g)
+		}
+		if len(parts) == 2 {
+			out[i].Server = append(out[i].Server, parts[1])
+			continue
+		}
+		out[i].Databases[parts[1]] = append(out[i].Databases[parts[1]], parts[2])
+	}
+	return out, nil
 }

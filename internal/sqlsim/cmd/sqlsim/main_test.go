@@ -111,3 +111,28 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestParsePrincipals(t *testing.T) {
+	ls, err := parsePrincipals([]string{"backup=Pw;db=Sales;lang=Deutsch", "ro=x"},
+		[]string{"backup:VIEW SERVER STATE", "BACKUP:Sales:db_backupoperator", "backup:msdb:db_datareader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ls[0]
+	if len(ls) != 2 || b.Name != "backup" || b.Password != "Pw" || b.DefaultDatabase != "Sales" || b.DefaultLanguage != "Deutsch" ||
+		b.Sysadmin || len(b.Server) != 1 || b.Server[0] != "VIEW SERVER STATE" ||
+		b.Databases["Sales"][0] != "db_backupoperator" || b.Databases["msdb"][0] != "db_datareader" {
+		t.Fatalf("parsePrincipals = %+v", ls)
+	}
+	for _, bad := range [][2][]string{
+		{{"nopassword"}, nil},
+		{{"a=b;color=red"}, nil},
+		{{"a=b"}, {"nobody:VIEW SERVER STATE"}},
+		{{"a=b"}, {"a"}},
+		{{"a=b"}, {"a:x:y:z"}},
+	} {
+		if _, err := parsePrincipals(bad[0], bad[1]); err == nil {
+			t.Errorf("parsePrincipals(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}

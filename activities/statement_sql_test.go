@@ -1,0 +1,45 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+)
+
+// A retried BACKUP whose login cannot see other sessions (no VIEW SERVER
+// STATE) cannot find the earlier attempt's statement: SQL Server refuses a
+// second BACKUP on the files the first holds (3201, OS error 32), and the
+// step says so (BackupDeviceInUse naming VIEW SERVER STATE) instead of
+// failing the set; the first BACKUP completes untouched.
+func TestSQLBackupRetryBlindLogin(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	if err := f.src.SetLogin(sqlsim.Login{Name: "backup_op", Password: sqlPassword,
+		Server: []string{"CREATE ANY DATABASE"}, Databases: map[string][]string{"Sales": {"db_backupoperator", "db_datareader", "db_datawriter"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.cfg.SQLInstances {
+		if f.cfg.SQLInstances[i].Name == "sql01" {
+			f.cfg.SQLInstances[i].User = "backup_op"
+		}
+	}
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	done := f.firstAttemptBackup(seq)
+	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 10})
+	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, nil)
+	ae := appErrorOf(t, err)
+	if ae.Type() != ErrBackupDeviceInUse || !strings.Contains(err.Error(), "VIEW SERVER STATE") || !strings.Contains(err.Error(), "3201") {
+		t.Fatalf("retry by a login blind to other sessions: %v (type %s); want BackupDeviceInUse naming VIEW SERVER STATE", err, ae.Type())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first attempt's BACKUP failed: %v", err)
+	}
+	var got []string
+	for _, s := range statements(f.src, "BACKUP DATABASE") {
+		got = append(got, s.Outcome)
+	}
+	if len(got) != 2 || got[0] != "ok" || !strings.HasPrefix(got[1], "error ") {
+		t.Errorf("BACKUP statements %v; want the first ok and the second refused with 3201", got)
+	}
+}

@@ -1,0 +1,218 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// parseErrs parses y and returns its errors (nil when valid).
+func parseErrs(t *testing.T, y string) Errors {
+	t.Helper()
+	_, err := Parse([]byte(y), "config.yaml")
+	if err == nil {
+		return nil
+	}
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("error is %T, want config.Errors: %v", err, err)
+	}
+	return es
+}
+
+// nameOfLen is a database name of n UTF-16 code units that carries every
+// character that needs care in a verification name: ], ', @, % and
+// non-ASCII letters.
+func nameOfLen(t *testing.T, n int) string {
+	t.Helper()
+	s := "Sales]'@%販売"
+	for len(utf16.Encode([]rune(s))) < n {
+		s += "x"
+	}
+	if got := len(utf16.Encode([]rune(s))); got != n {
+		t.Fatalf("name of %d units, want %d", got, n)
+	}
+	return s
+}
+
+// withDB is base with the database's name and extra keys replaced.
+func withDB(t *testing.T, name, extra string) string {
+	return edit(t, "  - name: Sales\n", fmt.Sprintf("  - name: %q\n%s", name, extra))
+}
+
+func TestVerifyNameAtItsWidest(t *testing.T) {
+	// The database of 128 characters passes on its own, but its
+	// verification copy "<db>_verify" would be 135: refused at load, naming
+	// the database, the derived name, its length, the limit and the fix.
+	long := nameOfLen(t, 128)
+	es := parseErrs(t, withDB(t, long, ""))
+	if len(es) != 1 || es[0].Line != lDB {
+		t.Fatalf("errors %v, want one at line %d", es, lDB)
+	}
+	msg := es[0].Msg
+	for _, part := range []string{"databases[0] (" + long + ")", fmt.Sprintf("%q", long+"_verify"), "is 135 characters",
+		"at most 128", "set verify_name to a shorter pattern, e.g. verify_name: "} {
+		if !strings.Contains(msg, part) {
+			t.Errorf("message lacks %q: %s", part, msg)
+		}
+	}
+	// The suggested verify_name fixes it.
+	_, suggested, ok := strings.Cut(msg, "e.g. verify_name: ")
+	if !ok {
+		t.Fatal(msg)
+	}
+	cfg, err := Parse([]byte(withDB(t, long, "    verify_name: "+suggested+"\n")), "config.yaml")
+	if err != nil {
+		t.Fatalf("with the suggested verify_name %s: %v", suggested, err)
+	}
+	if vn := cfg.Databases[0].VerifyDatabaseName(tsql.MaxSequence); tsql.CheckIdent(vn) != nil || !strings.HasPrefix(vn, "Sales]'@%") {
+		t.Errorf("suggested name %q", vn)
+	}
+
+	for _, tc := range []struct {
+		verifyName string
+		fixed      int // characters verify_name adds to the database name, {seq} at 14 digits
+	}{
+		{"", len("_verify")},
+		{"{db}_{seq}", 1 + 14},
+		{"{instance}_{db}_v", len("sql01__v")},
+	} {
+		extra := ""
+		if tc.verifyName != "" {
+			extra = fmt.Sprintf("    verify_name: %q\n", tc.verifyName)
+		}
+		below := nameOfLen(t, tsql.MaxIdentLen-tc.fixed)
+		if es := parseErrs(t, withDB(t, below, extra)); es != nil {
+			t.Errorf("verify_name %q, database of %d characters: %v", tc.verifyName, tsql.MaxIdentLen-tc.fixed, es)
+		}
+		above := nameOfLen(t, tsql.MaxIdentLen-tc.fixed+1)
+		es := parseErrs(t, withDB(t, above, extra))
+		if len(es) != 1 || !strings.Contains(es[0].Msg, "is 129 characters; SQL Server names are at most 128") {
+			t.Errorf("verify_name %q, database of %d characters: %v, want one error at 129 characters", tc.verifyName, tsql.MaxIdentLen-tc.fixed+1, es)
+		}
+	}
+	// A broken pattern is reported once, as a pattern.
+	es = parseErrs(t, withDB(t, long, "    verify_name: \"{dbx}\"\n"))
+	if len(es) != 1 || !strings.Contains(es[0].Msg, "only {db}, {instance} and {seq} are replaced") {
+		t.Errorf("broken pattern: %v", es)
+	}
+}
+
+func TestStripePathsAtTheLimit(t *testing.T) {
+	// bak02 is the copy target (and the restore reads from it), bak01 the
+	// rotation's first server: both sets of paths are checked.
+	name := tsql.StripeFileName("sql01", "Sales", tsql.MaxSequence, 2, 2)
+	unc := func(n int) string { return `\\h\` + strings.Repeat("d", n-len(`\\h\`)) }
+	fits := tsql.MaxPath - 1 - len(name) // the directory, the separator, the name
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{fits, ""},
+		{fits + 1, fmt.Sprintf("stripe path %q on backup server bak02 is 260 characters", unc(fits+1)+`\`+name)},
+	} {
+		y := edit(t, `unc_paths: ['\\10.0.4.2\backup']`, fmt.Sprintf(`unc_paths: ['%s']`, unc(tc.n)))
+		y = strings.Replace(y, "    backup_servers: [bak01, bak02]\n", "    backup_servers: [bak01, bak02]\n    stripes: 2\n", 1)
+		es := parseErrs(t, y)
+		switch {
+		case tc.want == "" && es != nil:
+			t.Errorf("UNC path of %d characters: %v", tc.n, es)
+		case tc.want != "" && (len(es) != 1 || !strings.Contains(es[0].Msg, tc.want) || !strings.Contains(es[0].Msg, "shorten that unc_paths entry of bak02 by 1 characters")):
+			t.Errorf("UNC path of %d characters: %v, want %s", tc.n, es, tc.want)
+		}
+	}
+	// stripes: auto is checked with the widest stripe name, 64of64.
+	wide := tsql.StripeFileName("sql01", "Sales", tsql.MaxSequence, 64, 64)
+	y := edit(t, `unc_paths: ['\\10.0.4.2\backup']`, fmt.Sprintf(`unc_paths: ['%s']`, unc(tsql.MaxPath-len(wide))))
+	if es := parseErrs(t, y); len(es) != 1 || !strings.Contains(es[0].Msg, "_64of64.bak") {
+		t.Errorf("stripes auto: %v", es)
+	}
+}
+
+func TestRestoreDirsLeaveRoom(t *testing.T) {
+	dir := func(n int) string { return "/" + strings.Repeat("r", n-1) }
+	fits := tsql.MaxPhysicalPath - tsql.MinMoveRoom - 1 // the directory and its separator
+	if es := parseErrs(t, strings.Replace(base, "restore_data_dir: /data", "restore_data_dir: "+dir(fits), 1)); es != nil {
+		t.Errorf("restore_data_dir of %d characters: %v", fits, es)
+	}
+	es := parseErrs(t, strings.Replace(base, "restore_log_dir: /log", "restore_log_dir: "+dir(fits+1), 1))
+	if len(es) != 1 || es[0].Line != 16 || !strings.Contains(es[0].Msg, "backup_servers[0] (bak01): restore_log_dir") ||
+		!strings.Contains(es[0].Msg, "use a directory shorter by 1 characters") {
+		t.Errorf("restore_log_dir of %d characters: %v", fits+1, es)
+	}
+}
+
+func TestSequenceCatalogIsTheDefault(t *testing.T) {
+	cfg, err := Parse([]byte(base+"  - name: Stock\n    instance: sql01\n    backup_servers: [bak02, bak01]\n    sequence: table\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Databases[0].Sequence; s != SequenceCatalog {
+		t.Errorf("default sequence %q, want %q", s, SequenceCatalog)
+	}
+	if s := cfg.Databases[1].Sequence; s != SequenceTable {
+		t.Errorf("sequence: table gave %q", s)
+	}
+	for _, mode := range []string{SequenceCatalog, SequenceTable, SequenceUTC} {
+		if _, err := Parse([]byte("defaults:\n  sequence: "+mode+"\n"+base), "config.yaml"); err != nil {
+			t.Errorf("sequence: %s: %v", mode, err)
+		}
+	}
+}
+
+// TestVerifyNameOutsideTheBMP: the sanity checks log in to the verification
+// copy by name, and the driver sends a name with a character outside the
+// BMP cut short: such a verify name is refused at load, with a fix that
+// works. The source database's own name may hold them.
+func TestVerifyNameOutsideTheBMP(t *testing.T) {
+	db := "Sales😀"
+	es := parseErrs(t, withDB(t, db, ""))
+	if len(es) != 1 || es[0].Line != lDB || !strings.Contains(es[0].Msg, `verification database name "Sales😀_verify"`) ||
+		!strings.Contains(es[0].Msg, "outside the Basic Multilingual Plane") {
+		t.Fatalf("errors %v", es)
+	}
+	_, suggested, ok := strings.Cut(es[0].Msg, "e.g. verify_name: ")
+	if !ok || strings.ContainsRune(suggested, '😀') {
+		t.Fatalf("suggestion %q in %s", suggested, es[0].Msg)
+	}
+	cfg, err := Parse([]byte(withDB(t, db, "    verify_name: "+suggested+"\n")), "config.yaml")
+	if err != nil {
+		t.Fatalf("with the suggested verify_name %s: %v", suggested, err)
+	}
+	if vn := cfg.Databases[0].VerifyDatabaseName(1); !tsql.LoginSafe(vn) || !strings.HasPrefix(vn, "Sales_~") {
+		t.Errorf("suggested name %q", vn)
+	}
+	// Another name differing only in that character gets another copy.
+	other := tsql.LoginSafeName("Sales🙂", 100)
+	if other == tsql.LoginSafeName(db, 100) {
+		t.Errorf("two names share %q", other)
+	}
+}
+
+// TestCheckNamesForConfigsBuiltInCode: Config.CheckNames finds what loading
+// finds, for a configuration changed after it was loaded.
+func TestCheckNamesForConfigsBuiltInCode(t *testing.T) {
+	cfg, err := Parse([]byte(base), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &cfg.Databases[0]
+	if err := cfg.CheckNames(db); err != nil {
+		t.Fatalf("valid configuration: %v", err)
+	}
+	db.Name = nameOfLen(t, 128)
+	cfg.BackupServers[1].RestoreLogDir = "/" + strings.Repeat("l", 230)
+	err = cfg.CheckNames(db)
+	if !errors.Is(err, tsql.ErrNameTooLong) {
+		t.Fatalf("128-character database: %v", err)
+	}
+	for _, part := range []string{"is 135 characters", "set verify_name to a shorter pattern", "backup server bak02: restore_log_dir"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error lacks %q: %v", part, err)
+		}
+	}
+}

@@ -1,0 +1,311 @@
+// Package preflight checks, before the first night, that the configured
+// credentials hold every permission the backup cycle needs: on each source
+// instance and database (BACKUP DATABASE, CREATE DATABASE for RESTORE
+// HEADERONLY, VIEW SERVER STATE, the sequence table), on each verification
+// instance (RESTORE, REPLACE/DROP of the copy, the restore history, DBCC
+// CHECKDB and the sanity queries) and on each backup server's storage
+// (list, write, read back, delete, free space against the planned sets).
+// Each missing permission comes with the GRANT or ALTER ROLE that fixes it.
+//
+// `starter preflight` prints the report; the worker runs the same checks at
+// start-up and logs what is missing as warnings.
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+)
+
+// Options say what to check and how to connect.
+type Options struct {
+	// Config is the loaded configuration (required).
+	Config *config.Config
+	// Database limits the checks to the databases of that name (and their
+	// instances and backup servers); "" checks everything configured.
+	Database string
+	// Instance narrows Database to one source instance.
+	Instance string
+	// CompressionFactor is the uncompressed / compressed size the plan
+	// assumes for compression: true; 0 or less means 1 (no reduction).
+	CompressionFactor float64
+	// OpenSQL connects to an instance (initial database master, as the
+	// cycle does). Default: mssql.Open with the configured credentials.
+	OpenSQL func(ctx context.Context, inst *config.SQLInstance) (*mssql.DB, error)
+	// OpenStorage opens a backup server's location as the worker reaches
+	// it. Default: location.Open with the configured SMB credentials.
+	OpenStorage func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error)
+	// QueryTimeout bounds the questions asked of one instance after it
+	// connected; default 1 min.
+	QueryTimeout time.Duration
+}
+
+// scope is what a run checks.
+type scope struct {
+	dbs       []*config.Database
+	instances []*config.SQLInstance         // in config order
+	sources   map[string][]*config.Database // instance -> its databases in scope
+	verifies  map[string][]string           // instance -> backup servers it verifies copies of
+	servers   []*config.BackupServer        // in config order
+	stores    map[string][]*config.Database // backup server -> databases whose sets it may hold
+}
+
+func resolve(o Options) (scope, error) {
+	cfg := o.Config
+	s := scope{sources: map[string][]*config.Database{}, verifies: map[string][]string{}, stores: map[string][]*config.Database{}}
+	for i := range cfg.Databases {
+		db := &cfg.Databases[i]
+		if (o.Database == "" || db.Name == o.Database) && (o.Instance == "" || db.Instance == o.Instance) {
+			s.dbs = append(s.dbs, db)
+		}
+	}
+	if len(s.dbs) == 0 && o.Database != "" {
+		if _, err := cfg.Database(o.Instance, o.Database); err != nil {
+			return s, err
+		}
+		return s, fmt.Errorf("database %q is not configured on instance %q in %s", o.Database, o.Instance, cfg.File)
+	}
+	usedServers, usedInstances := map[string]bool{}, map[string]bool{}
+	for _, db := range s.dbs {
+		s.sources[db.Instance] = append(s.sources[db.Instance], db)
+		usedInstances[db.Instance] = true
+		for _, b := range db.BackupServers {
+			holders := []string{b}
+			if t := db.CopyTarget(b); t != "" && t != b {
+				holders = append(holders, t)
+				if srv, ok := cfg.BackupServer(t); ok && srv.VerifyInstance != "" {
+					if !slices.Contains(s.verifies[srv.VerifyInstance], t) {
+						s.verifies[srv.VerifyInstance] = append(s.verifies[srv.VerifyInstance], t)
+					}
+					usedInstances[srv.VerifyInstance] = true
+				}
+			}
+			for _, h := range holders {
+				usedServers[h] = true
+				if !slices.Contains(s.stores[h], db) {
+					s.stores[h] = append(s.stores[h], db)
+				}
+			}
+		}
+	}
+	order := map[string]int{}
+	for i, b := range cfg.BackupServers {
+		order[b.Name] = i
+	}
+	for _, servers := range s.verifies {
+		slices.SortFunc(servers, func(a, b string) int { return order[a] - order[b] })
+	}
+	// Without --database every configured instance and server is checked:
+	// one nobody uses yet still proves its credentials.
+	all := o.Database == "" && o.Instance == ""
+	for i := range cfg.SQLInstances {
+		if in := &cfg.SQLInstances[i]; all || usedInstances[in.Name] {
+			s.instances = append(s.instances, in)
+		}
+	}
+	for i := range cfg.BackupServers {
+		if b := &cfg.BackupServers[i]; all || usedServers[b.Name] {
+			s.servers = append(s.servers, b)
+		}
+	}
+	return s, nil
+}
+
+// Run checks everything in scope and returns the report. It fails only
+// when the scope itself is wrong (an unknown database); everything that
+// cannot be reached or is not permitted is a check in the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Config == nil {
+		return nil, fmt.Errorf("preflight: no configuration given")
+	}
+	s, err := resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.OpenSQL == nil {
+		o.OpenSQL = openSQL
+	}
+	if o.OpenStorage == nil {
+		o.OpenStorage = openStorage
+	}
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = time.Minute
+	}
+	r := &Report{Config: o.Config.File, headers: map[string]string{}}
+	sizes := map[*config.Database]dbSize{}
+	for _, in := range s.instances {
+		checkInstance(ctx, o, s, in, r, sizes)
+	}
+	for _, srv := range s.servers {
+		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
+		r.add(probeStorage(ctx, srv, o.OpenStorage, needOf(o, s.stores[srv.Name], sizes))...)
+	}
+	redact(r, o.Config)
+	r.finish()
+	return r, nil
+}
+
+// checkInstance connects to one instance and checks its roles and
+// databases.
+func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize) {
+	dbs, servers := s.sources[in.Name], s.verifies[in.Name]
+	var roles []string
+	if len(dbs) > 0 {
+		names := make([]string, len(dbs))
+		for i, db := range dbs {
+			names[i] = db.Name
+		}
+		roles = append(roles, "source of "+strings.Join(names, ", "))
+	}
+	if len(servers) > 0 {
+		roles = append(roles, "verifies the copies on "+strings.Join(servers, ", "))
+	}
+	if len(roles) == 0 {
+		roles = append(roles, "no configured database uses it")
+	}
+	key := sectionKey(Check{Kind: KindInstance, Instance: in.Name})
+	r.headers[key] = "SQL instance " + in.Name + " (" + in.Address + "): " + strings.Join(roles, "; ")
+	login := Check{Kind: KindInstance, Instance: in.Name, Name: "login", For: "every step on this instance"}
+
+	db, err := o.OpenSQL(ctx, in)
+	if err != nil {
+		login.Status, login.Detail = Missing, err.Error()
+		login.Fix = fmt.Sprintf("check address, user %q and %s of sql_instances %s (the login must exist, be enabled and may connect to master)",
+			in.User, in.Password, in.Name)
+		if len(dbs) > 0 || len(servers) > 0 {
+			login.Detail += "; the checks of this instance did not run"
+		}
+		r.add(login)
+		return
+	}
+	defer db.Close()
+	qctx, cancel := context.WithTimeout(ctx, o.QueryTimeout)
+	defer cancel()
+	sf, err := readServerFacts(qctx, db)
+	if err != nil {
+		login.Status, login.Detail = Missing, "connected, but could not read the login's permissions: "+err.Error()
+		login.Fix = "run preflight again; if it persists, check that " + in.Name + " is SQL Server 2016 or later"
+		r.add(login)
+		return
+	}
+	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
+	r.add(login)
+	if len(dbs) > 0 {
+		r.add(sourceInstanceChecks(in.Name, sf)...)
+	}
+	if len(servers) > 0 {
+		mf, err := readMSDBFacts(qctx, db)
+		cs := verifyInstanceChecks(in.Name, sf, mf)
+		for i := range cs {
+			if err != nil && strings.HasPrefix(cs[i].Name, "SELECT msdb.") && cs[i].Status != OK {
+				cs[i].Detail = "could not ask: " + err.Error()
+			}
+		}
+		r.add(cs...)
+	}
+	for _, d := range dbs {
+		f, err := readDatabaseFacts(qctx, db, d)
+		if err != nil {
+			r.add(Check{Kind: KindDatabase, Instance: d.Instance, Database: d.Name, Name: "permissions", Status: Missing,
+				Detail: "could not read: " + err.Error(), Fix: "run preflight again; the error names the cause"})
+			continue
+		}
+		if f.State != "" && f.SizeBytes >= 0 {
+			// Express and Web write uncompressed sets, whatever the plan assumes.
+			sizes[d] = dbSize{bytes: f.SizeBytes, uncompressed: compressionRefused(sf)}
+		}
+		r.add(databaseChecks(d, sf, f)...)
+	}
+}
+
+// dbSize is a database's size as its source instance reported it.
+type dbSize struct {
+	bytes        int64 // data + log
+	uncompressed bool  // the edition has no backup compression
+}
+
+// needOf is what the databases' sets take on a server.
+func needOf(o Options, dbs []*config.Database, sizes map[*config.Database]dbSize) need {
+	var n need
+	for _, db := range dbs {
+		n.Databases = append(n.Databases, db.ID())
+		size, ok := sizes[db]
+		if !ok {
+			n.Unknown = append(n.Unknown, db.ID())
+			continue
+		}
+		n.Worst += size.bytes
+		cf := 1.0
+		if db.Compression && o.CompressionFactor > 1 && !size.uncompressed {
+			cf = o.CompressionFactor
+		}
+		n.Planned += int64(float64(size.bytes) / cf)
+	}
+	return n
+}
+
+// openSQL connects with the configured credentials, to master as the cycle
+// does.
+func openSQL(ctx context.Context, inst *config.SQLInstance) (*mssql.DB, error) {
+	t, err := mssql.TargetFor(*inst, "master")
+	if err != nil {
+		return nil, err
+	}
+	t.AppName = "backupcycle preflight"
+	return mssql.Open(ctx, t)
+}
+
+// openStorage opens a server's location like the cycle's activities do.
+func openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	var creds storage.Credentials
+	if srv.SMB != nil {
+		creds = storage.Credentials{User: srv.SMB.User, Domain: srv.SMB.Domain}
+		if !srv.SMB.Password.IsZero() {
+			pw, err := config.ResolveSecret(srv.SMB.Password)
+			if err != nil {
+				return nil, fmt.Errorf("SMB password of backup server %s: %w", srv.Name, err)
+			}
+			creds.Password = pw
+		}
+	}
+	return location.Open(ctx, srv.Location, creds)
+}
+
+// redact removes every configured secret from what the report says: the
+// errors it quotes come from drivers, and a secret must never be printed.
+func redact(r *Report, cfg *config.Config) {
+	var secrets []string
+	add := func(ref config.SecretRef) {
+		if ref.IsZero() {
+			return
+		}
+		if v, err := config.ResolveSecret(ref); err == nil && v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, in := range cfg.SQLInstances {
+		add(in.Password)
+	}
+	for _, b := range cfg.BackupServers {
+		if b.SMB != nil {
+			add(b.SMB.Password)
+		}
+	}
+	if len(secrets) == 0 {
+		return
+	}
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		for _, s := range secrets {
+			c.Detail = strings.ReplaceAll(c.Detail, s, "***")
+			c.Fix = strings.ReplaceAll(c.Fix, s, "***")
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package preflight
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// What each step needs, and why (Microsoft Learn, Transact-SQL reference,
+// section "Permissions" of each statement):
+//   - BACKUP DATABASE: sysadmin, db_owner or db_backupoperator
+//     (https://learn.microsoft.com/en-us/sql/t-sql/statements/backup-transact-sql#permissions).
+//   - RESTORE HEADERONLY / FILELISTONLY / VERIFYONLY: CREATE DATABASE
+//     ("RESTORE Statements - HEADERONLY (Transact-SQL)", Permissions:
+//     "Obtaining information about a backup set or backup device requires
+//     CREATE DATABASE permission"), implied by CREATE ANY DATABASE.
+//   - RESTORE DATABASE: CREATE DATABASE when the database does not exist;
+//     over an existing one sysadmin, dbcreator or its owner
+//     (https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-transact-sql#permissions).
+//     The login that restores a database it creates becomes its owner, so
+//     it is dbo there: DBCC CHECKDB (sysadmin or db_owner,
+//     https://learn.microsoft.com/en-us/sql/t-sql/database-console-commands/dbcc-checkdb-transact-sql#permissions)
+//     and the sanity queries need nothing more.
+//   - sys.dm_exec_requests shows other sessions' requests (the cycle's own
+//     statement after a worker restart) only with VIEW SERVER STATE; on
+//     SQL Server 2022 (16.x) VIEW SERVER PERFORMANCE STATE
+//     (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-requests-transact-sql#permissions).
+//   - KILL: ALTER ANY CONNECTION
+//     (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/kill-transact-sql#permissions).
+//   - The restore proof reads msdb.dbo.restorehistory and msdb.dbo.backupset:
+//     checked by reading them, which fails with error 229 without SELECT.
+//   - Backup compression: not in Express and Web ("Editions and supported
+//     features of SQL Server 2022").
+
+// serverFacts is what an instance says about the session's login.
+type serverFacts struct {
+	Login                             string
+	Sysadmin, DBCreator, ProcessAdmin bool
+	Major                             int    // ProductMajorVersion: 13 = 2016 ... 16 = 2022
+	EngineEdition                     int    // tsql.EngineEdition*
+	Edition                           string // "Enterprise Edition (64-bit)", ...
+	// Perms are the server permissions asked, by name (HAS_PERMS_BY_NAME = 1).
+	Perms map[string]bool
+	// MasterCreateDB: CREATE DATABASE granted in master, the narrower form
+	// of CREATE ANY DATABASE that RESTORE and RESTORE HEADERONLY accept.
+	MasterCreateDB bool
+}
+
+// serverPerms are the server permissions to ask an instance of that major
+// version about.
+func serverPerms(major int) []string {
+	p := []string{tsql.PermCreateAnyDatabase, tsql.PermAlterAnyDatabase, tsql.PermViewServerState, tsql.PermAlterAnyConnection}
+	if major >= 16 {
+		p = append(p, tsql.PermViewServerPerformanceState)
+	}
+	return p
+}
+
+// product names the server for the login row.
+func (f serverFacts) product() string {
+	names := map[int]string{13: "2016", 14: "2017", 15: "2019", 16: "2022"}
+	v := names[f.Major]
+	if v == "" {
+		v = fmt.Sprintf("major version %d", f.Major)
+	}
+	s := "SQL Server " + v
+	if f.Edition != "" {
+		s += ", " + f.Edition
+	}
+	return s
+}
+
+func (f serverFacts) held(perm string) bool {
+	if f.Sysadmin || f.Perms[perm] {
+		return true
+	}
+	switch perm {
+	case tsql.PermCreateAnyDatabase:
+		// dbcreator may create, alter, drop and restore any database
+		// ("Server-level roles"); HAS_PERMS_BY_NAME may not list it.
+		return f.DBCreator || f.MasterCreateDB
+	case tsql.PermAlterAnyDatabase:
+		return f.DBCreator
+	case tsql.PermAlterAnyConnection:
+		return f.ProcessAdmin
+	}
+	return false
+}
+
+// how says why a held permission holds.
+func (f serverFacts) how(perm string) string {
+	switch {
+	case f.Sysadmin:
+		return "held: " + f.Login + " is sysadmin"
+	case f.Perms[perm]:
+		return "held"
+	case perm == tsql.PermCreateAnyDatabase && f.MasterCreateDB && !f.DBCreator:
+		return "held as CREATE DATABASE in master"
+	case f.DBCreator:
+		return "held through dbcreator"
+	case f.ProcessAdmin:
+		return "held through processadmin"
+	}
+	return "held"
+}
+
+// viewStatePerm is the permission that shows other sessions' requests on
+// this version.
+func (f serverFacts) viewStatePerm() string {
+	if f.Major >= 16 {
+		return tsql.PermViewServerPerformanceState
+	}
+	return tsql.PermViewServerState
+}
+
+func (f serverFacts) viewStateHeld() bool {
+	return f.held(tsql.PermViewServerState) || (f.Major >= 16 && f.held(tsql.PermViewServerPerformanceState))
+}
+
+// serverCheck is a check of one server permission.
+func serverCheck(inst string, f serverFacts, perm, why string, missing Status) Check {
+	c := Check{Kind: KindInstance, Instance: inst, Name: perm, For: why}
+	if f.held(perm) {
+		c.Status, c.Detail = OK, f.how(perm)
+		return c
+	}
+	c.Status, c.Detail = missing, f.Login+" does not hold "+perm
+	c.Fix, _ = tsql.GrantServerPermission(perm, f.Login)
+	return c
+}
+
+func viewStateCheck(inst string, f serverFacts, why string) Check {
+	perm := f.viewStatePerm()
+	c := Check{Kind: KindInstance, Instance: inst, Name: perm, For: why}
+	if f.viewStateHeld() {
+		c.Status, c.Detail = OK, f.how(perm)
+		return c
+	}
+	c.Status = Missing
+	c.Detail = f.Login + " sees only its own session in sys.dm_exec_requests: after a worker restart the cycle cannot find its running statement"
+	c.Fix, _ = tsql.GrantServerPermission(perm, f.Login)
+	return c
+}
+
+// sourceInstanceChecks are the server-level needs of a source instance.
+func sourceInstanceChecks(inst string, f serverFacts) []Check {
+	return []Check{
+		serverCheck(inst, f, tsql.PermCreateAnyDatabase, "source: RESTORE HEADERONLY recognises a BACKUP that finished while no worker watched", Missing),
+		viewStateCheck(inst, f, "source: re-attach to a running BACKUP"),
+		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled cycle stops its running statement (KILL)", Warn),
+	}
+}
+
+// verifyInstanceChecks are the needs of a verification instance.
+func verifyInstanceChecks(inst string, f serverFacts, msdb msdbFacts) []Check {
+	cs := []Check{
+		serverCheck(inst, f, tsql.PermCreateAnyDatabase, "verification: RESTORE of the copy, RESTORE FILELISTONLY/HEADERONLY", Missing),
+		serverCheck(inst, f, tsql.PermAlterAnyDatabase, "verification: RESTORE ... REPLACE and DROP of the verification copy", Missing),
+		viewStateCheck(inst, f, "verification: re-attach to a running RESTORE or DBCC CHECKDB"),
+		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled cycle stops its running statement (KILL)", Warn),
+	}
+	for _, t := range []struct {
+		table string
+		held  bool
+	}{{"restorehistory", msdb.RestoreHistory}, {"backupset", msdb.BackupSet}} {
+		c := Check{Kind: KindInstance, Instance: inst, Name: "SELECT msdb.dbo." + t.table,
+			For: "verification: restore proof (the copy was restored from this very set)"}
+		switch {
+		case f.Sysadmin || t.held:
+			c.Status, c.Detail = OK, "held"
+		default:
+			c.Status, c.Detail = Missing, f.Login+" cannot read msdb.dbo."+t.table
+			// msdb admits every login through guest, but a GRANT needs the
+			// login's own user there.
+			c.Fix, _ = tsql.GrantObjectPermissions("msdb", "dbo", t.table, []string{tsql.PermSelect}, f.Login, true)
+		}
+		cs = append(cs, c)
+	}
+	c := Check{Kind: KindInstance, Instance: inst, Name: "DBCC CHECKDB, sanity queries", For: "verification: check the restored copy"}
+	switch {
+	case f.Sysadmin:
+		c.Status, c.Detail = OK, "held: "+f.Login+" is sysadmin"
+	case f.held(tsql.PermCreateAnyDatabase):
+		c.Status, c.Detail = OK, "held: "+f.Login+" restores the copy, so it owns it and is db_owner there"
+	default:
+		c.Status = Missing
+		c.Detail = "db_owner of the restored copy comes with restoring it, which needs CREATE ANY DATABASE"
+		c.Fix, _ = tsql.GrantServerPermission(tsql.PermCreateAnyDatabase, f.Login)
+	}
+	return append(cs, c)
+}
+
+// msdbFacts is what the verification login may read in msdb.
+type msdbFacts struct {
+	RestoreHistory, BackupSet bool
+}
+
+// databaseFacts is what the source instance says about one database.
+type databaseFacts struct {
+	State string // sys.databases.state_desc; "" when the database is not there
+	// Database permissions of the login (HAS_PERMS_BY_NAME = 1).
+	Connect, Backup, Alter bool
+	// The sequence table: whether the login sees it, and may read and
+	// update it.
+	SeqExists, SeqSelect, SeqUpdate bool
+	// SizeBytes is data + log from sys.master_files; -1 unknown.
+	SizeBytes int64
+}
+
+// databaseChecks are the needs of one source database.
+func databaseChecks(db *config.Database, sf serverFacts, f databaseFacts) []Check {
+	base := Check{Kind: KindDatabase, Instance: db.Instance, Database: db.Name}
+	var cs []Check
+	avail := base
+	avail.Name, avail.For = "database available", "source: BACKUP DATABASE"
+	switch f.State {
+	case "ONLINE":
+		avail.Status, avail.Detail = OK, "ONLINE"
+	case "":
+		avail.Status = Missing
+		avail.Detail = fmt.Sprintf("no database %q on %s (names are exact)", db.Name, db.Instance)
+		avail.Fix = "fix the name under databases: in the config, or create/restore the database"
+	default:
+		avail.Status = Missing
+		avail.Detail = "the database is " + f.State + ": BACKUP DATABASE needs it ONLINE"
+		avail.Fix = "bring the database online (ALTER DATABASE ... SET ONLINE, or finish its restore)"
+	}
+	cs = append(cs, avail)
+	if avail.Status != OK {
+		avail.Detail += "; the other checks of this database did not run"
+		return []Check{avail}
+	}
+
+	backup := base
+	backup.Name, backup.For = tsql.PermBackupDatabase, "source: the nightly BACKUP"
+	switch {
+	case sf.Sysadmin:
+		backup.Status, backup.Detail = OK, "held: "+sf.Login+" is sysadmin"
+	case f.Backup:
+		backup.Status, backup.Detail = OK, "held"
+	default:
+		backup.Status, backup.Detail = Missing, sf.Login+" may not back up "+db.Name
+		if !f.Connect {
+			backup.Detail += " (it has no user in the database)"
+		}
+		backup.Fix, _ = tsql.AddDatabaseRoleMember(db.Name, tsql.RoleDBBackupOperator, sf.Login, !f.Connect)
+	}
+	cs = append(cs, backup)
+
+	if db.Sequence == config.SequenceTable {
+		cs = append(cs, sequenceCheck(base, db, sf, f))
+	}
+	if c, ok := compressionCheck(base, db, sf); ok {
+		cs = append(cs, c)
+	}
+	size := base
+	size.Name, size.For = "size", "free space on the backup servers"
+	if f.SizeBytes >= 0 {
+		size.Status, size.Detail = OK, plan.FormatBytes(f.SizeBytes)+" in data and log files (sys.master_files)"
+	} else {
+		size.Status = Warn
+		size.Detail = "unknown: sys.master_files shows no file of " + db.Name + " to " + sf.Login +
+			" (it needs CREATE ANY DATABASE, ALTER ANY DATABASE or VIEW ANY DEFINITION)"
+		size.Fix, _ = tsql.GrantServerPermission(tsql.PermCreateAnyDatabase, sf.Login)
+	}
+	return append(cs, size)
+}
+
+func sequenceCheck(base Check, db *config.Database, sf serverFacts, f databaseFacts) Check {
+	c := base
+	c.Name, c.For = "sequence table", "sequence: table (DBBackup.Sequence in the source database)"
+	switch {
+	case sf.Sysadmin:
+		c.Status, c.Detail = OK, "held: "+sf.Login+" is sysadmin"
+		return c
+	case f.SeqExists && f.SeqSelect && f.SeqUpdate:
+		c.Status, c.Detail = OK, "SELECT and UPDATE on [DBBackup].[Sequence] held"
+		return c
+	case !f.SeqExists && f.Alter:
+		c.Status, c.Detail = OK, "absent: the first cycle creates it ("+sf.Login+" holds ALTER on the database)"
+		return c
+	}
+	c.Status = Missing
+	var lacks []string
+	if !f.SeqSelect {
+		lacks = append(lacks, tsql.PermSelect)
+	}
+	if !f.SeqUpdate {
+		lacks = append(lacks, tsql.PermUpdate)
+	}
+	c.Detail = sf.Login + " lacks " + strings.Join(lacks, " and ") + " on [DBBackup].[Sequence]"
+	if !f.SeqExists {
+		c.Detail = "the table does not exist or " + sf.Login + " cannot see it, and " + sf.Login + " may not create it"
+	}
+	grant, _ := tsql.GrantObjectPermissions(db.Name, tsql.SequenceSchema, tsql.SequenceTable,
+		[]string{tsql.PermSelect, tsql.PermUpdate}, sf.Login, !f.Connect)
+	var fix []string
+	if !f.SeqExists {
+		// Creating the table once as an administrator keeps the cycle's
+		// login to SELECT and UPDATE; the statements are idempotent.
+		setup, _ := tsql.SequenceSetup(db.Name)
+		for _, s := range setup {
+			fix = append(fix, s+";")
+		}
+	}
+	c.Fix = strings.Join(append(fix, grant), "\n")
+	return c
+}
+
+// compressionRefused: Express and Web have no backup compression.
+func compressionRefused(sf serverFacts) bool {
+	return sf.EngineEdition == tsql.EngineEditionExpress || strings.Contains(strings.ToLower(sf.Edition), "web")
+}
+
+func compressionCheck(base Check, db *config.Database, sf serverFacts) (Check, bool) {
+	if !db.Compression {
+		return Check{}, false
+	}
+	c := base
+	c.Name, c.For = "backup compression", "compression: true"
+	if !compressionRefused(sf) {
+		c.Status, c.Detail = OK, "supported by "+sf.product()
+		return c, true
+	}
+	c.Status = Warn
+	c.Detail = sf.product() + " has no backup compression: the BACKUP runs without it, and the sets are as large as the data"
+	c.Fix = "set compression: false for " + db.ID() + " in the config"
+	return c, true
+}
