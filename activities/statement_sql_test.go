@@ -43,3 +43,46 @@ func TestSQLBackupRetryBlindLogin(t *testing.T) {
 		t.Errorf("BACKUP statements %v; want the first ok and the second refused with 3201", got)
 	}
 }
+
+// A cancel that came while no attempt ran: StopStatements KILLs the set's
+// BACKUP an earlier attempt left running on the source (found by its text),
+// and reports one it cannot stop when the login may not KILL.
+func TestSQLStopStatementsOfACancelledSet(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	done := f.firstAttemptBackup(seq)
+	var out StopOutput
+	f.must(f.acts.StopStatements, StopInput{Database: "Sales", Sequence: seq, Server: "bak01", Remote: "bak02"}, &out)
+	if len(out.Stopped) != 1 || len(out.Left) != 0 {
+		t.Errorf("stopped %v, left %v; want the BACKUP stopped", out.Stopped, out.Left)
+	}
+	if err := <-done; err == nil {
+		t.Error("the left-running BACKUP completed; want it killed")
+	}
+	if got := statements(f.src, "BACKUP DATABASE"); len(got) != 1 || got[0].Outcome != "killed" {
+		t.Errorf("BACKUP statements %+v, want one, killed", got)
+	}
+
+	// A login without ALTER ANY CONNECTION: the statement runs on, and the
+	// output says so.
+	if err := f.src.SetLogin(sqlsim.Login{Name: "backup_op", Password: sqlPassword, Server: []string{"VIEW SERVER STATE"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.cfg.SQLInstances {
+		if f.cfg.SQLInstances[i].Name == "sql01" {
+			f.cfg.SQLInstances[i].User = "backup_op"
+		}
+	}
+	seq++
+	done = f.firstAttemptBackup(seq)
+	out = StopOutput{}
+	f.must(f.acts.StopStatements, StopInput{Database: "Sales", Sequence: seq, Server: "bak01"}, &out)
+	if len(out.Stopped) != 0 || len(out.Left) != 1 {
+		t.Errorf("without ALTER ANY CONNECTION: stopped %v, left %v; want the BACKUP reported left running", out.Stopped, out.Left)
+	}
+	f.src.SetThrottle(0)
+	if err := <-done; err != nil {
+		t.Errorf("the BACKUP the login could not stop: %v, want it to run to its end", err)
+	}
+}

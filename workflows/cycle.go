@@ -764,6 +764,21 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline,
 		HeartbeatTimeout: c.hb, RetryPolicy: retry(2*time.Second, 5)}
 	if c.seq != 0 && !c.verified {
+		// A statement an earlier attempt left running (the cancel came
+		// while no attempt ran) is stopped before its copy is dropped and
+		// its files removed.
+		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
+			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server}
+			if c.restoreStarted {
+				stop.Remote = c.remoteOf()
+			}
+			var stopped activities.StopOutput
+			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.StopStatements, stop).Get(dctx, &stopped); err != nil {
+				c.log(ctx).Error("statements of the cancelled set not stopped", "error", err)
+			} else if len(stopped.Left) > 0 {
+				c.log(ctx).Warn("statements of the cancelled set still running (KILL needs ALTER ANY CONNECTION)", "left", stopped.Left)
+			}
+		}
 		if c.restoreStarted {
 			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
 				OwnRestore: true}
@@ -822,6 +837,22 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 		c.markFailed(ctx, step, err, servers, evidence)
 	} else if c.seq != 0 && !alreadyMarked {
 		c.log(ctx).Warn("set left in its last proven state: the failure says nothing about its content", "type", typ)
+	}
+	// A RESTORE of this run that failed leaves the copy RESTORING: useless,
+	// and in the way of every later cycle (only a copy backupcycle restored
+	// may be replaced, and a RESTORING one has no restore to show). Drop it
+	// while this run knows it sent that RESTORE. A restore refused before it
+	// started (the name is someone else's) or of another set is left alone.
+	if c.restoreStarted && step == activities.StepRestore && typ != activities.ErrVerifyDatabaseInUse &&
+		typ != activities.ErrRestoreMismatch && workflow.GetVersion(ctx, "drop-failed-restore", workflow.DefaultVersion, 1) == 1 {
+		verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+			OwnRestore: true}
+		if derr := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline / 2, HeartbeatTimeout: c.hb,
+			RetryPolicy: retry(5*time.Second, 5),
+		}), a.DropVerifyDB, verify).Get(ctx, nil); derr != nil {
+			c.log(ctx).Error("copy of the failed restore not dropped: the next cycle may refuse to replace it", "error", derr)
+		}
 	}
 	c.progress.Error = err.Error()
 	c.progress.Step = activities.StepFailed

@@ -44,6 +44,7 @@ type fakeCycle struct {
 	checkIn     []activities.VerifyInput
 	failedIn    []activities.MarkInput
 	cancelledIn []activities.MarkInput
+	stopIn      []activities.StopInput
 	verifiedIn  []activities.MarkInput
 	retentionIn []activities.RetentionInput
 	dropIn      []activities.VerifyInput
@@ -198,6 +199,12 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 			f.record("MarkCancelled")
 			f.cancelledIn = append(f.cancelledIn, in)
 			return nil
+		})
+	env.OnActivity(acts.StopStatements, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.StopInput) (activities.StopOutput, error) {
+			f.record("StopStatements")
+			f.stopIn = append(f.stopIn, in)
+			return activities.StopOutput{}, nil
 		})
 	env.OnActivity(acts.DropVerifyDB, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.VerifyInput) error {
@@ -915,6 +922,12 @@ func TestCycleCancelDuringCheckDBDropsTheCopy(t *testing.T) {
 	if f.count("DropVerifyDB") != 1 || len(f.cancelledIn) != 1 {
 		t.Errorf("calls %v: want the restored copy dropped and the set cancelled", f.calls)
 	}
+	// Before the copy is dropped: statements of the set still running
+	// (an earlier attempt's) are stopped, on the source and the remote.
+	want := activities.StopInput{Database: "Sales", Instance: "sql01", Sequence: 7, Server: "bak01", Remote: "remote01"}
+	if len(f.stopIn) != 1 || f.stopIn[0] != want || slices.Index(f.calls, "StopStatements") > slices.Index(f.calls, "DropVerifyDB") {
+		t.Errorf("StopStatements %+v (calls %v), want %+v before DropVerifyDB", f.stopIn, f.calls, want)
+	}
 }
 
 // cancelDuring runs a cycle whose activity takes an hour and cancels it 10
@@ -951,5 +964,29 @@ func TestCycleResumeFinishesACopiedSet(t *testing.T) {
 	}
 	if len(f.restoreIn) != 1 || f.restoreIn[0].Server != "bak01" {
 		t.Errorf("restored from %+v, want bak01 (where the set was copied)", f.restoreIn)
+	}
+}
+
+// A RESTORE of this run that fails (corrupt media) leaves the copy
+// RESTORING: the cycle drops it (OwnRestore), or every later cycle would
+// refuse to replace a copy with no restore to show. A restore refused
+// before it started (the name is someone else's) drops nothing.
+func TestCycleFailedRestoreDropsItsCopy(t *testing.T) {
+	for _, tc := range []struct {
+		typ  string
+		drop bool
+	}{{activities.ErrCorruptBackup, true}, {activities.ErrVerifyDatabaseInUse, false}} {
+		f := newFakeCycle()
+		f.restore = func(activities.VerifyInput) (activities.StepOutput, error) {
+			return activities.StepOutput{}, temporal.NewNonRetryableApplicationError("restore failed", tc.typ, nil)
+		}
+		r := newCycleRun(t, f)
+		if _, err := r.run(CycleInput{Database: "Sales"}); err == nil {
+			t.Fatalf("%s: want the cycle to fail", tc.typ)
+		}
+		dropped := len(f.dropIn) == 1 && f.dropIn[0].OwnRestore && f.dropIn[0].Sequence == 7
+		if dropped != tc.drop || len(f.dropIn) > 1 {
+			t.Errorf("%s: DropVerifyDB %+v, want dropped=%v (OwnRestore, seq 7)", tc.typ, f.dropIn, tc.drop)
+		}
 	}
 }

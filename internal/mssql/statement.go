@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -165,4 +166,18 @@ func (s *Statement) Stop(limit time.Duration) bool {
 	case <-time.After(limit):
 		return false
 	}
+}
+
+// RunningWithPrefix returns this process's statements on the instance of t
+// that are still running and whose key starts with prefix.
+func RunningWithPrefix(t Target, prefix string) []*Statement {
+	statements.Lock()
+	defer statements.Unlock()
+	var out []*Statement
+	for k, s := range statements.m {
+		if strings.HasPrefix(k, registryKey(t, prefix)) && !s.isDone() {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -102,3 +102,37 @@ func LastGoodCheckDB(db string) (string, []any, error) {
 	}
 	return "SELECT DATABASEPROPERTYEX(@p1, 'LastGoodCheckDbTime') AS last_good", []any{db}, nil
 }
+
+// SetBackupMarker is the start every BACKUP of set seq of db sends, whatever
+// its stripe count: BackupMarker up to the first stripe's "_1of".
+func SetBackupMarker(nicPaths []string, instance, db string, seq int64) (string, error) {
+	first, err := Layout(nicPaths, instance, db, seq, 1)
+	if err != nil {
+		return "", err
+	}
+	m, err := BackupMarker(db, first[0].Path)
+	if err != nil {
+		return "", err
+	}
+	return cutAfterFirstStripe(m), nil
+}
+
+// SetRestoreMarker is the start every RESTORE of set seq of db (its copies
+// at nicPaths) into verifyDB sends, whatever its stripe count.
+func SetRestoreMarker(verifyDB string, nicPaths []string, instance, db string, seq int64) (string, error) {
+	first, err := Layout(nicPaths, instance, db, seq, 1)
+	if err != nil {
+		return "", err
+	}
+	m, err := RestoreMarker(verifyDB, first[0].Path)
+	if err != nil {
+		return "", err
+	}
+	return cutAfterFirstStripe(m), nil
+}
+
+// cutAfterFirstStripe cuts a marker ending in the literal of stripe 1 of 1
+// ("..._1of1.bak'") after its "_1of".
+func cutAfterFirstStripe(m string) string {
+	return strings.TrimSuffix(m, "1.bak'")
+}
