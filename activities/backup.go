@@ -264,8 +264,41 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	wid, rid := runOf(ctx)
 	claim := catalog.NewPending(db.Instance, db.Name, seq, a.Cycle.now(), wid, rid)
 	claim.PrimaryServer = server
-	if err := catalog.Save(ctx, fsys, claim); err != nil {
+	// The claim is created exclusively (Create never replaces; on SMB one
+	// CREATE request): of two runs racing for the number, one gets
+	// ErrExists and reads the other's claim.
+	err = createClaim(ctx, st, claim)
+	if errors.Is(err, storage.ErrExists) {
+		m, lerr := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
+		if lerr != nil {
+			return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+				"set %d of %s on %s: another run claimed the number at the same time (%v): this cycle takes a new number", seq, db.ID(), server, lerr))
+		}
+		return ownedByThisRun(ctx, m, server)
+	}
+	if err != nil {
 		return storageError(server, err)
 	}
 	return nil
+}
+
+// createClaim writes m as a new file, never over an existing one.
+func createClaim(ctx context.Context, st storage.Storage, m *catalog.Manifest) error {
+	data, err := catalog.Encode(m)
+	if err != nil {
+		return err
+	}
+	w, err := st.Create(ctx, m.FileName())
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteAt(data, 0); err != nil {
+		_ = w.Close()
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
 }

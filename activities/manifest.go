@@ -91,7 +91,10 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	for _, s := range in.Backup.Stripes {
 		m.Stripes = append(m.Stripes, catalog.Stripe{Name: s.Name, Size: s.Size})
 	}
-	m.Options = catalog.Options{Compression: db.Compression, Checksum: true, CopyOnly: db.CopyOnly,
+	// What the set is, as SQL Server reports it (the plan may have changed
+	// the configured options: no COMPRESSION on Express, COPY_ONLY for a
+	// read-only source).
+	m.Options = catalog.Options{Compression: h.Compressed, Checksum: h.HasBackupChecksums, CopyOnly: h.IsCopyOnly,
 		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize), Stripes: len(m.Stripes)}
 	m.Header = &catalog.Header{
 		BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN, DatabaseBackupLSN: h.DatabaseBackupLSN,

@@ -152,6 +152,11 @@ func TestSQLPlanNoCompressionOnExpress(t *testing.T) {
 		!strings.Contains(bs[0].SQL, "COPY_ONLY") {
 		t.Errorf("BACKUP statements %+v, want one with NO_COMPRESSION and COPY_ONLY", bs)
 	}
+	// The manifest records what the set is, not what the configuration asked.
+	f.must(f.acts.WriteManifest, ManifestInput{Database: f.db, Instance: "sql01", Sequence: 1, Server: p.Rotation[0], Backup: b}, nil)
+	if m := f.load(p.Rotation[0], 1); m.Options.Compression || !m.Options.CopyOnly || !m.Options.Checksum {
+		t.Errorf("manifest options %+v, want uncompressed, COPY_ONLY, with checksums as sent", m.Options)
+	}
 	// What the configuration alone would send: SQL Server refuses it.
 	err := f.run(f.acts.Backup, BackupInput{Database: f.db, Instance: "sql01", Sequence: 2, Server: p.Rotation[0], Stripes: p.Stripes}, nil)
 	if err == nil || !strings.Contains(err.Error(), "COMPRESSION") {
