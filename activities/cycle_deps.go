@@ -110,16 +110,9 @@ func (d *CycleDeps) openStorage(ctx context.Context, srv *config.BackupServer) (
 	open := d.OpenStorage
 	if open == nil {
 		open = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-			var creds storage.Credentials
-			if srv.SMB != nil {
-				creds = storage.Credentials{User: srv.SMB.User, Domain: srv.SMB.Domain}
-				if !srv.SMB.Password.IsZero() {
-					pw, err := config.ResolveSecret(srv.SMB.Password)
-					if err != nil {
-						return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("SMB password of backup server %s: %w", srv.Name, err))
-					}
-					creds.Password = pw
-				}
+			creds, err := srv.Credentials()
+			if err != nil {
+				return nil, nonRetryable(ErrInvalidConfig, err)
 			}
 			return location.Open(ctx, srv.Location, creds)
 		}
@@ -257,19 +250,7 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 type catalogFS struct{ st storage.Storage }
 
 func (f catalogFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	r, err := f.st.OpenRead(ctx, name)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
-		}
-		return nil, err
-	}
-	defer r.Close()
-	buf := make([]byte, r.Size())
-	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return buf, nil
+	return storage.ReadFile(ctx, f.st, name)
 }
 
 func (f catalogFS) Create(ctx context.Context, name string) (io.WriteCloser, error) {

@@ -68,7 +68,10 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 	}
 
 	// A slow second cycle: running, it answers the progress query.
-	site.Source.SetThrottle(48 << 10)
+	// Slow enough that a loaded machine still sees it running past its first
+	// progress signal (percent_complete, signalled in 10 % steps); lifted
+	// once seen.
+	site.Source.SetThrottle(24 << 10)
 	if code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database); code != exitOK {
 		t.Fatalf("second run: %d %s%s", code, out, errs)
 	}

@@ -14,12 +14,20 @@ import (
 
 func statusCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	f := client.StatusFilter{}
-	fs.StringVar(&f.Database, "database", "", "only cycles of this database (the BackupDatabase search attribute)")
+	fs.StringVar(&f.Database, "database", "", "only cycles of this database (the BackupDatabase search attribute; with --from-manifests: this exact name on every instance)")
 	fs.IntVar(&f.Limit, "limit", 10, "show at most this many cycles, newest first")
 	fs.DurationVar(&f.ProgressTimeout, "progress-timeout", client.DefaultProgressTimeout, "how long a running cycle's progress query may take (a worker answers it)")
 	asJSON := fs.Bool("json", false, "print the cycles as JSON")
+	fromManifests := fs.Bool("from-manifests", false, "answer from the manifests on the backup servers of --config: per database the last verified set, its age, copies, time to recover and last failure; exit 1 when any database is out of its rpo/rto")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *fromManifests {
+		cfg, err := e.requireConfig(fs)
+		if err != nil {
+			return err
+		}
+		return lastProven(ctx, e, cfg, f.Database, *asJSON)
 	}
 	if f.Limit < 1 {
 		return usageError{msg: fmt.Sprintf("--limit %d: give 1 or more", f.Limit)}

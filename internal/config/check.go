@@ -37,8 +37,13 @@ func DefaultPolicy() Policy {
 		CopyWait:         Retry{Initial: 5 * time.Second, MaxInterval: 2 * time.Minute},
 		Retention:        Retention{KeepVerified: 2, DeleteFailedAfter: 72 * time.Hour},
 		VerifyName:       "{db}_verify",
+		RPO:              DefaultRPO,
 	}
 }
+
+// DefaultRPO is a nightly cycle plus two hours of slack: one late night is
+// not yet an alarm, a missed night is.
+const DefaultRPO = 26 * time.Hour
 
 // Defaults of the other sections.
 const (
@@ -226,6 +231,7 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
 	s.MaxConcurrent = d.positive(s.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultSQLMaxConcurrent)
+	d.checkSelection(s.Databases, join(path, "databases"), owner)
 }
 
 // checkLoginName accepts a SQL login or DOMAIN\user (NTLM): one backslash
@@ -580,6 +586,14 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 			l, kp := at("retention.delete_failed_after")
 			d.errf(l, kp, "%s: retention.delete_failed_after must be positive, e.g. 72h or 3d", owner)
 		}
+	}
+	if only("rpo") && p.RPO <= 0 {
+		l, kp := at("rpo")
+		d.errf(l, kp, "%s: rpo must be positive, e.g. 26h for a nightly backup", owner)
+	}
+	if only("rto") && p.RTO < 0 {
+		l, kp := at("rto")
+		d.errf(l, kp, "%s: rto must not be negative (0 = no objective), e.g. 4h", owner)
 	}
 	if only("verify_name") {
 		l, kp := at("verify_name")

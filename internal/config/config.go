@@ -20,7 +20,8 @@
 //	sql_host_wait {15s, 5m, 2h}, backup_server_wait {15s, 5m, 30m}, copy_wait {5s, 2m},
 //	copy_deadline, backup_timeout, restore_timeout, checkdb_timeout: derived from the size;
 //	heartbeat_timeout 4m, bandwidth_limit 0 (unlimited),
-//	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false.
+//	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false,
+//	rpo 26h, rto 0 (none).
 package config
 
 import (
@@ -60,6 +61,12 @@ type SQLInstance struct {
 	CAFile         string        `yaml:"ca_file"`
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once
+	// Databases selects this instance's databases the way Ola Hallengren's
+	// DatabaseBackup @Databases does: ALL_DATABASES, SYSTEM_DATABASES,
+	// USER_DATABASES, names with * and ? wildcards, "-" to exclude; resolved
+	// from sys.databases at run time (package selection). Empty: only the
+	// databases listed under databases: are backed up.
+	Databases []string `yaml:"databases"`
 }
 
 // BackupServer is a file server that receives backups (over one or more NICs)
@@ -162,6 +169,13 @@ type Policy struct {
 	// {db}, {instance} and {seq} are replaced (VerifyDatabaseName).
 	VerifyName   string `yaml:"verify_name"`
 	KeepVerifyDB bool   `yaml:"keep_verify_db"` // keep the restored copy after a verified cycle
+	// RPO is the recovery point objective: the newest verified set must
+	// have been taken within it, else `starter status --from-manifests`
+	// shows the database red and exits 1.
+	RPO time.Duration `yaml:"rpo"`
+	// RTO is the recovery time objective, compared with the measured restore
+	// + CHECKDB time of the newest verified set; 0 = no objective.
+	RTO time.Duration `yaml:"rto"`
 }
 
 // Backoff is a bounded wait: retry after Initial, doubling up to MaxInterval,

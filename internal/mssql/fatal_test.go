@@ -66,3 +66,26 @@ func TestLastGoodCheckDBReadsAsTime(t *testing.T) {
 		t.Fatalf("after a clean CHECKDB: %v, %v; want a time after %s", v, err, start)
 	}
 }
+
+// A database whose name has a character outside the BMP is entered with
+// USE after the login: the session is in it, also after a session reset.
+func TestDatabaseOutsideTheBMP(t *testing.T) {
+	s := newProofSite(t)
+	name := "Sales 🧾 'q'"
+	if err := s.verify.CreateDatabase(sqlsim.DatabaseSpec{Name: name, Size: 2 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(testCtx(t), Target{Instance: "verify01", Address: s.verify.Addr(), User: "sa", Password: "pw", Database: name,
+		Encrypt: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for i := range 2 { // the second query runs after a session reset
+		v, _, err := db.QueryValue(testCtx(t), "DB_NAME", "SELECT DB_NAME()")
+		if err != nil || v != name {
+			t.Fatalf("query %d runs in %v (%v), want %q", i+1, v, err, name)
+		}
+	}
+}

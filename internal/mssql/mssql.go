@@ -92,7 +92,7 @@ func (t Target) dsn() (string, error) {
 		return "", fmt.Errorf("SQL instance %s: address %q is not host:port (e.g. sql01:1433)", t.Instance, t.Address)
 	}
 	q := url.Values{}
-	if t.Database != "" {
+	if t.Database != "" && !t.enterWithUse() {
 		q.Set("database", t.Database)
 	}
 	if t.Encrypt != "" {
@@ -186,8 +186,22 @@ func (t Target) connector(dsn string) (*mssqldb.Connector, error) {
 	}
 	conn := mssqldb.NewConnectorConfig(cfg)
 	conn.SessionInitSQL = tsql.SetLanguageEnglish
+	if t.enterWithUse() {
+		use, err := tsql.UseDatabase(t.Database)
+		if err != nil {
+			return nil, &Failure{Kind: ErrInvalidTarget, Target: t.String(), Err: err}
+		}
+		conn.SessionInitSQL += "; " + use
+	}
 	return conn, nil
 }
+
+// enterWithUse reports a database entered with USE after the login (in
+// master) instead of naming it in LOGIN7: go-mssqldb v1.11.2 sends the login
+// database's length in characters, not UTF-16 code units, so a name with a
+// character outside the BMP arrives cut short (4060). USE runs again after
+// every session reset, like the language.
+func (t Target) enterWithUse() bool { return !tsql.LoginSafe(t.Database) }
 
 // loadCAFile reads a PEM file of CA certificates.
 func loadCAFile(name string) (*x509.CertPool, error) {

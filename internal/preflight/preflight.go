@@ -264,16 +264,9 @@ func openSQL(ctx context.Context, inst *config.SQLInstance) (*mssql.DB, error) {
 
 // openStorage opens a server's location like the cycle's activities do.
 func openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-	var creds storage.Credentials
-	if srv.SMB != nil {
-		creds = storage.Credentials{User: srv.SMB.User, Domain: srv.SMB.Domain}
-		if !srv.SMB.Password.IsZero() {
-			pw, err := config.ResolveSecret(srv.SMB.Password)
-			if err != nil {
-				return nil, fmt.Errorf("SMB password of backup server %s: %w", srv.Name, err)
-			}
-			creds.Password = pw
-		}
+	creds, err := srv.Credentials()
+	if err != nil {
+		return nil, err
 	}
 	return location.Open(ctx, srv.Location, creds)
 }

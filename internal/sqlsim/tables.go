@@ -129,7 +129,11 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "create_date", tds.TypeDateTime, 0), col(qual, "state", tds.TypeTinyInt, 0),
 			col(qual, "state_desc", tds.TypeNVarChar, 60), col(qual, "recovery_model_desc", tds.TypeNVarChar, 60),
 			col(qual, "user_access_desc", tds.TypeNVarChar, 60), col(qual, "compatibility_level", tds.TypeTinyInt, 0),
-			col(qual, "collation_name", tds.TypeNVarChar, 128), col(qual, "is_read_only", tds.TypeBit, 0)}
+			col(qual, "collation_name", tds.TypeNVarChar, 128), col(qual, "is_read_only", tds.TypeBit, 0),
+			// The emulator has no database snapshots, so source_database_id
+			// is always NULL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql:
+			// "Non-NULL = ID of the source database of this database snapshot").
+			col(qual, "source_database_id", tds.TypeInt, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -147,7 +151,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				state, stateDesc = 6, "OFFLINE"
 			}
 			// datetime columns hold the server's local wall clock, like GETDATE().
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), x.in.serverTime(created), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly})
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), x.in.serverTime(created), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),

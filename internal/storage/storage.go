@@ -6,7 +6,10 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"time"
 )
 
@@ -109,3 +112,21 @@ func (c Credentials) String() string {
 
 // GoString keeps %#v from printing the password.
 func (c Credentials) GoString() string { return "storage.Credentials{" + c.String() + "}" }
+
+// ReadFile reads a whole (small) file, e.g. a manifest. A missing file is
+// ErrNotFound and fs.ErrNotExist both, for callers that speak io/fs.
+func ReadFile(ctx context.Context, st Storage, name string) ([]byte, error) {
+	r, err := st.OpenRead(ctx, name)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, r.Size())
+	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}

@@ -378,8 +378,8 @@ func CheckIdentLen(what, name string) *LimitError {
 // a login: go-mssqldb (v1.11) writes the LOGIN7 database length in runes,
 // not UTF-16 code units, so a name with a character outside the Basic
 // Multilingual Plane (two code units) arrives cut short and names another
-// database. Only the verification copy is logged in to by name (the sanity
-// checks run in it).
+// database. internal/mssql therefore enters such a database with USE after
+// a login in master.
 func LoginSafe(name string) bool {
 	for _, r := range name {
 		if r > 0xFFFF {

@@ -96,10 +96,10 @@ func TestPlanChecksEveryDerivedName(t *testing.T) {
 		t.Errorf("%d names over, want 1: %+v", over, p.Names)
 	}
 
-	// A verification name the sanity checks could not log in to.
+	// A verification name with a character outside the BMP is fine: the
+	// sanity checks enter it with USE (internal/mssql).
 	cfg.Databases[0].VerifyName = "v😀_{seq}"
-	if _, err = PlanCycle(cfg, PlanRequest{Database: db, Assumptions: DefaultAssumptions()}); err == nil ||
-		!strings.Contains(err.Error(), "verification database login") || !strings.Contains(err.Error(), "without characters outside the BMP") {
+	if _, err = PlanCycle(cfg, PlanRequest{Database: db, Assumptions: DefaultAssumptions()}); err != nil {
 		t.Errorf("verify_name with an emoji: %v", err)
 	}
 

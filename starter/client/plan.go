@@ -213,16 +213,6 @@ func (p *CyclePlan) checkNames(db *config.Database, primary, remote *config.Back
 	add("workflow id", id, len(id), MaxWorkflowIDBytes, "bytes")
 	vn := db.VerifyDatabaseName(tsql.MaxSequence)
 	fromLimit("verification database name", vn, tsql.CheckIdentLen("", vn), tsql.MaxIdentLen, "characters", utf16Len(vn))
-	if !tsql.LoginSafe(vn) {
-		// The sanity checks log in to it by name (see tsql.LoginSafe).
-		n := 0
-		for _, r := range vn {
-			if r > 0xFFFF {
-				n++
-			}
-		}
-		add("verification database login", vn, n, 0, "characters outside the BMP")
-	}
 	widest := p.Stripes
 	if p.StripesAuto {
 		widest = tsql.MaxStripes // the cycle's own choice may differ from this plan's
@@ -268,8 +258,6 @@ func nameFix(what string) string {
 		return "use a shorter instance name, or raise limit.maxIDLength on the Temporal server"
 	case what == "verification database name":
 		return "set verify_name to a shorter pattern"
-	case what == "verification database login":
-		return "set verify_name to a name without characters outside the BMP: the driver sends them cut short in the login"
 	case strings.HasPrefix(what, "stripe path"):
 		return "use a shorter unc_paths entry"
 	case strings.HasPrefix(what, "restore directory"):

@@ -1,0 +1,166 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+)
+
+// Server is what was read from one backup server.
+type Server struct {
+	Name      string `json:"name"`
+	Location  string `json:"location"`
+	Manifests int    `json:"manifests"`
+	// Broken maps a manifest file that could not be read to why.
+	Broken map[string]string `json:"broken,omitempty"`
+	// Error says why the server could not be listed; its sets are missing
+	// from the answer.
+	Error string `json:"error,omitempty"`
+}
+
+// Report is the answer for every database of a configuration.
+type Report struct {
+	At        time.Time  `json:"at"`
+	Databases []Database `json:"databases"`
+	Servers   []Server   `json:"servers"`
+}
+
+// OutOfObjectives lists the databases that are out of their objectives.
+func (r Report) OutOfObjectives() []Database {
+	var out []Database
+	for _, d := range r.Databases {
+		if d.OutOfObjectives {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Incomplete lists the servers that could not be listed.
+func (r Report) Incomplete() []Server {
+	var out []Server
+	for _, s := range r.Servers {
+		if s.Error != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// OpenFunc opens a backup server's directory.
+type OpenFunc func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error)
+
+// Open opens a backup server's directory as the configuration describes it,
+// resolving the SMB password reference at this moment.
+func Open(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	creds, err := srv.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	loc := srv.Location
+	if srv.Loc.Scheme == "file" && srv.Loc.Path != "" {
+		// Parse resolved a relative path against the config file's directory.
+		loc = srv.Loc.Path
+	}
+	return location.Open(ctx, loc, creds)
+}
+
+// Load reads the manifests of every backup server of c (in parallel; open
+// nil means Open) and summarizes them at now. A server that cannot be read
+// is reported in Report.Servers, not as an error: the others still answer.
+func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) Report {
+	if open == nil {
+		open = Open
+	}
+	servers := make([]Server, len(c.BackupServers))
+	found := make([][]Found, len(c.BackupServers))
+	var wg sync.WaitGroup
+	for i := range c.BackupServers {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open)
+		}(i)
+	}
+	wg.Wait()
+	var all []Found
+	for _, f := range found {
+		all = append(all, f...)
+	}
+	targets, defaults := TargetsOf(c)
+	return Report{At: now.UTC(), Databases: Summarize(now, targets, defaults, all), Servers: servers}
+}
+
+func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (Server, []Found) {
+	s := Server{Name: srv.Name, Location: srv.Loc.String()}
+	st, err := open(ctx, srv)
+	if err != nil {
+		s.Error = fmt.Sprintf("open backup server %s (%s): %v: check that it is reachable and its location and credentials in the config", srv.Name, s.Location, err)
+		return s, nil
+	}
+	defer st.Close()
+	l, err := catalog.List(ctx, ReadOnlyFS(st), "", "")
+	if err != nil {
+		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
+		return s, nil
+	}
+	out := make([]Found, len(l.Manifests))
+	for i, m := range l.Manifests {
+		out[i] = Found{Server: srv.Name, Manifest: m}
+	}
+	s.Manifests = len(out)
+	if len(l.Broken) > 0 {
+		s.Broken = map[string]string{}
+		names := make([]string, 0, len(l.Broken))
+		for n := range l.Broken {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			s.Broken[n] = l.Broken[n].Error()
+		}
+	}
+	return s, out
+}
+
+// ErrReadOnly is returned by the writing methods of ReadOnlyFS.
+var ErrReadOnly = errors.New("status reads manifests and never writes them")
+
+// ReadOnlyFS adapts a storage to the catalog's file access for reading:
+// status must not change what it reports on.
+func ReadOnlyFS(st storage.Storage) catalog.FS { return readFS{st} }
+
+type readFS struct{ st storage.Storage }
+
+func (f readFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	return storage.ReadFile(ctx, f.st, name)
+}
+
+func (f readFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
+	files, err := f.st.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]catalog.FileInfo, 0, len(files))
+	for _, fi := range files {
+		if strings.Contains(fi.Name, "/") {
+			continue
+		}
+		out = append(out, catalog.FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
+	}
+	return out, nil
+}
+
+func (readFS) Create(context.Context, string) (io.WriteCloser, error) { return nil, ErrReadOnly }
+func (readFS) Rename(context.Context, string, string) error           { return ErrReadOnly }
+func (readFS) Remove(context.Context, string) error                   { return ErrReadOnly }

@@ -1,0 +1,178 @@
+package status
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+)
+
+// dirFS is a local directory as the catalog writes it (test only: the
+// product writes through storage.Storage).
+type dirFS string
+
+func (d dirFS) ReadFile(_ context.Context, name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(string(d), name))
+}
+func (d dirFS) Create(_ context.Context, name string) (io.WriteCloser, error) {
+	return os.Create(filepath.Join(string(d), name))
+}
+func (d dirFS) Rename(_ context.Context, o, n string) error {
+	return os.Rename(filepath.Join(string(d), o), filepath.Join(string(d), n))
+}
+func (d dirFS) Remove(_ context.Context, name string) error {
+	return os.Remove(filepath.Join(string(d), name))
+}
+func (d dirFS) List(context.Context) ([]catalog.FileInfo, error) {
+	es, err := os.ReadDir(string(d))
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.FileInfo
+	for _, e := range es {
+		if e.Type().IsRegular() {
+			out = append(out, catalog.FileInfo{Name: e.Name()})
+		}
+	}
+	return out, nil
+}
+
+// siteConfig is a site with two local-directory backup servers (bak03 is
+// configured but its directory does not exist) and the given databases.
+func siteConfig(t *testing.T, dir, databases string) *config.Config {
+	t.Helper()
+	yaml := `
+sql_instances:
+  - name: sql01
+    address: 127.0.0.1:1433
+    user: backup
+    password_env: SQL01_PASSWORD
+  - name: verify
+    address: 127.0.0.1:1434
+    user: backup
+    password_env: SQL01_PASSWORD
+backup_servers:
+  - name: bak01
+    unc_paths: ['/var/opt/mssql/backup/bak01']
+    location: bak01
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+  - name: bak02
+    unc_paths: ['/var/opt/mssql/backup/bak02']
+    location: bak02
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+  - name: bak03
+    unc_paths: ['/var/opt/mssql/backup/bak03']
+    location: missing/bak03
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+databases:
+` + databases
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// save writes m with catalog.Save into each server directory.
+func save(t *testing.T, m *catalog.Manifest, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := catalog.Save(context.Background(), dirFS(d), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLoadFromLocalBackupServers(t *testing.T) {
+	dir := t.TempDir()
+	shop := `O'Brien's "Shop"`
+	c := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    rpo: 2h
+    rto: 30m
+  - name: 'O''Brien''s "Shop"'
+    instance: sql01
+    backup_servers: [bak01, bak02]
+  - name: Never
+    instance: sql01
+    backup_servers: [bak01, bak02]
+`)
+	if c.Databases[1].Name != shop {
+		t.Fatalf("config name %q", c.Databases[1].Name)
+	}
+	bak01, bak02 := filepath.Join(dir, "bak01"), filepath.Join(dir, "bak02")
+	// Sales: verified 3h ago on both servers (RPO 2h: red), restore 20m +
+	// CHECKDB 15m (RTO 30m: red); a newer set failed CHECKDB on bak02.
+	save(t, verified(t, "sql01", "Sales", 10, now.Add(-3*time.Hour), 20*time.Minute, 15*time.Minute), bak01, bak02)
+	save(t, failed(t, "sql01", "Sales", 11, now.Add(-time.Hour), catalog.StepCheckDB, catalog.EvidenceCheckDBFailed), bak02)
+	// O'Brien's "Shop": verified 1h ago, on bak02 only.
+	save(t, verified(t, "sql01", shop, 3, now.Add(-time.Hour), time.Minute, time.Minute), bak02)
+	// A database no longer configured still shows.
+	save(t, verified(t, "sql01", "Old]@", 1, now.Add(-100*time.Hour), time.Minute, time.Minute), bak01)
+	if err := os.WriteFile(filepath.Join(bak01, "sql01@Broken_00000001.manifest.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := Load(context.Background(), c, nil, now)
+
+	if len(r.Servers) != 3 || r.Servers[0].Manifests != 2 || r.Servers[1].Manifests != 3 || r.Servers[0].Broken["sql01@Broken_00000001.manifest.json"] == "" {
+		t.Fatalf("servers: %+v", r.Servers)
+	}
+	// A server that cannot be opened is reported; the others still answer.
+	if e := r.Servers[2].Error; r.Servers[2].Manifests != 0 || !strings.Contains(e, "open backup server bak03") || !strings.Contains(e, "does not exist") {
+		t.Fatalf("bak03: %+v", r.Servers[2])
+	}
+	if len(r.Incomplete()) != 1 {
+		t.Fatalf("incomplete: %+v", r.Incomplete())
+	}
+	sales := find(t, r.Databases, "sql01", "Sales")
+	if v := sales.LastVerified; v == nil || v.Sequence != 10 || strings.Join(v.Servers, ",") != "bak01,bak02" || time.Duration(v.TimeToRecover) != 35*time.Minute {
+		t.Fatalf("Sales: %+v", v)
+	}
+	if !sales.OutOfObjectives || len(sales.Reasons) != 2 || sales.LastFailure == nil || sales.LastFailure.Sequence != 11 || sales.LastFailure.Type != "checkdb_failed" {
+		t.Fatalf("Sales: out %v reasons %q failure %+v", sales.OutOfObjectives, sales.Reasons, sales.LastFailure)
+	}
+	s := find(t, r.Databases, "sql01", shop)
+	if s.OutOfObjectives || s.LastVerified == nil || strings.Join(s.LastVerified.Servers, ",") != "bak02" || time.Duration(s.RPO) != config.DefaultRPO {
+		t.Fatalf("%s: %+v", shop, s)
+	}
+	if n := find(t, r.Databases, "sql01", "Never"); !n.OutOfObjectives || n.LastVerified != nil {
+		t.Fatalf("Never: %+v", n)
+	}
+	if o := find(t, r.Databases, "sql01", "Old]@"); o.Configured || !o.OutOfObjectives {
+		t.Fatalf("Old]@: %+v", o)
+	}
+	if len(r.OutOfObjectives()) != 3 {
+		t.Fatalf("out of objectives: %d, want 3 (Sales, Never, Old]@)", len(r.OutOfObjectives()))
+	}
+}
+
+func TestReadOnlyFSRefusesWrites(t *testing.T) {
+	fsys := ReadOnlyFS(nil)
+	if _, err := fsys.Create(context.Background(), "x"); err != ErrReadOnly {
+		t.Fatalf("Create: %v", err)
+	}
+	if err := fsys.Remove(context.Background(), "x"); err != ErrReadOnly {
+		t.Fatalf("Remove: %v", err)
+	}
+}

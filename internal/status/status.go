@@ -1,0 +1,301 @@
+// Package status answers "when was this database last proven restorable?"
+// from the manifests on the backup servers: they are the durable record of
+// every cycle, while Temporal's visibility forgets runs after the namespace
+// retention. Summarize is a pure function over manifests; Load reads them
+// from every configured backup server.
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+)
+
+// Objectives of one database. RTO 0 means none.
+type Objectives struct {
+	RPO Duration `json:"rpo_seconds"`
+	RTO Duration `json:"rto_seconds,omitempty"`
+}
+
+// Target is a configured database and its objectives.
+type Target struct {
+	Instance, Database string
+	Objectives
+}
+
+// Found is one manifest as read from one backup server.
+type Found struct {
+	Server   string
+	Manifest *catalog.Manifest
+}
+
+// Verified is the newest verified set of a database.
+type Verified struct {
+	Sequence   int64     `json:"sequence"`
+	TakenAt    time.Time `json:"taken_at"`    // the BACKUP's finish (catalog.Manifest.TakenAt)
+	VerifiedAt time.Time `json:"verified_at"` // when the set reached verified
+	Age        Duration  `json:"age_seconds"` // now - TakenAt: the data a restore would lose
+	// Servers hold the set with a manifest saying verified: where the copies are.
+	Servers []string `json:"servers"`
+	// Restore and CheckDB are the measured step times; TimeToRecover is their
+	// sum, 0 when the manifest has no restore timing.
+	Restore        Duration `json:"restore_seconds"`
+	CheckDB        Duration `json:"checkdb_seconds"`
+	TimeToRecover  Duration `json:"time_to_recover_seconds"`
+	VerifyInstance string   `json:"verify_instance,omitempty"` // from the restore proof
+}
+
+// Failure is the newest failed or cancelled set taken after the last
+// verified one.
+type Failure struct {
+	Sequence int64         `json:"sequence"`
+	State    catalog.State `json:"state"` // failed or cancelled
+	Step     catalog.Step  `json:"step"`
+	// Type is the evidence of a failed set (corrupt_backup, checkdb_failed,
+	// ...) or "cancelled".
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	At      time.Time `json:"at"`
+	TakenAt time.Time `json:"taken_at"`
+	Servers []string  `json:"servers"`
+}
+
+// Database is the answer for one (instance, database).
+type Database struct {
+	Instance   string `json:"instance"`
+	Database   string `json:"database"`
+	Configured bool   `json:"configured"` // listed in the config (else found only in manifests)
+	Objectives
+	LastVerified *Verified `json:"last_verified"` // nil: never verified
+	LastFailure  *Failure  `json:"last_failure,omitempty"`
+	// OutOfObjectives is true when the database has no verified set, its age
+	// exceeds the RPO or its time to recover exceeds the RTO; Reasons say which.
+	OutOfObjectives bool     `json:"out_of_objectives"`
+	Reasons         []string `json:"reasons,omitempty"`
+}
+
+// Duration marshals to JSON as seconds (a number monitoring can compare).
+type Duration time.Duration
+
+// MarshalJSON writes the duration in seconds.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).Seconds()) }
+
+// UnmarshalJSON reads seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s float64
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration in seconds: %w", err)
+	}
+	*d = Duration(s * float64(time.Second))
+	return nil
+}
+
+// String rounds to the second (minutes above an hour) and drops zero
+// units: 26h, 4h30m, 9m, 12s.
+func (d Duration) String() string {
+	t := time.Duration(d)
+	if t >= time.Hour {
+		t = t.Round(time.Minute)
+	} else {
+		t = t.Round(time.Second)
+	}
+	s := t.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// TargetsOf lists the configured databases with their objectives, and the
+// objectives of databases found only in manifests (the defaults).
+func TargetsOf(c *config.Config) ([]Target, Objectives) {
+	def := Objectives{RPO: Duration(config.DefaultRPO)}
+	if c == nil {
+		return nil, def
+	}
+	if c.Defaults.RPO > 0 {
+		def = Objectives{RPO: Duration(c.Defaults.RPO), RTO: Duration(c.Defaults.RTO)}
+	}
+	out := make([]Target, 0, len(c.Databases))
+	for _, db := range c.Databases {
+		o := Objectives{RPO: Duration(db.RPO), RTO: Duration(db.RTO)}
+		if o.RPO <= 0 {
+			o.RPO = def.RPO
+		}
+		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})
+	}
+	return out, def
+}
+
+type key struct{ instance, database string }
+
+// set is one backup set as seen on every server that has its manifest.
+type set struct {
+	best    *catalog.Manifest // the most advanced copy of the manifest
+	servers map[catalog.State][]string
+}
+
+// Summarize answers for every target and every (instance, database) found
+// in the manifests, sorted by instance then database. A database found only
+// in manifests gets the default objectives. now is the clock ages are
+// measured with.
+func Summarize(now time.Time, targets []Target, defaults Objectives, found []Found) []Database {
+	objectives := map[key]Objectives{}
+	configured := map[key]bool{}
+	for _, t := range targets {
+		k := key{t.Instance, t.Database}
+		objectives[k], configured[k] = t.Objectives, true
+	}
+	sets := map[key]map[int64]*set{}
+	for _, f := range found {
+		m := f.Manifest
+		if m == nil {
+			continue
+		}
+		k := key{m.SourceInstance, m.Database}
+		if sets[k] == nil {
+			sets[k] = map[int64]*set{}
+		}
+		s := sets[k][m.Sequence]
+		if s == nil {
+			s = &set{servers: map[catalog.State][]string{}}
+			sets[k][m.Sequence] = s
+		}
+		s.servers[m.State] = append(s.servers[m.State], f.Server)
+		if s.best == nil || advanced(m, s.best) {
+			s.best = m
+		}
+	}
+	keys := make([]key, 0, len(configured)+len(sets))
+	for k := range configured {
+		keys = append(keys, k)
+	}
+	for k := range sets {
+		if !configured[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].instance != keys[j].instance {
+			return keys[i].instance < keys[j].instance
+		}
+		return keys[i].database < keys[j].database
+	})
+	out := make([]Database, 0, len(keys))
+	for _, k := range keys {
+		o, ok := objectives[k]
+		if !ok {
+			o = defaults
+		}
+		out = append(out, summarizeOne(now, k, configured[k], o, sets[k]))
+	}
+	return out
+}
+
+// advanced reports whether manifest a of a set says more than b: verified
+// beats every other state, then the copy with a restore proof and timings.
+func advanced(a, b *catalog.Manifest) bool {
+	if (a.State == catalog.StateVerified) != (b.State == catalog.StateVerified) {
+		return a.State == catalog.StateVerified
+	}
+	if (a.Proof != nil) != (b.Proof != nil) {
+		return a.Proof != nil
+	}
+	if len(a.Timings) != len(b.Timings) {
+		return len(a.Timings) > len(b.Timings)
+	}
+	return a.UpdatedAt.After(b.UpdatedAt)
+}
+
+func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[int64]*set) Database {
+	d := Database{Instance: k.instance, Database: k.database, Configured: configured, Objectives: o}
+	var lastOK, lastBad *set
+	for _, s := range sets {
+		m := s.best
+		switch {
+		case m.State == catalog.StateVerified:
+			if lastOK == nil || m.Newer(lastOK.best) {
+				lastOK = s
+			}
+		case m.State == catalog.StateFailed || m.State == catalog.StateCancelled:
+			if lastBad == nil || m.Newer(lastBad.best) {
+				lastBad = s
+			}
+		}
+	}
+	if lastOK != nil {
+		d.LastVerified = verifiedOf(now, lastOK)
+	}
+	// A failure older than the last verified set is history, not news.
+	if lastBad != nil && (lastOK == nil || lastBad.best.Newer(lastOK.best)) {
+		d.LastFailure = failureOf(lastBad)
+	}
+	switch v := d.LastVerified; {
+	case v == nil:
+		d.Reasons = append(d.Reasons, "no verified backup set on any backup server")
+	default:
+		if o.RPO > 0 && v.Age > o.RPO {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("last verified set is %s old, above the RPO of %s", v.Age, o.RPO))
+		}
+		if o.RTO > 0 && v.TimeToRecover > o.RTO {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("measured time to recover %s is above the RTO of %s", v.TimeToRecover, o.RTO))
+		}
+	}
+	d.OutOfObjectives = len(d.Reasons) > 0
+	return d
+}
+
+func verifiedOf(now time.Time, s *set) *Verified {
+	m := s.best
+	v := &Verified{Sequence: m.Sequence, TakenAt: m.TakenAt(), VerifiedAt: m.UpdatedAt, Servers: sorted(s.servers[catalog.StateVerified])}
+	for _, t := range m.History {
+		if t.State == catalog.StateVerified {
+			v.VerifiedAt = t.At
+		}
+	}
+	if age := now.Sub(v.TakenAt); age > 0 {
+		v.Age = Duration(age)
+	}
+	if t, ok := m.Timings[catalog.StepRestore]; ok {
+		v.Restore = seconds(t.DurationSeconds)
+		v.CheckDB = seconds(m.Timings[catalog.StepCheckDB].DurationSeconds)
+		v.TimeToRecover = v.Restore + v.CheckDB
+	}
+	if m.Proof != nil {
+		v.VerifyInstance = m.Proof.VerifyInstance
+	}
+	return v
+}
+
+func failureOf(s *set) *Failure {
+	m := s.best
+	f := &Failure{Sequence: m.Sequence, State: m.State, TakenAt: m.TakenAt()}
+	rec := m.Failure
+	if m.State == catalog.StateCancelled {
+		rec, f.Type = m.Cancelled, "cancelled"
+	}
+	if rec != nil {
+		f.Step, f.Reason, f.At = rec.Step, rec.Reason, rec.At
+		if f.Type == "" {
+			f.Type = string(rec.Evidence)
+		}
+	}
+	f.Servers = sorted(s.servers[m.State])
+	return f
+}
+
+func seconds(s float64) Duration { return Duration(s * float64(time.Second)) }
+
+func sorted(in []string) []string {
+	out := append([]string{}, in...)
+	sort.Strings(out)
+	return out
+}

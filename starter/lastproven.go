@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/status"
+)
+
+// outOfObjectives is the exit-1 answer of `status --from-manifests`:
+// monitoring calls the command and alarms on the exit code.
+type outOfObjectives struct{ red, total, unread int }
+
+func (e outOfObjectives) Error() string {
+	var parts []string
+	if e.red > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d databases are out of their objectives (lines marked RED: no verified set within rpo, or restore + CHECKDB above rto)", e.red, e.total))
+	}
+	if e.unread > 0 {
+		parts = append(parts, fmt.Sprintf("%d backup servers could not be read, so copies held there are not counted (lines marked SERVER)", e.unread))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lastProven answers "when was each database last proven restorable?" from
+// the manifests on every configured backup server, optionally for one
+// database name (exact, on every instance).
+func lastProven(ctx context.Context, e *env, c *config.Config, database string, asJSON bool) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	r := status.Load(ctx, c, nil, time.Now())
+	if database != "" {
+		var keep []status.Database
+		for _, d := range r.Databases {
+			if d.Database == database {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) == 0 {
+			return fmt.Errorf("database %q is neither configured in %s nor found in the manifests of any backup server: check the name (it is exact)", database, c.File)
+		}
+		r.Databases = keep
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write the status as JSON: %w", err)
+		}
+	} else {
+		for _, s := range r.Servers {
+			if s.Error != "" {
+				fmt.Fprintf(e.stdout, "SERVER %s: %s\n", s.Name, s.Error)
+			}
+			names := make([]string, 0, len(s.Broken))
+			for name := range s.Broken {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				fmt.Fprintf(e.stdout, "SERVER %s: manifest %s is unreadable and not counted: %s\n", s.Name, name, s.Broken[name])
+			}
+		}
+		for _, d := range r.Databases {
+			fmt.Fprintln(e.stdout, provenLine(d))
+		}
+	}
+	red := len(r.OutOfObjectives())
+	unread := len(r.Incomplete())
+	if red > 0 || unread > 0 {
+		return outOfObjectives{red: red, total: len(r.Databases), unread: unread}
+	}
+	return nil
+}
+
+// provenLine is one database on one line: the verdict first, so `grep RED`
+// works; names are printed as they are (any character SQL Server allows).
+func provenLine(d status.Database) string {
+	var b strings.Builder
+	verdict := "OK "
+	if d.OutOfObjectives {
+		verdict = "RED"
+	}
+	fmt.Fprintf(&b, "%s  %s / %s:", verdict, d.Instance, d.Database)
+	if v := d.LastVerified; v != nil {
+		fmt.Fprintf(&b, " verified seq %d taken %s (%s ago, rpo %s) on %s", v.Sequence, stamp(v.TakenAt), v.Age, d.RPO, strings.Join(v.Servers, ", "))
+		if v.TimeToRecover > 0 {
+			fmt.Fprintf(&b, "; recover %s (restore %s + CHECKDB %s", v.TimeToRecover, v.Restore, v.CheckDB)
+			if d.RTO > 0 {
+				fmt.Fprintf(&b, ", rto %s", d.RTO)
+			}
+			b.WriteString(")")
+		}
+	} else {
+		b.WriteString(" never verified")
+	}
+	if f := d.LastFailure; f != nil {
+		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, f.Reason, stamp(f.At))
+	}
+	if !d.Configured {
+		b.WriteString("; not in the config")
+	}
+	if len(d.Reasons) > 0 {
+		fmt.Fprintf(&b, " -- %s", strings.Join(d.Reasons, "; "))
+	}
+	return b.String()
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/status"
+)
+
+// provenSet writes the manifest of a verified set of (sql01, db) taken
+// `ago` before now, restored in 6 min and checked in 3, into each dir.
+func provenSet(t *testing.T, db string, seq int64, ago time.Duration, dirs ...string) {
+	t.Helper()
+	taken := time.Now().Add(-ago)
+	m := catalog.New("sql01", db, seq, taken)
+	at := taken
+	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
+		switch s {
+		case catalog.StateRestored:
+			_ = m.SetTiming(catalog.StepRestore, at, at.Add(6*time.Minute))
+			at = at.Add(6 * time.Minute)
+		case catalog.StateChecked:
+			_ = m.SetTiming(catalog.StepCheckDB, at, at.Add(3*time.Minute))
+			at = at.Add(3 * time.Minute)
+		}
+		if err := m.Advance(s, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := catalog.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, m.FileName()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// provenSite writes a config with two local-directory backup servers and
+// the databases given (YAML list items), and returns its file and the two
+// server directories.
+func provenSite(t *testing.T, databases string) (string, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	bak01, bak02 := filepath.Join(dir, "bak01"), filepath.Join(dir, "bak02")
+	for _, d := range []string{bak01, bak02} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := func(name string) string {
+		return `  - name: ` + name + `
+    unc_paths: ['/var/opt/mssql/backup/` + name + `']
+    location: ` + name + `
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+`
+	}
+	yaml := `sql_instances:
+  - {name: sql01, address: 127.0.0.1:1433, user: backup, password_env: SQL01_PASSWORD}
+  - {name: verify, address: 127.0.0.1:1434, user: backup, password_env: SQL01_PASSWORD}
+backup_servers:
+` + server("bak01") + server("bak02") + `databases:
+` + databases
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, bak01, bak02
+}
+
+// Every character SQL Server allows in a name: quotes, brackets, @, unicode.
+var oddNames = []string{`O'Brien's "Shop"`, `Data]base`, `a@b`, `Zürich_数据`}
+
+func TestStatusFromManifestsOddNames(t *testing.T) {
+	var dbs strings.Builder
+	for _, n := range oddNames {
+		// YAML single quotes: a quote is doubled, nothing else is special.
+		dbs.WriteString("  - {name: '" + strings.ReplaceAll(n, "'", "''") + "', instance: sql01, backup_servers: [bak01, bak02]}\n")
+	}
+	file, bak01, bak02 := provenSite(t, dbs.String())
+	for i, n := range oddNames {
+		provenSet(t, n, int64(10+i), 2*time.Hour, bak01, bak02)
+	}
+
+	code, out, errs := runStarter(t, "status", "--config", file, "--from-manifests")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(oddNames) {
+		t.Fatalf("want one line per database, got:\n%s", out)
+	}
+	for _, n := range oddNames {
+		if !strings.Contains(out, "OK   sql01 / "+n+": verified seq ") {
+			t.Errorf("no OK line for %q in:\n%s", n, out)
+		}
+	}
+	if !strings.Contains(out, "on bak01, bak02; recover 9m (restore 6m + CHECKDB 3m)") {
+		t.Errorf("copies / time to recover missing:\n%s", out)
+	}
+
+	// --database finds each odd name exactly, in JSON too.
+	for i, n := range oddNames {
+		code, out, errs := runStarter(t, "status", "--config", file, "--from-manifests", "--json", "--database", n)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d\n%s%s", n, code, out, errs)
+		}
+		var r status.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%q: %v\n%s", n, err, out)
+		}
+		if len(r.Databases) != 1 || r.Databases[0].Database != n || r.Databases[0].LastVerified == nil || r.Databases[0].LastVerified.Sequence != int64(10+i) {
+			t.Fatalf("%q: %+v", n, r.Databases)
+		}
+	}
+	if code, _, errs := runStarter(t, "status", "--config", file, "--from-manifests", "--database", `O'Brien`); code != exitFail || !strings.Contains(errs, `database "O'Brien" is neither configured`) {
+		t.Fatalf("unknown database: exit %d %s", code, errs)
+	}
+}
+
+func TestStatusFromManifestsExitsOneWhenOutOfObjectives(t *testing.T) {
+	file, bak01, _ := provenSite(t, `  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
+  - {name: Fast, instance: sql01, backup_servers: [bak01, bak02], rto: 5m}
+  - {name: Fresh, instance: sql01, backup_servers: [bak01, bak02]}
+`)
+	provenSet(t, "Sales", 1, 27*time.Hour, bak01) // older than the default rpo 26h
+	provenSet(t, "Fast", 1, time.Hour, bak01)     // 9 min to recover, rto 5m
+	provenSet(t, "Fresh", 1, time.Hour, bak01)
+
+	code, out, errs := runStarter(t, "status", "--config", file, "--from-manifests")
+	if code != exitFail || !strings.Contains(errs, "2 of 3 databases are out of their objectives") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{
+		"RED  sql01 / Sales: verified seq 1",
+		"27h old, above the RPO of 26h",
+		"RED  sql01 / Fast: verified seq 1",
+		"measured time to recover 9m is above the RTO of 5m",
+		"OK   sql01 / Fresh: verified seq 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	// JSON: same verdict, same exit code.
+	code, out, _ = runStarter(t, "status", "--config", file, "--from-manifests", "--json")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFail || len(r.OutOfObjectives()) != 2 {
+		t.Fatalf("json: exit %d err %v\n%s", code, err, out)
+	}
+	if code, _, errs := runStarter(t, "status", "--from-manifests"); code != exitUsage || !strings.Contains(errs, "--config FILE is required") {
+		t.Fatalf("no config: exit %d %s", code, errs)
+	}
+}
