@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"sync"
 	"time"
 
@@ -269,18 +268,7 @@ func (f catalogFS) Rename(ctx context.Context, oldName, newName string) error {
 func (f catalogFS) Remove(ctx context.Context, name string) error { return f.st.Remove(ctx, name) }
 
 func (f catalogFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
-	files, err := f.st.List(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]catalog.FileInfo, 0, len(files))
-	for _, fi := range files {
-		if strings.Contains(fi.Name, "/") {
-			continue
-		}
-		out = append(out, catalog.FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
-	}
-	return out, nil
+	return catalog.ListStorage(ctx, f.st)
 }
 
 // bufWriter collects a small file (a manifest) and writes it on Close.

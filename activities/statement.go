@@ -141,11 +141,9 @@ func (a *Activities) leave(ctx context.Context, ls *longStatement, r running) er
 		case r.session > 0:
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if stmt, err := tsql.Kill(r.session); err == nil {
-				if _, err := ls.db.Run(kctx, "KILL", stmt, nil); err != nil {
-					ls.log.Warn("cannot stop the cancelled statement: it runs to its end (KILL needs ALTER ANY CONNECTION)",
-						zap.String("statement", ls.op), zap.Int64("session", r.session), zap.Error(err))
-				}
+			if err := kill(kctx, ls.db, r.session); err != nil {
+				ls.log.Warn("cannot stop the cancelled statement: it runs to its end (KILL needs ALTER ANY CONNECTION)",
+					zap.String("statement", ls.op), zap.Int64("session", r.session), zap.Error(err))
 			}
 		}
 		return ctx.Err()
@@ -175,4 +173,15 @@ func workerStopping(ctx context.Context) bool {
 	default:
 		return false
 	}
+}
+
+// kill ends session's request with KILL (SQL Server rolls it back); it
+// needs ALTER ANY CONNECTION.
+func kill(ctx context.Context, db *mssql.DB, session int64) error {
+	stmt, err := tsql.Kill(session)
+	if err != nil {
+		return nonRetryable(ErrInvalidConfig, err)
+	}
+	_, err = db.Run(ctx, "KILL", stmt, nil)
+	return err
 }

@@ -117,11 +117,7 @@ func (a *Activities) stopOn(ctx context.Context, instance, command, marker strin
 		if mssql.Find([]mssql.Request{r}, marker) == nil {
 			continue
 		}
-		stmt, err := tsql.Kill(r.SessionID)
-		if err != nil {
-			return nonRetryable(ErrInvalidConfig, err)
-		}
-		if _, err := sqlDB.Run(ctx, "KILL", stmt, nil); err != nil {
+		if err := kill(ctx, sqlDB, r.SessionID); err != nil {
 			log.Warn("cannot stop the cancelled cycle's statement: it runs to its end (KILL needs ALTER ANY CONNECTION)",
 				zap.String("statement", command), zap.String("instance", inst.Name), zap.Int64("session", r.SessionID), zap.Error(err))
 			out.Left = append(out.Left, what)

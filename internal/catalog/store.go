@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -204,4 +205,21 @@ func NewestVerified(instance, db string, manifests []*Manifest) (*Manifest, erro
 		return nil, fmt.Errorf("%w of database %s/%s", ErrNotFound, instance, db)
 	}
 	return best, nil
+}
+
+// ListStorage lists the files directly in st's directory (not those in
+// subdirectories): the List of an FS over a backup server.
+func ListStorage(ctx context.Context, st storage.Storage) ([]FileInfo, error) {
+	files, err := st.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FileInfo, 0, len(files))
+	for _, fi := range files {
+		if strings.Contains(fi.Name, "/") {
+			continue
+		}
+		out = append(out, FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
+	}
+	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -147,18 +146,7 @@ func (f readFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (f readFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
-	files, err := f.st.List(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]catalog.FileInfo, 0, len(files))
-	for _, fi := range files {
-		if strings.Contains(fi.Name, "/") {
-			continue
-		}
-		out = append(out, catalog.FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
-	}
-	return out, nil
+	return catalog.ListStorage(ctx, f.st)
 }
 
 func (readFS) Create(context.Context, string) (io.WriteCloser, error) { return nil, ErrReadOnly }
