@@ -16,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
@@ -62,7 +63,9 @@ func (d *CycleDeps) database(instance, name string) (*config.Database, error) {
 	if d.Config == nil {
 		return nil, errNotWired
 	}
-	db, err := d.Config.Database(instance, name)
+	// A database the instance's selection picks without an entry of its
+	// own is backed up with the inherited settings.
+	db, err := selection.Lookup(d.Config, instance, name)
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -143,14 +141,6 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}
 	return m
-}
-
-func errorTypeOf(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Type()
-	}
-	return ""
 }
 
 func TestPlanCycleRoundRobinFromManifests(t *testing.T) {

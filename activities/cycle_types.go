@@ -78,7 +78,11 @@ type Plan struct {
 	// Remotes is the copy target for each server of the rotation, for when
 	// the cycle fails over to another primary (copy_to unset: the next
 	// server in the rotation). Missing entries mean Remote.
-	Remotes        map[string]string `json:"remotes,omitempty"`
+	Remotes map[string]string `json:"remotes,omitempty"`
+	// CopyQueues maps a backup server to its task_queue, for the servers
+	// that have one: the copy runs on a worker next to its source server,
+	// else next to its destination (CopyQueue).
+	CopyQueues     map[string]string `json:"copy_queues,omitempty"`
 	VerifyInstance string            `json:"verify_instance"`
 	KeepVerifyDB   bool              `json:"keep_verify_db,omitempty"`
 	// MemoryBytes is BUFFERCOUNT x MAXTRANSFERSIZE x stripes, checked against
@@ -298,4 +302,14 @@ func (p Plan) RemoteFor(primary string) string {
 		return r
 	}
 	return p.Remote
+}
+
+// CopyQueue is the task queue of the copy from one backup server to
+// another: the source server's task_queue, else the destination's; ""
+// means the cycle's own task queue.
+func (p Plan) CopyQueue(from, to string) string {
+	if q := p.CopyQueues[from]; q != "" {
+		return q
+	}
+	return p.CopyQueues[to]
 }

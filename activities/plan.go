@@ -136,6 +136,14 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 				"backup server %s receives the remote copy of %s but has no verify_instance to restore it: set verify_instance", target, db.ID()))
 		}
 		p.Remotes[s] = target
+		for _, name := range []string{s, target} {
+			if b, _ := d.server(name); b != nil && b.TaskQueue != "" {
+				if p.CopyQueues == nil {
+					p.CopyQueues = map[string]string{}
+				}
+				p.CopyQueues[name] = b.TaskQueue
+			}
+		}
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance

@@ -46,6 +46,7 @@ var commands = []command{
 	{name: "schedule", summary: "create or update one Temporal Schedule per configured database; list, pause, trigger or delete them", run: scheduleCmd},
 	{name: "status", summary: "show the latest cycles per database: step, sequence, server, outcome, times, live progress", run: statusCmd},
 	{name: "plan", summary: "print the plan of a cycle without touching anything: servers, stripes, memory, estimated times", run: planCmd},
+	{name: "fleet", summary: "run the Fleet now: a verified cycle of every selected database, largest first, within the limits; or --status of the running one", run: fleetCmd},
 	{name: "databases", summary: "show what each instance's databases: selection resolves to now (from sys.databases) and why every other database is skipped", run: databasesCmd},
 	{name: "preflight", summary: "check every permission the cycle needs on the configured instances and backup servers; print the GRANTs that are missing", run: preflightCmd},
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -39,7 +40,7 @@ func runCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 		if err != nil {
 			return err
 		}
-		db, err := cfg.Database(*instance, *database)
+		db, err := selection.Lookup(cfg, *instance, *database)
 		if err != nil {
 			return err
 		}

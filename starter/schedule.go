@@ -7,11 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
 func scheduleCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	apply := fs.Bool("apply", false, "create or update one schedule per database of --config (idempotent)")
+	fleet := fs.Bool("fleet", false, "with --apply: create or update the one schedule of the Fleet workflow instead (every selected database of --config per run, within the limits)")
+	var instances stringList
+	fs.Var(&instances, "instance", "with --apply --fleet: only this source instance (repeatable); default all")
 	list := fs.Bool("list", false, "list the BackupCycle schedules with their next run times")
 	del := fs.String("delete", "", "delete the schedule `NAME` (schedule id, or a database of --config)")
 	pause := fs.String("pause", "", "pause the schedule `NAME`")
@@ -48,7 +52,23 @@ func scheduleCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) e
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 
+	if (*fleet || len(instances) > 0) && !*apply {
+		return usageError{msg: "--fleet and --instance go with --apply"}
+	}
 	switch {
+	case *apply && *fleet:
+		for _, name := range instances {
+			if _, ok := e.cfg.SQLInstance(name); !ok {
+				return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", name, e.configFile)}
+			}
+		}
+		r, err := c.ApplyFleetSchedule(ctx, spec, instances)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s schedule %s for the fleet: cron %q, jitter %s, overlap skip; next runs %s\n",
+			r.Action, r.ScheduleID, spec.Cron, spec.Jitter, times(r.NextRuns, 3))
+		return nil
 	case *apply:
 		res, err := c.ApplySchedules(ctx, e.cfg, spec)
 		for _, r := range res {
@@ -136,7 +156,7 @@ func (e *env) scheduleID(name string) string {
 	if i := strings.Index(name, "/"); i >= 0 {
 		inst, db = name[:i], name[i+1:]
 	}
-	if d, err := cfg.Database(inst, db); err == nil {
+	if d, err := selection.Lookup(cfg, inst, db); err == nil {
 		return client.ScheduleID(d.Instance, d.Name)
 	}
 	return name

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -179,6 +180,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			ScheduleToCloseTimeout: shortDeadline,
 			HeartbeatTimeout:       c.hb,
 			RetryPolicy:            retry(10*time.Second, 10),
+			Summary:                fmt.Sprintf("catalog %s seq %d on %s", in.Database, c.seq, c.server),
 		}), a.WriteManifest, activities.ManifestInput{
 			Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
 		}).Get(ctx, &manifest)
@@ -203,6 +205,9 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
 			HeartbeatTimeout:       c.hb,
 			WaitForCancellation:    true, // a cancelled copy stops writing before its files are removed
+			// On a worker next to the backup server when it has a task_queue.
+			TaskQueue: plan.CopyQueue(c.server, remote),
+			Summary:   fmt.Sprintf("copy %s seq %d from %s to %s", in.Database, c.seq, c.server, remote),
 			RetryPolicy: &temporal.RetryPolicy{
 				InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
 				BackoffCoefficient:     2,
@@ -245,6 +250,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		HeartbeatTimeout:       c.hb,
 		WaitForCancellation:    true,
 		RetryPolicy:            retry(10*time.Second, 5),
+		Summary:                fmt.Sprintf("sanity checks of %s seq %d on its restored copy", in.Database, c.seq),
 	}), a.SanityChecks, verify).Get(ctx, &sanity)
 	if err != nil {
 		return CycleResult{}, err
@@ -259,6 +265,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		ScheduleToCloseTimeout: shortDeadline,
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(5*time.Second, 10),
+		Summary:                fmt.Sprintf("mark %s seq %d verified on %s", in.Database, c.seq, strings.Join(c.holders, ", ")),
 	}), a.MarkVerified, activities.MarkInput{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
 	}).Get(ctx, nil)
@@ -287,6 +294,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			ScheduleToCloseTimeout: shortDeadline,
 			HeartbeatTimeout:       c.hb,
 			RetryPolicy:            retry(10*time.Second, 5),
+			Summary:                fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
 		}), a.DropVerifyDB, verify).Get(ctx, nil)
 		if err != nil {
 			result.Warnings = append(result.Warnings, "verification database not dropped: "+err.Error())
@@ -300,6 +308,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		ScheduleToCloseTimeout: 2 * shortDeadline, // a large share lists slowly
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(10*time.Second, 5),
+		Summary:                "retention of " + in.Database,
 	}), a.ApplyRetention, activities.RetentionInput{
 		Database: in.Database, Instance: c.instance, Servers: retentionServers(plan), Protect: c.seq,
 	}).Get(ctx, &kept)
@@ -325,6 +334,8 @@ func (c *cycle) launch(ctx workflow.Context, id string, plan activities.Plan) (C
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation:   true,
+		StaticSummary:         CycleSummary(plan.Instance, in.Database, plan.Rotation[0], plan.Remote),
+		TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(in.Database), AttrInstance.ValueSet(plan.Instance)),
 	})
 	child := workflow.ExecuteChildWorkflow(cctx, BackupCycleName, in)
 	var exec workflow.Execution
@@ -373,6 +384,7 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 		ScheduleToCloseTimeout: shortDeadline,
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(5*time.Second, 10),
+		Summary:                fmt.Sprintf("resume %s seq %d", c.in.Database, c.in.Resume),
 	}), a.ResumeSet, activities.ResumeInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.in.Resume, Servers: retentionServers(plan),
 	}).Get(ctx, &set)
@@ -394,6 +406,7 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 		ScheduleToCloseTimeout: shortDeadline / 2,
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(5*time.Second, 5),
+		Summary:                "plan the cycle of " + c.in.Database,
 	}), a.PlanCycle, activities.PlanInput{
 		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer,
 	}).Get(ctx, &plan)
@@ -446,6 +459,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 				ScheduleToCloseTimeout: shortDeadline / 2,
 				HeartbeatTimeout:       c.hb,
 				RetryPolicy:            retry(5*time.Second, 5, activities.ErrSQLHostUnreachable, activities.ErrDatabaseUnavailable),
+				Summary:                "allocate the next sequence number of " + c.in.Database,
 			}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance,
 				Method: plan.Mode.Sequence}).Get(ctx, &seq)
 		}
@@ -473,6 +487,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			RetryPolicy: retry(10*time.Second, 10,
 				activities.ErrSQLHostUnreachable, activities.ErrBackupTargetUnreachable,
 				activities.ErrDatabaseUnavailable, activities.ErrBackupDeviceInUse),
+			Summary: fmt.Sprintf("BACKUP %s seq %d to %s, %d stripes", c.in.Database, seq, server, plan.Stripes),
 		}), a.Backup, activities.BackupInput{
 			Database: c.in.Database, Instance: c.instance, Sequence: seq, Server: server, Stripes: plan.Stripes,
 			Mode: plan.RunMode(),
@@ -557,6 +572,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 			// A lost verification instance is retried here: the retry
 			// re-attaches to a running RESTORE or starts it again (REPLACE).
 			RetryPolicy: retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 20),
+			Summary:     fmt.Sprintf("RESTORE %s seq %d from %s", verify.Database, verify.Sequence, verify.Server),
 		}), a.Restore, verify).Get(ctx, &restored)
 		if err != nil {
 			return err
@@ -572,6 +588,7 @@ func (c *cycle) restoreAndCheck(ctx workflow.Context, plan activities.Plan, veri
 			HeartbeatTimeout:       c.hb,
 			WaitForCancellation:    true,
 			RetryPolicy:            retry(orDefault(plan.Limits.WaitInitial, 15*time.Second), 10, activities.ErrSQLHostUnreachable),
+			Summary:                fmt.Sprintf("DBCC CHECKDB of the restored %s seq %d", verify.Database, verify.Sequence),
 		}), a.CheckDB, verify).Get(ctx, &checked)
 		if err == nil {
 			c.progress.Timings.CheckDB = checked.Duration
@@ -601,6 +618,8 @@ type cycle struct {
 	restoreStarted, verified bool
 	// hb is the heartbeat timeout of activities that only keep alive.
 	hb time.Duration
+	// stepBegan is when the current step began (rate and ETA in details).
+	stepBegan time.Time
 }
 
 func newCycle(ctx workflow.Context, in CycleInput) *cycle {
@@ -637,7 +656,14 @@ func (c *cycle) start(ctx workflow.Context) error {
 func (c *cycle) step(ctx workflow.Context, step string) {
 	c.progress.Step = step
 	c.progress.Percent, c.progress.Bytes = 0, 0
-	_ = c.upsert(ctx, AttrStep.ValueSet(step))
+	c.stepBegan = workflow.Now(ctx)
+	updates := []temporal.SearchAttributeUpdate{AttrStep.ValueSet(step)}
+	if c.instance != "" {
+		// Known from the plan on; it rides on the step's update, which
+		// adds no event to the history.
+		updates = append(updates, AttrInstance.ValueSet(c.instance))
+	}
+	_ = c.upsert(ctx, updates...)
 	c.details(ctx)
 }
 
@@ -682,6 +708,13 @@ func (c *cycle) details(ctx workflow.Context) {
 		s += fmt.Sprintf("sequence **%d** on **%s**", p.Sequence, p.Server)
 		if p.Percent > 0 || p.Bytes > 0 {
 			s += fmt.Sprintf(" · %.0f %% · %s", p.Percent, plan.FormatBytes(p.Bytes))
+			if el := workflow.Now(ctx).Sub(c.stepBegan); el >= time.Second && p.Percent > 0 && p.Percent < 100 {
+				if p.Bytes > 0 {
+					s += fmt.Sprintf(" · %.1f MB/s", float64(p.Bytes)/1e6/el.Seconds())
+				}
+				eta := time.Duration(float64(el) * (100 - p.Percent) / p.Percent)
+				s += fmt.Sprintf(" · ETA %s", round(eta))
+			}
 		}
 		s += "\n\n"
 	}
@@ -734,6 +767,7 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 		ScheduleToCloseTimeout: shortDeadline / 2,
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(2*time.Second, 3),
+		Summary:                fmt.Sprintf("mark %s seq %d failed", c.in.Database, c.seq),
 	}), a.MarkFailed, activities.MarkInput{
 		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
 		Step: step, ErrorType: errorType(cause), Reason: reason, Evidence: string(evidence),
@@ -850,13 +884,16 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 		if derr := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline / 2, HeartbeatTimeout: c.hb,
 			RetryPolicy: retry(5*time.Second, 5),
+			Summary:     fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
 		}), a.DropVerifyDB, verify).Get(ctx, nil); derr != nil {
 			c.log(ctx).Error("copy of the failed restore not dropped: the next cycle may refuse to replace it", "error", derr)
 		}
 	}
 	c.progress.Error = err.Error()
 	c.progress.Step = activities.StepFailed
-	_ = c.upsert(ctx, AttrStep.ValueSet(activities.StepFailed))
+	// BackupStep keeps the step that failed (BackupOutcome says failed),
+	// so the Web UI and `starter status` can filter failures by step.
+	_ = c.upsert(ctx, AttrStep.ValueSet(step))
 	c.outcome(ctx, OutcomeFailed)
 	c.log(ctx).Error("backup cycle failed", "failed_step", step, "type", typ, "error", err)
 

@@ -474,6 +474,10 @@ func TestCycleNonRetryableErrorsStopAndMarkFailed(t *testing.T) {
 			if got := r.attr("BackupOutcome"); got != OutcomeFailed {
 				t.Errorf("BackupOutcome = %v, want failed", got)
 			}
+			// BackupStep keeps the step that failed, for filtering.
+			if n := len(r.steps); n < 2 || r.steps[n-1] == activities.StepFailed || r.steps[n-1] != r.steps[n-2] {
+				t.Errorf("BackupStep updates %v: want the failing step kept at the end, not %q", r.steps, activities.StepFailed)
+			}
 			if p := r.progress(); p.Outcome != OutcomeFailed || p.Step != activities.StepFailed || p.Error == "" {
 				t.Errorf("progress %+v, want failed with the error", p)
 			}

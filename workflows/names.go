@@ -19,12 +19,14 @@ const TaskQueue = "backupcycle"
 const (
 	HealthCheckName = "HealthCheck"
 	BackupCycleName = "BackupCycle"
+	FleetName       = "Fleet"
 )
 
 // Custom search attributes: the Web UI and `starter status` filter cycles by
 // them, e.g. BackupDatabase = 'Sales' AND BackupOutcome = 'verified'.
 var (
 	AttrDatabase = temporal.NewSearchAttributeKeyKeyword("BackupDatabase")
+	AttrInstance = temporal.NewSearchAttributeKeyKeyword("BackupInstance")
 	AttrSequence = temporal.NewSearchAttributeKeyInt64("BackupSequence")
 	AttrStep     = temporal.NewSearchAttributeKeyKeyword("BackupStep")
 	AttrServer   = temporal.NewSearchAttributeKeyKeyword("BackupServer")
@@ -36,6 +38,7 @@ var (
 // `worker --config` checks it against a real cluster.
 var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	AttrDatabase.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	AttrInstance.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	AttrSequence.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 	AttrStep.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	AttrServer.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
@@ -67,4 +70,21 @@ func CycleWorkflowID(instance, database string) string {
 		id += "-" + hex.EncodeToString(sum[:4])
 	}
 	return id
+}
+
+// CycleSummary is the one-line summary the Web UI shows for a cycle:
+// "Sales@sql01 → bak01, verify on bak02" (the primary and the remote copy
+// target, when known).
+func CycleSummary(instance, database, primary, remote string) string {
+	s := database
+	if instance != "" {
+		s += "@" + instance
+	}
+	if primary != "" {
+		s += " → " + primary
+	}
+	if remote != "" {
+		s += ", verify on " + remote
+	}
+	return s
 }

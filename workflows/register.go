@@ -21,4 +21,5 @@ func Register(r worker.Registry, acts *activities.Activities) {
 func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(HealthCheck, workflow.RegisterOptions{Name: HealthCheckName})
 	r.RegisterWorkflowWithOptions(BackupCycle, workflow.RegisterOptions{Name: BackupCycleName})
+	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: FleetName})
 }

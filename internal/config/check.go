@@ -82,9 +82,17 @@ func (d *decoder) check(c *Config) {
 	for i := range c.BackupServers {
 		d.checkServer(&c.BackupServers[i], fmt.Sprintf("backup_servers[%d]", i), servers, instances)
 	}
-	if len(c.Databases) == 0 {
-		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers)")
+	selects := false
+	for i := range c.SQLInstances {
+		inst := &c.SQLInstances[i]
+		path := fmt.Sprintf("sql_instances[%d]", i)
+		d.checkInstanceRotation(inst, path, servers)
+		selects = selects || len(inst.Databases) > 0
 	}
+	if len(c.Databases) == 0 && !selects {
+		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers), or select them per instance with sql_instances[].databases (e.g. [USER_DATABASES]) and sql_instances[].backup_servers")
+	}
+	d.checkFleet(&c.Fleet)
 	dbs := map[string]string{}
 	verifyNames := map[string]string{} // verify instance + name -> database
 	for i := range c.Databases {
@@ -232,6 +240,70 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 	}
 	s.MaxConcurrent = d.positive(s.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultSQLMaxConcurrent)
 	d.checkSelection(s.Databases, join(path, "databases"), owner)
+}
+
+// checkInstanceRotation checks an instance's backup_servers / copy_to, the
+// rotation of the databases its selection picks without an entry of their
+// own.
+func (d *decoder) checkInstanceRotation(s *SQLInstance, path string, servers map[string]*BackupServer) {
+	owner := labelled(path, s.Name)
+	rot := join(path, "backup_servers")
+	inRot := map[string]bool{}
+	for i, name := range s.BackupServers {
+		ip := fmt.Sprintf("%s[%d]", rot, i)
+		if _, ok := servers[name]; !ok {
+			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, name, keys(servers))
+		}
+		if inRot[name] {
+			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, name)
+		}
+		inRot[name] = true
+	}
+	targets := s.BackupServers
+	cp := join(path, "copy_to")
+	switch {
+	case s.CopyTo != "" && len(s.BackupServers) == 0:
+		d.errf(d.line(cp), cp, "%s: copy_to without backup_servers: list the rotation in backup_servers too", owner)
+		return
+	case s.CopyTo != "" && servers[s.CopyTo] == nil:
+		d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, s.CopyTo, keys(servers))
+		return
+	case s.CopyTo != "" && inRot[s.CopyTo]:
+		d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty", owner, s.CopyTo, s.CopyTo)
+		return
+	case s.CopyTo != "":
+		targets = []string{s.CopyTo}
+	case len(s.BackupServers) == 1:
+		d.errf(d.line(rot), rot, "%s: a single backup server and no copy_to: the remote copy needs another server: set copy_to or list two servers", owner)
+		return
+	}
+	for _, t := range targets {
+		b := servers[t]
+		switch {
+		case b == nil:
+		case b.VerifyInstance == "":
+			d.errf(d.line(rot), rot, "%s: backup server %q receives the remote copy but has no verify_instance: set verify_instance, restore_data_dir and restore_log_dir on %s", owner, t, t)
+		case b.VerifyInstance == s.Name:
+			d.errf(d.line(rot), rot, "%s: backup server %q verifies on %s, the source instance itself: a valid backup is restored at the remote site, so use another verify_instance", owner, t, s.Name)
+		}
+	}
+}
+
+// Fleet defaults.
+const (
+	DefaultFleetMaxConcurrent = 4
+	DefaultFleetWindow        = 20 * time.Hour
+)
+
+func (d *decoder) checkFleet(f *Fleet) {
+	f.MaxConcurrent = d.positive(f.MaxConcurrent, "fleet.max_concurrent", "fleet", DefaultFleetMaxConcurrent)
+	if d.given("fleet.window") {
+		if f.Window <= 0 {
+			d.errf(d.line("fleet.window"), "fleet.window", "fleet: window must be positive, e.g. 8h (how long after its start a fleet run may start cycles)")
+		}
+	} else {
+		f.Window = DefaultFleetWindow
+	}
 }
 
 // checkLoginName accepts a SQL login or DOMAIN\user (NTLM): one backslash

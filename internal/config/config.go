@@ -15,6 +15,7 @@
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
 //	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
 //	backup_servers: max_concurrent 2, smb port 445
+//	fleet:        max_concurrent 4, window 20h
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
 //	copy_only true (false with owns_backup_chain true), sequence catalog, memory_budget 2GiB,
 //	sql_host_wait {15s, 5m, 2h}, backup_server_wait {15s, 5m, 30m}, copy_wait {5s, 2m},
@@ -35,6 +36,7 @@ type Config struct {
 	SQLInstances  []SQLInstance  `yaml:"sql_instances"`
 	BackupServers []BackupServer `yaml:"backup_servers"`
 	Databases     []Database     `yaml:"databases"`
+	Fleet         Fleet          `yaml:"fleet"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`
@@ -67,6 +69,11 @@ type SQLInstance struct {
 	// from sys.databases at run time (package selection). Empty: only the
 	// databases listed under databases: are backed up.
 	Databases []string `yaml:"databases"`
+	// BackupServers and CopyTo are the rotation of the databases the
+	// selection picks that have no databases: entry of their own (see
+	// selection.DatabaseFor); an entry's own rotation always wins.
+	BackupServers []string `yaml:"backup_servers"`
+	CopyTo        string   `yaml:"copy_to"`
 }
 
 // BackupServer is a file server that receives backups (over one or more NICs)
@@ -131,6 +138,18 @@ type Database struct {
 	CopyTo       string        `yaml:"copy_to"`
 	SanityChecks []SanityCheck `yaml:"sanity_checks"`
 	Policy       `yaml:",inline"`
+}
+
+// Fleet is how the nightly Fleet workflow runs the selected databases.
+type Fleet struct {
+	// MaxConcurrent caps the cycles running at once across the whole
+	// configuration (each instance's and each backup server's own
+	// max_concurrent still apply).
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// Window is how long after its start the fleet run may start cycles;
+	// databases not started by then are reported "not reached", and
+	// cycles already running finish.
+	Window time.Duration `yaml:"window"`
 }
 
 // Policy is the set of settings a database inherits from `defaults:`.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
@@ -67,7 +68,7 @@ func resolve(o Options) (scope, error) {
 		}
 	}
 	if len(s.dbs) == 0 && o.Database != "" {
-		if _, err := cfg.Database(o.Instance, o.Database); err != nil {
+		if _, err := selection.Lookup(cfg, o.Instance, o.Database); err != nil {
 			return s, err
 		}
 		return s, fmt.Errorf("database %q is not configured on instance %q in %s", o.Database, o.Instance, cfg.File)

@@ -132,9 +132,10 @@ func replaceSkip(skipped []Skip, s Skip) []Skip {
 
 // DatabaseFor is the configuration a database of an instance is backed up
 // with: its explicit databases: entry when there is one (unchanged), else
-// the defaults: policy under the database's own name, with the rotation
-// (backup_servers, copy_to) the instance's configured databases share.
-// Sanity checks are never inherited: their queries are per database.
+// the defaults: policy under the database's own name, with the instance's
+// rotation (sql_instances[].backup_servers, copy_to) or, without one, the
+// rotation the instance's configured databases share. Sanity checks are
+// never inherited: their queries are per database.
 func DatabaseFor(cfg *config.Config, instance, name string) (config.Database, error) {
 	var peers []*config.Database
 	for i := range cfg.Databases {
@@ -147,20 +148,51 @@ func DatabaseFor(cfg *config.Config, instance, name string) (config.Database, er
 		}
 		peers = append(peers, c)
 	}
-	if _, ok := cfg.SQLInstance(instance); !ok {
+	inst, ok := cfg.SQLInstance(instance)
+	if !ok {
 		return config.Database{}, fmt.Errorf("instance %q is not defined in sql_instances of %s", instance, cfg.File)
 	}
 	db := config.Database{Name: name, Instance: instance, Policy: cfg.Defaults}
+	if len(inst.BackupServers) > 0 {
+		db.BackupServers, db.CopyTo = append([]string(nil), inst.BackupServers...), inst.CopyTo
+		return db, nil
+	}
 	for _, p := range peers {
 		switch {
 		case db.BackupServers == nil:
 			db.BackupServers, db.CopyTo = append([]string(nil), p.BackupServers...), p.CopyTo
 		case strings.Join(db.BackupServers, "\x00") != strings.Join(p.BackupServers, "\x00") || db.CopyTo != p.CopyTo:
-			return config.Database{}, fmt.Errorf("database %q on %s is selected by sql_instances[].databases but the databases configured on %s use different backup_servers/copy_to, so its rotation is ambiguous: add a databases: entry for %q with its backup_servers", name, instance, instance, name)
+			return config.Database{}, fmt.Errorf("database %q on %s is selected by sql_instances[].databases but the databases configured on %s use different backup_servers/copy_to, so its rotation is ambiguous: set sql_instances[].backup_servers on %s, or add a databases: entry for %q with its backup_servers", name, instance, instance, instance, name)
 		}
 	}
 	if len(db.BackupServers) == 0 {
-		return config.Database{}, fmt.Errorf("database %q on %s is selected by sql_instances[].databases but no database configured on %s gives a rotation to inherit: add a databases: entry (name, instance %s, backup_servers) for it or for another database of %s", name, instance, instance, instance, instance)
+		return config.Database{}, fmt.Errorf("database %q on %s is selected by sql_instances[].databases but there is no rotation to inherit: set sql_instances[].backup_servers on %s, or add a databases: entry (name, instance %s, backup_servers) for it", name, instance, instance, instance)
 	}
 	return db, nil
+}
+
+// Selects reports whether the instance's databases: selection picks name,
+// judged by the name alone (the state is checked when the night runs).
+func Selects(cfg *config.Config, instance, name string) bool {
+	inst, ok := cfg.SQLInstance(instance)
+	if !ok || len(inst.Databases) == 0 {
+		return false
+	}
+	sel, _ := Resolve(inst.Databases, []Database{{Name: name, State: "ONLINE", IsSystem: SystemDatabase(name)}})
+	return len(sel) == 1
+}
+
+// Lookup is the configuration of one database: its databases: entry, or,
+// for a database an instance's selection picks, DatabaseFor. The error of
+// a database neither configured nor selected is config.Database's.
+func Lookup(cfg *config.Config, instance, name string) (*config.Database, error) {
+	db, err := cfg.Database(instance, name)
+	if err == nil || instance == "" || !Selects(cfg, instance, name) {
+		return db, err
+	}
+	sel, serr := DatabaseFor(cfg, instance, name)
+	if serr != nil {
+		return nil, serr
+	}
+	return &sel, nil
 }

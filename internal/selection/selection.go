@@ -37,6 +37,9 @@ type Database struct {
 type Skip struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+	// Unasked: no item of the selection asks for it (or it is tempdb),
+	// as opposed to one excluded, not ONLINE, a snapshot or missing.
+	Unasked bool `json:"unasked,omitempty"`
 }
 
 // SystemDatabase reports whether name is one of SQL Server's system
@@ -124,7 +127,7 @@ func Resolve(patterns []string, dbs []Database) (selected []string, skipped []Sk
 
 	for _, db := range sorted {
 		if r := Ineligible(db); r != "" {
-			skipped = append(skipped, Skip{Name: db.Name, Reason: r})
+			skipped = append(skipped, Skip{Name: db.Name, Reason: r, Unasked: strings.EqualFold(db.Name, "tempdb")})
 			continue
 		}
 		var by *config.SelectionItem
@@ -139,7 +142,7 @@ func Resolve(patterns []string, dbs []Database) (selected []string, skipped []Sk
 			if len(patterns) == 0 {
 				why = "not selected: the instance has no databases: selection"
 			}
-			skipped = append(skipped, Skip{Name: db.Name, Reason: why})
+			skipped = append(skipped, Skip{Name: db.Name, Reason: why, Unasked: true})
 			continue
 		}
 		excluded := ""

@@ -67,3 +67,11 @@ func SourceFacts(db string) (string, []any, error) {
 		"CAST(DATABASEPROPERTYEX(@p1, 'Updateability') AS nvarchar(128)) AS updateability, " +
 		"GETUTCDATE() AS utc_now, GETDATE() AS local_now", []any{db}, nil
 }
+
+// AllDataFiles is the query for the allocated size of the data (ROWS)
+// files of every database: database_id int, pages bigint (8-KB pages), one
+// row per file. The fleet orders its cycles by it (largest first). Like
+// DatabaseFiles it shows rows only to logins with CREATE DATABASE, ALTER ANY
+// DATABASE or VIEW ANY DEFINITION; without them it returns no rows and the
+// sizes are unknown.
+const AllDataFiles = "SELECT database_id, CAST(size AS bigint) AS pages FROM sys.master_files WHERE type = 0"

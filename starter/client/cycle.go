@@ -56,9 +56,20 @@ func (c *Client) cycleOptions(in workflows.CycleInput) sdkclient.StartWorkflowOp
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true, // else the SDK hands back the running one silently
-		StaticSummary:                            "backup cycle of " + in.Database,
-		TypedSearchAttributes:                    temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(in.Database)),
+		StaticSummary:                            workflows.CycleSummary(in.Instance, in.Database, "", ""),
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(cycleAttributes(in)...),
 	}
+}
+
+// cycleAttributes are the search attributes a cycle of in carries from its
+// start: BackupDatabase, and BackupInstance when the instance is named
+// (else the cycle sets it once its plan knows it).
+func cycleAttributes(in workflows.CycleInput) []temporal.SearchAttributeUpdate {
+	attrs := []temporal.SearchAttributeUpdate{workflows.AttrDatabase.ValueSet(in.Database)}
+	if in.Instance != "" {
+		attrs = append(attrs, workflows.AttrInstance.ValueSet(in.Instance))
+	}
+	return attrs
 }
 
 // StartCycle starts one BackupCycle of in.Database (a configuration key) and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -116,7 +117,7 @@ var ErrNameTooLong = tsql.ErrNameTooLong
 // same way the cycle's plan step does (round robin, stripe count and layout,
 // tuning and memory guard), plus the seed's time estimates.
 func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
-	db, err := cfg.Database(req.Instance, req.Database)
+	db, err := selection.Lookup(cfg, req.Instance, req.Database)
 	if err != nil {
 		return CyclePlan{}, err
 	}

@@ -109,8 +109,8 @@ func (c *Client) scheduleParts(db *config.Database, spec ScheduleSpec) (sdkclien
 		Workflow:              workflows.BackupCycleName,
 		Args:                  []any{in},
 		TaskQueue:             c.taskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(db.Name)),
-		StaticSummary:         "scheduled backup cycle of " + db.Name,
+		TypedSearchAttributes: temporal.NewSearchAttributes(cycleAttributes(in)...),
+		StaticSummary:         "scheduled: " + workflows.CycleSummary(db.Instance, db.Name, "", ""),
 	}
 	return sdkclient.ScheduleSpec{CronExpressions: []string{spec.Cron}, Jitter: spec.Jitter, TimeZoneName: spec.TimeZone},
 		action,
@@ -127,7 +127,7 @@ func (c *Client) ApplySchedules(ctx context.Context, cfg *config.Config, spec Sc
 		return nil, err
 	}
 	if len(cfg.Databases) == 0 {
-		return nil, fmt.Errorf("%s configures no databases: add them under databases: to schedule their cycles", cfg.File)
+		return nil, fmt.Errorf("%s configures no databases by name: per-database schedules need databases: entries; schedule the Fleet instead (`starter schedule --apply --fleet`), which runs what each instance's selection picks", cfg.File)
 	}
 	var out []ScheduleResult
 	for i := range cfg.Databases {
@@ -179,7 +179,7 @@ func (c *Client) OrphanSchedules(ctx context.Context, cfg *config.Config) ([]Sch
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
+	want := map[string]bool{FleetScheduleID: true}
 	for _, db := range cfg.Databases {
 		want[ScheduleID(db.Instance, db.Name)] = true
 	}
@@ -190,6 +190,63 @@ func (c *Client) OrphanSchedules(ctx context.Context, cfg *config.Config) ([]Sch
 		}
 	}
 	return out, nil
+}
+
+// FleetScheduleID is the id of the schedule that starts the Fleet.
+const FleetScheduleID = "backupcycle-fleet"
+
+// FleetScheduleNote is shown with the fleet's schedule in the Web UI.
+const FleetScheduleNote = "backupcycle: the nightly Fleet run of every selected database; a run is skipped while the previous one still runs"
+
+// ApplyFleetSchedule creates or updates the one schedule that starts the
+// Fleet workflow (idempotent; an existing schedule keeps its paused state).
+// instances narrows the fleet to those source instances.
+func (c *Client) ApplyFleetSchedule(ctx context.Context, spec ScheduleSpec, instances []string) (ScheduleResult, error) {
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return ScheduleResult{}, err
+	}
+	id := FleetScheduleID
+	res := ScheduleResult{ScheduleID: id, Database: "fleet", Action: "created"}
+	sspec := sdkclient.ScheduleSpec{CronExpressions: []string{spec.Cron}, Jitter: spec.Jitter, TimeZoneName: spec.TimeZone}
+	action := &sdkclient.ScheduleWorkflowAction{
+		ID:            workflows.FleetWorkflowID,
+		Workflow:      workflows.FleetName,
+		Args:          []any{workflows.FleetInput{Instances: instances}},
+		TaskQueue:     c.taskQueue,
+		StaticSummary: "scheduled fleet run" + instancesText(instances),
+	}
+	policy := &sdkclient.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: spec.CatchupWindow}
+	sc := c.sdk.ScheduleClient()
+	h, err := sc.Create(ctx, sdkclient.ScheduleOptions{
+		ID: id, Spec: sspec, Action: action,
+		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Note: FleetScheduleNote,
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		res.Action = "updated"
+		h = sc.GetHandle(ctx, id)
+		err = h.Update(ctx, sdkclient.ScheduleUpdateOptions{DoUpdate: func(in sdkclient.ScheduleUpdateInput) (*sdkclient.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec, s.Action, s.Policy = &sspec, action, policy
+			return &sdkclient.ScheduleUpdate{Schedule: &s}, nil
+		}})
+	}
+	if err != nil {
+		return res, fmt.Errorf("fleet schedule %s: %w", id, err)
+	}
+	desc, err := h.Describe(ctx)
+	if err != nil {
+		return res, fmt.Errorf("describe schedule %s: %w", id, err)
+	}
+	res.NextRuns = desc.Info.NextActionTimes
+	return res, nil
+}
+
+func instancesText(instances []string) string {
+	if len(instances) == 0 {
+		return ""
+	}
+	return " of " + strings.Join(instances, ", ")
 }
 
 // ListSchedules returns every BackupCycle schedule of the namespace, by id,
@@ -205,7 +262,7 @@ func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleSummary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list schedules of namespace %q: %w", c.namespace, err)
 		}
-		if e.WorkflowType.Name == workflows.BackupCycleName {
+		if e.WorkflowType.Name == workflows.BackupCycleName || e.WorkflowType.Name == workflows.FleetName {
 			ids = append(ids, e.ID)
 		}
 	}
@@ -243,6 +300,9 @@ func (c *Client) DescribeSchedule(ctx context.Context, id string) (ScheduleSumma
 	}
 	if a, ok := d.Schedule.Action.(*sdkclient.ScheduleWorkflowAction); ok {
 		s.Database, _ = a.TypedSearchAttributes.GetKeyword(workflows.AttrDatabase)
+		if id == FleetScheduleID {
+			s.Database = "fleet"
+		}
 	}
 	if n := len(d.Info.RecentActions); n > 0 {
 		last := d.Info.RecentActions[n-1]

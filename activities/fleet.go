@@ -1,0 +1,264 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/fleet"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/selection"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// FleetInput asks for the night's list of databases.
+type FleetInput struct {
+	// Instances limits the run to these source instances (a fleet per
+	// instance); empty: every instance with databases to back up.
+	Instances []string `json:"instances,omitempty"`
+}
+
+// FleetPlan is what a Fleet run backs up tonight, largest first, and what
+// it does not, with the reason.
+type FleetPlan struct {
+	Items []fleet.Item `json:"items"`
+	// NotRun are databases the run does not back up: not selectable
+	// (state, snapshot) or not runnable (an unreachable instance, a rotation
+	// that cannot be derived, a verification copy name taken twice).
+	NotRun []FleetNotRun `json:"not_run,omitempty"`
+	Limits fleet.Limits  `json:"limits"`
+	Window time.Duration `json:"window"`
+}
+
+// FleetNotRun is a database (or, with Database "", a whole instance's
+// selection) the run leaves out.
+type FleetNotRun struct {
+	Instance string `json:"instance"`
+	Database string `json:"database,omitempty"`
+	Reason   string `json:"reason"`
+	// Type is the error type when a failure kept it out (the instance
+	// unreachable, a configuration error); "" for a database the selection
+	// skips by design (offline, snapshot).
+	Type string `json:"type,omitempty"`
+}
+
+// PlanFleet resolves every instance's selection from sys.databases (ONLINE
+// databases only, as `starter databases` shows), reads the sizes of their
+// data files from sys.master_files, and derives each database's primary
+// backup server and remote copy target from the manifests, one listing per
+// backup server. An instance that cannot be read is reported, not fatal:
+// the other instances still run.
+func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, error) {
+	defer a.Cycle.keepAlive(ctx)()
+	cfg := a.Cycle.Config
+	if cfg == nil {
+		return FleetPlan{}, errNotWired
+	}
+	log := a.loggerFor(ctx)
+	for _, name := range in.Instances {
+		if _, ok := cfg.SQLInstance(name); !ok {
+			return FleetPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("fleet: instance %q is not defined in sql_instances of %s", name, cfg.File))
+		}
+	}
+	out := FleetPlan{Window: cfg.Fleet.Window, Limits: fleet.Limits{Total: cfg.Fleet.MaxConcurrent,
+		Instances: map[string]int{}, Servers: map[string]int{}}}
+	for _, s := range cfg.SQLInstances {
+		out.Limits.Instances[s.Name] = s.MaxConcurrent
+	}
+	for _, s := range cfg.BackupServers {
+		out.Limits.Servers[s.Name] = s.MaxConcurrent
+	}
+
+	var dbs []config.Database
+	sizes := map[string]int64{} // by Database.ID
+	for _, inst := range sources(cfg) {
+		if len(in.Instances) > 0 && !slices.Contains(in.Instances, inst) {
+			continue
+		}
+		got, notRun, err := a.resolveInstance(ctx, cfg, inst, sizes)
+		if err != nil {
+			if ctx.Err() != nil {
+				return FleetPlan{}, ctx.Err()
+			}
+			log.Warn("fleet: instance not readable: its databases are not run tonight", zap.String("instance", inst), zap.Error(err))
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: inst, Reason: err.Error(), Type: errorTypeOf(err)})
+			continue
+		}
+		dbs = append(dbs, got...)
+		out.NotRun = append(out.NotRun, notRun...)
+	}
+
+	// One listing per backup server gives every database's last primary.
+	var manifests []*catalog.Manifest
+	unreachable := map[string]bool{}
+	for _, name := range serversOf(dbs) {
+		l, err := a.listAll(ctx, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return FleetPlan{}, ctx.Err()
+			}
+			log.Warn("fleet: backup server not readable while planning", zap.String("server", name), zap.Error(err))
+			unreachable[name] = true
+			continue
+		}
+		manifests = append(manifests, l.Manifests...)
+	}
+
+	verifyNames := map[string]string{}
+	for _, db := range dbs {
+		primary, err := plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), unreachable)
+		if errors.Is(err, plan.ErrNoServerReachable) {
+			primary, err = plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), nil)
+		}
+		if err != nil {
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			continue
+		}
+		remote := db.CopyTarget(primary)
+		// Two selected databases whose restored copies would get one name
+		// on one verification instance would replace each other's proof.
+		if srv, ok := cfg.BackupServer(remote); ok {
+			k := srv.VerifyInstance + "\x00" + strings.ToLower(db.VerifyDatabaseName(0))
+			if other, dup := verifyNames[k]; dup {
+				out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: ErrInvalidConfig,
+					Reason: fmt.Sprintf("its verification copy %q on %s would collide with %s's: set verify_name in defaults: (e.g. \"{instance}_{db}_verify\")",
+						db.VerifyDatabaseName(0), srv.VerifyInstance, other)})
+				continue
+			}
+			verifyNames[k] = db.ID()
+		}
+		out.Items = append(out.Items, fleet.Item{Instance: db.Instance, Database: db.Name, SizeBytes: sizes[db.ID()],
+			Servers: []string{primary, remote}})
+	}
+	fleet.Order(out.Items)
+	log.Info("fleet planned", zap.Int("databases", len(out.Items)), zap.Int("not_run", len(out.NotRun)))
+	return out, nil
+}
+
+// sources are the instances that have databases to back up: a selection,
+// or databases: entries naming them, in configuration order.
+func sources(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.SQLInstances {
+		used := len(s.Databases) > 0
+		for _, d := range cfg.Databases {
+			used = used || d.Instance == s.Name
+		}
+		if used {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// serversOf is every backup server of the databases' rotations and copy
+// targets, in first-seen order.
+func serversOf(dbs []config.Database) []string {
+	var out []string
+	for _, db := range dbs {
+		for _, s := range append(append([]string(nil), db.BackupServers...), db.CopyTo) {
+			if s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// resolveInstance lists one instance's databases, resolves its selection
+// and records the sizes of the selected ones in sizes.
+func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, name string, sizes map[string]int64) ([]config.Database, []FleetNotRun, error) {
+	inst, err := a.Cycle.instance(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := a.Cycle.openSQL(ctx, inst, "master")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	all, err := selection.List(ctx, db)
+	if err != nil {
+		return nil, nil, sqlError(err)
+	}
+	res, err := selection.ForInstance(cfg, name, all)
+	if err != nil {
+		return nil, nil, nonRetryable(ErrInvalidConfig, err)
+	}
+	var notRun []FleetNotRun
+	for _, s := range res.Skipped {
+		// Databases no item asks for (and tempdb) are not news every
+		// night; exclusions, states, snapshots and missing names are.
+		if s.Unasked {
+			continue
+		}
+		notRun = append(notRun, FleetNotRun{Instance: name, Database: s.Name, Reason: s.Reason})
+	}
+	ids := map[int64]string{}
+	for _, d := range all {
+		ids[int64(d.ID)] = d.Name
+	}
+	pages := map[string]int64{}
+	rows, err := db.QueryContext(ctx, tsql.AllDataFiles)
+	if err == nil {
+		for rows.Next() {
+			var id, n int64
+			if rows.Scan(&id, &n) == nil {
+				pages[ids[id]] += n
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	if err != nil {
+		// Sizes only order the run: without them it still runs.
+		a.loggerFor(ctx).Warn("fleet: database sizes not readable (sys.master_files): the run is not ordered by size",
+			zap.String("instance", name), zap.Error(err))
+	}
+	var out []config.Database
+	for _, s := range res.Selected {
+		d, err := selection.DatabaseFor(cfg, name, s.Name)
+		if err != nil {
+			notRun = append(notRun, FleetNotRun{Instance: name, Database: s.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			continue
+		}
+		out = append(out, d)
+		sizes[d.ID()] = pages[s.Name] * tsql.PageBytes
+	}
+	return out, notRun, nil
+}
+
+// listAll reads every manifest on a backup server.
+func (a *Activities) listAll(ctx context.Context, server string) (catalog.Listing, error) {
+	srv, err := a.Cycle.server(server)
+	if err != nil {
+		return catalog.Listing{}, err
+	}
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return catalog.Listing{}, err
+	}
+	defer st.Close()
+	l, err := catalog.List(ctx, catalogFS{st}, "", "")
+	if err != nil {
+		return catalog.Listing{}, storageError(server, err)
+	}
+	return l, nil
+}
+
+// errorTypeOf is the ApplicationError type in err's chain, or "".
+func errorTypeOf(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}

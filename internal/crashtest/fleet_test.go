@@ -1,0 +1,410 @@
+package crashtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/status"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+// opLog records, per backup server, when a stripe file of a set was open
+// through the worker's storage (the copy reads and writes them).
+type opLog struct {
+	mu  sync.Mutex
+	ops []op
+}
+
+// op is one use of a backup server on behalf of one set's owner
+// (instance@database), from start to end.
+type op struct {
+	server, owner, what string
+	start, end          time.Time
+}
+
+func (l *opLog) add(o op) {
+	l.mu.Lock()
+	l.ops = append(l.ops, o)
+	l.mu.Unlock()
+}
+
+// recordingStorage is a storage.Storage that logs every stripe file it
+// opens until the file is closed.
+type recordingStorage struct {
+	storage.Storage
+	server string
+	log    *opLog
+}
+
+func (r recordingStorage) track(name, what string) func() {
+	p, ok := tsql.ParseStripeFileName(name)
+	if !ok {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { r.log.add(op{server: r.server, owner: p.Owner(), what: what, start: start, end: time.Now()}) }
+}
+
+type trackedReader struct {
+	storage.Reader
+	done func()
+}
+
+func (t trackedReader) Close() error { t.done(); return t.Reader.Close() }
+
+type trackedWriter struct {
+	storage.Writer
+	done func()
+}
+
+func (t trackedWriter) Close() error { t.done(); return t.Writer.Close() }
+
+func (r recordingStorage) OpenRead(ctx context.Context, name string) (storage.Reader, error) {
+	f, err := r.Storage.OpenRead(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return trackedReader{f, r.track(name, "read")}, nil
+}
+
+func (r recordingStorage) Create(ctx context.Context, name string) (storage.Writer, error) {
+	f, err := r.Storage.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return trackedWriter{f, r.track(name, "write")}, nil
+}
+
+func (r recordingStorage) OpenWrite(ctx context.Context, name string) (storage.Writer, error) {
+	f, err := r.Storage.OpenWrite(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return trackedWriter{f, r.track(name, "write")}, nil
+}
+
+// uncFile finds the backup server and stripe file a statement names.
+var uncFile = regexp.MustCompile(`\\\\(bak0[12])\\backup\\([^']+?\.bak)'`)
+
+// sqlOps are the emulators' own records of the statements that used a
+// backup server (BACKUP writing a stripe, RESTORE reading one) and, for
+// sources, the BACKUPs per instance.
+func sqlOps(instances map[string]*sqlsim.Instance) (byServer []op, backups map[string][]op) {
+	backups = map[string][]op{}
+	for name, in := range instances {
+		for _, s := range in.Statements() {
+			if s.End.IsZero() {
+				continue
+			}
+			for _, m := range uncFile.FindAllStringSubmatch(s.SQL, -1) {
+				p, ok := tsql.ParseStripeFileName(m[2])
+				if !ok {
+					continue
+				}
+				o := op{server: m[1], owner: p.Owner(), what: name + " " + s.Kind, start: s.Start, end: s.End}
+				byServer = append(byServer, o)
+				if s.Kind == "BACKUP DATABASE" {
+					backups[name] = append(backups[name], o)
+				}
+			}
+		}
+	}
+	return byServer, backups
+}
+
+// peakOwners is the most distinct owners with an operation open at one
+// instant, and when.
+func peakOwners(ops []op) (int, time.Time, []string) {
+	best, at, who := 0, time.Time{}, []string(nil)
+	for _, o := range ops {
+		owners := map[string]bool{}
+		for _, x := range ops {
+			if !x.start.After(o.start) && x.end.After(o.start) {
+				owners[x.owner] = true
+			}
+		}
+		if len(owners) > best {
+			best, at, who = len(owners), o.start, nil
+			for k := range owners {
+				who = append(who, k)
+			}
+			sort.Strings(who)
+		}
+	}
+	return best, at, who
+}
+
+// fleetSite is two source instances selecting their databases by pattern,
+// a verification instance, and backup servers bak01 and bak02.
+type fleetSite struct {
+	root      string
+	instances map[string]*sqlsim.Instance // by configuration name
+	cfg       *config.Config
+	tq        string
+	log       *opLog
+}
+
+func newFleetSite(t *testing.T, perInstance int, extraConfig string) *fleetSite {
+	t.Helper()
+	n := siteSeq.Add(1)
+	s := &fleetSite{root: t.TempDir(), instances: map[string]*sqlsim.Instance{}, log: &opLog{},
+		tq: fmt.Sprintf("fleet-%d", n)}
+	dir := func(d string) string {
+		p := filepath.Join(s.root, d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shares := map[string]string{`\\bak01\backup`: dir("bak01"), `\\bak02\backup`: dir("bak02")}
+	vshares := map[string]string{`D:\restore`: filepath.Join(s.root, "restore")}
+	dir("restore/data")
+	dir("restore/log")
+	for k, v := range shares {
+		vshares[k] = v
+	}
+	mk := func(name string, sh map[string]string) *sqlsim.Instance {
+		in, err := sqlsim.New(sqlsim.Config{Name: name, DataDir: dir(name), Logins: map[string]string{"sa": sqlPassword}, Shares: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = in.Stop() })
+		return in
+	}
+	src1, src2 := fmt.Sprintf("fsql01-%d", n), fmt.Sprintf("fsql02-%d", n)
+	s.instances[src1] = mk("sql01", shares)
+	s.instances[src2] = mk("sql02", shares)
+	verify := mk("verify01", vshares)
+	s.instances["verify01"] = verify
+	for name, prefix := range map[string]string{src1: "App", src2: "Shop"} {
+		in := s.instances[name]
+		// DBA exists on both: the same name on two instances.
+		dbs := []string{"DBA", "Scratch"}
+		for i := 1; i < perInstance; i++ {
+			dbs = append(dbs, fmt.Sprintf("%s%02d", prefix, i))
+		}
+		for i, db := range dbs {
+			if err := in.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: int64(512+64*(i%9)) << 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	y := fmt.Sprintf(`
+defaults:
+  stripes: 1
+  compression: false
+  verify_name: "{instance}_{db}_verify"
+sql_instances:
+  - {name: %[1]s, address: %[2]s, user: sa, password_env: %[5]s, encrypt: disable, max_concurrent: 3,
+     databases: [USER_DATABASES, -Scratch], backup_servers: [bak01, bak02]}
+  - {name: %[3]s, address: %[4]s, user: sa, password_env: %[5]s, encrypt: disable, max_concurrent: 3,
+     databases: [USER_DATABASES, -Scratch], backup_servers: [bak02, bak01]}
+  - {name: verify01, address: %[6]s, user: sa, password_env: %[5]s, encrypt: disable}
+backup_servers:
+  - {name: bak01, unc_paths: ['\\bak01\backup'], location: %[7]s, verify_instance: verify01,
+     restore_data_dir: 'D:\restore\data', restore_log_dir: 'D:\restore\log', max_concurrent: 2}
+  - {name: bak02, unc_paths: ['\\bak02\backup'], location: %[8]s, verify_instance: verify01,
+     restore_data_dir: 'D:\restore\data', restore_log_dir: 'D:\restore\log', max_concurrent: 2}
+fleet:
+  max_concurrent: 8
+%[9]s`, src1, s.instances[src1].Addr(), src2, s.instances[src2].Addr(), envSQLPass, verify.Addr(),
+		shares[`\\bak01\backup`], shares[`\\bak02\backup`], extraConfig)
+	path := filepath.Join(s.root, "backupcycle.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if s.cfg, err = config.Load(path); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return s
+}
+
+// worker runs the product's activities in this process, every backup
+// server opened through the recording storage.
+func (s *fleetSite) worker(t *testing.T, c client.Client) {
+	t.Helper()
+	acts := newActivities(s.cfg, c)
+	acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := status.Open(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		return recordingStorage{Storage: st, server: srv.Name, log: s.log}, nil
+	}
+	w := worker.New(c, s.tq, workerOptions())
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+}
+
+func (s *fleetSite) source(i int) (string, *sqlsim.Instance) {
+	var names []string
+	for n := range s.instances {
+		if n != "verify01" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names[i], s.instances[names[i]]
+}
+
+// TestFleetWithinLimits is the nightly run over 50 databases on two
+// instances, selected by pattern: every limit holds, as the emulators and
+// the storage recorded their own concurrent work; a database created after
+// the configuration was written is included; one corrupt database fails
+// alone; excluded and offline databases are reported, not run.
+func TestFleetWithinLimits(t *testing.T) {
+	srv := sharedTemporal(t)
+	c := dial(t, srv)
+	s := newFleetSite(t, 25, "")
+	name1, src1 := s.source(0)
+	name2, src2 := s.source(1)
+	// Created after the configuration: picked up by USER_DATABASES.
+	if err := src1.CreateDatabase(sqlsim.DatabaseSpec{Name: "Late", Size: 4 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	// One corrupt page: BACKUP WITH CHECKSUM refuses it.
+	if err := src2.CorruptPage("Shop07", 1, 20); err != nil {
+		t.Fatal(err)
+	}
+	// Offline: reported, not run.
+	db, err := sql.Open("sqlserver", src2.DSN("sa", sqlPassword, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := src2.CreateDatabase(sqlsim.DatabaseSpec{Name: "Archive"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("ALTER DATABASE [Archive] SET OFFLINE"); err != nil {
+		t.Fatal(err)
+	}
+	s.worker(t, c)
+
+	began := time.Now()
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "fleet-" + s.tq, TaskQueue: s.tq},
+		workflows.FleetName, workflows.FleetInput{StartsPerRun: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var res workflows.FleetResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("fleet: %v", err)
+	}
+	took := time.Since(began)
+
+	byKey := map[string]workflows.DatabaseOutcome{}
+	for _, o := range res.Outcomes {
+		byKey[o.Instance+"/"+o.Database] = o
+	}
+	if res.Counts[workflows.OutcomeVerified] != 50 || res.Counts[workflows.OutcomeFailed] != 1 {
+		t.Errorf("counts %v, want 50 verified (49 + Late) and 1 failed", res.Counts)
+	}
+	if o := byKey[name2+"/Shop07"]; o.Outcome != workflows.OutcomeFailed || o.Type == "" {
+		t.Errorf("Shop07: %+v, want failed with an error type", o)
+	}
+	for _, k := range []string{name1 + "/Late", name1 + "/DBA", name2 + "/DBA"} {
+		if o := byKey[k]; o.Outcome != workflows.OutcomeVerified {
+			t.Errorf("%s: %+v, want verified", k, o)
+		}
+	}
+	for _, k := range []string{name1 + "/Scratch", name2 + "/Scratch", name2 + "/Archive"} {
+		if o := byKey[k]; o.Outcome != workflows.OutcomeNotRun || o.Reason == "" {
+			t.Errorf("%s: %+v, want not-run with the reason (excluded / offline)", k, o)
+		}
+	}
+
+	// The limits, from the emulators' statement logs and the storage's
+	// log of open stripe files, never from the workflow's counters.
+	sqlByServer, backups := sqlOps(s.instances)
+	s.log.mu.Lock()
+	all := append(append([]op(nil), sqlByServer...), s.log.ops...)
+	s.log.mu.Unlock()
+	for _, server := range []string{"bak01", "bak02"} {
+		var ops []op
+		for _, o := range all {
+			if o.server == server {
+				ops = append(ops, o)
+			}
+		}
+		if len(ops) < 50 {
+			t.Errorf("%s: only %d operations recorded: the logs do not see the run", server, len(ops))
+		}
+		if n, at, who := peakOwners(ops); n > 2 {
+			t.Errorf("%s: %d sets in use at %s (%v), limit 2", server, n, at.Format(time.RFC3339Nano), who)
+		} else {
+			t.Logf("%s: peak %d sets at once over %d operations", server, n, len(ops))
+		}
+	}
+	for _, name := range []string{name1, name2} {
+		if n, at, who := peakOwners(backups[name]); n > 3 {
+			t.Errorf("%s: %d BACKUPs at %s (%v), limit 3", name, n, at.Format(time.RFC3339Nano), who)
+		}
+	}
+	t.Logf("fleet of %d databases: %s (%v)", len(res.Outcomes), took.Round(time.Second), res.Counts)
+}
+
+// TestFleetSchedule: the fleet's schedule, triggered, runs the Fleet
+// workflow, which verifies the selected databases.
+func TestFleetSchedule(t *testing.T) {
+	srv := sharedTemporal(t)
+	c := dial(t, srv)
+	s := newFleetSite(t, 2, "")
+	s.worker(t, c)
+	id := "fleet-schedule-" + s.tq
+	h, err := c.ScheduleClient().Create(context.Background(), client.ScheduleOptions{
+		ID:   id,
+		Spec: client.ScheduleSpec{CronExpressions: []string{"0 1 * * *"}},
+		Action: &client.ScheduleWorkflowAction{ID: "fleet-" + s.tq, Workflow: workflows.FleetName,
+			Args: []any{workflows.FleetInput{}}, TaskQueue: s.tq},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Delete(context.Background()) })
+	if err := h.Trigger(context.Background(), client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var wfID string
+	until(t, "the schedule to start the fleet", time.Minute, func() bool {
+		d, err := h.Describe(context.Background())
+		if err != nil || len(d.Info.RecentActions) == 0 || d.Info.RecentActions[0].StartWorkflowResult == nil {
+			return false
+		}
+		wfID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var res workflows.FleetResult
+	if err := c.GetWorkflow(ctx, wfID, "").Get(ctx, &res); err != nil {
+		t.Fatalf("scheduled fleet %s: %v", wfID, err)
+	}
+	if res.Counts[workflows.OutcomeVerified] != 4 || !strings.HasPrefix(wfID, "fleet-"+s.tq) {
+		t.Errorf("scheduled fleet %s: %v, want the 4 selected databases verified", wfID, res.Counts)
+	}
+}

@@ -1,0 +1,333 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/fleet"
+	"github.com/backupcycle/backupcycle/internal/plan"
+)
+
+// FleetWorkflowID is the id `starter fleet` starts the Fleet under, so two
+// manual runs do not overlap; a schedule's runs get the schedule's ids.
+const FleetWorkflowID = "backupcycle-fleet"
+
+// FleetQuery is the query that returns a fleet run's FleetStatus.
+const FleetQuery = "fleet"
+
+// Fleet outcomes of one database, besides OutcomeVerified and OutcomeFailed.
+const (
+	// OutcomeAlreadyRunning: a cycle of the database held its workflow id
+	// (a manual run, its own schedule); this run left it alone.
+	OutcomeAlreadyRunning = "skipped-already-running"
+	// OutcomeNotReached: the window ended before a slot was free.
+	OutcomeNotReached = "not-reached"
+	// OutcomeNotRun: the plan left it out (offline, snapshot, an instance
+	// that could not be read, a configuration problem); Reason says why.
+	OutcomeNotRun = "not-run"
+)
+
+// defaultStartsPerRun is how many cycles one run of the Fleet starts
+// before it continues as new (each child adds about a dozen events).
+const defaultStartsPerRun = 100
+
+// FleetInput starts a Fleet run. Everything is optional.
+type FleetInput struct {
+	// Instances limits the run to these source instances; empty: all.
+	Instances []string `json:"instances,omitempty"`
+	// StartsPerRun bounds the cycles one workflow run starts before it
+	// continues as new (default 100).
+	StartsPerRun int `json:"starts_per_run,omitempty"`
+	// Carry is what a run hands to its continuation; never set it.
+	Carry *FleetCarry `json:"carry,omitempty"`
+}
+
+// FleetCarry is the state a Fleet run continues with.
+type FleetCarry struct {
+	Began    time.Time         `json:"began"`
+	Deadline time.Time         `json:"deadline"`
+	Limits   fleet.Limits      `json:"limits"`
+	Pending  []fleet.Item      `json:"pending"`
+	Outcomes []DatabaseOutcome `json:"outcomes"`
+	Runs     int               `json:"runs"`
+}
+
+// DatabaseOutcome is what the night did with one database.
+type DatabaseOutcome struct {
+	Instance string `json:"instance"`
+	Database string `json:"database"`
+	// Outcome is verified, failed, cancelled, skipped-already-running,
+	// not-reached or not-run.
+	Outcome    string        `json:"outcome"`
+	Type       string        `json:"type,omitempty"` // the error type of a failure
+	Sequence   int64         `json:"seq,omitempty"`
+	WorkflowID string        `json:"workflow_id,omitempty"`
+	SizeBytes  int64         `json:"size_bytes,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
+	// Reason explains a failure, a skip or a not-run, capped in length.
+	Reason string `json:"reason,omitempty"`
+}
+
+// FleetResult is a finished Fleet run: every database's outcome, in the
+// order they ended, and the counts.
+type FleetResult struct {
+	Began    time.Time         `json:"began"`
+	Ended    time.Time         `json:"ended"`
+	Counts   map[string]int    `json:"counts"`
+	Outcomes []DatabaseOutcome `json:"outcomes"`
+}
+
+// FleetStatus is what the fleet query returns while the run goes on.
+type FleetStatus struct {
+	Began    time.Time         `json:"began"`
+	Deadline time.Time         `json:"deadline"`
+	Running  []string          `json:"running"`
+	Pending  []string          `json:"pending"`
+	Counts   map[string]int    `json:"counts"`
+	Outcomes []DatabaseOutcome `json:"outcomes"`
+	Usage    string            `json:"usage"`
+}
+
+// maxReason caps the text of one database's outcome: a fleet's history
+// holds hundreds of them.
+const maxReason = 600
+
+// Fleet is the nightly run of a whole configuration: a BackupCycle child
+// for every database the instances' selections pick (resolved from
+// sys.databases tonight, so a new database is protected without a config
+// change), largest first, never more at once than each SQL instance's,
+// each backup server's (primary and remote both count) and the fleet's
+// max_concurrent. A database's failure never stops the others. Each child
+// runs under the database's own workflow id, the same one-cycle-per-
+// database lock every other entry point goes through: a cycle already
+// running is reported, not duplicated. Cycles start only within the
+// window; the run continues as new before its history grows large.
+//
+// One Fleet covers the whole configuration (rather than one per instance)
+// because the backup servers are shared across instances: only one run
+// that sees every cycle can keep a server within its limit. Instances
+// narrows it when per-instance schedules are wanted.
+func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
+	f := &fleetRun{}
+	if err := workflow.SetQueryHandler(ctx, FleetQuery, func() (FleetStatus, error) { return f.status(), nil }); err != nil {
+		return FleetResult{}, fmt.Errorf("register %s query: %w", FleetQuery, err)
+	}
+	if in.Carry != nil {
+		f.carry = *in.Carry
+	} else {
+		var p activities.FleetPlan
+		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout:    30 * time.Minute,
+			ScheduleToCloseTimeout: shortDeadline,
+			HeartbeatTimeout:       2 * time.Minute,
+			RetryPolicy:            retry(10*time.Second, 5),
+			Summary:                "resolve the selection of every instance and order the databases by size",
+		}), a.PlanFleet, activities.FleetInput{Instances: in.Instances}).Get(ctx, &p)
+		if err != nil {
+			return FleetResult{}, err
+		}
+		now := workflow.Now(ctx)
+		f.carry = FleetCarry{Began: now, Deadline: now.Add(p.Window), Limits: p.Limits, Pending: p.Items}
+		for _, n := range p.NotRun {
+			f.carry.Outcomes = append(f.carry.Outcomes, DatabaseOutcome{Instance: n.Instance, Database: n.Database,
+				Outcome: OutcomeNotRun, Type: n.Type, Reason: capText(n.Reason)})
+		}
+	}
+	f.pool = fleet.NewPool(f.carry.Limits)
+	f.running = map[string]fleet.Item{}
+	startsPerRun := in.StartsPerRun
+	if startsPerRun <= 0 {
+		startsPerRun = defaultStartsPerRun
+	}
+	f.details(ctx)
+
+	sel := workflow.NewSelector(ctx)
+	started, draining := 0, false
+	for {
+		for !draining && ctx.Err() == nil && workflow.Now(ctx).Before(f.carry.Deadline) {
+			i := f.pool.Next(f.carry.Pending)
+			if i < 0 {
+				break
+			}
+			it := f.carry.Pending[i]
+			f.carry.Pending = append(f.carry.Pending[:i:i], f.carry.Pending[i+1:]...)
+			f.start(ctx, sel, it)
+			started++
+			draining = started >= startsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		}
+		f.details(ctx)
+		if len(f.running) == 0 {
+			break
+		}
+		sel.Select(ctx) // one cycle ended
+	}
+
+	if ctx.Err() != nil {
+		return FleetResult{}, temporal.NewCanceledError("fleet run cancelled")
+	}
+	if draining && len(f.carry.Pending) > 0 && workflow.Now(ctx).Before(f.carry.Deadline) {
+		f.carry.Runs++
+		workflow.GetLogger(ctx).Info("fleet continues as new", "pending", len(f.carry.Pending), "done", len(f.carry.Outcomes))
+		carry := f.carry
+		return FleetResult{}, workflow.NewContinueAsNewError(ctx, FleetName, FleetInput{Instances: in.Instances,
+			StartsPerRun: in.StartsPerRun, Carry: &carry})
+	}
+	for _, it := range f.carry.Pending {
+		f.carry.Outcomes = append(f.carry.Outcomes, DatabaseOutcome{Instance: it.Instance, Database: it.Database,
+			Outcome: OutcomeNotReached, SizeBytes: it.SizeBytes,
+			Reason: fmt.Sprintf("the window (%s after %s) ended before a slot was free", f.carry.Deadline.Sub(f.carry.Began),
+				f.carry.Began.Format(time.RFC3339))})
+	}
+	f.carry.Pending = nil
+	f.details(ctx)
+	res := FleetResult{Began: f.carry.Began, Ended: workflow.Now(ctx), Counts: f.counts(), Outcomes: f.carry.Outcomes}
+	workflow.GetLogger(ctx).Info("fleet run done", "counts", res.Counts)
+	return res, nil
+}
+
+// fleetRun is the state of one Fleet workflow run.
+type fleetRun struct {
+	carry   FleetCarry
+	pool    *fleet.Pool
+	running map[string]fleet.Item // by Item.Key
+}
+
+// start launches the cycle of it under the database's own workflow id and
+// adds its end to sel.
+func (f *fleetRun) start(ctx workflow.Context, sel workflow.Selector, it fleet.Item) {
+	f.pool.Take(it)
+	f.running[it.Key()] = it
+	id := CycleWorkflowID(it.Instance, it.Database)
+	var primary, remote string
+	if len(it.Servers) == 2 {
+		primary, remote = it.Servers[0], it.Servers[1]
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// Cancelling the fleet cancels its cycles, and waits for their
+		// cleanup (statements stopped, unverified sets marked).
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+		StaticSummary:       CycleSummary(it.Instance, it.Database, primary, remote),
+		TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(it.Database),
+			AttrInstance.ValueSet(it.Instance)),
+	})
+	began := workflow.Now(ctx)
+	child := workflow.ExecuteChildWorkflow(cctx, BackupCycleName, CycleInput{Database: it.Database, Instance: it.Instance})
+	sel.AddFuture(child, func(fut workflow.Future) {
+		var res CycleResult
+		err := fut.Get(ctx, &res)
+		f.pool.Release(it)
+		delete(f.running, it.Key())
+		o := DatabaseOutcome{Instance: it.Instance, Database: it.Database, WorkflowID: id, SizeBytes: it.SizeBytes,
+			Duration: workflow.Now(ctx).Sub(began)}
+		switch {
+		case err == nil:
+			o.Outcome, o.Sequence = OutcomeVerified, res.Sequence
+		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+			o.Outcome, o.Duration = OutcomeAlreadyRunning, 0
+			o.Reason = fmt.Sprintf("a cycle of %s/%s was running as workflow %s; one cycle per database runs at a time", it.Instance, it.Database, id)
+		case temporal.IsCanceledError(err):
+			o.Outcome, o.Reason = OutcomeCancelled, capText(err.Error())
+		default:
+			o.Outcome, o.Type, o.Reason = OutcomeFailed, errorType(err), capText(err.Error())
+			if o.Type == "" {
+				o.Type = "CycleFailed"
+			}
+		}
+		f.carry.Outcomes = append(f.carry.Outcomes, o)
+	})
+}
+
+func (f *fleetRun) counts() map[string]int {
+	c := map[string]int{}
+	for _, o := range f.carry.Outcomes {
+		c[o.Outcome]++
+	}
+	if n := len(f.running); n > 0 {
+		c[OutcomeRunning] = n
+	}
+	if n := len(f.carry.Pending); n > 0 {
+		c["pending"] = n
+	}
+	return c
+}
+
+func (f *fleetRun) status() FleetStatus {
+	s := FleetStatus{Began: f.carry.Began, Deadline: f.carry.Deadline, Counts: f.counts(), Outcomes: f.carry.Outcomes,
+		Running: []string{}, Pending: []string{}}
+	for _, it := range f.carry.Pending {
+		s.Pending = append(s.Pending, it.Key())
+	}
+	for k := range f.running {
+		s.Running = append(s.Running, k)
+	}
+	slices.Sort(s.Running)
+	if f.pool != nil {
+		s.Usage = f.pool.Summary()
+	}
+	return s
+}
+
+// details shows the run in the Web UI ("Current details"): counts, what
+// runs, and the latest outcomes.
+func (f *fleetRun) details(ctx workflow.Context) {
+	st := f.status()
+	var b strings.Builder
+	fmt.Fprintf(&b, "**fleet** · began %s · window ends %s\n\n", st.Began.Format(time.RFC3339), st.Deadline.Format(time.RFC3339))
+	for _, k := range []string{OutcomeVerified, OutcomeFailed, OutcomeRunning, "pending", OutcomeAlreadyRunning, OutcomeNotReached, OutcomeNotRun, OutcomeCancelled} {
+		if n := st.Counts[k]; n > 0 {
+			fmt.Fprintf(&b, "%s **%d** · ", k, n)
+		}
+	}
+	fmt.Fprintf(&b, "\n\n%s\n\n", st.Usage)
+	if len(st.Running) > 0 {
+		fmt.Fprintf(&b, "running: %s\n\n", strings.Join(st.Running, ", "))
+	}
+	const shown = 25
+	outs := st.Outcomes
+	if len(outs) > shown {
+		fmt.Fprintf(&b, "latest %d of %d outcomes:\n\n", shown, len(outs))
+		outs = outs[len(outs)-shown:]
+	}
+	if len(outs) > 0 {
+		b.WriteString("| database | outcome | seq | size | took | type |\n|---|---|---|---|---|---|\n")
+		for _, o := range outs {
+			fmt.Fprintf(&b, "| %s@%s | %s | %s | %s | %s | %s |\n", mdCell(o.Database), mdCell(o.Instance), o.Outcome,
+				seqText(o.Sequence), plan.FormatBytes(o.SizeBytes), round(o.Duration), o.Type)
+		}
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+func seqText(seq int64) string {
+	if seq == 0 {
+		return ""
+	}
+	return fmt.Sprint(seq)
+}
+
+// mdCell keeps a database name from breaking the Markdown table.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
+}
+
+func capText(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" … (%d more bytes)", len(s)-cut)
+}
