@@ -30,7 +30,7 @@ test: test-deps lint
 # The main job on embedded defaults: embedded Temporal + Web UI + worker, emulated SQL instances, backup servers.
 # KEEP=1 leaves the server and the Web UI up afterwards.
 demo:
-	$(GO) run ./worker --dev --state-dir $(STATE) --demo $(if $(KEEP),--keep,)
+	$(GO) run ./worker --dev --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
 
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...

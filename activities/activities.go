@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/metrics"
 )
 
 // Activities carries what activities need at run time. The worker builds one
@@ -21,6 +23,10 @@ type Activities struct {
 	Version string
 	// Cycle holds the BackupCycle activities' dependencies (cycle_deps.go).
 	Cycle CycleDeps
+	// Metrics receives the product's measurements (bytes, step durations,
+	// sets verified and failed) when a step succeeds or a set is marked;
+	// nil records nothing.
+	Metrics metrics.Recorder
 }
 
 // New returns Activities with a logger (zap.NewNop when log is nil).
@@ -46,4 +52,12 @@ func (a *Activities) loggerFor(ctx context.Context) *zap.Logger {
 			zap.String("activity", info.ActivityType.Name))
 	}
 	return l
+}
+
+// recorder is Metrics, or a Recorder that records nothing.
+func (a *Activities) recorder() metrics.Recorder {
+	if a.Metrics == nil {
+		return metrics.Nop{}
+	}
+	return a.Metrics
 }

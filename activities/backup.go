@@ -11,6 +11,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -123,6 +124,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 				}
 			}
 			if out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log); ok {
+				a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
 				return out, nil
 			}
 			if blind = found.blind; blind {
@@ -161,6 +163,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	rep.set(100, out.Bytes)
 	rep.maybeSignal(true)
 	log.Info("backup done", zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
+	a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -88,6 +89,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	}); err != nil {
 		return StepOutput{}, err
 	}
+	a.recorder().StepDone(metrics.StepCheckDB, db.Instance, db.Name, srv.Name, 0, out.Duration)
 	return out, nil
 }
 

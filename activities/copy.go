@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 )
 
@@ -157,5 +158,6 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	}
 	a.loggerFor(ctx).Info("set copied", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
 		zap.String("server", to.Name), zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
+	a.recorder().StepDone(metrics.StepCopy, db.Instance, db.Name, to.Name, out.Bytes, out.Duration)
 	return out, nil
 }

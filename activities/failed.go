@@ -87,6 +87,9 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	}
 	log.Warn("set marked failed", zap.String("step", in.Step), zap.String("evidence", string(evidence)),
 		zap.String("reason", reason), zap.Int("servers", written))
+	if written > 0 {
+		a.recorder().SetFailed(string(failedStep(in.Step)), string(evidence))
+	}
 	return nil
 }
 

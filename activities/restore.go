@@ -11,6 +11,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -239,6 +240,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, err
 	}
 	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
+	a.recorder().StepDone(metrics.StepRestore, db.Instance, db.Name, srv.Name, 0, out.Duration)
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,7 +21,7 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		return err
 	}
 	now := a.Cycle.now()
-	_, err = a.updateManifest(ctx, db, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
+	vm, err := a.updateManifest(ctx, db, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
 		if m == nil {
 			return storageError(strings.Join(in.Servers, ", "), fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}
@@ -43,5 +44,10 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		return err
 	}
 	a.loggerFor(ctx).Info("set verified", zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.Strings("servers", in.Servers))
+	if vm != nil {
+		// Time to recover as `starter status` measures it: restore + CHECKDB.
+		ttr := vm.Timings[catalog.StepRestore].DurationSeconds + vm.Timings[catalog.StepCheckDB].DurationSeconds
+		a.recorder().Verified(db.Instance, db.Name, vm.TakenAt(), time.Duration(ttr*float64(time.Second)))
+	}
 	return nil
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing: Samba (smbd, smbpasswd), smbclient (the reference client the
-# storage benchmarks compare against) and nss_wrapper (so a private smbd can have its own user without touching
-# /etc/passwd). Idempotent: does nothing when everything is there.
+# storage benchmarks compare against), nss_wrapper (so a private smbd can have its own user without touching
+# /etc/passwd) and promtool (Debian's prometheus package: the tests check the alert rules with it). Idempotent: does
+# nothing when everything is there.
 set -euo pipefail
 
 need=()
 command -v smbd >/dev/null 2>&1 || [ -x /usr/sbin/smbd ] || need+=(samba)
 command -v smbclient >/dev/null 2>&1 || need+=(smbclient)
 ls /usr/lib/*/libnss_wrapper.so >/dev/null 2>&1 || need+=(libnss-wrapper)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -19,8 +21,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The samba package starts system daemons on install on some images; the tests run their own private smbd on
-# loopback ports and need none of them.
+# The samba and prometheus packages start system daemons on install on some images; the tests run their own private
+# smbd on loopback ports and only need promtool. A Prometheus server left running would also hold port 9090.
 for svc in smbd nmbd samba-ad-dc; do
   $SUDO systemctl stop "$svc" >/dev/null 2>&1 || true
 done
+$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true

@@ -5,6 +5,10 @@
 //	worker --dev --demo          the same, runs two backup cycles of Sales, prints them and exits
 //	worker --config FILE         worker for an existing Temporal cluster
 //
+// --metrics-addr HOST:PORT serves Prometheus metrics at /metrics in either
+// mode; --task-queue NAME polls another task queue than the config's (a
+// worker next to a backup server polls that server's task_queue).
+//
 // SIGINT/SIGTERM stop it gracefully: the worker first, then the embedded server.
 package main
 
@@ -14,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,6 +49,10 @@ type options struct {
 	demo       bool
 	keep       bool
 	devDBSize  config.Size
+	// metricsAddr serves /metrics when set; taskQueue overrides
+	// temporal.task_queue.
+	metricsAddr string
+	taskQueue   string
 }
 
 func main() {
@@ -71,11 +80,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "with --demo: keep running afterwards, Web UI included (Ctrl-C stops)")
 	o.devDBSize = devenv.DefaultDatabaseSize
 	fs.Var(sizeFlag{&o.devDBSize}, "dev-db-size", "with --dev: size of the emulated database Sales when the state directory is new (e.g. 320MiB, 16MiB)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090 on every interface, 127.0.0.1:9090 on loopback only); off when empty")
+	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of the config's temporal.task_queue (default "+workflows.TaskQueue+"); a worker next to a backup server polls that server's task_queue")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: worker --dev [flags]           embedded Temporal + Web UI + worker in one process
        worker --config FILE [flags]   worker for an existing Temporal cluster
 
-The worker polls task queue %q and runs backupcycle's workflows and activities.
+The worker polls task queue %q (or temporal.task_queue, or --task-queue) and
+runs backupcycle's workflows and activities. A backup server with a task_queue in
+the config gets its copies run by a worker polling that queue: start one next to
+it with --config FILE --task-queue NAME.
+--metrics-addr serves Prometheus metrics (the Temporal SDK's and backupcycle_*,
+alert rules in deploy/prometheus/alerts.yml).
 SIGINT/SIGTERM stop it gracefully. Log level: %s=debug|info|warn|error.
 
 flags:
@@ -117,6 +133,13 @@ func (o options) check(fs *flag.FlagSet) error {
 		return errors.New("--keep only makes sense with --demo (without --demo the worker keeps running anyway)")
 	case o.uiPort < devserver.NoUI:
 		return fmt.Errorf("--ui-port %d: use a port, 0 for a free one or -1 for no UI", o.uiPort)
+	case o.taskQueue != "" && strings.TrimSpace(o.taskQueue) != o.taskQueue:
+		return fmt.Errorf("--task-queue %q: a task queue name has no leading or trailing spaces", o.taskQueue)
+	}
+	if o.metricsAddr != "" {
+		if _, port, err := net.SplitHostPort(o.metricsAddr); err != nil || port == "" {
+			return fmt.Errorf("--metrics-addr %q: want HOST:PORT, e.g. :9090 (every interface) or 127.0.0.1:9090", o.metricsAddr)
+		}
 	}
 	return nil
 }

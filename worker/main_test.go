@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -294,6 +296,13 @@ func TestConfigWorkerAgainstACluster(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	never := filepath.Join(t.TempDir(), "never")
 	cases := []struct {
 		args []string
 		code int
@@ -304,7 +313,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--dev", "--keep"}, exitUsage, "--keep only makes sense with --demo"},
 		{[]string{"--dev", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"--help"}, exitOK, "usage: worker --dev"},
+		{[]string{"--help"}, exitOK, "--config FILE --task-queue NAME"},
+		{[]string{"--help"}, exitOK, "-metrics-addr string"},
 		{[]string{"--config", "/nonexistent/bc.yaml"}, exitFail, "/nonexistent/bc.yaml"},
+		{[]string{"--dev", "--metrics-addr", "9090"}, exitUsage, `--metrics-addr "9090": want HOST:PORT, e.g. :9090`},
+		{[]string{"--dev", "--metrics-addr", "127.0.0.1:"}, exitUsage, `--metrics-addr "127.0.0.1:": want HOST:PORT`},
+		{[]string{"--dev", "--task-queue", " bak01 "}, exitUsage, `--task-queue " bak01 ": a task queue name has no leading or trailing spaces`},
+		// A port in use is reported before anything starts (no embedded server, no state directory).
+		{[]string{"--dev", "--metrics-addr", busy, "--state-dir", never}, exitFail, "--metrics-addr " + busy + ": listen tcp"},
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer
@@ -312,6 +328,9 @@ func TestUsageErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("worker %v: exit %d, stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
 		}
+	}
+	if _, err := os.Stat(never); err == nil {
+		t.Error("a worker that could not listen on --metrics-addr created its state directory")
 	}
 }
 
@@ -370,4 +389,147 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A --config worker with --task-queue polls that queue, and with
+// --metrics-addr serves the SDK's metrics of that traffic and the gauges of
+// its config's databases read from the backup servers' manifests.
+func TestConfigWorkerServesMetricsOnItsTaskQueue(t *testing.T) {
+	ctx := context.Background()
+	srv, err := devserver.Start(ctx, devserver.Options{UIPort: devserver.NoUI, SearchAttributes: workflows.SearchAttributeTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`temporal:
+  address: %s
+sql_instances:
+  - name: sql01
+    address: 127.0.0.1:1
+    user: backup
+    password_env: BACKUPCYCLE_TEST_UNSET
+  - name: verify
+    address: 127.0.0.1:1
+    user: backup
+    password_env: BACKUPCYCLE_TEST_UNSET
+backup_servers:
+  - name: bak01
+    unc_paths: ['/var/opt/mssql/backup/bak01']
+    location: bak01
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+  - name: bak02
+    unc_paths: ['/var/opt/mssql/backup/bak02']
+    location: bak02
+    verify_instance: verify
+    restore_data_dir: /data
+    restore_log_dir: /log
+databases:
+  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    rpo: 2h
+`, srv.FrontendAddress())
+	for _, d := range []string{"bak01", "bak02"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgFile := filepath.Join(dir, "backupcycle.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	out := &syncBuffer{}
+	go func() {
+		done <- run(wctx, []string{"--config", cfgFile, "--task-queue", "near-bak02", "--metrics-addr", "127.0.0.1:0"}, out, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("exit code after cancel = %d, want 0\nstdout:\n%s", code, out.String())
+		}
+	}()
+	var metricsURL string
+	for deadline := time.Now().Add(time.Minute); metricsURL == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if m := regexp.MustCompile(`(?m)^\s+metrics: (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(out.String()); m != nil {
+			metricsURL = m[1]
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("no metrics URL in the ready banner:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "task queue near-bak02") {
+		t.Errorf("ready banner does not name task queue near-bak02:\n%s", out.String())
+	}
+
+	// A health check started on near-bak02 is run by this worker.
+	c, err := client.Dial(ctx, config.Temporal{Address: srv.FrontendAddress(), TaskQueue: "near-bak02"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hctx, hcancel := context.WithTimeout(ctx, time.Minute)
+	_, err = c.RunHealthCheck(hctx)
+	hcancel()
+	if err != nil {
+		t.Fatalf("health check on task queue near-bak02: %v", err)
+	}
+
+	want := []*regexp.Regexp{
+		// The SDK's metrics of that traffic, under Temporal's names.
+		regexp.MustCompile(`(?m)^temporal_workflow_completed_total\{[^}]*task_queue="near-bak02"[^}]*workflow_type="HealthCheck"[^}]*\} [1-9]`),
+		regexp.MustCompile(`(?m)^temporal_request_total\{activity_type="Health"[^}]*operation="RespondActivityTaskCompleted"[^}]*\} [1-9]`),
+		// The config's database, read from the (empty) backup servers.
+		regexp.MustCompile(`(?m)^backupcycle_last_verified_timestamp_seconds\{database="Sales",instance="sql01"\} 0$`),
+		regexp.MustCompile(`(?m)^backupcycle_rpo_seconds\{database="Sales",instance="sql01"\} 7200$`),
+		regexp.MustCompile(`(?m)^backupcycle_backup_server_readable\{server="bak02"\} 1$`),
+	}
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		missing := 0
+		for _, rx := range want {
+			if !rx.MatchString(body) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+	}
+	for _, rx := range want {
+		if !rx.MatchString(body) {
+			t.Errorf("GET %s: no line matching %s", metricsURL, rx)
+		}
+	}
+	t.Logf("metrics:\n%s", body)
+}
+
+// syncBuffer is a bytes.Buffer the worker writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

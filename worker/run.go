@@ -35,6 +35,11 @@ func runDev(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	mx, metricsURL, err := startMetrics(o, log)
+	if err != nil {
+		return err
+	}
+	defer closeMetrics(mx, log)
 
 	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
 		return fmt.Errorf("state directory %s: %w (choose another with --state-dir)", o.stateDir, err)
@@ -69,8 +74,8 @@ func runDev(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	tcfg := client.WithDefaults(config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace()})
-	sdk, err := srv.NewClient(ctx, sdkclient.Options{Logger: logging.NewSDKLogger(log)})
+	tcfg := client.WithDefaults(config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace(), TaskQueue: o.taskQueue})
+	sdk, err := srv.NewClient(ctx, sdkclient.Options{Logger: logging.NewSDKLogger(log), MetricsHandler: sdkMetrics(mx)})
 	if err != nil {
 		return err
 	}
@@ -91,12 +96,16 @@ func runDev(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return serve(ctx, c, newActivities(log, site.Config, c), log, o, stdout, func() {
+	defer watchManifests(ctx, mx, site.Config, log)()
+	return serve(ctx, c, newActivities(log, site.Config, c, mx), log, o, stdout, func() {
 		fmt.Fprintf(stdout, "backupcycle worker ready in %s (embedded Temporal, state in %s)\n", since(began), dbFile)
 		if ui := srv.UIAddress(); ui != "" {
 			fmt.Fprintf(stdout, "  Temporal Web UI:   %s\n", ui)
 		}
 		fmt.Fprintf(stdout, "  Temporal frontend: %s (namespace %s, task queue %s)\n", srv.FrontendAddress(), c.Namespace(), c.TaskQueue())
+		if metricsURL != "" {
+			fmt.Fprintf(stdout, "  metrics:           %s\n", metricsURL)
+		}
 		printSite(stdout, site)
 		if (!o.demo || o.keep) && srv.UIAddress() != "" {
 			fmt.Fprintf(stdout, "  start a cycle:     Web UI > Start Workflow: type %s, task queue %s, input {\"database\":\"%s\"}\n",
@@ -121,7 +130,15 @@ func runRemote(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.Dial(ctx, cfg.Temporal, log)
+	if o.taskQueue != "" {
+		cfg.Temporal.TaskQueue = o.taskQueue
+	}
+	mx, metricsURL, err := startMetrics(o, log)
+	if err != nil {
+		return err
+	}
+	defer closeMetrics(mx, log)
+	c, err := client.Dial(ctx, cfg.Temporal, log, func(opts *sdkclient.Options) { opts.MetricsHandler = sdkMetrics(mx) })
 	if err != nil {
 		return err
 	}
@@ -136,9 +153,13 @@ func runRemote(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	// Against a real cluster --demo only proves the worker: a cycle would
 	// touch real SQL Servers.
 	demo := func(ctx context.Context) error { return healthDemo(ctx, c, stdout, nil) }
-	return serve(ctx, c, newActivities(log, cfg, c), log, o, stdout, func() {
+	defer watchManifests(ctx, mx, cfg, log)()
+	return serve(ctx, c, newActivities(log, cfg, c, mx), log, o, stdout, func() {
 		fmt.Fprintf(stdout, "backupcycle worker ready in %s: Temporal %s, namespace %s, task queue %s\n",
 			since(began), c.Address(), c.Namespace(), c.TaskQueue())
+		if metricsURL != "" {
+			fmt.Fprintf(stdout, "  metrics: %s\n", metricsURL)
+		}
 	}, demo)
 }
 

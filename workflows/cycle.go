@@ -14,6 +14,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
@@ -274,6 +275,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	}
 	c.verified = true
 	c.outcome(ctx, OutcomeVerified)
+	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeVerified, "")
 
 	result := CycleResult{
 		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Remote: remote,
@@ -345,6 +347,7 @@ func (c *cycle) launch(ctx workflow.Context, id string, plan activities.Plan) (C
 				plan.Instance, in.Database, id)
 			c.log(ctx).Warn(msg)
 			c.outcome(ctx, OutcomeSkipped)
+			metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeSkipped, "")
 			c.step(ctx, activities.StepDone)
 			return CycleResult{Database: in.Database, Instance: plan.Instance, Skipped: msg, HeldBy: id}, nil
 		}
@@ -835,6 +838,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	c.progress.Step = activities.StepCancelled
 	_ = c.upsert(dctx, AttrStep.ValueSet(activities.StepCancelled))
 	c.outcome(dctx, OutcomeCancelled)
+	metrics.CycleEnded(workflow.GetMetricsHandler(dctx), metrics.OutcomeCancelled, "")
 	c.log(ctx).Warn("backup cycle cancelled", "cancelled_step", step)
 	return temporal.NewCanceledError(fmt.Sprintf("backup cycle of %s cancelled at step %s", c.in.Database, step))
 }
@@ -895,6 +899,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	// so the Web UI and `starter status` can filter failures by step.
 	_ = c.upsert(ctx, AttrStep.ValueSet(step))
 	c.outcome(ctx, OutcomeFailed)
+	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeFailed, typ)
 	c.log(ctx).Error("backup cycle failed", "failed_step", step, "type", typ, "error", err)
 
 	var appErr *temporal.ApplicationError

@@ -16,7 +16,7 @@ until temporal operator namespace describe --address "$addr" --namespace "$ns" >
 done
 
 existing="$(temporal operator search-attribute list --address "$addr" --namespace "$ns")"
-for attr in BackupDatabase:Keyword BackupSequence:Int BackupStep:Keyword BackupServer:Keyword BackupOutcome:Keyword; do
+for attr in BackupDatabase:Keyword BackupInstance:Keyword BackupSequence:Int BackupStep:Keyword BackupServer:Keyword BackupOutcome:Keyword; do
   name="${attr%%:*}"
   type="${attr#*:}"
   if printf '%s\n' "$existing" | grep -qw "$name"; then

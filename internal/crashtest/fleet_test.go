@@ -13,13 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -53,7 +56,8 @@ type recordingStorage struct {
 }
 
 func (r recordingStorage) track(name, what string) func() {
-	p, ok := tsql.ParseStripeFileName(name)
+	// The copy writes and reads back <stripe>.partial before renaming it.
+	p, ok := tsql.ParseStripeFileName(strings.TrimSuffix(name, copier.DefaultTempSuffix))
 	if !ok {
 		return func() {}
 	}
@@ -158,12 +162,13 @@ type fleetSite struct {
 	cfg       *config.Config
 	tq        string
 	log       *opLog
+	dbNames   map[string][]string // databases created per source instance
 }
 
-func newFleetSite(t *testing.T, perInstance int, extraConfig string) *fleetSite {
+func newFleetSite(t testing.TB, perInstance int, extraConfig string) *fleetSite {
 	t.Helper()
 	n := siteSeq.Add(1)
-	s := &fleetSite{root: t.TempDir(), instances: map[string]*sqlsim.Instance{}, log: &opLog{},
+	s := &fleetSite{root: t.TempDir(), instances: map[string]*sqlsim.Instance{}, log: &opLog{}, dbNames: map[string][]string{},
 		tq: fmt.Sprintf("fleet-%d", n)}
 	dir := func(d string) string {
 		p := filepath.Join(s.root, d)
@@ -202,6 +207,7 @@ func newFleetSite(t *testing.T, perInstance int, extraConfig string) *fleetSite 
 		for i := 1; i < perInstance; i++ {
 			dbs = append(dbs, fmt.Sprintf("%s%02d", prefix, i))
 		}
+		s.dbNames[name] = dbs
 		for i, db := range dbs {
 			if err := in.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: int64(512+64*(i%9)) << 10}); err != nil {
 				t.Fatal(err)
@@ -241,7 +247,7 @@ fleet:
 
 // worker runs the product's activities in this process, every backup
 // server opened through the recording storage.
-func (s *fleetSite) worker(t *testing.T, c client.Client) {
+func (s *fleetSite) worker(t testing.TB, c client.Client) {
 	t.Helper()
 	acts := newActivities(s.cfg, c)
 	acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
@@ -406,5 +412,59 @@ func TestFleetSchedule(t *testing.T) {
 	}
 	if res.Counts[workflows.OutcomeVerified] != 4 || !strings.HasPrefix(wfID, "fleet-"+s.tq) {
 		t.Errorf("scheduled fleet %s: %v, want the 4 selected databases verified", wfID, res.Counts)
+	}
+}
+
+// TestCopyOnServerTaskQueue: a backup server with a task_queue gets its
+// copies run by the worker polling that queue (one next to the server);
+// the cycle's other steps stay on the cycle's queue.
+func TestCopyOnServerTaskQueue(t *testing.T) {
+	srv := sharedTemporal(t)
+	c := dial(t, srv)
+	s := newFleetSite(t, 2, "")
+	copyQueue := s.tq + "-bak01"
+	for i := range s.cfg.BackupServers {
+		if s.cfg.BackupServers[i].Name == "bak01" {
+			s.cfg.BackupServers[i].TaskQueue = copyQueue
+		}
+	}
+	s.worker(t, c)
+	// The worker next to bak01: the same activities, its own queue.
+	var ranHere sync.Map
+	acts := newActivities(s.cfg, c)
+	w := worker.New(c, copyQueue, workerOptions())
+	workflows.Register(w, acts)
+	w.RegisterActivityWithOptions(func(ctx context.Context, in activities.CopyInput) (activities.CopyOutput, error) {
+		ranHere.Store(in.Database, true)
+		return acts.CopyToRemote(ctx, in)
+	}, activity.RegisterOptions{Name: "CopyToRemote", DisableAlreadyRegisteredCheck: true})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	name, _ := s.source(0)
+	for _, db := range []string{"DBA", "App01"} {
+		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: workflows.CycleWorkflowID(name, db), TaskQueue: s.tq},
+			workflows.BackupCycleName, workflows.CycleInput{Database: db, Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wait(t, run, 3*time.Minute); err != nil {
+			t.Fatalf("cycle of %s: %v", db, err)
+		}
+		h := history(t, c, run)
+		var queues []string
+		for _, ev := range h.events.Events {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "CopyToRemote" {
+				queues = append(queues, a.GetTaskQueue().GetName())
+			}
+		}
+		if len(queues) != 1 || queues[0] != copyQueue {
+			t.Errorf("%s: CopyToRemote scheduled on %v, want %s (bak01 is in every copy of this rotation)", db, queues, copyQueue)
+		}
+		if _, ok := ranHere.Load(db); !ok {
+			t.Errorf("%s: the copy did not run on the worker polling %s", db, copyQueue)
+		}
 	}
 }

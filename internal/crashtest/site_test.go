@@ -131,7 +131,7 @@ var (
 
 // sharedTemporal is one in-memory embedded server for the scenarios that do
 // not restart it.
-func sharedTemporal(t *testing.T) *devserver.Server {
+func sharedTemporal(t testing.TB) *devserver.Server {
 	t.Helper()
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -145,7 +145,7 @@ func sharedTemporal(t *testing.T) *devserver.Server {
 	return sharedSrv
 }
 
-func dial(t *testing.T, srv *devserver.Server) client.Client {
+func dial(t testing.TB, srv *devserver.Server) client.Client {
 	t.Helper()
 	c, err := srv.NewClient(context.Background(), client.Options{Logger: quiet})
 	if err != nil {

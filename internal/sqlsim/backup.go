@@ -356,6 +356,12 @@ func (x *execCtx) backup(s *backupStmt) error {
 			_, err = so.f.WriteAt(b, so.off)
 		}
 		if err == nil {
+			// A completed BACKUP is on stable media: msdb records it as
+			// restorable the moment it returns. Flushing here puts that
+			// cost inside the statement, where SQL Server has it.
+			err = so.f.Sync()
+		}
+		if err == nil {
 			err = so.f.Close()
 			so.f = nil
 		}

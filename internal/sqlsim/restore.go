@@ -702,6 +702,12 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		return tds.ErrKillConnection
 	}
 	for _, t := range targets {
+		// SQL Server writes data and log files with FILE_FLAG_WRITE_THROUGH
+		// (https://learn.microsoft.com/en-us/troubleshoot/sql/admin/logging-data-storage-algorithms):
+		// a restored copy is on stable storage when RESTORE returns.
+		if err := t.f.Sync(); err != nil {
+			return opError(op, errWriteFailed(t.file.Physical, osErrText(err)))
+		}
 		if err := t.f.Close(); err != nil {
 			return opError(op, errWriteFailed(t.file.Physical, osErrText(err)))
 		}

@@ -130,12 +130,16 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Dial connects to the cluster t describes and checks it answers, giving up
-// after DefaultDialTimeout (or ctx's deadline if sooner).
-func Dial(ctx context.Context, t config.Temporal, log *zap.Logger) (*Client, error) {
+// after DefaultDialTimeout (or ctx's deadline if sooner). Each of configure
+// may set more SDK options (the worker's MetricsHandler).
+func Dial(ctx context.Context, t config.Temporal, log *zap.Logger, configure ...func(*sdkclient.Options)) (*Client, error) {
 	t = WithDefaults(t)
 	opts, err := Options(t, log)
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range configure {
+		f(&opts)
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	defer cancel()

@@ -1,0 +1,330 @@
+package endpoint
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/metrics"
+	"github.com/backupcycle/backupcycle/internal/status"
+)
+
+// Names of the product's metrics as Prometheus shows them; the alert rules
+// (deploy/prometheus/alerts.yml) use these and a test keeps them in step.
+const (
+	BackupBytes    = "backupcycle_backup_bytes_total"
+	CopyBytes      = "backupcycle_copy_bytes_total"
+	StepDuration   = "backupcycle_step_duration_seconds"
+	SetsFailed     = "backupcycle_sets_failed_total"
+	LastVerified   = "backupcycle_last_verified_timestamp_seconds"
+	TimeToRecover  = "backupcycle_time_to_recover_seconds"
+	RPO            = "backupcycle_rpo_seconds"
+	RTO            = "backupcycle_rto_seconds"
+	LastFailure    = "backupcycle_last_failure_timestamp_seconds"
+	ManifestsRead  = "backupcycle_manifests_read_timestamp_seconds"
+	ServerReadable = "backupcycle_backup_server_readable"
+	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
+)
+
+// DefaultRefresh is how often Watch reads the manifests again: they change
+// when a cycle of another worker ends, and a read lists every backup server.
+const DefaultRefresh = 5 * time.Minute
+
+// stepBuckets cover a step of a few seconds (a tiny database) to most of a
+// day (a multi-terabyte CHECKDB).
+var stepBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 57600, 86400}
+
+// Product holds the product's own metrics: what the activities measure
+// (metrics.Recorder) and what the manifests on the backup servers say
+// (Refresh, Watch). Its methods may be called on a nil *Product and then
+// record nothing.
+type Product struct {
+	backupBytes, copyBytes *prometheus.CounterVec
+	stepDuration           *prometheus.HistogramVec
+	setsFailed             *prometheus.CounterVec
+	state                  *manifestState
+}
+
+var _ metrics.Recorder = (*Product)(nil)
+
+func newProduct() *Product {
+	dbServer := []string{"instance", "database", "server"}
+	return &Product{
+		backupBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: BackupBytes,
+			Help: "Bytes of the backup sets written to a backup server (the set's size when its BACKUP finished)."}, dbServer),
+		copyBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CopyBytes,
+			Help: "Bytes of the backup sets copied to a remote backup server (the set's size when its copy was verified)."}, dbServer),
+		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: StepDuration,
+			Help:    "Duration of the successful steps of a cycle: backup, copy, restore, checkdb.",
+			Buckets: stepBuckets}, []string{"step"}),
+		setsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SetsFailed,
+			Help: "Backup sets marked failed on evidence about their content, by step and evidence (corrupt_backup, checkdb_failed, ...)."},
+			[]string{"step", "evidence"}),
+		state: newManifestState(),
+	}
+}
+
+func (p *Product) collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.backupBytes, p.copyBytes, p.stepDuration, p.setsFailed, p.state}
+}
+
+// StepDone records a finished step (metrics.Recorder).
+func (p *Product) StepDone(step, instance, database, server string, bytes int64, took time.Duration) {
+	if p == nil {
+		return
+	}
+	if o, err := p.stepDuration.GetMetricWithLabelValues(step); err == nil {
+		o.Observe(took.Seconds())
+	}
+	var bytesTo *prometheus.CounterVec
+	switch step {
+	case metrics.StepBackup:
+		bytesTo = p.backupBytes
+	case metrics.StepCopy:
+		bytesTo = p.copyBytes
+	default:
+		return
+	}
+	// GetMetricWithLabelValues rather than WithLabelValues: a label value
+	// Prometheus refuses (not UTF-8) loses one sample instead of panicking
+	// in an activity.
+	if c, err := bytesTo.GetMetricWithLabelValues(instance, database, server); err == nil {
+		c.Add(float64(max(bytes, 0)))
+	}
+}
+
+// Verified moves the database's last verified set forward at once, without
+// waiting for the next read of the manifests (metrics.Recorder).
+func (p *Product) Verified(instance, database string, takenAt time.Time, timeToRecover time.Duration) {
+	if p == nil {
+		return
+	}
+	p.state.verified(instance, database, takenAt, timeToRecover)
+}
+
+// SetFailed counts a set marked failed (metrics.Recorder).
+func (p *Product) SetFailed(step, evidence string) {
+	if p == nil {
+		return
+	}
+	if c, err := p.setsFailed.GetMetricWithLabelValues(step, evidence); err == nil {
+		c.Inc()
+	}
+}
+
+// Refresh reads the manifests of every backup server of cfg (open nil means
+// status.Open) and makes the per-database gauges say what they say. It
+// returns the report it read.
+func (p *Product) Refresh(ctx context.Context, cfg *config.Config, open status.OpenFunc) status.Report {
+	if p == nil || cfg == nil {
+		return status.Report{}
+	}
+	p.state.loading.Lock()
+	defer p.state.loading.Unlock()
+	p.state.beginLoad()
+	r := status.Load(ctx, cfg, open, time.Now())
+	p.state.apply(r, time.Now())
+	return r
+}
+
+// Watch calls Refresh now and then every `every` until ctx ends, so the
+// gauges are right after a worker restart and follow the cycles other
+// workers finish. Each read is bounded by `every`; a backup server that
+// cannot be read is logged and its databases keep their last known values.
+func (p *Product) Watch(ctx context.Context, cfg *config.Config, every time.Duration, open status.OpenFunc, log *zap.Logger) {
+	if p == nil || cfg == nil {
+		return
+	}
+	if every <= 0 {
+		every = DefaultRefresh
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, every)
+		r := p.Refresh(rctx, cfg, open)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		for _, s := range r.Incomplete() {
+			log.Warn("metrics: backup server not read: its databases keep their last known values", zap.String("server", s.Name),
+				zap.String("error", s.Error))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// row is what the gauges say about one (instance, database).
+type row struct {
+	takenAt       time.Time // newest verified set's BACKUP finish; zero: never verified
+	timeToRecover time.Duration
+	rpo, rto      time.Duration
+	failureAt     time.Time // newest failed/cancelled set after it; zero: none
+	failureType   string
+}
+
+type dbKey struct{ instance, database string }
+
+// manifestState is the gauges derived from the manifests, emitted as one
+// consistent snapshot on every scrape.
+type manifestState struct {
+	loading sync.Mutex // one read of the manifests at a time
+
+	mu      sync.Mutex
+	rows    map[dbKey]row
+	recent  map[dbKey]row // Verified calls since the current read began
+	servers map[string]bool
+	readAt  time.Time
+
+	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable *prometheus.Desc
+}
+
+func newManifestState() *manifestState {
+	db := []string{"instance", "database"}
+	return &manifestState{
+		rows: map[dbKey]row{}, recent: map[dbKey]row{}, servers: map[string]bool{},
+		lastVerified: prometheus.NewDesc(LastVerified,
+			"Unix time the newest verified backup set of the database was taken (its BACKUP finished): the point a restore "+
+				"returns to. time() minus it is the data a restore would lose; 0 when no set was ever verified. From the "+
+				"manifests on the backup servers, and at once when a cycle marks a set verified.", db, nil),
+		timeToRecover: prometheus.NewDesc(TimeToRecover,
+			"Measured time to recover of the newest verified set: its restore plus CHECKDB, in seconds.", db, nil),
+		rpo: prometheus.NewDesc(RPO, "Recovery point objective of the database (config rpo), in seconds.", db, nil),
+		rto: prometheus.NewDesc(RTO, "Recovery time objective of the database (config rto), in seconds; absent when none is set.", db, nil),
+		lastFailure: prometheus.NewDesc(LastFailure,
+			"Unix time the newest failed or cancelled set of the database failed, when no set was verified after it; type is "+
+				"the evidence (corrupt_backup, checkdb_failed, ...) or cancelled. From the manifests.",
+			[]string{"instance", "database", "type"}, nil),
+		readTime: prometheus.NewDesc(ManifestsRead,
+			"Unix time the worker last finished reading the manifests of every backup server.", nil, nil),
+		readable: prometheus.NewDesc(ServerReadable,
+			"1 when the last read of the backup server's manifests succeeded, 0 when it could not be listed.", []string{"server"}, nil),
+	}
+}
+
+func (s *manifestState) beginLoad() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recent = map[dbKey]row{}
+}
+
+func (s *manifestState) verified(instance, database string, takenAt time.Time, ttr time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := dbKey{instance, database}
+	r := s.rows[k]
+	if takenAt.Before(r.takenAt) {
+		return // an older set verified late: the newest stays
+	}
+	r.takenAt, r.timeToRecover = takenAt, ttr
+	if !r.failureAt.IsZero() {
+		r.failureAt, r.failureType = time.Time{}, "" // a failure before it is history
+	}
+	s.rows[k] = r
+	s.recent[k] = r
+}
+
+// apply replaces the rows with what the report says, except where the
+// report knows less: a set verified while it was being read, and the
+// databases of a backup server that could not be read (their last known
+// values stay, rather than an alert on a network hiccup).
+func (s *manifestState) apply(r status.Report, at time.Time) {
+	complete := len(r.Incomplete()) == 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[dbKey]row, len(r.Databases))
+	for _, d := range r.Databases {
+		k := dbKey{d.Instance, d.Database}
+		n := row{rpo: time.Duration(d.RPO), rto: time.Duration(d.RTO)}
+		if v := d.LastVerified; v != nil {
+			n.takenAt, n.timeToRecover = v.TakenAt, time.Duration(v.TimeToRecover)
+		}
+		if f := d.LastFailure; f != nil {
+			n.failureAt, n.failureType = f.At, f.Type
+		}
+		if old, ok := s.rows[k]; ok && !complete && old.takenAt.After(n.takenAt) {
+			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = old.takenAt, old.timeToRecover, old.failureAt, old.failureType
+		}
+		if v, ok := s.recent[k]; ok && v.takenAt.After(n.takenAt) {
+			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = v.takenAt, v.timeToRecover, time.Time{}, ""
+		}
+		next[k] = n
+	}
+	for k, old := range s.rows {
+		if _, ok := next[k]; ok {
+			continue
+		}
+		if _, ok := s.recent[k]; ok || !complete {
+			next[k] = old
+		}
+	}
+	s.rows = next
+	s.servers = map[string]bool{}
+	for _, srv := range r.Servers {
+		s.servers[srv.Name] = srv.Error == ""
+	}
+	s.readAt = at
+}
+
+// Describe sends the descriptors of the manifest gauges (prometheus.Collector).
+func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable} {
+		ch <- d
+	}
+}
+
+// Collect sends the current snapshot (prometheus.Collector).
+func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		// A name Prometheus refuses as a label value (not UTF-8) drops
+		// that one series rather than failing the whole scrape.
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...); err == nil {
+			ch <- m
+		}
+	}
+	for k, r := range s.rows {
+		taken := 0.0
+		if !r.takenAt.IsZero() {
+			taken = unixSeconds(r.takenAt)
+		}
+		gauge(s.lastVerified, taken, k.instance, k.database)
+		if r.timeToRecover > 0 {
+			gauge(s.timeToRecover, r.timeToRecover.Seconds(), k.instance, k.database)
+		}
+		if r.rpo > 0 {
+			gauge(s.rpo, r.rpo.Seconds(), k.instance, k.database)
+		}
+		if r.rto > 0 {
+			gauge(s.rto, r.rto.Seconds(), k.instance, k.database)
+		}
+		if !r.failureAt.IsZero() {
+			gauge(s.lastFailure, unixSeconds(r.failureAt), k.instance, k.database, r.failureType)
+		}
+	}
+	for name, ok := range s.servers {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		gauge(s.readable, v, name)
+	}
+	if !s.readAt.IsZero() {
+		gauge(s.readTime, unixSeconds(s.readAt))
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
