@@ -10,7 +10,7 @@ RACE_PKGS ?= ./internal/sqlsim/... ./internal/storage/... ./internal/sambatest/.
 RACE_SKIP ?= ^TestCopyBetweenServers$$
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build test test-deps demo bench chaos lint fmt vet clean
+.PHONY: all build test test-deps demo bench chaos lint fmt vet clean screenshots
 
 all: build
 
@@ -31,6 +31,11 @@ test: test-deps lint
 # KEEP=1 leaves the server and the Web UI up afterwards.
 demo:
 	$(GO) run ./worker --dev --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
+
+# The README's pictures of the Temporal Web UI (docs/web-ui-*.png) from a fleet run on the dev stack, taken with
+# headless Chromium (installed when missing; `make test` does not need it).
+screenshots:
+	@bash scripts/screenshots.sh
 
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...

@@ -523,12 +523,14 @@ func (f *sqlFixture) firstAttemptBackup(seq int64) <-chan error {
 	}
 	t.Cleanup(func() { first.Close() })
 	done := make(chan error, 1)
+	// Wait for this BACKUP, not for one an earlier call started.
+	before := len(statements(f.src, "BACKUP DATABASE"))
 	go func() {
 		_, err := first.Run(context.Background(), "BACKUP DATABASE", stmt, nil)
 		done <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(statements(f.src, "BACKUP DATABASE")) == 0 && time.Now().Before(deadline) {
+	for len(statements(f.src, "BACKUP DATABASE")) == before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return done

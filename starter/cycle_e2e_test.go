@@ -79,9 +79,9 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 		code, out, errs := on(t, tq, "status", "--database", devenv.Database, "--limit", "2")
 		lines := strings.Split(out, "\n")
 		if code != exitOK || len(lines) < 6 ||
-			!strings.HasPrefix(lines[0], id+"  Running  database Sales  step backup  seq 2  server bak02  outcome running") ||
+			!strings.HasPrefix(lines[0], id+"  Running  database Sales@sql01  step backup  seq 2  server bak02  outcome running") ||
 			!regexp.MustCompile(`^    progress: step backup [1-9]\d*% \(\d+\.\d \S+\)$`).MatchString(lines[2]) ||
-			!strings.HasPrefix(lines[3], id+"  Completed  database Sales  step done  seq 1  server bak01  outcome verified") {
+			!strings.HasPrefix(lines[3], id+"  Completed  database Sales@sql01  step done  seq 1  server bak01  outcome verified") {
 			return fmt.Sprintf("status: exit %d\n%s%s", code, out, errs)
 		}
 		t.Logf("status:\n%s", out)

@@ -53,8 +53,12 @@ func statusCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return nil
 	}
 	for _, s := range cycles {
+		db := dash(s.Database)
+		if s.Instance != "" {
+			db += "@" + s.Instance
+		}
 		fmt.Fprintf(e.stdout, "%s  %s  database %s  step %s  seq %s  server %s  outcome %s\n", s.WorkflowID, s.Status,
-			dash(s.Database), dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))
+			db, dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))
 		fmt.Fprintf(e.stdout, "    started %s", stamp(s.Start))
 		if !s.Close.IsZero() {
 			fmt.Fprintf(e.stdout, ", closed %s (%s)", stamp(s.Close), rnd(s.Close.Sub(s.Start)))

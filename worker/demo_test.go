@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
@@ -159,9 +160,13 @@ func lastLine(s string) string {
 }
 
 // `make demo KEEP=1`: after the two cycles the Web UI stays up and lists
-// them (the printed link's query, through the UI's API), until SIGTERM.
+// them (the printed link's query, through the UI's API), /metrics shows
+// when Sales was last verified, until SIGTERM.
 func TestDemoKeepStaysUpForTheWebUI(t *testing.T) {
-	w := startWorker(t, "--dev", "--demo", "--keep", "--state-dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
+	began := time.Now()
+	w := startWorker(t, "--dev", "--demo", "--keep", "--state-dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB",
+		"--metrics-addr", "127.0.0.1:0")
+	metricsURL := w.waitLine(t, `^  metrics: +(http://\S+)$`)[1]
 	link := w.waitLine(t, `^  all cycles of Sales in the Web UI: (http://[^/]+)(/namespaces/default/workflows\?query=\S+)$`)
 	w.waitLine(t, `^demo done: staying up \(--keep\)`)
 	resp, err := http.Get(link[1] + "/api/v1" + link[2])
@@ -178,6 +183,27 @@ func TestDemoKeepStaysUpForTheWebUI(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || len(ids) != 2 {
 		t.Errorf("UI list %s: %d, %d cycles, want 2: %.500s", link[2], resp.StatusCode, len(ids), body)
+	}
+	// The gauge comes from the manifests: the time of the newest verified
+	// set, taken during this demo.
+	lastVerified := regexp.MustCompile(`(?m)^backupcycle_last_verified_timestamp_seconds\{database="Sales",instance="sql01"\} (\S+)$`)
+	var metricsBody string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(metricsURL); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			metricsBody = string(b)
+		}
+		if m := lastVerified.FindStringSubmatch(metricsBody); m != nil {
+			v, err := strconv.ParseFloat(m[1], 64)
+			if at := time.Unix(0, int64(v*1e9)); err != nil || at.Before(began.Add(-time.Second)) || at.After(time.Now()) {
+				t.Errorf("Sales last verified at %s (%s), want during this demo (since %s)", at, m[1], began)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no last verified time of Sales after the demo:\n%.2000s", metricsURL, metricsBody)
+		}
 	}
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

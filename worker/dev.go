@@ -41,6 +41,7 @@ func startSite(ctx context.Context, o options, srv *devserver.Server, log *zap.L
 	site, err := devenv.Start(ctx, devenv.Options{
 		StateDir:        o.stateDir,
 		DatabaseSize:    int64(o.devDBSize),
+		FleetDatabases:  o.devFleet,
 		IP:              o.ip,
 		TemporalAddress: srv.FrontendAddress(),
 		Namespace:       srv.Namespace(),
@@ -64,6 +65,9 @@ func printSite(w io.Writer, site *devenv.Site) {
 		size = fmt.Sprintf("%s in %d files", humanSize(filesSize(files)), len(files))
 	}
 	fmt.Fprintf(w, "    %-10s %-21s source SQL Server, database %s (%s)\n", devenv.SourceInstance, site.Source.Addr(), devenv.Database, size)
+	if n := len(site.FleetDatabases); n > 0 {
+		fmt.Fprintf(w, "    %-10s %-21s and %d small databases for the Fleet: %s\n", "", "", n, strings.Join(site.FleetDatabases, ", "))
+	}
 	fmt.Fprintf(w, "    %-10s %-21s verification SQL Server at the remote site\n", devenv.VerifyInstance, site.Verify.Addr())
 	for _, b := range devenv.BackupServers {
 		fmt.Fprintf(w, "    %-10s %-21s backup server, SQL Server writes to %s\n", b, relPath(site.BackupDirs[b]), strings.Join(site.UNCPaths[b], " and "))

@@ -49,6 +49,7 @@ type options struct {
 	demo       bool
 	keep       bool
 	devDBSize  config.Size
+	devFleet   int
 	// metricsAddr serves /metrics when set; taskQueue overrides
 	// temporal.task_queue.
 	metricsAddr string
@@ -80,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "with --demo: keep running afterwards, Web UI included (Ctrl-C stops)")
 	o.devDBSize = devenv.DefaultDatabaseSize
 	fs.Var(sizeFlag{&o.devDBSize}, "dev-db-size", "with --dev: size of the emulated database Sales when the state directory is new (e.g. 320MiB, 16MiB)")
+	fs.IntVar(&o.devFleet, "dev-fleet", 0, fmt.Sprintf("with --dev: also hold this many small databases on sql01 (0 to %d), selected with USER_DATABASES, for starter fleet", len(devenv.FleetDatabaseNames)))
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090 on every interface, 127.0.0.1:9090 on loopback only); off when empty")
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of the config's temporal.task_queue (default "+workflows.TaskQueue+"); a worker next to a backup server polls that server's task_queue")
 	fs.Usage = func() {

@@ -722,9 +722,8 @@ func (c *cycle) details(ctx workflow.Context) {
 		s += "\n\n"
 	}
 	t := p.Timings
-	s += "| backup | copy | restore | CHECKDB | sanity | total |\n|---|---|---|---|---|---|\n"
-	s += fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", round(t.Backup), round(t.Copy), round(t.Restore),
-		round(t.CheckDB), round(t.Sanity), round(t.Total))
+	s += fmt.Sprintf("backup %s · copy %s · restore %s · CHECKDB %s · sanity %s · total %s\n", round(t.Backup), round(t.Copy),
+		round(t.Restore), round(t.CheckDB), round(t.Sanity), round(t.Total))
 	if len(p.Failed) > 0 {
 		s += fmt.Sprintf("\nmarked failed on the way: %v\n", p.Failed)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -279,17 +280,19 @@ func (f *fleetRun) status() FleetStatus {
 }
 
 // details shows the run in the Web UI ("Current details"): counts, what
-// runs, and the latest outcomes.
+// runs, and the latest outcomes. The table is a preformatted block: the UI
+// draws Markdown tables without padding.
 func (f *fleetRun) details(ctx workflow.Context) {
 	st := f.status()
 	var b strings.Builder
 	fmt.Fprintf(&b, "**fleet** · began %s · window ends %s\n\n", st.Began.Format(time.RFC3339), st.Deadline.Format(time.RFC3339))
+	var counts []string
 	for _, k := range []string{OutcomeVerified, OutcomeFailed, OutcomeRunning, "pending", OutcomeAlreadyRunning, OutcomeNotReached, OutcomeNotRun, OutcomeCancelled} {
 		if n := st.Counts[k]; n > 0 {
-			fmt.Fprintf(&b, "%s **%d** · ", k, n)
+			counts = append(counts, fmt.Sprintf("%s **%d**", k, n))
 		}
 	}
-	fmt.Fprintf(&b, "\n\n%s\n\n", st.Usage)
+	fmt.Fprintf(&b, "%s\n\n%s\n\n", strings.Join(counts, " · "), st.Usage)
 	if len(st.Running) > 0 {
 		fmt.Fprintf(&b, "running: %s\n\n", strings.Join(st.Running, ", "))
 	}
@@ -300,11 +303,15 @@ func (f *fleetRun) details(ctx workflow.Context) {
 		outs = outs[len(outs)-shown:]
 	}
 	if len(outs) > 0 {
-		b.WriteString("| database | outcome | seq | size | took | type |\n|---|---|---|---|---|---|\n")
+		b.WriteString("```\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "database\toutcome\tseq\tsize\ttook\ttype")
 		for _, o := range outs {
-			fmt.Fprintf(&b, "| %s@%s | %s | %s | %s | %s | %s |\n", mdCell(o.Database), mdCell(o.Instance), o.Outcome,
+			fmt.Fprintf(tw, "%s@%s\t%s\t%s\t%s\t%s\t%s\n", oneLine(o.Database), oneLine(o.Instance), o.Outcome,
 				seqText(o.Sequence), plan.FormatBytes(o.SizeBytes), round(o.Duration), o.Type)
 		}
+		_ = tw.Flush()
+		b.WriteString("```\n")
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
@@ -316,9 +323,10 @@ func seqText(seq int64) string {
 	return fmt.Sprint(seq)
 }
 
-// mdCell keeps a database name from breaking the Markdown table.
-func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
+// oneLine keeps a database name from breaking the block: no line breaks,
+// no backticks that would end it.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "`", "'").Replace(s)
 }
 
 func capText(s string) string {

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
@@ -24,6 +25,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/tsql"
+	starter "github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -374,44 +376,39 @@ func TestFleetWithinLimits(t *testing.T) {
 	t.Logf("fleet of %d databases: %s (%v)", len(res.Outcomes), took.Round(time.Second), res.Counts)
 }
 
-// TestFleetSchedule: the fleet's schedule, triggered, runs the Fleet
-// workflow, which verifies the selected databases.
+// TestFleetSchedule: the fleet's schedule, as `starter schedule --apply
+// --fleet` creates it, triggered, runs the Fleet workflow, which verifies
+// the selected databases.
 func TestFleetSchedule(t *testing.T) {
 	srv := sharedTemporal(t)
 	c := dial(t, srv)
 	s := newFleetSite(t, 2, "")
 	s.worker(t, c)
-	id := "fleet-schedule-" + s.tq
-	h, err := c.ScheduleClient().Create(context.Background(), client.ScheduleOptions{
-		ID:   id,
-		Spec: client.ScheduleSpec{CronExpressions: []string{"0 1 * * *"}},
-		Action: &client.ScheduleWorkflowAction{ID: "fleet-" + s.tq, Workflow: workflows.FleetName,
-			Args: []any{workflows.FleetInput{}}, TaskQueue: s.tq},
-	})
+	sc := starter.New(c, config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace(), TaskQueue: s.tq}, zap.NewNop())
+	ctx := context.Background()
+	// A cron that does not come due during the test: it runs when triggered.
+	res, err := sc.ApplyFleetSchedule(ctx, starter.ScheduleSpec{Cron: "0 3 29 2 *"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.Delete(context.Background()) })
-	if err := h.Trigger(context.Background(), client.ScheduleTriggerOptions{}); err != nil {
+	t.Cleanup(func() { _ = sc.DeleteSchedule(context.Background(), res.ScheduleID) })
+	if err := sc.TriggerSchedule(ctx, res.ScheduleID); err != nil {
 		t.Fatal(err)
 	}
 	var wfID string
 	until(t, "the schedule to start the fleet", time.Minute, func() bool {
-		d, err := h.Describe(context.Background())
-		if err != nil || len(d.Info.RecentActions) == 0 || d.Info.RecentActions[0].StartWorkflowResult == nil {
-			return false
-		}
-		wfID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
-		return true
+		d, err := sc.DescribeSchedule(ctx, res.ScheduleID)
+		wfID = d.LastWorkflowID
+		return err == nil && wfID != ""
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	var res workflows.FleetResult
-	if err := c.GetWorkflow(ctx, wfID, "").Get(ctx, &res); err != nil {
+	var out workflows.FleetResult
+	if err := c.GetWorkflow(wctx, wfID, "").Get(wctx, &out); err != nil {
 		t.Fatalf("scheduled fleet %s: %v", wfID, err)
 	}
-	if res.Counts[workflows.OutcomeVerified] != 4 || !strings.HasPrefix(wfID, "fleet-"+s.tq) {
-		t.Errorf("scheduled fleet %s: %v, want the 4 selected databases verified", wfID, res.Counts)
+	if out.Counts[workflows.OutcomeVerified] != 4 || !strings.HasPrefix(wfID, workflows.FleetWorkflowID) {
+		t.Errorf("scheduled fleet %s: %v, want the 4 selected databases verified", wfID, out.Counts)
 	}
 }
 

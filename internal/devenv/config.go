@@ -14,6 +14,7 @@ type configValues struct {
 	locations           map[string]string // per backup server: smb:// URL or directory
 	smbPasswords        map[string]string // password file per Samba-served server
 	orders              int64
+	fleet               bool // select sql01's databases for the Fleet
 }
 
 // yq quotes s as a YAML single-quoted scalar (backslashes stay literal).
@@ -65,7 +66,7 @@ sql_instances:
     password_file: %s   # generated on the first start
     encrypt: disable              # the emulator speaks plaintext TDS
     connect_timeout: 10s
-  - name: %s
+%s  - name: %s
     address: %s
     user: %s
     password_file: %s
@@ -73,7 +74,7 @@ sql_instances:
     connect_timeout: 10s
 
 backup_servers:
-`, SourceInstance, v.source, login, yq(v.passwordFile), VerifyInstance, v.verify, login, yq(v.passwordFile))
+`, SourceInstance, v.source, login, yq(v.passwordFile), fleetSelection(v.fleet), VerifyInstance, v.verify, login, yq(v.passwordFile))
 	for _, s := range BackupServers {
 		w("  - name: %s\n    unc_paths:                    # as SQL Server sees the share, one per NIC\n", s)
 		for _, p := range v.uncs[s] {
@@ -108,4 +109,16 @@ databases:
         max_age: 26h
 `, Database, SourceInstance, strings.Join(BackupServers, ", "), VerifyInstance, v.orders, RegionRows)
 	return b.String()
+}
+
+// fleetSelection is what sql01's entry adds when the site holds the fleet's
+// small databases (worker --dev-fleet): the Fleet workflow then runs them all.
+func fleetSelection(on bool) string {
+	if !on {
+		return ""
+	}
+	return fmt.Sprintf(`    max_concurrent: 2             # the Fleet backs up two of its databases at once
+    databases: [USER_DATABASES]   # the Fleet's selection: Sales (its own entry below) and the small databases
+    backup_servers: [%s]     # the rotation of the selected databases without an entry of their own
+`, strings.Join(BackupServers, ", "))
 }

@@ -18,6 +18,10 @@
 // path, the worker reads and copies over real SMB (smb:// locations, the
 // password in <state>/secrets by reference). Without Samba the worker
 // reaches the directories as file:// locations.
+//
+// Options.FleetDatabases (worker --dev-fleet) adds a few small databases on
+// sql01, selected with USER_DATABASES, so the Fleet workflow has a fleet to
+// run; without it the configuration names Sales only.
 package devenv
 
 import (
@@ -98,7 +102,23 @@ type Options struct {
 	Logger          *zap.Logger
 	// Samba: see SambaMode; default SambaAuto.
 	Samba SambaMode
+	// FleetDatabases is how many small databases sql01 holds besides Sales
+	// (FleetDatabaseNames, in that order; created when missing and kept on
+	// later starts). When it is above zero the configuration selects
+	// sql01's databases with USER_DATABASES, so the Fleet workflow runs all
+	// of them. Zero: the configuration names Sales only, as `make demo`
+	// wants it.
+	FleetDatabases int
 }
+
+// FleetDatabaseNames are the small databases of Options.FleetDatabases.
+var FleetDatabaseNames = []string{"Inventory", "Payroll", "CRM", "Billing", "Support", "Web",
+	"Reporting", "HR", "Shipping", "Audit", "Catalog", "Marketing"}
+
+// fleetDatabaseSize is the size of the i-th fleet database: 1 to 2.5 MiB, so
+// that the fleet's largest-first order shows, and small enough that a dozen
+// of them cost the dev site a second or two.
+func fleetDatabaseSize(i int) int64 { return 1<<20 + int64(3-i%4)*512<<10 }
 
 // Site is the running emulated site.
 type Site struct {
@@ -125,6 +145,9 @@ type Site struct {
 	Created bool
 	// CreateTime is how long creating Sales took (zero when continued).
 	CreateTime time.Duration
+	// FleetDatabases are the small databases on sql01 that the
+	// configuration's selection picks besides Sales (Options.FleetDatabases).
+	FleetDatabases []string
 
 	lock *os.File // flock on <state>/site.lock while the site runs
 }
@@ -177,6 +200,9 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	}
 	if o.DatabaseSize < MinDatabaseSize {
 		return nil, fmt.Errorf("devenv: database size %d bytes is too small: use at least %d MiB", o.DatabaseSize, MinDatabaseSize>>20)
+	}
+	if o.FleetDatabases < 0 || o.FleetDatabases > len(FleetDatabaseNames) {
+		return nil, fmt.Errorf("devenv: %d fleet databases: use 0 to %d", o.FleetDatabases, len(FleetDatabaseNames))
 	}
 	if o.IP == "" {
 		o.IP = "127.0.0.1"
@@ -270,6 +296,15 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		}
 		s.Created, s.CreateTime = true, time.Since(began)
 	}
+	for i, name := range FleetDatabaseNames[:o.FleetDatabases] {
+		if _, err := s.Source.DatabaseFiles(name); err == nil {
+			continue
+		}
+		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: name, Size: fleetDatabaseSize(i)}); err != nil {
+			return nil, fmt.Errorf("devenv: create the fleet database %s on %s: %w", name, SourceInstance, err)
+		}
+	}
+	s.FleetDatabases = FleetDatabaseNames[:o.FleetDatabases]
 
 	orders, err := s.prepare(ctx, password)
 	if err != nil {
@@ -280,6 +315,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
+		fleet: len(s.FleetDatabases) > 0,
 	})
 	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("devenv: write %s: %w", s.ConfigFile, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
@@ -420,5 +421,108 @@ func TestSambaAutoFallsBackToLocal(t *testing.T) {
 	}
 	if line := s.BackupMode(); !strings.Contains(line, "local directories") || !strings.Contains(line, "not searchable") {
 		t.Errorf("mode line %q: want local directories and the reason", line)
+	}
+}
+
+// --dev-fleet: the small databases exist on sql01 and the configuration's
+// selection picks them with Sales, each with the instance's rotation; a
+// start without them writes the configuration `make demo` uses (Sales by
+// name only) and keeps the databases for a later start.
+func TestFleetDatabasesAreSelected(t *testing.T) {
+	dir := t.TempDir()
+	startFleet := func(n int) *devenv.Site {
+		t.Helper()
+		s, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: testSize, Samba: devenv.SambaOff, FleetDatabases: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	resolve := func(s *devenv.Site) []string {
+		t.Helper()
+		inst, _ := s.Config.SQLInstance(devenv.SourceInstance)
+		target, err := mssql.TargetFor(*inst, "master")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := mssql.Open(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs, err := selection.List(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := selection.ForInstance(s.Config, devenv.SourceInstance, dbs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, sel := range r.Selected {
+			names = append(names, fmt.Sprintf("%s/%v", sel.Name, sel.Configured))
+		}
+		return names
+	}
+
+	s := startFleet(3)
+	if got, want := strings.Join(resolve(s), " "), "CRM/false Inventory/false Payroll/false Sales/true"; got != want {
+		t.Errorf("sql01's selection resolves to %q, want %q", got, want)
+	}
+	if got := strings.Join(s.FleetDatabases, " "); got != "Inventory Payroll CRM" {
+		t.Errorf("Site.FleetDatabases = %q", got)
+	}
+	inst, _ := s.Config.SQLInstance(devenv.SourceInstance)
+	if inst.MaxConcurrent != 2 {
+		t.Errorf("sql01 max_concurrent %d, want 2 so the Fleet runs two at once", inst.MaxConcurrent)
+	}
+	crm, err := selection.DatabaseFor(s.Config, devenv.SourceInstance, "CRM")
+	if err != nil || strings.Join(crm.BackupServers, " ") != "bak01 bak02" {
+		t.Errorf("CRM's configuration: %+v, %v; want the rotation bak01, bak02", crm, err)
+	}
+	// Largest first is visible: the sizes differ.
+	sizes := map[int64]bool{}
+	for _, n := range s.FleetDatabases {
+		files, err := s.Source.DatabaseFiles(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 4<<20 {
+			t.Errorf("%s's data file is %d bytes, want a small one", n, st.Size())
+		}
+		sizes[st.Size()] = true
+	}
+	if len(sizes) != 3 {
+		t.Errorf("fleet databases' data file sizes %v: want three different sizes", sizes)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startFleet(0)
+	if got := strings.Join(resolve(s), " "); got != "Sales/true" {
+		t.Errorf("without fleet databases sql01 resolves to %q, want Sales only", got)
+	}
+	if text, _ := os.ReadFile(s.ConfigFile); strings.Contains(string(text), "USER_DATABASES") {
+		t.Errorf("config without fleet databases selects by pattern:\n%s", text)
+	}
+	if _, err := s.Source.DatabaseFiles("CRM"); err != nil {
+		t.Errorf("CRM after a start without fleet databases: %v, want it kept", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s = startFleet(3) // continues: the databases exist, none is created again
+	if got := len(resolve(s)); got != 4 {
+		t.Errorf("third start selects %d databases, want 4", got)
+	}
+	_ = s.Stop()
+
+	if _, err := devenv.Start(context.Background(), devenv.Options{StateDir: t.TempDir(), FleetDatabases: len(devenv.FleetDatabaseNames) + 1}); err == nil || !strings.Contains(err.Error(), "fleet databases: use 0 to") {
+		t.Errorf("too many fleet databases: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func (c *Client) StartFleet(ctx context.Context, in workflows.FleetInput) (sdkcl
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		StaticSummary:                            "fleet run" + instancesText(in.Instances),
+		StaticSummary:                            "fleet run: every selected database" + instancesText(in.Instances),
 	}, workflows.FleetName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

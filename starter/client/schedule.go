@@ -214,7 +214,7 @@ func (c *Client) ApplyFleetSchedule(ctx context.Context, spec ScheduleSpec, inst
 		Workflow:      workflows.FleetName,
 		Args:          []any{workflows.FleetInput{Instances: instances}},
 		TaskQueue:     c.taskQueue,
-		StaticSummary: "scheduled fleet run" + instancesText(instances),
+		StaticSummary: "scheduled fleet run: every selected database" + instancesText(instances),
 	}
 	policy := &sdkclient.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: spec.CatchupWindow}
 	sc := c.sdk.ScheduleClient()

@@ -39,7 +39,8 @@ type CycleSummary struct {
 	RunID      string
 	Status     string // Running, Completed, Failed, Terminated, ...
 	Database   string
-	Step       string
+	Instance   string // BackupInstance: set from the cycle's plan on
+	Step       string // the step it is at, or the step a failed cycle failed at
 	Sequence   int64
 	Server     string
 	Outcome    string
@@ -152,6 +153,7 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) CycleSummary {
 		}
 	}
 	get(workflows.AttrDatabase.GetName(), &s.Database)
+	get(workflows.AttrInstance.GetName(), &s.Instance)
 	get(workflows.AttrStep.GetName(), &s.Step)
 	get(workflows.AttrSequence.GetName(), &s.Sequence)
 	get(workflows.AttrServer.GetName(), &s.Server)
