@@ -2,7 +2,8 @@
 # The backupcycle worker image (with the starter beside it), used by docker-compose.yml:
 #   docker build -t backupcycle .
 #   docker run --env-file deploy/.env -v $PWD/deploy/config.compose.yaml:/etc/backupcycle/config.yaml:ro backupcycle
-# Pure Go (CGO_ENABLED=0: the SQLite of `worker --dev` is modernc's), so the runtime needs no libc.
+# Pure Go (CGO_ENABLED=0), so the runtime needs no libc. The worker is the production one: the embedded Temporal
+# server, Web UI and emulated site of `make demo` are the development worker's (internal/devenv/cmd/devworker).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -19,7 +19,7 @@ build:
 	$(GO) build -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/sqlsim ./internal/sqlsim/cmd/sqlsim
 
-# What the tests need from the OS (samba, smbclient, nss_wrapper), installed when missing.
+# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing.
 test-deps:
 	@bash scripts/test-deps.sh
 
@@ -27,13 +27,14 @@ test: test-deps lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
-# The main job on embedded defaults: embedded Temporal + Web UI + worker, emulated SQL instances, backup servers.
-# KEEP=1 leaves the server and the Web UI up afterwards.
+# The main job on embedded defaults: embedded Temporal + Web UI + worker, emulated SQL instances, backup servers, in
+# the development worker (the production worker ./worker links none of that). KEEP=1 leaves the server and the Web UI
+# up afterwards.
 demo:
-	$(GO) run ./worker --dev --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
+	$(GO) run ./internal/devenv/cmd/devworker --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
 
 # The README's pictures of the Temporal Web UI (docs/web-ui-*.png) from a fleet run on the dev stack, taken with
-# headless Chromium (installed when missing; `make test` does not need it).
+# headless Chromium (installed when missing).
 screenshots:
 	@bash scripts/screenshots.sh
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/metrics"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
 )
 
 // Activities carries what activities need at run time. The worker builds one
@@ -27,6 +28,10 @@ type Activities struct {
 	// sets verified and failed) when a step succeeds or a set is marked;
 	// nil records nothing.
 	Metrics metrics.Recorder
+
+	// bandwidth is each backup server's bandwidth_limit, shared by every
+	// copy this worker runs into that server.
+	bandwidth limit.Servers
 }
 
 // New returns Activities with a logger (zap.NewNop when log is nil).

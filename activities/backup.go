@@ -212,10 +212,14 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 	for _, s := range layout {
 		fi, err := st.Stat(ctx, s.Name)
 		if errors.Is(err, storage.ErrNotFound) {
-			where := st.Location()
+			name := "the backup server"
+			if srv != nil {
+				name = "backup server " + srv.Name
+			}
 			return BackupOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
-				"SQL Server wrote %s but the worker does not see %s in %s: the backup server's location must be the directory its unc_paths point to",
-				s.Path, s.Name, where))
+				"%s: SQL Server wrote %s (unc_paths) but the worker does not see %s in %s (location): "+
+					"unc_paths and location must be the same directory, as SQL Server and as the worker reach it; fix the one that points elsewhere",
+				name, s.Path, s.Name, st.Location()))
 		}
 		if err != nil {
 			name := ""

@@ -115,7 +115,8 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 
 	start := time.Now()
 	c := copier.New(copier.Options{
-		BytesPerSecond: int64(db.BandwidthLimit),
+		// One limiter per destination server: concurrent copies into it share the limit.
+		Limit: a.bandwidth.For(to.Name, int64(to.BandwidthLimit)),
 		Progress: func(p copier.Progress) {
 			mu.Lock()
 			cp := p

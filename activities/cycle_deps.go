@@ -21,10 +21,16 @@ import (
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
 
-// CycleDeps are the BackupCycle activities' dependencies. Config is
+// CycleDeps are the BackupCycle activities' dependencies. Config or Live is
 // required; the functions default to the real implementations.
 type CycleDeps struct {
+	// Config is a configuration fixed for the worker's lifetime; Live, when
+	// set, takes its place.
 	Config *config.Config
+	// Live is the configuration of a worker that re-reads its file while it
+	// runs: each lookup reads the one in force, so a database added to the
+	// file needs no restart.
+	Live LiveConfig
 	// OpenStorage opens a backup server's directory as the worker reaches it
 	// (its location), credentials resolved inside. Default: location.Open.
 	OpenStorage func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error)
@@ -44,6 +50,56 @@ type CycleDeps struct {
 	HeartbeatTimeout time.Duration
 }
 
+// LiveConfig is a configuration file the worker re-reads while it runs
+// (on change and on SIGHUP), swapping the whole configuration at once.
+type LiveConfig interface {
+	// Config is the configuration in force.
+	Config() *config.Config
+	// Reload re-reads the file now if it changed and returns the
+	// configuration then in force (the previous one when the file does not
+	// load).
+	Reload() *config.Config
+}
+
+// config is the configuration in force.
+func (d *CycleDeps) config() *config.Config {
+	if d.Live != nil {
+		if c := d.Live.Config(); c != nil {
+			return c
+		}
+	}
+	return d.Config
+}
+
+// lookup finds something in the configuration in force; on a miss a live
+// configuration is re-read first, so an entry saved a moment ago is found
+// without waiting for the next poll of the file.
+func lookup[T any](d *CycleDeps, find func(*config.Config) (T, error)) (T, error) {
+	cfg := d.config()
+	v, err := find(cfg)
+	if err == nil || d.Live == nil {
+		return v, err
+	}
+	if fresh := d.Live.Reload(); fresh != nil && fresh != cfg {
+		if v, err2 := find(fresh); err2 == nil {
+			return v, nil
+		}
+	}
+	return v, err
+}
+
+// notConfigured completes a "not configured" error with how the worker
+// learns of the fix: a live configuration is re-read on change, a fixed one
+// only by a restart.
+func (d *CycleDeps) notConfigured(err error) error {
+	file := d.config().File
+	if d.Live != nil {
+		return fmt.Errorf("%w (this worker re-reads %s when it changes and on SIGHUP, no restart needed; "+
+			"if this persists after the edit, the worker's log names the lines that kept the file from loading)", err, file)
+	}
+	return fmt.Errorf("%w (then restart the worker: it read %s at start)", err, file)
+}
+
 func (d *CycleDeps) now() time.Time {
 	if d.Now != nil {
 		return d.Now()
@@ -60,30 +116,40 @@ func (d *CycleDeps) poll() time.Duration {
 
 // database resolves a database of the configuration.
 func (d *CycleDeps) database(instance, name string) (*config.Database, error) {
-	if d.Config == nil {
+	if d.config() == nil {
 		return nil, errNotWired
 	}
 	// A database the instance's selection picks without an entry of its
 	// own is backed up with the inherited settings.
-	db, err := selection.Lookup(d.Config, instance, name)
+	db, err := lookup(d, func(c *config.Config) (*config.Database, error) { return selection.Lookup(c, instance, name) })
 	if err != nil {
-		return nil, nonRetryable(ErrInvalidConfig, err)
+		return nil, nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 	}
 	return db, nil
 }
 
 func (d *CycleDeps) server(name string) (*config.BackupServer, error) {
-	srv, ok := d.Config.BackupServer(name)
-	if !ok {
-		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %q is not configured in %s: add it under backup_servers:", name, d.Config.File))
+	srv, err := lookup(d, func(c *config.Config) (*config.BackupServer, error) {
+		if srv, ok := c.BackupServer(name); ok {
+			return srv, nil
+		}
+		return nil, fmt.Errorf("backup server %q is not configured in %s: add it under backup_servers:", name, c.File)
+	})
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 	}
 	return srv, nil
 }
 
 func (d *CycleDeps) instance(name string) (*config.SQLInstance, error) {
-	inst, ok := d.Config.SQLInstance(name)
-	if !ok {
-		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("SQL instance %q is not configured in %s: add it under sql_instances:", name, d.Config.File))
+	inst, err := lookup(d, func(c *config.Config) (*config.SQLInstance, error) {
+		if inst, ok := c.SQLInstance(name); ok {
+			return inst, nil
+		}
+		return nil, fmt.Errorf("SQL instance %q is not configured in %s: add it under sql_instances:", name, c.File)
+	})
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 	}
 	return inst, nil
 }
@@ -126,7 +192,7 @@ func (d *CycleDeps) openStorage(ctx context.Context, srv *config.BackupServer) (
 		// storageError's "incomplete set").
 		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf(
 			"backup server %s: location %s does not exist: create the directory on the server or fix location: in %s: %w",
-			srv.Name, srv.Location, d.Config.File, err))
+			srv.Name, srv.Location, d.config().File, err))
 	}
 	if err != nil {
 		return nil, storageError(srv.Name, err)

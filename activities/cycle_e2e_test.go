@@ -33,6 +33,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -196,11 +197,7 @@ func newSambaFixture(t *testing.T, db, extra string) *activities.SQLFixture {
 	t.Helper()
 	smb1 := sambatest.Start(t, sambatest.Options{})
 	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
-	t.Setenv("BC_TEST_SMB_PASSWORD", smb1.Password())
-	return activities.NewSQLFixtureWith(t, db, extra, map[string]activities.ServerSpec{
-		"bak01": {Dir: smb1.Dir("backup"), Location: smb1.URL("backup"), SMBUser: smb1.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-		"bak02": {Dir: smb2.Dir("backup"), Location: smb2.URL("backup"), SMBUser: smb2.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-	})
+	return activities.NewSQLFixtureWith(t, db, extra, map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2})
 }
 
 // hashes of every file of a set in a directory, to prove it untouched.
@@ -813,11 +810,8 @@ func recordHistory(t *testing.T, c client.Client, run client.WorkflowRun, name s
 func TestE2EOverSambaWithCopyResume(t *testing.T) {
 	smb1 := sambatest.Start(t, sambatest.Options{})
 	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
-	t.Setenv("BC_TEST_SMB_PASSWORD", smb1.Password())
-	f := activities.NewSQLFixtureWith(t, "Sales", "    bandwidth_limit: 2MiB\n", map[string]activities.ServerSpec{
-		"bak01": {Dir: smb1.Dir("backup"), Location: smb1.URL("backup"), SMBUser: smb1.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-		"bak02": {Dir: smb2.Dir("backup"), Location: smb2.URL("backup"), SMBUser: smb2.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-	})
+	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data",
+		SMB: map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2}, BandwidthLimit: map[string]string{"bak02": "2MiB"}})
 	// A database that takes a few seconds to copy at 2 MiB/s, with more
 	// than one 4 MiB copy chunk per stripe.
 	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Big", Size: 24 << 20, DataFiles: 2}); err != nil {
@@ -909,7 +903,7 @@ func TestE2EOverSambaWithCopyResume(t *testing.T) {
 // the middle of the copy; the new one resumes the copy from the last
 // heartbeat checkpoint, and no step that already succeeded runs again.
 func TestE2EWorkerReplacedMidCopy(t *testing.T) {
-	f := activities.NewSQLFixture(t, "Sales", "    bandwidth_limit: 2MiB\n")
+	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data", BandwidthLimit: map[string]string{"bak02": "2MiB"}})
 	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Big", Size: 24 << 20, DataFiles: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
@@ -18,13 +20,13 @@ type SQLFixture = sqlFixture
 // extra is YAML appended to the database's entry.
 func NewSQLFixture(t *testing.T, db, extra string) *SQLFixture { return newSQLFixture(t, db, extra) }
 
-// ServerSpec puts a backup server on SMB (see serverSpec).
-type ServerSpec = serverSpec
-
-// NewSQLFixtureWith is NewSQLFixture with some backup servers elsewhere.
-func NewSQLFixtureWith(t *testing.T, db, extra string, servers map[string]ServerSpec) *SQLFixture {
-	return newSQLFixtureWith(t, db, extra, servers)
+// NewSQLFixtureWith is NewSQLFixture with some backup servers on Samba.
+func NewSQLFixtureWith(t *testing.T, db, extra string, smb map[string]*sambatest.Server) *SQLFixture {
+	return newSQLFixtureWith(t, db, extra, smb)
 }
+
+// NewSQLFixtureOf is the fixture on a site of any shape.
+func NewSQLFixtureOf(t *testing.T, o sitetest.Options) *SQLFixture { return newSQLFixtureOf(t, o) }
 
 func (f *sqlFixture) Acts() *Activities                                   { return f.acts }
 func (f *sqlFixture) Config() *config.Config                              { return f.cfg }

@@ -17,16 +17,19 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// sqlFixture runs the cycle's activities against two emulated SQL Server
-// instances over real TDS (the source sql01 and the remote site's
-// verification instance verify01) and two backup servers in local
-// directories, both reachable by SQL Server through UNC paths.
+// sqlFixture runs the cycle's activities against the emulated site
+// (package sitetest): the source sql01 and the remote site's verification
+// instance verify01 over real TDS, and two backup servers both reachable by
+// SQL Server through UNC paths. Its fields are the site's, by short names.
 type sqlFixture struct {
 	t           testing.TB
+	site        *sitetest.Site
 	db          string
 	dirs        map[string]string
 	src, verify *sqlsim.Instance
@@ -38,107 +41,25 @@ type sqlFixture struct {
 	progress []StepProgress
 }
 
-const sqlPassword = "Pa55w0rd!x"
+const sqlPassword = sitetest.Password
 
+// newSQLFixture starts a site with database db (4 MiB, a first data file
+// with a quote in its logical name); extra is YAML appended to the
+// database's entry.
 func newSQLFixture(t testing.TB, db string, extra string) *sqlFixture {
 	return newSQLFixtureWith(t, db, extra, nil)
 }
 
-// serverSpec places a backup server somewhere else than a local directory:
-// Dir is where its files are on this machine (what SQL Server's UNC path
-// maps to), Location and SMBUser how the worker reaches them.
-type serverSpec struct {
-	Dir, Location, SMBUser, SMBPasswordEnv string
+// newSQLFixtureWith is newSQLFixture with some backup servers on Samba.
+func newSQLFixtureWith(t testing.TB, db string, extra string, smb map[string]*sambatest.Server) *sqlFixture {
+	return newSQLFixtureOf(t, sitetest.Options{Database: db, LogicalName: "Sales'data", Extra: extra, SMB: smb})
 }
 
-func newSQLFixtureWith(t testing.TB, db string, extra string, servers map[string]serverSpec) *sqlFixture {
+// newSQLFixtureOf wires the activities to a site of any shape.
+func newSQLFixtureOf(t testing.TB, o sitetest.Options) *sqlFixture {
 	t.Helper()
-	f := &sqlFixture{t: t, db: db, dirs: map[string]string{}}
-	root := t.TempDir()
-	for _, d := range []string{"bak01", "bak02", "restore", "src", "verify"} {
-		f.dirs[d] = filepath.Join(root, d)
-		if spec, ok := servers[d]; ok {
-			f.dirs[d] = spec.Dir
-		}
-		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	location := func(name string) string {
-		spec, ok := servers[name]
-		if !ok {
-			return f.dirs[name]
-		}
-		return fmt.Sprintf("%s\n    smb:\n      user: %s\n      password_env: %s", spec.Location, spec.SMBUser, spec.SMBPasswordEnv)
-	}
-	shares := map[string]string{`\\bak01\backup`: f.dirs["bak01"], `\\bak02\backup`: f.dirs["bak02"]}
-	var err error
-	f.src, err = sqlsim.New(sqlsim.Config{Name: "sql01", DataDir: f.dirs["src"], Logins: map[string]string{"sa": sqlPassword}, Shares: shares})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vshares := map[string]string{`D:\restore`: f.dirs["restore"]}
-	for k, v := range shares {
-		vshares[k] = v
-	}
-	f.verify, err = sqlsim.New(sqlsim.Config{Name: "verify01", DataDir: f.dirs["verify"], Logins: map[string]string{"sa": sqlPassword}, Shares: vshares})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range []*sqlsim.Instance{f.src, f.verify} {
-		if err := in.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = in.Stop() })
-	}
-	if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: 4 << 20, DataFiles: 2, LogicalName: "Sales'data"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("BC_TEST_SQL_PASSWORD", sqlPassword)
-	y := fmt.Sprintf(`
-sql_instances:
-  - name: sql01
-    address: %s
-    user: sa
-    password_env: BC_TEST_SQL_PASSWORD
-    encrypt: disable
-  - name: verify01
-    address: %s
-    user: sa
-    password_env: BC_TEST_SQL_PASSWORD
-    encrypt: disable
-backup_servers:
-  - name: bak01
-    unc_paths: ['\\bak01\backup']
-    location: %s
-    verify_instance: verify01
-    restore_data_dir: 'D:\restore\data'
-    restore_log_dir: 'D:\restore\log'
-  - name: bak02
-    unc_paths: ['\\bak02\backup']
-    location: %s
-    verify_instance: verify01
-    restore_data_dir: 'D:\restore\data'
-    restore_log_dir: 'D:\restore\log'
-databases:
-  - name: %q
-    instance: sql01
-    backup_servers: [bak01, bak02]
-    stripes: 2
-    sanity_checks:
-      - name: orders-present
-        query: SELECT COUNT_BIG(*) FROM dbo.Orders
-        at_least: 1
-%s`, f.src.Addr(), f.verify.Addr(), location("bak01"), location("bak02"), db, extra)
-	for _, sub := range []string{"data", "log"} {
-		if err := os.MkdirAll(filepath.Join(f.dirs["restore"], sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.cfg, err = config.Parse([]byte(y), "sqltest.yaml")
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	site := sitetest.New(t, o)
+	f := &sqlFixture{t: t, site: site, db: o.Database, dirs: site.Dirs, src: site.Source, verify: site.Verify, cfg: site.Config}
 	f.acts = New(nil)
 	f.acts.Cycle = CycleDeps{Config: f.cfg, Poll: 20 * time.Millisecond,
 		// The progress signals an activity sends to its workflow.
@@ -179,15 +100,7 @@ func (f *sqlFixture) must(fn, in, out any) {
 }
 
 // statements counts what an instance ran, by kind.
-func statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
-	var out []sqlsim.StatementRecord
-	for _, s := range in.Statements() {
-		if s.Kind == kind {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+var statements = sitetest.Statements
 
 // backedUp runs plan, sequence, backup and catalog: a written set on the
 // plan's primary.
@@ -281,13 +194,9 @@ func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
 
 func (f *sqlFixture) load(server string, seq int64) *catalog.Manifest {
 	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.dirs[server], tsql.ManifestFileName("sql01", f.db, seq)))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	m, err := catalog.Decode(data)
-	if err != nil {
-		f.t.Fatal(err)
+	m := f.site.Manifest(server, f.db, seq)
+	if m == nil {
+		f.t.Fatalf("no manifest of %s seq %d on %s", f.db, seq, server)
 	}
 	return m
 }
@@ -309,6 +218,62 @@ func TestSQLRestoreDetectsCorruptCopy(t *testing.T) {
 	err = f.run(f.acts.Restore, VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}, nil)
 	if errorTypeOf(err) != ErrCorruptBackup {
 		t.Fatalf("restore of a corrupt copy: %v, want CorruptBackup", err)
+	}
+}
+
+// reconfigure rewrites the site's configuration file with edit and wires
+// the activities to the result.
+func (f *sqlFixture) reconfigure(edit func(yaml string) string) {
+	f.t.Helper()
+	f.site.Reconfigure(edit)
+	f.cfg = f.site.Config
+	f.acts.Cycle.Config = f.cfg
+}
+
+// The remote server's location is not the directory its unc_paths point
+// to: the copy lands where the verification instance does not look. That
+// is a configuration error naming both paths and the fix, not a corrupt
+// backup; a stripe that is missing for the worker too stays CorruptBackup.
+func TestSQLRestoreLocationNotWhereUNCPathsPoint(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	elsewhere := t.TempDir() // the worker's view of bak02: not \\bak02\backup
+	f.reconfigure(func(y string) string {
+		return strings.Replace(y, "location: "+f.dirs["bak02"]+"\n", "location: "+elsewhere+"\n", 1)
+	})
+	_, seq, _ := f.backedUp()
+	f.must(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
+	err := f.run(f.acts.Restore, VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}, nil)
+	if errorTypeOf(err) != ErrInvalidConfig {
+		t.Fatalf("restore with location and unc_paths apart: %v, want %s", err, ErrInvalidConfig)
+	}
+	for _, want := range []string{`\\bak02\backup`, elsewhere, "unc_paths", "location", "verify01"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("restore with location and unc_paths apart: %v, want it to name %q", err, want)
+		}
+	}
+
+	// The same on the primary: BACKUP writes where the worker does not look.
+	f.reconfigure(func(y string) string {
+		return strings.Replace(y, "location: "+f.dirs["bak01"]+"\n", "location: "+elsewhere+"\n", 1)
+	})
+	var next int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &next)
+	err = f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: next, Server: "bak01", Stripes: 2}, nil)
+	if errorTypeOf(err) != ErrInvalidConfig || !strings.Contains(err.Error(), `\\bak01\backup`) || !strings.Contains(err.Error(), elsewhere) ||
+		!strings.Contains(err.Error(), "unc_paths and location") {
+		t.Errorf("backup with location and unc_paths apart: %v, want %s naming both paths", err, ErrInvalidConfig)
+	}
+
+	// Location and unc_paths agree, but a stripe is gone for both: the set
+	// is incomplete.
+	g := newSQLFixture(t, "Sales", "")
+	_, seq, _ = g.backedUp()
+	g.must(g.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"}, nil)
+	if err := os.Remove(filepath.Join(g.dirs["bak02"], tsql.StripeFileName("sql01", "Sales", seq, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.run(g.acts.Restore, VerifyInput{Database: "Sales", Sequence: seq, Server: "bak02"}, nil); errorTypeOf(err) != ErrCorruptBackup {
+		t.Errorf("restore of a set missing a stripe: %v, want %s", err, ErrCorruptBackup)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +17,14 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// cycleFixture is a configuration with two backup servers in local
-// directories (bak01, bak02: each the other's copy target) and the
-// activities wired to it.
+// cycleFixture is the emulated site without SQL Server (package sitetest,
+// NoSQL): two backup servers in local directories (bak01, bak02: each the
+// other's copy target) and the activities wired to it.
 type cycleFixture struct {
 	t    *testing.T
 	dirs map[string]string
@@ -32,56 +34,18 @@ type cycleFixture struct {
 	now  time.Time
 }
 
-const fixtureYAML = `
-sql_instances:
-  - name: sql01
-    address: 127.0.0.1:1
-    user: sa
-    password_env: BACKUPCYCLE_TEST_NOPE
-  - name: verify01
-    address: 127.0.0.1:2
-    user: sa
-    password_env: BACKUPCYCLE_TEST_NOPE
-backup_servers:
-  - name: bak01
-    unc_paths: [{{bak01}}]
-    location: {{bak01}}
-    verify_instance: verify01
-    restore_data_dir: /restore/data
-    restore_log_dir: /restore/log
-  - name: bak02
-    unc_paths: [{{bak02}}]
-    location: {{bak02}}
-    verify_instance: verify01
-    restore_data_dir: /restore/data
-    restore_log_dir: /restore/log
-databases:
-  - name: {{db}}
-    instance: sql01
-    backup_servers: [bak01, bak02]
-    stripes: 2
-{{extra}}`
-
 func newCycleFixture(t *testing.T, db, extra string) *cycleFixture {
 	t.Helper()
-	f := &cycleFixture{t: t, dirs: map[string]string{}, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
-	y := fixtureYAML
-	for _, s := range []string{"bak01", "bak02"} {
-		f.dirs[s] = filepath.Join(t.TempDir(), s)
-		if err := os.MkdirAll(f.dirs[s], 0o755); err != nil {
-			t.Fatal(err)
-		}
-		y = strings.ReplaceAll(y, "{{"+s+"}}", f.dirs[s])
-	}
-	y = strings.ReplaceAll(y, "{{db}}", fmt.Sprintf("%q", db))
-	y = strings.ReplaceAll(y, "{{extra}}", extra)
-	cfg, err := config.Parse([]byte(y), "test.yaml")
-	if err != nil {
-		t.Fatalf("fixture config: %v", err)
-	}
-	f.cfg = cfg
+	return newCycleFixtureOf(t, sitetest.Options{Database: db, Extra: extra})
+}
+
+func newCycleFixtureOf(t *testing.T, o sitetest.Options) *cycleFixture {
+	t.Helper()
+	o.NoSQL = true
+	site := sitetest.New(t, o)
+	f := &cycleFixture{t: t, dirs: site.Dirs, cfg: site.Config, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
 	f.acts = New(nil)
-	f.acts.Cycle = CycleDeps{Config: cfg, Now: func() time.Time { return f.now }, Poll: 10 * time.Millisecond}
+	f.acts.Cycle = CycleDeps{Config: f.cfg, Now: func() time.Time { return f.now }, Poll: 10 * time.Millisecond}
 	var ts testsuite.WorkflowTestSuite
 	f.env = ts.NewTestActivityEnvironment()
 	f.env.RegisterActivity(f.acts)
@@ -260,6 +224,51 @@ func TestCopyToRemoteCopiesStripesThenManifest(t *testing.T) {
 	if err := v.Get(&out); err != nil || out.Sent != 0 {
 		t.Errorf("second copy sent %d bytes (%v), want 0", out.Sent, err)
 	}
+}
+
+// Two copies into one backup server at once share its bandwidth_limit:
+// together they write at most the limit, measured over the copies (a
+// limiter per copy let N copies use N times it).
+func TestCopyToRemoteSharesTheServersBandwidthLimit(t *testing.T) {
+	const rate = 2 << 20
+	f := newCycleFixtureOf(t, sitetest.Options{Database: "Sales", BandwidthLimit: map[string]string{"bak02": "2MiB"}})
+	// Two sets of two 1.5 MB stripes.
+	f.writeSet("bak01", "Sales", 5, catalog.StateWritten, "bak01", 150_000)
+	f.writeSet("bak01", "Sales", 6, catalog.StateWritten, "bak01", 150_000)
+	var wg sync.WaitGroup
+	var sent [2]int64
+	start := time.Now()
+	for i, seq := range []int64{5, 6} {
+		// An environment per copy: they run at once on one worker's Activities.
+		var ts testsuite.WorkflowTestSuite
+		env := ts.NewTestActivityEnvironment()
+		env.RegisterActivity(f.acts)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := env.ExecuteActivity(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: seq, From: "bak01", To: "bak02"})
+			var out CopyOutput
+			if err == nil {
+				err = v.Get(&out)
+			}
+			if err != nil {
+				t.Errorf("copy of seq %d: %v", seq, err)
+			}
+			sent[i] = out.Sent
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	total := sent[0] + sent[1]
+	got := float64(total) / took
+	// 6 MB less the 0.5 MiB burst at 2 MiB/s: 2.6 s; with a limiter per
+	// copy, half that.
+	want := float64(total-rate/4) / rate
+	if total != 6_000_000 || got > rate*1.2 || took < want*0.9 {
+		t.Fatalf("two copies into bak02 (bandwidth_limit 2MiB) sent %d bytes in %.2fs: %.2f MiB/s, want 6000000 bytes in about %.1fs",
+			total, took, got/(1<<20), want)
+	}
+	t.Logf("two copies sharing bak02's 2 MiB/s: %.2f MiB/s over %.2fs", got/(1<<20), took)
 }
 
 func TestCopyToRemoteFromAFailedOrMissingSet(t *testing.T) {

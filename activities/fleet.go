@@ -58,7 +58,7 @@ type FleetNotRun struct {
 // the other instances still run.
 func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, error) {
 	defer a.Cycle.keepAlive(ctx)()
-	cfg := a.Cycle.Config
+	cfg := a.Cycle.config()
 	if cfg == nil {
 		return FleetPlan{}, errNotWired
 	}

@@ -148,13 +148,13 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
 
-	est, err := plan.SiteEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression, int64(db.BandwidthLimit))
+	est, err := plan.SiteEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression, int64(remote.BandwidthLimit))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}
 	hb := db.HeartbeatTimeout
 	if hb == 0 {
-		hb = d.HeartbeatTimeout // the worker's setting (tests, --dev)
+		hb = d.HeartbeatTimeout // the worker's setting (tests, the dev stack)
 	}
 	budget, err := plan.Timeouts(size, est, plan.Overrides{Backup: db.BackupTimeout, Restore: db.RestoreTimeout,
 		CheckDB: db.CheckDBTimeout, CopyDeadline: db.CopyDeadline, Heartbeat: hb})

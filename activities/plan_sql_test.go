@@ -21,23 +21,7 @@ import (
 // edition, a time zone.
 func (f *sqlFixture) withSource(tweak func(*sqlsim.Config)) {
 	f.t.Helper()
-	if err := f.src.Stop(); err != nil {
-		f.t.Fatal(err)
-	}
-	cfg := sqlsim.Config{Name: "sql01", DataDir: f.dirs["src"], Logins: map[string]string{"sa": sqlPassword},
-		Shares: map[string]string{`\\bak01\backup`: f.dirs["bak01"], `\\bak02\backup`: f.dirs["bak02"]}}
-	tweak(&cfg)
-	src, err := sqlsim.New(cfg)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := src.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { _ = src.Stop() })
-	f.src = src
-	inst, _ := f.cfg.SQLInstance("sql01")
-	inst.Address = src.Addr()
+	f.src = f.site.RestartSource(tweak)
 }
 
 // execOn runs a statement on an emulated instance as sa.

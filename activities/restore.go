@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/metrics"
+	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -168,6 +170,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 		files, err := sqlDB.FileListOnly(ctx, fq)
 		if err != nil {
+			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
+				return StepOutput{}, apart
+			}
 			return StepOutput{}, sqlError(err)
 		}
 		rows := make([]tsql.FileListRow, len(files))
@@ -204,6 +209,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 		res, err := a.wait(ctx, ls, running{local: s}, rep)
 		if err != nil {
+			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
+				return StepOutput{}, apart
+			}
 			return StepOutput{}, restoreFailed(ctx, err)
 		}
 		if res.Summary != nil {
@@ -242,6 +250,33 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
 	a.recorder().StepDone(metrics.StepRestore, db.Instance, db.Name, srv.Name, 0, out.Duration)
 	return out, nil
+}
+
+// locationApart is the configuration error behind a RESTORE that does not
+// find a stripe the worker sees: the server's unc_paths (where the
+// verification instance looks) and its location (where the worker copied
+// the set) are different directories. nil when err is something else or
+// the worker misses a stripe too (the set is incomplete: CorruptBackup).
+func (a *Activities) locationApart(ctx context.Context, srv *config.BackupServer, verifyInstance string, layout []tsql.Stripe, err error) error {
+	if ctx.Err() != nil || !mssql.MissingFile(err) || len(layout) == 0 {
+		return nil
+	}
+	st, oerr := a.Cycle.openStorage(ctx, srv)
+	if oerr != nil {
+		return nil
+	}
+	defer st.Close()
+	for _, s := range layout {
+		if _, serr := st.Stat(ctx, s.Name); serr != nil {
+			return nil
+		}
+	}
+	return nonRetryable(ErrInvalidConfig, fmt.Errorf(
+		"backup server %s: verification instance %s does not find the set's stripes under unc_paths %s (e.g. %s), "+
+			"but the worker sees all of them in location %s: unc_paths and location must be the same directory, "+
+			"as SQL Server and as the worker reach it; fix the one that points elsewhere (the verification instance "+
+			"must reach every unc_path of the servers it verifies): %w",
+		srv.Name, verifyInstance, strings.Join(srv.UNCPaths, ", "), layout[0].Path, srv.Location, err))
 }
 
 // restoreFailed classifies a RESTORE that did not complete; an attempt that

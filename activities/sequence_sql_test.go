@@ -170,14 +170,11 @@ func TestCatalogSequenceTableAndUTCStillWork(t *testing.T) {
 	}
 }
 
-func sambaServers(t *testing.T) map[string]serverSpec {
+// sambaServers are both backup servers on Samba, with one password.
+func sambaServers(t *testing.T) map[string]*sambatest.Server {
 	smb1 := sambatest.Start(t, sambatest.Options{})
 	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
-	t.Setenv("BC_TEST_SMB_PASSWORD", smb1.Password())
-	return map[string]serverSpec{
-		"bak01": {Dir: smb1.Dir("backup"), Location: smb1.URL("backup"), SMBUser: smb1.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-		"bak02": {Dir: smb2.Dir("backup"), Location: smb2.URL("backup"), SMBUser: smb2.User(), SMBPasswordEnv: "BC_TEST_SMB_PASSWORD"},
-	}
+	return map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2}
 }
 
 // TestCatalogSequenceClaimsAndFailover, on local directories and on SMB
@@ -188,7 +185,7 @@ func sambaServers(t *testing.T) map[string]serverSpec {
 func TestCatalogSequenceClaimsAndFailover(t *testing.T) {
 	for _, backend := range []string{"local", "smb"} {
 		t.Run(backend, func(t *testing.T) {
-			var servers map[string]serverSpec
+			var servers map[string]*sambatest.Server
 			if backend == "smb" {
 				servers = sambaServers(t)
 			}

@@ -1,11 +1,13 @@
 // Package deploy checks the production-like stack (docker-compose.yml, the
 // worker's Dockerfile and the files under deploy/) without a Docker engine:
-// the files are parsed and cross-checked against each other and against the
-// configuration the worker will load.
+// the compose file is loaded and validated by the Compose Specification's own
+// loader (compose-go, what `docker compose` uses), its scripts are run with
+// stand-ins for the container tools, and everything is cross-checked against
+// the configuration the worker will load.
 package deploy
 
 import (
-	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,11 +15,16 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/graph"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/distribution/reference"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 )
@@ -25,411 +32,579 @@ import (
 const root = ".." // the repository root, where docker-compose.yml lives
 
 // The services the README, config.example.yaml and deploy/config.compose.yaml rely on.
-var requiredServices = []string{"postgresql", "temporal", "temporal-ui", "sql-primary", "sql-verify", "bak01", "bak02", "worker"}
-
-type compose struct {
-	Name     string              `yaml:"name"`
-	Services map[string]*service `yaml:"services"`
-	Volumes  map[string]any      `yaml:"volumes"`
+var requiredServices = []string{
+	"postgresql", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui",
+	"bak01", "bak02", "sql-primary", "sql-verify", "demo-database", "worker", "starter",
 }
 
-type service struct {
-	Image       string            `yaml:"image"`
-	Build       yaml.Node         `yaml:"build"`
-	Command     []string          `yaml:"command"`
-	Entrypoint  []string          `yaml:"entrypoint"`
-	Environment map[string]string `yaml:"environment"`
-	EnvFile     yaml.Node         `yaml:"env_file"`
-	Ports       []string          `yaml:"ports"`
-	Volumes     []string          `yaml:"volumes"` // short syntax only: SOURCE:TARGET[:ro]
-	DependsOn   yaml.Node         `yaml:"depends_on"`
-	Healthcheck map[string]any    `yaml:"healthcheck"`
-	Restart     string            `yaml:"restart"`
-}
+// finalStep is the one-shot service nothing waits for: the last thing the stack does.
+const finalStep = "starter"
 
-func loadCompose(t *testing.T) *compose {
+var (
+	projectOnce sync.Once
+	project     *types.Project
+	projectErr  error
+)
+
+// loadCompose loads docker-compose.yml as `docker compose` does (schema
+// validation, defaults, consistency of references), once per test binary.
+func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	projectOnce.Do(func() {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			projectErr = err
+			return
+		}
+		opts, err := cli.NewProjectOptions([]string{filepath.Join(abs, "docker-compose.yml")},
+			cli.WithWorkingDirectory(abs), cli.WithResolvedPaths(true), cli.WithConsistency(true))
+		if err != nil {
+			projectErr = err
+			return
+		}
+		project, projectErr = opts.LoadProject(context.Background())
+	})
+	if projectErr != nil {
+		t.Fatalf("docker-compose.yml does not load: %v", projectErr)
+	}
+	return project
+}
+
+func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	s, err := p.GetService(name)
+	if err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return s
+}
+
+// repoRel is an absolute path of the repository as a slash path relative to
+// its root, or "" when it is outside.
+func repoRel(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c compose
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true) // a key this test does not know is a key it does not check: add it here
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
+	rel, err := filepath.Rel(abs, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
 	}
-	if len(c.Services) == 0 {
-		t.Fatal("docker-compose.yml: no services")
-	}
-	return &c
+	return filepath.ToSlash(rel)
 }
 
-type mount struct {
-	source, target string
-	readOnly       bool
-	bind           bool // a path of the repository, not a named volume
+// oneShot reports whether a service runs once and exits (an init step)
+// rather than running for as long as the stack does.
+func oneShot(s types.ServiceConfig) bool {
+	return s.Restart == types.RestartPolicyNo || strings.HasPrefix(s.Restart, types.RestartPolicyOnFailure)
 }
 
-func mounts(t *testing.T, name string, s *service) []mount {
-	t.Helper()
-	var ms []mount
-	for _, v := range s.Volumes {
-		parts := strings.Split(v, ":")
-		if len(parts) < 2 || len(parts) > 3 {
-			t.Errorf("service %s: volume %q is not SOURCE:TARGET[:ro]", name, v)
-			continue
-		}
-		m := mount{source: parts[0], target: path.Clean(parts[1])}
-		if len(parts) == 3 {
-			if parts[2] != "ro" && parts[2] != "rw" {
-				t.Errorf("service %s: volume %q: mode %q is not ro or rw", name, v, parts[2])
-			}
-			m.readOnly = parts[2] == "ro"
-		}
-		m.bind = strings.HasPrefix(m.source, ".") || strings.HasPrefix(m.source, "/")
-		ms = append(ms, m)
-	}
-	return ms
-}
-
-// mountFor is the mount that holds p inside the container (the deepest one).
-func mountFor(ms []mount, p string) (mount, bool) {
-	var best mount
+// mountFor is the volume that holds p inside the service's containers (the deepest one).
+func mountFor(s types.ServiceConfig, p string) (types.ServiceVolumeConfig, bool) {
+	var best types.ServiceVolumeConfig
 	found := false
-	for _, m := range ms {
-		if (p == m.target || strings.HasPrefix(p, m.target+"/")) && (!found || len(m.target) > len(best.target)) {
+	for _, m := range s.Volumes {
+		target := path.Clean(m.Target)
+		if (p == target || strings.HasPrefix(p, target+"/")) && (!found || len(target) > len(path.Clean(best.Target))) {
 			best, found = m, true
 		}
 	}
 	return best, found
 }
 
-func envFiles(t *testing.T, name string, s *service) []string {
+// hostPath maps a path inside a service's containers to the repository file
+// a bind mount puts there ("" when no bind mount of the repository does).
+func hostPath(t *testing.T, s types.ServiceConfig, p string) string {
 	t.Helper()
-	n := s.EnvFile
-	switch n.Kind {
-	case 0:
-		return nil
-	case yaml.ScalarNode:
-		return []string{n.Value}
-	case yaml.SequenceNode:
-		var out []string
-		for _, item := range n.Content {
-			if item.Kind == yaml.ScalarNode {
-				out = append(out, item.Value)
-				continue
-			}
-			var long struct {
-				Path     string `yaml:"path"`
-				Required *bool  `yaml:"required"`
-			}
-			if err := item.Decode(&long); err != nil || long.Path == "" {
-				t.Errorf("service %s: env_file entry at line %d: %v", name, item.Line, err)
-				continue
-			}
-			out = append(out, long.Path)
-		}
-		return out
+	m, ok := mountFor(s, p)
+	if !ok || m.Type != types.VolumeTypeBind {
+		return ""
 	}
-	t.Errorf("service %s: env_file must be a path or a list", name)
-	return nil
+	rest := strings.TrimPrefix(p, path.Clean(m.Target))
+	return filepath.Join(m.Source, filepath.FromSlash(rest))
 }
 
-func dependsOn(t *testing.T, s *service) []string {
-	t.Helper()
-	var out []string
-	switch s.DependsOn.Kind {
-	case yaml.SequenceNode:
-		for _, n := range s.DependsOn.Content {
-			out = append(out, n.Value)
-		}
-	case yaml.MappingNode:
-		for i := 0; i < len(s.DependsOn.Content); i += 2 {
-			out = append(out, s.DependsOn.Content[i].Value)
-		}
+func TestComposeLoads(t *testing.T) {
+	p := loadCompose(t)
+	if p.Name != "backupcycle" {
+		t.Errorf("project name %q, want backupcycle (the README's `docker compose` commands and volume names assume it)", p.Name)
 	}
-	return out
-}
-
-// readEnvExample reads KEY=VALUE lines.
-func readEnvExample(t *testing.T, p string) map[string]string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatalf("%v: every env_file of docker-compose.yml needs a committed example beside it", err)
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for ln := 1; sc.Scan(); ln++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(k) {
-			t.Errorf("%s:%d: not KEY=VALUE", p, ln)
-			continue
-		}
-		vars[k] = v
-	}
-	return vars
-}
-
-// workerEnv is every variable the worker container gets from its env files' examples.
-func serviceEnv(t *testing.T, c *compose, name string) map[string]string {
-	t.Helper()
-	env := map[string]string{}
-	for _, f := range envFiles(t, name, c.Services[name]) {
-		for k, v := range readEnvExample(t, filepath.Join(root, f+".example")) {
-			env[k] = v
-		}
-	}
-	for k, v := range c.Services[name].Environment {
-		env[k] = v
-	}
-	return env
-}
-
-func TestRequiredServices(t *testing.T) {
-	c := loadCompose(t)
 	for _, name := range requiredServices {
-		if c.Services[name] == nil {
-			t.Errorf("docker-compose.yml has no service %q", name)
+		if _, err := p.GetService(name); err != nil {
+			t.Errorf("docker-compose.yml: %v", err)
 		}
 	}
-	for name, s := range c.Services {
-		if s.Image == "" && s.Build.Kind == 0 {
-			t.Errorf("service %s has neither image nor build", name)
+	for name, s := range p.Services {
+		if len(s.EnvFiles) > 0 {
+			t.Errorf("service %s reads env_file %v: passwords are compose secrets, settings belong in environment:", name, s.EnvFiles)
 		}
-		if s.Build.Kind != 0 {
-			var b struct {
-				Context    string `yaml:"context"`
-				Dockerfile string `yaml:"dockerfile"`
+		if s.Build != nil {
+			df := s.Build.Dockerfile
+			if df == "" {
+				df = "Dockerfile"
 			}
-			if s.Build.Kind == yaml.ScalarNode {
-				b.Context = s.Build.Value
-			} else if err := s.Build.Decode(&b); err != nil {
-				t.Errorf("service %s: build: %v", name, err)
+			if !filepath.IsAbs(df) {
+				df = filepath.Join(s.Build.Context, df)
 			}
-			if b.Dockerfile == "" {
-				b.Dockerfile = "Dockerfile"
-			}
-			if _, err := os.Stat(filepath.Join(root, b.Context, b.Dockerfile)); err != nil {
-				t.Errorf("service %s builds from %s: %v", name, b.Context, err)
+			if _, err := os.Stat(df); err != nil {
+				t.Errorf("service %s builds from %s: %v", name, s.Build.Context, err)
 			}
 		}
-		for _, dep := range dependsOn(t, s) {
-			if c.Services[dep] == nil {
-				t.Errorf("service %s depends on %q, which is not a service", name, dep)
-			}
-		}
-		for _, m := range mounts(t, name, s) {
-			if m.bind {
-				if _, err := os.Stat(filepath.Join(root, m.source)); err != nil {
-					t.Errorf("service %s mounts %s, which is not in the repository: %v", name, m.source, err)
+		for _, m := range s.Volumes {
+			switch m.Type {
+			case types.VolumeTypeBind:
+				if repoRel(t, m.Source) == "" {
+					t.Errorf("service %s mounts %s, which is outside the repository", name, m.Source)
+				} else if _, err := os.Stat(m.Source); err != nil {
+					t.Errorf("service %s mounts %s, which is not in the repository: %v", name, repoRel(t, m.Source), err)
 				}
-			} else if _, ok := c.Volumes[m.source]; !ok {
-				t.Errorf("service %s mounts volume %q, which is not declared under volumes:", name, m.source)
+				if !m.ReadOnly {
+					t.Errorf("service %s mounts repository file %s read-write: add :ro", name, repoRel(t, m.Source))
+				}
+			case types.VolumeTypeVolume:
+				if _, ok := p.Volumes[m.Source]; !ok {
+					t.Errorf("service %s mounts volume %q, which is not declared under volumes:", name, m.Source)
+				}
 			}
-		}
-	}
-	for _, name := range []string{"sql-primary", "sql-verify"} {
-		s := c.Services[name]
-		if s == nil {
-			continue
-		}
-		if s.Image != "mcr.microsoft.com/mssql/server:2022-latest" || s.Environment["ACCEPT_EULA"] != "Y" {
-			t.Errorf("service %s: want SQL Server 2022 with ACCEPT_EULA=Y: image %q, env %v", name, s.Image, s.Environment)
-		}
-		if serviceEnv(t, c, name)["MSSQL_SA_PASSWORD"] == "" {
-			t.Errorf("service %s: MSSQL_SA_PASSWORD must come from its env file", name)
 		}
 	}
 }
 
-func TestHostPortsDoNotClash(t *testing.T) {
-	c := loadCompose(t)
-	used := map[string]string{}
-	names := make([]string, 0, len(c.Services))
-	for name := range c.Services {
-		names = append(names, name)
+// Every image the stack pulls names a release, so that `docker compose up`
+// next month runs what was tested; images built here start from a named tag.
+func TestImagesPinned(t *testing.T) {
+	p := loadCompose(t)
+	for name, s := range p.Services {
+		if s.Image == "" && s.Build == nil {
+			t.Errorf("service %s has neither image nor build", name)
+			continue
+		}
+		if s.Image != "" {
+			checkPinned(t, "service "+name, s.Image, s.Build == nil)
+		}
+		if s.Build != nil {
+			df := filepath.Join(s.Build.Context, cmpOr(s.Build.Dockerfile, "Dockerfile"))
+			data, err := os.ReadFile(df)
+			if err != nil {
+				t.Errorf("service %s: %v", name, err)
+				continue
+			}
+			froms := regexp.MustCompile(`(?m)^FROM\s+(?:--platform=\S+\s+)?(\S+)`).FindAllStringSubmatch(string(data), -1)
+			if len(froms) == 0 {
+				t.Errorf("%s has no FROM", repoRel(t, df))
+			}
+			stages := map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?mi)^FROM\s+\S+(?:\s+\S+)?\s+AS\s+(\S+)`).FindAllStringSubmatch(string(data), -1) {
+				stages[m[1]] = true
+			}
+			for _, f := range froms {
+				if !stages[f[1]] {
+					checkPinned(t, repoRel(t, df), f[1], false)
+				}
+			}
+		}
 	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// checkPinned: an explicit tag (or digest) that is not latest; a pulled
+// image's tag must also name a version.
+func checkPinned(t *testing.T, who, image string, pulled bool) {
+	t.Helper()
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		t.Errorf("%s: image %q: %v", who, image, err)
+		return
+	}
+	if _, ok := ref.(reference.Digested); ok {
+		return
+	}
+	tagged, ok := ref.(reference.Tagged)
+	if !ok {
+		t.Errorf("%s: image %q has no tag: it means latest; name a release", who, image)
+		return
+	}
+	tag := strings.ToLower(tagged.Tag())
+	if strings.Contains(tag, "latest") {
+		t.Errorf("%s: image %q: tag %q moves; name a release", who, image, tagged.Tag())
+	}
+	if pulled && !regexp.MustCompile(`\d+\.\d+|\d+-cu\d+`).MatchString(tag) {
+		t.Errorf("%s: image %q: tag %q names no release (want e.g. 1.32.0, 16.13, 2022-CU27-ubuntu-22.04)", who, image, tagged.Tag())
+	}
+}
+
+// The stack runs the Temporal server, schema tool and Web UI releases the
+// tests embed (go.mod), so what `go test` proves is what compose runs.
+func TestTemporalMatchesEmbeddedServer(t *testing.T) {
+	p := loadCompose(t)
+	module := map[string]string{
+		"temporalio/server":      "go.temporal.io/server",
+		"temporalio/admin-tools": "go.temporal.io/server",
+		"temporalio/ui":          "github.com/temporalio/ui-server/v2",
+	}
+	seen := map[string]bool{}
+	for name, s := range p.Services {
+		ref, err := reference.ParseNormalizedNamed(s.Image)
+		if err != nil {
+			continue
+		}
+		repo := reference.Path(ref)
+		if mod, ok := module[repo]; ok {
+			seen[repo] = true
+			v := moduleVersion(t, mod)
+			if tagged, ok := ref.(reference.Tagged); !ok || tagged.Tag() != v {
+				t.Errorf("service %s runs %s; go.mod has %s v%s, so want %s:%s", name, s.Image, mod, v, repo, v)
+			}
+		}
+	}
+	want := module
+	for repo := range want {
+		if !seen[repo] {
+			t.Errorf("no service runs %s", repo)
+		}
+	}
+}
+
+// moduleVersion is the version of a required module without its "v".
+func moduleVersion(t *testing.T, mod string) string {
+	t.Helper()
+	return strings.TrimPrefix(goList(t, "{{.Version}}", mod), "v")
+}
+
+func goList(t *testing.T, format, mod string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", format, mod).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", mod, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Every service that keeps running has a healthcheck, every service that
+// runs once is an init step something waits for, and nothing waits for a
+// service merely to have started.
+func TestHealthchecks(t *testing.T) {
+	p := loadCompose(t)
+	waitedFor := map[string]string{}
+	for name, s := range p.Services {
+		for dep, d := range s.DependsOn {
+			waitedFor[dep] = d.Condition
+			ds, err := p.GetService(dep)
+			if err != nil {
+				t.Errorf("service %s depends on %q: %v", name, dep, err)
+				continue
+			}
+			want := types.ServiceConditionHealthy
+			if oneShot(ds) {
+				want = types.ServiceConditionCompletedSuccessfully
+			}
+			if d.Condition != want {
+				t.Errorf("service %s depends on %s with condition %q; want %q (started is not ready)", name, dep, d.Condition, want)
+			}
+		}
+	}
+	for name, s := range p.Services {
+		if oneShot(s) {
+			if s.Restart != types.RestartPolicyNo {
+				t.Errorf("one-shot service %s has restart %q; want \"no\" (a failed init step must stay failed and visible)", name, s.Restart)
+			}
+			if _, ok := waitedFor[name]; !ok && name != finalStep {
+				t.Errorf("one-shot service %s: nothing waits for it (depends_on ... condition: service_completed_successfully)", name)
+			}
+			continue
+		}
+		if s.Restart != types.RestartPolicyUnlessStopped && s.Restart != types.RestartPolicyAlways {
+			t.Errorf("service %s: restart %q; a long-running service restarts (unless-stopped)", name, s.Restart)
+		}
+		hc := s.HealthCheck
+		if hc == nil || hc.Disable || len(hc.Test) < 2 || (hc.Test[0] != "CMD" && hc.Test[0] != "CMD-SHELL") {
+			t.Errorf("long-running service %s has no healthcheck", name)
+			continue
+		}
+		if hc.Interval == nil || hc.Timeout == nil || hc.Retries == nil || *hc.Retries == 0 {
+			t.Errorf("service %s: healthcheck without interval, timeout and retries", name)
+		}
+		if hc.Test[0] == "CMD" && !strings.HasPrefix(hc.Test[1], "/") && s.Build != nil {
+			t.Errorf("service %s: healthcheck runs %q; give the absolute path in the image", name, hc.Test[1])
+		}
+	}
+}
+
+// The init steps run in the order the stack needs, by the conditions compose
+// waits on; compose-go's own graph walk gives the start order.
+func TestInitStepsOrder(t *testing.T) {
+	p := loadCompose(t)
+	healthy, done := types.ServiceConditionHealthy, types.ServiceConditionCompletedSuccessfully
+	edges := []struct{ svc, dep, cond string }{
+		{"temporal-schema", "postgresql", healthy},
+		{"temporal", "temporal-schema", done},
+		{"temporal-namespace", "temporal", healthy},
+		{"temporal-ui", "temporal", healthy},
+		{"sql-primary", "bak01", healthy}, {"sql-primary", "bak02", healthy},
+		{"sql-verify", "bak01", healthy}, {"sql-verify", "bak02", healthy},
+		{"demo-database", "sql-primary", healthy},
+		{"worker", "temporal-namespace", done}, {"worker", "demo-database", done},
+		{"worker", "sql-primary", healthy}, {"worker", "sql-verify", healthy},
+		{"worker", "bak01", healthy}, {"worker", "bak02", healthy},
+		{"starter", "temporal-namespace", done}, {"starter", "worker", healthy},
+	}
+	for _, e := range edges {
+		s := service(t, p, e.svc)
+		d, ok := s.DependsOn[e.dep]
+		if !ok || d.Condition != e.cond {
+			t.Errorf("service %s must wait for %s (%s); has %+v", e.svc, e.dep, e.cond, s.DependsOn)
+		}
+	}
+
+	var mu sync.Mutex
+	var order []string
+	err := graph.InDependencyOrder(context.Background(), p, func(_ context.Context, name string, _ types.ServiceConfig) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, name)
+		return nil
+	}, graph.WithMaxConcurrency(1))
+	if err != nil {
+		t.Fatalf("start order: %v", err)
+	}
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	for _, chain := range [][]string{
+		{"postgresql", "temporal-schema", "temporal", "temporal-namespace", "worker", "starter"},
+		{"bak01", "sql-primary", "demo-database", "worker"},
+		{"sql-verify", "worker"},
+	} {
+		for i := 1; i < len(chain); i++ {
+			if pos[chain[i-1]] >= pos[chain[i]] {
+				t.Errorf("start order %v: %s must come before %s", order, chain[i-1], chain[i])
+			}
+		}
+	}
+	if order[len(order)-1] != finalStep {
+		t.Errorf("start order %v: the last step should be %s (the schedule, once everything else is up)", order, finalStep)
+	}
+}
+
+// What each init step runs: the scripts are repository files mounted into
+// the container, and they do their step (the script tests run them).
+func TestInitStepsRun(t *testing.T) {
+	p := loadCompose(t)
+	for svc, script := range map[string]string{
+		"temporal-schema":    "deploy/temporal/setup-schema.sh",
+		"temporal-namespace": "deploy/temporal/setup-namespace.sh",
+		"demo-database":      "deploy/sql/demo-database.sql",
+	} {
+		s := service(t, p, svc)
+		found := false
+		for _, a := range append(slices.Clone(s.Entrypoint), s.Command...) {
+			if hp := hostPath(t, s, a); hp != "" && repoRel(t, hp) == script {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("service %s does not run %s (entrypoint %q, command %q)", svc, script, s.Entrypoint, s.Command)
+		}
+	}
+
+	// The demo database is the one the compose configuration backs up, made
+	// with the SQL Server image's own sqlcmd.
+	demo := service(t, p, "demo-database")
+	if demo.Image != service(t, p, "sql-primary").Image {
+		t.Errorf("demo-database runs %s; want the SQL Server image of sql-primary (its sqlcmd)", demo.Image)
+	}
+	args := strings.Join(demo.Entrypoint, " ")
+	for _, want := range []string{"/opt/mssql-tools18/bin/sqlcmd", "-S sql-primary", " -b"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("demo-database entrypoint %q lacks %q", demo.Entrypoint, want)
+		}
+	}
+	sql, err := os.ReadFile(filepath.Join(root, "deploy/sql/demo-database.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfig(t, "deploy/config.compose.yaml")
+	for _, db := range cfg.Databases {
+		if !regexp.MustCompile(`(?i)IF DB_ID\(N'` + regexp.QuoteMeta(db.Name) + `'\) IS NULL\s+BEGIN\s+CREATE DATABASE \[` + regexp.QuoteMeta(db.Name) + `\]`).Match(sql) {
+			t.Errorf("deploy/sql/demo-database.sql does not create database %s (if missing) that deploy/config.compose.yaml backs up", db.Name)
+		}
+		for _, c := range db.SanityChecks {
+			for _, table := range regexp.MustCompile(`(?i)FROM\s+(dbo\.\w+)`).FindAllStringSubmatch(c.Query, -1) {
+				if !regexp.MustCompile(`(?i)CREATE TABLE ` + regexp.QuoteMeta(table[1]) + `\b`).Match(sql) {
+					t.Errorf("sanity check %s reads %s, which deploy/sql/demo-database.sql does not create", c.Name, table[1])
+				}
+			}
+		}
+	}
+
+	// The last step applies the fleet schedule with the mounted configuration.
+	st := service(t, p, finalStep)
+	cmd := append(slices.Clone(st.Entrypoint), st.Command...)
+	if len(cmd) == 0 || path.Base(cmd[0]) != "starter" || !slices.Contains(cmd, "schedule") || !slices.Contains(cmd, "apply") || !slices.Contains(cmd, "--fleet") {
+		t.Errorf("service %s runs %q; want the starter applying the fleet schedule", finalStep, cmd)
+	}
+	if cfgPath := flagValue(cmd, "--config"); cfgPath == "" || hostPath(t, st, cfgPath) == "" {
+		t.Errorf("service %s: --config %q is not a file mounted from the repository", finalStep, cfgPath)
+	}
+}
+
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func loadConfig(t *testing.T, rel string) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatalf("%s does not load:\n%v", rel, err)
+	}
+	return cfg
+}
+
+func TestHostPorts(t *testing.T) {
+	p := loadCompose(t)
+	used := map[string]string{}
+	names := p.ServiceNames()
 	sort.Strings(names)
 	for _, name := range names {
-		for _, p := range c.Services[name].Ports {
-			host, _, proto := parsePort(t, name, p)
-			if host == "" {
+		for _, port := range service(t, p, name).Ports {
+			if port.Published == "" {
 				continue // container port only: the engine picks a free host port
 			}
-			key := host + "/" + proto
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("service %s publishes %s on %q: bind it to 127.0.0.1 (SQL Server with sa, SMB and Temporal without auth)", name, port.Published, port.HostIP)
+			}
+			key := port.Published + "/" + port.Protocol
 			if other, dup := used[key]; dup {
 				t.Errorf("host port %s is published by both %s and %s", key, other, name)
 			}
 			used[key] = name
 		}
 	}
-	if len(used) < 5 {
-		t.Errorf("only %d host ports published (%v): Temporal, the UI, both SQL Servers and the SMB servers should be reachable", len(used), used)
+	for _, want := range []string{"7233/tcp", "8080/tcp", "9090/tcp", "1433/tcp", "1434/tcp", "4451/tcp", "4452/tcp"} {
+		if used[want] == "" {
+			t.Errorf("host port %s is not published (the README uses it); published: %v", want, used)
+		}
 	}
-}
-
-// parsePort reads [IP:]HOST:CONTAINER[/proto] or CONTAINER[/proto].
-func parsePort(t *testing.T, svc, p string) (host, container, proto string) {
-	t.Helper()
-	proto = "tcp"
-	if i := strings.LastIndex(p, "/"); i >= 0 {
-		p, proto = p[:i], p[i+1:]
-	}
-	parts := strings.Split(p, ":")
-	switch len(parts) {
-	case 1:
-		return "", parts[0], proto
-	case 2:
-		return parts[0], parts[1], proto
-	case 3:
-		return parts[1], parts[2], proto
-	}
-	t.Errorf("service %s: port %q is not [IP:]HOST:CONTAINER", svc, p)
-	return "", "", proto
-}
-
-func containerPorts(t *testing.T, name string, s *service) map[string]bool {
-	ports := map[string]bool{}
-	for _, p := range s.Ports {
-		_, cp, _ := parsePort(t, name, p)
-		ports[cp] = true
-	}
-	return ports
 }
 
 // checkAddress: host:port names a compose service that publishes that container port.
-func checkAddress(t *testing.T, c *compose, file, what, addr string) {
+func checkAddress(t *testing.T, p *types.Project, file, what, addr string) {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Errorf("%s: %s %q: %v", file, what, addr, err)
 		return
 	}
-	s := c.Services[host]
-	if s == nil {
+	s, err := p.GetService(host)
+	if err != nil {
 		t.Errorf("%s: %s %q: host %q is not a docker-compose.yml service", file, what, addr, host)
 		return
 	}
-	if !containerPorts(t, host, s)[port] {
-		t.Errorf("%s: %s %q: service %s does not publish container port %s (ports %v)", file, what, addr, host, port, s.Ports)
+	for _, sp := range s.Ports {
+		if fmt.Sprint(sp.Target) == port {
+			return
+		}
 	}
+	t.Errorf("%s: %s %q: service %s does not serve container port %s (ports %v)", file, what, addr, host, port, s.Ports)
 }
 
 // Every host the example configuration and the compose configuration name is
 // a service of the stack, on a port it serves.
 func TestConfigsNameComposeServices(t *testing.T) {
-	c := loadCompose(t)
+	p := loadCompose(t)
 	for _, file := range []string{"config.example.yaml", "deploy/config.compose.yaml"} {
-		cfg, err := config.Load(filepath.Join(root, file))
-		if err != nil {
-			t.Errorf("%s does not load:\n%v", file, err)
-			continue
-		}
-		checkAddress(t, c, file, "temporal.address", cfg.Temporal.Address)
+		cfg := loadConfig(t, file)
+		checkAddress(t, p, file, "temporal.address", cfg.Temporal.Address)
 		for _, s := range cfg.SQLInstances {
-			checkAddress(t, c, file, "sql_instances "+s.Name+" address", s.Address)
+			checkAddress(t, p, file, "sql_instances "+s.Name+" address", s.Address)
 		}
 		for _, b := range cfg.BackupServers {
 			if b.Loc.Scheme != "smb" {
 				t.Errorf("%s: backup server %s: want an smb:// location on a compose service, got %q", file, b.Name, b.Location)
 				continue
 			}
-			checkAddress(t, c, file, "backup server "+b.Name+" location", net.JoinHostPort(b.Loc.Host, fmt.Sprint(b.Loc.Port)))
+			checkAddress(t, p, file, "backup server "+b.Name+" location", net.JoinHostPort(b.Loc.Host, fmt.Sprint(b.Loc.Port)))
 		}
 	}
 }
 
+// The worker and the starter read the compose configuration, mounted
+// read-only from the repository, and the worker serves /metrics where the
+// stack publishes it.
 func TestWorkerConfigIsMounted(t *testing.T) {
-	c := loadCompose(t)
-	w := c.Services["worker"]
-	if w == nil {
-		t.Fatal("no worker service")
-	}
-	args := append(append([]string{}, w.Entrypoint...), w.Command...)
-	cfgPath := ""
-	for i, a := range args {
-		if a == "--config" && i+1 < len(args) {
-			cfgPath = args[i+1]
-		} else if v, ok := strings.CutPrefix(a, "--config="); ok {
-			cfgPath = v
+	p := loadCompose(t)
+	for _, name := range []string{"worker", finalStep} {
+		s := service(t, p, name)
+		args := append(slices.Clone(s.Entrypoint), s.Command...)
+		cfgPath := flagValue(args, "--config")
+		if cfgPath == "" {
+			t.Errorf("service %s runs %q without --config PATH", name, args)
+			continue
+		}
+		m, ok := mountFor(s, path.Clean(cfgPath))
+		if !ok || m.Type != types.VolumeTypeBind || path.Clean(m.Target) != path.Clean(cfgPath) {
+			t.Errorf("service %s: --config %s should be a file mounted from the repository, got %+v", name, cfgPath, m)
+			continue
+		}
+		if rel := repoRel(t, m.Source); rel != "deploy/config.compose.yaml" {
+			t.Errorf("service %s reads %s; want deploy/config.compose.yaml", name, rel)
 		}
 	}
-	if cfgPath == "" {
-		t.Fatalf("worker command %q has no --config PATH", args)
-	}
-	m, ok := mountFor(mounts(t, "worker", w), path.Clean(cfgPath))
-	if !ok {
-		t.Fatalf("worker reads --config %s, which is in none of its volumes %v", cfgPath, w.Volumes)
-	}
-	if !m.bind || m.target != path.Clean(cfgPath) {
-		t.Fatalf("worker --config %s should be a file mounted from the repository, got %+v", cfgPath, m)
-	}
-	if !m.readOnly {
-		t.Errorf("worker config mount %s should be read-only (:ro)", m.source)
-	}
-	cfg, err := config.Load(filepath.Join(root, m.source))
+	w := service(t, p, "worker")
+	addr := flagValue(append(slices.Clone(w.Entrypoint), w.Command...), "--metrics-addr")
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatalf("the worker's config %s does not load:\n%v", m.source, err)
+		t.Fatalf("worker --metrics-addr %q: %v (the README points at /metrics)", addr, err)
 	}
-
-	// Its secrets are references the worker's environment resolves.
-	env := serviceEnv(t, c, "worker")
-	refs := map[string]string{}
-	for _, s := range cfg.SQLInstances {
-		refs["sql_instances "+s.Name] = s.Password.Env
-		if s.Password.File != "" {
-			if _, ok := mountFor(mounts(t, "worker", w), s.Password.File); !ok {
-				t.Errorf("%s: password_file %s of %s is not mounted into the worker", m.source, s.Password.File, s.Name)
-			}
-		}
+	published := false
+	for _, sp := range w.Ports {
+		published = published || fmt.Sprint(sp.Target) == port
 	}
-	for _, b := range cfg.BackupServers {
-		if b.SMB != nil {
-			refs["backup_servers "+b.Name+" smb"] = b.SMB.Password.Env
-		}
-	}
-	for who, name := range refs {
-		if name != "" && env[name] == "" {
-			t.Errorf("%s: %s names password_env %s, which the worker's env files do not define", m.source, who, name)
-		}
-	}
-	if len(refs) == 0 {
-		t.Error("the compose config references no secrets: SQL and SMB need passwords")
+	if !published {
+		t.Errorf("worker serves /metrics on %s, which it does not publish (ports %v)", port, w.Ports)
 	}
 }
 
 // The SQL Server paths of each backup server are the volume its Samba
 // service shares, mounted in the source and the verification instance.
 func TestBackupVolumesAreShared(t *testing.T) {
-	c := loadCompose(t)
-	cfg, err := config.Load(filepath.Join(root, "deploy/config.compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadCompose(t)
+	cfg := loadConfig(t, "deploy/config.compose.yaml")
 	sharePath := sambaSharePath(t, "backup")
 	serviceOf := func(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
 	for _, b := range cfg.BackupServers {
-		smbSvc := c.Services[b.Loc.Host]
-		if smbSvc == nil {
-			t.Errorf("backup server %s: no service %s", b.Name, b.Loc.Host)
+		smbSvc, err := p.GetService(b.Loc.Host)
+		if err != nil {
+			t.Errorf("backup server %s: %v", b.Name, err)
 			continue
 		}
 		if b.Loc.Share != "backup" {
 			t.Errorf("backup server %s: share %q, but deploy/samba/smb.conf exports [backup]", b.Name, b.Loc.Share)
 		}
-		shared, ok := mountFor(mounts(t, b.Loc.Host, smbSvc), sharePath)
-		if !ok || shared.bind {
+		shared, ok := mountFor(smbSvc, sharePath)
+		if !ok || shared.Type != types.VolumeTypeVolume {
 			t.Errorf("backup server %s: service %s does not hold %s in a named volume", b.Name, b.Loc.Host, sharePath)
 			continue
 		}
-		// Who must see this server's files: the source of every database that writes here, and the verifier.
+		// Who must see this server's files: the source of every database that
+		// writes here, and the verifier, which restores from its unc_paths.
 		users := map[string]bool{}
 		for _, db := range cfg.Databases {
 			for _, s := range db.BackupServers {
@@ -445,14 +620,19 @@ func TestBackupVolumesAreShared(t *testing.T) {
 			}
 		}
 		for svc, readOnlyOK := range users {
-			for _, p := range b.UNCPaths {
-				m, ok := mountFor(mounts(t, svc, c.Services[svc]), p)
-				if !ok || m.source != shared.source {
-					t.Errorf("backup server %s: %s writes/reads %s, which is not volume %s in service %s", b.Name, svc, p, shared.source, svc)
+			s, err := p.GetService(svc)
+			if err != nil {
+				t.Errorf("backup server %s: %v", b.Name, err)
+				continue
+			}
+			for _, up := range b.UNCPaths {
+				m, ok := mountFor(s, up)
+				if !ok || m.Source != shared.Source {
+					t.Errorf("backup server %s: %s writes/reads %s, which is not volume %s in service %s", b.Name, svc, up, shared.Source, svc)
 					continue
 				}
-				if m.readOnly && !readOnlyOK {
-					t.Errorf("backup server %s: %s backs up to %s but mounts it read-only", b.Name, svc, p)
+				if m.ReadOnly && !readOnlyOK {
+					t.Errorf("backup server %s: %s backs up to %s but mounts it read-only", b.Name, svc, up)
 				}
 			}
 		}
@@ -509,117 +689,8 @@ func TestSambaConfig(t *testing.T) {
 	}
 }
 
-// Secrets come from env files that exist as committed examples, never inline.
-func TestEnvFiles(t *testing.T) {
-	c := loadCompose(t)
-	secretish := regexp.MustCompile(`(?i)(PASSWORD|PWD|SECRET|TOKEN|API_KEY)`)
-	for name, s := range c.Services {
-		for k := range s.Environment {
-			if secretish.MatchString(k) {
-				t.Errorf("service %s sets %s inline in docker-compose.yml: move it to deploy/.env (env_file)", name, k)
-			}
-		}
-		for _, f := range envFiles(t, name, s) {
-			readEnvExample(t, filepath.Join(root, f+".example"))
-			if !ignored(t, f) {
-				t.Errorf("env file %s (service %s) holds secrets but is not git-ignored: add it to deploy/.gitignore", f, name)
-			}
-		}
-	}
-	needs := map[string][]string{
-		"postgresql": {"POSTGRES_PASSWORD"}, "temporal": {"POSTGRES_PWD"}, "bak01": {"SMB_PASSWORD"}, "bak02": {"SMB_PASSWORD"},
-	}
-	for svc, vars := range needs {
-		env := serviceEnv(t, c, svc)
-		for _, v := range vars {
-			if env[v] == "" {
-				t.Errorf("service %s needs %s from its env file", svc, v)
-			}
-		}
-	}
-	pg, tp := serviceEnv(t, c, "postgresql"), serviceEnv(t, c, "temporal")
-	if pg["POSTGRES_PASSWORD"] != tp["POSTGRES_PWD"] {
-		t.Error("deploy/.env.example: POSTGRES_PASSWORD (PostgreSQL) and POSTGRES_PWD (Temporal) must be equal")
-	}
-}
-
-// ignored reports whether deploy/.gitignore covers a compose-relative file under deploy/.
-func ignored(t *testing.T, f string) bool {
-	rel, ok := strings.CutPrefix(path.Clean(f), "deploy/")
-	if !ok {
-		return false
-	}
-	data, err := os.ReadFile(filepath.Join(root, "deploy/.gitignore"))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == rel || line == "/"+rel {
-			return true
-		}
-	}
-	return false
-}
-
-// The compose stack registers exactly the search attributes the workflows use.
-func TestSearchAttributesRegistered(t *testing.T) {
-	c := loadCompose(t)
-	s := c.Services["temporal-search-attributes"]
-	if s == nil {
-		t.Fatal("no temporal-search-attributes service")
-	}
-	script := ""
-	for _, m := range mounts(t, "temporal-search-attributes", s) {
-		if m.bind && strings.HasSuffix(m.source, ".sh") {
-			script = m.source
-		}
-	}
-	data, err := os.ReadFile(filepath.Join(root, script))
-	if err != nil {
-		t.Fatalf("registration script: %v", err)
-	}
-	got := map[string]string{}
-	for _, m := range regexp.MustCompile(`\b(Backup[A-Za-z]+):(Keyword|Int|Text|Bool|Double|Datetime|KeywordList)\b`).FindAllStringSubmatch(string(data), -1) {
-		got[m[1]] = m[2]
-	}
-	want := workflowAttributes(t)
-	if len(want) == 0 {
-		t.Fatal("found no search attribute keys in workflows/*.go")
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s registers %v; the workflows declare %v", script, got, want)
-	}
-}
-
-// workflowAttributes reads the search attribute keys the workflows declare
-// (temporal.NewSearchAttributeKeyKeyword("BackupDatabase"), ...) from their
-// source, so this test does not need the workflows package to compile.
-func workflowAttributes(t *testing.T) map[string]string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "workflows", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	types := map[string]string{"Keyword": "Keyword", "Int64": "Int", "String": "Text", "Bool": "Bool", "Float64": "Double", "Time": "Datetime", "KeywordList": "KeywordList"}
-	re := regexp.MustCompile(`NewSearchAttributeKey(Keyword|Int64|String|Bool|Float64|Time|KeywordList)\("([^"]+)"\)`)
-	out := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			out[m[2]] = types[m[1]]
-		}
-	}
-	return out
-}
-
-// The worker image builds the repository's two commands.
+// The worker image builds the repository's two commands, and the starter the
+// worker's healthcheck and the starter service run is where they look.
 func TestDockerfileBuildsTheCommands(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
 	if err != nil {
@@ -633,8 +704,11 @@ func TestDockerfileBuildsTheCommands(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^ENTRYPOINT \["/usr/local/bin/worker"\]`).MatchString(df) {
 		t.Error("the image's entrypoint should be the worker (compose passes --config)")
 	}
+	if !regexp.MustCompile(`(?m)^COPY --from=\S+ .*\bstarter\b.* /usr/local/bin/`).MatchString(df) {
+		t.Error("the runtime image should hold the starter in /usr/local/bin (the worker's healthcheck and the starter service run it)")
+	}
 	for _, cmd := range []string{"worker", "starter"} {
-		if !strings.Contains(df, "./"+cmd+" ") && !strings.Contains(df, "./"+cmd+"\n") {
+		if !regexp.MustCompile(`\./` + cmd + `(\s|$)`).MatchString(df) {
 			t.Errorf("Dockerfile does not build ./%s", cmd)
 		}
 		files, _ := filepath.Glob(filepath.Join(root, cmd, "*.go"))
@@ -648,6 +722,16 @@ func TestDockerfileBuildsTheCommands(t *testing.T) {
 			t.Errorf("Dockerfile builds ./%s, but %s/ holds no package main", cmd, cmd)
 		}
 	}
+	p := loadCompose(t)
+	for _, name := range []string{"worker", finalStep} {
+		s := service(t, p, name)
+		if s.Build == nil || repoRel(t, s.Build.Context) != "." {
+			t.Errorf("service %s should build the repository's Dockerfile", name)
+		}
+	}
+	if hc := service(t, p, "worker").HealthCheck; hc == nil || len(hc.Test) < 2 || hc.Test[1] != "/usr/local/bin/starter" {
+		t.Errorf("worker healthcheck %v: want /usr/local/bin/starter health (the runtime image has no shell)", hc)
+	}
 }
 
 // Services the README tells people to use (`docker compose logs worker`,
@@ -657,9 +741,13 @@ func TestReadmeNamesComposeServices(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README.md: %v (the product card requires it)", err)
 	}
-	c := loadCompose(t)
+	p := loadCompose(t)
 	cmdRE := regexp.MustCompile("docker[ -]compose\\s+(?:-\\S+\\s+(?:\\S+\\s+)?)*?(logs|up|exec|restart|stop|start|ps|build|run|pull|rm|kill|top)\\b([^`|&;#\\n]*)")
-	for _, m := range cmdRE.FindAllStringSubmatch(string(data), -1) {
+	matches := cmdRE.FindAllStringSubmatch(string(data), -1)
+	if len(matches) < 3 {
+		t.Errorf("README.md shows %d docker compose commands; its compose walk-through needs up, ps and run at least", len(matches))
+	}
+	for _, m := range matches {
 		verb, args := m[1], strings.Fields(m[2])
 		var named []string
 		for _, a := range args {
@@ -675,7 +763,7 @@ func TestReadmeNamesComposeServices(t *testing.T) {
 			if !regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`).MatchString(n) {
 				continue // a placeholder such as <service>
 			}
-			if c.Services[n] == nil {
+			if _, err := p.GetService(n); err != nil {
 				t.Errorf("README.md: %q names service %q, which docker-compose.yml does not define", strings.TrimSpace(m[0]), n)
 			}
 		}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make screenshots`: the README's pictures of the Temporal Web UI, taken from a real run. Starts the dev stack
-# (embedded Temporal + Web UI + worker + the emulated site with a few small databases besides Sales) in a temporary
-# state directory, runs the Fleet over it twice (the second run continues each database's rotation), then captures
-# with headless Chromium (Debian's package, installed when missing) via internal/webshot:
+# `make screenshots`: the README's pictures of the Temporal Web UI, taken from a real run. Starts the development
+# worker (embedded Temporal + Web UI + worker + the emulated site with a few small databases besides Sales) in a
+# temporary state directory, runs the Fleet over it twice (the second run continues each database's rotation), then captures
+# with headless Chromium (Debian's package, installed when missing) via internal/webshot (chromedp):
 #   docs/web-ui-fleet.png   the Fleet run's page, User Metadata tab: its summary and current details (every
 #                           database's outcome, the limits in use); its children are the cycles
 #   docs/web-ui-cycles.png  the workflow list filtered to verified cycles of sql01, with the backup search attributes
@@ -49,12 +49,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "screenshots: building" >&2
-$GO build -o "$work/bin/worker" ./worker
+$GO build -o "$work/bin/devworker" ./internal/devenv/cmd/devworker
 $GO build -o "$work/bin/starter" ./starter
 $GO build -o "$work/bin/webshot" ./internal/webshot/cmd/webshot
 
 # setsid: the worker leads its own process group, so cleanup can end the smbds it started even if it hangs.
-setsid "$work/bin/worker" --dev --state-dir "$work/state" --port 0 --ui-port 0 --dev-db-size 16MiB --dev-fleet "$FLEET" \
+setsid "$work/bin/devworker" --state-dir "$work/state" --port 0 --ui-port 0 --dev-db-size 16MiB --dev-fleet "$FLEET" \
   >"$work/worker.out" 2>"$work/worker.err" &
 worker_pid=$!
 for _ in $(seq 360); do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing: Samba (smbd, smbpasswd), smbclient (the reference client the
 # storage benchmarks compare against), nss_wrapper (so a private smbd can have its own user without touching
-# /etc/passwd) and promtool (Debian's prometheus package: the tests check the alert rules with it). Idempotent: does
-# nothing when everything is there.
+# /etc/passwd), promtool (Debian's prometheus package: the tests check the alert rules with it) and chromium (the
+# screenshot tool's tests drive it headless). Idempotent: does nothing when everything is there.
 set -euo pipefail
 
 need=()
@@ -10,6 +10,7 @@ command -v smbd >/dev/null 2>&1 || [ -x /usr/sbin/smbd ] || need+=(samba)
 command -v smbclient >/dev/null 2>&1 || need+=(smbclient)
 ls /usr/lib/*/libnss_wrapper.so >/dev/null 2>&1 || need+=(libnss-wrapper)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,13 @@ func startSiteWorker(t *testing.T, tq string) (*devenv.Site, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { site.Stop() })
+	siteWorker(t, site, tq)
+	return site, state
+}
+
+// siteWorker runs the real workflows and activities against site on tq.
+func siteWorker(t *testing.T, site *devenv.Site, tq string) {
+	t.Helper()
 	c := sdk(t)
 	acts := activities.New(zap.NewNop())
 	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
@@ -39,7 +47,6 @@ func startSiteWorker(t *testing.T, tq string) (*devenv.Site, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return site, state
 }
 
 // The real BackupCycle with the real activities, in-process, against the
@@ -95,6 +102,30 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 	res, err := cl.WaitCycle(ctx, run, devenv.Database)
 	if err != nil || res.Result.Sequence != 2 || res.Result.Server != "bak02" {
 		t.Errorf("second cycle: %+v, %v", res.Result, err)
+	}
+
+	// `run --wait --json`: the result with its times in seconds; `status
+	// --json` the closed cycles with theirs.
+	code, out, errs = on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait", "--json")
+	if code != exitOK {
+		t.Fatalf("run --wait --json: exit %d\n%s%s", code, out, errs)
+	}
+	checkJSONStyle(t, "run --wait --json", out)
+	var rj cycleRunJSON
+	if err := json.Unmarshal([]byte(out), &rj); err != nil || rj.WorkflowID != id || rj.Result.Sequence != 3 || len(rj.Result.Stripes) == 0 ||
+		rj.Result.Timings.Total <= 0 || rj.Result.Timings.Total > 600 || rj.Result.Timings.Backup <= 0 || rj.Result.Timings.Backup > rj.Result.Timings.Total {
+		t.Errorf("run --wait --json: %v\n%s", err, out)
+	}
+	code, out, errs = on(t, tq, "status", "--database", devenv.Database, "--json", "--limit", "3")
+	checkJSONStyle(t, "status --json", out)
+	var sj statusJSON
+	if err := json.Unmarshal([]byte(out), &sj); code != exitOK || err != nil || len(sj.Cycles) != 3 {
+		t.Fatalf("status --json: exit %d %v %s\n%s", code, err, errs, out)
+	}
+	for _, c := range sj.Cycles {
+		if c.Status != "Completed" || c.Outcome != "verified" || c.Duration == nil || *c.Duration <= 0 || *c.Duration > 600 || c.ClosedAt == "" {
+			t.Errorf("closed cycle: %+v", c)
+		}
 	}
 }
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
@@ -37,60 +37,65 @@ type selectedDB struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// databasesCmd connects to each source instance and shows what its
+// databasesCommand connects to each source instance and shows what its
 // databases: selection resolves to now, and why every other database is
 // skipped; exit 1 when an instance cannot be read or a selected database
 // has no usable configuration.
-func databasesCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	only := fs.String("instance", "", "show only this SQL instance (its sql_instances name); default: every instance with databases to back up")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := e.requireConfig(fs)
-	if err != nil {
-		return err
-	}
-	var names []string
-	if *only != "" {
-		if _, ok := cfg.SQLInstance(*only); !ok {
-			var have []string
-			for _, s := range cfg.SQLInstances {
-				have = append(have, s.Name)
+func databasesCommand(e *env) *cobra.Command {
+	var only string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "databases",
+		Short: "show what each instance's databases: selection resolves to now (from sys.databases) and why every other database is skipped",
+		Args:  noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			cfg, err := e.requireConfig(cmd)
+			if err != nil {
+				return err
 			}
-			return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s (defined: %s)", *only, cfg.File, strings.Join(have, ", "))}
-		}
-		names = []string{*only}
-	} else {
-		names = sourceInstances(cfg)
-	}
-	rep := databasesReport{Instances: []instanceDatabases{}}
-	failed := 0
-	for _, n := range names {
-		r := resolveInstance(ctx, cfg, n)
-		if r.Error != "" {
-			failed++
-		}
-		for _, s := range r.Selected {
-			if s.Problem != "" {
-				failed++
+			var names []string
+			if only != "" {
+				if _, ok := cfg.SQLInstance(only); !ok {
+					var have []string
+					for _, s := range cfg.SQLInstances {
+						have = append(have, s.Name)
+					}
+					return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s (defined: %s)", only, cfg.File, strings.Join(have, ", "))}
+				}
+				names = []string{only}
+			} else {
+				names = sourceInstances(cfg)
 			}
-		}
-		rep.Instances = append(rep.Instances, r)
+			rep := databasesReport{Instances: []instanceDatabases{}}
+			failed := 0
+			for _, n := range names {
+				r := resolveInstance(ctx, cfg, n)
+				if r.Error != "" {
+					failed++
+				}
+				for _, s := range r.Selected {
+					if s.Problem != "" {
+						failed++
+					}
+				}
+				rep.Instances = append(rep.Instances, r)
+			}
+			if asJSON {
+				if err := writeJSON(e.stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				writeDatabases(e.stdout, rep)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d problem(s) above: fix the configuration or the instance's reachability and run `starter databases` again", failed)
+			}
+			return nil
+		}),
 	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		writeDatabases(e.stdout, rep)
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d problem(s) above: fix the configuration or the instance's reachability and run `starter databases` again", failed)
-	}
-	return nil
+	cmd.Flags().StringVar(&only, "instance", "", "show only this SQL instance (its sql_instances name); default: every instance with databases to back up")
+	jsonFlag(cmd, &asJSON, "print the result")
+	return cmd
 }
 
 // sourceInstances are the instances with a databases: selection or a

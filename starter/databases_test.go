@@ -109,6 +109,7 @@ func TestDatabasesResolvesFromTheInstance(t *testing.T) {
 		t.Fatalf("--json: exit %d, stderr %q", code, errs)
 	}
 	var rep databasesReport
+	checkJSONStyle(t, "databases --json", js)
 	if err := json.Unmarshal([]byte(js), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, js)
 	}

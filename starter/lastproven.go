@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,7 +30,7 @@ func (e outOfObjectives) Error() string {
 // the manifests on every configured backup server, optionally for one
 // database name (exact, on every instance).
 func lastProven(ctx context.Context, e *env, c *config.Config, database string, asJSON bool) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	ctx, cancel := e.withTimeout(ctx, defaultTimeout)
 	defer cancel()
 	r := status.Load(ctx, c, nil, time.Now())
 	if database != "" {
@@ -47,9 +46,7 @@ func lastProven(ctx context.Context, e *env, c *config.Config, database string, 
 		r.Databases = keep
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := writeJSON(e.stdout, r); err != nil {
 			return fmt.Errorf("write the status as JSON: %w", err)
 		}
 	} else {

@@ -154,6 +154,7 @@ func TestStatusFromManifestsExitsOneWhenOutOfObjectives(t *testing.T) {
 	// JSON: same verdict, same exit code.
 	code, out, _ = runStarter(t, "status", "--config", file, "--from-manifests", "--json")
 	var r status.Report
+	checkJSONStyle(t, "status --from-manifests --json", out)
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFail || len(r.OutOfObjectives()) != 2 {
 		t.Fatalf("json: exit %d err %v\n%s", code, err, out)
 	}

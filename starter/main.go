@@ -1,27 +1,30 @@
-// Command starter starts backupcycle workflows programmatically: a health
-// check now, and (as the cycle issues land) a backup cycle now, schedules,
-// status and plans. It talks to Temporal through package starter/client,
-// which other services import instead of shelling out to this command.
+// Command starter starts and follows backupcycle workflows: a health check,
+// a verified backup cycle now, the fleet, schedules, status, cancel, plans
+// and the permission checks. It talks to Temporal through package
+// starter/client, which other services import instead of shelling out to
+// this command.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
+	_ "time/tzdata" // --tz names resolve on hosts without a zoneinfo database (Windows)
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logging"
+	"github.com/backupcycle/backupcycle/internal/version"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
@@ -32,41 +35,38 @@ const (
 	exitUsage = 2
 )
 
-// command is one subcommand. Later issues add theirs to commands.
-type command struct {
-	name    string
-	summary string
-	// run parses args with fs (connection flags already on it) and does the work.
-	run func(ctx context.Context, env *env, fs *flag.FlagSet, args []string) error
-}
-
-var commands = []command{
-	{name: "health", summary: "start the HealthCheck workflow, wait for it and print which worker ran it", run: healthCmd},
-	{name: "run", summary: "run one verified backup cycle of a database now (backup, copy, restore, CHECKDB, sanity checks)", run: runCmd},
-	{name: "schedule", summary: "create or update one Temporal Schedule per configured database; list, pause, trigger or delete them", run: scheduleCmd},
-	{name: "status", summary: "show the latest cycles per database: step, sequence, server, outcome, times, live progress", run: statusCmd},
-	{name: "plan", summary: "print the plan of a cycle without touching anything: servers, stripes, memory, estimated times", run: planCmd},
-	{name: "fleet", summary: "run the Fleet now: a verified cycle of every selected database, largest first, within the limits; or --status of the running one", run: fleetCmd},
-	{name: "databases", summary: "show what each instance's databases: selection resolves to now (from sys.databases) and why every other database is skipped", run: databasesCmd},
-	{name: "preflight", summary: "check every permission the cycle needs on the configured instances and backup servers; print the GRANTs that are missing", run: preflightCmd},
-}
+// defaultTimeout bounds the commands that ask Temporal and return (health,
+// status, schedule, cancel, fleet --status) when --timeout is not given.
+// `run --wait`, `fleet --wait` and `cancel --wait` wait for the run to end
+// unless --timeout is given: a cycle takes hours.
+var defaultTimeout = time.Minute
 
 // env is what commands share: output streams and the connection settings.
 type env struct {
 	stdout, stderr io.Writer
-	configFile     string
-	address        string
-	namespace      string
-	taskQueue      string
-	timeout        time.Duration
-	log            *zap.Logger
-	cfg            *config.Config // loaded once by loadConfig
+	// tty: stdout is a terminal, so `run --wait` redraws one progress line
+	// per step instead of printing plain lines.
+	tty        bool
+	configFile string
+	address    string
+	namespace  string
+	taskQueue  string
+	timeout    time.Duration
+	timeoutSet bool
+	log        *zap.Logger
+	cfg        *config.Config // loaded once by loadConfig
 }
 
 // usageError is bad command-line input: exit 2, with a hint.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// failure is an error of a command's work (not of its command line): exit 1.
+type failure struct{ err error }
+
+func (f failure) Error() string { return f.err.Error() }
+func (f failure) Unwrap() error { return f.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,37 +76,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	var cmd *command
-	for i := range commands {
-		if commands[i].name == args[0] {
-			cmd = &commands[i]
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(stderr, "starter: unknown command %q: run `starter --help` for the list\n", args[0])
-		return exitUsage
-	}
-
 	e := &env{stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("starter "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&e.configFile, "config", "", "backupcycle YAML config; its temporal: section says how to reach Temporal")
-	fs.StringVar(&e.address, "address", "", "Temporal frontend host:port (overrides the config; default "+client.DefaultAddress+")")
-	fs.StringVar(&e.namespace, "namespace", "", "Temporal namespace (overrides the config; default "+client.DefaultNamespace+")")
-	fs.StringVar(&e.taskQueue, "task-queue", "", "task queue of the workers (overrides the config; default backupcycle)")
-	fs.DurationVar(&e.timeout, "timeout", time.Minute, "give up waiting for the workflow after this long")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: starter %s [flags]\n\n%s.\n\nflags:\n", cmd.name, cmd.summary)
-		fs.PrintDefaults()
+	if f, ok := stdout.(*os.File); ok {
+		e.tty = term.IsTerminal(int(f.Fd()))
 	}
-
 	level := zapcore.WarnLevel // a command's output is its result, not the SDK's chatter
 	if os.Getenv(logging.LevelEnv) != "" {
 		if l, err := zapcore.ParseLevel(os.Getenv(logging.LevelEnv)); err == nil {
@@ -115,53 +88,153 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e.log = logging.NewAt(true, level)
 	defer func() { _ = e.log.Sync() }()
+	return e.execute(ctx, newRoot(e), args)
+}
 
-	err := cmd.run(ctx, e, fs, args[1:])
+// execute runs root with args and maps the outcome to an exit code.
+func (e *env) execute(ctx context.Context, root *cobra.Command, args []string) int {
+	root.SetArgs(args)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd == nil {
+		cmd = root
+	}
 	var ue usageError
+	var f failure
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "starter %s: %s\n", cmd.name, ue.msg)
+		fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), ue.msg)
 		return exitUsage
-	default:
-		// One line: the error chain already names the thing and the fix.
-		fmt.Fprintf(stderr, "starter: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	case errors.As(err, &f):
+		printFailure(e.stderr, f.err)
 		return exitFail
+	default:
+		// cobra's own: an unknown command, flag or argument.
+		fmt.Fprintf(e.stderr, "%s: %s\nRun `%s --help` for usage.\n", cmd.CommandPath(), strings.TrimRight(err.Error(), "\n"), cmd.CommandPath())
+		return exitUsage
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: starter <command> [flags]\n\nStarts backupcycle workflows on Temporal.\n\ncommands:\n")
-	names := make([]string, len(commands))
-	for i, c := range commands {
-		names[i] = c.name
+// printFailure prints a configuration's problems one per line, as package
+// config words them (file:line: message), and any other error on one line:
+// the error chain already names the thing and the fix.
+func printFailure(w io.Writer, err error) {
+	var ce config.Errors
+	if errors.As(err, &ce) {
+		for _, c := range ce {
+			fmt.Fprintln(w, c.Error())
+		}
+		fmt.Fprintf(w, "starter: %d problem(s) in the configuration above: fix them and run the command again\n", len(ce))
+		return
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		for _, c := range commands {
-			if c.name == n {
-				fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	fmt.Fprintf(w, "starter: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "starter",
+		Short: "Start and follow backupcycle workflows on Temporal",
+		Long: `Starts and follows backupcycle workflows on Temporal: verified backup cycles, the fleet, schedules.
+
+The connection flags (--config, --address, --namespace, --task-queue, --timeout) go before or after the
+command: ` + "`starter --config c.yaml run --database Sales` and `starter run --database Sales --config c.yaml`" + ` are the same.
+Commands that take a database take its name (--database, with --instance when the name is configured on
+several instances): the workflow id is derived from it.
+
+Exit codes: 0 done, 1 failed, 2 bad usage. --json prints snake_case keys, durations in seconds (keys
+ending in _seconds) and timestamps in RFC 3339.`,
+		Version:       version.String(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// A bare `starter` is a usage error; an unknown command is found by
+		// cobra (Args nil: it suggests the nearest command).
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError{msg: "give a command: see `starter --help` for the list"}
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			e.timeoutSet = cmd.Flags().Changed("timeout")
+			if e.timeoutSet && e.timeout <= 0 {
+				return usageError{msg: fmt.Sprintf("--timeout %s: give a positive duration such as 90s or 2h", e.timeout)}
 			}
+			return nil
+		},
+	}
+	root.SetVersionTemplate("starter {{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.configFile, "config", "", "backupcycle YAML config; its temporal: section says how to reach Temporal")
+	pf.StringVar(&e.address, "address", "", "Temporal frontend host:port (overrides the config; default "+client.DefaultAddress+")")
+	pf.StringVar(&e.namespace, "namespace", "", "Temporal namespace (overrides the config; default "+client.DefaultNamespace+")")
+	pf.StringVar(&e.taskQueue, "task-queue", "", "task queue of the workers (overrides the config; default backupcycle)")
+	pf.DurationVar(&e.timeout, "timeout", 0, fmt.Sprintf("give up waiting after this long (default %s; run --wait, fleet --wait and cancel --wait wait until the run ends unless it is given)", defaultTimeout))
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{msg: err.Error() + flagHint(cmd, err) + fmt.Sprintf(" (see `%s --help`)", cmd.CommandPath())}
+	})
+	root.AddCommand(
+		healthCommand(e),
+		runCommand(e),
+		cancelCommand(e),
+		scheduleCommand(e),
+		statusCommand(e),
+		planCommand(e),
+		fleetCommand(e),
+		databasesCommand(e),
+		preflightCommand(e),
+	)
+	return root
+}
+
+// flagHint points the spellings of earlier releases to what replaced them.
+func flagHint(cmd *cobra.Command, err error) string {
+	if cmd.Name() != "schedule" {
+		return ""
+	}
+	for _, old := range []string{"apply", "list", "pause", "unpause", "trigger", "delete"} {
+		if strings.Contains(err.Error(), "--"+old) {
+			return fmt.Sprintf(": schedule actions are subcommands, e.g. `starter schedule %s`", old)
 		}
 	}
-	fmt.Fprintf(w, "\nRun `starter <command> --help` for its flags. Exit codes: 0 done, 1 failed, 2 bad usage.\n")
+	return ""
 }
 
-// parse parses the flags and rejects stray arguments.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+// action wraps a command's work: its errors are failures (exit 1) unless
+// they are usage errors (exit 2).
+func action(f func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := f(cmd.Context(), cmd, args)
+		var ue usageError
+		if err == nil || errors.As(err, &ue) {
 			return err
 		}
-		return usageError{msg: err.Error()}
+		return failure{err: err}
 	}
-	if fs.NArg() > 0 {
-		return usageError{msg: fmt.Sprintf("unexpected argument %q: see `%s --help`", fs.Arg(0), fs.Name())}
+}
+
+// noArgs rejects stray arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{msg: fmt.Sprintf("unexpected argument %q: see `%s --help`", args[0], cmd.CommandPath())}
 	}
 	return nil
+}
+
+// waitTimeout is --timeout if given, else def (0: no limit).
+func (e *env) waitTimeout(def time.Duration) time.Duration {
+	if e.timeoutSet {
+		return e.timeout
+	}
+	return def
+}
+
+// withTimeout bounds ctx by waitTimeout(def); def 0 and no --timeout leave
+// it unbounded.
+func (e *env) withTimeout(ctx context.Context, def time.Duration) (context.Context, context.CancelFunc) {
+	if d := e.waitTimeout(def); d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
 }
 
 // temporalConfig merges the config file's temporal: section and the flags.
@@ -208,16 +281,14 @@ func (e *env) loadConfig() (*config.Config, error) {
 }
 
 // requireConfig is loadConfig for commands that cannot work without one.
-func (e *env) requireConfig(fs *flag.FlagSet) (*config.Config, error) {
+func (e *env) requireConfig(cmd *cobra.Command) (*config.Config, error) {
 	if e.configFile == "" {
-		return nil, usageError{msg: fmt.Sprintf("--config FILE is required: the backupcycle YAML that lists the databases (see config.example.yaml; `%s --help`)", fs.Name())}
+		return nil, usageError{msg: fmt.Sprintf("--config FILE is required: the backupcycle YAML that lists the databases (see config.example.yaml; `%s --help`)", cmd.CommandPath())}
 	}
 	return e.loadConfig()
 }
 
-// flagSet reports whether the flag was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	found := false
-	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-	return found
+// jsonFlag adds --json to cmd.
+func jsonFlag(cmd *cobra.Command, v *bool, what string) {
+	cmd.Flags().BoolVar(v, "json", false, what+" as JSON (snake_case keys, durations in seconds, RFC 3339 times)")
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -15,12 +16,46 @@ import (
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
-func planCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func planCommand(e *env) *cobra.Command {
 	req := client.PlanRequest{Assumptions: client.DefaultAssumptions()}
 	a := &req.Assumptions
+	var size string
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "print the plan of a cycle without touching anything: workflow id, servers, stripes, memory, names, estimated times",
+		Args:  noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if req.Database == "" {
+				return usageError{msg: "--database NAME is required: the database to plan, as configured under databases:"}
+			}
+			if size != "" {
+				n, err := config.ParseSize(size)
+				if err != nil {
+					return usageError{msg: fmt.Sprintf("--size %q: %v", size, err)}
+				}
+				req.SizeBytes = int64(n)
+			}
+			cfg, err := e.requireConfig(cmd)
+			if err != nil {
+				return err
+			}
+			p, err := client.PlanCycle(cfg, req)
+			if errors.Is(err, client.ErrNameTooLong) {
+				// Show every name and its limit, then fail: a cycle would.
+				writePlan(e.stdout, p, req.SizeBytes)
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			writePlan(e.stdout, p, req.SizeBytes)
+			return nil
+		}),
+	}
+	fs := cmd.Flags()
 	fs.StringVar(&req.Database, "database", "", "database to plan (its name under databases: in the config); required")
 	fs.StringVar(&req.Instance, "instance", "", "source SQL instance, when the database name is configured on several")
-	size := fs.String("size", "", "database size to estimate for: data + log, e.g. 500GiB or 2TiB (no estimates without it)")
+	fs.StringVar(&size, "size", "", "database size to estimate for: data + log, e.g. 500GiB or 2TiB (no estimates without it)")
 	fs.StringVar(&req.LastServer, "last-server", "", "previous cycle's primary backup server (the real cycle reads it from the manifests)")
 	fs.Int64Var(&req.Sequence, "seq", 1, "sequence number for the example file names")
 	fs.Float64Var(&a.NICMBps, "nic-mbps", a.NICMBps, "assumed throughput per NIC path, MB/s")
@@ -34,38 +69,16 @@ func planCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	fs.Float64Var(&a.CompressionFactor, "compression-factor", 0, fmt.Sprintf("uncompressed / compressed size (default %d with compression: true, else 1)", client.DefaultCompressionFactor))
 	fs.BoolVar(&a.InstantFileInit, "instant-file-init", false, "the verification instance has instant file initialization (restore writes once)")
 	fs.IntVar(&a.Cores, "cores", 0, "CPU cores of the SQL host, for stripes: auto (0 = unknown)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if req.Database == "" {
-		return usageError{msg: "--database NAME is required: the database to plan, as configured under databases:"}
-	}
-	if *size != "" {
-		n, err := config.ParseSize(*size)
-		if err != nil {
-			return usageError{msg: fmt.Sprintf("--size %q: %v", *size, err)}
-		}
-		req.SizeBytes = int64(n)
-	}
-	cfg, err := e.requireConfig(fs)
-	if err != nil {
-		return err
-	}
-	p, err := client.PlanCycle(cfg, req)
-	if errors.Is(err, client.ErrNameTooLong) {
-		// Show every name and its limit, then fail: a cycle would.
-		writePlan(e.stdout, p, req.SizeBytes)
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	writePlan(e.stdout, p, req.SizeBytes)
-	return nil
+	return cmd
 }
 
 func writePlan(w io.Writer, p client.CyclePlan, size int64) {
 	fmt.Fprintf(w, "plan for %s (source %s); nothing was contacted\n", p.Database, p.Address)
+	for _, n := range p.Names {
+		if n.What == "workflow id" {
+			fmt.Fprintf(w, "workflow:  %s (every cycle of this database runs under this id)\n", n.Name)
+		}
+	}
 	last := p.LastServer
 	if last == "" {
 		last = "none given; the cycle reads it from the manifests"

@@ -80,6 +80,7 @@ func TestPreflightDemoSiteIsClean(t *testing.T) {
 		t.Fatalf("--json: exit %d, stderr %q", code, errs)
 	}
 	var r preflight.Report
+	checkJSONStyle(t, "preflight --json", js)
 	if err := json.Unmarshal([]byte(js), &r); err != nil {
 		t.Fatalf("--json is not JSON: %v\n%s", err, js)
 	}

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/internal/selection"
@@ -16,86 +15,112 @@ import (
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-func runCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	database := fs.String("database", "", "database to back up (its name under databases: in the config); required")
-	instance := fs.String("instance", "", "source SQL instance (sql_instances[].name), when the database name is configured on several")
-	lastServer := fs.String("last-server", "", "previous cycle's primary backup server (default: read from the manifests)")
-	resume := fs.Int64("resume", 0, "finish set SEQ, left written/copied/restored/checked by an outage, instead of taking a new backup")
-	wait := fs.Bool("wait", false, "wait for the cycle and print its result; exit 1 unless it is verified (--timeout bounds the wait only if given)")
-	asJSON := fs.Bool("json", false, "with --wait: print the result as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
+// progressEvery is how often `run --wait` asks the cycle for its progress.
+var progressEvery = time.Second
+
+func runCommand(e *env) *cobra.Command {
+	var in workflows.CycleInput
+	var wait, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "run one verified backup cycle of a database now (backup, copy, restore, CHECKDB, sanity checks)",
+		Long: `Starts one verified backup cycle of a database now, under the database's workflow id (see ` + "`starter plan`" + `).
+
+Without --wait it prints the started run and returns. With --wait it follows the cycle until it ends: on a
+terminal one live line per step (percent, MB/s, ETA from the cycle's progress query), else plain lines; then
+the result. --wait waits until the cycle ends unless --timeout is given: a cycle of a large database takes
+hours. Exit 1 unless the set is verified.`,
+		Args: noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if in.Database == "" {
+				return usageError{msg: "--database NAME is required: the database to back up, as configured under databases:"}
+			}
+			if in.Resume < 0 {
+				return usageError{msg: "--resume SEQ takes the positive sequence number of an unfinished set (see `starter status`)"}
+			}
+			if e.configFile != "" {
+				// Resolve the instance so the workflow id is the same however the
+				// cycle is started (and a misspelt name fails here, not in the worker).
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				db, err := selection.Lookup(cfg, in.Instance, in.Database)
+				if err != nil {
+					return err
+				}
+				in.Instance = db.Instance
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			run, err := c.StartCycle(ctx, in)
+			if err != nil {
+				return err
+			}
+			started := startedJSON{WorkflowID: run.GetID(), RunID: run.GetRunID(), Database: in.Database, Instance: in.Instance,
+				Namespace: c.Namespace(), TaskQueue: c.TaskQueue()}
+			if !wait {
+				if asJSON {
+					return writeJSON(e.stdout, started)
+				}
+				fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s (namespace %s, task queue %s)\n",
+					in.Database, run.GetID(), run.GetRunID(), c.Namespace(), c.TaskQueue())
+				fmt.Fprintf(e.stdout, "  follow it: `starter status --database %s`, or in the Web UI: Workflows, filter BackupDatabase = '%s'\n",
+					in.Database, strings.ReplaceAll(in.Database, "'", "''"))
+				return nil
+			}
+			if !asJSON {
+				fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s; waiting...\n", in.Database, run.GetID(), run.GetRunID())
+			}
+			wctx, cancel := e.withTimeout(ctx, 0)
+			defer cancel()
+			var stopProgress func()
+			if !asJSON {
+				stopProgress = followProgress(wctx, c, run.GetID(), run.GetRunID(), newProgressPrinter(e.stdout, e.tty))
+			}
+			res, err := c.WaitCycle(wctx, run, in.Database)
+			if stopProgress != nil {
+				stopProgress()
+			}
+			var appErr *temporal.ApplicationError
+			if err != nil && errors.As(err, &appErr) {
+				// The cycle's own reason and error type, not Temporal's nested chain
+				// (which repeats the message per layer).
+				return fmt.Errorf("backup cycle %s of %s failed: %s [%s]", res.WorkflowID, in.Database, appErr.Message(), appErr.Type())
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(e.stdout, cycleRunOf(res)); err != nil {
+					return err
+				}
+			}
+			if res.Result.Skipped != "" {
+				return fmt.Errorf("backup cycle %s of %s %s", res.WorkflowID, in.Database, res.Result.Skipped)
+			}
+			if !asJSON {
+				printCycleResult(e, res)
+			}
+			if len(res.Result.Locations) == 0 {
+				// A cycle returns a result only once its set is verified; a result
+				// without a location is not a verified set.
+				return fmt.Errorf("backup cycle %s of %s returned no verified set", res.WorkflowID, in.Database)
+			}
+			return nil
+		}),
 	}
-	if *database == "" {
-		return usageError{msg: "--database NAME is required: the database to back up, as configured under databases:"}
-	}
-	if *resume < 0 {
-		return usageError{msg: "--resume SEQ takes the positive sequence number of an unfinished set (see `starter status`)"}
-	}
-	in := workflows.CycleInput{Database: *database, Instance: *instance, LastServer: *lastServer, Resume: *resume}
-	if e.configFile != "" {
-		// Resolve the instance so the workflow id is the same however the
-		// cycle is started (and a misspelt name fails here, not in the worker).
-		cfg, err := e.loadConfig()
-		if err != nil {
-			return err
-		}
-		db, err := selection.Lookup(cfg, *instance, *database)
-		if err != nil {
-			return err
-		}
-		in.Instance = db.Instance
-	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	run, err := c.StartCycle(ctx, in)
-	if err != nil {
-		return err
-	}
-	if !*wait {
-		fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s (namespace %s, task queue %s)\n",
-			in.Database, run.GetID(), run.GetRunID(), c.Namespace(), c.TaskQueue())
-		fmt.Fprintf(e.stdout, "  follow it: `starter status --database %s`, or in the Web UI: Workflows, filter BackupDatabase = '%s'\n",
-			in.Database, strings.ReplaceAll(in.Database, "'", "''"))
-		return nil
-	}
-	if !*asJSON {
-		fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s; waiting...\n", in.Database, run.GetID(), run.GetRunID())
-	}
-	wctx := ctx
-	if flagSet(fs, "timeout") {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, e.timeout)
-		defer cancel()
-	}
-	res, err := c.WaitCycle(wctx, run, in.Database)
-	var appErr *temporal.ApplicationError
-	if err != nil && errors.As(err, &appErr) {
-		// The cycle's own reason and error type, not Temporal's nested chain
-		// (which repeats the message per layer).
-		return fmt.Errorf("backup cycle %s of %s failed: %s [%s]", res.WorkflowID, in.Database, appErr.Message(), appErr.Type())
-	}
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"workflow_id": res.WorkflowID, "run_id": res.RunID, "result": res.Result})
-	}
-	if res.Result.Skipped != "" {
-		return fmt.Errorf("backup cycle %s of %s %s", res.WorkflowID, in.Database, res.Result.Skipped)
-	}
-	printCycleResult(e, res)
-	if len(res.Result.Locations) == 0 {
-		// A cycle returns a result only once its set is verified; a result
-		// without a location is not a verified set.
-		return fmt.Errorf("backup cycle %s of %s returned no verified set", res.WorkflowID, in.Database)
-	}
-	return nil
+	f := cmd.Flags()
+	f.StringVar(&in.Database, "database", "", "database to back up (its name under databases: in the config); required")
+	f.StringVar(&in.Instance, "instance", "", "source SQL instance (sql_instances[].name), when the database name is configured on several")
+	f.StringVar(&in.LastServer, "last-server", "", "previous cycle's primary backup server (default: read from the manifests)")
+	f.Int64Var(&in.Resume, "resume", 0, "finish set SEQ, left written/copied/restored/checked by an outage, instead of taking a new backup")
+	f.BoolVar(&wait, "wait", false, "follow the cycle to its end and print its result; exit 1 unless it is verified (no time limit unless --timeout is given)")
+	jsonFlag(cmd, &asJSON, "print the started run (with --wait: the result)")
+	return cmd
 }
 
 func printCycleResult(e *env, run client.CycleRun) {

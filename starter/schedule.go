@@ -2,164 +2,271 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
-func scheduleCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	apply := fs.Bool("apply", false, "create or update one schedule per database of --config (idempotent)")
-	fleet := fs.Bool("fleet", false, "with --apply: create or update the one schedule of the Fleet workflow instead (every selected database of --config per run, within the limits)")
-	var instances stringList
-	fs.Var(&instances, "instance", "with --apply --fleet: only this source instance (repeatable); default all")
-	list := fs.Bool("list", false, "list the BackupCycle schedules with their next run times")
-	del := fs.String("delete", "", "delete the schedule `NAME` (schedule id, or a database of --config)")
-	pause := fs.String("pause", "", "pause the schedule `NAME`")
-	unpause := fs.String("unpause", "", "unpause the schedule `NAME`")
-	trigger := fs.String("trigger", "", "start the cycle of schedule `NAME` now (skipped while one of it runs)")
-	spec := client.ScheduleSpec{}
-	fs.StringVar(&spec.Cron, "cron", client.DefaultCron, "with --apply: when cycles run, a five-field cron expression")
-	fs.DurationVar(&spec.Jitter, "jitter", 0, "with --apply: start each run up to this much later, at random (e.g. 30m), to spread databases")
-	fs.StringVar(&spec.TimeZone, "tz", "", "with --apply: IANA time zone of --cron (default UTC)")
-	fs.DurationVar(&spec.CatchupWindow, "catchup-window", client.DefaultCatchupWindow, "with --apply: a run missed while Temporal was down still starts if at most this late")
-	note := fs.String("note", "", "with --pause/--unpause: why (shown in the Web UI)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	var chosen []string
-	for _, f := range []string{"apply", "list", "delete", "pause", "unpause", "trigger"} {
-		if flagSet(fs, f) {
-			chosen = append(chosen, "--"+f)
-		}
-	}
-	if len(chosen) != 1 {
-		return usageError{msg: fmt.Sprintf("give exactly one of --apply, --list, --delete, --pause, --unpause, --trigger (got %d: %s)", len(chosen), strings.Join(chosen, " "))}
-	}
-	if chosen[0] == "--apply" {
-		if _, err := e.requireConfig(fs); err != nil {
-			return err
-		}
-	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
+var scheduleActions = []string{"apply", "list", "pause", "unpause", "trigger", "delete"}
 
-	if (*fleet || len(instances) > 0) && !*apply {
-		return usageError{msg: "--fleet and --instance go with --apply"}
+func scheduleCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "create or update one Temporal Schedule per configured database (or the fleet's); list, pause, unpause, trigger or delete them",
+		Long: `Temporal Schedules that start the cycles: one per database under databases: (schedule apply), or one
+for the Fleet (schedule apply --fleet). Overlap is skip: a run that comes due while the previous one still
+runs is skipped. NAME is a schedule id (schedule list shows them), or a database's name: with --config it
+gives that database's schedule (instance/name when the name is on several instances), without it the
+schedule whose database has that name.`,
+		// Args nil: an unknown action reaches RunE, which names the actions.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{msg: "give an action: " + strings.Join(scheduleActions, ", ") + " (see `starter schedule --help`)"}
+			}
+			return usageError{msg: fmt.Sprintf("unknown action %q: give one of %s", args[0], strings.Join(scheduleActions, ", "))}
+		},
 	}
-	switch {
-	case *apply && *fleet:
-		for _, name := range instances {
-			if _, ok := e.cfg.SQLInstance(name); !ok {
-				return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", name, e.configFile)}
-			}
-		}
-		r, err := c.ApplyFleetSchedule(ctx, spec, instances)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "%s schedule %s for the fleet: cron %q, jitter %s, overlap skip; next runs %s\n",
-			r.Action, r.ScheduleID, spec.Cron, spec.Jitter, times(r.NextRuns, 3))
-		return nil
-	case *apply:
-		res, err := c.ApplySchedules(ctx, e.cfg, spec)
-		for _, r := range res {
-			fmt.Fprintf(e.stdout, "%s schedule %s for %s: cron %q, jitter %s, overlap skip; next runs %s\n",
-				r.Action, r.ScheduleID, r.Database, spec.Cron, spec.Jitter, times(r.NextRuns, 3))
-		}
-		if err != nil {
-			return err
-		}
-		orphans, err := c.OrphanSchedules(ctx, e.cfg)
-		if err != nil {
-			return err
-		}
-		for _, o := range orphans {
-			fmt.Fprintf(e.stdout, "not in %s: schedule %s (database %s) still runs; remove it with `starter schedule --delete %s`\n",
-				e.configFile, o.ScheduleID, dash(o.Database), o.ScheduleID)
-		}
-		return nil
-	case *list:
-		ss, err := c.ListSchedules(ctx)
-		if err != nil {
-			return err
-		}
-		if len(ss) == 0 {
-			fmt.Fprintf(e.stdout, "no BackupCycle schedules on namespace %s: create them with `starter schedule --config FILE --apply`\n", c.Namespace())
-			return nil
-		}
-		for _, s := range ss {
-			state := "active"
-			if s.Paused {
-				state = "PAUSED"
-			}
-			fmt.Fprintf(e.stdout, "%s  database %s  %s  cron %s jitter %s", s.ScheduleID, s.Database, state, strings.Join(s.Cron, "; "), s.Jitter)
-			if s.TimeZone != "" {
-				fmt.Fprintf(e.stdout, " (%s)", s.TimeZone)
-			}
-			fmt.Fprintf(e.stdout, ", overlap %s, catch-up %s", strings.ToLower(s.Overlap.String()), s.CatchupWindow)
-			fmt.Fprintf(e.stdout, "\n    next: %s", times(s.NextRuns, 3))
-			if !s.LastRun.IsZero() {
-				fmt.Fprintf(e.stdout, "; last: %s (%s)", s.LastRun.UTC().Format(time.RFC3339), s.LastWorkflowID)
-			}
-			if s.Running > 0 {
-				fmt.Fprintf(e.stdout, "; running: %d", s.Running)
-			}
-			fmt.Fprintln(e.stdout)
-			if s.Paused && s.Note != "" {
-				fmt.Fprintf(e.stdout, "    note: %s\n", s.Note)
-			}
-		}
-		return nil
+	cmd.AddCommand(scheduleApplyCommand(e), scheduleListCommand(e))
+	type named struct {
+		verb, short string
+		note        bool
+		do          func(ctx context.Context, c *client.Client, id, note string) error
 	}
-	name := *del + *pause + *unpause + *trigger
-	if name == "" {
-		return usageError{msg: chosen[0] + " needs a schedule NAME: see `starter schedule --list`"}
+	for _, n := range []named{
+		{"pause", "pause a schedule: it starts nothing until unpaused", true, func(ctx context.Context, c *client.Client, id, note string) error {
+			return c.PauseSchedule(ctx, id, note)
+		}},
+		{"unpause", "unpause a paused schedule", true, func(ctx context.Context, c *client.Client, id, note string) error {
+			return c.UnpauseSchedule(ctx, id, note)
+		}},
+		{"trigger", "start a schedule's run now (skipped while a run of it is running)", false, func(ctx context.Context, c *client.Client, id, _ string) error {
+			return c.TriggerSchedule(ctx, id)
+		}},
+		{"delete", "delete a schedule (running cycles it started go on)", false, func(ctx context.Context, c *client.Client, id, _ string) error {
+			return c.DeleteSchedule(ctx, id)
+		}},
+	} {
+		var note string
+		var asJSON bool
+		sub := &cobra.Command{
+			Use:   n.verb + " NAME",
+			Short: n.short,
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return usageError{msg: fmt.Sprintf("give one schedule NAME (a schedule id or a database name; see `starter schedule list`), got %d arguments", len(args))}
+				}
+				return nil
+			},
+			RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+				c, err := e.dial(ctx)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				ctx, cancel := e.withTimeout(ctx, defaultTimeout)
+				defer cancel()
+				id, err := e.scheduleID(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				if err := n.do(ctx, c, id, note); err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(e.stdout, struct {
+						ScheduleID string `json:"schedule_id"`
+						Action     string `json:"action"`
+					}{id, n.verb})
+				}
+				fmt.Fprintf(e.stdout, "schedule %s: %s done\n", id, n.verb)
+				return nil
+			}),
+		}
+		if n.note {
+			sub.Flags().StringVar(&note, "note", "", "why (shown with the schedule in the Web UI and by schedule list)")
+		}
+		jsonFlag(sub, &asJSON, "print the schedule id and action")
+		cmd.AddCommand(sub)
 	}
-	id := e.scheduleID(name)
-	switch {
-	case *del != "":
-		err = c.DeleteSchedule(ctx, id)
-	case *pause != "":
-		err = c.PauseSchedule(ctx, id, *note)
-	case *unpause != "":
-		err = c.UnpauseSchedule(ctx, id, *note)
-	default:
-		err = c.TriggerSchedule(ctx, id)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "schedule %s: %s done\n", id, strings.TrimPrefix(chosen[0], "--"))
-	return nil
+	return cmd
 }
 
-// scheduleID maps NAME to a schedule id: a database of --config (name or
-// instance/name) gives its schedule; anything else is taken as the id.
-func (e *env) scheduleID(name string) string {
-	if e.configFile == "" {
-		return name
+func scheduleApplyCommand(e *env) *cobra.Command {
+	var fleet, asJSON bool
+	var instances []string
+	spec := client.ScheduleSpec{}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "create or update one schedule per database of --config, or with --fleet the one schedule of the Fleet (idempotent; a paused schedule stays paused)",
+		Args:  noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			cfg, err := e.requireConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if len(instances) > 0 && !fleet {
+				return usageError{msg: "--instance goes with --fleet: per-database schedules follow databases: of --config"}
+			}
+			for _, name := range instances {
+				if _, ok := cfg.SQLInstance(name); !ok {
+					return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", name, cfg.File)}
+				}
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
+			defer cancel()
+			out := applyJSON{Applied: []appliedJSON{}, Orphans: []scheduleJSON{}}
+			var res []client.ScheduleResult
+			if fleet {
+				r, err := c.ApplyFleetSchedule(ctx, spec, instances)
+				if err != nil {
+					return err
+				}
+				res = []client.ScheduleResult{r}
+			} else {
+				res, err = c.ApplySchedules(ctx, cfg, spec)
+			}
+			for _, r := range res {
+				out.Applied = append(out.Applied, appliedJSON{ScheduleID: r.ScheduleID, Database: r.Database, Action: r.Action, NextRuns: rfc3339s(r.NextRuns)})
+			}
+			if err == nil && !fleet {
+				var orphans []client.ScheduleSummary
+				orphans, err = c.OrphanSchedules(ctx, cfg)
+				for _, o := range orphans {
+					out.Orphans = append(out.Orphans, scheduleOf(o))
+				}
+			}
+			if asJSON {
+				if jerr := writeJSON(e.stdout, out); jerr != nil {
+					return jerr
+				}
+				return err
+			}
+			for _, r := range res {
+				what := "for " + r.Database
+				if fleet {
+					what = "for the fleet"
+				}
+				fmt.Fprintf(e.stdout, "%s schedule %s %s: cron %q, jitter %s, overlap skip; next runs %s\n",
+					r.Action, r.ScheduleID, what, cron(spec), spec.Jitter, times(r.NextRuns, 3))
+			}
+			for _, o := range out.Orphans {
+				fmt.Fprintf(e.stdout, "not in %s: schedule %s (database %s) still runs; remove it with `starter schedule delete %s`\n",
+					cfg.File, o.ScheduleID, dash(o.Database), o.ScheduleID)
+			}
+			return err
+		}),
 	}
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return name
+	f := cmd.Flags()
+	f.BoolVar(&fleet, "fleet", false, "the one schedule of the Fleet workflow instead (every selected database of --config per run, within the limits)")
+	f.StringArrayVar(&instances, "instance", nil, "with --fleet: only this source instance (repeatable); default all")
+	f.StringVar(&spec.Cron, "cron", client.DefaultCron, "when runs start, a five-field cron expression")
+	f.DurationVar(&spec.Jitter, "jitter", 0, "start each run up to this much later, at random (e.g. 30m), to spread databases")
+	f.StringVar(&spec.TimeZone, "tz", "", "IANA time zone of --cron (default UTC)")
+	f.DurationVar(&spec.CatchupWindow, "catchup-window", client.DefaultCatchupWindow, "a run missed while Temporal was down still starts if at most this late")
+	jsonFlag(cmd, &asJSON, "print the applied schedules")
+	return cmd
+}
+
+func cron(s client.ScheduleSpec) string {
+	if s.Cron == "" {
+		return client.DefaultCron
 	}
-	inst, db := "", name
-	if i := strings.Index(name, "/"); i >= 0 {
-		inst, db = name[:i], name[i+1:]
+	return s.Cron
+}
+
+func scheduleListCommand(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "list the BackupCycle and Fleet schedules with their next run times",
+		Args:  noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			c, err := e.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
+			defer cancel()
+			ss, err := c.ListSchedules(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := struct {
+					Schedules []scheduleJSON `json:"schedules"`
+				}{Schedules: []scheduleJSON{}}
+				for _, s := range ss {
+					out.Schedules = append(out.Schedules, scheduleOf(s))
+				}
+				return writeJSON(e.stdout, out)
+			}
+			if len(ss) == 0 {
+				fmt.Fprintf(e.stdout, "no BackupCycle schedules on namespace %s: create them with `starter schedule apply --config FILE`\n", c.Namespace())
+				return nil
+			}
+			for _, s := range ss {
+				writeSchedule(e.stdout, s)
+			}
+			return nil
+		}),
 	}
-	if d, err := selection.Lookup(cfg, inst, db); err == nil {
-		return client.ScheduleID(d.Instance, d.Name)
+	jsonFlag(cmd, &asJSON, "print the schedules")
+	return cmd
+}
+
+func writeSchedule(w io.Writer, s client.ScheduleSummary) {
+	state := "active"
+	if s.Paused {
+		state = "PAUSED"
 	}
-	return name
+	fmt.Fprintf(w, "%s  database %s  %s  cron %s jitter %s", s.ScheduleID, s.Database, state, strings.Join(s.Cron, "; "), s.Jitter)
+	if s.TimeZone != "" {
+		fmt.Fprintf(w, " (%s)", s.TimeZone)
+	}
+	fmt.Fprintf(w, ", overlap %s, catch-up %s", strings.ToLower(s.Overlap.String()), s.CatchupWindow)
+	fmt.Fprintf(w, "\n    next: %s", times(s.NextRuns, 3))
+	if !s.LastRun.IsZero() {
+		fmt.Fprintf(w, "; last: %s (%s)", s.LastRun.UTC().Format(time.RFC3339), s.LastWorkflowID)
+	}
+	if s.Running > 0 {
+		fmt.Fprintf(w, "; running: %d", s.Running)
+	}
+	fmt.Fprintln(w)
+	if s.Paused && s.Note != "" {
+		fmt.Fprintf(w, "    note: %s\n", s.Note)
+	}
+}
+
+// scheduleID maps NAME to a schedule id: with --config a database of it
+// (name or instance/name) gives its schedule; otherwise an existing
+// schedule id, or the schedule of the database named NAME.
+func (e *env) scheduleID(ctx context.Context, c *client.Client, name string) (string, error) {
+	if e.configFile != "" {
+		cfg, err := e.loadConfig()
+		if err != nil {
+			return "", err
+		}
+		inst, db := "", name
+		if i := strings.Index(name, "/"); i >= 0 {
+			inst, db = name[:i], name[i+1:]
+		}
+		if d, err := selection.Lookup(cfg, inst, db); err == nil {
+			return client.ScheduleID(d.Instance, d.Name), nil
+		}
+	}
+	return c.ResolveSchedule(ctx, name)
 }
 
 func times(ts []time.Time, n int) string {

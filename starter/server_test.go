@@ -209,14 +209,14 @@ func TestStatusShowsAttributesAndRunningCycles(t *testing.T) {
 
 func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 	tq := "tq-schedule"
-	code, out, errs := on(t, tq, "schedule", "--config", site, "--apply", "--cron", "30 2 * * *", "--jitter", "20m")
+	code, out, errs := on(t, tq, "--config", site, "schedule", "apply", "--cron", "30 2 * * *", "--jitter", "20m")
 	if code != exitOK || !strings.Contains(out, "created schedule backup-sql01-Sales for sql01/Sales: cron \"30 2 * * *\", jitter 20m0s, overlap skip; next runs 20") ||
 		!strings.Contains(out, "created schedule backup-sql01-Inventory for sql01/Inventory") {
 		t.Fatalf("apply: exit %d, out %q, err %q", code, out, errs)
 	}
 	t.Cleanup(func() {
-		on(t, tq, "schedule", "--delete", "backup-sql01-Sales")
-		on(t, tq, "schedule", "--delete", "backup-sql01-Inventory")
+		on(t, tq, "schedule", "delete", "backup-sql01-Sales")
+		on(t, tq, "schedule", "delete", "backup-sql01-Inventory")
 	})
 	// The next runs honour cron + jitter: 02:30 to 02:50 UTC.
 	c := testClient(t, tq)
@@ -237,10 +237,10 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 	}
 
 	// Pause (by database name), then apply again: updated, still paused.
-	if code, out, errs := on(t, tq, "schedule", "--config", site, "--pause", "Sales", "--note", "disk swap"); code != exitOK || !strings.Contains(out, "schedule backup-sql01-Sales: pause done") {
+	if code, out, errs := on(t, tq, "schedule", "pause", "Sales", "--config", site, "--note", "disk swap"); code != exitOK || !strings.Contains(out, "schedule backup-sql01-Sales: pause done") {
 		t.Fatalf("pause: %d %q %q", code, out, errs)
 	}
-	code, out, _ = on(t, tq, "schedule", "--config", site, "--apply", "--cron", "0 3 * * *", "--catchup-window", "1h")
+	code, out, _ = on(t, tq, "schedule", "apply", "--config", site, "--cron", "0 3 * * *", "--catchup-window", "1h")
 	if code != exitOK || strings.Count(out, "updated schedule") != 2 || strings.Contains(out, "created") {
 		t.Errorf("second apply: %q", out)
 	}
@@ -250,7 +250,7 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 	}
 
 	eventually(t, func() string {
-		code, out, errs = on(t, tq, "schedule", "--list")
+		code, out, errs = on(t, tq, "schedule", "list")
 		if code != exitOK || !strings.Contains(out, "backup-sql01-Sales  database Sales  PAUSED  cron 0 3 * * * jitter 0s") ||
 			!strings.Contains(out, "backup-sql01-Inventory  database Inventory  active") || !strings.Contains(out, "note: disk swap") {
 			return fmt.Sprintf("list: exit %d, out %q, err %q", code, out, errs)
@@ -266,15 +266,15 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 	}
 	t.Cleanup(func() { c.DeleteSchedule(ctx, "backup-sql09-Gone") })
 	eventually(t, func() string {
-		code, out, errs = on(t, tq, "schedule", "--config", site, "--apply")
-		if code != exitOK || !strings.Contains(out, "not in testdata/site.yaml: schedule backup-sql09-Gone (database Gone) still runs; remove it with `starter schedule --delete backup-sql09-Gone`") {
+		code, out, errs = on(t, tq, "schedule", "apply", "--config", site)
+		if code != exitOK || !strings.Contains(out, "not in testdata/site.yaml: schedule backup-sql09-Gone (database Gone) still runs; remove it with `starter schedule delete backup-sql09-Gone`") {
 			return fmt.Sprintf("apply with an orphan: exit %d, out %q, err %q", code, out, errs)
 		}
 		return ""
 	})
 
 	// Trigger starts a cycle now, with the schedule's workflow id prefix.
-	if code, _, errs := on(t, tq, "schedule", "--trigger", "backup-sql01-Inventory"); code != exitOK {
+	if code, _, errs := on(t, tq, "schedule", "trigger", "backup-sql01-Inventory"); code != exitOK {
 		t.Fatalf("trigger: %q", errs)
 	}
 	eventually(t, func() string {
@@ -292,10 +292,10 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 	terminate(t, s.LastWorkflowID)
 
 	// Delete, then the name is unknown with a clear line.
-	if code, _, errs := on(t, tq, "schedule", "--delete", "backup-sql01-Inventory"); code != exitOK {
+	if code, _, errs := on(t, tq, "schedule", "delete", "Inventory"); code != exitOK {
 		t.Fatalf("delete: %q", errs)
 	}
-	code, _, errs = on(t, tq, "schedule", "--pause", "backup-sql01-Inventory")
+	code, _, errs = on(t, tq, "schedule", "pause", "backup-sql01-Inventory")
 	if code != exitFail || !strings.Contains(errs, "pause schedule backup-sql01-Inventory: no such schedule") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("pause deleted: %d %q", code, errs)
 	}

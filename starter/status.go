@@ -2,80 +2,147 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
-func statusCmd(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func statusCommand(e *env) *cobra.Command {
 	f := client.StatusFilter{}
-	fs.StringVar(&f.Database, "database", "", "only cycles of this database (the BackupDatabase search attribute; with --from-manifests: this exact name on every instance)")
-	fs.IntVar(&f.Limit, "limit", 10, "show at most this many cycles, newest first")
-	fs.DurationVar(&f.ProgressTimeout, "progress-timeout", client.DefaultProgressTimeout, "how long a running cycle's progress query may take (a worker answers it)")
-	asJSON := fs.Bool("json", false, "print the cycles as JSON")
-	fromManifests := fs.Bool("from-manifests", false, "answer from the manifests on the backup servers of --config: per database the last verified set, its age, copies, time to recover and last failure; exit 1 when any database is out of its rpo/rto")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *fromManifests {
-		cfg, err := e.requireConfig(fs)
-		if err != nil {
-			return err
-		}
-		return lastProven(ctx, e, cfg, f.Database, *asJSON)
-	}
-	if f.Limit < 1 {
-		return usageError{msg: fmt.Sprintf("--limit %d: give 1 or more", f.Limit)}
-	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	cycles, err := c.CycleStatus(ctx, f)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(cycles)
-	}
-	if len(cycles) == 0 {
-		fmt.Fprintf(e.stdout, "no backup cycles found on namespace %s for query %s\n", c.Namespace(), client.StatusQuery(f))
-		return nil
-	}
-	for _, s := range cycles {
-		db := dash(s.Database)
-		if s.Instance != "" {
-			db += "@" + s.Instance
-		}
-		fmt.Fprintf(e.stdout, "%s  %s  database %s  step %s  seq %s  server %s  outcome %s\n", s.WorkflowID, s.Status,
-			db, dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))
-		fmt.Fprintf(e.stdout, "    started %s", stamp(s.Start))
-		if !s.Close.IsZero() {
-			fmt.Fprintf(e.stdout, ", closed %s (%s)", stamp(s.Close), rnd(s.Close.Sub(s.Start)))
-		}
-		fmt.Fprintf(e.stdout, ", run %s\n", s.RunID)
-		switch {
-		case s.Progress != nil:
-			p := s.Progress
-			fmt.Fprintf(e.stdout, "    progress: step %s %.0f%%%s%s\n", p.Step, p.Percent, bytesText(p.Bytes), timingsText(p.Timings))
-			if p.Error != "" {
-				fmt.Fprintf(e.stdout, "    last error: %s\n", p.Error)
+	var asJSON, fromManifests bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "show the latest cycles per database: step, sequence, server, outcome, times, live progress, retries",
+		Long: `Shows the latest cycles, newest first: step, sequence, backup server, outcome, times; for a running cycle
+its progress (the progress query, answered by a worker) and, when a step is being retried, the attempt, the
+last failure and when the next attempt starts (kept by Temporal, no worker needed).
+
+--from-manifests answers from the manifests on the backup servers instead: per database the last verified
+set, its age, copies, time to recover and last failure; exit 1 when any database is out of its rpo/rto.`,
+		Args: noArgs,
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if fromManifests {
+				cfg, err := e.requireConfig(cmd)
+				if err != nil {
+					return err
+				}
+				return lastProven(ctx, e, cfg, f.Database, asJSON)
 			}
-		case s.ProgressErr != "":
-			fmt.Fprintf(e.stdout, "    progress: %s\n", s.ProgressErr)
+			if f.Limit < 1 {
+				return usageError{msg: fmt.Sprintf("--limit %d: give 1 or more", f.Limit)}
+			}
+			if f.Instance != "" && e.configFile != "" {
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				if _, ok := cfg.SQLInstance(f.Instance); !ok {
+					return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", f.Instance, cfg.File)}
+				}
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
+			defer cancel()
+			cycles, err := c.CycleStatus(ctx, f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := statusJSON{Namespace: c.Namespace(), Cycles: []cycleStatusJSON{}}
+				for _, s := range cycles {
+					out.Cycles = append(out.Cycles, cycleStatusOf(s))
+				}
+				return writeJSON(e.stdout, out)
+			}
+			if len(cycles) == 0 {
+				fmt.Fprintf(e.stdout, "no backup cycles found on namespace %s for query %s\n", c.Namespace(), client.StatusQuery(f))
+				return nil
+			}
+			for _, s := range cycles {
+				writeCycleStatus(e.stdout, s)
+			}
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Database, "database", "", "only cycles of this database, by name (the BackupDatabase search attribute; with --from-manifests: this exact name on every instance)")
+	fl.StringVar(&f.Instance, "instance", "", "only cycles of this source instance (the BackupInstance search attribute)")
+	fl.IntVar(&f.Limit, "limit", 10, "show at most this many cycles, newest first")
+	fl.DurationVar(&f.ProgressTimeout, "progress-timeout", client.DefaultProgressTimeout, "how long a running cycle's progress query may take (a worker answers it)")
+	fl.BoolVar(&fromManifests, "from-manifests", false, "answer from the manifests on the backup servers of --config: per database the last verified set, its age, copies, time to recover and last failure; exit 1 when any database is out of its rpo/rto")
+	jsonFlag(cmd, &asJSON, "print the cycles")
+	return cmd
+}
+
+func writeCycleStatus(w io.Writer, s client.CycleSummary) {
+	db := dash(s.Database)
+	if s.Instance != "" {
+		db += "@" + s.Instance
+	}
+	fmt.Fprintf(w, "%s  %s  database %s  step %s  seq %s  server %s  outcome %s\n", s.WorkflowID, s.Status,
+		db, dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))
+	fmt.Fprintf(w, "    started %s", stamp(s.Start))
+	if !s.Close.IsZero() {
+		fmt.Fprintf(w, ", closed %s (%s)", stamp(s.Close), rnd(s.Close.Sub(s.Start)))
+	}
+	fmt.Fprintf(w, ", run %s\n", s.RunID)
+	switch {
+	case s.Progress != nil:
+		p := s.Progress
+		fmt.Fprintf(w, "    progress: step %s %.0f%%%s%s\n", p.Step, p.Percent, bytesText(p.Bytes), timingsText(p.Timings))
+		if p.Error != "" {
+			fmt.Fprintf(w, "    last error: %s\n", p.Error)
+		}
+	case s.ProgressErr != "":
+		fmt.Fprintf(w, "    progress: %s\n", s.ProgressErr)
+	}
+	for _, a := range s.Pending {
+		if line := pendingText(a); line != "" {
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
-	return nil
+	if s.PendingErr != "" {
+		fmt.Fprintf(w, "    activities: %s\n", s.PendingErr)
+	}
+}
+
+// pendingText is one line for an activity that is being retried (or
+// paused): attempt, when the next one starts, the last failure. An
+// activity on its first attempt says nothing the progress line does not.
+func pendingText(a client.PendingActivity) string {
+	if a.Attempt <= 1 && a.LastFailure == "" && a.State != "Paused" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "retrying: activity %s attempt %d", a.Type, a.Attempt)
+	if a.MaximumAttempts > 0 {
+		fmt.Fprintf(&b, " of %d", a.MaximumAttempts)
+	}
+	fmt.Fprintf(&b, " (%s)", strings.ToLower(a.State))
+	if !a.NextAttempt.IsZero() {
+		fmt.Fprintf(&b, ", next attempt %s", stamp(a.NextAttempt))
+	}
+	if !a.Expiration.IsZero() {
+		fmt.Fprintf(&b, ", gives up %s", stamp(a.Expiration))
+	}
+	if a.LastFailure != "" {
+		fmt.Fprintf(&b, "; last failure")
+		if a.LastFailureType != "" {
+			fmt.Fprintf(&b, " [%s]", a.LastFailureType)
+		}
+		fmt.Fprintf(&b, ": %s", strings.ReplaceAll(a.LastFailure, "\n", " "))
+	}
+	return b.String()
 }
 
 func dash(s string) string {

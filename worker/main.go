@@ -1,15 +1,21 @@
-// Command worker runs the backupcycle Temporal worker.
+// Command worker runs the backupcycle Temporal worker against an existing
+// Temporal cluster:
 //
-//	worker --dev                 embedded Temporal server + Web UI + worker in one process, and the
-//	                             emulated site (SQL Servers sql01/sqlverify, backup servers bak01/bak02)
-//	worker --dev --demo          the same, runs two backup cycles of Sales, prints them and exits
-//	worker --config FILE         worker for an existing Temporal cluster
+//	worker --config FILE         poll the task queue of the config's temporal: section
+//	worker --config FILE --demo  the same, run the health check once and exit
+//	worker --version             module version and VCS revision of this build
 //
-// --metrics-addr HOST:PORT serves Prometheus metrics at /metrics in either
-// mode; --task-queue NAME polls another task queue than the config's (a
-// worker next to a backup server polls that server's task_queue).
+// --metrics-addr HOST:PORT serves Prometheus metrics at /metrics;
+// --task-queue NAME polls another task queue than the config's (a worker
+// next to a backup server polls that server's task_queue).
 //
-// SIGINT/SIGTERM stop it gracefully: the worker first, then the embedded server.
+// The worker re-reads its config file when it changes and on SIGHUP; a file
+// that does not load is logged and the configuration in force stays.
+// SIGINT/SIGTERM stop it gracefully.
+//
+// The embedded Temporal server, Web UI and emulated site of `make demo` are
+// the development worker's (internal/devenv/cmd/devworker), so this binary
+// links none of them.
 package main
 
 import (
@@ -18,17 +24,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/backupcycle/backupcycle/internal/config"
-	"github.com/backupcycle/backupcycle/internal/devenv"
-	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/logging"
+	"github.com/backupcycle/backupcycle/internal/version"
+	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -39,21 +42,19 @@ const (
 	exitUsage = 2
 )
 
+// devCommand is how the development worker is started, for the hint given
+// to a --dev flag.
+const devCommand = "go run ./internal/devenv/cmd/devworker"
+
 type options struct {
-	dev        bool
 	configFile string
-	stateDir   string
-	ip         string
-	port       int
-	uiPort     int
 	demo       bool
-	keep       bool
-	devDBSize  config.Size
-	devFleet   int
 	// metricsAddr serves /metrics when set; taskQueue overrides
 	// temporal.task_queue.
 	metricsAddr string
 	taskQueue   string
+	// replayOpen replays the open workflows' histories and exits.
+	replayOpen bool
 }
 
 func main() {
@@ -68,36 +69,41 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if name := devFlag(args); name != "" {
+		fmt.Fprintf(stderr, "worker: --%s belongs to the development worker (embedded Temporal server, Web UI, emulated site): "+
+			"run `make demo`, or `%s --help`; this worker connects to a Temporal cluster with --config FILE\n", name, devCommand)
+		return exitUsage
+	}
 	var o options
+	var showVersion bool
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.dev, "dev", false, "start an embedded Temporal server (SQLite under --state-dir) and the Web UI, and run the worker on it")
-	fs.StringVar(&o.configFile, "config", "", "backupcycle YAML config: run the worker against the Temporal cluster of its temporal: section")
-	fs.StringVar(&o.stateDir, "state-dir", ".demo", "with --dev: directory of all state (Temporal's temporal.db, the emulated SQL Servers, the backup servers, config.dev.yaml); kept between runs, remove it to start over")
-	fs.StringVar(&o.ip, "ip", "127.0.0.1", "with --dev: address the frontend and the Web UI listen on")
-	fs.IntVar(&o.port, "port", devserver.DefaultFrontendPort, "with --dev: frontend gRPC port (0 = a free port)")
-	fs.IntVar(&o.uiPort, "ui-port", devserver.DefaultUIPort, "with --dev: Web UI port (0 = a free port, -1 = no UI)")
-	fs.BoolVar(&o.demo, "demo", false, "run the health-check workflow once after start and, with --dev, two backup cycles of the emulated database; print the results, then exit (1 unless all verified)")
-	fs.BoolVar(&o.keep, "keep", false, "with --demo: keep running afterwards, Web UI included (Ctrl-C stops)")
-	o.devDBSize = devenv.DefaultDatabaseSize
-	fs.Var(sizeFlag{&o.devDBSize}, "dev-db-size", "with --dev: size of the emulated database Sales when the state directory is new (e.g. 320MiB, 16MiB)")
-	fs.IntVar(&o.devFleet, "dev-fleet", 0, fmt.Sprintf("with --dev: also hold this many small databases on sql01 (0 to %d), selected with USER_DATABASES, for starter fleet", len(devenv.FleetDatabaseNames)))
+	fs.StringVar(&o.configFile, "config", "", "backupcycle YAML config: run the worker against the Temporal cluster of its temporal: section (re-read when it changes and on SIGHUP)")
+	fs.BoolVar(&o.demo, "demo", false, "run the health-check workflow once after start, print the result and exit")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090 on every interface, 127.0.0.1:9090 on loopback only); off when empty")
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of the config's temporal.task_queue (default "+workflows.TaskQueue+"); a worker next to a backup server polls that server's task_queue")
+	fs.BoolVar(&showVersion, "version", false, "print the module version and VCS revision of this build and exit")
+	fs.BoolVar(&o.replayOpen, "replay-open", false, "replay the history of every open workflow on the task queue with this build, print the outcome per workflow and exit (1 when one does not replay): run it before rolling out a new worker")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `usage: worker --dev [flags]           embedded Temporal + Web UI + worker in one process
-       worker --config FILE [flags]   worker for an existing Temporal cluster
+		fmt.Fprintf(stderr, `usage: worker --config FILE [flags]   worker for an existing Temporal cluster
+       worker --config FILE --replay-open   can this build take over the running cycles?
+       worker --version
 
 The worker polls task queue %q (or temporal.task_queue, or --task-queue) and
 runs backupcycle's workflows and activities. A backup server with a task_queue in
 the config gets its copies run by a worker polling that queue: start one next to
 it with --config FILE --task-queue NAME.
+It re-reads FILE when it changes and on SIGHUP: databases, instances and backup
+servers added there need no restart (the temporal: section does). A file that
+does not load is logged with its errors and the configuration in force stays.
 --metrics-addr serves Prometheus metrics (the Temporal SDK's and backupcycle_*,
 alert rules in deploy/prometheus/alerts.yml).
 SIGINT/SIGTERM stop it gracefully. Log level: %s=debug|info|warn|error.
+The embedded Temporal server, Web UI and emulated site: make demo, or
+%s --help.
 
 flags:
-`, workflows.TaskQueue, logging.LevelEnv)
+`, workflows.TaskQueue, logging.LevelEnv, devCommand)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -106,17 +112,27 @@ flags:
 		}
 		return exitUsage
 	}
+	if showVersion {
+		fmt.Fprintf(stdout, "worker %s\n", version.String())
+		return exitOK
+	}
 	if err := o.check(fs); err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return exitUsage
 	}
-	var err error
-	if o.dev {
-		err = runDev(ctx, o, stdout, stderr)
-	} else {
-		err = runRemote(ctx, o, stdout, stderr)
+	if o.replayOpen {
+		failed, err := runReplay(ctx, o, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "worker: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return exitFail
+		}
+		if failed > 0 {
+			fmt.Fprintf(stderr, "worker: %d open workflows do not replay with this build: roll it out only after they finish, or put the change behind workflow.GetVersion\n", failed)
+			return exitFail
+		}
+		return exitOK
 	}
-	if err != nil {
+	if err := runRemote(ctx, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "worker: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return exitFail
 	}
@@ -127,24 +143,34 @@ func (o options) check(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q: see `worker --help`", fs.Arg(0))
-	case o.dev && o.configFile != "":
-		return errors.New("--dev and --config exclude each other: --dev embeds its own Temporal server, --config connects to one")
-	case !o.dev && o.configFile == "":
-		return errors.New("say where Temporal is: --dev (embedded server, for trying it out) or --config FILE (existing cluster); see `worker --help`")
-	case o.keep && !o.demo:
-		return errors.New("--keep only makes sense with --demo (without --demo the worker keeps running anyway)")
-	case o.uiPort < devserver.NoUI:
-		return fmt.Errorf("--ui-port %d: use a port, 0 for a free one or -1 for no UI", o.uiPort)
-	case o.taskQueue != "" && strings.TrimSpace(o.taskQueue) != o.taskQueue:
-		return fmt.Errorf("--task-queue %q: a task queue name has no leading or trailing spaces", o.taskQueue)
+	case o.configFile == "":
+		return fmt.Errorf("say where Temporal is: --config FILE (its temporal: section); to try it out without a cluster: make demo, or %s", devCommand)
+	case o.replayOpen && (o.demo || o.metricsAddr != ""):
+		return errors.New("--replay-open only replays and exits: it takes neither --demo nor --metrics-addr")
 	}
-	if o.metricsAddr != "" {
-		if _, port, err := net.SplitHostPort(o.metricsAddr); err != nil || port == "" {
-			return fmt.Errorf("--metrics-addr %q: want HOST:PORT, e.g. :9090 (every interface) or 127.0.0.1:9090", o.metricsAddr)
-		}
-	}
-	return nil
+	return workerhost.CheckFlags(o.metricsAddr, o.taskQueue)
 }
 
-// since formats a start-up duration for the ready line.
-func since(t time.Time) string { return time.Since(t).Round(10 * time.Millisecond).String() }
+// devOnly are the development worker's flags.
+var devOnly = []string{"dev", "state-dir", "ip", "port", "ui-port", "keep", "dev-db-size", "dev-fleet"}
+
+// devFlag is the first of args that is a development worker's flag, or "".
+func devFlag(args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			return ""
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		for _, d := range devOnly {
+			if name == d {
+				return name
+			}
+		}
+	}
+	return ""
+}

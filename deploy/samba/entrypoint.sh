@@ -4,7 +4,7 @@
 # SMB belong to the same owner).
 set -eu
 if [ -z "${SMB_PASSWORD:-}" ]; then
-  echo "backup server: SMB_PASSWORD is not set: cp deploy/.env.example deploy/.env and set it there" >&2
+  echo "backup server: SMB_PASSWORD is not set: start this through deploy/secret-env.sh with the server's secret (deploy/make-secrets.sh writes it)" >&2
   exit 1
 fi
 if ! id backup >/dev/null 2>&1; then

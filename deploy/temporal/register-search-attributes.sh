@@ -1,6 +1,8 @@
 #!/bin/sh
-# Registers backupcycle's custom search attributes on the compose Temporal server (one-shot service
-# temporal-search-attributes). The list must match workflows.SearchAttributeTypes (checked by deploy's test).
+# Registers backupcycle's custom search attributes on a namespace, with the Temporal CLI. The compose stack runs it
+# from setup-namespace.sh (one-shot service temporal-namespace); on another cluster:
+#   TEMPORAL_ADDRESS=host:7233 TEMPORAL_NAMESPACE=ns sh deploy/temporal/register-search-attributes.sh
+# The list must match the search attributes the workflows declare (checked by deploy's tests). Idempotent.
 set -eu
 addr="${TEMPORAL_ADDRESS:-temporal:7233}"
 ns="${TEMPORAL_NAMESPACE:-default}"

@@ -260,7 +260,6 @@ func (f *Fleet) yaml() string {
   backup_server_wait: {initial: 1s, max_interval: 2s, give_up_after: 15s}
   copy_wait: {initial: 1s, max_interval: 2s}
   copy_deadline: 30s
-  bandwidth_limit: 4MiB
   retention: {keep_verified: 2, delete_failed_after: 2m}
 sql_instances:
 `)
@@ -279,6 +278,7 @@ sql_instances:
     verify_instance: %s
     restore_data_dir: 'D:\restore\data'
     restore_log_dir: 'D:\restore\log'
+    bandwidth_limit: 4MiB
 `, name, UNC(name), f.SMB[name].URL(share), f.SMB[name].User(), strings.ToUpper(name), Verify01)
 	}
 	b.WriteString("databases:\n")

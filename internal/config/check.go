@@ -645,10 +645,6 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 	d.checkBackoff(p.BackupServerWait, path, owner, "backup_server_wait", only)
 	d.checkBackoff(Backoff{Initial: p.CopyWait.Initial, MaxInterval: p.CopyWait.MaxInterval, GiveUpAfter: p.CopyWait.MaxInterval}, path, owner, "copy_wait", only)
 	d.checkTimeouts(p, path, owner, only)
-	if only("bandwidth_limit") && p.BandwidthLimit < 0 {
-		l, kp := at("bandwidth_limit")
-		d.errf(l, kp, "%s: bandwidth_limit must not be negative (0 = unlimited)", owner)
-	}
 	if only("retention") {
 		if p.Retention.KeepVerified < 1 && (path == "defaults" || d.given(join(path, "retention.keep_verified"))) {
 			l, kp := at("retention.keep_verified")

@@ -14,13 +14,13 @@
 //
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
 //	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
-//	backup_servers: max_concurrent 2, smb port 445
+//	backup_servers: max_concurrent 2, smb port 445, bandwidth_limit 0 (unlimited)
 //	fleet:        max_concurrent 4, window 20h
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
 //	copy_only true (false with owns_backup_chain true), sequence catalog, memory_budget 2GiB,
 //	sql_host_wait {15s, 5m, 2h}, backup_server_wait {15s, 5m, 30m}, copy_wait {5s, 2m},
 //	copy_deadline, backup_timeout, restore_timeout, checkdb_timeout: derived from the size;
-//	heartbeat_timeout 4m, bandwidth_limit 0 (unlimited),
+//	heartbeat_timeout 4m,
 //	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false,
 //	rpo 26h, rto 0 (none).
 package config
@@ -101,6 +101,9 @@ type BackupServer struct {
 	// TaskQueue, when set, routes the activities that move this server's bytes
 	// to a worker running on or next to it.
 	TaskQueue string `yaml:"task_queue"`
+	// BandwidthLimit caps what the copies write into this server, in bytes
+	// per second, all of a worker's concurrent copies together; 0 = unlimited.
+	BandwidthLimit Size `yaml:"bandwidth_limit"`
 }
 
 // SMB is how the worker authenticates to a backup server's share.
@@ -182,7 +185,6 @@ type Policy struct {
 	RestoreTimeout   time.Duration `yaml:"restore_timeout"`
 	CheckDBTimeout   time.Duration `yaml:"checkdb_timeout"`
 	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"`
-	BandwidthLimit   Size          `yaml:"bandwidth_limit"` // bytes per second for the copy; 0 = unlimited
 	Retention        Retention     `yaml:"retention"`
 	// VerifyName is the name of the restored copy on the verify instance;
 	// {db}, {instance} and {seq} are replaced (VerifyDatabaseName).

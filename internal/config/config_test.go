@@ -80,6 +80,12 @@ func TestErrors(t *testing.T) {
 			want: []want{{lPassEnv, `unknown key "pasword_env" in sql_instances[0] (did you mean "password_env"?)`}},
 		},
 		{
+			// It was a database policy key; a copy's limit is now the server's, shared.
+			name: "bandwidth_limit moved to the backup server",
+			yaml: func(t *testing.T) string { return base + "    bandwidth_limit: 2MiB\n" },
+			want: []want{{lAfterDB, `databases[0]: bandwidth_limit is set per backup server: move it to backup_servers[].bandwidth_limit`}},
+		},
+		{
 			name: "unknown key without a close match lists the known keys",
 			yaml: func(t *testing.T) string { return base + "    colour: blue\n" },
 			want: []want{{lAfterDB, `unknown key "colour" in databases[0] (known keys: backup_server_wait, backup_servers,`}},
@@ -404,6 +410,13 @@ func TestErrors(t *testing.T) {
 				return edit(t, "    location: /srv/bak01\n", "    location: /srv/bak01\n    max_concurrent: 0\n")
 			},
 			want: []want{{14, `backup_servers[0] (bak01): max_concurrent must be at least 1`}},
+		},
+		{
+			name: "negative bandwidth_limit",
+			yaml: func(t *testing.T) string {
+				return edit(t, "    location: /srv/bak01\n", "    location: /srv/bak01\n    bandwidth_limit: -1\n")
+			},
+			want: []want{{14, `backup_servers[0].bandwidth_limit: "-1" is not a size`}},
 		},
 		{
 			name: "file URL with a host",

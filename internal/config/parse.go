@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Error is one problem in a configuration file, at a line.
@@ -192,6 +192,12 @@ var inlineSecretKeys = map[string]string{
 	"api_key":  "inline API key is not allowed: use api_key_env: VARIABLE (an environment variable of the worker)",
 }
 
+// movedKeys are keys that now live elsewhere, with where to put them.
+var movedKeys = map[string]string{
+	"bandwidth_limit": "bandwidth_limit is set per backup server: move it to backup_servers[].bandwidth_limit, " +
+		"which every copy into that server shares (a limit per database let concurrent copies add up to a multiple of it)",
+}
+
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -326,6 +332,10 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 			if msg, secret := inlineSecretKeys[strings.ToLower(key)]; secret {
 				d.errf(k.Line, kp, "%s: %s", where(path), msg)
 				d.inline[path] = true
+				continue
+			}
+			if msg, moved := movedKeys[key]; moved {
+				d.errf(k.Line, kp, "%s: %s", where(path), msg)
 				continue
 			}
 			hint := ""

@@ -1,7 +1,7 @@
 package config
 
 // Temporal is how the worker and the starter reach a Temporal cluster.
-// In `worker --dev` none of it is needed: the embedded server is used.
+// In the dev stack (`make demo`, devworker) none of it is needed: the embedded server is used.
 type Temporal struct {
 	Address   string `yaml:"address"`     // host:port of the frontend; default 127.0.0.1:7233
 	Namespace string `yaml:"namespace"`   // default "default"

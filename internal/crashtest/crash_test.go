@@ -139,7 +139,9 @@ func checkCrashRun(t *testing.T, s *site, r *crashRun) {
 // any step that had succeeded; the copy resumes from its checkpoints.
 func TestWorkerCrashAtStep(t *testing.T) {
 	cases := []struct {
-		name, step, activity, statement, extra string
+		name, step, activity, statement string
+		// limit is every backup server's bandwidth_limit: a copy slow enough to interrupt.
+		limit string
 		// freeze hangs the worker instead of killing it: its statement
 		// keeps running on the SQL instance and the retry re-attaches.
 		freeze bool
@@ -158,7 +160,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			in: func(s *site, p workflows.Progress) bool {
 				return p.Step == activities.StepBackup && p.Percent >= 20 && running(s.src, "BACKUP DATABASE")
 			}},
-		{step: activities.StepCopy, activity: "CopyToRemote", extra: "    bandwidth_limit: 2MiB\n",
+		{step: activities.StepCopy, activity: "CopyToRemote", limit: "2MiB",
 			slow: func(*site) {},
 			in: func(s *site, p workflows.Progress) bool {
 				return p.Step == activities.StepCopy && p.Percent >= 60
@@ -182,7 +184,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := dial(t, srv)
-			s := newSite(t, "Sales", dbSize, tc.extra)
+			s := newSite(t, "Sales", dbSize, "", bandwidth(tc.limit))
 			tc.slow(s)
 			w := s.startWorkerProcess(srv.FrontendAddress())
 			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement, hung: tc.freeze}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -172,30 +173,9 @@ func newFleetSite(t testing.TB, perInstance int, extraConfig string) *fleetSite 
 	n := siteSeq.Add(1)
 	s := &fleetSite{root: t.TempDir(), instances: map[string]*sqlsim.Instance{}, log: &opLog{}, dbNames: map[string][]string{},
 		tq: fmt.Sprintf("fleet-%d", n)}
-	dir := func(d string) string {
-		p := filepath.Join(s.root, d)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	shares := map[string]string{`\\bak01\backup`: dir("bak01"), `\\bak02\backup`: dir("bak02")}
-	vshares := map[string]string{`D:\restore`: filepath.Join(s.root, "restore")}
-	dir("restore/data")
-	dir("restore/log")
-	for k, v := range shares {
-		vshares[k] = v
-	}
+	_, shares, vshares := sitetest.MakeDirs(t, s.root)
 	mk := func(name string, sh map[string]string) *sqlsim.Instance {
-		in, err := sqlsim.New(sqlsim.Config{Name: name, DataDir: dir(name), Logins: map[string]string{"sa": sqlPassword}, Shares: sh})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := in.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = in.Stop() })
-		return in
+		return sitetest.StartInstance(t, name, filepath.Join(s.root, name), sh)
 	}
 	src1, src2 := fmt.Sprintf("fsql01-%d", n), fmt.Sprintf("fsql02-%d", n)
 	s.instances[src1] = mk("sql01", shares)
@@ -235,7 +215,7 @@ backup_servers:
 fleet:
   max_concurrent: 8
 %[9]s`, src1, s.instances[src1].Addr(), src2, s.instances[src2].Addr(), envSQLPass, verify.Addr(),
-		shares[`\\bak01\backup`], shares[`\\bak02\backup`], extraConfig)
+		shares[sitetest.UNC("bak01")], shares[sitetest.UNC("bak02")], extraConfig)
 	path := filepath.Join(s.root, "backupcycle.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ import (
 func TestRemoteServerLostPastCopyDeadline(t *testing.T) {
 	smb1 := sambatest.Start(t, sambatest.Options{})
 	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
-	s := newSiteWith(t, "Sales", 8<<20, "    bandwidth_limit: 1MiB\n    copy_deadline: 20s\n",
-		map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2})
+	s := newSite(t, "Sales", 8<<20, "    copy_deadline: 20s\n", bandwidth("1MiB"),
+		onSamba(map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2}))
 	srv := sharedTemporal(t)
 	c := dial(t, srv)
 	s.inProcessWorker(c)
@@ -89,7 +89,7 @@ func TestRemoteServerLostPastCopyDeadline(t *testing.T) {
 // remote counts as good, and the set stays written on the primary.
 func TestBadInputRemoteShareFull(t *testing.T) {
 	smb := sambatest.Start(t, sambatest.Options{MaxDiskSizeMiB: 1})
-	s := newSiteWith(t, "Sales", smallDB, "", map[string]*sambatest.Server{"bak02": smb})
+	s := newSite(t, "Sales", smallDB, "", onSamba(map[string]*sambatest.Server{"bak02": smb}))
 	runBad(t, s, false, nil, activities.ErrShareFull, "bak02", "no space left", "free space on the share")
 	// A full remote share says nothing about the set: it stays written (and
 	// intact) on the primary, for a resume once there is room.

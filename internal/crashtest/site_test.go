@@ -38,12 +38,12 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
-	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-const sqlPassword = "Pa55w0rd!x"
+const sqlPassword = sitetest.Password
 
 // Environment of the worker process (see TestMain).
 const (
@@ -51,7 +51,7 @@ const (
 	envConfig    = "BC_CRASHTEST_CONFIG"
 	envFrontend  = "BC_CRASHTEST_FRONTEND"
 	envTaskQueue = "BC_CRASHTEST_TASK_QUEUE"
-	envSQLPass   = "BC_TEST_SQL_PASSWORD"
+	envSQLPass   = sitetest.PasswordEnv
 )
 
 var quiet = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -155,12 +155,14 @@ func dial(t testing.TB, srv *devserver.Server) client.Client {
 	return c
 }
 
-// site is the emulated estate: source instance sql01, verification instance
-// verify01 at the remote site, backup servers bak01 and bak02 (directories
-// SQL Server reaches as \\bakNN\backup), and the configuration naming them.
+// site is the emulated estate (package sitetest): source instance sql01,
+// verification instance verify01, backup servers bak01 and bak02
+// (directories SQL Server reaches as \\bakNN\backup), and the
+// configuration naming them. Its fields are the site's, by short names.
 type site struct {
-	t  *testing.T
-	db string
+	t    *testing.T
+	site *sitetest.Site
+	db   string
 	// inst is the source instance's configuration name, unique per site:
 	// scenarios run in parallel on one Temporal server, and a cycle's
 	// workflow id is per (instance, database).
@@ -172,119 +174,43 @@ type site struct {
 	tq          string
 }
 
-// newSite starts both instances with database db of size bytes; extra is
-// YAML appended to the database's entry.
-func newSite(t *testing.T, db string, size int64, extra string) *site {
+// newSite starts both instances with database db of size bytes (backed up
+// without compression); extra is YAML appended to the database's entry,
+// more shape the site further (bandwidth, onSamba).
+func newSite(t *testing.T, db string, size int64, extra string, more ...func(*sitetest.Options)) *site {
 	t.Helper()
-	return newSiteWith(t, db, size, extra, nil)
+	o := sitetest.Options{Database: db, Size: size, Extra: extra, Uncompressed: true,
+		Instance: fmt.Sprintf("sql01-%d", siteSeq.Add(1))}
+	for _, m := range more {
+		m(&o)
+	}
+	st := sitetest.New(t, o)
+	return &site{t: t, site: st, db: db, inst: st.Instance, dirs: st.Dirs, src: st.Source, verify: st.Verify,
+		cfgPath: st.ConfigPath, cfg: st.Config, tq: "crash-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")}
 }
 
-// envSMBPass holds the Samba servers' password for the configuration.
-const envSMBPass = "BC_TEST_SMB_PASSWORD"
+// bandwidth sets every backup server's bandwidth_limit to rate ("" =
+// unlimited): a copy that takes long enough to be interrupted.
+func bandwidth(rate string) func(*sitetest.Options) {
+	return func(o *sitetest.Options) {
+		if rate != "" {
+			o.BandwidthLimit = map[string]string{"bak01": rate, "bak02": rate}
+		}
+	}
+}
 
-// newSiteWith is newSite with some backup servers on Samba (the worker
-// reaches them over SMB; SQL Server's UNC path maps to the share's directory).
-func newSiteWith(t *testing.T, db string, size int64, extra string, smb map[string]*sambatest.Server) *site {
-	t.Helper()
-	s := &site{t: t, db: db, dirs: map[string]string{}, inst: fmt.Sprintf("sql01-%d", siteSeq.Add(1)),
-		tq: "crash-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")}
-	root := t.TempDir()
-	for _, d := range []string{"bak01", "bak02", "restore/data", "restore/log", "src", "verify"} {
-		s.dirs[d] = filepath.Join(root, d)
-		if err := os.MkdirAll(s.dirs[d], 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	location := map[string]string{"bak01": s.dirs["bak01"], "bak02": s.dirs["bak02"]}
-	for name, srv := range smb {
-		s.dirs[name] = srv.Dir("backup")
-		location[name] = fmt.Sprintf("%s\n    smb:\n      user: %s\n      password_env: %s", srv.URL("backup"), srv.User(), envSMBPass)
-		t.Setenv(envSMBPass, srv.Password())
-	}
-	shares := map[string]string{`\\bak01\backup`: s.dirs["bak01"], `\\bak02\backup`: s.dirs["bak02"]}
-	var err error
-	s.src, err = sqlsim.New(sqlsim.Config{Name: "sql01", DataDir: s.dirs["src"], Logins: map[string]string{"sa": sqlPassword}, Shares: shares})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vshares := map[string]string{`D:\restore`: filepath.Join(root, "restore")}
-	for k, v := range shares {
-		vshares[k] = v
-	}
-	s.verify, err = sqlsim.New(sqlsim.Config{Name: "verify01", DataDir: s.dirs["verify"], Logins: map[string]string{"sa": sqlPassword}, Shares: vshares})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range []*sqlsim.Instance{s.src, s.verify} {
-		if err := in.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = in.Stop() })
-	}
-	if err := s.src.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: size, DataFiles: 2}); err != nil {
-		t.Fatal(err)
-	}
-	y := fmt.Sprintf(`
-sql_instances:
-  - name: %s
-    address: %s
-    user: sa
-    password_env: %s
-    encrypt: disable
-  - name: verify01
-    address: %s
-    user: sa
-    password_env: %s
-    encrypt: disable
-backup_servers:
-  - name: bak01
-    unc_paths: ['\\bak01\backup']
-    location: %s
-    verify_instance: verify01
-    restore_data_dir: 'D:\restore\data'
-    restore_log_dir: 'D:\restore\log'
-  - name: bak02
-    unc_paths: ['\\bak02\backup']
-    location: %s
-    verify_instance: verify01
-    restore_data_dir: 'D:\restore\data'
-    restore_log_dir: 'D:\restore\log'
-databases:
-  - name: %q
-    instance: %s
-    backup_servers: [bak01, bak02]
-    stripes: 2
-    compression: false
-    sanity_checks:
-      - name: orders-present
-        query: SELECT COUNT_BIG(*) FROM dbo.Orders
-        at_least: 1
-%s`, s.inst, s.src.Addr(), envSQLPass, s.verify.Addr(), envSQLPass, location["bak01"], location["bak02"], db, s.inst, extra)
-	s.cfgPath = filepath.Join(root, "backupcycle.yaml")
-	if err := os.WriteFile(s.cfgPath, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.cfg, err = config.Load(s.cfgPath)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return s
+// onSamba puts some backup servers on Samba (the worker reaches them over
+// SMB; SQL Server's UNC path maps to the share's directory).
+func onSamba(smb map[string]*sambatest.Server) func(*sitetest.Options) {
+	return func(o *sitetest.Options) { o.SMB = smb }
 }
 
 // reconfigure rewrites the site's configuration file with edit and loads
 // it; db is the database key the cycles use from now on.
 func (s *site) reconfigure(edit func(yaml string) string, db string) {
 	s.t.Helper()
-	data, err := os.ReadFile(s.cfgPath)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := os.WriteFile(s.cfgPath, []byte(edit(string(data))), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	if s.cfg, err = config.Load(s.cfgPath); err != nil {
-		s.t.Fatalf("config: %v", err)
-	}
+	s.site.Reconfigure(edit)
+	s.cfg = s.site.Config
 	s.db = db
 }
 
@@ -378,15 +304,7 @@ func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
 }
 
 // statements are what an instance ran of one kind.
-func statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
-	var out []sqlsim.StatementRecord
-	for _, s := range in.Statements() {
-		if s.Kind == kind {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+var statements = sitetest.Statements
 
 func outcomes(in *sqlsim.Instance, kind string) []string {
 	var out []string
@@ -409,19 +327,7 @@ func running(in *sqlsim.Instance, kind string) bool {
 // when there is none.
 func (s *site) manifest(server string, seq int64) *catalog.Manifest {
 	s.t.Helper()
-	name := filepath.Join(s.dirs[server], tsql.ManifestFileName(s.inst, s.db, seq))
-	data, err := os.ReadFile(name)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	m, err := catalog.Decode(data)
-	if err != nil {
-		s.t.Fatalf("manifest %s: %v", name, err)
-	}
-	return m
+	return s.site.Manifest(server, s.db, seq)
 }
 
 // hashes of every file of every set on both servers: a scenario proves that

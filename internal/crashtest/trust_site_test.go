@@ -43,39 +43,11 @@ func (s *site) source() string { return s.inst }
 
 // addSource starts a second source instance, name, with database db of size
 // bytes, and adds the instance and entry (a complete databases[] item,
-// indented as in newSiteWith) to the site's configuration.
+// indented as in newSite's configuration) to the site's configuration.
 func (s *site) addSource(name, db string, size int64, entry string) *sqlsim.Instance {
 	s.t.Helper()
-	root := filepath.Dir(s.dirs["src"])
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.t.Fatal(err)
-	}
-	s.dirs[name] = dir
-	in, err := sqlsim.New(sqlsim.Config{Name: name, DataDir: dir, Logins: map[string]string{"sa": sqlPassword},
-		Shares: map[string]string{`\\bak01\backup`: s.dirs["bak01"], `\\bak02\backup`: s.dirs["bak02"]}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := in.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { _ = in.Stop() })
-	if err := in.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: size, DataFiles: 2}); err != nil {
-		s.t.Fatal(err)
-	}
-	inst := fmt.Sprintf("  - name: %s\n    address: %s\n    user: sa\n    password_env: %s\n    encrypt: disable\n",
-		name, in.Addr(), envSQLPass)
-	s.reconfigure(func(y string) string {
-		if !strings.Contains(y, "  - name: verify01\n") {
-			s.t.Fatalf("site configuration has no verify01 entry to insert %s before", name)
-		}
-		y = strings.Replace(y, "  - name: verify01\n", inst+"  - name: verify01\n", 1)
-		if !strings.HasSuffix(y, "\n") {
-			y += "\n"
-		}
-		return y + entry
-	}, s.db)
+	in := s.site.AddSource(name, db, size, entry)
+	s.cfg = s.site.Config
 	return in
 }
 

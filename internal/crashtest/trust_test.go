@@ -341,12 +341,11 @@ func TestOneCyclePerDatabase(t *testing.T) {
 // cycle verifies.
 func TestOutageKeepsSet(t *testing.T) {
 	const db = "Outage"
-	s := newSite(t, db, smallDB, `    bandwidth_limit: 1MiB
-    sql_host_wait:
+	s := newSite(t, db, smallDB, `    sql_host_wait:
       initial: 100ms
       max_interval: 1s
       give_up_after: 5s
-`)
+`, bandwidth("1MiB"))
 	src := s.source()
 	srv := sharedTemporal(t)
 	c := dial(t, srv)
@@ -487,11 +486,11 @@ func TestSlowSanityCheck(t *testing.T) {
 // manifest (where there is one) says cancelled.
 func TestCancelCycle(t *testing.T) {
 	cases := []struct {
-		name, db, extra string
+		name, db, limit string
 		slow            func(s *site)
 		in              func(s *site, p workflows.Progress) bool
 	}{
-		{name: "copy", db: "CancelCopy", extra: "    bandwidth_limit: 1MiB\n",
+		{name: "copy", db: "CancelCopy", limit: "1MiB",
 			slow: func(*site) {},
 			in: func(s *site, p workflows.Progress) bool {
 				return p.Step == activities.StepCopy && p.Percent >= 30
@@ -506,7 +505,7 @@ func TestCancelCycle(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dial(t, srv)
-			s := newSite(t, tc.db, 8<<20, tc.extra)
+			s := newSite(t, tc.db, 8<<20, "", bandwidth(tc.limit))
 			src := s.source()
 			s.inProcessWorker(c)
 			sc := s.starterClient(c, srv)

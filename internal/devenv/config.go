@@ -25,9 +25,9 @@ func yq(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 func configText(v configValues) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w(`# config.dev.yaml: the emulated site of ` + "`worker --dev`" + ` (internal/devenv), written on every start.
+	w(`# config.dev.yaml: the emulated site of ` + "`make demo`" + ` (internal/devenv), written on every start.
 # Do not edit: the next start rewrites it (the emulators listen on new free ports each time).
-# It is an ordinary configuration (schema: config.example.yaml): while ` + "`worker --dev`" + ` runs,
+# It is an ordinary configuration (schema: config.example.yaml): while the devworker runs,
 # ` + "`worker --config <this file>`" + ` runs a second worker against the same site and Temporal server.
 #
 # The site: sql01 (the source, database Sales: four data files on two volumes) and sqlverify (the
@@ -112,7 +112,7 @@ databases:
 }
 
 // fleetSelection is what sql01's entry adds when the site holds the fleet's
-// small databases (worker --dev-fleet): the Fleet workflow then runs them all.
+// small databases (devworker --dev-fleet): the Fleet workflow then runs them all.
 func fleetSelection(on bool) string {
 	if !on {
 		return ""

@@ -1,4 +1,4 @@
-// Package devenv is the emulated site behind `worker --dev` and `make demo`:
+// Package devenv is the emulated site behind `make demo` (the devworker command):
 // a source SQL Server (sql01) holding the database Sales, a verification
 // instance at the remote site (sqlverify), and two backup servers (bak01,
 // bak02) as local directories that the emulated SQL Servers reach through
@@ -19,7 +19,7 @@
 // password in <state>/secrets by reference). Without Samba the worker
 // reaches the directories as file:// locations.
 //
-// Options.FleetDatabases (worker --dev-fleet) adds a few small databases on
+// Options.FleetDatabases (devworker --dev-fleet) adds a few small databases on
 // sql01, selected with USER_DATABASES, so the Fleet workflow has a fleet to
 // run; without it the configuration names Sales only.
 package devenv
@@ -434,7 +434,7 @@ func lockState(root string) (*os.File, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("devenv: state directory %s is in use by another `worker --dev` (%s is locked): stop it, or use another --state-dir", root, path)
+		return nil, fmt.Errorf("devenv: state directory %s is in use by another devworker (%s is locked): stop it, or use another --state-dir", root, path)
 	}
 	return f, nil
 }

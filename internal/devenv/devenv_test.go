@@ -278,7 +278,7 @@ func TestStateDirIsLocked(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, dir)
 	_, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: testSize})
-	if err == nil || !strings.Contains(err.Error(), "is in use by another `worker --dev`") {
+	if err == nil || !strings.Contains(err.Error(), "is in use by another devworker") {
 		t.Fatalf("second start on a running site: %v", err)
 	}
 	if err := s.Stop(); err != nil {

@@ -1,6 +1,6 @@
 // Package devserver runs a complete Temporal server in-process: frontend,
 // history, matching and worker services (the worker service runs Schedules)
-// on SQLite, plus the Temporal Web UI. It backs `worker --dev`, the demo and
+// on SQLite, plus the Temporal Web UI. It backs the devworker, the demo and
 // the integration tests; production uses a real Temporal cluster.
 //
 // Several servers can run in one process (static membership, free ports,

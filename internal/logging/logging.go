@@ -29,7 +29,7 @@ const (
 const LevelEnv = "BACKUPCYCLE_LOG_LEVEL"
 
 // New returns the process logger writing to stderr: a human console encoder
-// when dev is true (worker --dev, the demo), JSON otherwise (one object per
+// when dev is true (devworker, the demo), JSON otherwise (one object per
 // line for log shippers). The level is info unless LevelEnv says otherwise.
 func New(dev bool) (*zap.Logger, error) {
 	level := zapcore.InfoLevel
@@ -59,4 +59,29 @@ func NewAt(dev bool, level zapcore.Level) *zap.Logger {
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), level)
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))
+}
+
+// NewFile is a JSON logger (the production encoding) appending to the file
+// at path, at the level LevelEnv names (info by default): the structured
+// log of a process whose terminal shows human-readable lines instead. The
+// returned close flushes and closes the file.
+func NewFile(path string) (*zap.Logger, func(), error) {
+	level := zapcore.InfoLevel
+	if s := os.Getenv(LevelEnv); s != "" {
+		l, err := zapcore.ParseLevel(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s=%q is not a log level: use debug, info, warn or error", LevelEnv, s)
+		}
+		level = l
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the log file %s: %w", path, err)
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.TimeKey = "ts"
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.Lock(f), level)
+	log := zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))
+	return log, func() { _ = log.Sync(); _ = f.Close() }, nil
 }

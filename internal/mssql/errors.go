@@ -240,6 +240,20 @@ func osError(e mssqldb.Error) int {
 	return n
 }
 
+// MissingFile reports a failure whose backup device error says a file does
+// not exist where SQL Server looked (operating system error 2): a file of
+// the set is gone, or SQL Server looks in another directory than the one
+// the file is in.
+func MissingFile(err error) bool {
+	var f *Failure
+	if !errors.As(err, &f) {
+		return false
+	}
+	return slices.ContainsFunc(f.Errors, func(e mssqldb.Error) bool {
+		return slices.Contains(deviceNumbers, e.Number) && osError(e) == osFileNotFound
+	})
+}
+
 // isCheckDBNumber: the 8900-8999 range of consistency errors plus page I/O.
 func isCheckDBNumber(n int32) bool {
 	if n >= 8900 && n <= 8999 {

@@ -7,7 +7,7 @@
 // inside nss_wrapper, and its share directories are chowned to it.
 //
 // Start ties a server to a test; Run starts one without a testing.TB (the
-// dev environment of `worker --dev` serves its backup servers with it) and
+// dev stack (make demo) serves its backup servers with it) and
 // Close stops it.
 package sambatest
 

@@ -1,7 +1,7 @@
 // Package sqlsim is the SQL Server emulator's engine: an Instance serves the
 // T-SQL the product sends over real TDS (package tds) from databases that
 // are real files. It is a test double with honest semantics for the tests
-// and `worker --dev`; production talks to SQL Server 2016+.
+// and the dev stack (make demo); production talks to SQL Server 2016+.
 //
 // # Storage
 //

@@ -1,129 +1,134 @@
 package webshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
-	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
 
-// fakeBrowser answers the protocol on a pair of pipes the way Chromium
-// does: NUL-terminated JSON, an event before each reply. answer gives the
-// result (or error message) of each call.
-func fakeBrowser(t *testing.T, answer func(method string, params json.RawMessage) (any, string)) (*conn, *[]map[string]any) {
+// page is a single-page app in miniature: its text appears only after a
+// while, part of it inside a same-origin iframe, and it shows the column
+// choice it finds in localStorage, as the Temporal Web UI does.
+const page = `<!doctype html><html><body style="background: linear-gradient(90deg, #c33, #33c); color: #fff">
+<div id="app">Loading</div><iframe src="/frame"></iframe>
+<script>
+setTimeout(() => {
+	document.getElementById("app").innerHTML =
+		"<h1><span>16</span>\n<span>Workflows</span></h1><p>columns: " + (localStorage.getItem("table-columns") || "default") + "</p>";
+}, 400);
+</script></body></html>`
+
+const frame = `<!doctype html><html><body><p>backup-sql01-Sales</p><p>bak02</p></body></html>`
+
+func site(t *testing.T) *httptest.Server {
 	t.Helper()
-	toBrowserR, toBrowserW := io.Pipe()
-	fromBrowserR, fromBrowserW := io.Pipe()
-	var got []map[string]any
-	go func() {
-		defer fromBrowserW.Close()
-		br := bufio.NewReader(toBrowserR)
-		for {
-			raw, err := br.ReadBytes(0)
-			if err != nil {
-				return
-			}
-			var req struct {
-				ID        int64           `json:"id"`
-				Method    string          `json:"method"`
-				SessionID string          `json:"sessionId"`
-				Params    json.RawMessage `json:"params"`
-			}
-			if err := json.Unmarshal(raw[:len(raw)-1], &req); err != nil {
-				t.Errorf("request is not JSON: %q", raw)
-				return
-			}
-			got = append(got, map[string]any{"method": req.Method, "session": req.SessionID})
-			result, errMsg := answer(req.Method, req.Params)
-			reply := map[string]any{"id": req.ID, "result": result}
-			if errMsg != "" {
-				reply = map[string]any{"id": req.ID, "error": map[string]any{"code": -32000, "message": errMsg}}
-			}
-			for _, m := range []any{map[string]any{"method": "Page.frameNavigated", "params": map[string]any{}}, reply} {
-				data, _ := json.Marshal(m)
-				if _, err := fromBrowserW.Write(append(data, 0)); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	c := newConn(fromBrowserR, toBrowserW)
-	t.Cleanup(c.close)
-	return c, &got
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(page)) })
+	mux.HandleFunc("/frame", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(frame)) })
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	t.Cleanup(srv.Close)
+	return srv
 }
 
-func TestCallSkipsEventsAndReportsErrors(t *testing.T) {
-	c, got := fakeBrowser(t, func(method string, _ json.RawMessage) (any, string) {
-		if method == "Page.navigate" {
-			return nil, "Cannot navigate to invalid URL"
-		}
-		return map[string]any{"targetId": "T1"}, ""
-	})
-	ctx := context.Background()
-	var r struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &r); err != nil || r.TargetID != "T1" {
-		t.Fatalf("createTarget: %+v, %v; want T1 past the event", r, err)
-	}
-	err := c.call(ctx, "S1", "Page.navigate", map[string]any{"url": "x"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "Page.navigate: Cannot navigate to invalid URL") {
-		t.Errorf("navigate error: %v", err)
-	}
-	if len(*got) != 2 || (*got)[0]["session"] != "" || (*got)[1]["session"] != "S1" {
-		t.Errorf("requests %v: want the second on session S1", *got)
-	}
-	c.close()
-	if err := c.call(ctx, "", "Browser.getVersion", nil, nil); err == nil {
-		t.Error("call after the browser closed its pipe succeeded")
-	}
-}
-
-func TestCallGivesUpWithTheContext(t *testing.T) {
-	c, _ := fakeBrowser(t, func(string, json.RawMessage) (any, string) {
-		time.Sleep(time.Second)
-		return nil, ""
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+func start(t *testing.T) *Browser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.call(ctx, "", "Page.enable", nil, nil); err == nil || !strings.Contains(err.Error(), "no answer from the browser") {
-		t.Errorf("call past its deadline: %v", err)
+	b, err := Start(ctx, Options{Width: 800, Height: 600})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
 }
 
-// WaitText matches across the line breaks innerText puts between
-// elements, and on timeout names what is missing.
-func TestWaitText(t *testing.T) {
-	polls := 0
-	c, _ := fakeBrowser(t, func(method string, params json.RawMessage) (any, string) {
-		if method != "Runtime.evaluate" || !strings.Contains(string(params), "iframe") {
-			return nil, "unexpected " + method
-		}
-		polls++
-		text := "Loading"
-		if polls >= 3 {
-			text = "16\nWorkflows\n\nbackup-sql01-Sales\tbak02"
-		}
-		return map[string]any{"result": map[string]any{"type": "string", "value": text}}, ""
-	})
-	b := &Browser{conn: c, session: "S"}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// The whole capture on headless Chromium: the saved column choice reaches
+// the app through localStorage, the texts are waited for (inside the
+// iframe too, across the line breaks innerText puts between elements), and
+// the PNG is refused for a blank page, accepted for the rendered one.
+func TestCapture(t *testing.T) {
+	srv := site(t)
+	b := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := b.WaitText(ctx, []string{"16 Workflows", "backup-sql01-Sales bak02"}); err != nil || polls != 3 {
-		t.Fatalf("WaitText after %d polls: %v", polls, err)
+
+	if err := b.Navigate(ctx, "about:blank"); err != nil {
+		t.Fatal(err)
 	}
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	blank, err := b.Screenshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPNG(blank, 0); err == nil || !strings.Contains(err.Error(), "looks blank") {
+		t.Errorf("a blank page's screenshot: %v, want refused as blank", err)
+	}
+
+	if err := b.SetLocalStorage(ctx, srv.URL+"/namespaces/default/workflows", map[string]string{"table-columns": "BackupServer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Navigate(ctx, srv.URL+"/namespaces/default/workflows"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitText(ctx, []string{"16 Workflows", "columns: BackupServer", "backup-sql01-Sales bak02"}); err != nil {
+		t.Fatal(err)
+	}
+	shot, err := b.Screenshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPNG(shot, 1<<10); err != nil {
+		t.Errorf("the rendered page's screenshot: %v", err)
+	}
+	if img, err := png.Decode(bytes.NewReader(shot)); err != nil || img.Bounds().Dx() != 800 || img.Bounds().Dy() != 600 {
+		t.Errorf("screenshot %v (%v), want 800x600", img.Bounds(), err)
+	}
+
+	// A text that never comes: the error names it and shows the page.
+	short, cancel2 := context.WithTimeout(ctx, time.Second)
 	defer cancel2()
-	err := b.WaitText(ctx2, []string{"16 Workflows", "verified 9"})
-	if err == nil || !strings.Contains(err.Error(), `never showed ["verified 9"]`) || !strings.Contains(err.Error(), "16 Workflows backup-sql01-Sales") {
+	err = b.WaitText(short, []string{"16 Workflows", "verified 9"})
+	if err == nil || !strings.Contains(err.Error(), `never showed ["verified 9"]`) || !strings.Contains(err.Error(), "16 Workflows") {
 		t.Errorf("WaitText for a missing text: %v", err)
+	}
+}
+
+// A page whose server is down fails the navigation with the browser's
+// reason, and a script error is reported, not swallowed.
+func TestNavigateAndEvalErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/"
+	l.Close()
+	b := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Navigate(ctx, down); err == nil || !strings.Contains(err.Error(), "ERR_CONNECTION_REFUSED") ||
+		!strings.Contains(err.Error(), "is the server up?") {
+		t.Errorf("navigate to a closed port: %v", err)
+	}
+	var n int
+	if err := b.Eval(ctx, "6 * 7", &n); err != nil || n != 42 {
+		t.Errorf("Eval(6 * 7) = %d, %v", n, err)
+	}
+	if err := b.Eval(ctx, "Promise.resolve(5)", &n); err != nil || n != 5 {
+		t.Errorf("Eval of a promise = %d, %v; want it awaited", n, err)
+	}
+	if err := b.Eval(ctx, "nosuchfunction()", nil); err == nil || !strings.Contains(err.Error(), "nosuchfunction") {
+		t.Errorf("Eval of a failing script: %v", err)
 	}
 }
 

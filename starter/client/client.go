@@ -124,7 +124,7 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("cannot reach Temporal at %s: %v (is `worker --dev` or a Temporal server running there?)", e.Address, e.Err)
+	return fmt.Sprintf("cannot reach Temporal at %s: %v (is a Temporal server running there? For a try-out, `make demo KEEP=1` starts one)", e.Address, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -40,8 +40,8 @@ type AlreadyRunningError struct {
 }
 
 func (e *AlreadyRunningError) Error() string {
-	return fmt.Sprintf("a backup cycle of %s is already running as workflow %s (run %s): wait for it to finish (`starter status --database %s`) or cancel it in the Web UI",
-		e.Database, e.WorkflowID, e.RunID, e.Database)
+	return fmt.Sprintf("a backup cycle of %s is already running as workflow %s (run %s): wait for it to finish (`starter status --database %s`) or cancel it (`starter cancel --workflow-id %s`)",
+		e.Database, e.WorkflowID, e.RunID, e.Database, e.WorkflowID)
 }
 
 func (e *AlreadyRunningError) Unwrap() error { return e.Err }

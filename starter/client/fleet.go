@@ -21,7 +21,7 @@ type FleetRunningError struct {
 }
 
 func (e *FleetRunningError) Error() string {
-	return fmt.Sprintf("a fleet run is already running as workflow %s (run %s): wait for it (`starter fleet --status`) or cancel it in the Web UI",
+	return fmt.Sprintf("a fleet run is already running as workflow %s (run %s): wait for it (`starter fleet --status`) or cancel it (`starter cancel --fleet`)",
 		workflows.FleetWorkflowID, e.RunID)
 }
 

@@ -19,7 +19,7 @@ import (
 
 // ScheduleSpec is when the backup cycles of every configured database run.
 // The configuration has no per-database schedule key yet, so one spec applies
-// to all of them (from `starter schedule --cron ... --jitter ...`).
+// to all of them (from `starter schedule apply --cron ... --jitter ...`).
 type ScheduleSpec struct {
 	// Cron is a five-field cron expression, e.g. "0 1 * * *" (01:00 daily).
 	Cron string
@@ -127,7 +127,7 @@ func (c *Client) ApplySchedules(ctx context.Context, cfg *config.Config, spec Sc
 		return nil, err
 	}
 	if len(cfg.Databases) == 0 {
-		return nil, fmt.Errorf("%s configures no databases by name: per-database schedules need databases: entries; schedule the Fleet instead (`starter schedule --apply --fleet`), which runs what each instance's selection picks", cfg.File)
+		return nil, fmt.Errorf("%s configures no databases by name: per-database schedules need databases: entries; schedule the Fleet instead (`starter schedule apply --fleet`), which runs what each instance's selection picks", cfg.File)
 	}
 	var out []ScheduleResult
 	for i := range cfg.Databases {
@@ -348,6 +348,36 @@ func ranges(rs []sdkclient.ScheduleRange, lo, hi int) string {
 	return strings.Join(parts, ",")
 }
 
+// ResolveSchedule maps NAME to a schedule id: an existing schedule id as it
+// is, else the schedule whose BackupDatabase is NAME (so a database name
+// works without a configuration). Several databases of that name (one per
+// instance) are an error listing their ids.
+func (c *Client) ResolveSchedule(ctx context.Context, name string) (string, error) {
+	_, err := c.DescribeSchedule(ctx, name)
+	var nf *serviceerror.NotFound
+	if err == nil || !errors.As(err, &nf) {
+		return name, err
+	}
+	all, lerr := c.ListSchedules(ctx)
+	if lerr != nil {
+		return name, lerr
+	}
+	var ids []string
+	for _, s := range all {
+		if s.Database == name {
+			ids = append(ids, s.ScheduleID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		// The action names the missing schedule itself.
+		return name, nil
+	case 1:
+		return ids[0], nil
+	}
+	return name, fmt.Errorf("database %s has %d schedules (%s): give the schedule id, or --config with --instance", name, len(ids), strings.Join(ids, ", "))
+}
+
 // DeleteSchedule removes a schedule; running cycles it started go on.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 	return c.scheduleErr("delete", id, c.sdk.ScheduleClient().GetHandle(ctx, id).Delete(ctx))
@@ -375,7 +405,7 @@ func (c *Client) scheduleErr(verb, id string, err error) error {
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("%s schedule %s: no such schedule on namespace %q (see `starter schedule --list`): %w", verb, id, c.namespace, err)
+		return fmt.Errorf("%s schedule %s: no such schedule on namespace %q (see `starter schedule list`): %w", verb, id, c.namespace, err)
 	}
 	return fmt.Errorf("%s schedule %s on namespace %q: %w", verb, id, c.namespace, err)
 }

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -19,6 +21,7 @@ import (
 // StatusFilter selects the cycles CycleStatus returns.
 type StatusFilter struct {
 	Database string // BackupDatabase; "" for every database
+	Instance string // BackupInstance; "" for every instance
 	// Limit is the most cycles returned, newest first (0: DefaultStatusLimit).
 	Limit int
 	// ProgressTimeout bounds the `progress` query of each running cycle
@@ -50,6 +53,38 @@ type CycleSummary struct {
 	Progress *workflows.Progress
 	// ProgressErr says why a running cycle's progress is missing.
 	ProgressErr string
+	// Pending are the running cycle's activities Temporal has scheduled or
+	// started, with their attempt and last failure: a step stuck in
+	// retries shows here (its progress stays at 0 %).
+	Pending []PendingActivity
+	// PendingErr says why Pending could not be read.
+	PendingErr string
+}
+
+// PendingActivity is one activity of a running workflow that Temporal has
+// scheduled or started (DescribeWorkflowExecution's PendingActivities).
+type PendingActivity struct {
+	ActivityID string
+	Type       string // the activity type, e.g. Restore
+	State      string // Scheduled, Started, CancelRequested, Paused
+	// Attempt is the current attempt, 1 for the first; MaximumAttempts 0
+	// means no limit (the step's deadline ends the retries).
+	Attempt         int32
+	MaximumAttempts int32
+	// LastFailure is the message of the previous attempt's failure and
+	// LastFailureType its error type (an application error type such as
+	// SQLHostUnreachable, or "timeout: StartToClose"); both "" when no
+	// attempt failed yet.
+	LastFailure     string
+	LastFailureType string
+	Scheduled       time.Time
+	LastStarted     time.Time
+	LastHeartbeat   time.Time
+	// NextAttempt is when the next attempt starts, while it waits for its
+	// retry interval (zero while an attempt runs).
+	NextAttempt time.Time
+	// Expiration is when the retries end (zero: no deadline).
+	Expiration time.Time
 }
 
 // StatusQuery is the visibility query CycleStatus runs for f. A database
@@ -60,6 +95,9 @@ func StatusQuery(f StatusFilter) string {
 	q := fmt.Sprintf("WorkflowType = %s", quoteQuery(workflows.BackupCycleName))
 	if f.Database != "" && !strings.Contains(f.Database, `\`) {
 		q += fmt.Sprintf(" AND %s = %s", workflows.AttrDatabase.GetName(), quoteQuery(f.Database))
+	}
+	if f.Instance != "" && !strings.Contains(f.Instance, `\`) {
+		q += fmt.Sprintf(" AND %s = %s", workflows.AttrInstance.GetName(), quoteQuery(f.Instance))
 	}
 	return q
 }
@@ -94,7 +132,7 @@ func (c *Client) CycleStatus(ctx context.Context, f StatusFilter) ([]CycleSummar
 			if len(out) == f.Limit {
 				break
 			}
-			if s := summarize(e); f.Database == "" || s.Database == f.Database {
+			if s := summarize(e); (f.Database == "" || s.Database == f.Database) && (f.Instance == "" || s.Instance == f.Instance) {
 				out = append(out, s)
 			}
 		}
@@ -108,6 +146,11 @@ func (c *Client) CycleStatus(ctx context.Context, f StatusFilter) ([]CycleSummar
 		if s.Status != statusName(enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING) {
 			continue
 		}
+		if pending, err := c.PendingActivities(ctx, s.WorkflowID, s.RunID); err != nil {
+			s.PendingErr = err.Error()
+		} else {
+			s.Pending = pending
+		}
 		qctx, cancel := context.WithTimeout(ctx, f.ProgressTimeout)
 		p, err := c.CycleProgress(qctx, s.WorkflowID, s.RunID)
 		cancel()
@@ -118,6 +161,63 @@ func (c *Client) CycleStatus(ctx context.Context, f StatusFilter) ([]CycleSummar
 		s.Progress = &p
 	}
 	return out, nil
+}
+
+// PendingActivities describes a workflow run and returns its pending
+// activities with their retry state. Unlike the progress query it needs no
+// worker: Temporal keeps the attempt count and the last failure itself.
+func (c *Client) PendingActivities(ctx context.Context, workflowID, runID string) ([]PendingActivity, error) {
+	d, err := c.sdk.DescribeWorkflowExecution(ctx, workflowID, runID)
+	if err != nil {
+		return nil, fmt.Errorf("describe workflow %s on namespace %q: %w", workflowID, c.namespace, err)
+	}
+	var out []PendingActivity
+	for _, a := range d.GetPendingActivities() {
+		p := PendingActivity{
+			ActivityID:      a.GetActivityId(),
+			Type:            a.GetActivityType().GetName(),
+			State:           a.GetState().String(),
+			Attempt:         a.GetAttempt(),
+			MaximumAttempts: a.GetMaximumAttempts(),
+			Scheduled:       stampOf(a.GetScheduledTime()),
+			LastStarted:     stampOf(a.GetLastStartedTime()),
+			LastHeartbeat:   stampOf(a.GetLastHeartbeatTime()),
+			NextAttempt:     stampOf(a.GetNextAttemptScheduleTime()),
+			Expiration:      stampOf(a.GetExpirationTime()),
+		}
+		if f := a.GetLastFailure(); f != nil {
+			p.LastFailure, p.LastFailureType = failureText(f)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// failureText is a failure's message and type: the application error type
+// the activity returned, or what timed out.
+func failureText(f *failurepb.Failure) (string, string) {
+	msg := f.GetMessage()
+	switch {
+	case f.GetApplicationFailureInfo() != nil:
+		return msg, f.GetApplicationFailureInfo().GetType()
+	case f.GetTimeoutFailureInfo() != nil:
+		typ := "timeout: " + f.GetTimeoutFailureInfo().GetTimeoutType().String()
+		if c := f.GetCause(); c != nil && c.GetMessage() != "" {
+			// A heartbeat timeout carries the last error the activity saw.
+			msg += ": " + c.GetMessage()
+		}
+		return msg, typ
+	case f.GetCanceledFailureInfo() != nil:
+		return msg, "canceled"
+	}
+	return msg, ""
+}
+
+func stampOf(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
 }
 
 // CycleProgress asks a running cycle for its progress (needs a worker).

@@ -37,9 +37,11 @@ type Options struct {
 	InFlight int
 	// Files is the number of files copied in parallel. Default 4.
 	Files int
-	// BytesPerSecond caps the writes to the destination of one Copy call,
-	// all files together. 0 = unlimited.
-	BytesPerSecond int64
+	// Limit caps the writes to the destination, all files together and
+	// together with every other Copy given the same Limiter (one per
+	// backup server: concurrent copies into it share its bandwidth). nil =
+	// unlimited.
+	Limit *limit.Limiter
 	// Progress is called whenever a file's confirmed offset advances or a
 	// chunk beyond it is written; calls are serialized. An activity records
 	// the latest Progress per file in its heartbeat and hands it back as
@@ -152,9 +154,7 @@ func (c *Copier) Copy(ctx context.Context, src, dst storage.Storage, jobs []Job)
 		}
 		seen[j.Dst] = true
 	}
-	if c.opts.BytesPerSecond > 0 {
-		dst = limit.Wrap(dst, limit.Rates{Write: c.opts.BytesPerSecond})
-	}
+	dst = limit.Wrap(dst, limit.Rates{Write: c.opts.Limit})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var progressMu sync.Mutex

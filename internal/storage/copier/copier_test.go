@@ -18,6 +18,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 )
 
@@ -350,21 +351,60 @@ func TestBadJobs(t *testing.T) {
 }
 
 // TestBandwidthLimit: at 1 MiB/s, 8 MiB cannot be written within half a
-// second (a token bucket has no fast path), so the copy runs into its
-// deadline; the same copy without a limit completes.
+// second, so the copy runs into its deadline; the same copy without a limit
+// completes.
 func TestBandwidthLimit(t *testing.T) {
 	src, sdir := localStorage(t)
 	dst, _ := localStorage(t)
 	put(t, sdir, "l.bak", randBytes(11, 8<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := copier.New(copier.Options{BytesPerSecond: 1 << 20}).Copy(ctx, src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}})
+	_, err := copier.New(copier.Options{Limit: limit.New(1 << 20)}).Copy(ctx, src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("8 MiB at 1 MiB/s within 0.5s: %v, want the deadline to expire", err)
 	}
 	if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "l.bak", Dst: "l.bak"}}); err != nil {
 		t.Fatalf("the same copy without a limit: %v", err)
 	}
+}
+
+// TestBandwidthLimitSharedByConcurrentCopies: two copies into one server,
+// each with its own Copier but the server's Limiter, write at most the
+// limit together (measured over the copies, with a tolerance for the burst
+// and the timers).
+func TestBandwidthLimitSharedByConcurrentCopies(t *testing.T) {
+	const rate, size = 4 << 20, 4 << 20
+	dst, _ := localStorage(t)
+	lim := limit.New(rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sent [2]int64
+	for i := range 2 {
+		src, sdir := localStorage(t)
+		name := fmt.Sprintf("s%d.bak", i)
+		put(t, sdir, name, randBytes(uint64(20+i), size))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := copier.New(copier.Options{Limit: lim, ChunkSize: 1 << 20}).Copy(context.Background(), src, dst, []copier.Job{{Src: name, Dst: name}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sent[i] = res[0].BytesSent
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	total := sent[0] + sent[1]
+	got := float64(total) / took
+	// 8 MiB less the 1 MiB burst at 4 MiB/s: 1.75 s; with a limiter per
+	// copy they would have finished in half that.
+	if total != 2*size || got > rate*1.25 || took < 1.6 {
+		t.Fatalf("two copies sharing %d B/s sent %d bytes in %.2fs (%.0f B/s), want %d bytes in about 1.75s",
+			rate, total, took, got, 2*size)
+	}
+	t.Logf("two copies sharing 4 MiB/s: %.2f MiB/s over %.2fs", got/(1<<20), took)
 }
 
 // TestResumeDuringVerify: an attempt that dies while reading the destination

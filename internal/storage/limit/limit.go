@@ -1,6 +1,7 @@
 // Package limit caps the bandwidth of a storage.Storage (a decorator, as in
 // restic's backend/limiter): daytime copies to the remote site must leave the
-// link usable.
+// link usable. One Limiter is shared by every stream that must stay within
+// one rate together, such as all the copies written into one backup server.
 package limit
 
 import (
@@ -8,31 +9,55 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/backupcycle/backupcycle/internal/storage"
 )
 
-// Bucket is a token bucket of bytes. Callers take what they need and sleep off
-// the debt, so one big request waits in proportion to its size and several
-// goroutines share the rate fairly.
-type Bucket struct {
-	rate  float64 // bytes per second
-	burst float64
+// minBurst keeps the pieces a request is split into from getting tiny at
+// low rates: each piece costs a reservation and possibly a timer.
+const minBurst = 64 << 10
 
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+// Limiter is a rate of bytes per second shared by every reader and writer
+// wrapped with it, however many there are at once. Requests larger than the
+// burst are taken in burst-sized pieces, so a big write waits in proportion
+// to its size and concurrent streams share the rate fairly.
+type Limiter struct {
+	mu sync.Mutex // guards rate changes against a Wait splitting by the old burst
+	l  *rate.Limiter
 
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// NewBucket returns a bucket of bytesPerSecond that starts empty and saves up
-// at most a quarter second of unused rate.
-func NewBucket(bytesPerSecond int64) *Bucket {
-	b := &Bucket{rate: float64(bytesPerSecond), now: time.Now, sleep: sleepCtx}
-	b.burst = b.rate / 4
-	b.last = b.now()
-	return b
+// New returns a Limiter of bytesPerSecond (> 0) that saves up at most a
+// quarter second of unused rate.
+func New(bytesPerSecond int64) *Limiter {
+	l := &Limiter{now: time.Now, sleep: sleepCtx}
+	l.l = rate.NewLimiter(rate.Limit(bytesPerSecond), burstOf(bytesPerSecond))
+	return l
+}
+
+func burstOf(bytesPerSecond int64) int {
+	return int(max(bytesPerSecond/4, minBurst))
+}
+
+// Rate is the limit in bytes per second.
+func (l *Limiter) Rate() int64 {
+	return int64(l.l.Limit())
+}
+
+// SetRate changes the limit for the streams already running too (a
+// configuration reloaded while copies run).
+func (l *Limiter) SetRate(bytesPerSecond int64) {
+	if bytesPerSecond <= 0 || bytesPerSecond == l.Rate() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	l.l.SetLimitAt(now, rate.Limit(bytesPerSecond))
+	l.l.SetBurstAt(now, burstOf(bytesPerSecond))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -46,46 +71,75 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Wait takes n bytes from the bucket, sleeping until the rate allows them.
-func (b *Bucket) Wait(ctx context.Context, n int) error {
-	if n <= 0 {
-		return nil
+// Wait takes n bytes from the limiter, sleeping until the rate allows them.
+func (l *Limiter) Wait(ctx context.Context, n int) error {
+	for n > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		piece := min(n, l.l.Burst())
+		now := l.now()
+		r := l.l.ReserveN(now, piece)
+		l.mu.Unlock()
+		if d := r.DelayFrom(now); d > 0 {
+			if err := l.sleep(ctx, d); err != nil {
+				r.CancelAt(l.now()) // give back what was not used
+				return err
+			}
+		}
+		n -= piece
 	}
-	b.mu.Lock()
-	now := b.now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	b.tokens -= float64(n)
-	debt := -b.tokens
-	b.mu.Unlock()
-	if debt <= 0 {
-		return nil
-	}
-	return b.sleep(ctx, time.Duration(debt/b.rate*float64(time.Second)))
+	return nil
 }
 
-// Rates are bytes per second; 0 = unlimited.
-type Rates struct {
-	Read  int64
-	Write int64
+// Servers holds one Limiter per backup server, so that every copy into a
+// server shares its limit. The zero value is ready to use.
+type Servers struct {
+	mu sync.Mutex
+	m  map[string]*Limiter
 }
 
-// Wrap returns s with its file reads and writes limited to r. All handles of
-// the returned Storage share the rates.
-func Wrap(s storage.Storage, r Rates) storage.Storage {
-	l := &limited{Storage: s}
-	if r.Read > 0 {
-		l.read = NewBucket(r.Read)
+// For returns the Limiter of server at bytesPerSecond, the same one for
+// every caller, its rate updated when the configuration changed it; nil
+// when bytesPerSecond is 0 (unlimited).
+func (s *Servers) For(server string, bytesPerSecond int64) *Limiter {
+	if bytesPerSecond <= 0 {
+		return nil
 	}
-	if r.Write > 0 {
-		l.write = NewBucket(r.Write)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.m[server]; ok {
+		l.SetRate(bytesPerSecond)
+		return l
 	}
+	if s.m == nil {
+		s.m = map[string]*Limiter{}
+	}
+	l := New(bytesPerSecond)
+	s.m[server] = l
 	return l
+}
+
+// Rates are the limiters of reads and writes; nil = unlimited.
+type Rates struct {
+	Read  *Limiter
+	Write *Limiter
+}
+
+// Wrap returns s with its file reads and writes limited by r. Every handle
+// of the returned Storage, and of any other Storage wrapped with the same
+// Limiters, shares the rates.
+func Wrap(s storage.Storage, r Rates) storage.Storage {
+	if r.Read == nil && r.Write == nil {
+		return s
+	}
+	return &limited{Storage: s, read: r.Read, write: r.Write}
 }
 
 type limited struct {
 	storage.Storage
-	read, write *Bucket
+	read, write *Limiter
 }
 
 func (l *limited) OpenRead(ctx context.Context, name string) (storage.Reader, error) {
@@ -93,7 +147,7 @@ func (l *limited) OpenRead(ctx context.Context, name string) (storage.Reader, er
 	if err != nil || l.read == nil {
 		return r, err
 	}
-	return &reader{Reader: r, ctx: ctx, b: l.read}, nil
+	return &reader{Reader: r, ctx: ctx, l: l.read}, nil
 }
 
 func (l *limited) Create(ctx context.Context, name string) (storage.Writer, error) {
@@ -110,17 +164,17 @@ func (l *limited) wrapWriter(ctx context.Context, w storage.Writer, err error) (
 	if err != nil || l.write == nil {
 		return w, err
 	}
-	return &writer{Writer: w, ctx: ctx, b: l.write}, nil
+	return &writer{Writer: w, ctx: ctx, l: l.write}, nil
 }
 
 type reader struct {
 	storage.Reader
 	ctx context.Context
-	b   *Bucket
+	l   *Limiter
 }
 
 func (r *reader) ReadAt(p []byte, off int64) (int, error) {
-	if err := r.b.Wait(r.ctx, len(p)); err != nil {
+	if err := r.l.Wait(r.ctx, len(p)); err != nil {
 		return 0, err
 	}
 	return r.Reader.ReadAt(p, off)
@@ -129,11 +183,11 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 type writer struct {
 	storage.Writer
 	ctx context.Context
-	b   *Bucket
+	l   *Limiter
 }
 
 func (w *writer) WriteAt(p []byte, off int64) (int, error) {
-	if err := w.b.Wait(w.ctx, len(p)); err != nil {
+	if err := w.l.Wait(w.ctx, len(p)); err != nil {
 		return 0, err
 	}
 	return w.Writer.WriteAt(p, off)

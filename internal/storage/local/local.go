@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
 )
@@ -71,7 +70,7 @@ func (s *Storage) err(op, name string, err error) error {
 		kind = storage.ErrExists
 	case errors.Is(err, fs.ErrPermission):
 		kind = storage.ErrPermission
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case isNoSpace(err):
 		kind = storage.ErrNoSpace
 	}
 	return &storage.Error{Op: op, Location: s.loc, Name: name, Kind: kind, Err: err}
@@ -266,16 +265,7 @@ func (s *Storage) Remove(ctx context.Context, name string) error {
 	return nil
 }
 
-func (s *Storage) FreeSpace(ctx context.Context) (int64, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, false, err
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.root, &st); err != nil {
-		return 0, false, s.err("statfs", "", err)
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true, nil
-}
+// FreeSpace is in freespace_unix.go and freespace_windows.go.
 
 func (s *Storage) Close() error { return nil }
 

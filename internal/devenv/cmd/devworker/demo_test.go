@@ -26,11 +26,11 @@ type demoCycle struct {
 	server, remote string
 }
 
-// runDemo runs `worker --dev --demo` to its end on state and returns the
+// runDemo runs `devworker --demo` to its end on state and returns the
 // verified cycles it printed.
 func runDemo(t *testing.T, state string) ([]demoCycle, *proc) {
 	t.Helper()
-	w := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
+	w := startWorker(t, "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
 	if code := w.wait(t); code != 0 {
 		t.Fatalf("make demo's worker exited %d, want 0\nstdout:\n%s\nstderr tail:\n%s", code, w.stdout, tail(w.stderr.String(), 3000))
 	}
@@ -96,6 +96,20 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// The structured log went to the state directory, one JSON object per
+	// line, and not to the terminal.
+	logPath := filepath.Join(state, LogFile)
+	data, err := os.ReadFile(logPath)
+	if err != nil || !strings.Contains(out, "structured log: "+logPath) {
+		t.Errorf("log file %s: %v; stdout names it: %v", logPath, err, strings.Contains(out, logPath))
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 10 || !json.Valid([]byte(lines[0])) || !strings.Contains(string(data), `"msg":"backup cycle verified"`) {
+		t.Errorf("log file %s: %d lines, first %q; want JSON lines including the verified cycles", logPath, len(lines), lines[0])
+	}
+	if strings.Contains(w.stderr.String(), `"level"`) || strings.Contains(out, "INFO") {
+		t.Errorf("structured log lines reached the terminal:\n%s%s", out, w.stderr.String())
+	}
 	// Each set is verified on both of its servers, its stripes beside it.
 	for _, c := range first {
 		for _, s := range []string{c.server, c.remote} {
@@ -123,8 +137,21 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 	}
 	// The first cycle of the second run found bak02 as the last server in
 	// the manifests: the rotation continued rather than restarted.
-	if !regexp.MustCompile(`cycle planned.*"server": "bak01", "last_server": "bak02", "last_server_source": "manifests"`).MatchString(w2.stderr.String()) {
-		t.Errorf("second demo's first plan did not read the last server from the manifests:\n%s", tail(w2.stderr.String(), 4000))
+	// (Only the second run plans bak01 after bak02 from the manifests.)
+	data, err = os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) == nil && e["msg"] == "cycle planned" && e["server"] == "bak01" &&
+			e["last_server"] == "bak02" && e["last_server_source"] == "manifests" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("second demo's first plan did not read the last server from the manifests:\n%s", tail(string(data), 4000))
 	}
 
 	// A damaged page in the source: the demo's cycle fails, the demo exits
@@ -136,12 +163,12 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 	if err := sqlsim.FlipByte(files[0], 20*sqlsim.PageSize+500); err != nil {
 		t.Fatal(err)
 	}
-	w3 := startWorker(t, "--dev", "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0")
+	w3 := startWorker(t, "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0")
 	if code := w3.wait(t); code != exitFail {
 		t.Fatalf("demo on a damaged database exited %d, want %d\n%s", code, exitFail, w3.stdout)
 	}
 	last := lastLine(w3.stderr.String())
-	if !regexp.MustCompile(`^worker: demo cycle 1 of 2: workflow backup-sql01-Sales: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
+	if !regexp.MustCompile(`^devworker: demo cycle 1 of 2: workflow backup-sql01-Sales: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
 		t.Errorf("last stderr line: %q", last)
 	}
 	if !regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/backup-sql01-Sales/`).MatchString(w3.stdout.String()) || verifiedRE.MatchString(w3.stdout.String()) {
@@ -164,7 +191,7 @@ func lastLine(s string) string {
 // when Sales was last verified, until SIGTERM.
 func TestDemoKeepStaysUpForTheWebUI(t *testing.T) {
 	began := time.Now()
-	w := startWorker(t, "--dev", "--demo", "--keep", "--state-dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB",
+	w := startWorker(t, "--demo", "--keep", "--state-dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB",
 		"--metrics-addr", "127.0.0.1:0")
 	metricsURL := w.waitLine(t, `^  metrics: +(http://\S+)$`)[1]
 	link := w.waitLine(t, `^  all cycles of Sales in the Web UI: (http://[^/]+)(/namespaces/default/workflows\?query=\S+)$`)

@@ -1,0 +1,323 @@
+// Package sitetest is the emulated site the activity, crash and workflow
+// tests run against: a source instance and the remote site's verification
+// instance (emulated SQL Server over TDS), two backup servers SQL Server
+// reaches by UNC path (directories of this machine, or Samba shares the
+// worker reaches over SMB), and the configuration naming them.
+package sitetest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+const (
+	// Password is the sa password of every emulated instance.
+	Password = "Pa55w0rd!x"
+	// PasswordEnv is the variable the configuration reads it from.
+	PasswordEnv = "BC_TEST_SQL_PASSWORD"
+	// SMBPasswordEnv holds the Samba servers' password for the configuration.
+	SMBPasswordEnv = "BC_TEST_SMB_PASSWORD"
+	// VerifyInstance is the verification instance's name.
+	VerifyInstance = "verify01"
+)
+
+// Servers are the site's backup servers, as configured and as their
+// directories are keyed in Site.Dirs: each is the other's copy target.
+var Servers = []string{"bak01", "bak02"}
+
+// UNC is the path SQL Server writes a backup server's files to.
+func UNC(server string) string { return `\\` + server + `\backup` }
+
+// Options shape a site. The zero value (with a Database) is a site of
+// local directories with a 4 MiB database on source instance sql01.
+type Options struct {
+	// Database is created on the source and is the configuration's first
+	// databases: entry.
+	Database string
+	// Size of the database in bytes; 0 = 4 MiB.
+	Size int64
+	// LogicalName of its first data file; empty = the emulator's default.
+	LogicalName string
+	// Instance is the source's configuration name; empty = "sql01".
+	// Tests sharing one Temporal server give each site its own, since a
+	// cycle's workflow id is per (instance, database).
+	Instance string
+	// Uncompressed backs the database up without COMPRESSION.
+	Uncompressed bool
+	// Extra is YAML appended to the database's entry, after its sanity
+	// checks (so it may add more of them as list items).
+	Extra string
+	// SMB puts backup servers on Samba: SQL Server's UNC path maps to the
+	// share's directory, the worker reaches it over SMB. All of a site's
+	// Samba servers share one password.
+	SMB map[string]*sambatest.Server
+	// BandwidthLimit sets backup_servers[].bandwidth_limit, e.g.
+	// {"bak02": "2MiB"}.
+	BandwidthLimit map[string]string
+	// NoSQL writes the directories and the configuration but starts no
+	// instance and creates no database: for activities that only touch
+	// the backup servers.
+	NoSQL bool
+}
+
+// Site is a running emulated site.
+type Site struct {
+	t testing.TB
+	// Root holds everything: Dirs, the configuration file.
+	Root string
+	// Dirs are the directories by role: bak01 and bak02 (each backup
+	// server's files), restore (with data/ and log/, where the verification
+	// instance restores), src and verify (the instances' own data).
+	Dirs map[string]string
+	// Source and Verify are nil with NoSQL.
+	Source, Verify *sqlsim.Instance
+	// Instance and Database are the configuration's names of the source
+	// and of the database.
+	Instance, Database string
+	ConfigPath         string
+	Config             *config.Config
+}
+
+// MakeDirs creates a site's backup server and restore directories under
+// root and returns the shares a source instance sees (each backup server's
+// UNC path) and those the verification instance sees (also D:\restore).
+func MakeDirs(t testing.TB, root string) (dirs, sourceShares, verifyShares map[string]string) {
+	t.Helper()
+	dirs = map[string]string{"restore": filepath.Join(root, "restore")}
+	for _, s := range Servers {
+		dirs[s] = filepath.Join(root, s)
+	}
+	for _, d := range []string{dirs["bak01"], dirs["bak02"], filepath.Join(dirs["restore"], "data"), filepath.Join(dirs["restore"], "log")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sourceShares, verifyShares = map[string]string{}, map[string]string{`D:\restore`: dirs["restore"]}
+	for _, s := range Servers {
+		sourceShares[UNC(s)] = dirs[s]
+		verifyShares[UNC(s)] = dirs[s]
+	}
+	return dirs, sourceShares, verifyShares
+}
+
+// StartInstance starts an emulated instance named name (its @@SERVERNAME)
+// with its data in dataDir, sa's password Password and shares (UNC or
+// drive path -> directory); it stops when the test ends.
+func StartInstance(t testing.TB, name, dataDir string, shares map[string]string) *sqlsim.Instance {
+	t.Helper()
+	return startInstance(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
+}
+
+func startInstance(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
+	t.Helper()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := sqlsim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Stop() })
+	return in
+}
+
+// New starts a site. The test's environment gets PasswordEnv (and
+// SMBPasswordEnv) unless it holds them already: a parallel test cannot set
+// variables, so its TestMain sets them once.
+func New(t testing.TB, o Options) *Site {
+	t.Helper()
+	if o.Instance == "" {
+		o.Instance = "sql01"
+	}
+	if o.Size == 0 {
+		o.Size = 4 << 20
+	}
+	s := &Site{t: t, Root: t.TempDir(), Instance: o.Instance, Database: o.Database}
+	dirs, shares, vshares := MakeDirs(t, s.Root)
+	s.Dirs = dirs
+	s.Dirs["src"], s.Dirs["verify"] = filepath.Join(s.Root, "src"), filepath.Join(s.Root, "verify")
+	location := map[string]string{}
+	smbPassword := ""
+	for _, name := range Servers {
+		location[name] = s.Dirs[name]
+		srv, ok := o.SMB[name]
+		if !ok {
+			continue
+		}
+		if smbPassword != "" && srv.Password() != smbPassword {
+			t.Fatalf("sitetest: the Samba servers of a site share one password (%s)", SMBPasswordEnv)
+		}
+		smbPassword = srv.Password()
+		// SQL Server writes to the share's directory by its UNC path.
+		s.Dirs[name] = srv.Dir("backup")
+		shares[UNC(name)], vshares[UNC(name)] = s.Dirs[name], s.Dirs[name]
+		location[name] = fmt.Sprintf("%s\n    smb:\n      user: %s\n      password_env: %s", srv.URL("backup"), srv.User(), SMBPasswordEnv)
+	}
+	if smbPassword != "" && os.Getenv(SMBPasswordEnv) != smbPassword {
+		t.Setenv(SMBPasswordEnv, smbPassword)
+	}
+	srcAddr, verifyAddr := "127.0.0.1:1", "127.0.0.1:2" // nothing listens there
+	if !o.NoSQL {
+		if os.Getenv(PasswordEnv) != Password {
+			t.Setenv(PasswordEnv, Password)
+		}
+		s.Source = StartInstance(t, "sql01", s.Dirs["src"], shares)
+		s.Verify = StartInstance(t, VerifyInstance, s.Dirs["verify"], vshares)
+		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName}); err != nil {
+			t.Fatal(err)
+		}
+		srcAddr, verifyAddr = s.Source.Addr(), s.Verify.Addr()
+	}
+
+	var y strings.Builder
+	y.WriteString("sql_instances:\n")
+	for _, in := range [][2]string{{o.Instance, srcAddr}, {VerifyInstance, verifyAddr}} {
+		fmt.Fprintf(&y, "  - name: %s\n    address: %s\n    user: sa\n    password_env: %s\n    encrypt: disable\n", in[0], in[1], PasswordEnv)
+	}
+	y.WriteString("backup_servers:\n")
+	for _, name := range Servers {
+		fmt.Fprintf(&y, `  - name: %s
+    unc_paths: ['%s']
+    location: %s
+    verify_instance: %s
+    restore_data_dir: 'D:\restore\data'
+    restore_log_dir: 'D:\restore\log'
+`, name, UNC(name), location[name], VerifyInstance)
+		if l := o.BandwidthLimit[name]; l != "" {
+			fmt.Fprintf(&y, "    bandwidth_limit: %s\n", l)
+		}
+	}
+	fmt.Fprintf(&y, "databases:\n  - name: %q\n    instance: %s\n    backup_servers: [bak01, bak02]\n    stripes: 2\n", o.Database, o.Instance)
+	if o.Uncompressed {
+		y.WriteString("    compression: false\n")
+	}
+	y.WriteString(`    sanity_checks:
+      - name: orders-present
+        query: SELECT COUNT_BIG(*) FROM dbo.Orders
+        at_least: 1
+`)
+	y.WriteString(o.Extra)
+	s.ConfigPath = filepath.Join(s.Root, "backupcycle.yaml")
+	s.write(y.String())
+	return s
+}
+
+// write replaces the configuration file with y and loads it.
+func (s *Site) write(y string) {
+	s.t.Helper()
+	if err := os.WriteFile(s.ConfigPath, []byte(y), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		s.t.Fatalf("site configuration: %v", err)
+	}
+	s.Config = cfg
+}
+
+// Reconfigure rewrites the configuration file with edit and loads it into
+// Config.
+func (s *Site) Reconfigure(edit func(yaml string) string) {
+	s.t.Helper()
+	data, err := os.ReadFile(s.ConfigPath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.write(edit(string(data)))
+}
+
+// AddSource starts a second source instance, name, with database db of
+// size bytes, and adds the instance and entry (a complete databases: item,
+// indented like the first) to the configuration.
+func (s *Site) AddSource(name, db string, size int64, entry string) *sqlsim.Instance {
+	s.t.Helper()
+	s.Dirs[name] = filepath.Join(s.Root, name)
+	shares := map[string]string{}
+	for _, srv := range Servers {
+		shares[UNC(srv)] = s.Dirs[srv]
+	}
+	in := StartInstance(s.t, name, s.Dirs[name], shares)
+	if err := in.CreateDatabase(sqlsim.DatabaseSpec{Name: db, Size: size, DataFiles: 2}); err != nil {
+		s.t.Fatal(err)
+	}
+	inst := fmt.Sprintf("  - name: %s\n    address: %s\n    user: sa\n    password_env: %s\n    encrypt: disable\n",
+		name, in.Addr(), PasswordEnv)
+	verify := "  - name: " + VerifyInstance + "\n"
+	s.Reconfigure(func(y string) string {
+		if !strings.Contains(y, verify) {
+			s.t.Fatalf("site configuration has no %s entry to insert %s before", VerifyInstance, name)
+		}
+		y = strings.Replace(y, verify, inst+verify, 1)
+		if !strings.HasSuffix(y, "\n") {
+			y += "\n"
+		}
+		return y + entry
+	})
+	return in
+}
+
+// RestartSource stops the source and starts it again on the same data (its
+// databases survive) with its emulator configuration changed by tweak (an
+// edition, a time zone); Source and the configured address follow.
+func (s *Site) RestartSource(tweak func(*sqlsim.Config)) *sqlsim.Instance {
+	s.t.Helper()
+	if err := s.Source.Stop(); err != nil {
+		s.t.Fatal(err)
+	}
+	shares := map[string]string{}
+	for _, srv := range Servers {
+		shares[UNC(srv)] = s.Dirs[srv]
+	}
+	cfg := sqlsim.Config{Name: "sql01", DataDir: s.Dirs["src"], Logins: map[string]string{"sa": Password}, Shares: shares}
+	tweak(&cfg)
+	s.Source = startInstance(s.t, cfg)
+	inst, ok := s.Config.SQLInstance(s.Instance)
+	if !ok {
+		s.t.Fatalf("site configuration has no instance %s", s.Instance)
+	}
+	inst.Address = s.Source.Addr()
+	return s.Source
+}
+
+// Manifest loads the manifest of set seq of the site's instance's database
+// db from a backup server's directory; nil when there is none.
+func (s *Site) Manifest(server, db string, seq int64) *catalog.Manifest {
+	s.t.Helper()
+	name := filepath.Join(s.Dirs[server], tsql.ManifestFileName(s.Instance, db, seq))
+	data, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m, err := catalog.Decode(data)
+	if err != nil {
+		s.t.Fatalf("manifest %s: %v", name, err)
+	}
+	return m
+}
+
+// Statements are what an instance ran of one kind ("BACKUP DATABASE", ...).
+func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
+	var out []sqlsim.StatementRecord
+	for _, st := range in.Statements() {
+		if st.Kind == kind {
+			out = append(out, st)
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+// Package workerhost is what both worker commands run: the Temporal worker
+// with backupcycle's workflows and activities, its metrics endpoint, the
+// configuration it re-reads while it runs, and the --demo health check. The
+// production worker (./worker) and the development worker with the embedded
+// Temporal server (internal/devenv/cmd/devworker) differ only in where
+// Temporal and the configuration come from; this package must not link the
+// embedded server, so the production binary does not either.
+package workerhost
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/starter/client"
+	"github.com/backupcycle/backupcycle/workflows"
+)
+
+// DemoTimeout bounds the --demo health check (a cold embedded server takes
+// a few seconds to hand out its first task).
+const DemoTimeout = 2 * time.Minute
+
+// Run says how Serve runs and what it prints.
+type Run struct {
+	// Demo runs RunDemo once the worker polls and, without Keep, stops
+	// afterwards.
+	Demo, Keep bool
+	// Ready prints the ready banner once the worker polls.
+	Ready func()
+	// RunDemo is the --demo work (a health check, the dev mode's cycles).
+	RunDemo func(ctx context.Context) error
+}
+
+// Serve runs the worker until ctx ends (a signal) or, with Demo and without
+// Keep, until RunDemo is done.
+func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, log *zap.Logger, r Run, stdout io.Writer) error {
+	fatal := make(chan error, 1)
+	w := worker.New(c.SDK(), c.TaskQueue(), worker.Options{
+		// In-flight activities get this long to finish on SIGTERM; the rest
+		// are retried by Temporal on another (or the restarted) worker.
+		WorkerStopTimeout: 10 * time.Second,
+		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
+		// by default (48 s for the copy's 1 min): a worker killed in between
+		// loses the copy's checkpoints and the retry starts the stripe over.
+		MaxHeartbeatThrottleInterval: 2 * time.Second,
+		OnFatalError:                 func(err error) { fatal <- err },
+	})
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			w.Stop()
+		}
+	}
+	defer stop()
+	if r.Ready != nil {
+		r.Ready()
+	}
+
+	var demoErr error
+	if r.Demo && r.RunDemo != nil {
+		demoErr = r.RunDemo(ctx)
+		if !r.Keep || ctx.Err() != nil {
+			if demoErr != nil {
+				return demoErr
+			}
+			stop()
+			fmt.Fprintln(stdout, "demo done: stopped (use --keep to stay up)")
+			return nil
+		}
+		// --keep stays up after a failed demo too: the failed run is what
+		// there is to look at. The exit code still says it failed.
+		if demoErr != nil {
+			fmt.Fprintf(stdout, "demo FAILED: %s\n", demoErr)
+		}
+		fmt.Fprintln(stdout, "demo done: staying up (--keep): browse the runs and start more in the Web UI; Ctrl-C stops")
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("signal received: stopping the worker")
+		stop()
+		fmt.Fprintln(stdout, "worker stopped")
+		return demoErr
+	case err := <-fatal:
+		return fmt.Errorf("worker stopped on a fatal error: %w", err)
+	}
+}
+
+// HealthDemo runs the health-check workflow once and prints its result;
+// workflowURL, when not nil, links it in the Web UI.
+func HealthDemo(ctx context.Context, c *client.Client, stdout io.Writer, workflowURL func(id, run string) string) error {
+	hctx, cancel := context.WithTimeout(ctx, DemoTimeout)
+	res, err := c.RunHealthCheck(hctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	wi := res.Result.Worker
+	fmt.Fprintf(stdout, "health check %s completed: worker host=%s pid=%d version=%s\n", res.WorkflowID, wi.Host, wi.PID, wi.Version)
+	if workflowURL != nil {
+		if u := workflowURL(res.WorkflowID, res.RunID); u != "" {
+			fmt.Fprintf(stdout, "  see it in the Web UI: %s\n", u)
+		}
+	}
+	return nil
+}
+
+// CheckFlags checks the flags both commands share: --metrics-addr and
+// --task-queue.
+func CheckFlags(metricsAddr, taskQueue string) error {
+	if taskQueue != "" && strings.TrimSpace(taskQueue) != taskQueue {
+		return fmt.Errorf("--task-queue %q: a task queue name has no leading or trailing spaces", taskQueue)
+	}
+	if metricsAddr != "" {
+		if _, port, err := net.SplitHostPort(metricsAddr); err != nil || port == "" {
+			return fmt.Errorf("--metrics-addr %q: want HOST:PORT, e.g. :9090 (every interface) or 127.0.0.1:9090", metricsAddr)
+		}
+	}
+	return nil
+}
+
+// Since formats a start-up duration for the ready line.
+func Since(t time.Time) string { return time.Since(t).Round(10 * time.Millisecond).String() }
