@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,15 +68,25 @@ func readmeExamples(t *testing.T) [][]string {
 	return out
 }
 
-// withConfig points every --config of args at file.
+// withConfig points every --config of args at file, except a
+// configuration the repository itself holds (docs/case-study.yaml), which
+// the example uses as written (from the repository's root).
 func withConfig(args []string, file string) []string {
 	out := slices.Clone(args)
+	pick := func(v string) string {
+		if !filepath.IsAbs(v) && strings.Contains(v, "/") {
+			if _, err := os.Stat(filepath.Join("..", v)); err == nil {
+				return filepath.Join("..", v)
+			}
+		}
+		return file
+	}
 	for i, a := range out {
 		switch {
 		case a == "--config" && i+1 < len(out):
-			out[i+1] = file
+			out[i+1] = pick(out[i+1])
 		case strings.HasPrefix(a, "--config="):
-			out[i] = "--config=" + file
+			out[i] = "--config=" + pick(strings.TrimPrefix(a, "--config="))
 		}
 	}
 	return out
