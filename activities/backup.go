@@ -241,7 +241,7 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // SequenceInUse, and nothing of theirs is touched. Otherwise it records the
 // claim, a pending manifest naming this run, which a retry recognises.
 func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) error {
-	fsys := catalogFS{st}
+	fsys := catalog.StorageFS{Storage: st}
 	m, err := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
 	switch {
 	case err == nil:

@@ -1,11 +1,9 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sync"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/selection"
@@ -311,54 +308,4 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(done) }) }
-}
-
-// catalogFS adapts a storage.Storage (a backup server's directory) to the
-// catalog's file access.
-type catalogFS struct{ st storage.Storage }
-
-func (f catalogFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	return storage.ReadFile(ctx, f.st, name)
-}
-
-func (f catalogFS) Create(ctx context.Context, name string) (io.WriteCloser, error) {
-	w, err := f.st.Create(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return &bufWriter{w: w}, nil
-}
-
-// Rename is the catalog's atomic replace of a manifest by its new version.
-func (f catalogFS) Rename(ctx context.Context, oldName, newName string) error {
-	return f.st.Replace(ctx, oldName, newName)
-}
-
-func (f catalogFS) Remove(ctx context.Context, name string) error { return f.st.Remove(ctx, name) }
-
-func (f catalogFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
-	return catalog.ListStorage(ctx, f.st)
-}
-
-// bufWriter collects a small file (a manifest) and writes it on Close.
-type bufWriter struct {
-	w   storage.Writer
-	buf bytes.Buffer
-}
-
-func (b *bufWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
-
-func (b *bufWriter) Sync() error {
-	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
-		return err
-	}
-	return b.w.Sync()
-}
-
-func (b *bufWriter) Close() error {
-	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
-		b.w.Close()
-		return err
-	}
-	return b.w.Close()
 }

@@ -89,7 +89,7 @@ func (f *cycleFixture) save(server string, m *catalog.Manifest) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := catalog.Save(context.Background(), catalogFS{st}, m); err != nil {
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, m); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -100,7 +100,7 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := catalog.Load(context.Background(), catalogFS{st}, "sql01", db, seq)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, "sql01", db, seq)
 	if err != nil {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}

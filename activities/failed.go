@@ -79,7 +79,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(ferr))
 			continue
 		}
-		if serr := catalog.Save(ctx, catalogFS{o.st}, m); serr != nil {
+		if serr := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, m); serr != nil {
 			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(serr))
 			continue
 		}
@@ -159,7 +159,7 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 		}
 		// Manifest first: a crash between the two leaves a cancelled record
 		// and orphan stripes retention removes, never a live-looking set.
-		if serr := catalog.Save(ctx, catalogFS{o.st}, m); serr != nil {
+		if serr := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, m); serr != nil {
 			errs = append(errs, storageError(o.server, serr))
 			continue
 		}
@@ -198,7 +198,7 @@ func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int6
 			a.loggerFor(ctx).Warn("backup server unreachable", zap.String("server", s), zap.Error(err))
 			continue
 		}
-		m, _ := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
+		m, _ := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
 		out = append(out, openSet{server: s, st: st, m: m})
 	}
 	return out, func() {

@@ -100,7 +100,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}
 	for _, name := range serversOf(dbs) {
-		l, err := a.listAll(ctx, name)
+		l, err := a.listServer(ctx, name, "", "")
 		if err != nil {
 			if ctx.Err() != nil {
 				return FleetPlan{}, ctx.Err()
@@ -234,24 +234,6 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 		sizes[d.ID()] = pages[s.Name] * tsql.PageBytes
 	}
 	return out, notRun, nil
-}
-
-// listAll reads every manifest on a backup server.
-func (a *Activities) listAll(ctx context.Context, server string) (catalog.Listing, error) {
-	srv, err := a.Cycle.server(server)
-	if err != nil {
-		return catalog.Listing{}, err
-	}
-	st, err := a.Cycle.openStorage(ctx, srv)
-	if err != nil {
-		return catalog.Listing{}, err
-	}
-	defer st.Close()
-	l, err := catalog.List(ctx, catalogFS{st}, "", "")
-	if err != nil {
-		return catalog.Listing{}, storageError(server, err)
-	}
-	return l, nil
 }
 
 // errorTypeOf is the ApplicationError type in err's chain, or "".

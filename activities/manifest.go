@@ -67,7 +67,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	now := d.now()
 	// The claim Backup wrote becomes the manifest; a manifest of another
 	// run is never replaced.
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, in.Sequence)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, srv.Name); err != nil {
@@ -106,7 +106,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}
 	_ = m.SetTiming(catalog.StepBackup, now.Add(-in.Backup.Duration), now)
-	if err := catalog.Save(ctx, catalogFS{st}, m); err != nil {
+	if err := catalog.Save(ctx, catalog.StorageFS{Storage: st}, m); err != nil {
 		return ManifestOutput{}, storageError(srv.Name, err)
 	}
 	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),

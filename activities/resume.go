@@ -86,7 +86,7 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 			continue
 		}
 		o.m.WorkflowID, o.m.RunID = wid, rid
-		if err := catalog.Save(ctx, catalogFS{o.st}, o.m); err != nil {
+		if err := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, o.m); err != nil {
 			return ResumeOutput{}, storageError(o.server, err)
 		}
 	}

@@ -48,7 +48,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			continue
 		}
 		stores[s] = st
-		l, err := catalog.List(ctx, catalogFS{st}, db.Instance, db.Name)
+		l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name)
 		if err != nil {
 			return RetentionOutput{}, storageError(s, err)
 		}
@@ -114,7 +114,7 @@ func (a *Activities) healVerified(ctx context.Context, db *config.Database, mani
 			continue
 		}
 		healed := *v
-		if err := catalog.Save(ctx, catalogFS{stores[sm.Server]}, &healed); err != nil {
+		if err := catalog.Save(ctx, catalog.StorageFS{Storage: stores[sm.Server]}, &healed); err != nil {
 			a.loggerFor(ctx).Warn("verified state not caught up", zap.String("server", sm.Server), zap.Int64("seq", m.Sequence), zap.Error(err))
 			continue
 		}

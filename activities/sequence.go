@@ -169,7 +169,7 @@ var errBadSequenceRecord = errors.New("not a sequence file of this database")
 // when there is none.
 func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Database) (int64, error) {
 	name := tsql.SequenceFileName(db.Instance, db.Name)
-	data, err := catalogFS{st}.ReadFile(ctx, name)
+	data, err := catalog.StorageFS{Storage: st}.ReadFile(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -223,7 +223,7 @@ func (a *Activities) recordOn(ctx context.Context, db *config.Database, server s
 	if have, err := readSequenceRecord(ctx, st, db); err == nil && have >= n {
 		return nil
 	}
-	return catalog.WriteFileAtomic(ctx, catalogFS{st}, tsql.SequenceFileName(db.Instance, db.Name), data)
+	return catalog.WriteFileAtomic(ctx, catalog.StorageFS{Storage: st}, tsql.SequenceFileName(db.Instance, db.Name), data)
 }
 
 // tableSequence is `sequence: table`: the seed's DBBackup.Sequence table,

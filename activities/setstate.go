@@ -33,6 +33,12 @@ func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
 
 // listManifests reads the manifests of database on a backup server.
 func (a *Activities) listManifests(ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
+	return a.listServer(ctx, server, db.Instance, db.Name)
+}
+
+// listServer reads the manifests on a backup server: those of database db
+// of instance, or every one when both are "" (catalog.List).
+func (a *Activities) listServer(ctx context.Context, server, instance, db string) (catalog.Listing, error) {
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return catalog.Listing{}, err
@@ -42,7 +48,7 @@ func (a *Activities) listManifests(ctx context.Context, server string, db *confi
 		return catalog.Listing{}, err
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, catalogFS{st}, db.Instance, db.Name)
+	l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, instance, db)
 	if err != nil {
 		return catalog.Listing{}, storageError(server, err)
 	}
@@ -94,7 +100,7 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 			continue
 		}
 		opened = append(opened, open{name, st})
-		m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
+		m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
 		if err != nil {
 			continue // not there (yet): written below
 		}
@@ -116,7 +122,7 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 	}
 	saved := 0
 	for _, o := range opened {
-		if err := catalog.Save(ctx, catalogFS{o.st}, best); err != nil {
+		if err := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, best); err != nil {
 			if slices.Contains(required, o.name) {
 				return nil, storageError(o.name, err)
 			}
@@ -171,7 +177,7 @@ func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db
 		return []string{srv.Name}
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalogFS{st}, db.Instance, db.Name, seq)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
 	if err != nil {
 		return []string{srv.Name}
 	}

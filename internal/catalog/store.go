@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -222,4 +223,53 @@ func ListStorage(ctx context.Context, st storage.Storage) ([]FileInfo, error) {
 		out = append(out, FileInfo{Name: fi.Name, Size: fi.Size, ModTime: fi.ModTime})
 	}
 	return out, nil
+}
+
+// StorageFS adapts a storage.Storage (a backup server's directory) to the
+// catalog's file access: manifests are written whole on Close and replace
+// their old version atomically.
+type StorageFS struct{ Storage storage.Storage }
+
+func (f StorageFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	return storage.ReadFile(ctx, f.Storage, name)
+}
+
+func (f StorageFS) Create(ctx context.Context, name string) (io.WriteCloser, error) {
+	w, err := f.Storage.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &bufWriter{w: w}, nil
+}
+
+// Rename is the catalog's atomic replace of a manifest by its new version.
+func (f StorageFS) Rename(ctx context.Context, oldName, newName string) error {
+	return f.Storage.Replace(ctx, oldName, newName)
+}
+
+func (f StorageFS) Remove(ctx context.Context, name string) error { return f.Storage.Remove(ctx, name) }
+
+func (f StorageFS) List(ctx context.Context) ([]FileInfo, error) { return ListStorage(ctx, f.Storage) }
+
+// bufWriter collects a small file (a manifest) and writes it on Close.
+type bufWriter struct {
+	w   storage.Writer
+	buf bytes.Buffer
+}
+
+func (b *bufWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
+
+func (b *bufWriter) Sync() error {
+	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
+		return err
+	}
+	return b.w.Sync()
+}
+
+func (b *bufWriter) Close() error {
+	if _, err := b.w.WriteAt(b.buf.Bytes(), 0); err != nil {
+		b.w.Close()
+		return err
+	}
+	return b.w.Close()
 }

@@ -247,46 +247,64 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 // own.
 func (d *decoder) checkInstanceRotation(s *SQLInstance, path string, servers map[string]*BackupServer) {
 	owner := labelled(path, s.Name)
-	rot := join(path, "backup_servers")
+	rot, cp := join(path, "backup_servers"), join(path, "copy_to")
+	if len(s.BackupServers) == 0 {
+		if s.CopyTo != "" {
+			d.errf(d.line(cp), cp, "%s: copy_to without backup_servers: list the rotation in backup_servers too", owner)
+		}
+		return
+	}
+	for _, t := range d.checkRotation(s.BackupServers, s.CopyTo, rot, cp, owner, servers) {
+		d.checkCopyTarget(t, servers[t], s.Name, d.line(rot), rot, owner)
+	}
+}
+
+// checkRotation checks a rotation (backup_servers at rot) and its copy_to
+// (at cp): every server defined and listed once, a copy target outside the
+// rotation, a second server when there is no copy_to. It returns the
+// servers that receive the remote copies.
+func (d *decoder) checkRotation(rotation []string, copyTo, rot, cp, owner string, servers map[string]*BackupServer) []string {
 	inRot := map[string]bool{}
-	for i, name := range s.BackupServers {
+	for i, s := range rotation {
 		ip := fmt.Sprintf("%s[%d]", rot, i)
-		if _, ok := servers[name]; !ok {
-			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, name, keys(servers))
+		if _, ok := servers[s]; !ok {
+			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, s, keys(servers))
 		}
-		if inRot[name] {
-			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, name)
+		if inRot[s] {
+			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, s)
 		}
-		inRot[name] = true
+		inRot[s] = true
 	}
-	targets := s.BackupServers
-	cp := join(path, "copy_to")
 	switch {
-	case s.CopyTo != "" && len(s.BackupServers) == 0:
-		d.errf(d.line(cp), cp, "%s: copy_to without backup_servers: list the rotation in backup_servers too", owner)
-		return
-	case s.CopyTo != "" && servers[s.CopyTo] == nil:
-		d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, s.CopyTo, keys(servers))
-		return
-	case s.CopyTo != "" && inRot[s.CopyTo]:
-		d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty", owner, s.CopyTo, s.CopyTo)
-		return
-	case s.CopyTo != "":
-		targets = []string{s.CopyTo}
-	case len(s.BackupServers) == 1:
-		d.errf(d.line(rot), rot, "%s: a single backup server and no copy_to: the remote copy needs another server: set copy_to or list two servers", owner)
-		return
+	case copyTo != "" && servers[copyTo] == nil:
+		d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, copyTo, keys(servers))
+	case copyTo != "" && inRot[copyTo]:
+		d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty to copy to the next server in the rotation", owner, copyTo, copyTo)
+	case copyTo != "":
+		return []string{copyTo}
+	case len(rotation) == 1:
+		d.errf(d.line(rot), rot, "%s: a single backup server and no copy_to: the remote copy needs another server: set copy_to or list two servers in backup_servers", owner)
+	default:
+		return rotation
 	}
-	for _, t := range targets {
-		b := servers[t]
-		switch {
-		case b == nil:
-		case b.VerifyInstance == "":
-			d.errf(d.line(rot), rot, "%s: backup server %q receives the remote copy but has no verify_instance: set verify_instance, restore_data_dir and restore_log_dir on %s", owner, t, t)
-		case b.VerifyInstance == s.Name:
-			d.errf(d.line(rot), rot, "%s: backup server %q verifies on %s, the source instance itself: a valid backup is restored at the remote site, so use another verify_instance", owner, t, s.Name)
-		}
+	return nil
+}
+
+// checkCopyTarget checks that backup server t (nil: not defined, reported
+// already) can verify the copies of source: it has a verification instance,
+// and not the source itself. It reports at line under path.
+func (d *decoder) checkCopyTarget(t string, s *BackupServer, source string, line int, path, owner string) bool {
+	switch {
+	case s == nil:
+		return false
+	case s.VerifyInstance == "":
+		d.errf(line, path, "%s: backup server %q receives the remote copy but has no verify_instance: set verify_instance, restore_data_dir and restore_log_dir on %s", owner, t, t)
+		return false
+	case s.VerifyInstance == source:
+		d.errf(line, path, "%s: backup server %q verifies on %s, the source instance itself: a valid backup is restored at the remote site, so use another verify_instance", owner, t, source)
+		return false
 	}
+	return true
 }
 
 // Fleet defaults.
@@ -547,55 +565,22 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	if len(db.BackupServers) == 0 {
 		d.errf(d.line(rot), rot, "missing required key \"backup_servers\" in %s (the backup servers in rotation order, e.g. [bak01, bak02])", owner)
 	}
-	inRot := map[string]bool{}
-	for i, s := range db.BackupServers {
-		ip := fmt.Sprintf("%s[%d]", rot, i)
-		if _, ok := servers[s]; !ok {
-			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, s, keys(servers))
-		}
-		if inRot[s] {
-			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, s)
-		}
-		inRot[s] = true
-	}
-	var targets []string
-	if db.CopyTo != "" {
-		cp := join(path, "copy_to")
-		switch {
-		case servers[db.CopyTo] == nil:
-			d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, db.CopyTo, keys(servers))
-		case inRot[db.CopyTo]:
-			d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty to copy to the next server in the rotation", owner, db.CopyTo, db.CopyTo)
-		default:
-			targets = []string{db.CopyTo}
-		}
-	} else if len(db.BackupServers) == 1 {
-		d.errf(d.line(rot), rot, "%s: a single backup server and no copy_to: the remote copy needs another server: set copy_to or list two servers in backup_servers", owner)
-	} else {
-		targets = db.BackupServers
-	}
+	targets := d.checkRotation(db.BackupServers, db.CopyTo, rot, join(path, "copy_to"), owner, servers)
 	for _, t := range targets {
-		s := servers[t]
-		if s == nil {
+		tp := fmt.Sprintf("%s.copy_target[%s]", path, t)
+		if !d.checkCopyTarget(t, servers[t], db.Instance, d.line(path), tp, owner) {
 			continue
 		}
-		tp := fmt.Sprintf("%s.copy_target[%s]", path, t)
-		switch {
-		case s.VerifyInstance == "":
-			d.errf(d.line(path), tp, "%s: backup server %q receives the remote copy but has no verify_instance: set verify_instance, restore_data_dir and restore_log_dir on %s", owner, t, t)
-		case s.VerifyInstance == db.Instance:
-			d.errf(d.line(path), tp, "%s: backup server %q verifies on %s, the source instance itself: a valid backup is restored at the remote site, so use another verify_instance", owner, t, db.Instance)
-		default:
-			vn := db.VerifyDatabaseName(0)
-			k := s.VerifyInstance + "\x00" + strings.ToLower(vn)
-			if other, dup := verifyNames[k]; dup && other != owner {
-				// Backup files are keyed by (instance, database) and never
-				// collide; only the restored copies on a shared
-				// verification instance would.
-				d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s's: set verify_name (e.g. \"{instance}_{db}_verify\")", owner, vn, s.VerifyInstance, other)
-			}
-			verifyNames[k] = owner
+		s := servers[t]
+		vn := db.VerifyDatabaseName(0)
+		k := s.VerifyInstance + "\x00" + strings.ToLower(vn)
+		if other, dup := verifyNames[k]; dup && other != owner {
+			// Backup files are keyed by (instance, database) and never
+			// collide; only the restored copies on a shared verification
+			// instance would.
+			d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s's: set verify_name (e.g. \"{instance}_{db}_verify\")", owner, vn, s.VerifyInstance, other)
 		}
+		verifyNames[k] = owner
 	}
 
 	d.checkPolicy(&db.Policy, path, owner, func(k string) bool { return d.given(join(path, k)) })

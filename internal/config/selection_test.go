@@ -79,3 +79,34 @@ func TestParseSelectionItem(t *testing.T) {
 		}
 	}
 }
+
+// An instance's own rotation (for the databases its selection picks) is
+// checked like a database's.
+func TestInstanceRotation(t *testing.T) {
+	cfg, err := Parse([]byte(withSelection(t, "[USER_DATABASES]\n    backup_servers: [bak01, bak02]")), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.SQLInstances[0].BackupServers; !reflect.DeepEqual(got, []string{"bak01", "bak02"}) {
+		t.Errorf("backup_servers = %q", got)
+	}
+	cases := []struct {
+		rotation string
+		want     string
+	}{
+		{"backup_servers: [bak01, bak09]", `backup server "bak09" is not defined in backup_servers`},
+		{"backup_servers: [bak01, bak01]", `backup server "bak01" is listed twice`},
+		{"backup_servers: [bak01]", "a single backup server and no copy_to"},
+		{"backup_servers: [bak01, bak02]\n    copy_to: bak02", `copy_to "bak02" is also in backup_servers`},
+		{"backup_servers: [bak01]\n    copy_to: bak09", `copy_to "bak09" is not defined`},
+		{"copy_to: bak02", "copy_to without backup_servers"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(withSelection(t, "[USER_DATABASES]\n    "+c.rotation)), "c.yaml")
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, c.want) ||
+			!strings.Contains(es[0].Error(), "sql_instances[0] (sql01)") {
+			t.Errorf("%s: got %v, want one error on sql_instances[0] (sql01) saying %q", c.rotation, err, c.want)
+		}
+	}
+}

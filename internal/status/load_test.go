@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,36 +10,19 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
 )
 
-// dirFS is a local directory as the catalog writes it (test only: the
-// product writes through storage.Storage).
-type dirFS string
-
-func (d dirFS) ReadFile(_ context.Context, name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(string(d), name))
-}
-func (d dirFS) Create(_ context.Context, name string) (io.WriteCloser, error) {
-	return os.Create(filepath.Join(string(d), name))
-}
-func (d dirFS) Rename(_ context.Context, o, n string) error {
-	return os.Rename(filepath.Join(string(d), o), filepath.Join(string(d), n))
-}
-func (d dirFS) Remove(_ context.Context, name string) error {
-	return os.Remove(filepath.Join(string(d), name))
-}
-func (d dirFS) List(context.Context) ([]catalog.FileInfo, error) {
-	es, err := os.ReadDir(string(d))
+// dirFS is a local directory as the worker writes it: the catalog over
+// the local storage backend.
+func dirFS(t *testing.T, dir string) catalog.StorageFS {
+	t.Helper()
+	st, err := local.Open(context.Background(), dir)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	var out []catalog.FileInfo
-	for _, e := range es {
-		if e.Type().IsRegular() {
-			out = append(out, catalog.FileInfo{Name: e.Name()})
-		}
-	}
-	return out, nil
+	t.Cleanup(func() { st.Close() })
+	return catalog.StorageFS{Storage: st}
 }
 
 // siteConfig is a site with two local-directory backup servers (bak03 is
@@ -96,7 +78,7 @@ func save(t *testing.T, m *catalog.Manifest, dirs ...string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := catalog.Save(context.Background(), dirFS(d), m); err != nil {
+		if err := catalog.Save(context.Background(), dirFS(t, d), m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -143,12 +143,25 @@ func (c *Client) ApplySchedules(ctx context.Context, cfg *config.Config, spec Sc
 
 func (c *Client) applySchedule(ctx context.Context, db *config.Database, spec ScheduleSpec) (ScheduleResult, error) {
 	id := ScheduleID(db.Instance, db.Name)
-	res := ScheduleResult{ScheduleID: id, Database: db.ID(), Action: "created"}
 	sspec, action, policy := c.scheduleParts(db, spec)
+	res, err := c.upsertSchedule(ctx, id, sspec, action, policy, ScheduleNote)
+	res.Database = db.ID()
+	if err != nil {
+		return res, fmt.Errorf("schedule %s of database %s: %w", id, db.ID(), err)
+	}
+	return res, nil
+}
+
+// upsertSchedule creates schedule id, or updates its spec, action and
+// policies when it exists (keeping its paused state and note), and reads
+// its next run times.
+func (c *Client) upsertSchedule(ctx context.Context, id string, sspec sdkclient.ScheduleSpec, action *sdkclient.ScheduleWorkflowAction,
+	policy *sdkclient.SchedulePolicies, note string) (ScheduleResult, error) {
+	res := ScheduleResult{ScheduleID: id, Action: "created"}
 	sc := c.sdk.ScheduleClient()
 	h, err := sc.Create(ctx, sdkclient.ScheduleOptions{
 		ID: id, Spec: sspec, Action: action,
-		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Note: ScheduleNote,
+		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Note: note,
 	})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		res.Action = "updated"
@@ -160,7 +173,7 @@ func (c *Client) applySchedule(ctx context.Context, db *config.Database, spec Sc
 		}})
 	}
 	if err != nil {
-		return res, fmt.Errorf("schedule %s of database %s: %w", id, db.ID(), err)
+		return res, err
 	}
 	desc, err := h.Describe(ctx)
 	if err != nil {
@@ -207,7 +220,6 @@ func (c *Client) ApplyFleetSchedule(ctx context.Context, spec ScheduleSpec, inst
 		return ScheduleResult{}, err
 	}
 	id := FleetScheduleID
-	res := ScheduleResult{ScheduleID: id, Database: "fleet", Action: "created"}
 	sspec := sdkclient.ScheduleSpec{CronExpressions: []string{spec.Cron}, Jitter: spec.Jitter, TimeZoneName: spec.TimeZone}
 	action := &sdkclient.ScheduleWorkflowAction{
 		ID:            workflows.FleetWorkflowID,
@@ -217,28 +229,11 @@ func (c *Client) ApplyFleetSchedule(ctx context.Context, spec ScheduleSpec, inst
 		StaticSummary: "scheduled fleet run: every selected database" + instancesText(instances),
 	}
 	policy := &sdkclient.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: spec.CatchupWindow}
-	sc := c.sdk.ScheduleClient()
-	h, err := sc.Create(ctx, sdkclient.ScheduleOptions{
-		ID: id, Spec: sspec, Action: action,
-		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Note: FleetScheduleNote,
-	})
-	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		res.Action = "updated"
-		h = sc.GetHandle(ctx, id)
-		err = h.Update(ctx, sdkclient.ScheduleUpdateOptions{DoUpdate: func(in sdkclient.ScheduleUpdateInput) (*sdkclient.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Spec, s.Action, s.Policy = &sspec, action, policy
-			return &sdkclient.ScheduleUpdate{Schedule: &s}, nil
-		}})
-	}
+	res, err := c.upsertSchedule(ctx, id, sspec, action, policy, FleetScheduleNote)
+	res.Database = "fleet"
 	if err != nil {
 		return res, fmt.Errorf("fleet schedule %s: %w", id, err)
 	}
-	desc, err := h.Describe(ctx)
-	if err != nil {
-		return res, fmt.Errorf("describe schedule %s: %w", id, err)
-	}
-	res.NextRuns = desc.Info.NextActionTimes
 	return res, nil
 }
 
