@@ -13,9 +13,10 @@
 //
 // A run (sim.go) starts one cycle of a random (instance, database) through
 // a random entry point (the canonical id as `starter run` uses it, a Web UI
-// id, a Schedule trigger) and injects at most one fault (faults.go): worker
-// killed or frozen, Temporal restarted, smbd killed or frozen, the emulator
-// crashed or its connections cut at a percent of BACKUP/RESTORE/CHECKDB,
+// id, a Schedule trigger) and injects at most one fault (chosen in
+// faults.go, injected and healed in injection.go): worker killed or
+// frozen, Temporal restarted, smbd killed or frozen, the emulator crashed
+// or its connections cut at a percent of BACKUP/RESTORE/CHECKDB,
 // the source database restored from an older verified set, a second start
 // of the same database, cancel, a stripe byte flipped, a share full. Every
 // choice comes from a generator seeded by (seed, run), so a seed replays
