@@ -38,6 +38,10 @@ demo:
 screenshots:
 	@bash scripts/screenshots.sh
 
+# One iteration of every benchmark. internal/storage/copier's BenchmarkUploadModes prints our SMB upload against
+# smbclient in the four modes a server can ask for (unsigned, SMB3 signing, SMB 2.1 signing, encryption) as x_smbclient
+# ratios, BenchmarkCopyBetweenServers the price of the read-back (docs/smb-throughput.md). smbclient comes from
+# test-deps; without it those benchmarks fail.
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 

@@ -68,7 +68,8 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	defer st.Close()
 	// Claim the number on this server before anything is written: INIT,
 	// FORMAT would overwrite whatever holds these file names.
-	if err := a.claimSet(ctx, st, db, srv.Name, in.Sequence); err != nil {
+	resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence)
+	if err != nil {
 		return BackupOutput{}, err
 	}
 	sqlDB, err := d.openSQL(ctx, inst, "master")
@@ -99,10 +100,12 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
 
-	// A retry: is our BACKUP still running, or did it finish unseen?
+	// A retry, or the same set again (the workflow waited for files an
+	// earlier BACKUP held): is our BACKUP still running, or did it finish
+	// unseen?
 	var res mssql.Result
 	attached, blind := false, false
-	if isRetry(ctx) {
+	if isRetry(ctx) || resumed {
 		found, err := ls.find(ctx)
 		if err != nil {
 			return BackupOutput{}, err
@@ -112,6 +115,9 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			log.Info("re-attaching to the BACKUP this worker still runs")
 			start = found.local.Started()
 			res, err = a.wait(ctx, ls, found, rep)
+			if isEndedUnseen(err) {
+				return a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log)
+			}
 			if err != nil {
 				return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
 			}
@@ -128,8 +134,13 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 				return out, nil
 			}
 			if blind = found.blind; blind {
-				log.Warn("this login cannot see other sessions (VIEW SERVER STATE): an earlier BACKUP of this set may still run; " +
-					"SQL Server refuses a second one on its files (3201, OS error 32) and the attempt is retried")
+				// The login cannot see an earlier BACKUP of this set; its
+				// files tell: SQL Server holds them open while it runs.
+				if err := filesHeld(ctx, sqlDB, layout); err != nil {
+					log.Warn("an earlier BACKUP of this set still holds its files and this login cannot see it (VIEW SERVER STATE): "+
+						"no second BACKUP is sent", zap.Error(err))
+					return BackupOutput{}, blindError(ls, err)
+				}
 			}
 		}
 	}
@@ -147,6 +158,9 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 				"set %d of %s: an earlier BACKUP of this set still holds its files on %s and login %q cannot see it to wait for it "+
 					"(grant VIEW SERVER STATE, on SQL Server 2022 VIEW SERVER PERFORMANCE STATE; `starter preflight` checks it): "+
 					"the cycle waits and tries the same set again: %w", in.Sequence, db.ID(), srv.Name, inst.User, err))
+		}
+		if isEndedUnseen(err) {
+			return a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log)
 		}
 		if err != nil {
 			return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
@@ -190,6 +204,38 @@ func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st sto
 	}
 	log.Info("backup finished while no worker watched it: not running it again")
 	return out, true
+}
+
+// filesHeld reports (as RESTORE HEADERONLY's error) the stripes of a set
+// held open by a BACKUP still writing them: SQL Server opens them
+// exclusively, so reading their header fails with 3201 and operating system
+// error 32 (ERROR_SHARING_VIOLATION) until it ends. nil when they are free
+// (missing, incomplete or complete).
+func filesHeld(ctx context.Context, sqlDB *mssql.DB, layout []tsql.Stripe) error {
+	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
+	if err != nil {
+		return nil
+	}
+	if _, err := sqlDB.HeaderOnly(ctx, hq); errors.Is(err, mssql.ErrDeviceInUse) {
+		return err
+	}
+	return nil
+}
+
+// backupEndedUnseen reads what a BACKUP that outlived its connection left
+// (see followLost): a complete set on its stripes is the step's result;
+// otherwise it ended without completing, nothing of it runs any more, and
+// the lost connection is the failure.
+func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database, server string,
+	layout []tsql.Stripe, seq int64, err error, rep *reporter, log *zap.Logger) (BackupOutput, error) {
+	out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, seq, log)
+	if !ok {
+		return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+	}
+	rep.set(100, out.Bytes)
+	rep.maybeSignal(true)
+	a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, server, out.Bytes, out.Duration)
+	return out, nil
 }
 
 // backupFailed classifies a BACKUP that did not complete. An attempt that
@@ -240,32 +286,34 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // from an older backup, a second entry point, another worker's clock):
 // SequenceInUse, and nothing of theirs is touched. Otherwise it records the
 // claim, a pending manifest naming this run, which a retry recognises.
-func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) error {
+// resumed: the claim was already this run's (an earlier attempt or activity
+// of this run began the set).
+func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (resumed bool, err error) {
 	fsys := catalog.StorageFS{Storage: st}
 	m, err := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, server); err != nil {
-			return err
+			return false, err
 		}
 		if m.State != catalog.StatePending {
-			return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s is already %s: a BACKUP never writes over it; this cycle takes a new number", seq, db.ID(), server, m.State))
 		}
-		return nil // our own claim: a retry
+		return true, nil // our own claim: a retry
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound):
 		// A manifest that cannot be read still protects its set.
 		if _, serr := st.Stat(ctx, tsql.ManifestFileName(db.Instance, db.Name, seq)); serr == nil {
-			return nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
+			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
 		}
-		return storageError(server, err)
+		return false, storageError(server, err)
 	}
 	files, err := st.List(ctx, tsql.SetPrefix(db.Instance, db.Name, seq)+"_")
 	if err != nil {
-		return storageError(server, err)
+		return false, storageError(server, err)
 	}
 	if len(files) > 0 {
-		return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+		return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 			"set %d of %s: %s already holds %s, written by another run: it is left untouched; this cycle takes a new number", seq, db.ID(), server, files[0].Name))
 	}
 	wid, rid := runOf(ctx)
@@ -278,15 +326,15 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	if errors.Is(err, storage.ErrExists) {
 		m, lerr := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
 		if lerr != nil {
-			return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s: another run claimed the number at the same time (%v): this cycle takes a new number", seq, db.ID(), server, lerr))
 		}
-		return ownedByThisRun(ctx, m, server)
+		return false, ownedByThisRun(ctx, m, server)
 	}
 	if err != nil {
-		return storageError(server, err)
+		return false, storageError(server, err)
 	}
-	return nil
+	return false, nil
 }
 
 // createClaim writes m as a new file, never over an existing one.

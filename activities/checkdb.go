@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -43,7 +45,11 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	defer sqlDB.Close()
 	rep := a.newReporter(ctx, StepCheckDB, in.Sequence)
-	stop := rep.every(a.Cycle.poll(), nil, nil)
+	var started atomic.Bool // this attempt sent its CHECKDB (heartbeats say so)
+	stop := rep.every(a.Cycle.poll(), nil, func(p float64, b int64) any {
+		return CheckDBHeartbeat{StepProgress: StepProgress{Step: StepCheckDB, Sequence: in.Sequence, Percent: p, Bytes: b},
+			Started: started.Load() || checkDBStarted(ctx)}
+	})
 	defer stop()
 	start := time.Now()
 	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m))
@@ -56,7 +62,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	ls := &longStatement{db: sqlDB, op: "DBCC CHECKDB", command: tsql.CommandCheckDB, text: stmt, marker: marker,
 		log: a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepCheckDB))}
-	err = a.checkDB(ctx, ls, verifyDB, before.RestoreDate, rep)
+	err = a.checkDB(ctx, ls, verifyDB, before.RestoreDate, rep, &started)
 	// Gone, or still RESTORING (927): restore again.
 	if errors.Is(err, mssql.ErrDatabaseNotFound) || errors.Is(err, mssql.ErrDatabaseUnavailable) {
 		return StepOutput{}, retryable(ErrSQLHostUnreachable, fmt.Errorf("restored copy %s is gone from %s: restore it again: %w", verifyDB, inst.Name, err))
@@ -97,7 +103,8 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 // running. A CHECKDB this process sent gives its outcome; one only seen on
 // the instance does not (its messages went to a connection that is gone):
 // after it ends, the check runs again.
-func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, rep *reporter) error {
+func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, rep *reporter,
+	started *atomic.Bool) error {
 	if isRetry(ctx) {
 		found, err := ls.find(ctx)
 		if err != nil {
@@ -107,7 +114,7 @@ func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB st
 		case found.local != nil:
 			ls.log.Info("re-attaching to the CHECKDB this worker still runs")
 			_, err := a.wait(ctx, ls, found, rep)
-			return err
+			return checkDBEndedUnseen(ctx, ls, verifyDB, restoredAt, err)
 		case found.session > 0:
 			ls.log.Info("waiting for the CHECKDB an earlier attempt left running", zap.Int64("session", found.session))
 			if _, err := a.wait(ctx, ls, found, rep); err != nil {
@@ -125,13 +132,50 @@ func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB st
 			ls.log.Info("a CHECKDB of this copy already ended clean: not running it again")
 			return nil
 		}
+		if found.blind && checkDBStarted(ctx) {
+			// An earlier attempt sent a CHECKDB of this copy that this
+			// login cannot see: it may still run; no second one.
+			return blindError(ls, nil)
+		}
 	}
 	s, err := ls.start()
 	if err != nil {
 		return err
 	}
+	started.Store(true)
 	_, err = a.wait(ctx, ls, running{local: s}, rep)
+	return checkDBEndedUnseen(ctx, ls, verifyDB, restoredAt, err)
+}
+
+// checkDBEndedUnseen passes err on, except for a CHECKDB that outlived its
+// lost connection (see followLost) and ended clean: its messages are lost,
+// but a clean end is recorded in the database (LastGoodCheckDbTime).
+func checkDBEndedUnseen(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, err error) error {
+	if !isEndedUnseen(err) {
+		return err
+	}
+	if clean, cerr := cleanSince(ctx, ls, verifyDB, restoredAt); cerr == nil && clean {
+		ls.log.Info("the CHECKDB that outlived its connection ended clean")
+		return nil
+	}
 	return err
+}
+
+// CheckDBHeartbeat is what CheckDB records in its heartbeats: Started once
+// an attempt has sent its CHECKDB (which may outlive the attempt).
+type CheckDBHeartbeat struct {
+	StepProgress
+	Started bool `json:"started,omitempty"`
+}
+
+// checkDBStarted reports an earlier attempt of this activity that sent its
+// CHECKDB.
+func checkDBStarted(ctx context.Context) bool {
+	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
+		return false
+	}
+	var hb CheckDBHeartbeat
+	return activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Started
 }
 
 // cleanSince reports whether the database's last clean CHECKDB ended at or

@@ -221,6 +221,28 @@ func TestSQLRestoreDetectsCorruptCopy(t *testing.T) {
 	}
 }
 
+// loginAs makes the configured instance (sql01 or verify01, served by in)
+// log in as l, which it adds to the emulator.
+func (f *sqlFixture) loginAs(instance string, in *sqlsim.Instance, l sqlsim.Login) {
+	f.t.Helper()
+	if err := in.SetLogin(l); err != nil {
+		f.t.Fatal(err)
+	}
+	for i := range f.cfg.SQLInstances {
+		if f.cfg.SQLInstances[i].Name == instance {
+			f.cfg.SQLInstances[i].User = l.Name
+		}
+	}
+}
+
+// blindBackupLogin makes the source's login a backup operator that cannot
+// see other sessions (no VIEW SERVER STATE).
+func (f *sqlFixture) blindBackupLogin() {
+	f.t.Helper()
+	f.loginAs("sql01", f.src, sqlsim.Login{Name: "backup_op", Password: sqlPassword, Server: []string{"CREATE ANY DATABASE"},
+		Databases: map[string][]string{"Sales": {"db_backupoperator", "db_datareader", "db_datawriter"}}})
+}
+
 // reconfigure rewrites the site's configuration file with edit and wires
 // the activities to the result.
 func (f *sqlFixture) reconfigure(edit func(yaml string) string) {

@@ -55,6 +55,11 @@ const (
 	// operating system error 32). Retryable once that statement has ended;
 	// the files are not ours to judge or delete meanwhile.
 	ErrBackupDeviceInUse = "BackupDeviceInUse"
+	// ErrStatementMayStillRun: an earlier attempt's RESTORE or DBCC CHECKDB
+	// may still run on the verification instance, and the login cannot see
+	// other sessions (no VIEW SERVER STATE) to find it: no second one is
+	// started over it. Retryable; the fix is the grant the message names.
+	ErrStatementMayStillRun = "StatementMayStillRun"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:

@@ -114,6 +114,10 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 
 	verifyNames := map[string]string{}
 	for _, db := range dbs {
+		if err := a.Cycle.checkNames(&db); err != nil {
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			continue
+		}
 		primary, err := plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), unreachable)
 		if errors.Is(err, plan.ErrNoServerReachable) {
 			primary, err = plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), nil)

@@ -45,27 +45,39 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := d.checkNames(db); err != nil { // a name a selection picked (names.go)
+		return Plan{}, err
+	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name))
 	last, source := in.LastServer, "caller"
 	unreachable := map[string]bool{}
-	if last == "" {
-		var all []*catalog.Manifest
-		for _, name := range db.BackupServers {
-			listing, err := a.listManifests(ctx, name, db)
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) && appErr.NonRetryable() {
-				// Wrong location or credentials: stop before any SQL runs.
-				return Plan{}, err
-			}
-			if err != nil {
-				// An unreachable server cannot tell what it holds; the
-				// others still can, and the backup step fails over.
-				log.Warn("backup server not readable while planning", zap.String("server", name), zap.Error(err))
-				unreachable[name] = true
-				continue
-			}
-			all = append(all, listing.Manifests...)
+	// The manifests tell the last server and the measured throughputs. A
+	// caller that names the last server still gets the measurements, but a
+	// server it cannot read changes nothing else in its plan.
+	var all []*catalog.Manifest
+	var calibrated []string // servers holding a calibration report of the database
+	for _, name := range db.BackupServers {
+		listing, err := a.listManifests(ctx, name, db)
+		var appErr *temporal.ApplicationError
+		if in.LastServer == "" && errors.As(err, &appErr) && appErr.NonRetryable() {
+			// Wrong location or credentials: stop before any SQL runs.
+			return Plan{}, err
 		}
+		if err != nil {
+			// An unreachable server cannot tell what it holds; the
+			// others still can, and the backup step fails over.
+			log.Warn("backup server not readable while planning", zap.String("server", name), zap.Error(err))
+			if in.LastServer == "" {
+				unreachable[name] = true
+			}
+			continue
+		}
+		all = append(all, listing.Manifests...)
+		if hasCalibration(listing, db) {
+			calibrated = append(calibrated, name)
+		}
+	}
+	if last == "" {
 		last, source = catalog.LastServer(db.Instance, db.Name, all), "manifests"
 		if last == "" {
 			source = "none"
@@ -148,7 +160,8 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
 
-	est, err := plan.SiteEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression, int64(remote.BandwidthLimit))
+	est, rates, err := measuredEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression,
+		int64(remote.BandwidthLimit), plan.FromManifests(db.Instance, db.Name, all, a.calibrations(ctx, db, calibrated)...))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}
@@ -161,6 +174,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}
+	budget.Rates = rates
 	p.Budget = budget
 	p.Limits.setTimeouts(budget)
 	p.Warnings = warnings
@@ -172,7 +186,10 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		zap.Int64("size_bytes", src.SizeBytes), zap.Bool("compression", mode.Compression), zap.Bool("copy_only", mode.CopyOnly),
 		zap.String("sequence", mode.Sequence), zap.Duration("backup_timeout", budget.Backup.StartToClose),
 		zap.Duration("restore_timeout", budget.Restore.StartToClose), zap.Duration("checkdb_timeout", budget.CheckDB.StartToClose),
-		zap.Duration("copy_deadline", budget.Copy.ScheduleToClose), zap.Duration("heartbeat_timeout", budget.Heartbeat))
+		zap.Duration("copy_deadline", budget.Copy.ScheduleToClose), zap.Duration("heartbeat_timeout", budget.Heartbeat),
+		zap.Strings("measured", measuredSteps(rates, true)), zap.Strings("assumed", measuredSteps(rates, false)),
+		zap.Float64("backup_mbps", rates.Backup.MBps), zap.Float64("copy_mbps", rates.Copy.MBps),
+		zap.Float64("restore_mbps", rates.Restore.MBps), zap.Float64("checkdb_mbps", rates.CheckDB.MBps))
 	return p, nil
 }
 

@@ -92,6 +92,8 @@ func TestSQLPlanReadsSizeEditionAndTimeZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := plan.Timeouts(onDisk, est, plan.Overrides{})
+	// No verified set: every rate is the site's assumption.
+	_, want.Rates, _ = plan.Estimate(plan.SiteCycle(onDisk, 1, 1, true, 0), true, plan.Throughput{})
 	l := p.Limits
 	if p.Budget != want || l.BackupTimeout != want.Backup.StartToClose || l.BackupDeadline != want.Backup.ScheduleToClose ||
 		l.RestoreTimeout != want.Restore.StartToClose || l.RestoreDeadline != want.Restore.ScheduleToClose ||

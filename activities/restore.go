@@ -132,7 +132,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			log.Info("re-attaching to the RESTORE this worker still runs")
 			beat()
 			res, err := a.wait(ctx, ls, found, rep)
-			if err != nil {
+			if err != nil && !restoredUnseen(ctx, sqlDB, verifyDB, before, err) {
 				return StepOutput{}, restoreFailed(ctx, err)
 			}
 			if res.Summary != nil {
@@ -161,6 +161,13 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 		if restored {
 			before = nil
+		} else if prevStarted == verifyDB && found.local == nil && found.session == 0 && found.blind {
+			// An earlier attempt started a RESTORE into this copy and it
+			// is still RESTORING: this login cannot see whether that
+			// RESTORE runs on, so no second one is sent over it.
+			if st, err := databaseState(ctx, sqlDB, verifyDB); err == nil && st != nil && st.State == "RESTORING" {
+				return StepOutput{}, blindError(ls, nil)
+			}
 		}
 	}
 	if !restored {
@@ -208,7 +215,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			return StepOutput{}, err
 		}
 		res, err := a.wait(ctx, ls, running{local: s}, rep)
-		if err != nil {
+		if err != nil && !restoredUnseen(ctx, sqlDB, verifyDB, before, err) {
 			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
 				return StepOutput{}, apart
 			}
@@ -277,6 +284,17 @@ func (a *Activities) locationApart(ctx context.Context, srv *config.BackupServer
 			"as SQL Server and as the worker reach it; fix the one that points elsewhere (the verification instance "+
 			"must reach every unc_path of the servers it verifies): %w",
 		srv.Name, verifyInstance, strings.Join(srv.UNCPaths, ", "), layout[0].Path, srv.Location, err))
+}
+
+// restoredUnseen reports a RESTORE that outlived its lost connection (see
+// followLost) and completed: msdb has a restore-history row for verifyDB
+// newer than before (whose set is checked by the caller).
+func restoredUnseen(ctx context.Context, sqlDB *mssql.DB, verifyDB string, before *mssql.RestoreProof, err error) bool {
+	if !isEndedUnseen(err) {
+		return false
+	}
+	after, perr := lastRestoreProof(ctx, sqlDB, verifyDB)
+	return perr == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
 }
 
 // restoreFailed classifies a RESTORE that did not complete; an attempt that

@@ -53,6 +53,11 @@ func (ls *longStatement) find(ctx context.Context) (running, error) {
 	if s := mssql.Attach(ls.db.Target, ls.marker); s != nil {
 		return running{local: s}, nil
 	}
+	return ls.findOnInstance(ctx)
+}
+
+// findOnInstance looks for the statement in sys.dm_exec_requests.
+func (ls *longStatement) findOnInstance(ctx context.Context) (running, error) {
 	q, args, err := tsql.RunningStatements(ls.command)
 	if err != nil {
 		return running{}, nonRetryable(ErrInvalidConfig, err)
@@ -117,12 +122,112 @@ func (a *Activities) wait(ctx context.Context, ls *longStatement, r running, rep
 		}
 		select {
 		case <-done:
-			return r.local.Wait(ctx)
+			res, err := r.local.Wait(ctx)
+			if connectionLost(ctx, err) {
+				return res, a.followLost(ctx, ls, rep, err)
+			}
+			return res, err
 		case <-ctx.Done():
 			return mssql.Result{Percent: -1}, a.leave(ctx, ls, r)
 		case <-t.C:
 		}
 	}
+}
+
+// connectionLost reports a statement of this process that ended because
+// its connection broke (no SQL Server error: a severity >= 20 error, which
+// ends the statement with its session, carries its number), while the
+// attempt itself goes on.
+func connectionLost(ctx context.Context, err error) bool {
+	var f *mssql.Failure
+	return ctx.Err() == nil && errors.As(err, &f) && errors.Is(f.Kind, mssql.ErrUnreachable) && len(f.Errors) == 0
+}
+
+// endedUnseen is the end of a statement whose connection broke while
+// SQL Server ran it on (a client that vanished is noticed only at the next
+// write, and these statements write nothing until their end): the statement
+// has ended since, and only what it left (RESTORE HEADERONLY, msdb,
+// LastGoodCheckDbTime) tells whether it completed. It wraps the lost
+// connection's error, so a caller that cannot tell classifies that.
+type endedUnseen struct{ lost error }
+
+func (e *endedUnseen) Error() string {
+	return "the statement ended on the instance after its connection was lost: " + e.lost.Error()
+}
+func (e *endedUnseen) Unwrap() error { return e.lost }
+
+// isEndedUnseen reports an endedUnseen error.
+func isEndedUnseen(err error) bool {
+	var e *endedUnseen
+	return errors.As(err, &e)
+}
+
+// lostWindow bounds how long followLost tries to reach the instance again
+// before the lost connection counts as an unreachable host.
+func (a *Activities) lostWindow() time.Duration {
+	return min(30*time.Second, 15*a.Cycle.poll())
+}
+
+// followLost handles the statement's own connection breaking (lost): SQL
+// Server notices a vanished client only when it next writes to it, so the
+// statement may run on. It reconnects, looks for the statement on the
+// instance and waits for it to end (endedUnseen: the caller reads what it
+// left), so that no second BACKUP, RESTORE or CHECKDB is sent over one still
+// running. lost is returned as it is when the instance cannot be reached
+// again within lostWindow (the host is away), and an error naming the
+// missing grant when the login cannot see other sessions (it cannot tell
+// whether the statement still runs).
+func (a *Activities) followLost(ctx context.Context, ls *longStatement, rep *reporter, lost error) error {
+	ls.log.Warn(ls.op+": its connection was lost; looking for it on the instance, where it may still run", zap.Error(lost))
+	deadline := time.Now().Add(a.lostWindow())
+	for {
+		found, err := ls.findOnInstance(ctx)
+		switch {
+		case err == nil && found.session > 0:
+			ls.log.Info("re-attaching to the statement that outlived its connection", zap.String("statement", ls.op),
+				zap.Int64("session", found.session))
+			if _, err := a.wait(ctx, ls, found, rep); err != nil {
+				return err
+			}
+			return &endedUnseen{lost: lost}
+		case err == nil && found.blind:
+			return blindError(ls, lost)
+		case err == nil:
+			return &endedUnseen{lost: lost}
+		case ctx.Err() != nil:
+			return lost
+		}
+		if time.Now().After(deadline) {
+			return lost
+		}
+		select {
+		case <-ctx.Done():
+			return lost
+		case <-time.After(a.Cycle.poll()):
+		}
+	}
+}
+
+// blindError: an earlier statement of this step may still run on the
+// instance, and the login cannot see other sessions to find it. Starting a
+// second one over it would fail on a real server (BACKUP: 3201 with
+// operating system error 32; RESTORE: 3101) or run twice (CHECKDB), so the
+// step waits and tries again; the error names the missing grant. BACKUP:
+// BackupDeviceInUse (the workflow waits and backs up the same set again);
+// RESTORE, CHECKDB: StatementMayStillRun, retried by the activity. cause
+// may be nil.
+func blindError(ls *longStatement, cause error) error {
+	typ := ErrStatementMayStillRun
+	if ls.command == tsql.CommandBackupDatabase {
+		typ = ErrBackupDeviceInUse
+	}
+	msg := fmt.Sprintf("%s on %s: an earlier %s of this step may still run, and login %q cannot see other sessions to wait for it: "+
+		"grant VIEW SERVER STATE (on SQL Server 2022 VIEW SERVER PERFORMANCE STATE) to the login (`starter preflight` checks it); "+
+		"the step waits and tries again rather than start a second one", ls.op, ls.db.Target, ls.op, ls.db.Target.User)
+	if cause == nil {
+		return retryable(typ, errors.New(msg))
+	}
+	return retryable(typ, fmt.Errorf("%s: %w", msg, cause))
 }
 
 // leave ends an attempt whose context ended while its statement runs. A

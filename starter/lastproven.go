@@ -93,6 +93,7 @@ func provenLine(d status.Database) string {
 			}
 			b.WriteString(")")
 		}
+		b.WriteString(predictedText(v.Predicted))
 	} else {
 		b.WriteString(" never verified")
 	}

@@ -16,28 +16,39 @@ import (
 // `ago` before now, restored in 6 min and checked in 3, into each dir.
 func provenSet(t *testing.T, db string, seq int64, ago time.Duration, dirs ...string) {
 	t.Helper()
-	taken := time.Now().Add(-ago)
+	timedSet(t, db, seq, ago, 0, map[catalog.Step]time.Duration{catalog.StepRestore: 6 * time.Minute, catalog.StepCheckDB: 3 * time.Minute}, dirs...)
+}
+
+// timedSet writes the manifest of a verified, uncompressed set of (sql01,
+// db) of data bytes (0: none recorded) with the given step times into each
+// dir.
+func timedSet(t *testing.T, db string, seq int64, ago time.Duration, data int64, steps map[catalog.Step]time.Duration, dirs ...string) {
+	t.Helper()
+	taken := time.Now().Add(-ago).UTC()
 	m := catalog.New("sql01", db, seq, taken)
+	if data > 0 {
+		m.Options = catalog.Options{Checksum: true, Stripes: 1}
+		m.Stripes = []catalog.Stripe{{Name: m.StripeFileName(1, 1), Size: data}}
+		m.Header = &catalog.Header{FirstLSN: "1", LastLSN: "2", BackupFinish: taken, BackupSize: data, CompressedBackupSize: data}
+	}
 	at := taken
-	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
-		switch s {
-		case catalog.StateRestored:
-			_ = m.SetTiming(catalog.StepRestore, at, at.Add(6*time.Minute))
-			at = at.Add(6 * time.Minute)
-		case catalog.StateChecked:
-			_ = m.SetTiming(catalog.StepCheckDB, at, at.Add(3*time.Minute))
-			at = at.Add(3 * time.Minute)
+	for _, st := range []catalog.Step{catalog.StepBackup, catalog.StepCopy, catalog.StepRestore, catalog.StepCheckDB} {
+		if d, ok := steps[st]; ok {
+			_ = m.SetTiming(st, at, at.Add(d))
+			at = at.Add(d)
 		}
+	}
+	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
 		if err := m.Advance(s, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	data, err := catalog.Encode(m)
+	raw, err := catalog.Encode(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, m.FileName()), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(d, m.FileName()), raw, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

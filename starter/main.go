@@ -24,6 +24,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logging"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/version"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
@@ -182,6 +183,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		fleetCommand(e),
 		databasesCommand(e),
 		preflightCommand(e),
+		calibrateCommand(e),
 	)
 	return root
 }
@@ -269,6 +271,25 @@ func (e *env) dial(ctx context.Context) (*client.Client, error) {
 }
 
 // loadConfig loads --config once; commands that need it call requireConfig.
+// resolveInstance settles a database's instance from the configuration
+// (when one is given), so that its workflow id is the same however a run is
+// started, and a misspelt name fails here, not in the worker. cfg is nil
+// without a configuration.
+func (e *env) resolveInstance(instance, database string) (string, *config.Config, error) {
+	if e.configFile == "" {
+		return instance, nil, nil
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := selection.Lookup(cfg, instance, database)
+	if err != nil {
+		return "", nil, err
+	}
+	return db.Instance, cfg, nil
+}
+
 func (e *env) loadConfig() (*config.Config, error) {
 	if e.cfg == nil {
 		cfg, err := config.Load(e.configFile)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,10 +21,15 @@ func planCommand(e *env) *cobra.Command {
 	req := client.PlanRequest{Assumptions: client.DefaultAssumptions()}
 	a := &req.Assumptions
 	var size string
+	var noCatalog bool
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "print the plan of a cycle without touching anything: workflow id, servers, stripes, memory, names, estimated times",
-		Args:  noArgs,
+		Long: `Prints what a cycle of the database would do and how long each step should take. The estimates use the
+throughputs measured on the database's last verified sets (the slowest of the newest three per step, read from the
+manifests on its backup servers) where there are any, and the throughput flags for every other step; the output
+says which is which. --no-catalog reads nothing and estimates from the flags alone.`,
+		Args: noArgs,
 		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if req.Database == "" {
 				return usageError{msg: "--database NAME is required: the database to plan, as configured under databases:"}
@@ -39,16 +45,25 @@ func planCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var m *client.Measured
+			if !noCatalog {
+				rctx, cancel := e.withTimeout(ctx, defaultTimeout)
+				got, err := client.MeasuredThroughput(rctx, cfg, req.Instance, req.Database, nil)
+				cancel()
+				if err == nil { // else PlanCycle names the unknown database
+					m, req.Measured = &got, got.Throughput
+				}
+			}
 			p, err := client.PlanCycle(cfg, req)
 			if errors.Is(err, client.ErrNameTooLong) {
 				// Show every name and its limit, then fail: a cycle would.
-				writePlan(e.stdout, p, req.SizeBytes)
+				writePlan(e.stdout, p, req.SizeBytes, m)
 				return err
 			}
 			if err != nil {
 				return err
 			}
-			writePlan(e.stdout, p, req.SizeBytes)
+			writePlan(e.stdout, p, req.SizeBytes, m)
 			return nil
 		}),
 	}
@@ -69,11 +84,17 @@ func planCommand(e *env) *cobra.Command {
 	fs.Float64Var(&a.CompressionFactor, "compression-factor", 0, fmt.Sprintf("uncompressed / compressed size (default %d with compression: true, else 1)", client.DefaultCompressionFactor))
 	fs.BoolVar(&a.InstantFileInit, "instant-file-init", false, "the verification instance has instant file initialization (restore writes once)")
 	fs.IntVar(&a.Cores, "cores", 0, "CPU cores of the SQL host, for stripes: auto (0 = unknown)")
+	fs.BoolVar(&noCatalog, "no-catalog", false, "do not read the manifests on the backup servers: estimate from the throughput flags alone")
 	return cmd
 }
 
-func writePlan(w io.Writer, p client.CyclePlan, size int64) {
-	fmt.Fprintf(w, "plan for %s (source %s); nothing was contacted\n", p.Database, p.Address)
+// writePlan prints the plan; m is what the manifests said (nil: not read).
+func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) {
+	contacted := "nothing was contacted"
+	if m != nil && len(m.Read) > 0 {
+		contacted = "read the manifests on " + strings.Join(m.Read, ", ") + ", nothing else was contacted"
+	}
+	fmt.Fprintf(w, "plan for %s (source %s); %s\n", p.Database, p.Address, contacted)
 	for _, n := range p.Names {
 		if n.What == "workflow id" {
 			fmt.Fprintf(w, "workflow:  %s (every cycle of this database runs under this id)\n", n.Name)
@@ -113,17 +134,90 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64) {
 	fmt.Fprintf(w, "assumed:   NIC %g MB/s x %d (source) / %d (remote); backup LUN read %g, write %g MB/s x %d; data LUN read %g, write %g MB/s x %d; copy %g MB/s; compression factor %g; instant file init %v\n",
 		a.NICMBps, p.Source.NICs, p.RemoteHW.NICs, a.BackupLUNReadMBps, a.BackupLUNWriteMBps, a.BackupLUNs,
 		a.DataLUNReadMBps, a.DataLUNWriteMBps, a.DataLUNs, a.CopyMBps, a.CompressionFactor, a.InstantFileInit)
+	if p.Estimate != nil {
+		writeMeasured(w, m, p.Rates) // what the estimates use
+	} else if m != nil {
+		writeMeasured(w, m, m.Throughput)
+	}
 	if p.Estimate == nil {
 		fmt.Fprintf(w, "estimates: give --size (data + log, e.g. 2TiB) for backup, copy, restore and CHECKDB times\n")
 		return
 	}
-	est := p.Estimate
+	est, r := p.Estimate, p.Rates
 	fmt.Fprintf(w, "estimates for %s (seed 000 formulas; CHECKDB is a lower bound):\n", humanBytes(size))
-	fmt.Fprintf(w, "  backup   %10s  at %.0f MB/s, limited by %s\n", hm(est.Backup), est.BackupRate.MBps, est.BackupRate.Bottleneck)
-	fmt.Fprintf(w, "  copy     %10s  %s at %g MB/s\n", hm(est.Copy), humanBytes(int64(float64(size)/a.CompressionFactor)), a.CopyMBps)
-	fmt.Fprintf(w, "  restore  %10s  at %.0f MB/s, limited by %s\n", hm(est.Restore), est.RestoreRate.MBps, est.RestoreRate.Bottleneck)
-	fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
+	if r.Backup.Measured() {
+		fmt.Fprintf(w, "  backup   %10s  at %.0f MB/s, %s\n", hm(est.Backup), r.Backup.MBps, measuredWhere(r.Backup))
+	} else {
+		fmt.Fprintf(w, "  backup   %10s  at %.0f MB/s, limited by %s\n", hm(est.Backup), est.BackupRate.MBps, est.BackupRate.Bottleneck)
+	}
+	cf := a.CompressionFactor
+	if r.CompressionFactor > 0 {
+		cf = r.CompressionFactor
+	}
+	if r.Copy.Measured() {
+		fmt.Fprintf(w, "  copy     %10s  %s at %.0f MB/s, %s\n", hm(est.Copy), humanBytes(int64(float64(size)/cf)), r.Copy.MBps, measuredWhere(r.Copy))
+	} else {
+		fmt.Fprintf(w, "  copy     %10s  %s at %g MB/s\n", hm(est.Copy), humanBytes(int64(float64(size)/cf)), a.CopyMBps)
+	}
+	if r.Restore.Measured() {
+		fmt.Fprintf(w, "  restore  %10s  at %.0f MB/s, %s\n", hm(est.Restore), r.Restore.MBps, measuredWhere(r.Restore))
+	} else {
+		fmt.Fprintf(w, "  restore  %10s  at %.0f MB/s, limited by %s\n", hm(est.Restore), est.RestoreRate.MBps, est.RestoreRate.Bottleneck)
+	}
+	if r.CheckDB.Measured() {
+		fmt.Fprintf(w, "  CHECKDB  %10s  at %.0f MB/s, %s\n", hm(est.CheckDB), r.CheckDB.MBps, measuredWhere(r.CheckDB))
+	} else {
+		fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
+	}
 	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
+}
+
+// writeMeasured says which steps the manifests measured and which the
+// flags give, and which servers could not be read.
+func writeMeasured(w io.Writer, m *client.Measured, t plan.Throughput) {
+	if m == nil {
+		return
+	}
+	var measured, given []string
+	for _, s := range []struct {
+		name string
+		r    plan.StepRate
+	}{{"backup", t.Backup}, {"copy", t.Copy}, {"restore", t.Restore}, {"CHECKDB", t.CheckDB}} {
+		if s.r.Measured() {
+			measured = append(measured, fmt.Sprintf("%s %.0f MB/s (%s)", s.name, s.r.MBps, measuredWhere(s.r)))
+		} else {
+			given = append(given, s.name)
+		}
+	}
+	switch {
+	case len(m.Read) == 0:
+		fmt.Fprintf(w, "measured:  no backup server could be read: every step from the flags above\n")
+	case len(measured) == 0:
+		fmt.Fprintf(w, "measured:  nothing yet (no verified set with step timings of %s long or more): every step from the flags above\n", plan.MinMeasuredDuration)
+	case len(given) == 0:
+		fmt.Fprintf(w, "measured:  %s; the flags above give none of the estimates\n", strings.Join(measured, ", "))
+	default:
+		fmt.Fprintf(w, "measured:  %s; %s from the flags above\n", strings.Join(measured, ", "), strings.Join(given, ", "))
+	}
+	if t.CompressionFactor > 0 {
+		fmt.Fprintf(w, "           compression factor %.2f measured (the smallest of the last sets)\n", t.CompressionFactor)
+	}
+	names := make([]string, 0, len(m.Unread))
+	for n := range m.Unread {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "           %s not read, its sets are not counted: %s\n", n, m.Unread[n])
+	}
+}
+
+// measuredWhere says where a measured rate was seen.
+func measuredWhere(r plan.StepRate) string {
+	if r.Source == plan.SourceCalibration {
+		return "measured by calibration " + stamp(r.At)
+	}
+	return fmt.Sprintf("measured on set %d of %s", r.Sequence, stamp(r.At))
 }
 
 // writeNames lists the derived names at their widest (sequence of 14

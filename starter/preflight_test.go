@@ -11,6 +11,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/preflight"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // demoSite starts the site `make demo` runs (internal/devenv): the backup
@@ -143,6 +145,47 @@ func TestPreflightUsage(t *testing.T) {
 		code, _, errs := runStarter(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// A source login that lacks one grant (VIEW SERVER PERFORMANCE STATE):
+// `starter preflight` prints that permission MISSING with the GRANT that
+// fixes it, nothing else missing, and exits 1.
+func TestPreflightMissingGrantPrintsIt(t *testing.T) {
+	site := demoSite(t)
+	pw, err := os.ReadFile(filepath.Join(filepath.Dir(site.ConfigFile), "secrets", "sql.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything the source needs but VIEW SERVER PERFORMANCE STATE (the
+	// sequence table is created by the first cycle: ALTER on Sales).
+	if err := site.Source.SetLogin(sqlsim.Login{Name: "bk_src", Password: strings.TrimSpace(string(pw)),
+		Server: []string{tsql.PermCreateAnyDatabase, tsql.PermAlterAnyConnection},
+		Databases: map[string][]string{devenv.Database: {tsql.RoleDBBackupOperator, tsql.PermSelect, tsql.PermUpdate, "ALTER"},
+			"msdb": {tsql.PermSelect}}}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(site.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The source's entry comes first: its user becomes the restricted login.
+	restricted := strings.Replace(string(text), "user: sa", "user: bk_src", 1)
+	if restricted == string(text) {
+		t.Fatal("the demo configuration has no `user: sa` to restrict")
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(restricted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runStarter(t, "preflight", "--config", cfg)
+	if code != exitFail || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("exit %d (want %d), stderr %q:\n%s", code, exitFail, errs, out)
+	}
+	for _, want := range []string{"MISSING  VIEW SERVER PERFORMANCE STATE", "GRANT VIEW SERVER PERFORMANCE STATE TO [bk_src];", "1 MISSING"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -38,19 +37,11 @@ hours. Exit 1 unless the set is verified.`,
 			if in.Resume < 0 {
 				return usageError{msg: "--resume SEQ takes the positive sequence number of an unfinished set (see `starter status`)"}
 			}
-			if e.configFile != "" {
-				// Resolve the instance so the workflow id is the same however the
-				// cycle is started (and a misspelt name fails here, not in the worker).
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				db, err := selection.Lookup(cfg, in.Instance, in.Database)
-				if err != nil {
-					return err
-				}
-				in.Instance = db.Instance
+			inst, _, err := e.resolveInstance(in.Instance, in.Database)
+			if err != nil {
+				return err
 			}
+			in.Instance = inst
 			c, err := e.dial(ctx)
 			if err != nil {
 				return err

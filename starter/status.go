@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
@@ -24,7 +26,9 @@ its progress (the progress query, answered by a worker) and, when a step is bein
 last failure and when the next attempt starts (kept by Temporal, no worker needed).
 
 --from-manifests answers from the manifests on the backup servers instead: per database the last verified
-set, its age, copies, time to recover and last failure; exit 1 when any database is out of its rpo/rto.`,
+set, its age, copies, time to recover (measured: its restore + CHECKDB; and predicted by the plan's formulas from
+the rates of the sets before it, or from the assumed site for a step never measured) and last failure; exit 1
+when any database is out of its rpo/rto.`,
 		Args: noArgs,
 		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if fromManifests {
@@ -188,4 +192,21 @@ func timingsText(t activities.Timings) string {
 		return ""
 	}
 	return "; took " + strings.Join(parts, ", ")
+}
+
+// predictedText puts the plan's prediction of a set's time to recover
+// beside the measured one, each step with its rate and where the rate came
+// from: the sets before it ("measured on set N") or the assumed site.
+func predictedText(p *status.Prediction) string {
+	if p == nil {
+		return ""
+	}
+	rate := func(r plan.StepRate) string {
+		if r.Source == plan.SourceCycle {
+			return fmt.Sprintf("%.0f MB/s measured on set %d", r.MBps, r.Sequence)
+		}
+		return fmt.Sprintf("%.0f MB/s %s", r.MBps, r.Source)
+	}
+	return fmt.Sprintf("; predicted %s (restore %s at %s + CHECKDB %s at %s)", p.TimeToRecover,
+		p.Restore, rate(p.RestoreRate), p.CheckDB, rate(p.CheckDBRate))
 }

@@ -55,11 +55,16 @@ var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._]+`)
 // changed anything, a short hash of the real names keeps two databases from
 // sharing an id.
 func CycleWorkflowID(instance, database string) string {
+	return workflowID("backup", instance, database)
+}
+
+// workflowID is <prefix>-<instance>-<database>, escaped (see CycleWorkflowID).
+func workflowID(prefix, instance, database string) string {
 	parts := []string{database}
 	if instance != "" {
 		parts = []string{instance, database}
 	}
-	id, changed := "backup", false
+	id, changed := prefix, false
 	for _, p := range parts {
 		safe := unsafeID.ReplaceAllString(p, "_")
 		changed = changed || safe != p

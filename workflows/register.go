@@ -22,4 +22,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(HealthCheck, workflow.RegisterOptions{Name: HealthCheckName})
 	r.RegisterWorkflowWithOptions(BackupCycle, workflow.RegisterOptions{Name: BackupCycleName})
 	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: FleetName})
+	r.RegisterWorkflowWithOptions(Calibrate, workflow.RegisterOptions{Name: CalibrateName})
 }

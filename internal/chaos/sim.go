@@ -78,7 +78,7 @@ type run struct {
 	notes    []string
 	heals    []heal
 	// sql-crash, sql-lost-connection: armed on instance for op until it
-	// fires (the instance goes down / a statement ends "dropped")
+	// fires (the instance goes down / the statement's connection is closed)
 	armedOn, armedOp string
 	dropsBefore      int
 	// step tracking of the observed cycle
@@ -288,15 +288,10 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 	return nil
 }
 
-// dropped counts the statements an instance ended by a lost connection.
+// dropped counts the armed lost connections an instance has fired (the
+// statement itself runs on, as on SQL Server, until its next write).
 func dropped(in *sqlsim.Instance) int {
-	n := 0
-	for _, st := range in.Statements() {
-		if st.Outcome == "dropped" {
-			n++
-		}
-	}
-	return n
+	return in.LostConnections()
 }
 
 // rollback restores the source database from one of its verified sets

@@ -40,6 +40,10 @@ type Config struct {
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`
+	// Warnings are settings that load but are likely wrong (e.g. a
+	// heartbeat_timeout under 3 minutes), at their lines; `starter
+	// preflight` and the worker's start-up check report them.
+	Warnings []Error `yaml:"-"`
 }
 
 // SQLInstance is one SQL Server instance: a source of backups or a

@@ -68,6 +68,7 @@ func Parse(data []byte, name string) (*Config, error) {
 		sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
 		return nil, d.errs
 	}
+	cfg.Warnings = d.warnings
 	return cfg, nil
 }
 
@@ -89,11 +90,17 @@ func (d *decoder) yamlError(err error) Error {
 type decoder struct {
 	file     string
 	errs     Errors
+	warnings []Error                   // see Config.Warnings
 	lines    map[string]int            // path -> line of its key (or list item)
 	nulls    map[string]bool           // keys written with no value ("key:"), treated as not given
 	names    map[string]map[string]int // section -> name -> line, for duplicate names
 	inline   map[string]bool           // mappings with an inline secret (already reported)
 	reported map[string]bool           // paths with an error already
+}
+
+// warnf records a warning (see Config.Warnings).
+func (d *decoder) warnf(line int, path, format string, args ...any) {
+	d.warnings = append(d.warnings, Error{File: d.file, Line: max(line, 1), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (d *decoder) errf(line int, path, format string, args ...any) {

@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // timeoutKeys are the policy's timeout overrides; left out, the cycle's
 // plan derives them from the database's size.
@@ -22,14 +25,29 @@ func (p *Policy) timeout(key string) *int64 {
 	panic("config: unknown timeout key " + key) // a programming error in this package
 }
 
+// minHeartbeat is the shortest heartbeat_timeout that does not warn: a
+// heartbeat timeout ends the running attempt, so one shorter than the
+// stalls a site sees (a Temporal restart, a network blip of a minute or
+// two) turns each of them into a retry.
+const minHeartbeat = 3 * time.Minute
+
 // checkTimeouts checks the timeout overrides written at path.
 func (d *decoder) checkTimeouts(p *Policy, path, owner string, only func(string) bool) {
 	for _, k := range timeoutKeys {
 		kp := join(path, k)
-		if !only(k) || !d.given(kp) || *p.timeout(k) > 0 {
+		if !only(k) || !d.given(kp) {
 			continue
 		}
-		d.errf(d.line(kp), kp, "%s: %s must be a positive duration, e.g. 12h; leave it out to derive it from the database's size", owner, k)
+		if *p.timeout(k) <= 0 {
+			d.errf(d.line(kp), kp, "%s: %s must be a positive duration, e.g. 12h; leave it out to derive it from the database's size", owner, k)
+			continue
+		}
+		if k == "heartbeat_timeout" && p.HeartbeatTimeout < minHeartbeat {
+			d.warnf(d.line(kp), kp, "%s: heartbeat_timeout %s is under 3 minutes: a Temporal outage or a network stall longer than that ends "+
+				"the running attempt (its BACKUP, RESTORE or CHECKDB runs on and the retry re-attaches, but every stall costs a retry "+
+				"and the copy restarts from its checkpoint); 3m to 5m suits minutes-long stalls (4m when left out)",
+				owner, p.HeartbeatTimeout)
+		}
 	}
 }
 

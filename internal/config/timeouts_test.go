@@ -85,3 +85,30 @@ func TestTimeoutOverrides(t *testing.T) {
 		}
 	}
 }
+
+// A heartbeat_timeout under 3 minutes loads, with a warning at its line:
+// a Temporal outage or network stall longer than it ends the running
+// attempt.
+func TestShortHeartbeatTimeoutWarns(t *testing.T) {
+	c, err := Parse([]byte("defaults:\n  heartbeat_timeout: 30s\n"+base+"    heartbeat_timeout: 2m\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 2 {
+		t.Fatalf("warnings %v, want two (defaults and databases[0])", c.Warnings)
+	}
+	for i, w := range c.Warnings {
+		if !strings.Contains(w.Msg, "heartbeat_timeout") || !strings.Contains(w.Msg, "3m") || !strings.HasSuffix(w.Path, "heartbeat_timeout") {
+			t.Errorf("warning %d: %+v", i, w)
+		}
+	}
+	if c.Warnings[0].Line != 2 || c.Warnings[0].Path != "defaults.heartbeat_timeout" {
+		t.Errorf("first warning at %s line %d, want defaults.heartbeat_timeout line 2", c.Warnings[0].Path, c.Warnings[0].Line)
+	}
+	for _, ok := range []string{"", "defaults:\n  heartbeat_timeout: 4m\n"} {
+		c, err := Parse([]byte(ok+base), "config.yaml")
+		if err != nil || len(c.Warnings) != 0 {
+			t.Errorf("%q: warnings %v, err %v; want none", ok, c.Warnings, err)
+		}
+	}
+}

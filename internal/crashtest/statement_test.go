@@ -59,7 +59,13 @@ func TestWorkerRestartDuringRestore(t *testing.T) {
 	if m := s.manifest(res.Remote, res.Sequence); m == nil || m.State != catalog.StateVerified {
 		t.Errorf("set %d on %s: %+v, want verified", res.Sequence, res.Remote, m)
 	}
+	// The restart must have cost an attempt that the next one followed up
+	// (else the test proved nothing about re-attaching).
 	runs := history(t, c, run)
+	if runs.started["Restore"] < 2 || runs.completed["Restore"] != 1 {
+		t.Errorf("Restore: %d attempts, %d completions; want a second attempt (after the restart) that completed",
+			runs.started["Restore"], runs.completed["Restore"])
+	}
 	t.Logf("restore attempts started %d, failed %d; RESTORE statements %v", runs.started["Restore"], runs.failed["Restore"], outcomes(s.verify, "RESTORE DATABASE"))
 }
 
@@ -107,5 +113,12 @@ func TestTemporalAwayDuringBackup(t *testing.T) {
 	}
 	if m := s.manifest(res.Server, res.Sequence); m == nil || m.State != catalog.StateVerified {
 		t.Errorf("set %d on %s: %+v, want verified", res.Sequence, res.Server, m)
+	}
+	// The heartbeat timeout must have ended the first attempt, and the
+	// next one attached to its BACKUP.
+	runs := history(t, c, run)
+	if runs.started["Backup"] < 2 || runs.completed["Backup"] != 1 {
+		t.Errorf("Backup: %d attempts, %d completions; want a second attempt (after the heartbeat timeout) that completed",
+			runs.started["Backup"], runs.completed["Backup"])
 	}
 }

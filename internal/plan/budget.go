@@ -9,7 +9,8 @@ import (
 // SafetyFactor times what the seed's formulas predict plus TimeoutFloor before
 // it is stopped (StartToClose): the formulas are lower bounds ("CHECKDB might
 // require much more than just the time it takes to read from the disk"), the
-// site's real throughput is not measured, and a statement that is stopped is
+// site's throughput is assumed until cycles measure it (Estimate) and varies
+// from night to night after that, and a statement that is stopped is
 // started over, so stopping a slow but healthy one costs more than waiting.
 // The floor keeps small databases from timeouts of seconds that a busy
 // server or a slow login would exceed.
@@ -77,6 +78,10 @@ type Budget struct {
 	// remote server included (StartToClose = ScheduleToClose).
 	Copy      Step          `json:"copy"`
 	Heartbeat time.Duration `json:"heartbeat"`
+	// Rates are the throughputs Expected was computed with, each saying
+	// whether it was measured (SourceCycle, SourceCalibration) or assumed
+	// (TimeoutSite); zero when the caller did not record them.
+	Rates Throughput `json:"rates"`
 }
 
 // Overrides are configured timeouts; zero values are derived.
@@ -129,10 +134,15 @@ func step(expected, override time.Duration) Step {
 	return s
 }
 
-// SiteEstimate is CycleTime for size bytes on TimeoutSite with the backup
+// SiteEstimate is CycleTime of SiteCycle.
+func SiteEstimate(size int64, nics, remoteNICs int, compressed bool, bandwidthLimit int64) (CycleEstimate, error) {
+	return CycleTime(SiteCycle(size, nics, remoteNICs, compressed, bandwidthLimit))
+}
+
+// SiteCycle is a cycle of size bytes on TimeoutSite with the backup
 // server's NIC paths, compressed or not, and the copy capped at
 // bandwidthLimit bytes per second (0 = no cap).
-func SiteEstimate(size int64, nics, remoteNICs int, compressed bool, bandwidthLimit int64) (CycleEstimate, error) {
+func SiteCycle(size int64, nics, remoteNICs int, compressed bool, bandwidthLimit int64) Cycle {
 	src, remote, copyMBps := TimeoutSite(nics, remoteNICs)
 	if bandwidthLimit > 0 {
 		copyMBps = min(copyMBps, float64(bandwidthLimit)/MiB)
@@ -141,6 +151,5 @@ func SiteEstimate(size int64, nics, remoteNICs int, compressed bool, bandwidthLi
 	if compressed {
 		cf = TimeoutCompressionFactor
 	}
-	return CycleTime(Cycle{Source: src, Remote: remote, CopyMBps: copyMBps,
-		Workload: Workload{DataBytes: size, CompressionFactor: cf}})
+	return Cycle{Source: src, Remote: remote, CopyMBps: copyMBps, Workload: Workload{DataBytes: size, CompressionFactor: cf}}
 }

@@ -8,6 +8,8 @@
 // the time formulas it derives the cycle's step timeouts (Timeouts: a
 // multiple of the expected duration plus a floor, with configured
 // overrides), and it knows which editions create compressed backups.
+// Where a database's verified cycles (or a calibration) measured a step's
+// throughput, the estimates use it instead of the assumption (measured.go).
 //
 // Everything here is pure: no I/O, no clock. Units follow the seed: sizes in
 // MB where 1 GB = 1024 MB (binary), throughput in MB/s.

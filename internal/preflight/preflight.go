@@ -140,6 +140,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.QueryTimeout = time.Minute
 	}
 	r := &Report{Config: o.Config.File, headers: map[string]string{}}
+	if cs := configChecks(o.Config); len(cs) > 0 {
+		r.headers[sectionKey(cs[0])] = "configuration " + o.Config.File
+		r.add(cs...)
+	}
 	sizes := map[*config.Database]dbSize{}
 	for _, in := range s.instances {
 		checkInstance(ctx, o, s, in, r, sizes)
@@ -200,6 +204,14 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	r.add(login)
 	if len(dbs) > 0 {
 		r.add(sourceInstanceChecks(in.Name, sf)...)
+		if slices.ContainsFunc(dbs, func(d *config.Database) bool { return d.Sequence == config.SequenceCatalog }) {
+			mf, err := readMSDBFacts(qctx, db)
+			c := backupHistoryCheck(in.Name, sf, mf)
+			if err != nil && c.Status != OK {
+				c.Detail = "could not ask: " + err.Error()
+			}
+			r.add(c)
+		}
 	}
 	if len(servers) > 0 {
 		mf, err := readMSDBFacts(qctx, db)

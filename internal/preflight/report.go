@@ -28,6 +28,7 @@ const (
 	KindInstance = "instance" // a SQL instance, server-level permissions
 	KindDatabase = "database" // a database on its source instance
 	KindServer   = "server"   // a backup server's storage
+	KindConfig   = "config"   // a setting of the configuration file
 )
 
 // Check is one permission or capability the cycle needs, and whether it
@@ -68,6 +69,8 @@ func sectionKey(c Check) string {
 		return KindDatabase + "\x00" + c.Instance + "\x00" + c.Database
 	case KindServer:
 		return KindServer + "\x00" + c.Server
+	case KindConfig:
+		return KindConfig
 	}
 	return KindInstance + "\x00" + c.Instance
 }
@@ -194,6 +197,8 @@ func defaultHeader(c Check) string {
 		return "database " + c.Instance + "/" + c.Database
 	case KindServer:
 		return "backup server " + c.Server
+	case KindConfig:
+		return "configuration"
 	}
 	return "SQL instance " + c.Instance
 }

@@ -23,7 +23,13 @@ import (
 //     The login that restores a database it creates becomes its owner, so
 //     it is dbo there: DBCC CHECKDB (sysadmin or db_owner,
 //     https://learn.microsoft.com/en-us/sql/t-sql/database-console-commands/dbcc-checkdb-transact-sql#permissions)
-//     and the sanity queries need nothing more.
+//     and the sanity queries need nothing more, nor do RESTORE ... REPLACE
+//     over that copy (its owner) and DROP DATABASE of it (CONTROL on the
+//     database, ALTER ANY DATABASE or db_owner,
+//     https://learn.microsoft.com/en-us/sql/t-sql/statements/drop-database-transact-sql#permissions):
+//     ALTER ANY DATABASE is not needed.
+//   - sequence: catalog reads the source's msdb.dbo.backupset for the
+//     numbers of earlier sets (a floor when the backup servers lost theirs).
 //   - sys.dm_exec_requests shows other sessions' requests (the cycle's own
 //     statement after a worker restart) only with VIEW SERVER STATE; on
 //     SQL Server 2022 (16.x) VIEW SERVER PERFORMANCE STATE
@@ -157,8 +163,8 @@ func sourceInstanceChecks(inst string, f serverFacts) []Check {
 // verifyInstanceChecks are the needs of a verification instance.
 func verifyInstanceChecks(inst string, f serverFacts, msdb msdbFacts) []Check {
 	cs := []Check{
-		serverCheck(inst, f, tsql.PermCreateAnyDatabase, "verification: RESTORE of the copy, RESTORE FILELISTONLY/HEADERONLY", Missing),
-		serverCheck(inst, f, tsql.PermAlterAnyDatabase, "verification: RESTORE ... REPLACE and DROP of the verification copy", Missing),
+		serverCheck(inst, f, tsql.PermCreateAnyDatabase,
+			"verification: RESTORE of the copy (then REPLACE and DROP of it as its owner), RESTORE FILELISTONLY/HEADERONLY", Missing),
 		viewStateCheck(inst, f, "verification: re-attach to a running RESTORE or DBCC CHECKDB"),
 		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled cycle stops its running statement (KILL)", Warn),
 	}
@@ -193,7 +199,24 @@ func verifyInstanceChecks(inst string, f serverFacts, msdb msdbFacts) []Check {
 	return append(cs, c)
 }
 
-// msdbFacts is what the verification login may read in msdb.
+// backupHistoryCheck is the need of a source instance whose databases use
+// sequence: catalog: it reads their earlier sets' names in
+// msdb.dbo.backupset. Without SELECT the cycle still runs, on the backup
+// servers' numbers alone, so it is a warning.
+func backupHistoryCheck(inst string, f serverFacts, msdb msdbFacts) Check {
+	c := Check{Kind: KindInstance, Instance: inst, Name: "SELECT msdb.dbo.backupset",
+		For: "source: sequence: catalog reads the backup history (numbers go on when the backup servers lost their sets)"}
+	if f.Sysadmin || msdb.BackupSet {
+		c.Status, c.Detail = OK, "held"
+		return c
+	}
+	c.Status = Warn
+	c.Detail = f.Login + " cannot read msdb.dbo.backupset: sequence numbers rest on the backup servers alone"
+	c.Fix, _ = tsql.GrantObjectPermissions("msdb", "dbo", "backupset", []string{tsql.PermSelect}, f.Login, true)
+	return c
+}
+
+// msdbFacts is what the login may read in msdb.
 type msdbFacts struct {
 	RestoreHistory, BackupSet bool
 }
@@ -329,4 +352,18 @@ func compressionCheck(base Check, db *config.Database, sf serverFacts) (Check, b
 	c.Detail = sf.product() + " has no backup compression: the BACKUP runs without it, and the sets are as large as the data"
 	c.Fix = "set compression: false for " + db.ID() + " in the config"
 	return c, true
+}
+
+// configChecks are the configuration's warnings (config.Config.Warnings),
+// each a WARN row named by its key.
+func configChecks(cfg *config.Config) []Check {
+	var cs []Check
+	for _, w := range cfg.Warnings {
+		c := Check{Kind: KindConfig, Name: w.Path, Status: Warn, Detail: w.Error(), For: "every cycle"}
+		if strings.HasSuffix(w.Path, "heartbeat_timeout") {
+			c.Fix = "set heartbeat_timeout: 4m (3m to 5m), or leave it out"
+		}
+		cs = append(cs, c)
+	}
+	return cs
 }

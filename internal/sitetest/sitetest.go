@@ -38,6 +38,18 @@ var Servers = []string{"bak01", "bak02"}
 // UNC is the path SQL Server writes a backup server's files to.
 func UNC(server string) string { return `\\` + server + `\backup` }
 
+// NICPaths are a backup server's n UNC paths, one per NIC (seed 000, "Using
+// Multiple NICs"): UNC(server), then \\<server>-nic2\backup, ... All reach
+// the same directory; the emulator can throttle each on its own
+// (sqlsim.Instance.SetShareThrottle), as separate network cards.
+func NICPaths(server string, n int) []string {
+	out := []string{UNC(server)}
+	for i := 2; i <= n; i++ {
+		out = append(out, fmt.Sprintf(`\\%s-nic%d\backup`, server, i))
+	}
+	return out
+}
+
 // Options shape a site. The zero value (with a Database) is a site of
 // local directories with a 4 MiB database on source instance sql01.
 type Options struct {
@@ -64,6 +76,9 @@ type Options struct {
 	// BandwidthLimit sets backup_servers[].bandwidth_limit, e.g.
 	// {"bak02": "2MiB"}.
 	BandwidthLimit map[string]string
+	// NICs gives every backup server that many UNC paths (NICPaths);
+	// 0 or 1 is one.
+	NICs int
 	// NoSQL writes the directories and the configuration but starts no
 	// instance and creates no database: for activities that only touch
 	// the backup servers.
@@ -169,6 +184,11 @@ func New(t testing.TB, o Options) *Site {
 	if smbPassword != "" && os.Getenv(SMBPasswordEnv) != smbPassword {
 		t.Setenv(SMBPasswordEnv, smbPassword)
 	}
+	for _, name := range Servers {
+		for _, p := range NICPaths(name, o.NICs)[1:] {
+			shares[p], vshares[p] = s.Dirs[name], s.Dirs[name]
+		}
+	}
 	srcAddr, verifyAddr := "127.0.0.1:1", "127.0.0.1:2" // nothing listens there
 	if !o.NoSQL {
 		if os.Getenv(PasswordEnv) != Password {
@@ -195,12 +215,16 @@ func New(t testing.TB, o Options) *Site {
     verify_instance: %s
     restore_data_dir: 'D:\restore\data'
     restore_log_dir: 'D:\restore\log'
-`, name, UNC(name), location[name], VerifyInstance)
+`, name, strings.Join(NICPaths(name, o.NICs), "', '"), location[name], VerifyInstance)
 		if l := o.BandwidthLimit[name]; l != "" {
 			fmt.Fprintf(&y, "    bandwidth_limit: %s\n", l)
 		}
 	}
-	fmt.Fprintf(&y, "databases:\n  - name: %q\n    instance: %s\n    backup_servers: [bak01, bak02]\n    stripes: 2\n", o.Database, o.Instance)
+	stripes := 2 // spread evenly over the NIC paths
+	if o.NICs > 2 {
+		stripes = o.NICs
+	}
+	fmt.Fprintf(&y, "databases:\n  - name: %q\n    instance: %s\n    backup_servers: [bak01, bak02]\n    stripes: %d\n", o.Database, o.Instance, stripes)
 	if o.Uncompressed {
 		y.WriteString("    compression: false\n")
 	}

@@ -51,14 +51,14 @@ func TestLoginDatabaseUnavailable(t *testing.T) {
 	})
 	e.create(t, DatabaseSpec{Name: "Off", Size: 2 << 20})
 	e.create(t, DatabaseSpec{Name: "Src", Size: 4 << 20})
-	// Half: a RESTORE cut short leaves it RESTORING.
+	// Half: a RESTORE cut short (its client gone) leaves it RESTORING.
 	set := disks(stripeNames("Src", 1))
 	mustRun(t, e.db, "BACKUP DATABASE [Src] TO "+set+" WITH INIT, FORMAT")
 	e.in.SetThrottle(4 << 20)
 	if err := e.in.DropConnectionAt(OpRestore, 30); err != nil {
 		t.Fatal(err)
 	}
-	e.db.ExecContext(testCtx(t), "RESTORE DATABASE [Half] FROM "+set+" WITH "+movesFor(t, e, set, "h"))
+	e.db.ExecContext(testCtx(t), "RESTORE DATABASE [Half] FROM "+set+" WITH "+movesFor(t, e, set, "h")+", STATS = 10") // stops at its next STATS message
 	e.in.SetThrottle(0)
 	waitFor(t, func() bool {
 		got := statementsOf(e.in, "RESTORE DATABASE")

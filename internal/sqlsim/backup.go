@@ -225,7 +225,11 @@ func (x *execCtx) backup(s *backupStmt) error {
 			return opError(op, sqlErr(3209, 16, "The backup device '%s' is specified more than once.", t.raw))
 		}
 		seen[key] = true
-		so := &stripeOut{t: t, limit: &limiter{rate: streamRate}, netErr: x.in.shareNetErr(t.share)}
+		rate := streamRate
+		if t.null {
+			rate = 0 // NUL is no stream to pace: a backup to it measures the reads (seed 004)
+		}
+		so := &stripeOut{t: t, limit: &limiter{rate: rate}, netErr: x.in.shareNetErr(t.share)}
 		if t.share != nil {
 			x.in.mu.Lock()
 			so.shareLm = x.in.faults.shareLimit[t.share.prefix]
@@ -254,6 +258,14 @@ func (x *execCtx) backup(s *backupStmt) error {
 		}
 	}
 	defer release()
+	// Files held by another BACKUP fail at once (above); another data
+	// backup of the database to other files is waited for.
+	x.setCommand("BACKUP DATABASE", d.ID, true)
+	unlock, err := x.lockDataBackup(d.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	for _, so := range outs {
 		if so.t.null {
 			continue
@@ -654,8 +666,6 @@ func (x *execCtx) watchProgress(ctx context.Context, op string, finished <-chan 
 		}
 		if x.in.dropDue(op, pct) {
 			x.dropConnection()
-			fail(context.Canceled)
-			return nil
 		}
 		if e := x.fatalDue(op, pct); e != nil {
 			fail(e)

@@ -84,6 +84,12 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	x.in.ops.Add(1)
 	defer x.in.ops.Done()
 	x.setCommand("DBCC TABLE CHECK", d.ID, true)
+	if x.in.isTempdbFull() { // see SetTempdbFull
+		return tds.Errors{
+			sqlErr(1105, 17, "Could not allocate space for object 'dbo.SORT temporary run storage:  140737488355328' in database 'tempdb' because the 'PRIMARY' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
+			sqlErr(8921, 16, "Check terminated. A failure was detected while collecting facts. Possibly tempdb out of space or a system table is inconsistent. Check previous errors."),
+		}
+	}
 	ce := &dbccErrors{all: all, byObject: map[uint32][]*tds.Error{}, tables: map[uint32]string{}}
 	x.in.metaMu.RLock()
 	md, mdErr := readBoot(d.Files[0].Path)

@@ -268,3 +268,32 @@ func TestRestoreRequestDatabaseID(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSecondRestoreOfSameDatabase: a RESTORE holds its target database
+// exclusively while it runs, so a second RESTORE into it (from another
+// session, e.g. a retry that could not see the first) fails at once with
+// 3101 + 3013 and the first completes untouched.
+func TestSecondRestoreOfSameDatabase(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 8 << 20})
+	from := disks(stripeNames("Sales", 1))
+	mustRun(t, e.db, "BACKUP DATABASE [Sales] TO "+from+" WITH INIT, FORMAT")
+	restore := "RESTORE DATABASE [V] FROM " + from + " WITH " + movesFor(t, e, from, "v") + ", REPLACE"
+	e.in.SetThrottle(4 << 20)
+	other := e.open(t, "master")
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.ExecContext(testCtx(t), restore)
+		done <- err
+	}()
+	waitRunning(t, e.in, "RESTORE DATABASE")
+	wantErrs(t, e.db, []int32{3101, 3013}, restore)
+	if err := <-done; err != nil {
+		t.Fatalf("the first RESTORE: %v", err)
+	}
+	if got := statementsOf(e.in, "RESTORE DATABASE"); len(got) != 2 || got[0].Outcome != "ok" || got[1].Outcome != "error 3013" {
+		t.Fatalf("RESTORE statements %+v; want the first ok, the second refused", got)
+	}
+	e.in.SetThrottle(0)
+	mustRun(t, e.db, restore) // once it has ended, the database is free again
+}

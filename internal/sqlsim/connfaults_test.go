@@ -9,22 +9,27 @@ import (
 )
 
 // TestDropConnectionAt: a connection lost at a chosen percent of a
-// BACKUP, RESTORE or CHECKDB ends the statement where it is — incomplete
-// stripes, a RESTORING database — while the instance keeps serving.
+// BACKUP, RESTORE or CHECKDB does not stop the statement by itself: it runs
+// on, visible in sys.dm_exec_requests, until its next write to the client.
+// With STATS that is its next progress message, and it ends there —
+// incomplete stripes, a RESTORING database; without STATS it completes.
+// The instance keeps serving throughout.
 func TestDropConnectionAt(t *testing.T) {
 	e := newEnv(t)
 	e.create(t, DatabaseSpec{Name: "Sales", Size: 8 << 20})
 	good := disks(stripeNames("Sales", 2))
 	mustRun(t, e.db, "BACKUP DATABASE [Sales] TO "+good+" WITH INIT, FORMAT")
 	cut := []string{`\\bak01\backup\cut_1of2.bak`, `\\bak01\backup\cut_2of2.bak`}
+	whole := []string{`\\bak01\backup\whole_1of2.bak`, `\\bak01\backup\whole_2of2.bak`}
 	restore := "RESTORE DATABASE [V] FROM " + good + " WITH " + movesFor(t, e, good, "v") + ", REPLACE"
-	e.in.SetThrottle(8 << 20) // each takes about a second: the drop lands mid-way
-	for _, tc := range []struct {
-		op, stmt, kind string
+	e.in.SetThrottle(4 << 20) // each takes about two seconds: the drop lands mid-way
+	for i, tc := range []struct {
+		op, stmt, kind, outcome string
 	}{
-		{OpBackup, "BACKUP DATABASE [Sales] TO " + disks(cut) + " WITH INIT, FORMAT", "BACKUP DATABASE"},
-		{OpRestore, restore, "RESTORE DATABASE"},
-		{OpCheckDB, "DBCC CHECKDB([Sales]) WITH NO_INFOMSGS", "DBCC CHECKDB"},
+		{OpBackup, "BACKUP DATABASE [Sales] TO " + disks(whole) + " WITH INIT, FORMAT", "BACKUP DATABASE", "ok"},
+		{OpBackup, "BACKUP DATABASE [Sales] TO " + disks(cut) + " WITH INIT, FORMAT, STATS = 10", "BACKUP DATABASE", "dropped"},
+		{OpRestore, restore + ", STATS = 10", "RESTORE DATABASE", "dropped"},
+		{OpCheckDB, "DBCC CHECKDB([Sales]) WITH NO_INFOMSGS", "DBCC CHECKDB", "ok"},
 	} {
 		if err := e.in.DropConnectionAt(tc.op, 40); err != nil {
 			t.Fatal(err)
@@ -34,24 +39,34 @@ func TestDropConnectionAt(t *testing.T) {
 		if err == nil || errors.As(err, &me) {
 			t.Fatalf("%s through a dropped connection: %v, want a connection error", tc.op, err)
 		}
-		// The client learns first; the server logs the end as it unwinds.
-		waitFor(t, func() bool {
-			got := statementsOf(e.in, tc.kind)
-			return got[len(got)-1].Outcome != "running"
-		})
-		got := statementsOf(e.in, tc.kind)
-		if last := got[len(got)-1]; last.Outcome != "dropped" {
-			t.Fatalf("%s logged %q, want dropped", tc.op, last.Outcome)
+		if tc.outcome == "ok" {
+			// The client learnt of the loss; the server did not: the
+			// statement is still a request of its session.
+			rec := lastOf(t, e.in, tc.kind)
+			if rec.Outcome != "running" {
+				t.Fatalf("%s stopped (%q) with its connection; it must run on until its next write", tc.op, rec.Outcome)
+			}
+			if _, _, _, ok := requestOf(t, e, rec.Session); !ok && lastOf(t, e.in, tc.kind).Outcome == "running" {
+				t.Fatalf("%s: running but not in sys.dm_exec_requests", tc.op)
+			}
+		}
+		waitFor(t, func() bool { return lastOf(t, e.in, tc.kind).Outcome != "running" })
+		if got := lastOf(t, e.in, tc.kind).Outcome; got != tc.outcome {
+			t.Fatalf("%s logged %q, want %s", tc.stmt, got, tc.outcome)
+		}
+		if n := e.in.LostConnections(); n != i+1 {
+			t.Fatalf("LostConnections %d after %d fired faults", n, i+1)
 		}
 		// Still serving: a new connection works at once.
 		mustRun(t, e.db, "SELECT 1")
 	}
 	e.in.SetThrottle(0)
+	mustRun(t, e.db, "RESTORE VERIFYONLY FROM "+disks(whole))
 	if r := mustFail(t, e.db, 3013, "RESTORE VERIFYONLY FROM "+disks(cut)); r.errs[0].Number != 3241 {
-		t.Fatalf("VERIFYONLY of a backup cut by a lost connection: %v", r.errs)
+		t.Fatalf("VERIFYONLY of a backup cut at its next STATS message: %v", r.errs)
 	}
 	if r := mustRun(t, e.db, "SELECT state_desc FROM sys.databases WHERE name = N'V'"); r.rows[0][0] != "RESTORING" {
-		t.Fatalf("database of a restore cut by a lost connection: %v", r.rows)
+		t.Fatalf("database of a restore cut at its next STATS message: %v", r.rows)
 	}
 	mustRun(t, e.db, restore)
 	mustRun(t, e.db, "DBCC CHECKDB([V]) WITH NO_INFOMSGS")

@@ -53,8 +53,10 @@ const (
 	osFileNotFound = "2(The system cannot find the file specified.)"
 	osPathNotFound = "3(The system cannot find the path specified.)"
 	osNetNotFound  = "53(The network path was not found.)"
-	osDiskFull     = "112(There is not enough space on the disk.)"
-	osAccessDenied = "5(Access is denied.)"
+	// A reachable host without the share named (ERROR_BAD_NET_NAME).
+	osNetNameNotFound = "67(The network name cannot be found.)"
+	osDiskFull        = "112(There is not enough space on the disk.)"
+	osAccessDenied    = "5(Access is denied.)"
 )
 
 func errOpenDevice(path, oserr string) *tds.Error {

@@ -21,6 +21,8 @@ type faultState struct {
 	crashAt     map[string]float64 // op -> percent, one-shot
 	dropAt      map[string]float64 // op -> percent, one-shot: drop the connection running it
 	refuse      int                // connection attempts still to refuse
+	lost        int                // DropConnectionAt faults fired
+	tempdbFull  bool               // DBCC CHECKDB cannot get its tempdb space (SetTempdbFull)
 }
 
 func (f *faultState) init() {
@@ -54,12 +56,14 @@ func (in *Instance) CrashAt(op string, percent float64) error {
 
 // DropConnectionAt arms a one-shot lost connection: when the next operation
 // op (OpBackup, OpRestore, OpCheckDB) reaches percent, the connection
-// running it is dropped without a reply, as a network failure between the
+// running it is closed without a reply, as a network failure between the
 // client and the server would; the instance keeps running and accepts new
-// connections. SQL Server ends the request of a session whose connection is
-// gone, so the operation stops where it is: a BACKUP leaves stripes without
-// a trailer, a RESTORE leaves its database RESTORING, a CHECKDB reports
-// nothing. Statements records it with Outcome "dropped".
+// connections. The statement follows the rule of a vanished client (see
+// client.go): it runs on, visible in sys.dm_exec_requests, until its next
+// write to the client. With STATS that is its next progress message, where
+// it stops as SQL Server stops it (stripes without a trailer, a RESTORING
+// database; Statements records Outcome "dropped"); without, it completes
+// and only its reply is lost. LostConnections counts the fired faults.
 func (in *Instance) DropConnectionAt(op string, percent float64) error {
 	op, err := checkArm("DropConnectionAt", op, percent)
 	if err != nil {
@@ -121,22 +125,45 @@ func (in *Instance) armedDue(armed map[string]float64, op string, p float64) boo
 	return true
 }
 
-// DropConnections drops every open connection now, without a reply, and
+// DropConnections closes every open connection now, without a reply, and
 // keeps serving: what clients see when the network between them and a
-// running server fails for a moment. Running statements stop as with
-// DropConnectionAt.
+// running server fails for a moment. Running statements follow the rule of
+// a vanished client (see client.go and DropConnectionAt): a network failure
+// stops nothing on the server by itself; Crash and Stop do.
 func (in *Instance) DropConnections() {
 	in.mu.Lock()
 	srv := in.srv
 	running := in.running
-	for r := range in.requests {
-		r.dropped.Store(true)
-		r.cancel()
-	}
 	in.mu.Unlock()
 	if srv != nil && running {
 		srv.DropConnections()
 	}
+}
+
+// LostConnections is how many armed DropConnectionAt faults have fired.
+func (in *Instance) LostConnections() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.faults.lost
+}
+
+// SetTempdbFull makes tempdb out of space: DBCC CHECKDB stops before it
+// checks anything, with 1105 (could not allocate space in tempdb, its
+// PRIMARY filegroup full) then 8921 "Check terminated. A failure was
+// detected while collecting facts. Possibly tempdb out of space or a system
+// table is inconsistent." — as SQL Server does when the facts CHECKDB
+// sorts in tempdb do not fit
+// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-8921-database-engine-error).
+func (in *Instance) SetTempdbFull(full bool) {
+	in.mu.Lock()
+	in.faults.tempdbFull = full
+	in.mu.Unlock()
+}
+
+func (in *Instance) isTempdbFull() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.faults.tempdbFull
 }
 
 // RefuseConnections makes the next n connection attempts fail: the server
@@ -203,18 +230,17 @@ func (x *execCtx) kill(n *killStmt) error {
 	return nil
 }
 
-// dropConnection drops the connection of the session running x (see
-// DropConnectionAt); the statement sees its ctx cancelled.
+// dropConnection closes the connection of the session running x (see
+// DropConnectionAt); the statement itself runs on until its next write.
 func (x *execCtx) dropConnection() {
-	x.req.dropped.Store(true)
 	x.in.mu.Lock()
 	srv := x.in.srv
+	x.in.faults.lost++
 	x.in.mu.Unlock()
-	x.in.log.Warn("dropping the connection of a running statement (fault injection)", zap.Int("spid", int(x.s.id)))
+	x.in.log.Warn("closing the connection of a running statement (fault injection)", zap.Int("spid", int(x.s.id)))
 	if srv != nil {
 		srv.DropConnection(x.s.id)
 	}
-	x.req.cancel()
 }
 
 // crashNow marks the instance crashed at once (in-flight work sees it on

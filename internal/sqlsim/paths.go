@@ -47,6 +47,10 @@ func (in *Instance) resolve(p string) (target, string) {
 	if t.share != nil {
 		netErr = in.faults.netErr[t.share.prefix]
 	}
+	unknownUNC := ""
+	if t.share == nil && strings.HasPrefix(norm, `\\`) {
+		unknownUNC = in.unknownUNCLocked(norm)
+	}
 	in.mu.Unlock()
 	switch {
 	case unreachable:
@@ -54,8 +58,8 @@ func (in *Instance) resolve(p string) (target, string) {
 	case netErr != "":
 		return t, netErr
 	case t.share != nil:
-	case strings.HasPrefix(norm, `\\`):
-		return t, osNetNotFound
+	case unknownUNC != "":
+		return t, unknownUNC
 	case len(p) >= 2 && p[1] == ':':
 		return t, osPathNotFound // a drive that is not mapped
 	case filepath.IsAbs(p):
@@ -67,6 +71,39 @@ func (in *Instance) resolve(p string) (target, string) {
 		return t, osPathNotFound
 	}
 	return t, ""
+}
+
+// unknownUNCLocked is the operating system error of a UNC path (lower
+// case, backslashes) under no mapped share, as Windows answers it: 53
+// (ERROR_BAD_NETPATH) when its host is unknown or away, 67
+// (ERROR_BAD_NET_NAME) when the host is there but has no such share, 3
+// when the share is there but not the directory
+// (https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499-).
+func (in *Instance) unknownUNCLocked(norm string) string {
+	parts := strings.SplitN(strings.TrimPrefix(norm, `\\`), `\`, 3)
+	host := `\\` + parts[0] + `\`
+	share := ""
+	if len(parts) > 1 {
+		share = host + parts[1]
+	}
+	known := false
+	for i := range in.shares {
+		p := in.shares[i].prefix
+		if !strings.HasPrefix(p, host) {
+			continue
+		}
+		if in.faults.unreachable[p] {
+			return osNetNotFound // the host is away
+		}
+		known = true
+		if share != "" && (p == share || strings.HasPrefix(p, share+`\`)) {
+			return osPathNotFound
+		}
+	}
+	if known {
+		return osNetNameNotFound
+	}
+	return osNetNotFound
 }
 
 // limiter paces bytes to a rate; a zero rate means unlimited. One limiter

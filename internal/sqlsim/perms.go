@@ -15,6 +15,12 @@ import (
 // Login is a SQL login with its permissions.
 type Login struct {
 	Name, Password string
+	// Windows makes it a Windows login (CREATE LOGIN [DOMAIN\user] FROM
+	// WINDOWS): Name is DOMAIN\user, it logs in only through integrated
+	// authentication (NTLM), and Password is the domain account's, which
+	// the emulator checks as its domain controller would. SQL Server
+	// authentication with its name fails (18456).
+	Windows bool
 	// Sysadmin makes the login a member of the sysadmin fixed server role:
 	// every permission, and dbo in every database.
 	Sysadmin bool
@@ -95,6 +101,29 @@ func (in *Instance) initLogins() error {
 
 // principal returns the login named name (nil if none). The result is
 // shared: callers must not modify it (SetLogin replaces, never mutates).
+// WindowsPassword implements tds.WindowsAccounts: the password of the
+// Windows login named DOMAIN\user, as the domain knows it.
+func (in *Instance) WindowsPassword(login string) (string, bool) {
+	p := in.principal(login)
+	if p == nil || !p.Windows {
+		return "", false
+	}
+	return p.Password, true
+}
+
+// WindowsDomain implements tds.WindowsAccounts: the domain of the first
+// Windows login, else WORKGROUP.
+func (in *Instance) WindowsDomain() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, p := range in.logins {
+		if dom, _, ok := strings.Cut(p.Name, `\`); ok && p.Windows {
+			return dom
+		}
+	}
+	return "WORKGROUP"
+}
+
 func (in *Instance) principal(name string) *Login {
 	in.mu.Lock()
 	defer in.mu.Unlock()

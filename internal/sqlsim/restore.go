@@ -585,11 +585,17 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			return opError(op, sqlErr(3159, 16, "The tail of the log for the database \"%s\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.", existing.Name))
 		}
 	}
-	if existing != nil && x.in.dbInUseLocked(existing, x.s) {
+	if existing != nil && x.in.dbInUseLocked(existing, x.s) || existing == nil && x.in.restoringLocked(name, x.s) {
 		x.in.mu.Unlock()
 		return opError(op, sqlErr(3101, 16, "Exclusive access could not be obtained because the database is in use."))
 	}
+	x.req.target = name
 	x.in.mu.Unlock()
+	defer func() {
+		x.in.mu.Lock()
+		x.req.target = ""
+		x.in.mu.Unlock()
+	}()
 	// Plan the files.
 	var plan []dbFile
 	var planErrs []*tds.Error

@@ -65,11 +65,12 @@ type request struct {
 	percent  float64
 	progress bool   // percent_complete is meaningful
 	waitType string // sys.dm_exec_requests.wait_type ("WAITFOR"), "" when running
+	// target is the database a running RESTORE DATABASE restores: held
+	// exclusively until it ends (dbInUseLocked), whatever database_id says.
+	target string
 
-	// dropped is set when a fault dropped the request's connection,
-	// killed when KILL ended its session.
-	dropped atomic.Bool
-	killed  atomic.Bool
+	// killed is set when KILL ended its session.
+	killed atomic.Bool
 }
 
 // StatementRecord is one statement the instance ran or is running, for
@@ -82,8 +83,9 @@ type StatementRecord struct {
 	Start    time.Time
 	End      time.Time // zero while it runs
 	// Outcome is "running", "ok", "error <number>", "cancelled" (the client
-	// cancelled), "dropped" (a fault dropped the connection: DropConnectionAt,
-	// DropConnections), "killed" (KILL <session>) or "crashed".
+	// cancelled), "dropped" (its client was gone at its next write: a
+	// vanished client, DropConnectionAt, DropConnections), "killed" (KILL
+	// <session>) or "crashed".
 	Outcome string
 	Error   error
 }
@@ -198,7 +200,7 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 		case <-crashed:
 			cancel()
 		case <-client.Done():
-			if !errors.Is(context.Cause(client), tds.ErrConnectionClosed) || req.dropped.Load() || req.killed.Load() {
+			if !errors.Is(context.Cause(client), tds.ErrConnectionClosed) || req.killed.Load() {
 				cancel() // an attention, or a fault that stops the statement where it is
 				return
 			}
@@ -235,7 +237,8 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 	return nil
 }
 
-// errConnectionDropped ends a statement whose connection a fault dropped,
+// errConnectionDropped ends a statement whose client was gone at its next
+// write,
 // errSessionKilled one whose session KILL ended.
 var (
 	errConnectionDropped = fmt.Errorf("sqlsim: connection dropped (fault injection): %w", context.Canceled)
@@ -358,7 +361,7 @@ func (x *execCtx) run(st stmt) error {
 		err = tds.ErrKillConnection
 	case err != nil && x.req.killed.Load() && !isSQLError(err):
 		err = errSessionKilled
-	case err != nil && (x.req.dropped.Load() || x.clientGone()) && !isSQLError(err):
+	case err != nil && x.clientGone() && !isSQLError(err):
 		err = errConnectionDropped
 	}
 	if rec != nil {

@@ -80,6 +80,7 @@ type Instance struct {
 	stmts    []*StatementRecord
 	faults   faultState
 	devices  deviceTable // backup files open by running BACKUP/RESTORE (devices.go)
+	backups  backupLocks // one data backup per database at a time (backuplock.go)
 	shares   []shareMap
 	logins   map[string]*Login     // lower-case name -> login (perms.go)
 	tls      *tlsState             // Config.TLS (tls.go); nil when off
@@ -690,7 +691,9 @@ func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error)
 		lang = asked
 	}
 	failed := sqlErr(18456, 14, "Login failed for user '%s'.", l.User)
-	if p == nil || p.Password != l.Password {
+	// A Windows login was authenticated by NTLM (tds.WindowsAccounts) and
+	// has no password here; SQL Server authentication with its name fails.
+	if p == nil || p.Windows != l.Windows || (!l.Windows && p.Password != l.Password) {
 		in.log.Info("login failed", zap.String("user", l.User))
 		return nil, localize(lang, failed)
 	}

@@ -876,9 +876,27 @@ func (in *Instance) dbInUseLocked(d *database, self *session) bool {
 		if r.dbID == d.ID && r.sessionID != int(self.id) && r.command != "SELECT" {
 			return true
 		}
+		// A RESTORE holds its target exclusively from its start
+		// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-3000-to-3999,
+		// 3101 "Exclusive access could not be obtained because the
+		// database is in use"): a second RESTORE into it fails.
+		if r.target != "" && strings.EqualFold(r.target, d.Name) && r.sessionID != int(self.id) {
+			return true
+		}
 	}
 	for _, s := range in.sessions {
 		if s != self && strings.EqualFold(s.Database(), d.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// restoringLocked reports another session's RESTORE into name, a database
+// that does not exist yet (its first RESTORE creates it).
+func (in *Instance) restoringLocked(name string, self *session) bool {
+	for r := range in.requests {
+		if r.target != "" && strings.EqualFold(r.target, name) && r.sessionID != int(self.id) {
 			return true
 		}
 	}

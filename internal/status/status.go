@@ -48,6 +48,9 @@ type Verified struct {
 	CheckDB        Duration `json:"checkdb_seconds"`
 	TimeToRecover  Duration `json:"time_to_recover_seconds"`
 	VerifyInstance string   `json:"verify_instance,omitempty"` // from the restore proof
+	// Predicted is what the plan predicts for this set's restore and
+	// CHECKDB, beside the measured times above; nil without the set's size.
+	Predicted *Prediction `json:"predicted,omitempty"`
 }
 
 // Failure is the newest failed or cancelled set taken after the last
@@ -233,6 +236,7 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 	}
 	if lastOK != nil {
 		d.LastVerified = verifiedOf(now, lastOK)
+		d.LastVerified.Predicted = predict(k, lastOK, sets)
 	}
 	// A failure older than the last verified set is history, not news.
 	if lastBad != nil && (lastOK == nil || lastBad.best.Newer(lastOK.best)) {

@@ -1,14 +1,19 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/selection"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -55,6 +60,10 @@ type PlanRequest struct {
 	// Sequence numbers the example file names (0: 1).
 	Sequence    int64
 	Assumptions Assumptions
+	// Measured are the rates measured for the database (MeasuredThroughput
+	// reads them from its manifests): where one fits, it replaces the
+	// assumptions for its step (plan.Estimate). Zero: none.
+	Measured plan.Throughput
 }
 
 // CyclePlan is what a cycle of the database would do, computed from the
@@ -85,6 +94,10 @@ type CyclePlan struct {
 	Source      plan.Hardware
 	RemoteHW    plan.Hardware
 	Estimate    *plan.CycleEstimate // nil without SizeBytes
+	// Rates are the rates Estimate used, each saying whether it was
+	// measured (plan.SourceCycle, plan.SourceCalibration) or assumed (the
+	// Assumptions); zero without SizeBytes.
+	Rates plan.Throughput
 	// Names are the names a cycle derives, each at its widest (sequence
 	// tsql.MaxSequence, the widest stripe), with its limit; Over says
 	// whether it exceeds it. PlanCycle fails when any does: the cycle
@@ -185,12 +198,13 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		return p, errors.New("plan: database size is negative; give data + log size in bytes, e.g. 2TiB")
 	}
 	if req.SizeBytes > 0 {
-		est, err := plan.CycleTime(plan.Cycle{Source: p.Source, Remote: p.RemoteHW, CopyMBps: a.CopyMBps,
-			Workload: plan.Workload{DataBytes: req.SizeBytes, CompressionFactor: a.CompressionFactor, InstantFileInit: a.InstantFileInit}})
+		est, rates, err := plan.Estimate(plan.Cycle{Source: p.Source, Remote: p.RemoteHW, CopyMBps: a.CopyMBps,
+			Workload: plan.Workload{DataBytes: req.SizeBytes, CompressionFactor: a.CompressionFactor, InstantFileInit: a.InstantFileInit}},
+			db.Compression, req.Measured)
 		if err != nil {
 			return p, err
 		}
-		p.Estimate = &est
+		p.Estimate, p.Rates = &est, rates
 	}
 	return p, nil
 }
@@ -269,3 +283,82 @@ func nameFix(what string) string {
 
 // utf16Len counts as SQL Server and Windows count.
 func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// Measured is what the manifests of a database say about its throughput.
+type Measured struct {
+	// Throughput combines the rates of the verified sets
+	// (plan.FromManifests); zero when none measured a step.
+	Throughput plan.Throughput
+	// Read are the backup servers whose manifests were read; Unread says
+	// why each other server of the database was not: its sets are missing.
+	Read   []string
+	Unread map[string]string
+}
+
+// MeasuredThroughput reads the manifests of a configured database on its
+// backup servers and their copy targets (open nil means status.Open) and
+// combines the rates of its verified sets. It only reads. A server that
+// cannot be read is reported in Unread, not as an error: the others still
+// answer.
+func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, database string, open status.OpenFunc) (Measured, error) {
+	db, err := selection.Lookup(cfg, instance, database)
+	if err != nil {
+		return Measured{}, err
+	}
+	if open == nil {
+		open = status.Open
+	}
+	servers := slices.Clone(db.BackupServers)
+	for _, s := range db.BackupServers {
+		if t := db.CopyTarget(s); t != "" && !slices.Contains(servers, t) {
+			servers = append(servers, t)
+		}
+	}
+	var out Measured
+	var all []*catalog.Manifest
+	var calibrations []plan.Throughput
+	for _, name := range servers {
+		srv, ok := cfg.BackupServer(name)
+		if !ok {
+			continue // the configuration check names it
+		}
+		l, cal, err := readManifests(ctx, srv, db, open)
+		if err != nil {
+			if out.Unread == nil {
+				out.Unread = map[string]string{}
+			}
+			out.Unread[name] = err.Error()
+			continue
+		}
+		out.Read = append(out.Read, name)
+		all = append(all, l...)
+		if cal.Any() {
+			calibrations = append(calibrations, cal)
+		}
+	}
+	out.Throughput = plan.FromManifests(db.Instance, db.Name, all, calibrations...)
+	return out, nil
+}
+
+// readManifests reads a server's manifests of db, and the backup rate of
+// its calibration report when there is one (`starter calibrate`).
+func readManifests(ctx context.Context, srv *config.BackupServer, db *config.Database, open status.OpenFunc) ([]*catalog.Manifest, plan.Throughput, error) {
+	st, err := open(ctx, srv)
+	if err != nil {
+		return nil, plan.Throughput{}, fmt.Errorf("open backup server %s (%s): %w: check that it is reachable and its location and credentials in the config",
+			srv.Name, srv.Loc.String(), err)
+	}
+	defer st.Close()
+	l, err := catalog.List(ctx, status.ReadOnlyFS(st), db.Instance, db.Name)
+	if err != nil {
+		return nil, plan.Throughput{}, fmt.Errorf("list manifests of %s on backup server %s: %w", db.ID(), srv.Name, err)
+	}
+	r, ok, err := activities.LoadCalibration(ctx, st, db.Instance, db.Name)
+	if err != nil {
+		return nil, plan.Throughput{}, fmt.Errorf("calibration report of %s on backup server %s: %w", db.ID(), srv.Name, err)
+	}
+	if !ok {
+		return l.Manifests, plan.Throughput{}, nil
+	}
+	return l.Manifests, r.Throughput(), nil
+}

@@ -1,11 +1,22 @@
 package client
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/calibrate"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 func loadSite(t *testing.T) *config.Config {
@@ -110,5 +121,105 @@ func TestPlanCycleErrors(t *testing.T) {
 	p, err := PlanCycle(cfg, PlanRequest{Database: "Sales", Assumptions: DefaultAssumptions()})
 	if err != nil || p.Estimate != nil || p.Stripes != 8 {
 		t.Errorf("no size: %+v, %v", p.Estimate, err)
+	}
+}
+
+// timedManifest is a verified, compressed set of (sql01, Sales): 8 GiB of
+// data in 2 GiB of files, backed up in 80 s (102.4 MB/s), copied in 40 s
+// (51.2 MB/s), restored in 160 s (51.2 MB/s); CHECKDB 3 s, too short to
+// measure.
+func timedManifest(t *testing.T, seq int64) *catalog.Manifest {
+	t.Helper()
+	taken := time.Date(2026, 11, 20, 22, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Hour)
+	m := catalog.New("sql01", "Sales", seq, taken)
+	m.Options = catalog.Options{Compression: true, Checksum: true, Stripes: 1}
+	m.Stripes = []catalog.Stripe{{Name: m.StripeFileName(1, 1), Size: 2 << 30}}
+	m.Header = &catalog.Header{FirstLSN: "1", LastLSN: "2", BackupFinish: taken, BackupSize: 8 << 30, CompressedBackupSize: 2 << 30}
+	at := taken
+	for _, s := range []struct {
+		step catalog.Step
+		d    time.Duration
+	}{{catalog.StepBackup, 80 * time.Second}, {catalog.StepCopy, 40 * time.Second}, {catalog.StepRestore, 160 * time.Second}, {catalog.StepCheckDB, 3 * time.Second}} {
+		if err := m.SetTiming(s.step, at, at.Add(s.d)); err != nil {
+			t.Fatal(err)
+		}
+		at = at.Add(s.d)
+	}
+	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
+		if err := m.Advance(s, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// MeasuredThroughput reads the database's manifests on the servers it can
+// open and says which it could not; PlanCycle estimates the measured steps
+// from their rates and the others from the assumptions, and says which.
+func TestPlanCycleWithMeasuredThroughput(t *testing.T) {
+	cfg := loadSite(t)
+	dir := t.TempDir()
+	m := timedManifest(t, 5)
+	data, err := catalog.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, m.FileName()), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		if srv.Name == "bak02" {
+			return nil, errors.New("connection refused")
+		}
+		return local.Open(ctx, dir)
+	}
+	got, err := MeasuredThroughput(context.Background(), cfg, "", "Sales", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Read) != 1 || got.Read[0] != "bak01" || !strings.Contains(got.Unread["bak02"], "connection refused") {
+		t.Errorf("read %v unread %v, want bak01 read and bak02 with its error", got.Read, got.Unread)
+	}
+	mt := got.Throughput
+	if mt.Backup.MBps != 102.4 || mt.Backup.Sequence != 5 || mt.Copy.MBps != 51.2 || mt.Restore.MBps != 51.2 || mt.CheckDB.Measured() || mt.CompressionFactor != 4 {
+		t.Fatalf("measured %+v, want backup 102.4, copy and restore 51.2 MB/s of set 5, CHECKDB unmeasured, factor 4", mt)
+	}
+	if _, err := MeasuredThroughput(context.Background(), cfg, "", "Nope", open); err == nil {
+		t.Error("an unknown database measured something")
+	}
+
+	// A calibration report beside the manifests gives the backup rate.
+	rep := calibrate.Report{Instance: m.SourceInstance, Database: "Sales", Server: "bak01", NICs: 2, Compression: true, Finished: time.Now().UTC(),
+		Proposed: &calibrate.Result{Point: calibrate.Point{Stripes: 8}, MBps: 400, Seconds: 90}}
+	if data, err = json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+	cal := filepath.Join(dir, tsql.CalibrationReportName(m.SourceInstance, "Sales"))
+	if err := os.WriteFile(cal, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withCal, err := MeasuredThroughput(context.Background(), cfg, "", "Sales", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := withCal.Throughput.Backup; b.Source != plan.SourceCalibration || b.MBps != 400 || b.Settings.Stripes != 8 {
+		t.Errorf("backup rate %+v, want the calibration's 400 MB/s at 8 stripes", b)
+	}
+	if err := os.Remove(cal); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := PlanCycle(cfg, PlanRequest{Database: "Sales", SizeBytes: 2 << 40, Assumptions: DefaultAssumptions(), Measured: mt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, r := p.Estimate, p.Rates
+	near(t, "backup", e.Backup, secs(2097152.0/102.4))
+	near(t, "copy", e.Copy, secs(2097152.0/4/51.2))
+	near(t, "restore", e.Restore, secs(2097152.0/51.2))
+	near(t, "CHECKDB", e.CheckDB, secs(2097152.0/200)) // the data LUN read flag
+	if r.Backup.Source != plan.SourceCycle || r.Copy.Source != plan.SourceCycle || r.Restore.Source != plan.SourceCycle ||
+		r.CheckDB.Source != plan.SourceAssumed || r.CheckDB.MBps != 200 {
+		t.Errorf("rates %+v, want backup, copy, restore measured and CHECKDB assumed at 200 MB/s", r)
 	}
 }

@@ -47,6 +47,21 @@ type Login struct {
 	PacketSize int // negotiated packet size
 	SPID       uint16
 	RemoteAddr net.Addr
+	// Windows: the server authenticated User (DOMAIN\user) itself through
+	// SSPI (NTLM, see WindowsAccounts); Password is empty.
+	Windows bool
+}
+
+// WindowsAccounts is what a Handler implements to accept Windows logins:
+// the server then runs NTLM itself, playing the domain controller, with
+// the password WindowsPassword gives for DOMAIN\user (false: no such
+// account). Without it a LOGIN7 asking for integrated authentication is
+// refused with 18452, as from an untrusted domain.
+type WindowsAccounts interface {
+	WindowsPassword(login string) (string, bool)
+	// WindowsDomain is the domain the server belongs to, named in its
+	// NTLM challenge.
+	WindowsDomain() string
 }
 
 // Session serves the requests of one connection, one at a time.

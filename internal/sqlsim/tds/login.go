@@ -78,7 +78,8 @@ type login7 struct {
 	ServerName string
 	Language   string
 	Database   string
-	SSPI       bool // integrated (NTLM/Kerberos) authentication requested
+	SSPI       bool   // integrated (NTLM/Kerberos) authentication requested
+	SSPIData   []byte // its first SSPI message (NTLM: NEGOTIATE_MESSAGE)
 }
 
 const login7FixedSize = 94
@@ -133,6 +134,14 @@ func decodeLogin7(b []byte) (login7, error) {
 	}
 	const fIntSecurity = 0x80
 	l.SSPI = b[25]&fIntSecurity != 0
+	if l.SSPI {
+		// ibSSPI, cbSSPI (bytes, not characters) at 78 and 80.
+		off, n := int(binary.LittleEndian.Uint16(b[78:])), int(binary.LittleEndian.Uint16(b[80:]))
+		if n > 0 && (off < login7FixedSize || off+n > len(b)) {
+			return l, malformed("LOGIN7 SSPI data (offset %d, %d bytes) outside the %d-byte record", off, n, len(b))
+		}
+		l.SSPIData = b[off : off+n]
+	}
 	return l, nil
 }
 

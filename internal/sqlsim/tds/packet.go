@@ -17,6 +17,7 @@ const (
 	packetAttention byte = 0x06
 	packetTransMgr  byte = 0x0E
 	packetLogin7    byte = 0x10
+	packetSSPI      byte = 0x11 // an SSPI (NTLM) message after LOGIN7
 	packetPrelogin  byte = 0x12
 )
 

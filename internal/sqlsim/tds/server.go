@@ -401,14 +401,23 @@ func (c *conn) login() bool {
 	c.pr.maxPacket = size
 
 	var sess Session
+	login := Login{
+		User: l7.User, Password: l7.Password, Database: l7.Database, Language: l7.Language, AppName: l7.AppName,
+		HostName: l7.HostName, PacketSize: size, SPID: c.spid, RemoteAddr: c.nc.RemoteAddr(),
+	}
 	if l7.SSPI {
-		err = &Error{Number: 18452, State: 1, Class: 14,
-			Message: "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication."}
-	} else {
-		sess, err = c.s.h.Login(c.ctx, Login{
-			User: l7.User, Password: l7.Password, Database: l7.Database, Language: l7.Language, AppName: l7.AppName,
-			HostName: l7.HostName, PacketSize: size, SPID: c.spid, RemoteAddr: c.nc.RemoteAddr(),
-		})
+		var ok bool
+		login.User, login.Password, login.Windows = "", "", true
+		if login.User, ok = c.windowsLogin(l7.SSPIData); !ok {
+			return false
+		}
+		if login.User == "" {
+			err = &Error{Number: 18452, State: 1, Class: 14,
+				Message: "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication."}
+		}
+	}
+	if err == nil {
+		sess, err = c.s.h.Login(c.ctx, login)
 	}
 	if err != nil {
 		if errors.Is(err, ErrKillConnection) {
@@ -434,6 +443,43 @@ func (c *conn) login() bool {
 	_ = c.nc.SetDeadline(time.Time{})
 	c.log.Debug("login", zap.String("user", l7.User), zap.String("db", sess.Database()), zap.Int("packet_size", size))
 	return true
+}
+
+// windowsLogin runs the NTLM exchange of an integrated-security LOGIN7:
+// the CHALLENGE_MESSAGE in an SSPI token, the client's AUTHENTICATE_MESSAGE
+// in an SSPI packet. It returns DOMAIN\user when the response proves the
+// account's password, "" when it does not (or the handler takes no
+// Windows logins); ok is false when the connection was closed.
+func (c *conn) windowsLogin(negotiate []byte) (login string, ok bool) {
+	accounts, can := c.s.h.(WindowsAccounts)
+	if !can {
+		return "", true
+	}
+	x, challenge, err := newNTLMExchange(negotiate, accounts.WindowsDomain(), c.s.opts.ServerName)
+	if err != nil {
+		return "", true
+	}
+	const tokenSSPI = 0xED
+	_, _ = c.pw.Write(append([]byte{tokenSSPI, byte(len(challenge)), byte(len(challenge) >> 8)}, challenge...))
+	if err := c.pw.endMessage(); err != nil {
+		c.close("write SSPI challenge: "+err.Error(), false)
+		return "", false
+	}
+	msg, err := c.pr.readMessage()
+	if err != nil {
+		c.readFailed(err)
+		return "", false
+	}
+	if msg.typ != packetSSPI {
+		c.close(fmt.Sprintf("expected an SSPI message after the NTLM challenge, got packet type 0x%02X", msg.typ), true)
+		return "", false
+	}
+	user, err := x.verify(msg.data, accounts.WindowsPassword)
+	if err != nil {
+		c.log.Info("NTLM login refused", zap.String("user", user))
+		return "", true
+	}
+	return user, true
 }
 
 // readLoop reads messages until the connection ends: requests go to the

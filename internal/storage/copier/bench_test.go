@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/storage/smb"
 )
@@ -47,13 +49,14 @@ func openSMBConns(b *testing.B, srv *sambatest.Server, conns int) *smb.Storage {
 
 // smbclientRun runs one smbclient command against srv's share and returns
 // the CPU time smbclient used.
-func smbclientRun(b *testing.B, srv *sambatest.Server, workdir, command string) time.Duration {
+func smbclientRun(b *testing.B, srv *sambatest.Server, workdir, command string, args ...string) time.Duration {
 	b.Helper()
 	auth := filepath.Join(workdir, "auth")
 	if err := os.WriteFile(auth, []byte("username = "+srv.User()+"\npassword = "+srv.Password()+"\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command("smbclient", "//127.0.0.1/backup", "-p", strconv.Itoa(srv.Port()), "-A", auth, "-c", command)
+	args = append([]string{"//127.0.0.1/backup", "-p", strconv.Itoa(srv.Port()), "-A", auth, "-c", command}, args...)
+	cmd := exec.Command("smbclient", args...)
 	cmd.Dir = workdir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("smbclient %s: %v\n%s", command, err, out)
@@ -70,8 +73,16 @@ func selfCPU() time.Duration {
 
 // measure runs b.N transfers of benchSize bytes; run returns the CPU time of
 // a client process it ran (smbclient), 0 when the client is this process. It
-// reports MB/s (SetBytes), client and server CPU seconds per GiB.
+// reports MB/s (SetBytes), client and server CPU seconds per GiB, and returns
+// the MB/s.
 func measure(b *testing.B, srv *sambatest.Server, run func(i int) time.Duration) float64 {
+	mbs, _ := measureCPU(b, srv, run)
+	return mbs
+}
+
+// measureCPU is measure that also returns the client and server CPU seconds
+// per GiB together.
+func measureCPU(b *testing.B, srv *sambatest.Server, run func(i int) time.Duration) (mbs, cpuPerGiB float64) {
 	b.SetBytes(benchSize)
 	var el, client time.Duration
 	server0, self0 := srv.CPU(), selfCPU()
@@ -84,9 +95,10 @@ func measure(b *testing.B, srv *sambatest.Server, run func(i int) time.Duration)
 		client = selfCPU() - self0
 	}
 	gib := float64(b.N) * benchSize / (1 << 30)
+	server := srv.CPU() - server0
 	b.ReportMetric(client.Seconds()/gib, "client-cpu-s/GiB")
-	b.ReportMetric((srv.CPU()-server0).Seconds()/gib, "server-cpu-s/GiB")
-	return float64(benchSize) * float64(b.N) / el.Seconds() / 1e6
+	b.ReportMetric(server.Seconds()/gib, "server-cpu-s/GiB")
+	return float64(benchSize) * float64(b.N) / el.Seconds() / 1e6, (client + server).Seconds() / gib
 }
 
 // mode is one way of moving the 1 GiB.
@@ -118,6 +130,7 @@ func jobsFor(m mode, prefix string) []copier.Job {
 // smbclient put/get first (the reference), then our modes, each reporting
 // MB/s and its ratio to smbclient in the same run.
 func BenchmarkSMB(b *testing.B) {
+	needSMBClient(b)
 	srv := sambatest.Start(b, sambatest.Options{TempDir: ramDir()})
 	work, err := os.MkdirTemp(ramDir(), "bench-local-")
 	if err != nil {
@@ -187,35 +200,62 @@ func BenchmarkSMB(b *testing.B) {
 }
 
 // BenchmarkCopyBetweenServers is the product's copy (4 stripes of 256 MiB,
-// default options, read-back verification) from one loopback Samba server to
-// another.
+// default options) from one loopback Samba server to another: without
+// read-back (the reference, a transfer), with the read-back overlapping the
+// writing (the default) and with the read-back after the whole file is
+// written; x_no-read-back is each one's rate over the reference's. The
+// "write-limited" runs cap the writes at 100 MB/s (Options.Limit) and leave
+// the reads free: a path whose write direction is the bottleneck, as a WAN
+// link to the remote site is, with the read direction idle.
 func BenchmarkCopyBetweenServers(b *testing.B) {
 	a := sambatest.Start(b, sambatest.Options{TempDir: ramDir()})
 	z := sambatest.Start(b, sambatest.Options{TempDir: ramDir()})
 	for i := range 4 {
 		makeFile(b, filepath.Join(a.Dir("backup"), fmt.Sprintf("src_%d_of_4.bak", i+1)), benchSize/4, uint64(i))
 	}
-	for _, verify := range []bool{true, false} {
-		name := "verified"
-		if !verify {
-			name = "no-read-back"
+	for _, path := range []string{"loopback", "write-limited"} {
+		var ref float64
+		for _, v := range []struct {
+			name string
+			opts copier.Options
+		}{
+			{"no-read-back", copier.Options{SkipReadBack: true}},
+			{"verified", copier.Options{}},
+			{"verified-after-copy", copier.Options{ReadBackAfterCopy: true}},
+		} {
+			b.Run(path+"/"+v.name, func(b *testing.B) {
+				src, dst := openSMBConns(b, a, 4), openSMBConns(b, z, 4)
+				opts := v.opts
+				if path == "write-limited" {
+					opts.Limit = limit.New(100e6)
+				}
+				c := copier.New(opts)
+				b.SetBytes(benchSize)
+				var el time.Duration
+				self0, servers0 := selfCPU(), a.CPU()+z.CPU()
+				for i := 0; i < b.N; i++ {
+					jobs := jobsFor(mode{files: 4}, fmt.Sprintf("dst%d", i))
+					start := time.Now()
+					if _, err := c.Copy(context.Background(), src, dst, jobs); err != nil {
+						b.Fatal(err)
+					}
+					el += time.Since(start)
+					b.StopTimer()
+					for _, j := range jobs {
+						os.Remove(filepath.Join(z.Dir("backup"), j.Dst))
+					}
+					b.StartTimer()
+				}
+				gib := float64(b.N) * benchSize / (1 << 30)
+				b.ReportMetric((selfCPU()-self0).Seconds()/gib, "client-cpu-s/GiB")
+				b.ReportMetric((a.CPU()+z.CPU()-servers0).Seconds()/gib, "servers-cpu-s/GiB")
+				mbs := float64(benchSize) * float64(b.N) / el.Seconds() / 1e6
+				if ref == 0 {
+					ref = mbs
+				}
+				b.ReportMetric(mbs/ref, "x_no-read-back")
+			})
 		}
-		b.Run(name, func(b *testing.B) {
-			src, dst := openSMBConns(b, a, 4), openSMBConns(b, z, 4)
-			c := copier.New(copier.Options{SkipReadBack: !verify})
-			b.SetBytes(benchSize)
-			for i := 0; i < b.N; i++ {
-				jobs := jobsFor(mode{files: 4}, fmt.Sprintf("dst%d", i))
-				if _, err := c.Copy(context.Background(), src, dst, jobs); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				for _, j := range jobs {
-					os.Remove(filepath.Join(z.Dir("backup"), j.Dst))
-				}
-				b.StartTimer()
-			}
-		})
 	}
 }
 
@@ -230,12 +270,52 @@ func BenchmarkSHA256(b *testing.B) {
 	}
 }
 
-// BenchmarkSignedUpload uploads 256 MiB to a server with "server signing =
-// mandatory": SMB3 signs with AES-CMAC (pure Go in the library), dialect 2.1
-// with HMAC-SHA256; smbclient (signing too) is the reference.
-func BenchmarkSignedUpload(b *testing.B) {
-	const size = 256 << 20
-	srv := sambatest.Start(b, sambatest.Options{TempDir: ramDir(), Signing: "mandatory"})
+// needSMBClient fails the benchmark when smbclient, the reference every
+// ratio is taken against, is missing: a benchmark without it would print
+// numbers that compare with nothing.
+func needSMBClient(b *testing.B) {
+	b.Helper()
+	if _, err := exec.LookPath("smbclient"); err != nil {
+		b.Fatalf("smbclient not found (%v): run `make test-deps` (apt-get install -y smbclient)", err)
+	}
+}
+
+// smbMode is one server configuration, and how each client is told to use
+// it.
+type smbMode struct {
+	name      string
+	server    sambatest.Options
+	dialect   string   // our client's Config.Dialect
+	smbclient []string // smbclient's extra arguments
+}
+
+var smbModes = []smbMode{
+	// Samba's default: signing offered, not required.
+	{"unsigned", sambatest.Options{}, "", nil},
+	// What current Windows servers require: SMB 3.1.1 signing. smbclient
+	// negotiates AES-GMAC; the library has only AES-CMAC.
+	{"smb3-signing", sambatest.Options{Signing: "mandatory"}, "", nil},
+	// The same server, both clients limited to SMB 2.1 (HMAC-SHA256).
+	{"smb2.1-signing", sambatest.Options{Signing: "mandatory"}, "2.1", []string{"--option=client max protocol=SMB2_10"}},
+	// "server smb encrypt = required": AES-128-GCM for both.
+	{"encrypt-required", sambatest.Options{Encrypt: "required"}, "", nil},
+	// Signing required, encryption turned on for clients that support it:
+	// the setting docs/smb-throughput.md recommends.
+	{"signing+encrypt-desired", sambatest.Options{Signing: "mandatory", Encrypt: "desired"}, "", nil},
+}
+
+// BenchmarkUploadModes uploads 1 GiB from memory to a loopback Samba server
+// in each of the four ways a server can ask a client to protect its traffic
+// (and with signing required plus encryption desired),
+// our client against smbclient on the same server in the same run. smbclient
+// puts the GiB as one file (x_smbclient) and as 4 stripes of 256 MiB by 4
+// smbclient processes at once (x_smbclient4); ours copies it as 1 stripe and
+// as 4 stripes with the backend's defaults, without read-back (a transfer,
+// like smbclient's), and as 4 stripes verified (read back). x_smbclient_cpu compares CPU per GiB (client and server
+// together), which other load on the machine does not move; see
+// docs/smb-throughput.md.
+func BenchmarkUploadModes(b *testing.B) {
+	needSMBClient(b)
 	work, err := os.MkdirTemp(ramDir(), "bench-local-")
 	if err != nil {
 		b.Fatal(err)
@@ -245,43 +325,92 @@ func BenchmarkSignedUpload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	makeFile(b, filepath.Join(work, "src.bak"), size, 1)
-	var ref float64
-	b.Run("smbclient", func(b *testing.B) {
-		b.SetBytes(size)
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			smbclientRun(b, srv, work, fmt.Sprintf("put src.bak put_%d.bak", i))
+	for _, n := range []int{1, 4} {
+		for i := range n {
+			makeFile(b, filepath.Join(work, fmt.Sprintf("src_%d_of_%d.bak", i+1, n)), benchSize/int64(n), uint64(i))
 		}
-		ref = float64(size) * float64(b.N) / time.Since(start).Seconds() / 1e6
-	})
-	for _, dialect := range []string{"", "2.1"} {
-		name := "dialect=" + dialect
-		if dialect == "" {
-			name = "dialect=best"
-		}
-		b.Run(name, func(b *testing.B) {
-			cfg, err := smb.ParseURL(srv.URL("backup"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg.Dialect = dialect
-			remote, err := smb.Open(context.Background(), cfg, storage.Credentials{User: srv.User(), Password: srv.Password()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer remote.Close()
-			c := copier.New(copier.Options{SkipReadBack: true})
-			b.SetBytes(size)
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				jobs := []copier.Job{{Src: "src.bak", Dst: fmt.Sprintf("%s_%d.bak", dialect, i)}}
-				if _, err := c.Copy(context.Background(), loc, remote, jobs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if ref > 0 {
-				b.ReportMetric(float64(size)*float64(b.N)/time.Since(start).Seconds()/1e6/ref, "x-smbclient")
+	}
+	for _, md := range smbModes {
+		b.Run(md.name, func(b *testing.B) {
+			srv := sambatest.Start(b, func() sambatest.Options { o := md.server; o.TempDir = ramDir(); return o }())
+			remoteDir := srv.Dir("backup")
+			var ref1, ref4, refCPU float64
+			b.Run("smbclient", func(b *testing.B) {
+				ref1, refCPU = measureCPU(b, srv, func(i int) time.Duration {
+					dst := fmt.Sprintf("put_%d.bak", i)
+					cpu := smbclientRun(b, srv, work, "put src_1_of_1.bak "+dst, md.smbclient...)
+					b.StopTimer()
+					os.Remove(filepath.Join(remoteDir, dst))
+					b.StartTimer()
+					return cpu
+				})
+			})
+			b.Run("smbclient-x4", func(b *testing.B) {
+				ref4 = measure(b, srv, func(i int) time.Duration {
+					var wg sync.WaitGroup
+					cpus := make([]time.Duration, 4)
+					for k := range 4 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							cpus[k] = smbclientRun(b, srv, work, fmt.Sprintf("put src_%d_of_4.bak put_%d_%d.bak", k+1, i, k), md.smbclient...)
+						}()
+					}
+					wg.Wait()
+					b.StopTimer()
+					var cpu time.Duration
+					for k := range 4 {
+						cpu += cpus[k]
+						os.Remove(filepath.Join(remoteDir, fmt.Sprintf("put_%d_%d.bak", i, k)))
+					}
+					b.StartTimer()
+					return cpu
+				})
+			})
+			for _, shape := range []struct {
+				name      string
+				files     int
+				fileConns int  // 0: the backend's default
+				verify    bool // read the destination back, as every real copy does
+			}{
+				{"1-stripe", 1, 0, false}, {"4-stripes", 4, 0, false},
+				// One stripe's requests over 4 connections: signs on up to
+				// 4 cores where the client has them spare.
+				{"1-stripe-file_conns=4", 1, 4, false},
+				// The product's verified copy: upload and read-back.
+				{"4-stripes-verified", 4, 0, true},
+			} {
+				b.Run(shape.name, func(b *testing.B) {
+					cfg, err := smb.ParseURL(srv.URL("backup"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					cfg.Dialect, cfg.FileConns = md.dialect, shape.fileConns
+					remote, err := smb.Open(context.Background(), cfg, storage.Credentials{User: srv.User(), Password: srv.Password()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer remote.Close()
+					c := copier.New(copier.Options{SkipReadBack: !shape.verify})
+					mbs, cpu := measureCPU(b, srv, func(i int) time.Duration {
+						jobs := jobsFor(mode{files: shape.files}, fmt.Sprintf("dst%d", i))
+						if _, err := c.Copy(context.Background(), loc, remote, jobs); err != nil {
+							b.Fatal(err)
+						}
+						b.StopTimer()
+						for _, j := range jobs {
+							os.Remove(filepath.Join(remoteDir, j.Dst))
+						}
+						b.StartTimer()
+						return 0
+					})
+					b.ReportMetric(mbs/ref1, "x_smbclient")
+					b.ReportMetric(mbs/ref4, "x_smbclient4")
+					// What a host whose cores are the bottleneck (client and
+					// server on one machine, as here) would see, whatever
+					// else runs on it: smbclient's CPU per GiB over ours.
+					b.ReportMetric(refCPU/cpu, "x_smbclient_cpu")
+				})
 			}
 		})
 	}

@@ -2,8 +2,10 @@
 // between two storages: several chunks in flight per file, several files in
 // parallel, SHA-256 computed while streaming, resumable from the last confirmed
 // offset, written under a temporary name and renamed only after the
-// destination was read back and its size and hash match. An existing final
-// file is never overwritten.
+// destination was read back and its size and hash match. The read-back runs
+// while the file is written, each chunk once it is written, so that a path
+// whose write direction is the bottleneck reads back in the idle direction.
+// An existing final file is never overwritten.
 package copier
 
 import (
@@ -54,6 +56,14 @@ type Options struct {
 	// reading the destination back before the rename. Faster, but it does
 	// not prove what the destination holds; for benchmarks only.
 	SkipReadBack bool
+	// ReadBackAfterCopy reads the destination back only once the whole file
+	// is written, instead of reading each chunk back as soon as it and every
+	// chunk before it are written, while later chunks are still being sent.
+	// Both prove the same thing: every byte is read after its only write.
+	// Overlapping uses the read direction of the path while the write
+	// direction is busy (2*InFlight more chunk buffers per file); for
+	// benchmarks comparing the two.
+	ReadBackAfterCopy bool
 }
 
 const (
@@ -210,7 +220,22 @@ type fileCopy struct {
 	chunk int64
 	tmp   string
 	sent  atomic.Int64
-	last  Progress // the last streaming checkpoint: the resume point while verifying
+
+	// lastMu orders the checkpoints the streaming and the read-back report.
+	lastMu  sync.Mutex
+	last    Progress     // the last streaming checkpoint: the resume point while verifying
+	checked atomic.Int64 // bytes of the destination read back and hashed
+}
+
+// reportChecked reports the last streaming checkpoint with the bytes read
+// back so far.
+func (f *fileCopy) reportChecked(n int64) {
+	f.checked.Store(n)
+	f.lastMu.Lock()
+	defer f.lastMu.Unlock()
+	p := f.last
+	p.Checked, p.BytesSent = n, f.sent.Load()
+	f.report(p)
 }
 
 func (f *fileCopy) run(ctx context.Context) (res Result) {
@@ -245,23 +270,39 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		return res
 	}
 	res.ResumedAt = st.offset
-	streamed, err := f.stream(ctx, w, st)
+	var rb *readBack
+	if !f.c.opts.SkipReadBack && !f.c.opts.ReadBackAfterCopy {
+		rb, err = f.startReadBack(ctx, cancel, w, st.offset)
+		if err != nil {
+			_ = w.Close()
+			f.dropIfNoSpace(ctx, err)
+			res.Err = err
+			return res
+		}
+		// Whatever happens next, the read-back ends before this file does.
+		defer rb.stop()
+	}
+	streamed, err := f.stream(ctx, w, st, rb)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
-		if errors.Is(err, storage.ErrNoSpace) {
-			// The partial file only takes the space others need; a later
-			// attempt, after retention freed space, starts over.
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			_ = f.dst.Remove(rctx, f.tmp)
-			rcancel()
+	if err != nil && rb != nil {
+		// A failed read-back cancels the streaming: report its error, not
+		// the cancellation.
+		if _, rerr := rb.stop(); rerr != nil && !errors.Is(rerr, context.Canceled) {
+			err = rerr
 		}
+	}
+	if err != nil {
+		f.dropIfNoSpace(ctx, err)
 		res.Err = err
 		return res
 	}
 	res.SHA256 = hex.EncodeToString(streamed)
 	if f.job.SHA256 != "" && !strings.EqualFold(f.job.SHA256, res.SHA256) {
+		if rb != nil {
+			_, _ = rb.stop() // its handle would keep the file from being removed
+		}
 		_ = f.dst.Remove(ctx, f.tmp)
 		res.Err = &storage.Error{Op: "copy", Location: f.src.Location(), Name: f.job.Src, Kind: storage.ErrCorrupt,
 			Err: fmt.Errorf("source sha256 %s, the catalog expects %s; not copying it", res.SHA256, f.job.SHA256)}
@@ -269,11 +310,22 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 	}
 
 	if !f.c.opts.SkipReadBack {
-		got, err := hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, func(n int64) {
-			p := f.last
-			p.Checked, p.BytesSent = n, f.sent.Load()
-			f.report(p)
-		})
+		var got []byte
+		if rb != nil {
+			got, err = rb.wait()
+		} else {
+			got, err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, nil, f.reportChecked)
+		}
+		if err == nil {
+			// The reader saw the size of the file when it opened: the file
+			// must still have it, with nothing past the bytes read back.
+			var fi storage.FileInfo
+			fi, err = f.dst.Stat(ctx, f.tmp)
+			if err == nil && fi.Size != f.size {
+				err = &storage.Error{Op: "verify", Location: f.dst.Location(), Name: f.tmp, Kind: storage.ErrCorrupt,
+					Err: fmt.Errorf("%d bytes after the read-back, want %d", fi.Size, f.size)}
+			}
+		}
 		if err != nil {
 			res.Err = err
 			return res
@@ -306,6 +358,17 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 	return res
 }
 
+// dropIfNoSpace removes the partial file after err when err is ErrNoSpace:
+// the partial file only takes the space others need; a later attempt, after
+// retention freed space, starts over.
+func (f *fileCopy) dropIfNoSpace(ctx context.Context, err error) {
+	if errors.Is(err, storage.ErrNoSpace) {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = f.dst.Remove(rctx, f.tmp)
+		rcancel()
+	}
+}
+
 // existing checks an existing final file: done=true with its hash when it
 // equals the source, ErrDifferentContent when not, done=false when absent.
 func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done bool, err error) {
@@ -327,7 +390,7 @@ func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight, func(n int64) {
+		dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight, nil, func(n int64) {
 			f.report(Progress{File: f.job.Dst, Size: f.size, Checked: n})
 		})
 	}()
@@ -337,7 +400,7 @@ func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done 
 			serr = fmt.Errorf("copier: expected sha256 %q of %q is not hex: %w", f.job.SHA256, f.job.Src, storage.ErrInvalidName)
 		}
 	} else {
-		ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight, nil)
+		ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight, nil, nil)
 	}
 	wg.Wait()
 	if err := errors.Join(serr, derr); err != nil {
@@ -409,8 +472,9 @@ func (f *fileCopy) resume(ctx context.Context) (state, storage.Writer, bool) {
 }
 
 // stream copies [st.offset, size) chunk by chunk, InFlight at a time, hashing
-// in order, and returns the sha256 of the whole file.
-func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]byte, error) {
+// in order, and returns the sha256 of the whole file. rb, if not nil, learns
+// how far the file is written, in order.
+func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state, rb *readBack) ([]byte, error) {
 	r, err := f.src.OpenRead(ctx, f.job.Src)
 	if err != nil {
 		return nil, err
@@ -427,6 +491,9 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 			p.Ahead = append(p.Ahead, off)
 		}
 		slices.Sort(p.Ahead)
+		f.lastMu.Lock()
+		defer f.lastMu.Unlock()
+		p.Checked = f.checked.Load()
 		f.last = p
 		f.report(p)
 	}
@@ -444,7 +511,7 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 		f.sent.Add(int64(c.n))
 		return nil
 	}
-	err = pipeline(ctx, r, f.size, st.offset, f.chunk, f.c.opts.InFlight, write, func(c *chunk, inOrder bool) {
+	err = pipeline(ctx, r, f.size, st.offset, f.chunk, f.c.opts.InFlight, nil, write, func(c *chunk, inOrder bool) {
 		if !inOrder {
 			if !st.ahead[c.off] {
 				st.ahead[c.off] = true
@@ -456,6 +523,11 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 		st.offset = c.off + int64(c.n)
 		delete(st.ahead, c.off)
 		progress(st.offset)
+		if rb != nil {
+			// After the checkpoint: a read-back progress report then
+			// carries an offset at least as far as what it read.
+			rb.written.set(st.offset)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -471,9 +543,11 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state) ([]by
 }
 
 // hashFile reads a whole file with inFlight chunks in flight and returns its
-// sha256; the file must have exactly size bytes. progress, if not nil, gets
-// the bytes hashed so far.
-func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int, progress func(hashed int64)) ([]byte, error) {
+// sha256; the file must have exactly size bytes. ready, if not nil, is waited
+// on before each read, for the bytes up to the end of that read. progress, if
+// not nil, gets the bytes hashed so far.
+func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int,
+	ready func(ctx context.Context, end int64) error, progress func(hashed int64)) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r, err := s.OpenRead(ctx, name)
@@ -487,7 +561,7 @@ func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSi
 	}
 	h := sha256.New()
 	var hashed int64
-	err = pipeline(ctx, r, size, 0, chunkSize, inFlight, nil, func(c *chunk, inOrder bool) {
+	err = pipeline(ctx, r, size, 0, chunkSize, inFlight, ready, nil, func(c *chunk, inOrder bool) {
 		if inOrder {
 			h.Write(c.buf[:c.n])
 			hashed += int64(c.n)
@@ -509,13 +583,14 @@ type chunk struct {
 	err error
 }
 
-// pipeline reads [from, size) in chunks with inFlight workers, passes each
+// pipeline reads [from, size) in chunks with inFlight workers (each first
+// waiting on ready, if not nil, for the chunk's end), passes each
 // chunk to write (if not nil) in the worker, then to done in the caller's
 // goroutine: once with inOrder=false when it completes, once with
 // inOrder=true when every chunk before it has been passed in order. Buffers
 // are recycled after the in-order call; at most 2*inFlight are live.
 func pipeline(ctx context.Context, r storage.Reader, size, from, chunkSize int64, inFlight int,
-	write func(*chunk) error, done func(c *chunk, inOrder bool)) error {
+	ready func(ctx context.Context, end int64) error, write func(*chunk) error, done func(c *chunk, inOrder bool)) error {
 	if from >= size {
 		return nil
 	}
@@ -564,6 +639,12 @@ func pipeline(ctx context.Context, r storage.Reader, size, from, chunkSize int64
 				}
 				c := &chunk{off: off, buf: buf}
 				want := int(min(chunkSize, size-off))
+				if ready != nil {
+					if c.err = ready(ctx, off+int64(want)); c.err != nil {
+						results <- c
+						return
+					}
+				}
 				c.n, c.err = r.ReadAt(buf[:want], off)
 				if c.err != nil && errors.Is(c.err, io.EOF) && c.n == want {
 					c.err = nil
@@ -620,4 +701,90 @@ func pipeline(ctx context.Context, r storage.Reader, size, from, chunkSize int64
 		return fmt.Errorf("copier: internal error: stopped at %d of %d", expect, size)
 	}
 	return nil
+}
+
+// readBack hashes the destination while it is being written: each chunk is
+// read once it and every chunk before it are written. The file is written
+// once per offset, so every byte is read after its last write, as when the
+// whole file is read back after the copy.
+type readBack struct {
+	written watermark // the file is written up to here, in order
+	cancel  context.CancelFunc
+	done    chan struct{}
+	sum     []byte
+	err     error
+}
+
+// startReadBack extends the destination to its final size (a reader sees the
+// size the file has when it opens) and starts reading it back from offset 0;
+// [0, from) was written by an earlier attempt. A read-back that fails calls
+// abort, which stops the streaming.
+func (f *fileCopy) startReadBack(ctx context.Context, abort context.CancelFunc, w storage.Writer, from int64) (*readBack, error) {
+	if err := w.Truncate(f.size); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	rb := &readBack{cancel: cancel, done: make(chan struct{})}
+	rb.written.set(from)
+	go func() {
+		defer close(rb.done)
+		rb.sum, rb.err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, rb.written.wait, f.reportChecked)
+		if rb.err != nil {
+			abort()
+		}
+	}()
+	return rb, nil
+}
+
+// wait returns the sha256 read back, once the whole file is written and read.
+func (rb *readBack) wait() ([]byte, error) {
+	<-rb.done
+	return rb.sum, rb.err
+}
+
+// stop cancels the read-back and waits for it to end.
+func (rb *readBack) stop() ([]byte, error) {
+	rb.cancel()
+	return rb.wait()
+}
+
+// watermark is an offset that only grows, and can be waited for.
+type watermark struct {
+	mu  sync.Mutex
+	n   int64
+	grw chan struct{} // closed when n grows
+}
+
+func (w *watermark) set(n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.grw == nil {
+		w.grw = make(chan struct{})
+	}
+	if n > w.n {
+		w.n = n
+		close(w.grw)
+		w.grw = make(chan struct{})
+	}
+}
+
+// wait returns once the offset is at least n.
+func (w *watermark) wait(ctx context.Context, n int64) error {
+	for {
+		w.mu.Lock()
+		if w.grw == nil {
+			w.grw = make(chan struct{})
+		}
+		if w.n >= n {
+			w.mu.Unlock()
+			return nil
+		}
+		grw := w.grw
+		w.mu.Unlock()
+		select {
+		case <-grw:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

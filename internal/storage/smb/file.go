@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sync"
 
 	smb2 "github.com/cloudsoda/go-smb2"
@@ -18,8 +19,11 @@ import (
 // the library would send them one after the other.
 const piece = 1 << 20
 
-// file is an open handle, reopened on a fresh connection after its connection
-// dropped (the library has no durable handles).
+// file is an open file: one handle per connection its I/O is spread over
+// (Config.FileConns), each reopened on a fresh connection after its
+// connection dropped (the library has no durable handles). The library signs
+// and sends one request at a time per connection, under one lock; handles on
+// several connections let one big file use several cores for signing.
 type file struct {
 	s    *Storage
 	ctx  context.Context // the handle's I/O is bound to it (see storage.Storage)
@@ -27,27 +31,50 @@ type file struct {
 	flag int
 
 	mu     sync.Mutex
-	f      *smb2.File
-	conn   int   // index in s.conns
-	l      *link // the link f was opened on
+	base   int // connection of slot 0; slot k uses connection (base+k) mod Conns
+	slots  []slot
 	size   int64 // at open, for readers
 	closed bool
 }
 
-// open (re)opens the handle on the next connection. Called with f.mu held
-// or before f is shared.
-func (f *file) open() (fresh bool, err error) {
+// slot is the handle of a file on one connection; f is nil until first used
+// (slot 0 is opened by Open/Create) and after its connection dropped.
+type slot struct {
+	f    *smb2.File
+	conn int   // index in s.conns
+	l    *link // the link f was opened on
+}
+
+// newFile opens slot 0 of name on the next connection; the other slots open
+// on first use.
+func (s *Storage) newFile(ctx context.Context, name string, flag int) (*file, error) {
+	n := min(s.cfg.FileConns, len(s.conns))
+	f := &file{s: s, ctx: ctx, name: name, flag: flag, slots: make([]slot, n)}
+	f.base = int(s.nextFile.Add(1) % uint64(len(s.conns)))
+	for k := range f.slots {
+		f.slots[k].conn = (f.base + k) % len(s.conns)
+	}
+	if _, err := f.open(0); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// open (re)opens slot k on its connection. Called with f.mu held or before
+// f is shared.
+func (f *file) open(k int) (fresh bool, err error) {
 	for attempt := 0; ; attempt++ {
-		fresh, err = f.openOnce()
+		fresh, err = f.openOnce(k)
 		if err == nil || attempt > 0 || fresh || !errors.Is(err, storage.ErrConnection) || f.ctx.Err() != nil {
 			return fresh, err
 		}
 	}
 }
 
-// openOnce opens the handle on the next connection.
-func (f *file) openOnce() (fresh bool, err error) {
-	i := int(f.s.nextFile.Add(1) % uint64(len(f.s.conns)))
+// openOnce opens slot k on its connection.
+func (f *file) openOnce(k int) (fresh bool, err error) {
+	sl := &f.slots[k]
+	i := sl.conn
 	l, fresh, err := f.s.link(f.ctx, i)
 	if err != nil {
 		return true, err
@@ -69,46 +96,54 @@ func (f *file) openOnce() (fresh bool, err error) {
 		_ = h.Close()
 		return fresh, f.s.err("open", f.name, err)
 	}
-	f.f, f.conn, f.l, f.size = h, i, l, fi.Size()
+	sl.f, sl.l = h, l
+	if k == 0 {
+		f.size = fi.Size()
+		// The file exists now: a reopen (after a dropped connection) or a
+		// further slot must not fail on the file slot 0 created.
+		f.flag &^= os.O_CREATE | os.O_EXCL
+	}
 	return fresh, nil
 }
 
-// handle returns the open handle and its link, acquired (release it after
-// the call), reopening the handle when its connection was dropped. fresh tells
-// that the connection was dialled just now.
-func (f *file) handle() (h *smb2.File, l *link, conn int, fresh bool, err error) {
+// handle returns slot k's handle and its link, acquired (release it after
+// the call), opening or reopening it when needed. fresh tells that the
+// connection was dialled just now.
+func (f *file) handle(k int) (h *smb2.File, l *link, conn int, fresh bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return nil, nil, 0, false, &storage.Error{Op: "io", Location: f.s.loc, Name: f.name, Err: fs.ErrClosed}
 	}
-	if f.f != nil {
-		c := f.s.conns[f.conn]
+	sl := &f.slots[k]
+	if sl.f != nil {
+		c := f.s.conns[sl.conn]
 		c.mu.Lock()
-		alive := c.cur == f.l && f.l.acquire()
+		alive := c.cur == sl.l && sl.l.acquire()
 		c.mu.Unlock()
 		if alive {
-			return f.f, f.l, f.conn, false, nil
+			return sl.f, sl.l, sl.conn, false, nil
 		}
-		f.f = nil // its connection is gone, and the handle with it
+		sl.f = nil // its connection is gone, and the handle with it
 	}
-	fresh, err = f.open()
+	fresh, err = f.open(k)
 	if err != nil {
 		return nil, nil, 0, false, err
 	}
-	if !f.l.acquire() {
+	if !sl.l.acquire() {
 		return nil, nil, 0, false, &storage.Error{Op: "open", Location: f.s.loc, Name: f.name, Kind: storage.ErrConnection,
 			Err: errors.New("connection dropped while reopening")}
 	}
-	return f.f, f.l, f.conn, fresh, nil
+	return sl.f, sl.l, sl.conn, fresh, nil
 }
 
-// call runs fn on the handle. When the connection turns out dead and was not
-// dialled just now (the server restarted since), it redials, reopens and runs
-// fn once more: every call of a file is idempotent (I/O at an offset).
-func (f *file) call(op string, fn func(h *smb2.File) error) error {
+// call runs fn on slot k's handle. When the connection turns out dead and
+// was not dialled just now (the server restarted since), it redials, reopens
+// and runs fn once more: every call of a file is idempotent (I/O at an
+// offset).
+func (f *file) call(k int, op string, fn func(h *smb2.File) error) error {
 	for attempt := 0; ; attempt++ {
-		h, l, conn, fresh, err := f.handle()
+		h, l, conn, fresh, err := f.handle(k)
 		if err != nil {
 			return err
 		}
@@ -128,6 +163,10 @@ func (f *file) call(op string, fn func(h *smb2.File) error) error {
 	}
 }
 
+// slotFor spreads the pieces of one ReadAt/WriteAt over the slots: piece i
+// of the file goes to slot i mod FileConns.
+func (f *file) slotFor(off int64) int { return int((off / piece) % int64(len(f.slots))) }
+
 func (f *file) Size() int64 { return f.size }
 
 // ReadAt reads within the size seen at open: past it, io.EOF. The library
@@ -144,21 +183,21 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 	if rest := f.size - off; int64(len(want)) > rest {
 		want = want[:rest]
 	}
-	var n int
-	err := f.call("read", func(h *smb2.File) error {
-		var err error
-		n, err = pieces(want, off, func(b []byte, o int64) (int, error) {
-			n, err := h.ReadAt(b, o)
+	n, err := pieces(want, off, func(b []byte, o int64) (int, error) {
+		var n int
+		err := f.call(f.slotFor(o), "read", func(h *smb2.File) error {
+			var err error
+			n, err = h.ReadAt(b, o)
 			if n < 0 {
 				n = 0
 			}
 			if (err == nil && n < len(b)) || errors.Is(err, io.EOF) {
-				return n, &storage.Error{Op: "read", Location: f.s.loc, Name: f.name, Kind: storage.ErrCorrupt,
+				return &storage.Error{Op: "read", Location: f.s.loc, Name: f.name, Kind: storage.ErrCorrupt,
 					Err: fmt.Errorf("file shorter than the %d bytes it had when opened", f.size)}
 			}
-			return n, err
+			return err
 		})
-		return err
+		return n, err
 	})
 	if err != nil {
 		return n, err
@@ -170,20 +209,20 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
-	var n int
-	err := f.call("write", func(h *smb2.File) error {
-		var err error
-		n, err = pieces(p, off, func(b []byte, o int64) (int, error) {
-			n, err := h.WriteAt(b, o)
+	n, err := pieces(p, off, func(b []byte, o int64) (int, error) {
+		var n int
+		err := f.call(f.slotFor(o), "write", func(h *smb2.File) error {
+			var err error
+			n, err = h.WriteAt(b, o)
 			if n < 0 {
 				n = 0 // the library's "unknown" after an error
 			}
 			if err == nil && n < len(b) {
 				err = io.ErrShortWrite
 			}
-			return n, err
+			return err
 		})
-		return err
+		return n, err
 	})
 	if err != nil {
 		return 0, err
@@ -221,11 +260,26 @@ func pieces(p []byte, off int64, do func([]byte, int64) (int, error)) (int, erro
 }
 
 func (f *file) Truncate(size int64) error {
-	return f.call("truncate", func(h *smb2.File) error { return h.Truncate(size) })
+	return f.call(0, "truncate", func(h *smb2.File) error { return h.Truncate(size) })
 }
 
+// Sync flushes through every handle that wrote: a server may flush only
+// what came through the handle it is asked on.
 func (f *file) Sync() error {
-	return f.call("sync", func(h *smb2.File) error { return h.Sync() })
+	f.mu.Lock()
+	used := []int{0}
+	for k := 1; k < len(f.slots); k++ {
+		if f.slots[k].f != nil {
+			used = append(used, k)
+		}
+	}
+	f.mu.Unlock()
+	for _, k := range used {
+		if err := f.call(k, "sync", func(h *smb2.File) error { return h.Sync() }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *file) Close() error {
@@ -235,25 +289,36 @@ func (f *file) Close() error {
 		return nil
 	}
 	f.closed = true
-	if f.f == nil {
+	var first error
+	for k := range f.slots {
+		if err := f.closeSlot(&f.slots[k]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// closeSlot closes one handle. Called with f.mu held.
+func (f *file) closeSlot(sl *slot) error {
+	if sl.f == nil {
 		return nil
 	}
-	h := f.f
-	f.f = nil
-	c := f.s.conns[f.conn]
+	h := sl.f
+	sl.f = nil
+	c := f.s.conns[sl.conn]
 	c.mu.Lock()
-	alive := c.cur == f.l && f.l.acquire()
+	alive := c.cur == sl.l && sl.l.acquire()
 	c.mu.Unlock()
 	if !alive {
 		// The server dropped the handle with the connection: nothing left
 		// to close, and a writer's data was acknowledged already.
 		return nil
 	}
-	defer f.l.release()
+	defer sl.l.release()
 	if err := h.Close(); err != nil {
 		e := f.s.err("close", f.name, err)
 		if failed(e, err) {
-			f.s.broken(f.conn, f.l)
+			f.s.broken(sl.conn, sl.l)
 			return nil
 		}
 		return e

@@ -45,6 +45,13 @@ type Config struct {
 	// spread over them (one connection per stripe is the fastest way to copy
 	// several stripes). Default 4.
 	Conns int
+	// FileConns is the number of those connections one open file's reads
+	// and writes are spread over (capped at Conns). The library signs and
+	// sends one request at a time per connection, so against a server that
+	// requires SMB3 signing (AES-CMAC, computed in Go) one connection caps a
+	// file at one core's signing rate; several let one stripe use several
+	// cores. Default DefaultFileConns.
+	FileConns int
 	// MaxCredits bounds the data in flight per connection (credits x 64 KiB).
 	// Default 512 (32 MiB); the library's own default (128) starves 4 stripes
 	// x 4 chunks in flight.
@@ -59,10 +66,13 @@ type Config struct {
 	Dialect string
 }
 
+// DefaultFileConns is Config.FileConns when not set.
+const DefaultFileConns = 1
+
 var dialects = map[string]uint16{"2.1": 0x0210, "3.0": 0x0300, "3.0.2": 0x0302, "3.1.1": 0x0311}
 
 // ParseURL parses
-// smb://host[:port]/share[/dir...][?sign=required&conns=N&dialect=2.1].
+// smb://host[:port]/share[/dir...][?sign=required&conns=N&file_conns=N&dialect=2.1].
 // A user or password in the URL is refused: credentials travel separately.
 func ParseURL(raw string) (Config, error) {
 	u, err := url.Parse(raw)
@@ -99,9 +109,9 @@ func ParseURL(raw string) (Config, error) {
 	q := u.Query()
 	for k := range q {
 		switch k {
-		case "sign", "conns", "dialect":
+		case "sign", "conns", "file_conns", "dialect":
 		default:
-			return Config{}, fmt.Errorf("smb location %q: unknown option %q (known: sign=required, conns=N, dialect=2.1|3.0|3.0.2|3.1.1)", raw, k)
+			return Config{}, fmt.Errorf("smb location %q: unknown option %q (known: sign=required, conns=N, file_conns=N, dialect=2.1|3.0|3.0.2|3.1.1)", raw, k)
 		}
 	}
 	switch q.Get("sign") {
@@ -121,6 +131,12 @@ func ParseURL(raw string) (Config, error) {
 		c.Conns, err = strconv.Atoi(v)
 		if err != nil || c.Conns < 1 || c.Conns > 64 {
 			return Config{}, fmt.Errorf("smb location %q: conns=%q, want 1..64", raw, v)
+		}
+	}
+	if v := q.Get("file_conns"); v != "" {
+		c.FileConns, err = strconv.Atoi(v)
+		if err != nil || c.FileConns < 1 || c.FileConns > 64 {
+			return Config{}, fmt.Errorf("smb location %q: file_conns=%q, want 1..64", raw, v)
 		}
 	}
 	return c, nil
@@ -220,6 +236,9 @@ func Open(ctx context.Context, cfg Config, creds storage.Credentials) (*Storage,
 	}
 	if cfg.Conns <= 0 {
 		cfg.Conns = 4
+	}
+	if cfg.FileConns <= 0 {
+		cfg.FileConns = DefaultFileConns
 	}
 	if cfg.MaxCredits == 0 {
 		cfg.MaxCredits = 512
@@ -496,8 +515,8 @@ func (s *Storage) OpenRead(ctx context.Context, name string) (storage.Reader, er
 	if err := s.check("open", name); err != nil {
 		return nil, err
 	}
-	f := &file{s: s, ctx: ctx, name: name, flag: os.O_RDONLY}
-	if _, err := f.open(); err != nil {
+	f, err := s.newFile(ctx, name, os.O_RDONLY)
+	if err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -510,12 +529,10 @@ func (s *Storage) Create(ctx context.Context, name string) (storage.Writer, erro
 	if err := s.mkdirParent(ctx, "create", name); err != nil {
 		return nil, err
 	}
-	f := &file{s: s, ctx: ctx, name: name, flag: os.O_RDWR | os.O_CREATE | os.O_EXCL}
-	if _, err := f.open(); err != nil {
+	f, err := s.newFile(ctx, name, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	if err != nil {
 		return nil, err
 	}
-	// A reopen after a dropped connection must not fail on the file it created.
-	f.flag = os.O_RDWR
 	return f, nil
 }
 
@@ -537,8 +554,8 @@ func (s *Storage) OpenWrite(ctx context.Context, name string) (storage.Writer, e
 	if err := s.check("open", name); err != nil {
 		return nil, err
 	}
-	f := &file{s: s, ctx: ctx, name: name, flag: os.O_RDWR}
-	if _, err := f.open(); err != nil {
+	f, err := s.newFile(ctx, name, os.O_RDWR)
+	if err != nil {
 		return nil, err
 	}
 	return f, nil

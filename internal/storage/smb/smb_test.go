@@ -1,8 +1,10 @@
 package smb_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +41,9 @@ func TestConformance(t *testing.T) {
 		{"signing-mandatory", sambatest.Options{Signing: "mandatory"}, "sql", ""},
 		{"signing-mandatory-smb2.1", sambatest.Options{Signing: "mandatory"}, "", "?dialect=2.1"},
 		{"encrypt-required", sambatest.Options{Encrypt: "required"}, "sql/nested", ""},
+		// One file's I/O spread over 3 of 4 connections (handles opened
+		// lazily, per connection).
+		{"signing-mandatory-file_conns=3", sambatest.Options{Signing: "mandatory"}, "", "?conns=4&file_conns=3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := sambatest.Start(t, tc.opts)
@@ -99,18 +104,19 @@ func TestTypedErrors(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
-	c, err := smb.ParseURL("smb://bak01:1445/backup/sql/db?sign=required&conns=2&dialect=2.1")
+	c, err := smb.ParseURL("smb://bak01:1445/backup/sql/db?sign=required&conns=2&file_conns=2&dialect=2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Host != "bak01" || c.Port != 1445 || c.Share != "backup" || c.Dir != "sql/db" || !c.RequireSigning || c.Conns != 2 || c.Dialect != "2.1" {
+	if c.Host != "bak01" || c.Port != 1445 || c.Share != "backup" || c.Dir != "sql/db" || !c.RequireSigning || c.Conns != 2 || c.FileConns != 2 || c.Dialect != "2.1" {
 		t.Fatalf("ParseURL = %+v", c)
 	}
 	if c, err := smb.ParseURL("smb://bak01/backup"); err != nil || c.Port != 445 || c.Dir != "" {
 		t.Fatalf("ParseURL default port = %+v, %v", c, err)
 	}
 	for _, bad := range []string{"smb://user:hunter2@bak01/backup", "smb:///backup", "smb://bak01/", "http://bak01/backup",
-		"smb://bak01/backup/../etc", "smb://bak01/backup?sign=maybe", "smb://bak01/backup?dialect=1.0", "smb://bak01/backup?foo=1", "smb://bak01:0/backup"} {
+		"smb://bak01/backup/../etc", "smb://bak01/backup?sign=maybe", "smb://bak01/backup?dialect=1.0", "smb://bak01/backup?foo=1", "smb://bak01:0/backup",
+		"smb://bak01/backup?file_conns=0", "smb://bak01/backup?file_conns=x"} {
 		_, err := smb.ParseURL(bad)
 		if err == nil {
 			t.Errorf("ParseURL(%q) accepted", bad)
@@ -124,9 +130,15 @@ func TestParseURL(t *testing.T) {
 // killed and restarted; the call that saw the drop fails with ErrConnection,
 // later calls redial and reopen.
 func TestRedialAfterRestart(t *testing.T) {
+	for _, query := range []string{"", "?conns=4&file_conns=4"} {
+		t.Run("query="+query, func(t *testing.T) { testRedialAfterRestart(t, query) })
+	}
+}
+
+func testRedialAfterRestart(t *testing.T, query string) {
 	srv := sambatest.Start(t, sambatest.Options{})
 	ctx := context.Background()
-	s, err := open(t, srv, srv.URL("backup"), creds(srv))
+	s, err := open(t, srv, srv.URL("backup")+query, creds(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +166,30 @@ func TestRedialAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("write after restart (redial + reopen): %v", err)
 	}
+	// A write of several 1 MiB requests: with file_conns, over several
+	// connections, each reopening its handle.
+	big := bytes.Repeat([]byte("0123456789abcdef"), (4<<20+5)/16)
+	if _, err := w.WriteAt(big, 22); err != nil {
+		t.Fatalf("multi-request write after restart: %v", err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(srv.Dir("backup"), "redial.bak"))
-	if err != nil || string(got) != "first half second half" {
-		t.Fatalf("content after redial: %q, %v", got, err)
+	if err != nil || string(got[:22]) != "first half second half" || !bytes.Equal(got[22:], big) {
+		t.Fatalf("content after redial: %q..., %v", got[:min(len(got), 40)], err)
+	}
+	r, err := s.OpenRead(ctx, "redial.bak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	back := make([]byte, len(got))
+	if n, err := r.ReadAt(back, 0); (err != nil && !errors.Is(err, io.EOF)) || n != len(got) || !bytes.Equal(back, got) {
+		t.Fatalf("read back over SMB: %d bytes, %v", n, err)
 	}
 	if _, err := s.Stat(ctx, "redial.bak"); err != nil {
 		t.Fatalf("Stat after redial: %v", err)

@@ -53,7 +53,7 @@ func run(args []string) error {
 	memory := fs.String("memory", "1GiB", "memory budget for BUFFERCOUNT x MAXTRANSFERSIZE (error 701 beyond)")
 	throttle := fs.String("throttle", "0", "bytes/s per backup/restore stream (e.g. 100MiB), 0 = unlimited")
 	crashAt := fs.String("crash-at", "", "crash at OP:PERCENT of the next operation, OP = BACKUP, RESTORE or DBCC (e.g. BACKUP:40)")
-	dropAt := fs.String("drop-at", "", "drop the connection running the next operation at OP:PERCENT (e.g. RESTORE:60); the server keeps running")
+	dropAt := fs.String("drop-at", "", "close the connection running the next operation at OP:PERCENT (e.g. RESTORE:60), as a network failure: the server and the statement keep running")
 	edition := fs.String("edition", "Developer", "edition: Enterprise, Developer, Standard, Web or Express")
 	major := fs.Int("major-version", 16, "major version: 13 (2016), 14 (2017), 15 (2019) or 16 (2022)")
 	tlsMode := fs.String("tls", "", `encryption: "" (none), "on" (TDS 7.x, required) or "strict" (TDS 8.0)`)

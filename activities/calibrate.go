@@ -1,0 +1,482 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/calibrate"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// StepCalibrate is the step name a calibration's progress reports.
+const StepCalibrate = "calibrate"
+
+// CalibrateInput is what a calibration measures: a database and the backup
+// server it writes to (the first of its rotation unless given), over Grid
+// (calibrate.DefaultGrid for the server's NIC paths unless given).
+type CalibrateInput struct {
+	Database string          `json:"database"`
+	Instance string          `json:"instance,omitempty"`
+	Server   string          `json:"server,omitempty"`
+	Grid     *calibrate.Grid `json:"grid,omitempty"`
+}
+
+// CalibrationPlan is what the workflow needs to run a calibration.
+type CalibrationPlan struct {
+	Database     string         `json:"database"`
+	Instance     string         `json:"instance"`
+	Server       string         `json:"server"`
+	NICs         int            `json:"nics"`
+	SizeBytes    int64          `json:"size_bytes"`
+	Compression  bool           `json:"compression"`
+	MemoryBudget int64          `json:"memory_budget_bytes"`
+	Grid         calibrate.Grid `json:"grid"`
+	// PointTimeout bounds one BACKUP of the grid (the cycle's backup
+	// timeout for the size); Heartbeat is the cycle's heartbeat timeout.
+	PointTimeout time.Duration `json:"point_timeout"`
+	Heartbeat    time.Duration `json:"heartbeat"`
+	Warnings     []string      `json:"warnings,omitempty"`
+}
+
+// PlanCalibration resolves the database and its backup server, reads the
+// database's size and edition (as the cycle's plan does) and settles the
+// grid and the timeouts.
+func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (CalibrationPlan, error) {
+	defer a.Cycle.keepAlive(ctx)()
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return CalibrationPlan{}, err
+	}
+	name := in.Server
+	if name == "" {
+		if len(db.BackupServers) == 0 {
+			return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s has no backup_servers to calibrate against: configure them or give --server", db.ID()))
+		}
+		name = db.BackupServers[0]
+	}
+	srv, err := d.server(name)
+	if err != nil {
+		return CalibrationPlan{}, err
+	}
+	if _, err := d.instance(db.Instance); err != nil {
+		return CalibrationPlan{}, err
+	}
+	grid := calibrate.DefaultGrid(len(srv.UNCPaths))
+	if in.Grid != nil {
+		grid = *in.Grid
+	}
+	if err := grid.Check(len(srv.UNCPaths)); err != nil {
+		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
+	}
+	src, warnings := a.readSource(ctx, db)
+	mode, more := backupMode(db, src)
+	size := src.SizeBytes
+	if size <= 0 {
+		size = plan.UnknownSizeBytes
+	}
+	est, err := plan.SiteEstimate(size, len(srv.UNCPaths), len(srv.UNCPaths), mode.Compression, 0)
+	if err != nil {
+		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+	}
+	hb := db.HeartbeatTimeout
+	if hb == 0 {
+		hb = d.HeartbeatTimeout
+	}
+	budget, err := plan.Timeouts(size, est, plan.Overrides{Backup: db.BackupTimeout, Heartbeat: hb})
+	if err != nil {
+		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+	}
+	p := CalibrationPlan{
+		Database: db.Name, Instance: db.Instance, Server: srv.Name, NICs: len(srv.UNCPaths),
+		SizeBytes: src.SizeBytes, Compression: mode.Compression, MemoryBudget: int64(db.MemoryBudget), Grid: grid,
+		PointTimeout: budget.Backup.StartToClose, Heartbeat: budget.Heartbeat, Warnings: append(warnings, more...),
+	}
+	a.loggerFor(ctx).Info("calibration planned", zap.String("db", db.Name), zap.String("instance", db.Instance),
+		zap.String("server", srv.Name), zap.Int("nics", p.NICs), zap.Int64("size_bytes", p.SizeBytes),
+		zap.Ints("stripes", grid.Stripes), zap.Duration("point_timeout", p.PointTimeout))
+	return p, nil
+}
+
+// CalibratePointInput is one BACKUP of a calibration: point Index of run
+// Token (the file names carry both).
+type CalibratePointInput struct {
+	Database    string          `json:"database"`
+	Instance    string          `json:"instance"`
+	Server      string          `json:"server"`
+	Token       string          `json:"token"`
+	Index       int             `json:"index"`
+	Point       calibrate.Point `json:"point"`
+	Compression bool            `json:"compression"`
+}
+
+// CalibratePoint runs one BACKUP DATABASE ... WITH COPY_ONLY of the grid to
+// the backup server's NIC paths (or to NUL) and returns SQL Server's own
+// figure from its 3014 message. COPY_ONLY leaves the backup chain alone;
+// the files are deleted when the statement ends. A retry first stops the
+// statement an earlier attempt left running (a calibration backup is
+// disposable: stopping it loses nothing) and deletes what it wrote, so a
+// worker killed mid-point leaves nothing behind once the point is retried.
+func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput) (calibrate.Result, error) {
+	d := &a.Cycle
+	res := calibrate.Result{Point: in.Point}
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return res, err
+	}
+	inst, err := d.instance(db.Instance)
+	if err != nil {
+		return res, err
+	}
+	srv, err := d.server(in.Server)
+	if err != nil {
+		return res, err
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
+		zap.String("step", StepCalibrate), zap.String("point", in.Point.String()))
+	marker, err := tsql.CalibrationMarker(in.Token)
+	if err != nil {
+		return res, nonRetryable(ErrInvalidConfig, err)
+	}
+	disks := []string{"NUL"}
+	if !in.Point.Null {
+		layout, err := tsql.CalibrationLayout(srv.UNCPaths, db.Instance, db.Name, in.Token, in.Index, in.Point.Stripes)
+		if err != nil {
+			return res, nonRetryable(ErrInvalidConfig, err)
+		}
+		disks = tsql.Paths(layout)
+	}
+	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
+		Database: db.Name, Disks: disks, Checksum: true, Init: true, Format: true,
+		Compression: &in.Compression, CopyOnly: true,
+		BufferCount: in.Point.BufferCount, MaxTransferSize: in.Point.MaxTransferSize,
+		Name: tsql.CalibrationSetName(in.Token),
+	})
+	if err != nil {
+		return res, nonRetryable(ErrInvalidConfig, err)
+	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	// Whatever an earlier attempt of this calibration left: its statement,
+	// then its files.
+	var stopped StopOutput
+	if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &stopped, log); err != nil {
+		return res, err
+	}
+	if len(stopped.Left) > 0 {
+		return res, retryable(ErrBackupDeviceInUse, fmt.Errorf(
+			"calibration of %s: a BACKUP an earlier attempt left running could not be stopped (KILL needs ALTER ANY CONNECTION): the point is tried again once it ends", db.ID()))
+	}
+	if _, err := removeCalibrationFiles(ctx, st, tsql.CalibrationRunPrefix(db.Instance, db.Name, in.Token)); err != nil {
+		return res, storageError(srv.Name, err)
+	}
+
+	sqlDB, err := d.openSQL(ctx, inst, "master")
+	if err != nil {
+		return res, err
+	}
+	defer sqlDB.Close()
+	if err := a.waitForOtherBackups(ctx, sqlDB, db.Name, marker, log); err != nil {
+		return res, err
+	}
+	rep := a.newReporter(ctx, StepCalibrate, int64(in.Index))
+	stop := rep.every(d.poll(), nil, nil)
+	defer stop()
+	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
+	s, err := ls.start()
+	if err != nil {
+		return res, err
+	}
+	out, err := a.wait(ctx, ls, running{local: s}, rep)
+	if ctx.Err() == nil || temporal.IsCanceledError(context.Cause(ctx)) {
+		// The statement has ended (or was stopped for the cancel): its
+		// files go now. One left running for the next attempt keeps them
+		// until that attempt stops it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if _, rerr := removeCalibrationFiles(cctx, st, tsql.CalibrationRunPrefix(db.Instance, db.Name, in.Token)); rerr != nil {
+			log.Warn("calibration files not removed: the next calibration removes them", zap.Error(rerr))
+		}
+		cancel()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		log.Warn("calibration point failed", zap.Error(err))
+		return res, sqlError(err)
+	}
+	if out.Summary == nil || out.Summary.Seconds <= 0 {
+		res.Seconds = out.Elapsed.Seconds()
+		if out.Summary != nil {
+			res.Bytes = out.Summary.Bytes()
+		}
+		if res.Seconds > 0 && res.Bytes > 0 {
+			res.MBps = float64(res.Bytes) / plan.MiB / res.Seconds
+		}
+	} else {
+		res.MBps, res.Seconds, res.Bytes = out.Summary.MBps, out.Summary.Seconds, out.Summary.Bytes()
+	}
+	if res.MBps <= 0 {
+		return res, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: SQL Server reported no throughput for %s (no 3014 message)", db.ID(), in.Point))
+	}
+	log.Info("calibration point measured", zap.Float64("mb_per_sec", res.MBps), zap.Float64("seconds", res.Seconds))
+	return res, nil
+}
+
+// waitForOtherBackups waits while another BACKUP DATABASE of db runs (the
+// nightly cycle, another tool): SQL Server would make the calibration's
+// wait for it, and the figure would time the wait. A login that cannot see
+// other sessions sees none and goes ahead.
+func (a *Activities) waitForOtherBackups(ctx context.Context, sqlDB *mssql.DB, db, ours string, log *zap.Logger) error {
+	anyBackup, err := tsql.AnyBackupMarker(db)
+	if err != nil {
+		return nonRetryable(ErrInvalidConfig, err)
+	}
+	q, args, err := tsql.RunningStatements(tsql.CommandBackupDatabase)
+	if err != nil {
+		return nonRetryable(ErrInvalidConfig, err)
+	}
+	defer a.Cycle.keepAlive(ctx)()
+	logged := false
+	for {
+		reqs, err := sqlDB.Requests(ctx, q, args...)
+		if err != nil {
+			return sqlError(err)
+		}
+		busy := int64(0)
+		for _, r := range reqs {
+			if strings.Contains(r.Text, anyBackup) && !strings.Contains(r.Text, ours) {
+				busy = r.SessionID
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		if !logged {
+			log.Info("another backup of the database runs: the calibration waits for it", zap.Int64("session", busy))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.Cycle.poll()):
+		}
+	}
+}
+
+// CleanCalibrationInput names the calibration whose leftovers go: Token's
+// statement, and every calibration file of the database on Server (those of
+// earlier calibrations that ended without cleaning up included).
+type CleanCalibrationInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Server   string `json:"server"`
+	Token    string `json:"token"`
+}
+
+// CleanCalibrationOutput is what was removed and what could not be.
+type CleanCalibrationOutput struct {
+	Removed []string `json:"removed,omitempty"`
+	Stopped []string `json:"stopped,omitempty"`
+	Left    []string `json:"left,omitempty"`
+}
+
+// CleanCalibration stops the calibration's statement if one still runs and
+// deletes the calibration files of the database on the backup server. The
+// workflow runs it before its first point and after its last, also when it
+// is cancelled or fails.
+func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationInput) (CleanCalibrationOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
+	d := &a.Cycle
+	var out CleanCalibrationOutput
+	db, err := d.database(in.Instance, in.Database)
+	if err != nil {
+		return out, err
+	}
+	srv, err := d.server(in.Server)
+	if err != nil {
+		return out, err
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
+		zap.String("step", StepCalibrate))
+	if in.Token != "" {
+		marker, err := tsql.CalibrationMarker(in.Token)
+		if err != nil {
+			return out, nonRetryable(ErrInvalidConfig, err)
+		}
+		inst, err := d.instance(db.Instance)
+		if err != nil {
+			return out, err
+		}
+		var so StopOutput
+		if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &so, log); err != nil {
+			return out, err
+		}
+		out.Stopped, out.Left = so.Stopped, so.Left
+	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return out, err
+	}
+	defer st.Close()
+	removed, err := removeCalibrationFiles(ctx, st, tsql.CalibrationFilePrefix(db.Instance, db.Name))
+	out.Removed = removed
+	if err != nil {
+		return out, storageError(srv.Name, err)
+	}
+	if len(removed) > 0 {
+		log.Info("calibration files removed", zap.Int("files", len(removed)))
+	}
+	return out, nil
+}
+
+// removeCalibrationFiles deletes every file whose name starts with prefix
+// (a calibration prefix of internal/tsql, never a set's).
+func removeCalibrationFiles(ctx context.Context, st storage.Storage, prefix string) ([]string, error) {
+	files, err := st.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, f := range files {
+		if err := st.Remove(ctx, f.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", f.Name, err))
+			continue
+		}
+		removed = append(removed, f.Name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// SaveCalibrationOutput says where the report was kept.
+type SaveCalibrationOutput struct {
+	Report string `json:"report"` // file name on the backup server
+}
+
+// SaveCalibration keeps the report on the backup server beside the
+// manifests, replacing the previous calibration of the database: the plan
+// reads the newest measurement from there. (The chart is drawn by the
+// starter, from the same report.)
+func (a *Activities) SaveCalibration(ctx context.Context, r calibrate.Report) (SaveCalibrationOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
+	d := &a.Cycle
+	srv, err := d.server(r.Server)
+	if err != nil {
+		return SaveCalibrationOutput{}, err
+	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return SaveCalibrationOutput{}, err
+	}
+	defer st.Close()
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return SaveCalibrationOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration report of %s: %w", r.Database, err))
+	}
+	name := tsql.CalibrationReportName(r.Instance, r.Database)
+	if err := writeReplacing(ctx, st, name, data); err != nil {
+		return SaveCalibrationOutput{}, storageError(srv.Name, err)
+	}
+	return SaveCalibrationOutput{Report: name}, nil
+}
+
+// writeReplacing writes data to name through a temporary file and one
+// Replace, so a reader never sees half a report.
+func writeReplacing(ctx context.Context, st storage.Storage, name string, data []byte) error {
+	tmp := name + ".tmp-" + fmt.Sprint(time.Now().UnixNano())
+	w, err := st.Create(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteAt(data, 0); err != nil {
+		_ = w.Close()
+		_ = st.Remove(ctx, tmp)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		_ = st.Remove(ctx, tmp)
+		return err
+	}
+	if err := st.Replace(ctx, tmp, name); err != nil {
+		_ = st.Remove(ctx, tmp)
+		return err
+	}
+	return nil
+}
+
+// hasCalibration reports a calibration report of db in a server's listing.
+func hasCalibration(l catalog.Listing, db *config.Database) bool {
+	name := tsql.CalibrationReportName(db.Instance, db.Name)
+	return slices.ContainsFunc(l.Files, func(f catalog.FileInfo) bool { return f.Name == name })
+}
+
+// calibrations reads the calibration reports of db on servers, as the
+// plan's measured backup rates (calibrate.Report.Throughput). A report that
+// cannot be read is only logged: the plan falls back to what else it knows.
+func (a *Activities) calibrations(ctx context.Context, db *config.Database, servers []string) []plan.Throughput {
+	var out []plan.Throughput
+	for _, name := range servers {
+		srv, err := a.Cycle.server(name)
+		if err != nil {
+			continue
+		}
+		st, err := a.Cycle.openStorage(ctx, srv)
+		if err != nil {
+			continue
+		}
+		r, ok, err := LoadCalibration(ctx, st, db.Instance, db.Name)
+		st.Close()
+		if err != nil {
+			a.loggerFor(ctx).Warn("calibration report not read", zap.String("db", db.Name), zap.String("server", name), zap.Error(err))
+			continue
+		}
+		if ok {
+			if tp := r.Throughput(); tp.Any() {
+				out = append(out, tp)
+			}
+		}
+	}
+	return out
+}
+
+// LoadCalibration reads the newest calibration report of a database from a
+// backup server; ok is false when there is none.
+func LoadCalibration(ctx context.Context, st storage.Storage, instance, db string) (r calibrate.Report, ok bool, err error) {
+	rd, err := st.OpenRead(ctx, tsql.CalibrationReportName(instance, db))
+	if errors.Is(err, storage.ErrNotFound) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, err
+	}
+	defer rd.Close()
+	fi, err := st.Stat(ctx, tsql.CalibrationReportName(instance, db))
+	if err != nil {
+		return r, false, err
+	}
+	buf := make([]byte, fi.Size)
+	if _, err := rd.ReadAt(buf, 0); err != nil && fi.Size > 0 {
+		return r, false, err
+	}
+	if err := json.Unmarshal(buf, &r); err != nil {
+		return r, false, fmt.Errorf("calibration report %s: %w", tsql.CalibrationReportName(instance, db), err)
+	}
+	return r, true, nil
+}

@@ -1,0 +1,32 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// TestVerifyWithoutAlterAnyDatabase: the verification login of the minimal
+// grants (CREATE ANY DATABASE, VIEW SERVER PERFORMANCE STATE, SELECT in
+// msdb; no ALTER ANY DATABASE) restores the copy, checks it, restores it
+// again over itself (REPLACE, as its owner) and drops it: what `starter
+// preflight` no longer asks ALTER ANY DATABASE for.
+func TestVerifyWithoutAlterAnyDatabase(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	seq, verify := f.copiedSet()
+	f.loginAs("verify01", f.verify, sqlsim.Login{Name: "bk_ver", Password: sqlPassword,
+		Server:    []string{tsql.PermCreateAnyDatabase, tsql.PermViewServerPerformanceState},
+		Databases: map[string][]string{"msdb": {tsql.PermSelect}}})
+	f.must(f.acts.Restore, verify, nil)
+	f.must(f.acts.CheckDB, verify, nil)
+	f.must(f.acts.SanityChecks, verify, nil)
+	f.must(f.acts.Restore, verify, nil) // REPLACE over its own copy
+	if got := statements(f.verify, "RESTORE DATABASE"); len(got) != 2 || got[1].Outcome != "ok" {
+		t.Fatalf("RESTORE statements %+v; want two, ok", got)
+	}
+	f.must(f.acts.DropVerifyDB, VerifyInput{Database: "Sales", Sequence: seq, Server: verify.Server, OwnRestore: true}, nil)
+	if got := statements(f.verify, "DROP DATABASE"); len(got) != 1 || got[0].Outcome != "ok" {
+		t.Fatalf("DROP DATABASE statements %+v; want one, ok", got)
+	}
+}

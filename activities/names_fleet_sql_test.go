@@ -1,0 +1,52 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// TestSelectedNamesAreChecked: a database picked by a pattern of the
+// instance's selection (no databases: entry, so loading the configuration
+// never saw its name) whose name is 128 characters derives a verification
+// database name over SQL Server's limit ("{db}_verify"). PlanFleet leaves
+// it out with the name error, and PlanCycle refuses it (InvalidConfig,
+// not retried) before any sequence is allocated or any BACKUP runs.
+func TestSelectedNamesAreChecked(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	long := "Long" + strings.Repeat("x", tsql.MaxIdentLen-4)
+	if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: long, LogicalName: "Long", Size: 2 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconfigure(func(y string) string {
+		// The selection of sql01 picks it by a pattern.
+		return strings.Replace(y, "    encrypt: disable\n", "    encrypt: disable\n    databases: [\"Long*\"]\n    backup_servers: [bak01, bak02]\n", 1)
+	})
+
+	var fp FleetPlan
+	f.must(f.acts.PlanFleet, FleetInput{}, &fp)
+	var reason, typ string
+	for _, n := range fp.NotRun {
+		if n.Database == long {
+			reason, typ = n.Reason, n.Type
+		}
+	}
+	for _, it := range fp.Items {
+		if it.Database == long {
+			t.Fatalf("PlanFleet planned %s, whose verification database name is over the limit", long)
+		}
+	}
+	if typ != ErrInvalidConfig || !strings.Contains(reason, "verify_name") {
+		t.Fatalf("PlanFleet's reason for %s: %q (type %q); want InvalidConfig naming verify_name", long, reason, typ)
+	}
+
+	err := f.run(f.acts.PlanCycle, PlanInput{Instance: "sql01", Database: long}, nil)
+	if ae := appErrorOf(t, err); ae.Type() != ErrInvalidConfig || !ae.NonRetryable() || !strings.Contains(err.Error(), "verify_name") {
+		t.Fatalf("PlanCycle of %s: %v; want a non-retryable InvalidConfig naming verify_name", long, err)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 0 {
+		t.Errorf("%d BACKUP statements ran", n)
+	}
+}
