@@ -729,7 +729,10 @@ func (f *fileCopy) startReadBack(ctx context.Context, abort context.CancelFunc, 
 	go func() {
 		defer close(rb.done)
 		rb.sum, rb.err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, rb.written.wait, f.reportChecked)
-		if rb.err != nil {
+		if rb.err != nil && ctx.Err() == nil {
+			// Failed on its own (not stopped): stop the streaming too. A
+			// stopped read-back must not cancel the file's context, which
+			// the caller still needs to remove the partial file.
 			abort()
 		}
 	}()
