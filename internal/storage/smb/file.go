@@ -83,7 +83,10 @@ func (f *file) openOnce(k int) (fresh bool, err error) {
 	h, err := l.share.WithContext(f.ctx).OpenFile(f.s.full(f.name), f.flag, 0o644)
 	if err != nil {
 		e := f.s.err("open", f.name, err)
-		if failed(e, err) {
+		switch {
+		case f.ctx.Err() != nil:
+			f.s.abandon(i, l)
+		case failed(e, err):
 			f.s.broken(i, l)
 		}
 		return fresh, e
@@ -153,6 +156,10 @@ func (f *file) call(k int, op string, fn func(h *smb2.File) error) error {
 			return nil
 		}
 		e := f.s.err(op, f.name, err)
+		if f.ctx.Err() != nil {
+			f.s.abandon(conn, l)
+			return e
+		}
 		if failed(e, err) {
 			f.s.broken(conn, l)
 			if attempt == 0 && !fresh && f.ctx.Err() == nil {

@@ -178,10 +178,14 @@ type conn struct {
 type link struct {
 	sess  *smb2.Session
 	share *smb2.Share
+	tcp   net.Conn // the session's connection, closed at once by abandon
 
 	mu    sync.Mutex
 	users int // calls in progress
 	dead  bool
+	// abandoned: its connection was closed by abandon; no logoff, which
+	// would be another call on it.
+	abandoned bool
 }
 
 // acquire counts a call in; false when the link is dead.
@@ -198,7 +202,7 @@ func (l *link) acquire() bool {
 func (l *link) release() {
 	l.mu.Lock()
 	l.users--
-	last := l.dead && l.users == 0
+	last := l.dead && !l.abandoned && l.users == 0
 	l.mu.Unlock()
 	if last {
 		go l.logoff()
@@ -213,10 +217,32 @@ func (l *link) kill() {
 		return
 	}
 	l.dead = true
-	last := l.users == 0
+	last := l.users == 0 && !l.abandoned
 	l.mu.Unlock()
 	if last {
 		go l.logoff()
+	}
+}
+
+// abandon drops conn i's link l after a call on it was cancelled while in
+// flight, and closes its TCP connection at once, without a logoff. The
+// library answers a cancelled call before its sender has written the
+// request, and the next call on the connection would encode into the buffer
+// being written (go-smb2 conn.sendWith, found by the race detector): no call
+// may follow on it. Calls still on it fail and redial (they are idempotent,
+// see do).
+func (s *Storage) abandon(i int, l *link) {
+	c := s.conns[i]
+	c.mu.Lock()
+	if c.cur == l {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+	l.mu.Lock()
+	l.dead, l.abandoned = true, true
+	l.mu.Unlock()
+	if l.tcp != nil {
+		_ = l.tcp.Close()
 	}
 }
 
@@ -299,9 +325,9 @@ func (s *Storage) link(ctx context.Context, i int) (l *link, fresh bool, err err
 	// "insufficient resources" (seen from smbd on a loaded machine): wait a
 	// little and dial again before giving up.
 	for attempt := 1; ; attempt++ {
-		sess, share, err := s.dial(ctx)
+		sess, share, tcp, err := s.dial(ctx)
 		if err == nil {
-			c.cur = &link{sess: sess, share: share, users: 1}
+			c.cur = &link{sess: sess, share: share, tcp: tcp, users: 1}
 			return c.cur, true, nil
 		}
 		var re *smb2.ResponseError
@@ -318,7 +344,7 @@ func (s *Storage) link(ctx context.Context, i int) (l *link, fresh bool, err err
 }
 
 // dial connects, authenticates and mounts the share.
-func (s *Storage) dial(ctx context.Context) (*smb2.Session, *smb2.Share, error) {
+func (s *Storage) dial(ctx context.Context) (*smb2.Session, *smb2.Share, net.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
 	d := &smb2.Dialer{
@@ -330,16 +356,22 @@ func (s *Storage) dial(ctx context.Context) (*smb2.Session, *smb2.Share, error) 
 			Domain:   s.creds.Domain,
 		},
 	}
-	sess, err := d.Dial(dctx, s.addr)
+	var nd net.Dialer
+	tcp, err := nd.DialContext(dctx, "tcp", s.addr)
 	if err != nil {
-		return nil, nil, s.dialErr(ctx, "connect", err)
+		return nil, nil, nil, s.dialErr(ctx, "connect", err)
+	}
+	sess, err := d.DialConn(dctx, tcp, s.addr)
+	if err != nil {
+		_ = tcp.Close()
+		return nil, nil, nil, s.dialErr(ctx, "connect", err)
 	}
 	share, err := sess.WithContext(dctx).Mount(`\\` + s.cfg.Host + `\` + s.cfg.Share)
 	if err != nil {
 		_ = sess.WithContext(dctx).Logoff()
-		return nil, nil, s.dialErr(ctx, "mount share", err)
+		return nil, nil, nil, s.dialErr(ctx, "mount share", err)
 	}
-	return sess, share, nil
+	return sess, share, tcp, nil
 }
 
 func (s *Storage) dialErr(ctx context.Context, op string, err error) error {
@@ -393,6 +425,10 @@ func (s *Storage) run(ctx context.Context, op, name string, retry bool, fn func(
 			return nil
 		}
 		e := s.err(op, name, err)
+		if ctx.Err() != nil {
+			s.abandon(i, l)
+			return e
+		}
 		if failed(e, err) {
 			s.broken(i, l)
 			if retry && attempt == 0 && !fresh && ctx.Err() == nil {
