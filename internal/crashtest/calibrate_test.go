@@ -54,11 +54,7 @@ func (s *site) startCalibration(c client.Client, grid *calibrate.Grid) client.Wo
 
 func waitCalibration(t *testing.T, run client.WorkflowRun, limit time.Duration) (calibrate.Report, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	var r calibrate.Report
-	err := run.Get(ctx, &r)
-	return r, err
+	return waitFor[calibrate.Report](t, run, limit)
 }
 
 // The emulator throttled like a backup server with 4 NICs of 16 MB/s each

@@ -272,12 +272,18 @@ func (s *site) start(c client.Client, id string) client.WorkflowRun {
 // wait waits for a cycle's result, bounded.
 func wait(t *testing.T, run client.WorkflowRun, limit time.Duration) (workflows.CycleResult, error) {
 	t.Helper()
+	return waitFor[workflows.CycleResult](t, run, limit)
+}
+
+// waitFor waits for any workflow's result, bounded.
+func waitFor[R any](t *testing.T, run client.WorkflowRun, limit time.Duration) (R, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	var res workflows.CycleResult
+	var res R
 	err := run.Get(ctx, &res)
 	if ctx.Err() != nil {
-		t.Fatalf("cycle %s did not finish within %s: %v", run.GetID(), limit, err)
+		t.Fatalf("workflow %s did not finish within %s: %v", run.GetID(), limit, err)
 	}
 	return res, err
 }

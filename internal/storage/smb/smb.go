@@ -232,12 +232,7 @@ func (l *link) kill() {
 // may follow on it. Calls still on it fail and redial (they are idempotent,
 // see do).
 func (s *Storage) abandon(i int, l *link) {
-	c := s.conns[i]
-	c.mu.Lock()
-	if c.cur == l {
-		c.cur = nil
-	}
-	c.mu.Unlock()
+	s.unset(i, l)
 	l.mu.Lock()
 	l.dead, l.abandoned = true, true
 	l.mu.Unlock()
@@ -384,13 +379,18 @@ func (s *Storage) dialErr(ctx context.Context, op string, err error) error {
 
 // broken drops conn i's link l (if still current) so the next call redials.
 func (s *Storage) broken(i int, l *link) {
+	s.unset(i, l)
+	l.kill()
+}
+
+// unset makes conn i forget link l (if still current): the next call dials.
+func (s *Storage) unset(i int, l *link) {
 	c := s.conns[i]
 	c.mu.Lock()
 	if c.cur == l {
 		c.cur = nil
 	}
 	c.mu.Unlock()
-	l.kill()
 }
 
 // failed reports whether err means the link is unusable.
