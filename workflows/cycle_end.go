@@ -1,0 +1,205 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/metrics"
+)
+
+// How a cycle waits, fails and is cancelled: backoff between rounds, sets
+// marked failed on evidence, the cancel path's cleanup.
+
+// wait sleeps for the next backoff interval with step shown, or returns the
+// cause once the total wait is used up.
+func (c *cycle) wait(ctx workflow.Context, b *backoff, step string, cause error) error {
+	d, ok := b.next()
+	if !ok {
+		return cause
+	}
+	c.step(ctx, step)
+	c.log(ctx).Warn("waiting before trying again", "wait", d, "error", cause)
+	return workflow.Sleep(ctx, d)
+}
+
+// markFailed marks the current set failed on servers on evidence about its
+// content, in a disconnected context so that it runs even when the workflow
+// is being cancelled. Its own failure is logged: the set is already not
+// verified, and retention removes files without a verified manifest.
+func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, servers []string, evidence catalog.Evidence) {
+	if c.seq == 0 {
+		return
+	}
+	reason := cause.Error()
+	var appErr *temporal.ApplicationError
+	if errors.As(cause, &appErr) {
+		reason = appErr.Message()
+		var bf activities.BackupFailure
+		if appErr.HasDetails() && appErr.Details(&bf) == nil && bf.Started {
+			reason = fmt.Sprintf("%s (at %.0f %%)", reason, bf.Percent)
+		}
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	err := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    5 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline / 2,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(2*time.Second, 3),
+		Summary:                fmt.Sprintf("mark %s seq %d failed", c.in.Database, c.seq),
+	}), a.MarkFailed, activities.MarkInput{
+		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
+		Step: step, ErrorType: errorType(cause), Reason: reason, Evidence: string(evidence),
+	}).Get(dctx, nil)
+	if err != nil {
+		c.log(ctx).Error("set not marked failed", "error", err)
+	}
+	c.progress.Failed = append(c.progress.Failed, c.seq)
+}
+
+// end finishes a cycle that stopped before its set was verified: cancelled
+// or failed.
+func (c *cycle) end(ctx workflow.Context, err error) error {
+	if cancelled(ctx, err) {
+		return c.cancel(ctx)
+	}
+	return c.fail(ctx, err)
+}
+
+// cancel cleans up after a cancel request (Web UI, client): the
+// verification database this run restored is dropped, the unverified
+// set's files are removed and its manifest records "cancelled"; every
+// earlier set is left as it is. The workflow then ends Canceled.
+func (c *cycle) cancel(ctx workflow.Context) error {
+	step := c.progress.Step
+	dctx, done := workflow.NewDisconnectedContext(ctx)
+	defer done()
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline,
+		HeartbeatTimeout: c.hb, RetryPolicy: retry(2*time.Second, 5)}
+	if c.seq != 0 && !c.verified {
+		// A statement an earlier attempt left running (the cancel came
+		// while no attempt ran) is stopped before its copy is dropped and
+		// its files removed.
+		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
+			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server}
+			if c.restoreStarted {
+				stop.Remote = c.remoteOf()
+			}
+			var stopped activities.StopOutput
+			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.StopStatements, stop).Get(dctx, &stopped); err != nil {
+				c.log(ctx).Error("statements of the cancelled set not stopped", "error", err)
+			} else if len(stopped.Left) > 0 {
+				c.log(ctx).Warn("statements of the cancelled set still running (KILL needs ALTER ANY CONNECTION)", "left", stopped.Left)
+			}
+		}
+		if c.restoreStarted {
+			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+				OwnRestore: true}
+			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.DropVerifyDB, verify).Get(dctx, nil); err != nil {
+				c.log(ctx).Error("verification database not dropped after cancel", "error", err)
+			}
+		}
+		servers := c.holders
+		if len(servers) == 0 && c.server != "" {
+			servers = []string{c.server}
+		}
+		if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.MarkCancelled, activities.MarkInput{
+			Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Step: step,
+			Reason: "cycle cancelled at step " + step,
+		}).Get(dctx, nil); err != nil {
+			c.log(ctx).Error("set not marked cancelled", "error", err)
+		}
+	}
+	c.progress.Error = "cancelled at step " + step
+	c.progress.Step = activities.StepCancelled
+	_ = c.upsert(dctx, AttrStep.ValueSet(activities.StepCancelled))
+	c.outcome(dctx, OutcomeCancelled)
+	metrics.CycleEnded(workflow.GetMetricsHandler(dctx), metrics.OutcomeCancelled, "")
+	c.log(ctx).Warn("backup cycle cancelled", "cancelled_step", step)
+	return temporal.NewCanceledError(fmt.Sprintf("backup cycle of %s cancelled at step %s", c.in.Database, step))
+}
+
+// remoteOf is the server the current set is verified from: the last holder.
+func (c *cycle) remoteOf() string {
+	if len(c.holders) > 1 {
+		return c.holders[len(c.holders)-1]
+	}
+	return c.server
+}
+
+// fail ends the cycle with the outcome `failed` and an error of a stable
+// type. The set is marked failed only on evidence about its content (a
+// BACKUP that did not complete, corrupt media, CHECKDB errors, a sanity
+// mismatch): an outage, a timeout or a deadline leaves it in its last proven
+// state (written, copied, restored, checked), for a later cycle or
+// `starter resume` to finish.
+func (c *cycle) fail(ctx workflow.Context, err error) error {
+	step := c.progress.Step
+	typ := errorType(err)
+	evidence := activities.Evidence(typ)
+	// The BACKUP itself reported a failure: the set is incomplete. A timeout
+	// (no type) proves nothing: the statement may have completed unseen.
+	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && !slices.Contains(notAgainstSet, typ) {
+		evidence = catalog.EvidenceBackupIncomplete
+	}
+	alreadyMarked := len(c.progress.Failed) > 0 && c.progress.Failed[len(c.progress.Failed)-1] == c.seq
+	if evidence != "" && !alreadyMarked {
+		servers := c.holders
+		if len(servers) == 0 && c.server != "" {
+			servers = []string{c.server}
+		}
+		c.markFailed(ctx, step, err, servers, evidence)
+	} else if c.seq != 0 && !alreadyMarked {
+		c.log(ctx).Warn("set left in its last proven state: the failure says nothing about its content", "type", typ)
+	}
+	// A RESTORE of this run that failed leaves the copy RESTORING: useless,
+	// and in the way of every later cycle (only a copy backupcycle restored
+	// may be replaced, and a RESTORING one has no restore to show). Drop it
+	// while this run knows it sent that RESTORE. A restore refused before it
+	// started (the name is someone else's) or of another set is left alone.
+	if c.restoreStarted && step == activities.StepRestore && typ != activities.ErrVerifyDatabaseInUse &&
+		typ != activities.ErrRestoreMismatch && workflow.GetVersion(ctx, "drop-failed-restore", workflow.DefaultVersion, 1) == 1 {
+		verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+			OwnRestore: true}
+		if derr := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline / 2, HeartbeatTimeout: c.hb,
+			RetryPolicy: retry(5*time.Second, 5),
+			Summary:     fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
+		}), a.DropVerifyDB, verify).Get(ctx, nil); derr != nil {
+			c.log(ctx).Error("copy of the failed restore not dropped: the next cycle may refuse to replace it", "error", derr)
+		}
+	}
+	c.progress.Error = err.Error()
+	c.progress.Step = activities.StepFailed
+	// BackupStep keeps the step that failed (BackupOutcome says failed),
+	// so the Web UI and `starter status` can filter failures by step.
+	_ = c.upsert(ctx, AttrStep.ValueSet(step))
+	c.outcome(ctx, OutcomeFailed)
+	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeFailed, typ)
+	c.log(ctx).Error("backup cycle failed", "failed_step", step, "type", typ, "error", err)
+
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && typ != "" {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("backup cycle of %s failed at step %s: %s", c.in.Database, step, appErr.Message()), typ, err)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("backup cycle of %s failed at step %s: %v", c.in.Database, step, err), "CycleFailed", err)
+}
+
+// cancelled reports whether err is (or follows from) a cancel request.
+func cancelled(ctx workflow.Context, err error) bool {
+	return ctx.Err() != nil || temporal.IsCanceledError(err)
+}
+
+func (c *cycle) log(ctx workflow.Context) log.Logger {
+	return log.With(workflow.GetLogger(ctx), "db", c.in.Database, "seq", c.seq, "step", c.progress.Step, "server", c.server)
+}
