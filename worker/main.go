@@ -28,16 +28,15 @@ import (
 	"strings"
 
 	"github.com/backupcycle/backupcycle/internal/logging"
-	"github.com/backupcycle/backupcycle/internal/version"
 	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-// Exit codes: 0 stopped cleanly, 1 failed, 2 bad usage.
+// Exit codes: workerhost's.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK    = workerhost.ExitOK
+	exitFail  = workerhost.ExitFail
+	exitUsage = workerhost.ExitUsage
 )
 
 // devCommand is how the development worker is started, for the hint given
@@ -97,19 +96,8 @@ flags:
 `, workflows.TaskQueue, logging.LevelEnv, devCommand)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if showVersion {
-		fmt.Fprintf(stdout, "worker %s\n", version.String())
-		return exitOK
-	}
-	if err := o.check(fs); err != nil {
-		fmt.Fprintf(stderr, "worker: %v\n", err)
-		return exitUsage
+	if code, done := workerhost.ParseArgs(fs, args, "worker", &showVersion, func() error { return o.check(fs) }, stdout, stderr); done {
+		return code
 	}
 	if o.replayOpen {
 		failed, err := runReplay(ctx, o, stdout)

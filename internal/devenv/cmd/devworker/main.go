@@ -26,16 +26,15 @@ import (
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/logging"
-	"github.com/backupcycle/backupcycle/internal/version"
 	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-// Exit codes: 0 stopped cleanly, 1 failed, 2 bad usage.
+// Exit codes: workerhost's.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK    = workerhost.ExitOK
+	exitFail  = workerhost.ExitFail
+	exitUsage = workerhost.ExitUsage
 )
 
 type options struct {
@@ -86,19 +85,8 @@ flags:
 `, devenv.ConfigFile, logging.LevelEnv)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if showVersion {
-		fmt.Fprintf(stdout, "devworker %s\n", version.String())
-		return exitOK
-	}
-	if err := o.check(fs); err != nil {
-		fmt.Fprintf(stderr, "devworker: %v\n", err)
-		return exitUsage
+	if code, done := workerhost.ParseArgs(fs, args, "devworker", &showVersion, func() error { return o.check(fs) }, stdout, stderr); done {
+		return code
 	}
 	if err := runDev(ctx, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "devworker: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
