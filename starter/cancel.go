@@ -54,13 +54,11 @@ follows the cancelled runs until they have closed (no time limit unless --timeou
 				}
 				instance = db.Instance
 			}
-			c, err := e.dial(ctx)
+			c, qctx, done, err := e.session(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			qctx, cancel := e.withTimeout(ctx, defaultTimeout)
-			defer cancel()
+			defer done()
 			var ids []string
 			switch {
 			case workflowID != "":

@@ -48,13 +48,11 @@ Without --config, or with --worker-only, it only proves that a worker polls: it 
 cannot be reached fails only the first cycle. Exit 1 when either part fails.`,
 		Args: noArgs,
 		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			c, err := e.dial(ctx)
+			c, hctx, done, err := e.session(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			hctx, cancel := e.withTimeout(ctx, defaultTimeout)
-			defer cancel()
+			defer done()
 			res, err := c.RunHealthCheck(hctx)
 			if err != nil {
 				return err

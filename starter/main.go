@@ -270,7 +270,6 @@ func (e *env) dial(ctx context.Context) (*client.Client, error) {
 	return client.Dial(ctx, t, e.log)
 }
 
-// loadConfig loads --config once; commands that need it call requireConfig.
 // resolveInstance settles a database's instance from the configuration
 // (when one is given), so that its workflow id is the same however a run is
 // started, and a misspelt name fails here, not in the worker. cfg is nil
@@ -290,6 +289,18 @@ func (e *env) resolveInstance(instance, database string) (string, *config.Config
 	return db.Instance, cfg, nil
 }
 
+// session dials Temporal and bounds ctx by --timeout, else defaultTimeout,
+// for a command that asks one thing and returns; done closes both.
+func (e *env) session(ctx context.Context) (*client.Client, context.Context, func(), error) {
+	c, err := e.dial(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := e.withTimeout(ctx, defaultTimeout)
+	return c, ctx, func() { cancel(); c.Close() }, nil
+}
+
+// loadConfig loads --config once; commands that need it call requireConfig.
 func (e *env) loadConfig() (*config.Config, error) {
 	if e.cfg == nil {
 		cfg, err := config.Load(e.configFile)

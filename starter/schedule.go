@@ -64,13 +64,11 @@ schedule whose database has that name.`,
 				return nil
 			},
 			RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-				c, err := e.dial(ctx)
+				c, ctx, done, err := e.session(ctx)
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				ctx, cancel := e.withTimeout(ctx, defaultTimeout)
-				defer cancel()
+				defer done()
 				id, err := e.scheduleID(ctx, c, args[0])
 				if err != nil {
 					return err
@@ -118,13 +116,11 @@ func scheduleApplyCommand(e *env) *cobra.Command {
 					return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", name, cfg.File)}
 				}
 			}
-			c, err := e.dial(ctx)
+			c, ctx, done, err := e.session(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
-			defer cancel()
+			defer done()
 			out := applyJSON{Applied: []appliedJSON{}, Orphans: []scheduleJSON{}}
 			var res []client.ScheduleResult
 			if fleet {
@@ -192,13 +188,11 @@ func scheduleListCommand(e *env) *cobra.Command {
 		Short: "list the BackupCycle and Fleet schedules with their next run times",
 		Args:  noArgs,
 		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			c, err := e.dial(ctx)
+			c, ctx, done, err := e.session(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
-			defer cancel()
+			defer done()
 			ss, err := c.ListSchedules(ctx)
 			if err != nil {
 				return err

@@ -50,13 +50,11 @@ when any database is out of its rpo/rto.`,
 					return usageError{msg: fmt.Sprintf("--instance %q is not defined in sql_instances of %s", f.Instance, cfg.File)}
 				}
 			}
-			c, err := e.dial(ctx)
+			c, ctx, done, err := e.session(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := e.withTimeout(ctx, defaultTimeout)
-			defer cancel()
+			defer done()
 			cycles, err := c.CycleStatus(ctx, f)
 			if err != nil {
 				return err
