@@ -249,6 +249,11 @@ func (x *execCtx) backup(s *backupStmt) error {
 			locals = append(locals, so.t.local)
 		}
 	}
+	// The operation counts (Start and Crash wait for it) from before it
+	// takes its files until after it gives them back: a restart must not
+	// find files still held by a BACKUP the crash ended.
+	x.in.ops.Add(1)
+	defer x.in.ops.Done()
 	busy, release := x.in.devices.acquire(locals, true)
 	if busy >= 0 {
 		for _, so := range outs {
@@ -309,8 +314,6 @@ func (x *execCtx) backup(s *backupStmt) error {
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
 
-	x.in.ops.Add(1)
-	defer x.in.ops.Done()
 	x.setCommand("BACKUP DATABASE", d.ID, true)
 
 	// Create the stripes and write their media headers.

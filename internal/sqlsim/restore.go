@@ -56,6 +56,9 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		return err
 	}
 	needAll := s.kind == "DATABASE" || s.kind == "VERIFYONLY"
+	// Counted until the stripes are closed (see backup).
+	x.in.ops.Add(1)
+	defer x.in.ops.Done()
 	stripes, err := x.openStripes(op, s.disks, needAll)
 	if err != nil {
 		return err
@@ -377,9 +380,7 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 	}()
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	x.in.ops.Add(1)
 	err := x.watchProgress(ctx, crashOp, finished, &done, h.TotalPages, stats, &firstErr, fail)
-	x.in.ops.Done()
 	if err != nil {
 		return x.pipelineErr(op, err)
 	}
