@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing: Samba (smbd, smbpasswd), smbclient (the reference client the
 # storage benchmarks compare against), nss_wrapper (so a private smbd can have its own user without touching
-# /etc/passwd), promtool (Debian's prometheus package: the tests check the alert rules with it) and chromium (the
-# screenshot tool's tests drive it headless). Idempotent: does nothing when everything is there.
+# /etc/passwd), promtool (Debian's prometheus package: the tests check the alert rules with it), chromium (the
+# screenshot tool's tests drive it headless) and FreeTDS's tsql (freetds-bin: a TDS client independent of go-mssqldb
+# that the emulator's tests talk to). Idempotent: does nothing when everything is there.
 set -euo pipefail
 
 need=()
@@ -11,6 +12,7 @@ command -v smbclient >/dev/null 2>&1 || need+=(smbclient)
 ls /usr/lib/*/libnss_wrapper.so >/dev/null 2>&1 || need+=(libnss-wrapper)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v tsql >/dev/null 2>&1 || need+=(freetds-bin)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -93,7 +93,7 @@ func TestEngineExec(t *testing.T) {
 	r = &recorder{}
 	err := s.Exec(ctx, tds.Request{SQL: "SELECT COUNT_BIG(*) FROM Orders"}, r)
 	var te *tds.Error
-	if !errors.As(err, &te) || te.Number != 208 || te.Message != "Invalid object name 'dbo.Orders'." {
+	if !errors.As(err, &te) || te.Number != 208 || te.Message != "Invalid object name 'Orders'." {
 		t.Fatalf("in master: %v", err)
 	}
 	r = &recorder{}

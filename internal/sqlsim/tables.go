@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -114,6 +115,11 @@ func (x *execCtx) tableSource(o objName, alias string) (*relation, error) {
 			schema = "dbo"
 		}
 		rel, err = x.userTable(dbName, schema, name, qual)
+	}
+	if te := (*tds.Error)(nil); errors.As(err, &te) && te.Number == 208 {
+		// SQL Server names the object as the statement wrote it: "FROM
+		// Orders" fails with 'Orders', not 'dbo.Orders'.
+		return nil, errInvalidObject(o.String())
 	}
 	if err != nil {
 		return nil, err

@@ -133,7 +133,7 @@ func TestCapturedTraffic(t *testing.T) {
 	if err != nil || l7.User != "sa" || l7.Password != "p@ss wörd" || l7.Database != "master" || l7.PacketSize != 512 {
 		t.Fatalf("LOGIN7 = %+v, %v", l7, err)
 	}
-	call, err := decodeRPC(rpc)
+	call, err := decodeRPC(rpc, true)
 	if err != nil || !call.isExecuteSQL() || len(call.Params) != 8 {
 		t.Fatalf("RPC = %+v, %v", call, err)
 	}
@@ -183,7 +183,7 @@ func FuzzDecodeMessages(f *testing.F) {
 			case packetLogin7:
 				_, _ = decodeLogin7(m.data)
 			default:
-				p, err := decodeRequest(m)
+				p, err := decodeRequest(m, true)
 				if err == nil && p.kind == packetRPC && p.call.isExecuteSQL() {
 					_, _ = p.call.request()
 				}
@@ -196,7 +196,7 @@ func FuzzDecodeLogin7(f *testing.F) {
 	f.Add(make([]byte, login7FixedSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, err := decodeLogin7(b)
-		if err == nil && len(b) < login7FixedSize {
+		if err == nil && len(b) < login7FixedSize71 {
 			t.Fatalf("decoded a %d-byte LOGIN7: %+v", len(b), l)
 		}
 	})
@@ -205,7 +205,7 @@ func FuzzDecodeLogin7(f *testing.F) {
 func FuzzDecodeRPC(f *testing.F) {
 	f.Add([]byte{4, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := decodeRPC(b)
+		c, err := decodeRPC(b, true)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,8 @@
 // Package tds is the wire-protocol half of the SQL Server emulator: it speaks
 // TDS 7.4 to go-mssqldb (prelogin, login7, SQL batch, RPC sp_executesql,
-// attention, reset connection) and hands every request to a Handler. It knows
+// attention, reset connection) and hands every request to a Handler. Older
+// clients (TDS 7.1 to 7.3, e.g. FreeTDS or tedious configured so) get their
+// own version and the encodings SQL Server sends them (downlevel.go). It knows
 // nothing about databases, backups or T-SQL semantics: those live in the
 // engine (package sqlsim).
 //

@@ -2,6 +2,7 @@ package tds
 
 import (
 	"encoding/binary"
+	"math"
 	"strconv"
 )
 
@@ -82,17 +83,59 @@ type login7 struct {
 	SSPIData   []byte // its first SSPI message (NTLM: NEGOTIATE_MESSAGE)
 }
 
-const login7FixedSize = 94
+// TDS versions as LOGIN7 and LOGINACK carry them (§2.2.6.4, §2.2.7.14).
+const (
+	tds71 uint32 = 0x71000001 // SQL Server 2000 SP1
+	tds72 uint32 = 0x72090002 // SQL Server 2005
+	tds73 uint32 = 0x730A0003 // SQL Server 2008 (7.3A; 7.3B is 0x730B0003)
+	tds74 uint32 = 0x74000004 // SQL Server 2012 and later
+	tds80 uint32 = 0x08000000 // TDS 8.0, strict encryption (SQL Server 2022)
+)
+
+// negotiateVersion is the TDS version the server answers a client asking
+// for v with: the client's own when the server speaks it, else 7.4, the
+// newest a server of 2012 to 2022 knows (TDS 8.0 differs from 7.4 only in
+// when TLS starts, and is acknowledged as 7.4). Down-level clients get
+// their own version, and with it the down-level encodings of newer types
+// (see downlevel). 7.0 (SQL Server 7.0) is refused: the emulator does not
+// speak its collation-less type info.
+func negotiateVersion(v uint32) (uint32, error) {
+	switch {
+	case v == tds80 || v >= tds74:
+		return tds74, nil
+	case v >= 0x73000000:
+		return v, nil
+	case v >= tds72:
+		return tds72, nil
+	case v >= 0x71000000:
+		return tds71, nil
+	}
+	return 0, malformed("LOGIN7 asks for TDS version 0x%08X; the emulator speaks 7.1 to 7.4 (and 8.0)", v)
+}
+
+// The fixed part of LOGIN7 is 94 bytes from TDS 7.2 on (ibChangePassword,
+// cchChangePassword and cbSSPILong were added), 86 before.
+const (
+	login7FixedSize   = 94
+	login7FixedSize71 = 86
+)
 
 // decodeLogin7 decodes a LOGIN7 payload. Offsets count from the start of
 // the record, lengths count UCS-2 characters.
 func decodeLogin7(b []byte) (login7, error) {
 	var l login7
-	if len(b) < login7FixedSize {
-		return l, malformed("LOGIN7 record is %d bytes, shorter than its %d-byte fixed part", len(b), login7FixedSize)
+	if len(b) < login7FixedSize71 {
+		return l, malformed("LOGIN7 record is %d bytes, shorter than its %d-byte fixed part", len(b), login7FixedSize71)
+	}
+	fixed := login7FixedSize
+	if v := binary.LittleEndian.Uint32(b[4:]); v < tds72 && v != tds80 {
+		fixed = login7FixedSize71
+	}
+	if len(b) < fixed {
+		return l, malformed("LOGIN7 record is %d bytes, shorter than its %d-byte fixed part", len(b), fixed)
 	}
 	total := int(binary.LittleEndian.Uint32(b[0:]))
-	if total < login7FixedSize || total > len(b) {
+	if total < fixed || total > len(b) {
 		return l, malformed("LOGIN7 length %d does not match the %d-byte message", total, len(b))
 	}
 	b = b[:total]
@@ -104,7 +147,7 @@ func decodeLogin7(b []byte) (login7, error) {
 		if n == 0 {
 			return "", nil
 		}
-		if off < login7FixedSize || off+n > len(b) {
+		if off < fixed || off+n > len(b) {
 			return "", malformed("LOGIN7 %s (offset %d, %d bytes) outside the %d-byte record", what, off, n, len(b))
 		}
 		v := b[off : off+n]
@@ -137,7 +180,7 @@ func decodeLogin7(b []byte) (login7, error) {
 	if l.SSPI {
 		// ibSSPI, cbSSPI (bytes, not characters) at 78 and 80.
 		off, n := int(binary.LittleEndian.Uint16(b[78:])), int(binary.LittleEndian.Uint16(b[80:]))
-		if n > 0 && (off < login7FixedSize || off+n > len(b)) {
+		if n > 0 && (off < fixed || off+n > len(b)) {
 			return l, malformed("LOGIN7 SSPI data (offset %d, %d bytes) outside the %d-byte record", off, n, len(b))
 		}
 		l.SSPIData = b[off : off+n]
@@ -234,14 +277,14 @@ func (c *conn) loginReply(database string, packetSize int) []byte {
 	b = envChangeString(b, envLanguage, lang, "")
 	b = c.appendMsg(b, false, &Error{Number: 5703, State: 1, Class: 0,
 		Message: "Changed language setting to " + lang + "."})
-	b = appendLoginAck(b, o)
+	b = appendLoginAck(b, o, c.ver)
 	ps := strconv.Itoa(packetSize)
 	b = envChangeString(b, envPacketSize, ps, ps)
-	return appendDone(b, tokenDone, 0, 0, 0)
+	return c.appendDone(b, tokenDone, 0, 0, 0)
 }
 
-func appendLoginAck(b []byte, o Options) []byte {
-	body := []byte{1, 0x74, 0x00, 0x00, 0x04} // interface SQL, TDS 7.4 (big-endian)
+func appendLoginAck(b []byte, o Options, ver uint32) []byte {
+	body := []byte{1, byte(ver >> 24), byte(ver >> 16), byte(ver >> 8), byte(ver)} // interface SQL, TDS version (big-endian)
 	body = appendBVarChar(body, "Microsoft SQL Server")
 	body = append(body, o.Major, o.Minor, byte(o.Build>>8), byte(o.Build))
 	b = append(b, tokenLoginAck)
@@ -249,8 +292,9 @@ func appendLoginAck(b []byte, o Options) []byte {
 	return append(b, body...)
 }
 
-// appendMessage appends an INFO or ERROR token (§2.2.7.10, §2.2.7.13).
-func appendMessage(b []byte, isError bool, e *Error, server string) []byte {
+// appendMessage appends an INFO or ERROR token (§2.2.7.10, §2.2.7.13);
+// LineNumber is a LONG from TDS 7.2 on, a USHORT before.
+func appendMessage(b []byte, isError bool, e *Error, server string, ver uint32) []byte {
 	// The token length is a uint16: keep the message within it.
 	msg := truncateChars(e.Message, 30000)
 	body := appendU32(nil, uint32(e.Number))
@@ -258,7 +302,11 @@ func appendMessage(b []byte, isError bool, e *Error, server string) []byte {
 	body = appendUSVarChar(body, msg)
 	body = appendBVarChar(body, server)
 	body = appendBVarChar(body, e.Procedure)
-	body = appendU32(body, uint32(e.Line))
+	if ver < tds72 {
+		body = appendU16(body, uint16(e.Line))
+	} else {
+		body = appendU32(body, uint32(e.Line))
+	}
 	if isError {
 		b = append(b, tokenError)
 	} else {
@@ -276,9 +324,14 @@ const (
 	doneAttn  uint16 = 0x20
 )
 
-func appendDone(b []byte, token byte, status, cmd uint16, rows uint64) []byte {
+// appendDone appends a DONE, DONEPROC or DONEINPROC token. Its row count
+// is 8 bytes from TDS 7.2 on, 4 before (§2.2.7.6).
+func (c *conn) appendDone(b []byte, token byte, status, cmd uint16, rows uint64) []byte {
 	b = append(b, token)
 	b = appendU16(b, status)
 	b = appendU16(b, cmd)
+	if c.ver < tds72 {
+		return appendU32(b, uint32(min(rows, math.MaxUint32)))
+	}
 	return binary.LittleEndian.AppendUint64(b, rows)
 }

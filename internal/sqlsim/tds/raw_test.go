@@ -11,6 +11,12 @@ import (
 
 // buildLogin7 builds a LOGIN7 record the way go-mssqldb does.
 func buildLogin7(user, password, database string, packetSize uint32) []byte {
+	return buildLogin7Version(tds74, user, password, database, packetSize)
+}
+
+// buildLogin7Version builds a LOGIN7 record of TDS version ver, with the
+// shorter fixed part before 7.2.
+func buildLogin7Version(ver uint32, user, password, database string, packetSize uint32) []byte {
 	mangled := appendUCS2(nil, password)
 	for i, c := range mangled {
 		mangled[i] = (c<<4 | c>>4) ^ 0xA5
@@ -22,8 +28,12 @@ func buildLogin7(user, password, database string, packetSize uint32) []byte {
 		{36, appendUCS2(nil, "host")}, {40, appendUCS2(nil, user)}, {44, mangled},
 		{48, appendUCS2(nil, "app")}, {68, appendUCS2(nil, database)},
 	}
-	b := make([]byte, login7FixedSize)
-	binary.LittleEndian.PutUint32(b[4:], 0x74000004)
+	fixed := login7FixedSize
+	if ver < tds72 {
+		fixed = login7FixedSize71
+	}
+	b := make([]byte, fixed)
+	binary.LittleEndian.PutUint32(b[4:], ver)
 	binary.LittleEndian.PutUint32(b[8:], packetSize)
 	for _, f := range fields {
 		binary.LittleEndian.PutUint16(b[f.at:], uint16(len(b)))
@@ -44,6 +54,14 @@ func packet(typ, status byte, payload []byte) []byte {
 // rawLogin logs in over a bare socket and returns it.
 func rawLogin(t testing.TB, addr string, packetSize uint32) net.Conn {
 	t.Helper()
+	c, _ := rawLoginVersion(t, addr, tds74, packetSize)
+	return c
+}
+
+// rawLoginVersion logs in as a client of TDS version ver and returns the
+// socket and the login reply.
+func rawLoginVersion(t testing.TB, addr string, ver, packetSize uint32) (net.Conn, []byte) {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +72,18 @@ func rawLogin(t testing.TB, addr string, packetSize uint32) net.Conn {
 		t.Fatal(err)
 	}
 	readReply(t, c)
-	if _, err := c.Write(packet(packetLogin7, statusEOM, buildLogin7("sa", "p@ss wörd", "master", packetSize))); err != nil {
+	if _, err := c.Write(packet(packetLogin7, statusEOM, buildLogin7Version(ver, "sa", "p@ss wörd", "master", packetSize))); err != nil {
 		t.Fatal(err)
 	}
 	reply := readReply(t, c)
-	if len(reply) < 13 || reply[len(reply)-13] != tokenDone || binary.LittleEndian.Uint16(reply[len(reply)-12:]) != 0 {
-		t.Fatalf("login reply does not end with DONE(0): % x", reply)
+	done := 13 // DONE: token, status, command, row count of 8 bytes (4 before 7.2)
+	if ver < tds72 {
+		done = 9
 	}
-	return c
+	if len(reply) < done || reply[len(reply)-done] != tokenDone || binary.LittleEndian.Uint16(reply[len(reply)-done+1:]) != 0 {
+		t.Fatalf("login reply does not end with a %d-byte DONE(0): % x", done, reply)
+	}
+	return c, reply
 }
 
 // readReply reads one server message and checks its packets.

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// decodeSQLBatch decodes a SQL batch: ALL_HEADERS, then UCS-2 text.
-func decodeSQLBatch(b []byte) (string, error) {
+// decodeSQLBatch decodes a SQL batch: ALL_HEADERS (7.2 on), then UCS-2 text.
+func decodeSQLBatch(b []byte, headers bool) (string, error) {
 	r := wireReader{b: b}
-	r.skipAllHeaders()
+	r.skipAllHeaders(headers)
 	if r.err != nil {
 		return "", r.err
 	}
@@ -80,10 +80,10 @@ func (c rpcCall) request() (Request, error) {
 }
 
 // decodeRPC decodes an RPC request (§2.2.6.6) with one call.
-func decodeRPC(b []byte) (rpcCall, error) {
+func decodeRPC(b []byte, headers bool) (rpcCall, error) {
 	var c rpcCall
 	r := wireReader{b: b}
-	r.skipAllHeaders()
+	r.skipAllHeaders(headers)
 	n := r.u16("procedure name length")
 	if n == 0xFFFF {
 		c.ProcID = r.u16("procedure id")
@@ -465,9 +465,9 @@ const (
 )
 
 // decodeTransMgr returns the request type of a transaction manager request.
-func decodeTransMgr(b []byte) (uint16, error) {
+func decodeTransMgr(b []byte, headers bool) (uint16, error) {
 	r := wireReader{b: b}
-	r.skipAllHeaders()
+	r.skipAllHeaders(headers)
 	typ := r.u16("transaction request type")
 	return typ, r.err
 }

@@ -2,6 +2,7 @@ package tds
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -22,6 +23,8 @@ type resultWriter struct {
 	mu       sync.Mutex
 	pre      []byte // tokens that open the reply (reset ack, ...)
 	cols     []Column
+	wire     []Column // cols as this client's TDS version gets them (downlevel)
+	mapped   bool     // wire differs from cols
 	pending  *doneToken
 	scratch  []byte
 	finished bool
@@ -72,7 +75,7 @@ func (w *resultWriter) writeDone(status, cmd uint16, rows uint64) {
 		status |= doneMore // the DONEPROC that ends the RPC follows
 	}
 	var buf [13]byte
-	_, _ = w.c.pw.Write(appendDone(buf[:0], tok, status, cmd, rows))
+	_, _ = w.c.pw.Write(w.c.appendDone(buf[:0], tok, status, cmd, rows))
 }
 
 func (w *resultWriter) Info(number int32, class uint8, msg string) error {
@@ -112,7 +115,9 @@ func (w *resultWriter) Columns(cols []Column) error {
 		return err
 	}
 	w.cols = append([]Column(nil), cols...)
-	return w.write(appendColMetadata(w.scratch[:0], w.cols))
+	w.wire = downlevel(w.cols, w.c.ver)
+	w.mapped = &w.wire[0] != &w.cols[0]
+	return w.write(appendColMetadata(w.scratch[:0], w.wire, w.c.ver))
 }
 
 func (w *resultWriter) Row(values ...any) error {
@@ -124,7 +129,17 @@ func (w *resultWriter) Row(values ...any) error {
 	if w.cols == nil {
 		return errors.New("tds: Row called before Columns")
 	}
-	b, segs, err := encodeRow(w.scratch[:0], w.cols, values)
+	if w.mapped && len(values) == len(w.cols) {
+		conv := make([]any, len(values))
+		for i, v := range values {
+			var err error
+			if conv[i], err = downlevelValue(w.cols[i], w.wire[i], v); err != nil {
+				return fmt.Errorf("tds: column %d %q: %w", i, w.cols[i].Name, err)
+			}
+		}
+		values = conv
+	}
+	b, segs, err := encodeRow(w.scratch[:0], w.wire, values)
 	w.scratch = b[:0]
 	if err != nil {
 		return err
@@ -205,7 +220,7 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 	var b []byte
 	if attn {
 		w.writePending()
-		_, _ = pw.Write(appendDone(b, tokenDone, doneAttn, 0, 0))
+		_, _ = pw.Write(w.c.appendDone(b, tokenDone, doneAttn, 0, 0))
 		_ = pw.endMessage()
 		return
 	}
@@ -223,9 +238,9 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 			b = w.c.appendMsg(b, true, e)
 		}
 		if w.rpc {
-			b = appendDone(b, tokenDoneProc, doneError, 0, 0)
+			b = w.c.appendDone(b, tokenDoneProc, doneError, 0, 0)
 		} else {
-			b = appendDone(b, tokenDone, doneError, 0, 0)
+			b = w.c.appendDone(b, tokenDone, doneError, 0, 0)
 		}
 		_, _ = pw.Write(b)
 		_ = pw.endMessage()
@@ -243,11 +258,11 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 		}
 		b = append(b, tokenReturnStat)
 		b = appendU32(b, 0)
-		b = appendDone(b, tokenDoneProc, 0, 0, 0)
+		b = w.c.appendDone(b, tokenDoneProc, 0, 0, 0)
 	} else if d != nil {
-		b = appendDone(b, tokenDone, d.status, d.cmd, d.rows)
+		b = w.c.appendDone(b, tokenDone, d.status, d.cmd, d.rows)
 	} else {
-		b = appendDone(b, tokenDone, 0, 0, 0)
+		b = w.c.appendDone(b, tokenDone, 0, 0, 0)
 	}
 	_, _ = pw.Write(b)
 	_ = pw.endMessage()
@@ -264,7 +279,7 @@ func (c *conn) appendMsg(b []byte, isError bool, e *Error) []byte {
 	if l, ok := c.sess.(Localizer); ok && l != nil {
 		e = l.Localize(e)
 	}
-	return appendMessage(b, isError, e, c.s.opts.ServerName)
+	return appendMessage(b, isError, e, c.s.opts.ServerName, c.ver)
 }
 
 // sessionLanguage is the session's language name, "" when it has none.

@@ -70,12 +70,17 @@ func checkColumns(cols []Column) error {
 	return nil
 }
 
-// appendColMetadata appends a COLMETADATA token (§2.2.7.4).
-func appendColMetadata(b []byte, cols []Column) []byte {
+// appendColMetadata appends a COLMETADATA token (§2.2.7.4) for a client
+// of TDS version ver: UserType is a ULONG from 7.2 on, a USHORT before.
+func appendColMetadata(b []byte, cols []Column, ver uint32) []byte {
 	b = append(b, tokenColMetadata)
 	b = appendU16(b, uint16(len(cols)))
 	for _, c := range cols {
-		b = appendU32(b, 0) // UserType
+		if ver < tds72 {
+			b = appendU16(b, 0) // UserType
+		} else {
+			b = appendU32(b, 0)
+		}
 		var flags uint16
 		if c.Nullable {
 			flags |= 0x0001
@@ -132,6 +137,8 @@ func appendTypeInfo(b []byte, c Column) []byte {
 	case TypeVariant:
 		b = append(b, typeVariant)
 		return appendU32(b, 8016)
+	case typeColNText, typeColImage:
+		return appendTextTypeInfo(b, c.Type)
 	}
 	panic("unreachable: checked by checkColumns")
 }
@@ -218,6 +225,8 @@ func encodeValue(b []byte, c Column, v any) ([]byte, error) {
 		return append(b, 0), nil
 	}
 	switch c.Type {
+	case typeColNText, typeColImage:
+		return appendTextValue(b, c.Type, v)
 	case TypeInt, TypeBigInt, TypeSmallInt, TypeTinyInt:
 		n, err := toInt64(v)
 		if err != nil {

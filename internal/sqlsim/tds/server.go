@@ -223,6 +223,7 @@ type conn struct {
 	pr   *packetReader
 	pw   *packetWriter
 	sess Session
+	ver  uint32 // the TDS version acknowledged at login (negotiateVersion)
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -263,6 +264,7 @@ func newConn(s *Server, nc net.Conn, spid uint16) *conn {
 		pr:       newPacketReader(nc, s.opts.MaxMessageSize),
 		pw:       newPacketWriter(nc, spid),
 		requests: make(chan *pending),
+		ver:      tds74, // until LOGIN7 says otherwise
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c.ctx, c.cancel = ctx, func() { cancel(ErrConnectionClosed) }
@@ -392,6 +394,9 @@ func (c *conn) login() bool {
 		return false
 	}
 	l7, err := decodeLogin7(msg.data)
+	if err == nil {
+		c.ver, err = negotiateVersion(l7.TDSVersion)
+	}
 	if err != nil {
 		c.readFailed(err)
 		return false
@@ -426,9 +431,9 @@ func (c *conn) login() bool {
 		}
 		var b []byte
 		for _, e := range c.toErrors(err) {
-			b = appendMessage(b, true, e, c.s.opts.ServerName)
+			b = appendMessage(b, true, e, c.s.opts.ServerName, c.ver)
 		}
-		b = appendDone(b, tokenDone, doneError, 0, 0)
+		b = c.appendDone(b, tokenDone, doneError, 0, 0)
 		_, _ = c.pw.Write(b)
 		_ = c.pw.endMessage()
 		c.close("login failed: "+err.Error(), false)
@@ -504,7 +509,7 @@ func (c *conn) readLoop(done chan<- struct{}) {
 		if c.pr.afterFirst != nil {
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
-		p, err := decodeRequest(msg)
+		p, err := decodeRequest(msg, c.ver >= tds72)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -537,18 +542,19 @@ func (c *conn) readLoop(done chan<- struct{}) {
 	}
 }
 
-// decodeRequest decodes a message received after login.
-func decodeRequest(msg message) (*pending, error) {
+// decodeRequest decodes a message received after login. Requests start
+// with ALL_HEADERS from TDS 7.2 on (§2.2.5.3); a 7.1 client sends none.
+func decodeRequest(msg message, headers bool) (*pending, error) {
 	p := &pending{kind: msg.typ, reset: msg.reset}
 	var err error
 	switch msg.typ {
 	case packetAttention:
 	case packetSQLBatch:
-		p.req.SQL, err = decodeSQLBatch(msg.data)
+		p.req.SQL, err = decodeSQLBatch(msg.data, headers)
 	case packetRPC:
-		p.call, err = decodeRPC(msg.data)
+		p.call, err = decodeRPC(msg.data, headers)
 	case packetTransMgr:
-		p.tm, err = decodeTransMgr(msg.data)
+		p.tm, err = decodeTransMgr(msg.data, headers)
 	default:
 		err = malformed("unexpected packet type 0x%02X after login", msg.typ)
 	}
@@ -572,7 +578,7 @@ func (c *conn) toErrors(err error) Errors {
 // handle serves one request; false means the connection is finished.
 func (c *conn) handle(p *pending) bool {
 	if p.kind == packetAttention {
-		_, _ = c.pw.Write(appendDone(nil, tokenDone, doneAttn, 0, 0))
+		_, _ = c.pw.Write(c.appendDone(nil, tokenDone, doneAttn, 0, 0))
 		return c.pw.endMessage() == nil
 	}
 	defer p.cancel()
@@ -636,17 +642,17 @@ func (c *conn) transaction(p *pending, rw *resultWriter) bool {
 	case tmBegin:
 		c.tranID++
 		b = envChangeBytes(b, envBeginTran, id(), nil)
-		b = appendDone(b, tokenDone, 0, 0, 0)
+		b = c.appendDone(b, tokenDone, 0, 0, 0)
 	case tmCommit:
 		b = envChangeBytes(b, envCommitTran, nil, id())
-		b = appendDone(b, tokenDone, 0, 0, 0)
+		b = c.appendDone(b, tokenDone, 0, 0, 0)
 	case tmRollback:
 		b = envChangeBytes(b, envRollbackTran, nil, id())
-		b = appendDone(b, tokenDone, 0, 0, 0)
+		b = c.appendDone(b, tokenDone, 0, 0, 0)
 	default:
 		b = c.appendMsg(b, true, &Error{Number: 40515, State: 1, Class: 16,
 			Message: fmt.Sprintf("Transaction manager request %d is not supported by the emulator.", p.tm)})
-		b = appendDone(b, tokenDone, doneError, 0, 0)
+		b = c.appendDone(b, tokenDone, doneError, 0, 0)
 	}
 	_, _ = c.pw.Write(b)
 	return c.pw.endMessage() == nil

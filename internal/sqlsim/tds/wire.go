@@ -70,8 +70,12 @@ func (r *wireReader) bVarChar(what string) string {
 }
 
 // skipAllHeaders skips the ALL_HEADERS block that starts SQL batch, RPC
-// and transaction manager requests (§2.2.5.3), checking its lengths.
-func (r *wireReader) skipAllHeaders() {
+// and transaction manager requests (§2.2.5.3), checking its lengths;
+// present is false for a TDS 7.1 client, which sends none.
+func (r *wireReader) skipAllHeaders(present bool) {
+	if !present {
+		return
+	}
 	total := int(r.u32("ALL_HEADERS length"))
 	if r.err != nil {
 		return
