@@ -46,6 +46,8 @@ func TestServerQueries(t *testing.T) {
 	if len(r.rows) != 3 || r.rows[0][2] != "Sales" || r.rows[1][1] != "LOG" || r.rows[2][2] != "Sales_2" {
 		t.Fatalf("database_files = %v", r.rows)
 	}
+	// Unlike sys.master_files, sys.database_files has no database_id.
+	mustFail(t, e.db, 207, "SELECT database_id FROM [Sales].sys.database_files")
 	r = mustRun(t, e.db, "SELECT COUNT(*) FROM sys.master_files WHERE database_id = DB_ID(N'Sales')")
 	if asInt(r.rows[0][0]) != 3 {
 		t.Fatalf("master_files count = %v", r.rows)

@@ -188,6 +188,15 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), typ, f.typeDesc(), f.Logical, f.Physical, "ONLINE", f.Pages, int64(-1), int64(8192)})
 			}
 		}
+		if name == "database_files" {
+			// sys.database_files has no database_id column: it is the
+			// current (or named) database's own view
+			// (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-files-transact-sql).
+			rel.cols = rel.cols[1:]
+			for i := range rel.rows {
+				rel.rows[i] = rel.rows[i][1:]
+			}
+		}
 	case "schemas":
 		rel.cols = []relCol{col(qual, "name", tds.TypeNVarChar, 128), col(qual, "schema_id", tds.TypeInt, 0), col(qual, "principal_id", tds.TypeInt, 0)}
 		md, err := x.in.readMetadata(d)

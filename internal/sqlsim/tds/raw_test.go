@@ -250,3 +250,27 @@ func TestUnknownParameterType(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionAckIsItsOwnMessage: an attention during a request ends
+// that request's response, then gets a response message of its own with
+// only DONE(ATTN), as tedious expects (it reads the acknowledgement from
+// the message after the cancelled request's, and times out otherwise).
+func TestAttentionAckIsItsOwnMessage(t *testing.T) {
+	_, h, addr := startServer(t, Options{})
+	c := rawLogin(t, addr, 4096)
+	if _, err := c.Write(packet(packetSQLBatch, statusEOM, append([]byte{22, 0, 0, 0, 18, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, appendUCS2(nil, "sleep")...))); err != nil {
+		t.Fatal(err)
+	}
+	<-h.inExec
+	if _, err := c.Write(packet(packetAttention, statusEOM, nil)); err != nil {
+		t.Fatal(err)
+	}
+	first := readReply(t, c)
+	if d := first[len(first)-13:]; d[0] != tokenDone || binary.LittleEndian.Uint16(d[1:])&doneAttn != 0 {
+		t.Fatalf("the cancelled request's response: % x, want it to end with a DONE without ATTN", first)
+	}
+	ack := readReply(t, c)
+	if len(ack) != 13 || ack[0] != tokenDone || binary.LittleEndian.Uint16(ack[1:]) != doneAttn {
+		t.Fatalf("attention acknowledgement: % x, want a message of one DONE(ATTN)", ack)
+	}
+}

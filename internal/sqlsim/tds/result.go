@@ -219,8 +219,16 @@ func (w *resultWriter) finish(err error, dbBefore string) {
 	pw := w.c.pw
 	var b []byte
 	if attn {
+		// The cancelled request's response ends here, and the attention,
+		// a client message of its own, gets a response of its own: a
+		// message holding only DONE(ATTN). tedious relies on that shape
+		// (it reads the acknowledgement from the message after the
+		// cancelled request's); go-mssqldb and FreeTDS read on until the
+		// acknowledgement either way.
 		w.writePending()
-		_, _ = pw.Write(w.c.appendDone(b, tokenDone, doneAttn, 0, 0))
+		_, _ = pw.Write(w.c.appendDone(b, tokenDone, 0, 0, 0))
+		_ = pw.endMessage()
+		_, _ = pw.Write(w.c.appendDone(nil, tokenDone, doneAttn, 0, 0))
 		_ = pw.endMessage()
 		return
 	}
