@@ -327,7 +327,7 @@ func (x *execCtx) update(n *updateStmt) error {
 					if !ok {
 						return errMustDeclare(s.variable)
 					}
-					vr.v = normValue(v)
+					vr.v = vr.col.assign(normValue(v))
 				}
 			}
 			rows[i] = row

@@ -16,8 +16,8 @@ import (
 // (SQL_Latin1_General_CP1_CI_AS): case-insensitive, trailing spaces ignored.
 
 type variable struct {
-	typ string // declared type, lower case ("" for RPC parameters)
 	v   any
+	col *varType // declared type; nil when not known
 }
 
 // relCol is one column of a relation (a table source or a result).

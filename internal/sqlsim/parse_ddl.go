@@ -383,7 +383,8 @@ func (p *parser) declareStmt() (stmt, error) {
 		if p.peek().is("TABLE") || p.peek().is("CURSOR") {
 			return nil, errNotSupported("DECLARE " + strings.ToUpper(p.peek().text))
 		}
-		if _, err := p.typeName(); err != nil {
+		typ, err := p.typeSpec()
+		if err != nil {
 			return nil, err
 		}
 		var init expr
@@ -395,6 +396,7 @@ func (p *parser) declareStmt() (stmt, error) {
 			init = e
 		}
 		s.names = append(s.names, t.text)
+		s.types = append(s.types, typ)
 		s.inits = append(s.inits, init)
 		if !p.acceptOp(",") {
 			break

@@ -532,18 +532,33 @@ func (p *parser) primary() (expr, error) {
 // typeName reads a type such as int, bigint, nvarchar(128), nvarchar(max),
 // decimal(10,2); it returns the base name in lower case.
 func (p *parser) typeName() (string, error) {
+	t, err := p.typeSpec()
+	return t.name, err
+}
+
+// typeSpec is a data type as written: its lower-case name and the
+// arguments in its parentheses ("max", "10", "2"), if any.
+type typeSpec struct {
+	name string
+	args []string
+}
+
+func (p *parser) typeSpec() (typeSpec, error) {
 	name, err := p.ident()
 	if err != nil {
-		return "", err
+		return typeSpec{}, err
 	}
+	t := typeSpec{name: strings.ToLower(name)}
 	if p.acceptOp("(") {
 		for !p.peek().isOp(")") {
 			if p.peek().kind == tEOF {
-				return "", errNear(p.peek())
+				return typeSpec{}, errNear(p.peek())
 			}
-			p.next()
+			if a := p.next(); !a.isOp(",") {
+				t.args = append(t.args, strings.ToLower(a.text))
+			}
 		}
 		p.next()
 	}
-	return strings.ToLower(name), nil
+	return t, nil
 }

@@ -151,6 +151,7 @@ type updateStmt struct {
 
 type declareStmt struct {
 	names []string
+	types []typeSpec
 	inits []expr
 }
 

@@ -39,15 +39,10 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		c.Type = tds.TypeInt
 		return c
 	case *varExpr:
-		if v, ok := e.x.vars[strings.ToLower(n.name)]; ok {
-			switch v.typ {
-			case "int":
-				c.Type = tds.TypeInt
-				return c
-			case "bigint":
-				c.Type = tds.TypeBigInt
-				return c
-			}
+		if v, ok := e.x.vars[strings.ToLower(n.name)]; ok && v.col != nil {
+			c = v.col.col
+			c.Name, c.Nullable = name, true
+			return c
 		}
 	case *sysVarExpr:
 		switch n.name {
@@ -143,6 +138,16 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		c.Type = tds.TypeBit
 	case time.Time:
 		c.Type = tds.TypeDateTime2
+	case []byte:
+		c.Type, c.Size = tds.TypeVarBinary, 8000
+		if len(v.([]byte)) > 8000 {
+			c.Size = 0 // varbinary(max)
+		}
+	case string:
+		c.Type, c.Size = tds.TypeNVarChar, 4000
+		if utf16Len(v.(string)) > 4000 {
+			c.Size = 0 // nvarchar(max)
+		}
 	default:
 		c.Type, c.Size = tds.TypeNVarChar, 4000
 	}

@@ -214,8 +214,10 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 	}()
 
 	x := &execCtx{ctx: ctx, in: in, s: s, w: w, req: req, vars: map[string]*variable{}, crashed: crashed, client: client}
+	decl := parseDeclarations(r.Declarations)
 	for _, p := range r.Params {
-		x.vars[strings.ToLower(p.Name)] = &variable{v: normValue(p.Value)}
+		col := decl[strings.ToLower(p.Name)]
+		x.vars[strings.ToLower(p.Name)] = &variable{v: col.assign(normValue(p.Value)), col: col}
 	}
 	stmts, err := parse(r.SQL)
 	if err != nil {
@@ -497,7 +499,8 @@ func (x *execCtx) exec(st stmt) error {
 					return err
 				}
 			}
-			x.vars[strings.ToLower(name)] = &variable{v: v}
+			col := declaredColumn(n.types[i])
+			x.vars[strings.ToLower(name)] = &variable{v: col.assign(v), col: col}
 		}
 		return nil
 	case *setVarStmt:
@@ -509,7 +512,7 @@ func (x *execCtx) exec(st stmt) error {
 		if err != nil {
 			return err
 		}
-		vr.v = v
+		vr.v = vr.col.assign(v)
 		return nil
 	case *setOptionStmt:
 		if n.option == "LANGUAGE" {

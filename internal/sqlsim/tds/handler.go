@@ -111,6 +111,9 @@ type Request struct {
 	SQL    string
 	Params []Param
 	RPC    bool // true for sp_executesql
+	// Declarations is sp_executesql's parameter list as the client
+	// declared it ("@p1 int, @p2 nvarchar(max)"); "" without parameters.
+	Declarations string
 }
 
 // Param is one RPC parameter. Value is one of: nil (NULL), int64 (every

@@ -73,10 +73,14 @@ func (c rpcCall) request() (Request, error) {
 		return Request{}, fmt.Errorf("sp_executesql statement must be nvarchar, got %T", c.Params[0].Value)
 	}
 	params := c.Params[1:]
-	if len(params) > 0 && params[0].Name == "" {
-		params = params[1:] // the declaration string "@p1 bigint,..."
+	var decl string
+	// The declaration string "@p1 bigint,..." follows, unnamed (go-mssqldb)
+	// or named @params (tedious).
+	if len(params) > 0 && (params[0].Name == "" || strings.EqualFold(params[0].Name, "@params")) {
+		decl, _ = params[0].Value.(string)
+		params = params[1:]
 	}
-	return Request{SQL: stmt, Params: params, RPC: true}, nil
+	return Request{SQL: stmt, Params: params, RPC: true, Declarations: decl}, nil
 }
 
 // decodeRPC decodes an RPC request (§2.2.6.6) with one call.
