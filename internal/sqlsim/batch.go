@@ -41,7 +41,7 @@ func statementTerminating(err error) bool {
 	default:
 		return false // cancelled, dropped, crashed
 	}
-	if len(es) == 0 {
+	if len(es) == 0 || isBatchAbort(err) {
 		return false
 	}
 	for _, e := range es {

@@ -42,13 +42,18 @@
 //	    predicates: = <> < > <= >=, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (list), [NOT] LIKE, [NOT] EXISTS (SELECT ...)
 //	Generated tables (dbo.Orders, dbo.Customers, ...) answer only COUNT(*), COUNT_BIG(*), MAX(col) and
 //	    MIN(col) without WHERE: SELECT COUNT_BIG(*) FROM [db].[dbo].[Orders], SELECT MAX([OrderDate]) FROM ...
-//	IF <condition> <statement> [ELSE <statement>]; BEGIN ... END; DECLARE @v type [= x]; SET @v = x;
+//	IF <condition> <statement> [ELSE <statement>]; BEGIN ... END; DECLARE @v type [= x]; SET @v = x
+//	    (variables and sp_executesql parameters keep their declared type: SELECT @v returns it);
 //	    SET NOCOUNT/XACT_ABORT/... ON|OFF (ignored); SET LANGUAGE us_english|Deutsch|Français; PRINT; USE [db]
 //	WAITFOR DELAY 'hh:mm[:ss[.fff]]' | @v; WAITFOR TIME ...   (the batch waits; an attention or a dropped
 //	    connection ends it and the rest of the batch does not run; sys.dm_exec_requests shows
 //	    command and wait_type WAITFOR; a bad time string is 148)
 //	KILL <session_id> | @v   (closes that session's connection, its running statement ends; 6104 own
 //	    session, 6106 none)
+//	RAISERROR (N'text %s %d', severity, state [, args]) [WITH LOG|NOWAIT|SETERROR]   (error 50000; up to 10 an
+//	    informational message, 10 sent as 0; 11-18 end only the statement; above 18 sysadmin WITH LOG, else
+//	    2754; a message number has no sys.messages text: 18054's wording, 2732 below 13000)
+//	THROW number, N'text', state   (severity 16, ends the batch; 35100/35101 out of range; bare THROW is 10704)
 //	EXEC [db].sys.sp_executesql N'...'   (runs the text in database db)
 //	CREATE SCHEMA s; CREATE TABLE [db].[s].[t] (col int|bigint|nvarchar(n)|datetime2|bit [NOT] NULL, ...,
 //	    CONSTRAINT pk PRIMARY KEY [CLUSTERED] (col [ASC]), CONSTRAINT ck CHECK (expr))

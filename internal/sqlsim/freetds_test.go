@@ -34,6 +34,8 @@ func TestFreeTDSClient(t *testing.T) {
 		"RESTORE VERIFYONLY FROM DISK = N'\\\\bak01\\backup\\freetds.bak'",
 		"SELECT * FROM nosuch",
 		"SELECT name FROM sys.databases WHERE name = N'Sales'",
+		"RAISERROR(N'disk %s is full', 16, 2, N'E:')",
+		"SELECT 0x0A0B AS b",
 		"quit",
 	}, "\ngo\n")
 	literal := regexp.MustCompile(`\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{7}\txyz\tNULL\t42`)
@@ -57,6 +59,9 @@ func TestFreeTDSClient(t *testing.T) {
 				"Msg 208 (severity 16",
 				"Invalid object name 'nosuch'.",
 				"name\nSales\n",
+				"Msg 50000 (severity 16, state 2)",
+				"disk E: is full",
+				"b\n0a0b\n",
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("TDS %s: output lacks %q:\n%s", ver, want, out)

@@ -25,6 +25,7 @@ const (
 	tVar            // @name (Text includes the @)
 	tSysVar         // @@NAME (Text includes the @@)
 	tOp             // operator or punctuation
+	tBinary         // 0x... binary constant; Text the hex digits
 )
 
 type token struct {
@@ -110,6 +111,15 @@ func lex(sql string) ([]token, error) {
 			}
 			toks = append(toks, token{tString, s, start})
 			i += n
+		case c == '0' && i+1 < len(sql) && (sql[i+1] == 'x' || sql[i+1] == 'X'):
+			// A binary constant: 0x followed by hex digits, possibly none
+			// (https://learn.microsoft.com/en-us/sql/t-sql/data-types/constants-transact-sql#binary-constants).
+			j := i + 2
+			for j < len(sql) && strings.IndexByte("0123456789abcdefABCDEF", sql[j]) >= 0 {
+				j++
+			}
+			toks = append(toks, token{tBinary, sql[i+2 : j], i})
+			i = j
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9'):
 			j := i
 			for j < len(sql) && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '.') {

@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -416,6 +417,17 @@ func (p *parser) primary() (expr, error) {
 	case tString:
 		p.next()
 		return &litExpr{v: t.text}, nil
+	case tBinary:
+		p.next()
+		h := t.text
+		if len(h)%2 == 1 {
+			h = "0" + h // 0x1 is 0x01
+		}
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			return nil, errNear(t)
+		}
+		return &litExpr{v: b}, nil
 	case tNumber:
 		p.next()
 		if strings.Contains(t.text, ".") {

@@ -313,7 +313,7 @@ func (p *parser) objName() (objName, error) {
 
 var notSupportedStarts = map[string]bool{
 	"DELETE": true, "MERGE": true, "TRUNCATE": true, "GRANT": true, "REVOKE": true, "DENY": true,
-	"WHILE": true, "RETURN": true, "RAISERROR": true, "THROW": true,
+	"WHILE": true, "RETURN": true,
 	"CHECKPOINT": true, "RECONFIGURE": true, "SHUTDOWN": true, "WITH": true, "OPEN": true, "FETCH": true,
 	"CLOSE": true, "DEALLOCATE": true, "COMMIT": true, "ROLLBACK": true, "SAVE": true, "GOTO": true,
 	"BULK": true, "READTEXT": true, "WRITETEXT": true, "UPDATETEXT": true, "ENABLE": true, "DISABLE": true,
@@ -392,6 +392,10 @@ func (p *parser) statement() (stmt, error) {
 		return &printStmt{e: e}, nil
 	case "WAITFOR":
 		return p.waitforStmt()
+	case "RAISERROR":
+		return p.raiseStmt()
+	case "THROW":
+		return p.throwStmt()
 	case "KILL":
 		p.next()
 		t := p.peek()

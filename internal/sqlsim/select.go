@@ -35,6 +35,10 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		case string:
 			c.Type, c.Size = tds.TypeNVarChar, max(len([]rune(v)), 1)
 			return c
+		case []byte:
+			c.Type, c.Size = tds.TypeVarBinary, max(len(v), 1)
+			c.Nullable = false
+			return c
 		}
 		c.Type = tds.TypeInt
 		return c

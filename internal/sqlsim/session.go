@@ -437,6 +437,10 @@ func (x *execCtx) describe(st stmt) (string, string) {
 		return "BEGIN", db
 	case *printStmt:
 		return "PRINT", db
+	case *raiseStmt:
+		return "RAISERROR", db
+	case *throwStmt:
+		return "THROW", db
 	case *waitforStmt:
 		return "WAITFOR", db
 	case *killStmt:
@@ -526,6 +530,10 @@ func (x *execCtx) exec(st stmt) error {
 		}
 		x.info(0, 0, toString(v)) // PRINT waits in the output buffer like other messages
 		return nil
+	case *raiseStmt:
+		return x.raise(n)
+	case *throwStmt:
+		return x.throw(n)
 	case *createSchemaStmt:
 		return x.createSchema(n)
 	case *createTableStmt:

@@ -56,6 +56,11 @@ func TestVariableTypes(t *testing.T) {
 	if r.rows[0][0] != "abc" || r.rows[0][1] != int64(5) {
 		t.Errorf("DECLARE nvarchar(3) = 'abcdef', int = 5: %v", r.rows)
 	}
+	// Binary constants (0x...) are varbinary.
+	r = mustRun(t, e.db, "SELECT 0x0A0b, 0x1, 0x")
+	if b, ok := r.rows[0][0].([]byte); !ok || !bytes.Equal(b, []byte{0x0a, 0x0b}) || !bytes.Equal(r.rows[0][1].([]byte), []byte{1}) || len(r.rows[0][2].([]byte)) != 0 {
+		t.Errorf("binary constants: %#v", r.rows)
+	}
 	if got := parseDeclarations("@p1 nvarchar(max), @p2 decimal(10,2) OUTPUT, @P3 sysname"); got["@p1"].col.Size != 0 ||
 		got["@p2"].col.Precision != 10 || got["@p2"].col.Scale != 2 || got["@p3"].col.Size != 128 {
 		t.Errorf("declarations: %+v %+v %+v", got["@p1"], got["@p2"], got["@p3"])
