@@ -59,9 +59,6 @@ type crashRun struct {
 	crashedStep      string
 	resent           int64
 	crashedStatement string
-	// hung: the old worker still holds open polls, so Temporal may hand
-	// it the retry too (which then times out again): 2 or more attempts.
-	hung bool
 }
 
 // runClean runs the scenario's clean cycle (the reference for recovery time
@@ -103,7 +100,13 @@ func checkCrashRun(t *testing.T, s *site, r *crashRun) {
 			want = 2
 		}
 		got := r.runs.started[name]
-		if r.hung && name == r.crashedStep && got > want {
+		if name == r.crashedStep && got > want {
+			// More attempts of the crashed step are Temporal retrying (a hung
+			// worker still holding open polls is handed the retry too; a
+			// heartbeat late on a loaded machine): each
+			// re-attaches, and the statement count below is what proves
+			// nothing ran twice.
+			t.Logf("%s: %d attempts", name, got)
 			got = want
 		}
 		if r.runs.completed[name] != 1 || got != want {
@@ -185,7 +188,7 @@ func TestWorkerCrashAtStep(t *testing.T) {
 			s := newSite(t, "Sales", dbSize, "", bandwidth(tc.limit))
 			tc.slow(s)
 			w := s.startWorkerProcess(srv.FrontendAddress())
-			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement, hung: tc.freeze}
+			r := &crashRun{crashedStep: tc.activity, crashedStatement: tc.statement}
 
 			r.runClean(t, s, c)
 

@@ -30,6 +30,10 @@
 //	    sources: sys.databases, [db.]sys.database_files, sys.master_files, [db.]sys.schemas, [db.]sys.tables,
 //	    sys.dm_exec_requests (session_id, request_id, start_time, status, command, sql_handle,
 //	    database_id, percent_complete, estimated_completion_time, total_elapsed_time),
+//	    sys.dm_exec_sessions (session_id, login_time, host_name, program_name, login_name, status,
+//	    database_id, language, is_user_process; others' sessions with VIEW SERVER STATE),
+//	    sys.dm_exec_connections (encrypt_option, auth_scheme SQL|NTLM, protocol_version, net_packet_size,
+//	    client/local address and port; VIEW SERVER STATE, else 300 and 297),
 //	    msdb.dbo.restorehistory (restore_date: the start of the RESTORE), msdb.dbo.backupset (name and
 //	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE

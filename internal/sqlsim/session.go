@@ -20,6 +20,8 @@ type session struct {
 	login   tds.Login
 	id      uint16
 	loginDB string
+	// connected is when the login succeeded (connect_time, login_time).
+	connected time.Time
 
 	mu sync.Mutex
 	db string

@@ -713,7 +713,7 @@ func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error)
 		}
 		return nil, localizeErrors(lang, tds.Errors{first, failed})
 	}
-	s := &session{in: in, login: l, id: l.SPID, loginDB: d.Name, db: d.Name, lang: lang, loginLang: lang}
+	s := &session{in: in, login: l, id: l.SPID, loginDB: d.Name, db: d.Name, lang: lang, loginLang: lang, connected: time.Now()}
 	in.mu.Lock()
 	in.sessions[l.SPID] = s
 	in.mu.Unlock()

@@ -257,6 +257,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		}
 		x.in.mu.Unlock()
 		sortRows(rel.rows, 0)
+	case "dm_exec_sessions", "dm_exec_connections":
+		return x.sessionView(name, qual)
 	default:
 		return nil, errInvalidObject("sys." + name)
 	}

@@ -34,8 +34,11 @@ func TestWindowsLoginOverNTLM(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var who string
-			err = db.QueryRow("SELECT SUSER_SNAME()").Scan(&who)
+			var who, scheme string
+			err = db.QueryRow("SELECT SUSER_SNAME(), auth_scheme FROM sys.dm_exec_connections WHERE session_id = @@SPID").Scan(&who, &scheme)
+			if err == nil && scheme != "NTLM" {
+				t.Errorf("auth_scheme %q of an NTLM login", scheme)
+			}
 			return who, err
 		}
 		who, err := open(`CORP\svc_backup`, "Winter2026!")

@@ -52,6 +52,11 @@ type Login struct {
 	// Windows: the server authenticated User (DOMAIN\user) itself through
 	// SSPI (NTLM, see WindowsAccounts); Password is empty.
 	Windows bool
+	// What the connection is, for sys.dm_exec_connections: the server's
+	// address, whether TLS protects it, the TDS version acknowledged.
+	LocalAddr  net.Addr
+	Encrypted  bool
+	TDSVersion uint32
 }
 
 // WindowsAccounts is what a Handler implements to accept Windows logins:

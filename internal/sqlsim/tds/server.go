@@ -409,6 +409,7 @@ func (c *conn) login() bool {
 	login := Login{
 		User: l7.User, Password: l7.Password, Database: l7.Database, Language: l7.Language, AppName: l7.AppName,
 		HostName: l7.HostName, PacketSize: size, SPID: c.spid, RemoteAddr: c.nc.RemoteAddr(),
+		LocalAddr: c.nc.LocalAddr(), Encrypted: c.encrypted, TDSVersion: c.ver,
 	}
 	if l7.SSPI {
 		var ok bool
