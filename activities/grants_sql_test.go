@@ -1,7 +1,7 @@
 package activities
 
 import (
-	"database/sql"
+	"context"
 	"testing"
 	"time"
 
@@ -23,7 +23,7 @@ func TestVerifyWithoutAlterAnyDatabase(t *testing.T) {
 	f.must(f.acts.Restore, verify, nil)
 	f.must(f.acts.CheckDB, verify, nil)
 	f.must(f.acts.SanityChecks, verify, nil)
-	idle(t, f.verify, "Sales_verify")
+	f.idle("Sales_verify")
 	f.must(f.acts.Restore, verify, nil) // REPLACE over its own copy
 	if got := statements(f.verify, "RESTORE DATABASE"); len(got) != 2 || got[1].Outcome != "ok" {
 		t.Fatalf("RESTORE statements %+v; want two, ok", got)
@@ -34,28 +34,24 @@ func TestVerifyWithoutAlterAnyDatabase(t *testing.T) {
 	}
 }
 
-// idle waits until no session is in database db on in. A connection the
-// client closed ends its session on the server a moment later, on SQL
-// Server as on the emulator, and RESTORE ... WITH REPLACE needs the
-// database to itself (3101, retried by the activity's policy; a direct
-// call has no retry).
-func idle(t *testing.T, in *sqlsim.Instance, db string) {
-	t.Helper()
-	conn, err := sql.Open("sqlserver", in.DSN("sa", sqlPassword, "master"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+// idle waits until no session is in database db on the verification
+// instance. A connection the client closed ends its session on the server
+// a moment later, on SQL Server as on the emulator, and RESTORE ... WITH
+// REPLACE needs the database to itself (3101, retried by the activity's
+// policy; a direct call has no retry).
+func (f *sqlFixture) idle(db string) {
+	f.t.Helper()
+	conn := f.verifySQL()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE database_id = DB_ID(@p1)", db).Scan(&n); err != nil {
-			t.Fatal(err)
+		n, _, err := conn.QueryValue(context.Background(), "sessions", "SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE database_id = DB_ID(@p1)", db)
+		if err != nil {
+			f.t.Fatal(err)
 		}
-		if n == 0 {
+		if n == int64(0) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions still in %s after 10 s", n, db)
+			f.t.Fatalf("%v sessions still in %s after 10 s", n, db)
 		}
 	}
 }
