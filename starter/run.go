@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -121,7 +122,7 @@ func printCycleResult(e *env, run client.CycleRun) {
 	fmt.Fprintf(e.stdout, "  set:     %d stripes, manifest %s, on %s\n", len(r.Stripes), r.Manifest, strings.Join(r.Locations, " and "))
 	t := r.Timings
 	fmt.Fprintf(e.stdout, "  times:   backup %s, copy %s, restore %s, CHECKDB %s, sanity %s; total %s\n",
-		rnd(t.Backup), rnd(t.Copy), rnd(t.Restore), rnd(t.CheckDB), rnd(t.Sanity), rnd(t.Total))
+		plan.RoundDuration(t.Backup), plan.RoundDuration(t.Copy), plan.RoundDuration(t.Restore), plan.RoundDuration(t.CheckDB), plan.RoundDuration(t.Sanity), plan.RoundDuration(t.Total))
 	if len(r.Failed) > 0 {
 		fmt.Fprintf(e.stdout, "  failed on the way: sequences %v\n", r.Failed)
 	}
@@ -131,14 +132,4 @@ func printCycleResult(e *env, run client.CycleRun) {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(e.stdout, "  warning: %s\n", w)
 	}
-}
-
-func rnd(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
 }

@@ -95,7 +95,7 @@ func writeCycleStatus(w io.Writer, s client.CycleSummary) {
 		db, dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))
 	fmt.Fprintf(w, "    started %s", stamp(s.Start))
 	if !s.Close.IsZero() {
-		fmt.Fprintf(w, ", closed %s (%s)", stamp(s.Close), rnd(s.Close.Sub(s.Start)))
+		fmt.Fprintf(w, ", closed %s (%s)", stamp(s.Close), plan.RoundDuration(s.Close.Sub(s.Start)))
 	}
 	fmt.Fprintf(w, ", run %s\n", s.RunID)
 	switch {
@@ -183,7 +183,7 @@ func timingsText(t activities.Timings) string {
 		d    time.Duration
 	}{{"backup", t.Backup}, {"copy", t.Copy}, {"restore", t.Restore}, {"CHECKDB", t.CheckDB}, {"sanity", t.Sanity}} {
 		if s.d > 0 {
-			parts = append(parts, s.name+" "+rnd(s.d).String())
+			parts = append(parts, s.name+" "+plan.RoundDuration(s.d).String())
 		}
 	}
 	if len(parts) == 0 {

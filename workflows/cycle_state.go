@@ -126,14 +126,14 @@ func (c *cycle) details(ctx workflow.Context) {
 					s += fmt.Sprintf(" · %.1f MB/s", float64(p.Bytes)/1e6/el.Seconds())
 				}
 				eta := time.Duration(float64(el) * (100 - p.Percent) / p.Percent)
-				s += fmt.Sprintf(" · ETA %s", round(eta))
+				s += fmt.Sprintf(" · ETA %s", plan.RoundDuration(eta))
 			}
 		}
 		s += "\n\n"
 	}
 	t := p.Timings
-	s += fmt.Sprintf("backup %s · copy %s · restore %s · CHECKDB %s · sanity %s · total %s\n", round(t.Backup), round(t.Copy),
-		round(t.Restore), round(t.CheckDB), round(t.Sanity), round(t.Total))
+	s += fmt.Sprintf("backup %s · copy %s · restore %s · CHECKDB %s · sanity %s · total %s\n", plan.RoundDuration(t.Backup), plan.RoundDuration(t.Copy),
+		plan.RoundDuration(t.Restore), plan.RoundDuration(t.CheckDB), plan.RoundDuration(t.Sanity), plan.RoundDuration(t.Total))
 	if len(p.Failed) > 0 {
 		s += fmt.Sprintf("\nmarked failed on the way: %v\n", p.Failed)
 	}

@@ -308,7 +308,7 @@ func (f *fleetRun) details(ctx workflow.Context) {
 		fmt.Fprintln(tw, "database\toutcome\tseq\tsize\ttook\ttype")
 		for _, o := range outs {
 			fmt.Fprintf(tw, "%s@%s\t%s\t%s\t%s\t%s\t%s\n", oneLine(o.Database), oneLine(o.Instance), o.Outcome,
-				seqText(o.Sequence), plan.FormatBytes(o.SizeBytes), round(o.Duration), o.Type)
+				seqText(o.Sequence), plan.FormatBytes(o.SizeBytes), plan.RoundDuration(o.Duration), o.Type)
 		}
 		_ = tw.Flush()
 		b.WriteString("```\n")

@@ -107,14 +107,3 @@ func (b *backoff) next() (time.Duration, bool) {
 	b.wait = min(2*b.wait, b.max)
 	return d, true
 }
-
-// round keeps durations readable: 1m23s, 4.56s, 120ms.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
-}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -91,6 +92,17 @@ func CheckTuning(t Tuning, databaseVolumes int, budgetBytes int64) error {
 	}
 	return fmt.Errorf("plan: BACKUP buffer memory BUFFERCOUNT %s x MAXTRANSFERSIZE %d = %s exceeds the memory budget of %s; %s, lower maxtransfersize, or raise the budget",
 		bcText, mts, FormatBytes(mem), FormatBytes(budgetBytes), fix)
+}
+
+// RoundDuration keeps durations readable in messages: 1m23s, 4.56s, 120ms.
+func RoundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // FormatBytes renders a byte count in binary units (for messages).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -90,5 +91,17 @@ func TestCheckTuning(t *testing.T) {
 	}
 	if err := CheckTuning(Tuning{BufferCount: 1 << 20, MaxTransferSize: 4 << 20}, 1, 0); err != nil {
 		t.Errorf("budget 0 means no memory guard: %v", err)
+	}
+}
+
+func TestRoundDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		83*time.Second + 400*time.Millisecond:       "1m23s",
+		4567 * time.Millisecond:                     "4.57s",
+		120*time.Millisecond + 400*time.Microsecond: "120ms",
+	} {
+		if got := RoundDuration(d).String(); got != want {
+			t.Errorf("RoundDuration(%s) = %s, want %s", d, got, want)
+		}
 	}
 }
