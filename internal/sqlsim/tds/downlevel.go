@@ -28,8 +28,8 @@ const datetime2Text = "2006-01-02 15:04:05.0000000"
 // and the (max) types, sent as PLP from TDS 7.2 on (§2.2.5.2.3), go to a
 // 7.1 client as ntext and image
 // (https://learn.microsoft.com/en-us/sql/relational-databases/native-client/features/using-large-value-types).
-// It returns cols itself when nothing changes.
-func downlevel(cols []Column, ver uint32) []Column {
+// changed is false, and wire is cols itself, when nothing changes.
+func downlevel(cols []Column, ver uint32) (wire []Column, changed bool) {
 	var out []Column
 	for i, c := range cols {
 		w := c
@@ -49,9 +49,9 @@ func downlevel(cols []Column, ver uint32) []Column {
 		out[i] = w
 	}
 	if out == nil {
-		return cols
+		return cols, false
 	}
-	return out
+	return out, true
 }
 
 // downlevelValue converts a value of column c to the wire column w that

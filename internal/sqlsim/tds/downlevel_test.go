@@ -33,7 +33,7 @@ func TestNegotiateVersion(t *testing.T) {
 func TestDownlevelColumns(t *testing.T) {
 	cols := []Column{{Name: "i", Type: TypeInt}, {Name: "t", Type: TypeDateTime2}, {Name: "m", Type: TypeNVarChar},
 		{Name: "b", Type: TypeVarBinary}, {Name: "s", Type: TypeNVarChar, Size: 10}}
-	if got := downlevel(cols, tds74); &got[0] != &cols[0] {
+	if got, changed := downlevel(cols, tds74); changed || &got[0] != &cols[0] {
 		t.Error("7.4: columns copied though nothing changes")
 	}
 	for _, c := range []struct {
@@ -44,7 +44,7 @@ func TestDownlevelColumns(t *testing.T) {
 		{tds72, []ColumnType{TypeInt, TypeNVarChar, TypeNVarChar, TypeVarBinary, TypeNVarChar}},
 		{tds71, []ColumnType{TypeInt, TypeNVarChar, typeColNText, typeColImage, TypeNVarChar}},
 	} {
-		got := downlevel(cols, c.ver)
+		got, _ := downlevel(cols, c.ver)
 		for i, w := range c.types {
 			if got[i].Type != w {
 				t.Errorf("0x%08X column %s: type %d, want %d", c.ver, cols[i].Name, got[i].Type, w)
@@ -55,7 +55,7 @@ func TestDownlevelColumns(t *testing.T) {
 		t.Fatal("downlevel changed its input")
 	}
 	at := time.Date(2026, 11, 30, 17, 5, 9, 123456700, time.UTC)
-	w := downlevel(cols, tds72)
+	w, _ := downlevel(cols, tds72)
 	if v, err := downlevelValue(cols[1], w[1], at); err != nil || v != "2026-11-30 17:05:09.1234567" {
 		t.Errorf("datetime2 to a 7.2 client: %v, %v", v, err)
 	}

@@ -258,7 +258,7 @@ func TestUnknownParameterType(t *testing.T) {
 func TestAttentionAckIsItsOwnMessage(t *testing.T) {
 	_, h, addr := startServer(t, Options{})
 	c := rawLogin(t, addr, 4096)
-	if _, err := c.Write(packet(packetSQLBatch, statusEOM, append([]byte{22, 0, 0, 0, 18, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, appendUCS2(nil, "sleep")...))); err != nil {
+	if _, err := c.Write(packet(packetSQLBatch, statusEOM, append([]byte{4, 0, 0, 0}, appendUCS2(nil, "sleep")...))); err != nil {
 		t.Fatal(err)
 	}
 	<-h.inExec

@@ -115,8 +115,7 @@ func (w *resultWriter) Columns(cols []Column) error {
 		return err
 	}
 	w.cols = append([]Column(nil), cols...)
-	w.wire = downlevel(w.cols, w.c.ver)
-	w.mapped = &w.wire[0] != &w.cols[0]
+	w.wire, w.mapped = downlevel(w.cols, w.c.ver)
 	return w.write(appendColMetadata(w.scratch[:0], w.wire, w.c.ver))
 }
 
