@@ -308,7 +308,7 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 		}
 		return false, storageError(server, err)
 	}
-	files, err := st.List(ctx, tsql.SetPrefix(db.Instance, db.Name, seq)+"_")
+	files, err := setFiles(ctx, st, db.Instance, db.Name, seq)
 	if err != nil {
 		return false, storageError(server, err)
 	}

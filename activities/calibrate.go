@@ -183,7 +183,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 		return res, retryable(ErrBackupDeviceInUse, fmt.Errorf(
 			"calibration of %s: a BACKUP an earlier attempt left running could not be stopped (KILL needs ALTER ANY CONNECTION): the point is tried again once it ends", db.ID()))
 	}
-	if _, err := removeCalibrationFiles(ctx, st, tsql.CalibrationRunPrefix(db.Instance, db.Name, in.Token)); err != nil {
+	if _, err := removeCalibrationFiles(ctx, st, db.Instance, db.Name, in.Token); err != nil {
 		return res, storageError(srv.Name, err)
 	}
 
@@ -209,7 +209,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 		// files go now. One left running for the next attempt keeps them
 		// until that attempt stops it.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if _, rerr := removeCalibrationFiles(cctx, st, tsql.CalibrationRunPrefix(db.Instance, db.Name, in.Token)); rerr != nil {
+		if _, rerr := removeCalibrationFiles(cctx, st, db.Instance, db.Name, in.Token); rerr != nil {
 			log.Warn("calibration files not removed: the next calibration removes them", zap.Error(rerr))
 		}
 		cancel()
@@ -335,7 +335,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 		return out, err
 	}
 	defer st.Close()
-	removed, err := removeCalibrationFiles(ctx, st, tsql.CalibrationFilePrefix(db.Instance, db.Name))
+	removed, err := removeCalibrationFiles(ctx, st, db.Instance, db.Name, "")
 	out.Removed = removed
 	if err != nil {
 		return out, storageError(srv.Name, err)
@@ -346,9 +346,15 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 	return out, nil
 }
 
-// removeCalibrationFiles deletes every file whose name starts with prefix
-// (a calibration prefix of internal/tsql, never a set's).
-func removeCalibrationFiles(ctx context.Context, st storage.Storage, prefix string) ([]string, error) {
+// removeCalibrationFiles deletes the calibration files of (instance, db):
+// of run token, or of every run when token is "". The listing is by prefix;
+// each name is then parsed, since the prefix also starts the files of a
+// database whose name merely begins the same way.
+func removeCalibrationFiles(ctx context.Context, st storage.Storage, instance, db, token string) ([]string, error) {
+	prefix := tsql.CalibrationFilePrefix(instance, db)
+	if token != "" {
+		prefix = tsql.CalibrationRunPrefix(instance, db, token)
+	}
 	files, err := st.List(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -356,6 +362,9 @@ func removeCalibrationFiles(ctx context.Context, st storage.Storage, prefix stri
 	var removed []string
 	var errs []error
 	for _, f := range files {
+		if !tsql.IsCalibrationFileOf(f.Name, instance, db, token) {
+			continue
+		}
 		if err := st.Remove(ctx, f.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", f.Name, err))
 			continue

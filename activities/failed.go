@@ -142,11 +142,9 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 			names[s.Name] = true
 		}
 		// A stripe the copy was writing when the cancel came.
-		if files, err := o.st.List(ctx, tsql.SetPrefix(db.Instance, db.Name, in.Sequence)+"_"); err == nil {
+		if files, err := setFiles(ctx, o.st, db.Instance, db.Name, in.Sequence); err == nil {
 			for _, f := range files {
-				if _, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix)); ok {
-					names[f.Name] = true
-				}
+				names[f.Name] = true
 			}
 		}
 		if o.m == nil && len(names) == 0 {
@@ -211,7 +209,7 @@ func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int6
 // partialStripes lists the stripe files of a set found on a server, as a
 // complete stripe list (missing ones with size 0).
 func partialStripes(ctx context.Context, st storage.Storage, instance, db string, seq int64) []catalog.Stripe {
-	files, err := st.List(ctx, tsql.SetPrefix(instance, db, seq)+"_")
+	files, err := setFiles(ctx, st, instance, db, seq)
 	if err != nil {
 		return nil
 	}
@@ -219,8 +217,8 @@ func partialStripes(ctx context.Context, st storage.Storage, instance, db string
 	sizes := map[int]int64{}
 	for _, f := range files {
 		p, ok := tsql.ParseStripeFileName(f.Name)
-		if !ok || p.Sequence != seq || p.Owner() != tsql.OwnerOf(instance, db) {
-			continue
+		if !ok {
+			continue // a copy's temporary file
 		}
 		n = max(n, p.Count)
 		sizes[p.Index] = f.Size
@@ -230,6 +228,27 @@ func partialStripes(ctx context.Context, st storage.Storage, instance, db string
 		out[i] = catalog.Stripe{Name: tsql.StripeFileName(instance, db, seq, i+1, n), Size: sizes[i+1]}
 	}
 	return out
+}
+
+// setFiles lists the stripe files of set seq of (instance, db) on a server,
+// and the temporary files a copy writes them through. The listing is by the
+// set's prefix; each name is then parsed and its owner and sequence
+// compared, since <inst>@<db>_<seq:08d>_ also starts every file of a
+// database named <db>_<seq:08d>.
+func setFiles(ctx context.Context, st storage.Storage, instance, db string, seq int64) ([]storage.FileInfo, error) {
+	files, err := st.List(ctx, tsql.SetPrefix(instance, db, seq)+"_")
+	if err != nil {
+		return nil, err
+	}
+	owner := tsql.OwnerOf(instance, db)
+	var out []storage.FileInfo
+	for _, f := range files {
+		p, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix))
+		if ok && p.Sequence == seq && p.Owner() == owner {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // failedStep maps a workflow step to the manifest's steps.

@@ -110,3 +110,53 @@ func AnyBackupMarker(db string) (string, error) {
 	}
 	return "BACKUP DATABASE " + q + " TO ", nil
 }
+
+// CalibrationFile is what a calibration file name says: the owner part
+// (calibrationOwner of its instance and database), the run's token, the grid
+// point and the stripe numbers.
+type CalibrationFile struct {
+	Owner        string
+	Token        string
+	Point, Index int
+	Count        int
+}
+
+// ParseCalibrationFileName recognises names made by CalibrationLayout:
+// calibration~<owner>_<token>_p<point>_<i>of<n>.bak. It reads from the right,
+// since the owner may hold underscores and the token never does.
+func ParseCalibrationFileName(name string) (CalibrationFile, bool) {
+	rest, ok := strings.CutPrefix(name, calibrationPrefix)
+	if !ok {
+		return CalibrationFile{}, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".bak")
+	if !ok {
+		return CalibrationFile{}, false
+	}
+	parts := make([]string, 3) // i-of-n, p<point>, token
+	for k := range parts {
+		u := strings.LastIndexByte(rest, '_')
+		if u < 1 {
+			return CalibrationFile{}, false
+		}
+		parts[k], rest = rest[u+1:], rest[:u]
+	}
+	is, ns, ok := strings.Cut(parts[0], "of")
+	i, okI := digits(is, 1, 9)
+	n, okN := digits(ns, 1, 9)
+	ps, okP := strings.CutPrefix(parts[1], "p")
+	point, okPoint := digits(ps, 1, 9)
+	if !ok || !okI || !okN || !okP || !okPoint || i < 1 || i > n || checkToken(parts[2]) != nil {
+		return CalibrationFile{}, false
+	}
+	return CalibrationFile{Owner: rest, Token: parts[2], Point: int(point), Index: int(i), Count: int(n)}, true
+}
+
+// IsCalibrationFileOf reports whether name is a file of a calibration of
+// (instance, db) — of run token, or of any run when token is "". A prefix
+// alone cannot tell: calibration~sql01@Sales_ also starts every file of a
+// database named Sales_<anything>.
+func IsCalibrationFileOf(name, instance, db, token string) bool {
+	p, ok := ParseCalibrationFileName(name)
+	return ok && p.Owner == calibrationOwner(instance, db) && (token == "" || p.Token == token)
+}

@@ -82,3 +82,41 @@ func TestCalibrationNamesAtTheLimits(t *testing.T) {
 		t.Errorf("long path: %v", err)
 	}
 }
+
+// Every calibration file parses back to its owner, token and point, and is
+// told apart from those of a database whose name merely starts the same way
+// (the prefix calibration~sql01@Sales_ also starts Sales_x's files).
+func TestCalibrationFileOwner(t *testing.T) {
+	long := strings.Repeat("Ü", 120)
+	dbs := []string{"Sales", "Sales_x", "Sales_01a2b3c4d5e6", "a@b_c", long, long + "_2"}
+	for _, db := range dbs {
+		l, err := CalibrationLayout([]string{`\\bak01\backup`}, "sql01", db, "01a2b3c4d5e6", 12, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range l {
+			p, ok := ParseCalibrationFileName(s.Name)
+			if !ok || p.Token != "01a2b3c4d5e6" || p.Point != 12 || p.Index != i+1 || p.Count != 3 {
+				t.Fatalf("%s parses as %+v %v", s.Name, p, ok)
+			}
+			for _, other := range dbs {
+				for _, tok := range []string{"", "01a2b3c4d5e6", "x"} {
+					want := other == db && tok != "x"
+					if got := IsCalibrationFileOf(s.Name, "sql01", other, tok); got != want {
+						t.Errorf("IsCalibrationFileOf(%s, %q, token %q) = %v, want %v", s.Name, other, tok, got, want)
+					}
+				}
+			}
+			if IsCalibrationFileOf(s.Name, "sql02", db, "") {
+				t.Errorf("%s counted as sql02's", s.Name)
+			}
+		}
+	}
+	for _, bad := range []string{"calibration~sql01@Sales.json", "calibration~sql01@Sales_tok_p1_1of2.bak.partial",
+		"calibration~sql01@Sales_tok_p1_3of2.bak", "calibration~sql01@Sales_to.k_p1_1of2.bak", "calibration~_tok_p1_1of1.bak",
+		"sql01@Sales_00000001_1of1.bak", "calibration~sql01@Sales_tok_px_1of2.bak"} {
+		if p, ok := ParseCalibrationFileName(bad); ok {
+			t.Errorf("%s parses as %+v", bad, p)
+		}
+	}
+}
