@@ -310,7 +310,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
 		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
-		Start: start.UTC(), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
+		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
 
@@ -365,7 +365,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 			return opError(op, errWriteFailed(so.t.raw, oserr))
 		}
 		t := &mediaTrailer{BackupSetGUID: backupSet, Family: i + 1, Blocks: so.blocks, RawBytes: so.raw, StoredBytes: so.stored,
-			Finish: finish.UTC(), SetRawBytes: setRaw, SetStored: setStored}
+			Finish: x.in.serverTime(finish), SetRawBytes: setRaw, SetStored: setStored}
 		b, err := encodeTrailer(t, so.off)
 		if err == nil {
 			_, err = so.f.WriteAt(b, so.off)
@@ -392,7 +392,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	mb := float64(totalPages*PageSize) / (1 << 20) / secs
 	x.in.mu.Lock()
 	x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: x.in.cat.NextBackupSetID, GUID: backupSet, MediaGUID: mediaSet,
-		Database: d.Name, Start: start, Finish: finish, FirstLSN: firstLSN, LastLSN: lastLSN, CopyOnly: o.copyOnly,
+		Database: d.Name, Start: x.in.serverTime(start), Finish: x.in.serverTime(finish), FirstLSN: firstLSN, LastLSN: lastLSN, CopyOnly: o.copyOnly,
 		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name,
 		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID})
 	x.in.cat.NextBackupSetID++

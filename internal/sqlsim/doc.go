@@ -176,7 +176,9 @@
 // Dates (HEADERONLY BackupStartDate/BackupFinishDate, msdb backupset and
 // restorehistory, sys.databases.create_date, dm_exec_requests.start_time)
 // are datetime on the wall clock of Config.TimeZone, as SQL Server reports
-// server-local time without a zone.
+// server-local time without a zone. Stored ones keep the wall clock they
+// were written with: an instance restarted with another TimeZone (DST, a
+// VM moved) reports its older backups and history as they were recorded.
 //
 // sys.dm_exec_requests shows every running request to a login with VIEW
 // SERVER STATE (on MajorVersion 16 VIEW SERVER PERFORMANCE STATE is

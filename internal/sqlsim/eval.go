@@ -338,7 +338,11 @@ func compare(a, b any) (int, bool) {
 		}
 	case time.Time:
 		if y, ok := b.(time.Time); ok {
-			return x.Compare(y), true
+			// datetime and datetime2 are not "time zone offset aware"
+			// (https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime-transact-sql):
+			// SQL Server compares the wall clocks as stored, whatever zone
+			// each was written in.
+			return wallClock(x).Compare(wallClock(y)), true
 		}
 	}
 	return 0, false

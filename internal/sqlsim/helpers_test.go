@@ -36,6 +36,14 @@ func newEnv(t testing.TB, mod ...func(*Config)) *testEnv {
 	}
 	cfg := Config{Name: "sql01", DataDir: filepath.Join(root, "data"), Logins: map[string]string{"sa": testPass},
 		Shares: map[string]string{`\\bak01\backup`: e.shareDir, `R:\restore`: e.restoreDir}}
+	e.start(t, cfg, mod...)
+	return e
+}
+
+// start runs an instance of cfg changed by mod as e's, with a session to
+// master.
+func (e *testEnv) start(t testing.TB, cfg Config, mod ...func(*Config)) {
+	t.Helper()
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -49,7 +57,18 @@ func newEnv(t testing.TB, mod ...func(*Config)) *testEnv {
 	t.Cleanup(func() { in.Stop() })
 	e.in = in
 	e.db = e.open(t, "master")
-	return e
+}
+
+// restartWith stops e's instance and starts it again on the same data with
+// its configuration changed by mod (another time zone, edition, ...).
+func (e *testEnv) restartWith(t testing.TB, mod func(*Config)) {
+	t.Helper()
+	cfg := e.in.cfg
+	cfg.ListenAddr = "127.0.0.1:0"
+	if err := e.in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, cfg, mod)
 }
 
 func (e *testEnv) open(t testing.TB, db string) *sql.DB {

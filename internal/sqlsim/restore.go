@@ -256,13 +256,15 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if h.Compressed {
 		alg = "MS_XPRESS"
 	}
+	// The media's dates are the wall clock of the server that wrote
+	// them, as it wrote them, whoever reads them and in whatever zone.
 	created := h.DatabaseCreated
 	if created.IsZero() {
 		created = h.Start
 	}
 	err := x.w.Row(name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
-		int64(957), x.in.serverTime(created), itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
-		lsnText(h.DatabaseLSN), x.in.serverTime(h.Start), x.in.serverTime(t.Finish), int64(52), int64(0), int64(1033), int64(196609), int64(160),
+		int64(957), created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
+		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), int64(160),
 		int64(4608), int64(16), int64(0), int64(4135), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
 		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
@@ -662,7 +664,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql)
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
-	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING",
+	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: "MULTI_USER", State: "RESTORING",
 		FamilyGUID: family, Owner: owner}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
@@ -743,7 +745,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: stripes[0].trl.SetRawBytes,
 			CompSize: stripes[0].trl.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: family})
 	}
-	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: began.UTC(),
+	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: x.in.serverTime(began),
 		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: true})
 	x.in.cat.NextRestoreID++
 	serr = x.in.saveCatalog()

@@ -10,6 +10,16 @@ import "time"
 // and BackupFinishDate
 // (https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-headeronly-transact-sql).
 // A client in another zone must read them in the server's zone.
+//
+// A datetime is a wall clock, not an instant: what SQL Server stored (a
+// backup's media header, an msdb row, a database's create_date) keeps the
+// wall clock of the moment it was written when the server's zone changes
+// afterwards (DST, a VM moved to another region; backupset (Transact-SQL)
+// records time_zone beside each row for that reason,
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql).
+// So the emulator stamps such values with serverTime when it writes them
+// and returns them as stored (their own zone); only values of the moment
+// (GETDATE, a running request's start_time) take the current zone.
 func (in *Instance) serverTime(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
@@ -19,4 +29,10 @@ func (in *Instance) serverTime(t time.Time) time.Time {
 		loc = time.UTC
 	}
 	return t.In(loc)
+}
+
+// wallClock is t's date and time of day as a datetime holds them, without
+// its zone (labelled UTC).
+func wallClock(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }

@@ -546,7 +546,7 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		removeFiles(files)
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
-	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(),
+	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()),
 		UserAccess: "MULTI_USER", FamilyGUID: newGUID()})
 	return in.saveCatalog()
 }

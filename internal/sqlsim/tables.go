@@ -156,8 +156,9 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			case "OFFLINE":
 				state, stateDesc = 6, "OFFLINE"
 			}
-			// datetime columns hold the server's local wall clock, like GETDATE().
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), x.in.serverTime(created), state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil})
+			// datetime columns hold the server's local wall clock of when
+			// the database was created (serverTime), kept as written.
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -332,7 +333,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "replace", tds.TypeBit, 0), col(qual, "recovery", tds.TypeBit, 0), col(qual, "restart", tds.TypeBit, 0),
 			col(qual, "stop_at", tds.TypeDateTime, 0), col(qual, "device_count", tds.TypeTinyInt, 0)}
 		for _, r := range x.in.cat.RestoreHistory {
-			rel.rows = append(rel.rows, []any{r.ID, x.in.serverTime(r.Date), r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
+			rel.rows = append(rel.rows, []any{r.ID, r.Date, r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
 		}
 	case "backupset":
 		rel.cols = []relCol{col(qual, "backup_set_id", tds.TypeInt, 0), col(qual, "backup_set_uuid", tds.TypeUniqueIdentifier, 0),
@@ -361,7 +362,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			if b.FamilyGUID != (guid{}) {
 				family = [16]byte(b.FamilyGUID)
 			}
-			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", x.in.serverTime(b.Start), x.in.serverTime(b.Finish),
+			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family})
 		}
