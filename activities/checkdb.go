@@ -77,6 +77,10 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
+	offset, err := serverOffset(ctx, sqlDB) // restore_date is this server's wall clock
+	if err != nil {
+		return StepOutput{}, err
+	}
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	now := a.Cycle.now()
 	if _, err := a.updateManifest(ctx, db, in.Sequence, holders(m, srv.Name), []string{srv.Name}, func(m *catalog.Manifest) error {
@@ -87,10 +91,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 		if err := advanceOrKeep(m, catalog.StateChecked, now); err != nil {
 			return err
 		}
-		// RestoredAt is msdb's restore_date: the verification server's
-		// local time (SQL Server's datetime has no zone).
-		m.Proof = &catalog.Proof{VerifyInstance: inst.Name, VerifyDatabase: verifyDB, RestoreHistoryID: proof.HistoryID,
-			BackupSetGUID: proof.BackupSetGUID, RestoredAt: proof.RestoreDate, CheckedAt: now}
+		m.Proof = proofRecord(inst.Name, verifyDB, proof, offset, now)
 		return nil
 	}); err != nil {
 		return StepOutput{}, err

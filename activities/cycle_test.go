@@ -427,3 +427,26 @@ func TestApplyRetentionCatchesUpAHalfVerifiedSet(t *testing.T) {
 		t.Errorf("bak02's manifest: %s, proof %v; want verified with the proof", got.State, got.Proof)
 	}
 }
+
+// max_age across a change of the source's clock (DST spring-forward between
+// the plan and the backup's finish): a value written 40 minutes before the
+// backup at UTC+1 is 40 minutes old, not 1 h 40 min, though the finish was
+// reported at UTC+2. The manifest's instant is the reference.
+func TestSanityMaxAgeAcrossAClockChange(t *testing.T) {
+	h := &catalog.Header{BackupFinish: time.Date(2026, 3, 29, 3, 10, 0, 0, time.UTC)} // 03:10 CEST = 01:10Z
+	h.SetUTCOffset(120)
+	m := &catalog.Manifest{Header: h}
+	before := 60                                           // the plan read the source at CET
+	value := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC) // 01:30 CET = 00:30Z
+	c := config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}
+	if got := sanityMismatchAt(c, value, true, m, &before, time.Now()); got != "" {
+		t.Errorf("a value 40 min older than the backup: %s", got)
+	}
+	// Without the plan's offset the manifest's converts the value.
+	if got := sanityMismatchAt(c, time.Date(2026, 3, 29, 2, 40, 0, 0, time.UTC), true, m, nil, time.Now()); got != "" {
+		t.Errorf("a value 30 min older than the backup, no plan offset: %s", got)
+	}
+	if got := sanityMismatchAt(c, value, true, m, nil, time.Now()); !strings.Contains(got, "1h40m0s older") {
+		t.Errorf("a value 1 h 40 min older on the manifest's clock: %q, want a mismatch", got)
+	}
+}

@@ -54,6 +54,12 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	if len(hs) == 0 {
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("RESTORE HEADERONLY of %s seq %d returned no backup set", db.ID(), in.Sequence))
 	}
+	// The header's dates are the source's wall clock: its offset from UTC,
+	// read at once, makes them instants.
+	offset, err := serverOffset(ctx, sqlDB)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
 	h := hs[0]
 	if !strings.EqualFold(h.DatabaseName, db.Name) || (h.BackupName != "" && h.BackupName != tsql.BackupSetName(in.Sequence)) {
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
@@ -102,6 +108,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		CompressedBackupSize: h.CompressedBackupSize, ServerName: h.ServerName, DatabaseName: h.DatabaseName,
 		HasBackupChecksums: h.HasBackupChecksums,
 	}
+	m.Header.SetUTCOffset(offset)
 	if h.FirstLSN == "" || h.LastLSN == "" {
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -341,9 +340,7 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 	src.Read = true
 	src.EngineEdition, src.Edition, src.Updateability = int(engine.Int64), edition.String, updateability.String
 	if utcNow.Valid && localNow.Valid {
-		// Both are wall clocks read by one statement; the offset is whole
-		// minutes (time zones are at least 15-minute steps).
-		off := int(localNow.Time.Sub(utcNow.Time).Round(time.Minute) / time.Minute)
+		off := utcOffsetMinutes(utcNow.Time, localNow.Time)
 		src.UTCOffsetMinutes = &off
 	}
 	var warnings []string

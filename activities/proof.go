@@ -134,6 +134,17 @@ func databaseState(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssq
 	return st, nil
 }
 
+// proofRecord is the manifest's record of a proven restore: msdb's
+// restore_date as the verification server reported it (its local time; SQL
+// Server's datetime has no zone), that server's offset from UTC read with
+// it, and checkedAt on the worker's clock.
+func proofRecord(instance, verifyDB string, p *mssql.RestoreProof, offsetMinutes int, checkedAt time.Time) *catalog.Proof {
+	r := &catalog.Proof{VerifyInstance: instance, VerifyDatabase: verifyDB, RestoreHistoryID: p.HistoryID,
+		BackupSetGUID: p.BackupSetGUID, RestoredAt: p.RestoreDate, CheckedAt: checkedAt}
+	r.SetUTCOffset(offsetMinutes)
+	return r
+}
+
 // restoreMismatch is the non-retryable RestoreMismatch naming the database,
 // the expected and the found backup set GUID.
 func restoreMismatch(verifyDB, instance string, seq int64, db *config.Database, want, found, why string) error {

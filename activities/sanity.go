@@ -106,11 +106,23 @@ func sanityMismatchAt(c config.SanityCheck, v any, found bool, m *catalog.Manife
 			return fmt.Sprintf("returned %v (%T), want a date/time no older than %s", v, v, c.MaxAge)
 		}
 		// max_age is measured from the backup's finish, which RESTORE
-		// HEADERONLY gives in the source server's local time; without it
-		// (an old manifest) from now.
+		// HEADERONLY gives in the source server's local time (the manifest
+		// records its instant); without it (an old manifest) from now.
+		// The value is the source's local time too: the plan's offset (read
+		// before the backup) converts it, else the manifest's.
 		ref := now
-		if m != nil && m.Header != nil && !m.Header.BackupFinish.IsZero() {
-			ref = serverInstant(m.Header.BackupFinish, offsetMinutes)
+		var h *catalog.Header
+		if m != nil {
+			h = m.Header
+		}
+		if h != nil && !h.BackupFinish.IsZero() {
+			if offsetMinutes == nil {
+				offsetMinutes = h.UTCOffsetMinutes
+			}
+			ref = serverInstant(h.BackupFinish, offsetMinutes)
+			if !h.BackupFinishUTC.IsZero() {
+				ref = h.BackupFinishUTC
+			}
 		}
 		if age := ref.Sub(serverInstant(t, offsetMinutes)); age > c.MaxAge {
 			return fmt.Sprintf("returned %s, %s older than the backup, want at most %s", t.Format(time.RFC3339), age.Round(time.Second), c.MaxAge)

@@ -86,6 +86,9 @@ func provenLine(d status.Database) string {
 	fmt.Fprintf(&b, "%s  %s / %s:", verdict, d.Instance, d.Database)
 	if v := d.LastVerified; v != nil {
 		fmt.Fprintf(&b, " verified seq %d taken %s (%s ago, rpo %s) on %s", v.Sequence, stamp(v.TakenAt), v.Age, d.RPO, strings.Join(v.Servers, ", "))
+		if v.OffsetUnknown {
+			b.WriteString(" (taken on the source's clock, its offset from UTC unknown)")
+		}
 		if v.TimeToRecover > 0 {
 			fmt.Fprintf(&b, "; recover %s (restore %s + CHECKDB %s", v.TimeToRecover, v.Restore, v.CheckDB)
 			if d.RTO > 0 {

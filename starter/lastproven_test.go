@@ -30,6 +30,7 @@ func timedSet(t *testing.T, db string, seq int64, ago time.Duration, data int64,
 		m.Options = catalog.Options{Checksum: true, Stripes: 1}
 		m.Stripes = []catalog.Stripe{{Name: m.StripeFileName(1, 1), Size: data}}
 		m.Header = &catalog.Header{FirstLSN: "1", LastLSN: "2", BackupFinish: taken, BackupSize: data, CompressedBackupSize: data}
+		m.Header.SetUTCOffset(0)
 	}
 	at := taken
 	for _, st := range []catalog.Step{catalog.StepBackup, catalog.StepCopy, catalog.StepRestore, catalog.StepCheckDB} {
@@ -171,5 +172,19 @@ func TestStatusFromManifestsExitsOneWhenOutOfObjectives(t *testing.T) {
 	}
 	if code, _, errs := runStarter(t, "status", "--from-manifests"); code != exitUsage || !strings.Contains(errs, "--config FILE is required") {
 		t.Fatalf("no config: exit %d %s", code, errs)
+	}
+}
+
+// A set whose manifest predates the source's offset from UTC says its age
+// may be off.
+func TestProvenLineSaysOffsetUnknown(t *testing.T) {
+	d := status.Database{Instance: "sql01", Database: "Sales", Configured: true,
+		LastVerified: &status.Verified{Sequence: 3, TakenAt: time.Now(), Servers: []string{"bak01"}, OffsetUnknown: true}}
+	if got := provenLine(d); !strings.Contains(got, "offset from UTC unknown") {
+		t.Errorf("line %q does not say the offset is unknown", got)
+	}
+	d.LastVerified.OffsetUnknown = false
+	if got := provenLine(d); strings.Contains(got, "unknown") {
+		t.Errorf("line %q says unknown for a set with its offset", got)
 	}
 }

@@ -22,8 +22,11 @@ import (
 // newer version rather than misreading them. Version 2 keys every file by
 // (instance, database), adds the pending and cancelled states, the failure's
 // evidence and the restore proof; version 1 manifests (names without the
-// instance) are not read.
-const SchemaVersion = 2
+// instance) are not read. Version 3 records, beside each date SQL Server
+// reported, the server's offset from UTC and the instant (Header, Proof);
+// a manifest without those facts is still written as version 2, so that
+// builds reading only version 2 keep reading it.
+const SchemaVersion = 3
 
 // minSchemaVersion is the oldest version this build reads.
 const minSchemaVersion = 2
@@ -134,6 +137,15 @@ type Options struct {
 }
 
 // Header holds the RESTORE HEADERONLY facts of the set.
+//
+// BackupStart and BackupFinish are what SQL Server reported: datetime values
+// on the source server's local wall clock, with no zone (backupset
+// (Transact-SQL) gives the "difference between local time ... and UTC" in a
+// column of its own), recorded labelled UTC as the driver decodes them.
+// UTCOffsetMinutes is the source's local time minus UTC, read right after
+// the header; BackupStartUTC and BackupFinishUTC are the instants, the wall
+// clock minus that offset. Manifests written before version 3 have no
+// offset: their dates are read as UTC, as those builds did (TakenAt).
 type Header struct {
 	BackupSetGUID        string    `json:"backup_set_guid"`
 	FirstLSN             string    `json:"first_lsn"` // numeric(25,0) as decimal digits
@@ -146,6 +158,28 @@ type Header struct {
 	ServerName           string    `json:"server_name,omitempty"`
 	DatabaseName         string    `json:"database_name,omitempty"`
 	HasBackupChecksums   bool      `json:"has_backup_checksums"`
+	UTCOffsetMinutes     *int      `json:"utc_offset_minutes,omitempty"`
+	BackupStartUTC       time.Time `json:"backup_start_utc,omitzero"`
+	BackupFinishUTC      time.Time `json:"backup_finish_utc,omitzero"`
+}
+
+// SetUTCOffset records the source server's offset from UTC (its local time
+// minus UTC, in minutes) with which BackupStart and BackupFinish were
+// reported, and the instants they name.
+func (h *Header) SetUTCOffset(minutes int) {
+	h.UTCOffsetMinutes = &minutes
+	h.BackupStartUTC, h.BackupFinishUTC = Instant(h.BackupStart, minutes), Instant(h.BackupFinish, minutes)
+}
+
+// Instant is the instant a wall clock of a server `minutes` ahead of UTC
+// names: a datetime SQL Server reported (decoded labelled UTC) minus the
+// offset. A zero time stays zero.
+func Instant(wall time.Time, minutes int) time.Time {
+	if wall.IsZero() {
+		return wall
+	}
+	return time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(),
+		time.UTC).Add(-time.Duration(minutes) * time.Minute)
 }
 
 // Timing is the wall-clock span of one step.
@@ -173,6 +207,12 @@ type Failure struct {
 // Proof records that the set's own backup (this backup set GUID) was
 // restored and CHECKDB'd: the restore-history row of the verification
 // database names this GUID, before and after CHECKDB.
+//
+// RestoredAt is msdb's restore_date as SQL Server reported it: the
+// verification server's wall clock, labelled UTC. UTCOffsetMinutes is that
+// server's offset from UTC read with it, RestoredAtUTC the instant (nil and
+// zero in manifests written before version 3). CheckedAt is the worker's
+// clock.
 type Proof struct {
 	VerifyInstance   string    `json:"verify_instance"`
 	VerifyDatabase   string    `json:"verify_database"`
@@ -180,10 +220,22 @@ type Proof struct {
 	BackupSetGUID    string    `json:"backup_set_guid"`
 	RestoredAt       time.Time `json:"restored_at"`
 	CheckedAt        time.Time `json:"checked_at"`
+	UTCOffsetMinutes *int      `json:"utc_offset_minutes,omitempty"`
+	RestoredAtUTC    time.Time `json:"restored_at_utc,omitzero"`
+}
+
+// SetUTCOffset records the verification server's offset from UTC with
+// which RestoredAt was reported, and the instant it names.
+func (p *Proof) SetUTCOffset(minutes int) {
+	p.UTCOffsetMinutes = &minutes
+	p.RestoredAtUTC = Instant(p.RestoredAt, minutes)
 }
 
 // Manifest describes one backup set. Field names are part of the on-disk
-// format: change them only with a new SchemaVersion.
+// format: change them only with a new SchemaVersion. CreatedAt, UpdatedAt,
+// History, Timings, Failure and Proof.CheckedAt are the worker's clock
+// (instants); the Header's and the Proof's other dates are SQL Server's
+// (see Header).
 type Manifest struct {
 	SchemaVersion  int      `json:"schema_version"`
 	Database       string   `json:"database"`        // source database name, unmangled
@@ -253,14 +305,41 @@ func (m *Manifest) OwnedBy(workflowID, runID string) bool {
 	return m.WorkflowID == workflowID && m.RunID == runID
 }
 
-// TakenAt is when the set's backup was taken, as the manifest records it:
-// the BACKUP's finish from RESTORE HEADERONLY, else the manifest's creation.
-// "Newest" means this, never the highest sequence number alone.
+// TakenAt is the instant the set's backup was taken: the BACKUP's finish
+// from RESTORE HEADERONLY, made an instant with the source's offset from
+// UTC; else the manifest's creation (the worker's clock). A manifest
+// written before the offset was recorded (TakenAtKnown false) gives the
+// finish as it was recorded, read as UTC, as the builds that wrote it did:
+// sets of that kind keep their order among themselves. "Newest" and every
+// age mean this, never the highest sequence number alone.
 func (m *Manifest) TakenAt() time.Time {
-	if m.Header != nil && !m.Header.BackupFinish.IsZero() {
-		return m.Header.BackupFinish
+	if h := m.Header; h != nil && !h.BackupFinish.IsZero() {
+		if !h.BackupFinishUTC.IsZero() {
+			return h.BackupFinishUTC
+		}
+		return h.BackupFinish
 	}
 	return m.CreatedAt
+}
+
+// TakenAtKnown reports whether TakenAt is an instant: false for a finish
+// recorded without the source's offset from UTC, which may be off by that
+// offset.
+func (m *Manifest) TakenAtKnown() bool {
+	h := m.Header
+	return h == nil || h.BackupFinish.IsZero() || !h.BackupFinishUTC.IsZero()
+}
+
+// VerifiedAt is when the set was marked verified, on the worker's clock;
+// zero when it never was.
+func (m *Manifest) VerifiedAt() time.Time {
+	var at time.Time
+	for _, t := range m.History {
+		if t.State == StateVerified {
+			at = t.At
+		}
+	}
+	return at
 }
 
 // Newer reports whether m was taken after o (ties: the higher sequence).
@@ -447,6 +526,14 @@ func (m *Manifest) Validate() error {
 		if h.DatabaseBackupLSN != "" && !lsnRE.MatchString(h.DatabaseBackupLSN) {
 			bad("header.database_backup_lsn %q is not a numeric(25,0) LSN", h.DatabaseBackupLSN)
 		}
+		checkInstants("header", h.UTCOffsetMinutes, bad, reported{"backup_start", h.BackupStart, h.BackupStartUTC},
+			reported{"backup_finish", h.BackupFinish, h.BackupFinishUTC})
+	}
+	if p := m.Proof; p != nil {
+		checkInstants("proof", p.UTCOffsetMinutes, bad, reported{"restored_at", p.RestoredAt, p.RestoredAtUTC})
+	}
+	if m.SchemaVersion < 3 && m.hasInstants() {
+		bad("schema_version %d cannot hold utc_offset_minutes (version 3 does)", m.SchemaVersion)
 	}
 	for step := range m.Timings {
 		if !step.Valid() {
@@ -465,13 +552,54 @@ func (m *Manifest) Validate() error {
 	return nil
 }
 
-// Encode validates m and renders it as indented JSON with a final newline.
-// The output is deterministic (struct order, sorted map keys).
+// MaxUTCOffsetMinutes bounds a server's offset from UTC: time zones run
+// from UTC-12:00 to UTC+14:00.
+const MaxUTCOffsetMinutes = 14 * 60
+
+// reported is a date SQL Server reported, by its field name: the wall clock
+// and the instant recorded for it.
+type reported struct {
+	name     string
+	wall, at time.Time
+}
+
+// checkInstants checks that the dates of a part of the manifest agree with
+// the part's offset from UTC: with no offset, no instant; with one, every
+// instant is its wall clock minus the offset.
+func checkInstants(part string, offset *int, bad func(string, ...any), dates ...reported) {
+	for _, d := range dates {
+		switch {
+		case offset == nil && !d.at.IsZero():
+			bad("%s.%s_utc without %s.utc_offset_minutes", part, d.name, part)
+		case offset != nil && !d.at.Equal(Instant(d.wall, *offset)):
+			bad("%s.%s_utc %s is not %s.%s %s minus utc_offset_minutes %d", part, d.name, d.at.Format(time.RFC3339Nano),
+				part, d.name, d.wall.Format(time.RFC3339Nano), *offset)
+		}
+	}
+	if offset != nil && (*offset < -MaxUTCOffsetMinutes || *offset > MaxUTCOffsetMinutes) {
+		bad("%s.utc_offset_minutes %d is beyond any time zone (-%d..%d)", part, *offset, MaxUTCOffsetMinutes, MaxUTCOffsetMinutes)
+	}
+}
+
+// hasInstants reports whether m records an offset from UTC (version 3).
+func (m *Manifest) hasInstants() bool {
+	return (m.Header != nil && m.Header.UTCOffsetMinutes != nil) || (m.Proof != nil && m.Proof.UTCOffsetMinutes != nil)
+}
+
+// Encode validates m and renders it as indented JSON with a final newline,
+// under the oldest schema version that holds its facts: 2 without an offset
+// from UTC, so that builds reading only version 2 keep reading it. The
+// output is deterministic (struct order, sorted map keys).
 func Encode(m *Manifest) ([]byte, error) {
-	if err := m.Validate(); err != nil {
+	out := *m
+	out.SchemaVersion = minSchemaVersion
+	if out.hasInstants() {
+		out.SchemaVersion = SchemaVersion
+	}
+	if err := out.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: encode: %w", m.FileName(), err)
 	}

@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 3`, 1), "schema_version 3 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 4`, 1), "schema_version 4 is not supported"},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales_00000003_2of2.bak", "Sales_00000004_2of2.bak", 1), "want \"sql01@Sales_00000003_2of2.bak\""},
 		{"bad LSN", strings.Replace(string(good), `"first_lsn": "37000000012800037"`, `"first_lsn": "0x25"`, 1), "not a numeric(25,0) LSN"},
@@ -208,4 +210,136 @@ func TestAddServer(t *testing.T) {
 	if strings.Join(m.Servers, ",") != "BAK01,BAK02" {
 		t.Errorf("servers %v, want BAK01,BAK02", m.Servers)
 	}
+}
+
+// A manifest as builds before schema version 3 wrote it (testdata: a
+// source one hour east of UTC, its HEADERONLY dates stored as they came,
+// without the offset) still loads, and is taken when it always was: its
+// finish read as UTC. Sets written that way keep their order among
+// themselves, so the upgrade makes none of them deletable.
+func TestManifestWithoutOffsetLoadsAndOrdersAsBefore(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "manifest-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m7, err := Decode(data)
+	if err != nil {
+		t.Fatalf("a version 2 manifest does not load: %v", err)
+	}
+	if want := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC); !m7.TakenAt().Equal(want) {
+		t.Errorf("TakenAt = %v, want the recorded finish as UTC, %v", m7.TakenAt(), want)
+	}
+	// Set 8 of the same kind, its finish an hour earlier on that clock,
+	// verified later (the clock went back between them).
+	m8, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m8.Sequence = 8
+	for i := range m8.Stripes {
+		m8.Stripes[i].Name = m8.StripeFileName(i+1, len(m8.Stripes))
+	}
+	m8.Header.BackupFinish = m8.Header.BackupFinish.Add(-time.Hour)
+	m8.Header.BackupSetGUID = "1c1e4c0a-8f0e-4f6e-9d7c-1b2a3c4d5e6f"
+	for i := range m8.History {
+		m8.History[i].At = m8.History[i].At.Add(90 * time.Minute)
+	}
+	if !m7.Newer(m8) || m8.Newer(m7) {
+		t.Errorf("set 7 (finish %v) and set 8 (finish %v): want 7 newer, by the recorded finish, as before", m7.TakenAt(), m8.TakenAt())
+	}
+	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{m8, m7}); err != nil || nv.Sequence != 7 {
+		t.Errorf("NewestVerified = %v, %v; want set 7 as before", nv, err)
+	}
+	// Written again (a later state change), it still reads as version 2.
+	again := mustEncode(t, m7)
+	if !bytes.Contains(again, []byte(`"schema_version": 2,`)) {
+		t.Errorf("re-encoded without new facts, the manifest is no longer version 2:\n%s", again)
+	}
+	if _, err := Decode(again); err != nil {
+		t.Errorf("re-encoded manifest does not load: %v", err)
+	}
+}
+
+// HEADERONLY's dates are the source's wall clock; with its offset from UTC
+// recorded, TakenAt is the instant. A source moved from UTC+2 to UTC-5
+// between two sets: the later set shows an earlier wall clock and is the
+// newer all the same.
+func TestTakenAtIsTheInstant(t *testing.T) {
+	wall := func(s string) time.Time {
+		w, err := time.Parse(time.DateTime, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w // labelled UTC, as the driver decodes a datetime
+	}
+	east := sample("Sales", 7)
+	east.Header.BackupStart, east.Header.BackupFinish = wall("2026-11-29 02:59:00"), wall("2026-11-29 03:00:00")
+	east.Header.SetUTCOffset(120)
+	west := sample("Sales", 8)
+	west.Header.BackupStart, west.Header.BackupFinish = wall("2026-11-28 20:59:00"), wall("2026-11-28 21:00:00")
+	west.Header.SetUTCOffset(-300)
+	if want := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC); !east.TakenAt().Equal(want) || !east.TakenAtKnown() {
+		t.Errorf("east TakenAt = %v (known %v), want %v", east.TakenAt(), east.TakenAtKnown(), want)
+	}
+	if want := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC); !west.TakenAt().Equal(want) {
+		t.Errorf("west TakenAt = %v, want %v", west.TakenAt(), want)
+	}
+	if !west.Newer(east) || east.Newer(west) {
+		t.Errorf("set 8 (taken %v) is not newer than set 7 (taken %v)", west.TakenAt(), east.TakenAt())
+	}
+	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{verifiedNow(t, west), verifiedNow(t, east)}); err != nil || nv.Sequence != 8 {
+		t.Errorf("NewestVerified = %v, %v; want set 8", nv, err)
+	}
+	if got := LastServer("sql01", "Sales", []*Manifest{withPrimary(west, "BAK02"), withPrimary(east, "BAK01")}); got != "BAK02" {
+		t.Errorf("LastServer = %q, want BAK02 (set 8's)", got)
+	}
+
+	data := mustEncode(t, west)
+	for _, field := range []string{`"schema_version": 3`, `"utc_offset_minutes": -300`, `"backup_finish": "2026-11-28T21:00:00Z"`,
+		`"backup_finish_utc": "2026-11-29T02:00:00Z"`, `"backup_start_utc": "2026-11-29T01:59:00Z"`} {
+		if !bytes.Contains(data, []byte(field)) {
+			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
+		}
+	}
+	got, err := Decode(data)
+	if err != nil || !got.TakenAt().Equal(west.TakenAt()) {
+		t.Fatalf("round trip: %v, taken %v", err, got.TakenAt())
+	}
+	for _, tt := range []struct{ name, from, to, msg string }{
+		{"instant off its wall clock", `"backup_finish_utc": "2026-11-29T02:00:00Z"`, `"backup_finish_utc": "2026-11-29T03:00:00Z"`,
+			"is not header.backup_finish"},
+		{"no such zone", `"utc_offset_minutes": -300`, `"utc_offset_minutes": -900`, "beyond any time zone"},
+		{"instant without offset", `"utc_offset_minutes": -300,`, ``, "without header.utc_offset_minutes"},
+		{"version 2 with offsets", `"schema_version": 3`, `"schema_version": 2`, "cannot hold utc_offset_minutes"},
+	} {
+		if _, err := Decode([]byte(strings.Replace(string(data), tt.from, tt.to, 1))); err == nil || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: %v, want mention of %q", tt.name, err, tt.msg)
+		}
+	}
+
+	// The verification server's restore_date, likewise.
+	p := Proof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 1, BackupSetGUID: "g",
+		RestoredAt: wall("2026-11-29 04:00:00"), CheckedAt: t0}
+	p.SetUTCOffset(60)
+	if want := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC); !p.RestoredAtUTC.Equal(want) {
+		t.Errorf("RestoredAtUTC = %v, want %v", p.RestoredAtUTC, want)
+	}
+}
+
+func verifiedNow(t *testing.T, m *Manifest) *Manifest {
+	t.Helper()
+	c := *m
+	c.History = append([]Transition(nil), m.History...)
+	for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
+		if err := c.Advance(s, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &c
+}
+
+func withPrimary(m *Manifest, server string) *Manifest {
+	c := *m
+	c.PrimaryServer = server
+	return &c
 }

@@ -102,10 +102,14 @@ func keyOf(m *Manifest) dbSeq { return dbSeq{tsql.OwnerOf(m.SourceInstance, m.Da
 // cycles, which are never touched.
 //
 // Everything is keyed by (instance, database): a database of the same name
-// on another instance is another database. "Newest" is when a set was taken
-// as its manifest records it (Manifest.TakenAt), never the sequence number
-// alone: a number handed out again after a rollback must not make an old
-// set look new.
+// on another instance is another database. "Newest" is the instant a set
+// was taken as its manifest records it (Manifest.TakenAt), never the
+// sequence number alone: a number handed out again after a rollback must
+// not make an old set look new. And since a source's clock can still jump
+// back between two sets in ways no manifest tells (a clock corrected, a
+// zone changed while manifests recorded no offset), a verified set that is
+// newer than a kept set both in sequence and in when it was verified (the
+// worker's clock, Manifest.VerifiedAt) is kept as well.
 //
 // Rules:
 //   - per server and (instance, database), verified sets beyond the newest
@@ -115,7 +119,8 @@ func keyOf(m *Manifest) dbSeq { return dbSeq{tsql.OwnerOf(m.SourceInstance, m.Da
 //     are deleted;
 //   - NEVER deleted: the newest verified set of an (instance, database) (on
 //     every server holding it), and its newest verified set on each server,
-//     whatever KeepVerified and however old;
+//     whatever KeepVerified and however old; nor a verified set of a higher
+//     sequence number, verified later, than either of those;
 //   - stripe files whose set has no manifest file on that server, and
 //     temporary files, older than DeleteOrphansAfter are deleted. A manifest
 //     file that exists but cannot be decoded still protects its set: a broken
@@ -152,6 +157,15 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		}
 	}
 	isNewest := func(b, m *Manifest) bool { return b != nil && b.Sequence == m.Sequence }
+	// after: m followed b in sequence and in verification: whatever the
+	// dates SQL Server reported say, it is no older than b.
+	after := func(b, m *Manifest) bool {
+		return b != nil && m.Sequence > b.Sequence && m.VerifiedAt().After(b.VerifiedAt())
+	}
+	protected := func(server, owner string, m *Manifest) bool {
+		g, s := newestGlobal[owner], newestOnServer[[2]string{server, owner}]
+		return m.Verified() && (isNewest(g, m) || isNewest(s, m) || after(g, m) || after(s, m))
+	}
 
 	// Verified sets per (server, instance, database), newest first, for KeepVerified.
 	rank := map[[2]string][]*Manifest{}
@@ -200,7 +214,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if busy[key] {
 			continue
 		}
-		if m.Verified() && (isNewest(newestGlobal[key.owner], m) || isNewest(newestOnServer[[2]string{sm.Server, key.owner}], m)) {
+		if protected(sm.Server, key.owner, m) {
 			continue
 		}
 		age := now.Sub(m.UpdatedAt)

@@ -303,3 +303,45 @@ func TestRetentionNewestByTimeNotNumber(t *testing.T) {
 		t.Errorf("NewestVerified = %v, %v; want set 5", nv, err)
 	}
 }
+
+// taken is a verified set of Sales whose HEADERONLY finish reads wall (the
+// source's clock, offset unknown, as manifests recorded it before they
+// carried the offset) and that the worker marked verified at verifiedAt.
+func taken(seq int64, wall, verifiedAt time.Time) *Manifest {
+	m := set("Sales", seq, StateVerified, now.Sub(verifiedAt))
+	m.Header = &Header{BackupSetGUID: fmt.Sprintf("g%d", seq), FirstLSN: "1", LastLSN: "2", BackupStart: wall.Add(-time.Minute), BackupFinish: wall}
+	return m
+}
+
+// The source's clock went back between two sets (DST fall-back, a VM moved
+// west, a clock corrected) and their manifests cannot say by how much: set
+// 8, taken and verified after set 7, shows an earlier finish. A verified
+// set newer than the kept one in sequence and in verification time (the
+// worker's clock) is never deleted for it, on any server.
+func TestRetentionKeepsASetNewerInSequenceAndVerification(t *testing.T) {
+	day := 24 * time.Hour
+	v7 := now.Add(-2 * time.Hour)
+	s7 := taken(7, time.Date(2026, 10, 25, 2, 50, 0, 0, time.UTC), v7)                // 02:50 CEST
+	s8 := taken(8, time.Date(2026, 10, 25, 2, 20, 0, 0, time.UTC), v7.Add(time.Hour)) // 02:20 CET, an hour later
+	ms := append(on("BAK01", s7, s8), on("BAK02", s7, s8)...)
+	got, err := Decide(Retention{KeepVerified: 1, DeleteAbandonedAfter: 30 * day}, ms, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range got {
+		if d.Set.Sequence == 8 {
+			t.Errorf("deletes set 8, verified after set 7 under a higher number: %+v", d)
+		}
+	}
+	// A set higher in sequence but verified earlier than the kept one is
+	// ordered by when it was taken, as before (a number reused after a
+	// rollback of the source's sequence table).
+	s9 := taken(9, time.Date(2026, 10, 20, 2, 0, 0, 0, time.UTC), v7.Add(-5*day))
+	got, err = Decide(Retention{KeepVerified: 1, DeleteAbandonedAfter: 30 * day}, on("BAK01", s7, s9), nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := summary(got); len(s) != 1 || s[0] != "BAK01 Sales#9 superseded" {
+		t.Errorf("deletions %v, want the older set 9 only", s)
+	}
+}

@@ -509,16 +509,9 @@ func (c *Checker) intactOn(files []manifestFile, server string, ref manifestFile
 	return true, ""
 }
 
-func finished(m *catalog.Manifest) time.Time {
-	if m.Header != nil && !m.Header.BackupFinish.IsZero() {
-		return m.Header.BackupFinish
-	}
-	return m.CreatedAt
-}
-
 // I3: for every database with a verified set, the newest verified set
-// (by when its backup finished, as the manifests record) is intact on two
-// servers.
+// (by the instant its backup finished, as the manifests record:
+// catalog.Manifest.Newer) is intact on two servers.
 func (c *Checker) checkI3(files []manifestFile, add addFunc) {
 	newest := map[Target]manifestFile{}
 	for _, mf := range files {
@@ -527,8 +520,7 @@ func (c *Checker) checkI3(files []manifestFile, add addFunc) {
 		}
 		t := Target{mf.ID.Instance, mf.ID.Database}
 		cur, ok := newest[t]
-		if !ok || finished(mf.M).After(finished(cur.M)) ||
-			(finished(mf.M).Equal(finished(cur.M)) && mf.ID.Sequence > cur.ID.Sequence) {
+		if !ok || mf.M.Newer(cur.M) {
 			newest[t] = mf
 		}
 	}

@@ -24,7 +24,7 @@ type BackupHeader struct {
 	LastLSN              string
 	CheckpointLSN        string
 	DatabaseBackupLSN    string
-	BackupStartDate      time.Time
+	BackupStartDate      time.Time // datetime: the backing-up server's wall clock, labelled UTC (see catalog.Header)
 	BackupFinishDate     time.Time
 	Compressed           bool
 	HasBackupChecksums   bool

@@ -37,9 +37,13 @@ type Found struct {
 // Verified is the newest verified set of a database.
 type Verified struct {
 	Sequence   int64     `json:"sequence"`
-	TakenAt    time.Time `json:"taken_at"`    // the BACKUP's finish (catalog.Manifest.TakenAt)
+	TakenAt    time.Time `json:"taken_at"`    // the instant the BACKUP finished (catalog.Manifest.TakenAt)
 	VerifiedAt time.Time `json:"verified_at"` // when the set reached verified
 	Age        Duration  `json:"age_seconds"` // now - TakenAt: the data a restore would lose
+	// OffsetUnknown: the manifest predates recording the source's offset
+	// from UTC, so TakenAt is the source's wall clock read as UTC and Age
+	// may be off by that offset (until a newer set is verified).
+	OffsetUnknown bool `json:"taken_at_offset_unknown,omitempty"`
 	// Servers hold the set with a manifest saying verified: where the copies are.
 	Servers []string `json:"servers"`
 	// Restore and CheckDB are the measured step times; TimeToRecover is their
@@ -259,11 +263,10 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 
 func verifiedOf(now time.Time, s *set) *Verified {
 	m := s.best
-	v := &Verified{Sequence: m.Sequence, TakenAt: m.TakenAt(), VerifiedAt: m.UpdatedAt, Servers: sorted(s.servers[catalog.StateVerified])}
-	for _, t := range m.History {
-		if t.State == catalog.StateVerified {
-			v.VerifiedAt = t.At
-		}
+	v := &Verified{Sequence: m.Sequence, TakenAt: m.TakenAt(), VerifiedAt: m.VerifiedAt(), OffsetUnknown: !m.TakenAtKnown(),
+		Servers: sorted(s.servers[catalog.StateVerified])}
+	if v.VerifiedAt.IsZero() {
+		v.VerifiedAt = m.UpdatedAt
 	}
 	if age := now.Sub(v.TakenAt); age > 0 {
 		v.Age = Duration(age)

@@ -211,3 +211,49 @@ func TestDurationString(t *testing.T) {
 		}
 	}
 }
+
+// withHeader gives m the HEADERONLY finish wall as a source `offset` ahead
+// of UTC reported it; offset nil: as manifests recorded it before they kept
+// the offset.
+func withHeader(m *catalog.Manifest, wall time.Time, offset *int) *catalog.Manifest {
+	m.Header = &catalog.Header{FirstLSN: "1", LastLSN: "2", BackupFinish: wall}
+	if offset != nil {
+		m.Header.SetUTCOffset(*offset)
+	}
+	return m
+}
+
+// The age is from the instant the backup finished: a source at UTC+2 whose
+// set finished 25 h ago (its wall clock 23 h ago, read as UTC) is out of an
+// rpo of 24h; at UTC-5 a set 20 h old (wall clock 25 h ago) is within it.
+// A manifest without the offset is aged as before, and says so.
+func TestAgeFromTheSourcesInstant(t *testing.T) {
+	rpo := Objectives{RPO: Duration(24 * time.Hour)}
+	target := []Target{{Instance: "sql01", Database: "Sales", Objectives: rpo}}
+	east, west := 120, -300
+	for _, tc := range []struct {
+		name    string
+		taken   time.Duration // real age
+		offset  *int
+		age     time.Duration
+		red     bool
+		unknown bool
+	}{
+		{"east", 25 * time.Hour, &east, 25 * time.Hour, true, false},
+		{"west", 20 * time.Hour, &west, 20 * time.Hour, false, false},
+		{"east, offset unknown", 25 * time.Hour, nil, 23 * time.Hour, false, true},
+	} {
+		real := now.Add(-tc.taken)
+		off := 120
+		if tc.offset != nil {
+			off = *tc.offset
+		}
+		m := withHeader(verified(t, "sql01", "Sales", 9, real, time.Minute, time.Minute), real.Add(time.Duration(off)*time.Minute), tc.offset)
+		d := Summarize(now, target, rpo, []Found{{Server: "bak01", Manifest: m}})[0]
+		v := d.LastVerified
+		if time.Duration(v.Age) != tc.age || d.OutOfObjectives != tc.red || v.OffsetUnknown != tc.unknown {
+			t.Errorf("%s: age %s, out of objectives %v, offset unknown %v; want %s, %v, %v", tc.name, v.Age, d.OutOfObjectives,
+				v.OffsetUnknown, Duration(tc.age), tc.red, tc.unknown)
+		}
+	}
+}

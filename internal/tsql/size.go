@@ -68,6 +68,16 @@ func SourceFacts(db string) (string, []any, error) {
 		"GETUTCDATE() AS utc_now, GETDATE() AS local_now", []any{db}, nil
 }
 
+// ServerClock is the query for a server's offset from UTC, in one row:
+// utc_now and local_now datetime, GETUTCDATE() and GETDATE(). GETUTCDATE
+// "is derived from the current local time and the time zone setting in the
+// operating system" (GETUTCDATE (Transact-SQL)), so their difference,
+// rounded to the minute, is the offset of the wall clock the server reports
+// every datetime in (RESTORE HEADERONLY's dates, msdb's restore_date,
+// sys.databases.create_date). Valid on every version the product supports;
+// SourceFacts reads the same two columns.
+const ServerClock = "SELECT GETUTCDATE() AS utc_now, GETDATE() AS local_now"
+
 // AllDataFiles is the query for the allocated size of the data (ROWS)
 // files of every database: database_id int, pages bigint (8-KB pages), one
 // row per file. The fleet orders its cycles by it (largest first). Like

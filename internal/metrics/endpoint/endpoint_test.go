@@ -602,3 +602,23 @@ func reportOf(t *testing.T, inst, db string, taken time.Time) status.Report {
 		Servers:   []status.Server{{Name: "bak01"}},
 	}
 }
+
+// The last verified timestamp is the instant the backup finished, not the
+// source's wall clock: a source at UTC+2 reports 2 h more.
+func TestLastVerifiedIsTheInstant(t *testing.T) {
+	dir := t.TempDir()
+	cfg := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+`)
+	taken := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	m := verifiedSet(t, "sql01", "Sales", 10, taken, time.Minute, time.Minute)
+	m.Header = &catalog.Header{FirstLSN: "1", LastLSN: "2", BackupFinish: taken.Add(2 * time.Hour)} // the source's wall clock
+	m.Header.SetUTCOffset(120)
+	save(t, m, filepath.Join(dir, "bak01"))
+	e := newEndpoint(t)
+	e.Product().Refresh(context.Background(), cfg, nil)
+	if v := scrapeHandler(t, e).value(t, LastVerified, labels("instance", "sql01", "database", "Sales")); v != float64(taken.Unix()) {
+		t.Errorf("%s = %v, want %d (the instant), not the source's wall clock %d", LastVerified, v, taken.Unix(), taken.Add(2*time.Hour).Unix())
+	}
+}
