@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -339,6 +340,12 @@ func compare(a, b any) (int, bool) {
 	case time.Time:
 		if y, ok := b.(time.Time); ok {
 			return x.Compare(y), true
+		}
+	case []byte:
+		// varbinary against varbinary, byte by byte (a thumbprint matched
+		// against sys.certificates.thumbprint).
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y), true
 		}
 	}
 	return 0, false
