@@ -146,6 +146,17 @@ type Header struct {
 	ServerName           string    `json:"server_name,omitempty"`
 	DatabaseName         string    `json:"database_name,omitempty"`
 	HasBackupChecksums   bool      `json:"has_backup_checksums"`
+	// SoftwareVersion is the SQL Server build that wrote the set
+	// (SoftwareVersionMajor.Minor.Build, e.g. 16.0.4135): no older major
+	// version restores it.
+	SoftwareVersion string `json:"software_version,omitempty"`
+	// CompressionAlgorithm is HEADERONLY's (SQL Server 2022 and later:
+	// MS_XPRESS, QAT_DEFLATE); a restore elsewhere needs it supported.
+	CompressionAlgorithm string `json:"compression_algorithm,omitempty"`
+	// TDEThumbprint (0x...) is the certificate protecting a TDE database's
+	// encryption key (FILELISTONLY TDEThumbprint): every instance that
+	// restores the set needs it in master.
+	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
 }
 
 // Timing is the wall-clock span of one step.

@@ -147,6 +147,13 @@ func instanceConfig(name, dataDir string, shares map[string]string, tweak func(*
 	return cfg
 }
 
+// StartConfigured starts an emulated instance of any configuration; it
+// stops when the test ends.
+func StartConfigured(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
+	t.Helper()
+	return startInstance(t, cfg)
+}
+
 func startInstance(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
 	t.Helper()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
