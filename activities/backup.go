@@ -52,10 +52,22 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	// The plan's mode: no COMPRESSION where the edition refuses it, COPY_ONLY
 	// for a read-only source (modeFor, backupMode).
 	mode := modeFor(db, in.Mode)
+	mts := int(db.MaxTransferSize)
+	if mode.MaxTransferSize > 0 { // a TDE database on 2016/2017 (backupMode)
+		mts = mode.MaxTransferSize
+	}
+	// done records the MAXTRANSFERSIZE sent in a finished backup's output
+	// (the manifest's options).
+	done := func(out BackupOutput, err error) (BackupOutput, error) {
+		if err == nil {
+			out.MaxTransferSize = mts
+		}
+		return out, err
+	}
 	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
 		Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
 		Compression: &mode.Compression, CopyOnly: mode.CopyOnly,
-		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize),
+		BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize),
 		Name: tsql.BackupSetName(in.Sequence),
 	})
 	if err != nil {
@@ -116,7 +128,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			start = found.local.Started()
 			res, err = a.wait(ctx, ls, found, rep)
 			if isEndedUnseen(err) {
-				return a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log)
+				return done(a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log))
 			}
 			if err != nil {
 				return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
@@ -131,7 +143,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			}
 			if out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log); ok {
 				a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
-				return out, nil
+				return done(out, nil)
 			}
 			if blind = found.blind; blind {
 				// The login cannot see an earlier BACKUP of this set; its
@@ -160,7 +172,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 					"the cycle waits and tries the same set again: %w", in.Sequence, db.ID(), srv.Name, inst.User, err))
 		}
 		if isEndedUnseen(err) {
-			return a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log)
+			return done(a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log))
 		}
 		if err != nil {
 			return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
@@ -178,7 +190,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	rep.maybeSignal(true)
 	log.Info("backup done", zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
 	a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
-	return out, nil
+	return done(out, nil)
 }
 
 // finishedUnseen reports a backup set already complete on our stripes: a

@@ -232,6 +232,16 @@ func sqlError(err error, details ...any) error {
 		return nonRetryable(ErrDatabaseNotFound, fmt.Errorf("%w: check the database name in the config (names are exact)", err))
 	case errors.Is(err, mssql.ErrInvalidTarget):
 		return nonRetryable(ErrInvalidConfig, err)
+	// The instance cannot read the backup (Restore names the versions or
+	// the certificate): the environment, never the set's content.
+	case errors.Is(err, mssql.ErrCertificateMissing):
+		return temporal.NewNonRetryableApplicationError(err.Error()+
+			": install the TDE certificate of the source database in master of this instance (BACKUP CERTIFICATE ... WITH PRIVATE KEY on the source, CREATE CERTIFICATE ... FROM FILE here)",
+			ErrInvalidConfig, err, details...)
+	case errors.Is(err, mssql.ErrNewerVersion), errors.Is(err, mssql.ErrUnreadableFormat):
+		return temporal.NewNonRetryableApplicationError(err.Error()+
+			": this instance cannot read the backup's version or format: upgrade it to the source's version and build or later",
+			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrBackupPathInvalid):
 		return temporal.NewNonRetryableApplicationError(err.Error()+
 			": check the backup server's unc_paths (the directory must exist and SQL Server's service account must write there)",

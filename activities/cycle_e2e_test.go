@@ -82,7 +82,7 @@ func temporalClient(t *testing.T) client.Client {
 }
 
 var cycleActivities = []string{"PlanCycle", "AllocateSequence", "Backup", "WriteManifest", "CopyToRemote", "Restore",
-	"CheckDB", "SanityChecks", "MarkVerified", "MarkFailed", "DropVerifyDB", "ApplyRetention"}
+	"CheckDB", "SanityChecks", "MarkVerified", "MarkFailed", "DropVerifyDB", "ApplyRetention", "ResumeSet"}
 
 // e2e is one test's worker on its own task queue.
 type e2e struct {
@@ -146,7 +146,7 @@ func methodOf(a *activities.Activities, name string) any {
 		"PlanCycle": a.PlanCycle, "AllocateSequence": a.AllocateSequence, "Backup": a.Backup,
 		"WriteManifest": a.WriteManifest, "CopyToRemote": a.CopyToRemote, "Restore": a.Restore, "CheckDB": a.CheckDB,
 		"SanityChecks": a.SanityChecks, "MarkVerified": a.MarkVerified, "MarkFailed": a.MarkFailed,
-		"DropVerifyDB": a.DropVerifyDB, "ApplyRetention": a.ApplyRetention,
+		"DropVerifyDB": a.DropVerifyDB, "ApplyRetention": a.ApplyRetention, "ResumeSet": a.ResumeSet,
 	}[name]
 }
 

@@ -44,3 +44,10 @@ func (f *sqlFixture) ManifestOf(server, db string, seq int64) *catalog.Manifest 
 func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
 	return statements(in, kind)
 }
+
+// RestartVerify restarts the verification instance with its emulator
+// configuration changed by tweak (an upgrade): Verify follows.
+func (f *sqlFixture) RestartVerify(tweak func(*sqlsim.Config)) *sqlsim.Instance {
+	f.verify = f.site.RestartVerify(tweak)
+	return f.verify
+}

@@ -167,6 +167,8 @@ type BackupOutput struct {
 	// Reattached is true when a retry found the statement still running (or
 	// already finished) instead of starting it again.
 	Reattached bool `json:"reattached,omitempty"`
+	// MaxTransferSize is the MAXTRANSFERSIZE the BACKUP sent (0: none).
+	MaxTransferSize int `json:"max_transfer_size,omitempty"`
 }
 
 // BackupFailure is attached as details to a failed Backup's ApplicationError:

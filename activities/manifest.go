@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -100,13 +101,18 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	// What the set is, as SQL Server reports it (the plan may have changed
 	// the configured options: no COMPRESSION on Express, COPY_ONLY for a
 	// read-only source).
+	mts := in.Backup.MaxTransferSize
+	if mts == 0 { // an output of a build before it said
+		mts = int(db.MaxTransferSize)
+	}
 	m.Options = catalog.Options{Compression: h.Compressed, Checksum: h.HasBackupChecksums, CopyOnly: h.IsCopyOnly,
-		BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize), Stripes: len(m.Stripes)}
+		BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize), Stripes: len(m.Stripes)}
 	m.Header = &catalog.Header{
 		BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN, DatabaseBackupLSN: h.DatabaseBackupLSN,
 		BackupStart: h.BackupStartDate, BackupFinish: h.BackupFinishDate, BackupSize: h.BackupSize,
 		CompressedBackupSize: h.CompressedBackupSize, ServerName: h.ServerName, DatabaseName: h.DatabaseName,
-		HasBackupChecksums: h.HasBackupChecksums,
+		HasBackupChecksums: h.HasBackupChecksums, SoftwareVersion: h.SoftwareVersion, CompressionAlgorithm: h.CompressionAlgorithm,
+		TDEThumbprint: tdeThumbprint(ctx, sqlDB, paths),
 	}
 	m.Header.SetUTCOffset(offset)
 	if h.FirstLSN == "" || h.LastLSN == "" {
@@ -119,6 +125,25 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
 		zap.String("server", srv.Name), zap.String("manifest", m.FileName()))
 	return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, in.Backup.Stripes)}, nil
+}
+
+// tdeThumbprint is the certificate a TDE set needs (FILELISTONLY
+// TDEThumbprint), "" without TDE or when the file list cannot be read.
+func tdeThumbprint(ctx context.Context, sqlDB *mssql.DB, paths []string) string {
+	q, err := tsql.RestoreFileListOnly(paths)
+	if err != nil {
+		return ""
+	}
+	files, err := sqlDB.FileListOnly(ctx, q)
+	if err != nil {
+		return ""
+	}
+	for _, f := range files {
+		if f.TDEThumbprint != "" {
+			return f.TDEThumbprint
+		}
+	}
+	return ""
 }
 
 func orZero(s string) string {

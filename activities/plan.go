@@ -33,10 +33,13 @@ const statsPercent = 5
 // PlanCycle decides the cycle: the round-robin primary (from the caller or
 // the manifests on the rotation's servers), the fail-over order, the stripe
 // count and the memory guard; from the source instance (its database's size,
-// edition and updateability, its time zone) the step timeouts and how this
-// run backs up (BackupMode). A source that cannot be read is no reason to
-// stop here: the plan says so in Warnings, assumes UnknownSizeBytes, and the
-// backup step meets the problem with its own waits and errors.
+// edition and updateability, its time zone, its build and TDE) the step
+// timeouts and how this run backs up (BackupMode); from the verification
+// instances whether they can read the sets (checkVerifiers: InvalidConfig
+// before any BACKUP when one cannot). A source that cannot be read is no
+// reason to stop here: the plan says so in Warnings, assumes
+// UnknownSizeBytes, and the backup step meets the problem with its own
+// waits and errors.
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
@@ -158,6 +161,12 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
+	// Before any BACKUP: can every verification instance read the sets?
+	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
+	if err != nil {
+		return Plan{}, err
+	}
+	warnings = append(warnings, vw...)
 
 	est, rates, err := measuredEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression,
 		int64(remote.BandwidthLimit), plan.FromManifests(db.Instance, db.Name, all, a.calibrations(ctx, db, calibrated)...))
@@ -210,6 +219,17 @@ type SourceFacts struct {
 	// UTCOffsetMinutes is the server's local time minus UTC, in which its
 	// datetime values and backup dates are written; nil when not read.
 	UTCOffsetMinutes *int `json:"utc_offset_minutes,omitempty"`
+	// ProductVersion is the source's build (SERVERPROPERTY
+	// 'ProductVersion', e.g. 16.0.4135.4): no older major version restores
+	// its backups.
+	ProductVersion string `json:"product_version,omitempty"`
+	// TDE: the database is encrypted (sys.databases.is_encrypted); its
+	// backups restore only where master holds the certificate
+	// TDECertificate of thumbprint TDEThumbprint (0x...), each "" when the
+	// login may not read it.
+	TDE            bool   `json:"tde,omitempty"`
+	TDEThumbprint  string `json:"tde_thumbprint,omitempty"`
+	TDECertificate string `json:"tde_certificate,omitempty"`
 }
 
 // ReadOnly reports whether the source database takes no writes.
@@ -221,6 +241,10 @@ type BackupMode struct {
 	Compression bool   `json:"compression"`
 	CopyOnly    bool   `json:"copy_only"`
 	Sequence    string `json:"sequence"`
+	// MaxTransferSize, when set, replaces the configured max_transfer_size
+	// (0): a TDE database on SQL Server 2016 or 2017 compresses only with
+	// an explicit one (plan.TDEMaxTransferSize).
+	MaxTransferSize int `json:"max_transfer_size,omitempty"`
 }
 
 // backupMode adjusts the configured mode to the source, saying why:
@@ -231,6 +255,11 @@ type BackupMode struct {
 //     on secondary replicas"
 //     (https://learn.microsoft.com/sql/database-engine/availability-groups/windows/active-secondaries-backup-on-secondary-replicas-always-on-availability-groups),
 //     and a read-only database's differential base cannot be moved anyway;
+//   - for a TDE database with COMPRESSION, a warning on builds whose
+//     compressed TDE backups may not restore (plan.TDECompressionRisk), and
+//     on SQL Server 2016 and 2017 an explicit MAXTRANSFERSIZE when none is
+//     configured, without which its pages do not compress
+//     (plan.TDEMaxTransferSize);
 //   - a sequence that writes nothing to the source: `table` updates a row
 //     in the database, so such a run allocates from the catalog beside the
 //     manifests (`catalog`) instead.
@@ -250,6 +279,18 @@ func backupMode(db *config.Database, src SourceFacts) (BackupMode, []string) {
 			warnings = append(warnings, fmt.Sprintf(
 				"compression: %s of %s cannot create compressed backups (only Enterprise, Standard and Developer can): backing up without COMPRESSION; set compression: false to say so",
 				editionName(src), db.Instance))
+		}
+	}
+	if m.Compression && src.TDE {
+		srcVersion, _ := plan.ParseVersion(src.ProductVersion)
+		if why, fix := plan.TDECompressionRisk(srcVersion); why != "" {
+			warnings = append(warnings, fmt.Sprintf("compression: %s is encrypted (TDE) and %s; %s", db.ID(), why, fix))
+		}
+		if n := plan.TDEMaxTransferSize(srcVersion); n > 0 && db.MaxTransferSize == 0 {
+			m.MaxTransferSize = n
+			warnings = append(warnings, fmt.Sprintf(
+				"max_transfer_size: %s is encrypted (TDE) and %s compresses it only with MAXTRANSFERSIZE above 64 KiB: sending MAXTRANSFERSIZE = %d; set max_transfer_size to say so",
+				db.ID(), srcVersion.Release(), n))
 		}
 	}
 	if src.ReadOnly() {
@@ -330,15 +371,16 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 	}
 	defer sqlDB.Close()
 	var (
-		engine                 sql.NullInt64
-		edition, updateability sql.NullString
-		utcNow, localNow       sql.NullTime
+		engine                          sql.NullInt64
+		edition, updateability, version sql.NullString
+		utcNow, localNow                sql.NullTime
 	)
-	if err := sqlDB.QueryRowContext(ctx, q, args...).Scan(&engine, &edition, &updateability, &utcNow, &localNow); err != nil {
+	if err := sqlDB.QueryRowContext(ctx, q, args...).Scan(&engine, &edition, &updateability, &utcNow, &localNow, &version); err != nil {
 		return src, unknown("edition and updateability", sqlError(mssql.Classify(sqlDB.Target, "read the source's edition", err)))
 	}
 	src.Read = true
 	src.EngineEdition, src.Edition, src.Updateability = int(engine.Int64), edition.String, updateability.String
+	src.ProductVersion = version.String
 	if utcNow.Valid && localNow.Valid {
 		off := utcOffsetMinutes(utcNow.Time, localNow.Time)
 		src.UTCOffsetMinutes = &off
@@ -346,6 +388,8 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 	var warnings []string
 	if !updateability.Valid {
 		warnings = append(warnings, fmt.Sprintf("updateability of %s not read: the database is missing on %s or not visible to its login", db.ID(), db.Instance))
+	} else {
+		warnings = append(warnings, readEncryption(ctx, sqlDB, db, &src)...)
 	}
 	data, logBytes, err := databaseSize(ctx, sqlDB, db.Name)
 	if err != nil || data+logBytes == 0 {

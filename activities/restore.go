@@ -133,7 +133,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			beat()
 			res, err := a.wait(ctx, ls, found, rep)
 			if err != nil && !restoredUnseen(ctx, sqlDB, verifyDB, before, err) {
-				return StepOutput{}, restoreFailed(ctx, err)
+				return StepOutput{}, a.restoreFailed(ctx, sqlDB, db, inst.Name, m, err)
 			}
 			if res.Summary != nil {
 				rep.set(100, res.Summary.Bytes())
@@ -180,6 +180,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
 				return StepOutput{}, apart
 			}
+			if u := a.unreadable(ctx, sqlDB, db, inst.Name, m, err); u != nil {
+				return StepOutput{}, u
+			}
 			return StepOutput{}, sqlError(err)
 		}
 		rows := make([]tsql.FileListRow, len(files))
@@ -219,7 +222,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
 				return StepOutput{}, apart
 			}
-			return StepOutput{}, restoreFailed(ctx, err)
+			return StepOutput{}, a.restoreFailed(ctx, sqlDB, db, inst.Name, m, err)
 		}
 		if res.Summary != nil {
 			rep.set(100, res.Summary.Bytes())
@@ -297,11 +300,16 @@ func restoredUnseen(ctx context.Context, sqlDB *mssql.DB, verifyDB string, befor
 	return perr == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
 }
 
-// restoreFailed classifies a RESTORE that did not complete; an attempt that
-// ended with its statement left running (or cancelled) passes as it is.
-func restoreFailed(ctx context.Context, err error) error {
+// restoreFailed classifies a RESTORE that did not complete: a verification
+// instance that cannot read set m is InvalidConfig (unreadable), neither
+// evidence nor an outage; an attempt that ended with its statement left
+// running (or cancelled) passes as it is.
+func (a *Activities) restoreFailed(ctx context.Context, sqlDB *mssql.DB, db *config.Database, verify string, m *catalog.Manifest, err error) error {
 	if ctx.Err() != nil {
 		return err
+	}
+	if u := a.unreadable(ctx, sqlDB, db, verify, m, err); u != nil {
+		return u
 	}
 	return sqlError(err)
 }

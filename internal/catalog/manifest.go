@@ -23,7 +23,8 @@ import (
 // (instance, database), adds the pending and cancelled states, the failure's
 // evidence and the restore proof; version 1 manifests (names without the
 // instance) are not read. Version 3 records, beside each date SQL Server
-// reported, the server's offset from UTC and the instant (Header, Proof);
+// reported, the server's offset from UTC and the instant (Header, Proof),
+// and the header's writer build, compression algorithm and TDE thumbprint;
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it.
 const SchemaVersion = 3
@@ -158,6 +159,17 @@ type Header struct {
 	ServerName           string    `json:"server_name,omitempty"`
 	DatabaseName         string    `json:"database_name,omitempty"`
 	HasBackupChecksums   bool      `json:"has_backup_checksums"`
+	// SoftwareVersion is the SQL Server build that wrote the set
+	// (SoftwareVersionMajor.Minor.Build, e.g. 16.0.4135): no older major
+	// version restores it.
+	SoftwareVersion string `json:"software_version,omitempty"`
+	// CompressionAlgorithm is HEADERONLY's (SQL Server 2022 and later:
+	// MS_XPRESS, QAT_DEFLATE); a restore elsewhere needs it supported.
+	CompressionAlgorithm string `json:"compression_algorithm,omitempty"`
+	// TDEThumbprint (0x...) is the certificate protecting a TDE database's
+	// encryption key (FILELISTONLY TDEThumbprint): every instance that
+	// restores the set needs it in master.
+	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
 	UTCOffsetMinutes     *int      `json:"utc_offset_minutes,omitempty"`
 	BackupStartUTC       time.Time `json:"backup_start_utc,omitzero"`
 	BackupFinishUTC      time.Time `json:"backup_finish_utc,omitzero"`
@@ -532,8 +544,8 @@ func (m *Manifest) Validate() error {
 	if p := m.Proof; p != nil {
 		checkInstants("proof", p.UTCOffsetMinutes, bad, reported{"restored_at", p.RestoredAt, p.RestoredAtUTC})
 	}
-	if m.SchemaVersion < 3 && m.hasInstants() {
-		bad("schema_version %d cannot hold utc_offset_minutes (version 3 does)", m.SchemaVersion)
+	if m.SchemaVersion < 3 && m.needsVersion3() {
+		bad("schema_version %d cannot hold utc_offset_minutes, software_version, compression_algorithm or tde_thumbprint (version 3 does)", m.SchemaVersion)
 	}
 	for step := range m.Timings {
 		if !step.Valid() {
@@ -586,14 +598,22 @@ func (m *Manifest) hasInstants() bool {
 	return (m.Header != nil && m.Header.UTCOffsetMinutes != nil) || (m.Proof != nil && m.Proof.UTCOffsetMinutes != nil)
 }
 
+// needsVersion3 reports whether m holds a fact only version 3 has: an
+// offset from UTC, or the header's writer build, compression algorithm and
+// TDE thumbprint (builds reading only version 2 refuse unknown fields).
+func (m *Manifest) needsVersion3() bool {
+	h := m.Header
+	return m.hasInstants() || (h != nil && (h.SoftwareVersion != "" || h.CompressionAlgorithm != "" || h.TDEThumbprint != ""))
+}
+
 // Encode validates m and renders it as indented JSON with a final newline,
-// under the oldest schema version that holds its facts: 2 without an offset
-// from UTC, so that builds reading only version 2 keep reading it. The
+// under the oldest schema version that holds its facts: 2 without any of
+// version 3's, so that builds reading only version 2 keep reading it. The
 // output is deterministic (struct order, sorted map keys).
 func Encode(m *Manifest) ([]byte, error) {
 	out := *m
 	out.SchemaVersion = minSchemaVersion
-	if out.hasInstants() {
+	if out.needsVersion3() {
 		out.SchemaVersion = SchemaVersion
 	}
 	if err := out.Validate(); err != nil {

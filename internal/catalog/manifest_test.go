@@ -343,3 +343,38 @@ func withPrimary(m *Manifest, server string) *Manifest {
 	c.PrimaryServer = server
 	return &c
 }
+
+// A manifest holding a fact only version 3 has — an offset from UTC, or the
+// writer's build, compression algorithm or TDE thumbprint — is written as
+// version 3: builds reading only version 2 refuse unknown fields and must
+// not take it for one of theirs. Without them it stays version 2.
+func TestVersion3FactsAreWrittenAsVersion3(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "manifest-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]func(h *Header){
+		"none":                  func(*Header) {},
+		"software_version":      func(h *Header) { h.SoftwareVersion = "16.0.4135" },
+		"compression_algorithm": func(h *Header) { h.CompressionAlgorithm = "MS_XPRESS" },
+		"tde_thumbprint":        func(h *Header) { h.TDEThumbprint = "0x0102" },
+		"utc_offset_minutes":    func(h *Header) { h.SetUTCOffset(120) },
+	} {
+		m, err := Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set(m.Header)
+		out, err := Encode(m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		back, err := Decode(out)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := map[bool]int{true: 2, false: 3}[name == "none"]; back.SchemaVersion != want {
+			t.Errorf("%s: written as version %d, want %d", name, back.SchemaVersion, want)
+		}
+	}
+}

@@ -32,6 +32,12 @@ type BackupHeader struct {
 	IsCopyOnly           bool
 	BackupSetGUID        string
 	FamilyGUID           string
+	// SoftwareVersion is the build that wrote the backup,
+	// SoftwareVersionMajor.Minor.Build ("16.0.4135"); "" when not reported.
+	SoftwareVersion string
+	// CompressionAlgorithm is MS_XPRESS, QAT_DEFLATE, ... (SQL Server 2022
+	// and later; "" before).
+	CompressionAlgorithm string
 }
 
 // FileListEntry is one row of RESTORE FILELISTONLY.
@@ -44,6 +50,9 @@ type FileListEntry struct {
 	FileID        int64
 	// BackupSizeInBytes is how much of the file the backup holds.
 	BackupSizeInBytes int64
+	// TDEThumbprint is the certificate of a TDE database's encryption key
+	// (ThumbprintText); "" without TDE.
+	TDEThumbprint string
 }
 
 // HeaderOnly runs a RESTORE HEADERONLY statement (built by internal/tsql)
@@ -62,9 +71,19 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			Compressed: r.bool("Compressed"), HasBackupChecksums: r.bool("HasBackupChecksums"),
 			IsDamaged: r.bool("IsDamaged"), IsCopyOnly: r.bool("IsCopyOnly"),
 			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
+			SoftwareVersion: softwareVersion(r), CompressionAlgorithm: r.str("CompressionAlgorithm"),
 		})
 	})
 	return out, err
+}
+
+// softwareVersion is HEADERONLY's SoftwareVersionMajor.Minor.Build, "" when
+// the row has none.
+func softwareVersion(r row) string {
+	if r.get("SoftwareVersionMajor") == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", r.int("SoftwareVersionMajor"), r.int("SoftwareVersionMinor"), r.int("SoftwareVersionBuild"))
 }
 
 // FileListOnly runs a RESTORE FILELISTONLY statement and reads its rows by
@@ -75,7 +94,7 @@ func (db *DB) FileListOnly(ctx context.Context, statement string) ([]FileListEnt
 		out = append(out, FileListEntry{
 			LogicalName: r.str("LogicalName"), PhysicalName: r.str("PhysicalName"), Type: r.str("Type"),
 			FileGroupName: r.str("FileGroupName"), Size: r.int("Size"), FileID: r.int("FileID"),
-			BackupSizeInBytes: r.int("BackupSizeInBytes"),
+			BackupSizeInBytes: r.int("BackupSizeInBytes"), TDEThumbprint: thumbprint(r, "TDEThumbprint"),
 		})
 	})
 	return out, err
@@ -340,6 +359,12 @@ func (r row) time(name string) time.Time {
 		return v
 	}
 	return time.Time{}
+}
+
+// thumbprint reads a varbinary thumbprint column as ThumbprintText.
+func thumbprint(r row, name string) string {
+	b, _ := r.get(name).([]byte)
+	return ThumbprintText(b)
 }
 
 // guid formats a uniqueidentifier (16 bytes in SQL Server's mixed-endian

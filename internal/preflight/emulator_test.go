@@ -298,20 +298,7 @@ func TestOlderVersionAndExpressEdition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(srcPwEnv, srcPw)
-	bak := t.TempDir()
-	cfg, err := config.Parse([]byte(`
-sql_instances:
-  - {name: sqlexpress, address: "`+in.Addr()+`", user: `+srcLogin+`, password_env: `+srcPwEnv+`, encrypt: disable}
-  - {name: sqlverify, address: "`+deadAddress(t)+`", user: sa, password_env: `+srcPwEnv+`, encrypt: disable}
-backup_servers:
-  - {name: bak01, unc_paths: ['\\bak01\backup'], location: `+bak+`, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
-  - {name: bak02, unc_paths: ['\\bak02\backup'], location: `+bak+`, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
-databases:
-  - {name: Shop, instance: sqlexpress, backup_servers: [bak01, bak02], sequence: utc, compression: true}
-`), "express.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := shopConfig(t, "sqlexpress", in.Addr(), srcLogin, deadAddress(t))
 	r, text := runPreflight(t, cfg, "Shop")
 	if c := findIn(t, r, KindInstance, "sqlexpress", tsql.PermViewServerState); c.Status != Missing || c.Fix != "GRANT VIEW SERVER STATE TO [bk_src];" {
 		t.Errorf("2019 without VIEW SERVER STATE: %+v", c)
@@ -322,6 +309,29 @@ databases:
 	if c := findIn(t, r, KindDatabase, "sqlexpress", tsql.PermBackupDatabase); c.Status != OK {
 		t.Errorf("BACKUP DATABASE through db_backupoperator: %+v", c)
 	}
+}
+
+// shopConfig configures database Shop on source instance src (at srcAddr,
+// logging in as user) and its copies verified on sqlverify (at verifyAddr,
+// as sa), both passwords in srcPwEnv; the two backup servers share a local
+// directory.
+func shopConfig(t *testing.T, src, srcAddr, user, verifyAddr string) *config.Config {
+	t.Helper()
+	bak := t.TempDir()
+	cfg, err := config.Parse([]byte(`
+sql_instances:
+  - {name: `+src+`, address: "`+srcAddr+`", user: `+user+`, password_env: `+srcPwEnv+`, encrypt: disable}
+  - {name: sqlverify, address: "`+verifyAddr+`", user: sa, password_env: `+srcPwEnv+`, encrypt: disable}
+backup_servers:
+  - {name: bak01, unc_paths: ['\\bak01\backup'], location: `+bak+`, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
+  - {name: bak02, unc_paths: ['\\bak02\backup'], location: `+bak+`, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
+databases:
+  - {name: Shop, instance: `+src+`, backup_servers: [bak01, bak02], sequence: utc, compression: true}
+`), src+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // deadAddress is a loopback port nobody listens on.

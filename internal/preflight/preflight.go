@@ -145,9 +145,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.add(cs...)
 	}
 	sizes := map[*config.Database]dbSize{}
+	e := newEstate()
 	for _, in := range s.instances {
-		checkInstance(ctx, o, s, in, r, sizes)
+		checkInstance(ctx, o, s, in, r, sizes, e)
 	}
+	r.addToSections(readabilityChecks(o.Config, s.dbs, e)...)
 	for _, srv := range s.servers {
 		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
 		r.add(probeStorage(ctx, srv, o.OpenStorage, needOf(o, s.stores[srv.Name], sizes))...)
@@ -159,7 +161,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 // checkInstance connects to one instance and checks its roles and
 // databases.
-func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize) {
+func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize, e *estate) {
 	dbs, servers := s.sources[in.Name], s.verifies[in.Name]
 	var roles []string
 	if len(dbs) > 0 {
@@ -202,6 +204,7 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	}
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
+	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0)
 	if len(dbs) > 0 {
 		r.add(sourceInstanceChecks(in.Name, sf)...)
 		if slices.ContainsFunc(dbs, func(d *config.Database) bool { return d.Sequence == config.SequenceCatalog }) {
@@ -229,6 +232,9 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 			r.add(Check{Kind: KindDatabase, Instance: d.Instance, Database: d.Name, Name: "permissions", Status: Missing,
 				Detail: "could not read: " + err.Error(), Fix: "run preflight again; the error names the cause"})
 			continue
+		}
+		if f.State == "ONLINE" {
+			e.noteDatabase(qctx, db, d)
 		}
 		if f.State != "" && f.SizeBytes >= 0 {
 			// Express and Web write uncompressed sets, whatever the plan assumes.

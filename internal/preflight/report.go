@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -97,6 +98,25 @@ func (r *Report) add(cs ...Check) {
 		if !merged {
 			r.Checks = append(r.Checks, c)
 		}
+	}
+}
+
+// addToSections adds checks each after the last check of its section (its
+// instance, database or server), so that the text report shows a section
+// once; a check of a section not yet in the report goes last.
+func (r *Report) addToSections(cs ...Check) {
+	for _, c := range cs {
+		at := -1
+		for i := range r.Checks {
+			if sectionKey(r.Checks[i]) == sectionKey(c) {
+				at = i
+			}
+		}
+		if at < 0 {
+			r.add(c)
+			continue
+		}
+		r.Checks = slices.Insert(r.Checks, at+1, c)
 	}
 }
 

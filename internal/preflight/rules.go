@@ -45,9 +45,10 @@ import (
 type serverFacts struct {
 	Login                             string
 	Sysadmin, DBCreator, ProcessAdmin bool
-	Major                             int    // ProductMajorVersion: 13 = 2016 ... 16 = 2022
-	EngineEdition                     int    // tsql.EngineEdition*
-	Edition                           string // "Enterprise Edition (64-bit)", ...
+	Major                             int          // ProductMajorVersion: 13 = 2016 ... 16 = 2022
+	Version                           plan.Version // ProductVersion: the build
+	EngineEdition                     int          // tsql.EngineEdition*
+	Edition                           string       // "Enterprise Edition (64-bit)", ...
 	// Perms are the server permissions asked, by name (HAS_PERMS_BY_NAME = 1).
 	Perms map[string]bool
 	// MasterCreateDB: CREATE DATABASE granted in master, the narrower form

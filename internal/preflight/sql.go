@@ -10,6 +10,7 @@ import (
 	mssqldb "github.com/microsoft/go-mssqldb"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -63,15 +64,16 @@ func hasPerms(ctx context.Context, q querier, checks []tsql.PermCheck) ([]bool, 
 // the server permissions it holds.
 func readServerFacts(ctx context.Context, q querier) (serverFacts, error) {
 	var (
-		login, edition             sql.NullString
+		login, edition, version    sql.NullString
 		sa, dbc, pa, major, engine sql.NullInt64
 	)
 	if err := queryRow(ctx, q, "login and server properties", tsql.ServerFacts(), nil,
-		&login, &sa, &dbc, &pa, &major, &engine, &edition); err != nil {
+		&login, &sa, &dbc, &pa, &major, &engine, &edition, &version); err != nil {
 		return serverFacts{}, err
 	}
 	f := serverFacts{Login: login.String, Sysadmin: sa.Int64 == 1, DBCreator: dbc.Int64 == 1, ProcessAdmin: pa.Int64 == 1,
 		Major: int(major.Int64), EngineEdition: int(engine.Int64), Edition: edition.String, Perms: map[string]bool{}}
+	f.Version, _ = plan.ParseVersion(version.String)
 	perms := serverPerms(f.Major)
 	checks := make([]tsql.PermCheck, len(perms), len(perms)+1)
 	for i, p := range perms {

@@ -83,6 +83,9 @@ type Options struct {
 	// instance and creates no database: for activities that only touch
 	// the backup servers.
 	NoSQL bool
+	// SourceConfig and VerifyConfig change the emulator configuration of
+	// the source and of the verification instance (a version, an edition).
+	SourceConfig, VerifyConfig func(*sqlsim.Config)
 }
 
 // Site is a running emulated site.
@@ -96,6 +99,7 @@ type Site struct {
 	Dirs map[string]string
 	// Source and Verify are nil with NoSQL.
 	Source, Verify *sqlsim.Instance
+	nics           int // Options.NICs
 	// Instance and Database are the configuration's names of the source
 	// and of the database.
 	Instance, Database string
@@ -133,6 +137,23 @@ func StartInstance(t testing.TB, name, dataDir string, shares map[string]string)
 	return startInstance(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
 }
 
+// instanceConfig is an instance's emulator configuration, changed by tweak
+// (nil: none).
+func instanceConfig(name, dataDir string, shares map[string]string, tweak func(*sqlsim.Config)) sqlsim.Config {
+	cfg := sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return cfg
+}
+
+// StartConfigured starts an emulated instance of any configuration; it
+// stops when the test ends.
+func StartConfigured(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
+	t.Helper()
+	return startInstance(t, cfg)
+}
+
 func startInstance(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
 	t.Helper()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -160,7 +181,7 @@ func New(t testing.TB, o Options) *Site {
 	if o.Size == 0 {
 		o.Size = 4 << 20
 	}
-	s := &Site{t: t, Root: t.TempDir(), Instance: o.Instance, Database: o.Database}
+	s := &Site{t: t, Root: t.TempDir(), Instance: o.Instance, Database: o.Database, nics: o.NICs}
 	dirs, shares, vshares := MakeDirs(t, s.Root)
 	s.Dirs = dirs
 	s.Dirs["src"], s.Dirs["verify"] = filepath.Join(s.Root, "src"), filepath.Join(s.Root, "verify")
@@ -194,8 +215,8 @@ func New(t testing.TB, o Options) *Site {
 		if os.Getenv(PasswordEnv) != Password {
 			t.Setenv(PasswordEnv, Password)
 		}
-		s.Source = StartInstance(t, "sql01", s.Dirs["src"], shares)
-		s.Verify = StartInstance(t, VerifyInstance, s.Dirs["verify"], vshares)
+		s.Source = startInstance(t, instanceConfig("sql01", s.Dirs["src"], shares, o.SourceConfig))
+		s.Verify = startInstance(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.VerifyConfig))
 		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName}); err != nil {
 			t.Fatal(err)
 		}
@@ -305,15 +326,35 @@ func (s *Site) RestartSource(tweak func(*sqlsim.Config)) *sqlsim.Instance {
 	for _, srv := range Servers {
 		shares[UNC(srv)] = s.Dirs[srv]
 	}
-	cfg := sqlsim.Config{Name: "sql01", DataDir: s.Dirs["src"], Logins: map[string]string{"sa": Password}, Shares: shares}
-	tweak(&cfg)
-	s.Source = startInstance(s.t, cfg)
+	s.Source = startInstance(s.t, instanceConfig("sql01", s.Dirs["src"], shares, tweak))
 	inst, ok := s.Config.SQLInstance(s.Instance)
 	if !ok {
 		s.t.Fatalf("site configuration has no instance %s", s.Instance)
 	}
 	inst.Address = s.Source.Addr()
 	return s.Source
+}
+
+// RestartVerify stops the verification instance and starts it again on the
+// same data (restored copies, certificates and msdb history survive) with
+// its emulator configuration changed by tweak (an upgrade to another
+// version); Verify and the configured address follow.
+func (s *Site) RestartVerify(tweak func(*sqlsim.Config)) *sqlsim.Instance {
+	s.t.Helper()
+	addr := s.Verify.Addr()
+	if err := s.Verify.Stop(); err != nil {
+		s.t.Fatal(err)
+	}
+	vshares := map[string]string{`D:\restore`: s.Dirs["restore"]}
+	for _, srv := range Servers {
+		for _, p := range NICPaths(srv, s.nics) {
+			vshares[p] = s.Dirs[srv]
+		}
+	}
+	cfg := instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, tweak)
+	cfg.ListenAddr = addr // the configured address stays right
+	s.Verify = startInstance(s.t, cfg)
+	return s.Verify
 }
 
 // Manifest loads the manifest of set seq of the site's instance's database

@@ -198,6 +198,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 			return opError(op, sqlErr(1844, 16, "BACKUP DATABASE WITH COMPRESSION is not supported on %s.", x.in.editionName()))
 		}
 	}
+	_, mtsGiven := s.opts["MAXTRANSFERSIZE"]
+	compress, tdeFormat := x.tdeTransfer(d, mtsGiven, &o)
 	if int64(o.bufferCount)*int64(o.maxTransfer) > x.in.cfg.MemoryBudget {
 		return opError(op, errMemory())
 	}
@@ -312,7 +314,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
 		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
-		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
+		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d),
+		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat}
 
 	x.setCommand("BACKUP DATABASE", d.ID, true)
 
@@ -341,7 +344,11 @@ func (x *execCtx) backup(s *backupStmt) error {
 	}
 
 	var pagesDone atomic.Int64
-	err = x.runBackupPipeline(d, o, outs, pagesPerBlock, &pagesDone, totalPages)
+	// The pipeline compresses only what compression reaches (tdeTransfer);
+	// the set is WITH COMPRESSION all the same.
+	po := o
+	po.compression = compress
+	err = x.runBackupPipeline(d, po, outs, pagesPerBlock, &pagesDone, totalPages)
 	if err == nil && x.isCrashed() {
 		err = context.Canceled // a crash at 100 %: the trailers are never written
 	}

@@ -34,6 +34,10 @@
 //	    database_id, language, is_user_process; others' sessions with VIEW SERVER STATE),
 //	    sys.dm_exec_connections (encrypt_option, auth_scheme SQL|NTLM, protocol_version, net_packet_size,
 //	    client/local address and port; VIEW SERVER STATE, else 300 and 297),
+//	    [master.]sys.certificates (name, certificate_id, thumbprint, subject, start_date, expiry_date,
+//	    pvt_key_last_backup_date; rows only with VIEW ANY DEFINITION), sys.dm_database_encryption_keys
+//	    (database_id, encryption_state, encryptor_thumbprint, encryptor_type; VIEW SERVER STATE, on
+//	    MajorVersion 16 VIEW SERVER SECURITY STATE, else 300 and 297), sys.databases.is_encrypted,
 //	    msdb.dbo.restorehistory (restore_date: the start of the RESTORE), msdb.dbo.backupset (name and
 //	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
@@ -118,6 +122,24 @@
 // CRC, and with CHECKSUM (or a backup taken WITH CHECKSUM) every page
 // checksum and page id. A stripe without a trailer (crash, cancel, full
 // share) is refused.
+//
+// # Versions and TDE
+//
+// Config.MajorVersion and ProductVersion (a known build) are what the media
+// record as their writer (HEADERONLY SoftwareVersionMajor/Minor/Build,
+// DatabaseVersion, CompatibilityLevel; the 2022 columns LastValidRestoreTime,
+// TimeZone and CompressionAlgorithm only on 16). A backup of a newer major
+// version is refused: 3241 + 3013 by HEADERONLY and FILELISTONLY, 3169 + 3013
+// by RESTORE DATABASE. CreateCertificate, ExportCertificate (BACKUP
+// CERTIFICATE ... WITH PRIVATE KEY), ImportCertificate (CREATE CERTIFICATE
+// ... FROM FILE) and EnableTDE give master certificates and TDE databases:
+// their backups carry the thumbprint (FILELISTONLY TDEThumbprint), and every
+// RESTORE form on an instance without the certificate is 33111 (state 3) +
+// 3013. A TDE database's default MAXTRANSFERSIZE is 64 KiB, at which
+// COMPRESSION leaves its pages uncompressed (2016, 2017; 2019 raises it to
+// 128 KiB); 2019 CU16 writes compressed TDE backups in the format of
+// KB5014298, which RESTORE DATABASE on 2019 CU15 answers with 3013 and 9004
+// (severity 21) while the session stays open, leaving the copy RESTORING.
 //
 // # Errors (number, class) the product sees
 //

@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -343,6 +344,12 @@ func compare(a, b any) (int, bool) {
 			// SQL Server compares the wall clocks as stored, whatever zone
 			// each was written in.
 			return wallClock(x).Compare(wallClock(y)), true
+		}
+	case []byte:
+		// varbinary against varbinary, byte by byte (a thumbprint matched
+		// against sys.certificates.thumbprint).
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y), true
 		}
 	}
 	return 0, false

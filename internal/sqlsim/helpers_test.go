@@ -134,7 +134,7 @@ func (r *result) lastErr() int32 {
 // reply packet, the error reaches only the token channel, not the message
 // queue, so retmsg.Message blocks until ctx ends. Crash tests therefore let
 // a progress message arrive first.
-func run(ctx context.Context, db *sql.DB, onInfo func(mssql.Error), query string, args ...any) (*result, error) {
+func run(ctx context.Context, db queryer, onInfo func(mssql.Error), query string, args ...any) (*result, error) {
 	var retmsg sqlexp.ReturnMessage
 	rows, err := db.QueryContext(ctx, query, append([]any{&retmsg}, args...)...)
 	if err != nil {
@@ -186,6 +186,11 @@ func run(ctx context.Context, db *sql.DB, onInfo func(mssql.Error), query string
 			return r, ctx.Err()
 		}
 	}
+}
+
+// queryer is a pool or one pinned connection.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // mustRun runs a statement that must succeed without SQL errors.

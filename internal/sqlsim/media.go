@@ -109,6 +109,17 @@ type mediaHeader struct {
 	// DatabaseFamilyGUID is the source database's family GUID; media
 	// written before it was recorded have zero (see headerFamilyGUID).
 	DatabaseFamilyGUID guid `json:"database_family_guid"`
+	// SoftwareVersion is the ProductVersion of the instance that wrote the
+	// backup (HEADERONLY SoftwareVersionMajor/Minor/Build); media written
+	// before it was recorded have "", read as 16.0.4135 (what HEADERONLY
+	// reported for them).
+	SoftwareVersion string `json:"software_version,omitempty"`
+	// TDEThumbprint (hex) is the certificate protecting the encryption key
+	// of a TDE database's backup: reading it needs that certificate.
+	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
+	// TDECompressedFormat marks a compressed backup of a TDE database in the
+	// format SQL Server 2019 CU16 and later write (KB5014298).
+	TDECompressedFormat bool `json:"tde_compressed_format,omitempty"`
 }
 
 type mediaTrailer struct {

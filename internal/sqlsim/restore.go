@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,9 @@ func (x *execCtx) restore(s *restoreStmt) error {
 			st.close()
 		}
 	}()
+	if err := x.mayRead(op, s.kind, stripes[0]); err != nil {
+		return err
+	}
 	switch s.kind {
 	case "HEADERONLY":
 		return x.headerOnly(stripes[0])
@@ -76,6 +80,11 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	case "LABELONLY":
 		return errNotSupported("RESTORE LABELONLY")
 	case "VERIFYONLY":
+		// Not documented for VERIFYONLY; refused like RESTORE DATABASE, the
+		// stricter choice (errTDEFormat).
+		if stripes[0].hdr.TDECompressedFormat && !x.in.readsTDECompressedFormat() {
+			return errTDEFormat(op, stripes[0].hdr.Database)
+		}
 		if err := x.restoreData(s, op, stripes, nil); err != nil {
 			return err
 		}
@@ -230,9 +239,14 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		numericCol("DifferentialBaseLSN", 25), typed("DifferentialBaseGUID", tds.TypeUniqueIdentifier), nv("BackupTypeDescription", 60),
 		typed("BackupSetGUID", tds.TypeUniqueIdentifier), typed("CompressedBackupSize", tds.TypeBigInt), typed("Containment", tds.TypeTinyInt),
 		nv("KeyAlgorithm", 32), typed("EncryptorThumbprint", tds.TypeVarBinary), nv("EncryptorType", 32),
-		typed("LastValidRestoreTime", tds.TypeDateTime), nv("TimeZone", 32), nv("CompressionAlgorithm", 32),
 	}
-	cols[len(cols)-5].Size = 20 // EncryptorThumbprint varbinary(20)
+	cols[len(cols)-2].Size = 20 // EncryptorThumbprint varbinary(20)
+	// SQL Server 2022 adds LastValidRestoreTime, TimeZone and
+	// CompressionAlgorithm ("RESTORE Statements - HEADERONLY (Transact-SQL)").
+	newer := x.in.cfg.MajorVersion >= 16
+	if newer {
+		cols = append(cols, typed("LastValidRestoreTime", tds.TypeDateTime), nv("TimeZone", 32), nv("CompressionAlgorithm", 32))
+	}
 	if err := x.w.Columns(cols); err != nil {
 		return err
 	}
@@ -262,13 +276,24 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if created.IsZero() {
 		created = h.Start
 	}
-	err := x.w.Row(name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
-		int64(957), created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
-		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), int64(160),
-		int64(4608), int64(16), int64(0), int64(4135), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
+	// The writer's version: its build, internal database version and
+	// compatibility level.
+	major, minor, build := mediaVersion(h)
+	writer := builds[16][0]
+	if b, ok := builds[major]; ok {
+		writer = b[0]
+	}
+	row := []any{name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
+		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
+		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
+		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
 		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
-		t.SetStored, int64(0), nil, nil, nil, nil, nil, alg)
+		t.SetStored, int64(0), nil, nil, nil}
+	if newer {
+		row = append(row, nil, nil, alg)
+	}
+	err := x.w.Row(row...)
 	if err != nil {
 		return err
 	}
@@ -290,13 +315,20 @@ func (x *execCtx) fileListOnly(st *stripe) error {
 	if err := x.w.Columns(cols); err != nil {
 		return err
 	}
+	// TDEThumbprint: "the thumbprint of the Database Encryption Key. The
+	// encryptor thumbprint is a SHA-1 hash of the certificate with which the
+	// key is encrypted" ("RESTORE Statements - FILELISTONLY (Transact-SQL)").
+	var tde any
+	if h.TDEThumbprint != "" {
+		tde, _ = hex.DecodeString(h.TDEThumbprint)
+	}
 	for _, f := range h.Files {
 		typ, fg, fgID, maxSize := "D", any(f.FileGroup), int64(1), "35184372080640"
 		if f.Log {
 			typ, fg, fgID, maxSize = "L", nil, 0, "2199023255552"
 		}
 		if err := x.w.Row(f.Logical, f.Physical, typ, fg, itoa(f.Pages*PageSize), maxSize, int64(f.FileID), "0", nil,
-			[16]byte(f.UniqueID), nil, nil, f.Pages*PageSize, int64(512), fgID, nil, "0", nil, false, true, nil, nil); err != nil {
+			[16]byte(f.UniqueID), nil, nil, f.Pages*PageSize, int64(512), fgID, nil, "0", nil, false, true, tde, nil); err != nil {
 			return err
 		}
 	}
@@ -665,7 +697,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
 	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: "MULTI_USER", State: "RESTORING",
-		FamilyGUID: family, Owner: owner}
+		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
@@ -703,6 +735,11 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	}
 	if err := x.restoreData(s, op, stripes, targets); err != nil {
 		return err
+	}
+	if h.TDECompressedFormat && !x.in.readsTDECompressedFormat() {
+		// The data is in; reading the log fails (KB5014298): the copy
+		// stays RESTORING.
+		return errTDEFormat(op, name)
 	}
 	if err := x.silentPhase(logBytes); err != nil {
 		return err

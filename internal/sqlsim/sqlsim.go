@@ -42,8 +42,16 @@ type Config struct {
 	Edition string
 	// MajorVersion is 13 (SQL Server 2016), 14 (2017), 15 (2019) or 16
 	// (2022, default): @@VERSION, SERVERPROPERTY('ProductVersion'), and
-	// which permission lets a login see other sessions' requests.
+	// which permission lets a login see other sessions' requests, and which
+	// backups RESTORE reads (none of a newer major version).
 	MajorVersion int
+	// ProductVersion picks a build of MajorVersion ("15.0.4198.2" is 2019
+	// CU15); "" is the newest the emulator knows. A backup records the build
+	// that wrote it (HEADERONLY SoftwareVersionMajor/Minor/Build). Known
+	// builds: 13.0.6300.2, 13.0.4446.0, 13.0.4435.0, 14.0.3456.2,
+	// 15.0.4385.2, 15.0.4223.1, 15.0.4198.2, 16.0.4135.4. With
+	// MajorVersion 0 the major comes from it.
+	ProductVersion string
 	// TimeZone is the server's local time (GETDATE, HEADERONLY dates,
 	// msdb history); default UTC.
 	TimeZone *time.Location
@@ -107,6 +115,8 @@ type catalogState struct {
 	NextRestoreID   int64               `json:"next_restore_id"`
 	NextBackupSetID int64               `json:"next_backup_set_id"`
 	LSN             uint64              `json:"lsn"`
+	// Certificates are master's server certificates (tde.go).
+	Certificates []*certificate `json:"certificates,omitempty"`
 }
 
 type database struct {
@@ -131,7 +141,10 @@ type database struct {
 	// for a created database, the backup's for a restored one (RESTORE
 	// without REPLACE compares it, see restoreDatabase).
 	FamilyGUID guid `json:"family_guid"`
-	system     bool
+	// TDEThumbprint is the thumbprint (hex) of the server certificate
+	// protecting the database encryption key; "" without TDE (tde.go).
+	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
+	system        bool
 }
 
 // familyGUID is d's family GUID; catalogs written before it was recorded

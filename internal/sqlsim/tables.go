@@ -139,7 +139,10 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// The emulator has no database snapshots, so source_database_id
 			// is always NULL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql:
 			// "Non-NULL = ID of the source database of this database snapshot").
-			col(qual, "source_database_id", tds.TypeInt, 0)}
+			col(qual, "source_database_id", tds.TypeInt, 0),
+			// "Indicates whether the database is encrypted (reflects the state
+			// last set by using the ALTER DATABASE SET ENCRYPTION clause)".
+			col(qual, "is_encrypted", tds.TypeBit, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -158,7 +161,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			// datetime columns hold the server's local wall clock of when
 			// the database was created (serverTime), kept as written.
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil})
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat, "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil,
+				db.TDEThumbprint != ""})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -260,6 +264,10 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		sortRows(rel.rows, 0)
 	case "dm_exec_sessions", "dm_exec_connections":
 		return x.sessionView(name, qual)
+	case "certificates":
+		return x.certificatesView(d, qual), nil
+	case "dm_database_encryption_keys":
+		return x.encryptionKeysView(qual)
 	default:
 		return nil, errInvalidObject("sys." + name)
 	}

@@ -16,6 +16,8 @@ import (
 const (
 	PermViewServerState            = "VIEW SERVER STATE"
 	PermViewServerPerformanceState = "VIEW SERVER PERFORMANCE STATE" // SQL Server 2022 (16.x) and later
+	PermViewServerSecurityState    = "VIEW SERVER SECURITY STATE"    // SQL Server 2022 (16.x) and later
+	PermViewAnyDefinition          = "VIEW ANY DEFINITION"
 	PermCreateAnyDatabase          = "CREATE ANY DATABASE"
 	PermAlterAnyDatabase           = "ALTER ANY DATABASE"
 	PermAlterAnyConnection         = "ALTER ANY CONNECTION"
@@ -59,8 +61,8 @@ const (
 // ServerFacts returns the query for who the session is and what the server
 // is: one row (login_name nvarchar, is_sysadmin int, is_dbcreator int,
 // is_processadmin int, major_version int, engine_edition int, edition
-// nvarchar). SERVERPROPERTY returns sql_variant; the casts give the driver
-// plain types.
+// nvarchar, product_version nvarchar: the build, e.g. 16.0.4135.4).
+// SERVERPROPERTY returns sql_variant; the casts give the driver plain types.
 func ServerFacts() string {
 	return "SELECT SUSER_SNAME() AS login_name, " +
 		"IS_SRVROLEMEMBER(N'" + RoleSysadmin + "') AS is_sysadmin, " +
@@ -68,7 +70,8 @@ func ServerFacts() string {
 		"IS_SRVROLEMEMBER(N'" + RoleProcessAdmin + "') AS is_processadmin, " +
 		"CAST(SERVERPROPERTY(N'ProductMajorVersion') AS int) AS major_version, " +
 		"CAST(SERVERPROPERTY(N'EngineEdition') AS int) AS engine_edition, " +
-		"CAST(SERVERPROPERTY(N'Edition') AS nvarchar(128)) AS edition"
+		"CAST(SERVERPROPERTY(N'Edition') AS nvarchar(128)) AS edition, " +
+		ProductVersionColumn
 }
 
 // PermCheck is one HAS_PERMS_BY_NAME question about the session's login.
@@ -117,8 +120,8 @@ func HasPerms(checks ...PermCheck) (string, []any, error) {
 
 func knownPermission(p string) bool {
 	switch p {
-	case PermViewServerState, PermViewServerPerformanceState, PermCreateAnyDatabase, PermAlterAnyDatabase,
-		PermAlterAnyConnection, PermCreateDatabase, PermConnect, PermBackupDatabase, PermAlter, PermSelect, PermUpdate:
+	case PermViewServerState, PermViewServerPerformanceState, PermViewServerSecurityState, PermViewAnyDefinition,
+		PermCreateAnyDatabase, PermAlterAnyDatabase, PermAlterAnyConnection, PermCreateDatabase, PermConnect, PermBackupDatabase, PermAlter, PermSelect, PermUpdate:
 		return true
 	}
 	return false

@@ -57,7 +57,8 @@ func DatabaseFilesInDatabase(db string) (string, error) {
 //     time_zone column is the "difference between local time (where the
 //     backup operation is taking place) and UTC"). Both functions are valid
 //     on every version the product supports; SYSDATETIMEOFFSET() would
-//     give the offset directly.
+//     give the offset directly;
+//   - product_version nvarchar: the build (ProductVersionColumn).
 func SourceFacts(db string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
 		return "", nil, fmt.Errorf("source lookup: %w", err)
@@ -65,7 +66,7 @@ func SourceFacts(db string) (string, []any, error) {
 	return "SELECT CAST(SERVERPROPERTY('EngineEdition') AS int) AS engine_edition, " +
 		"CAST(SERVERPROPERTY('Edition') AS nvarchar(128)) AS edition, " +
 		"CAST(DATABASEPROPERTYEX(@p1, 'Updateability') AS nvarchar(128)) AS updateability, " +
-		"GETUTCDATE() AS utc_now, GETDATE() AS local_now", []any{db}, nil
+		"GETUTCDATE() AS utc_now, GETDATE() AS local_now, " + ProductVersionColumn, []any{db}, nil
 }
 
 // ServerClock is the query for a server's offset from UTC, in one row:

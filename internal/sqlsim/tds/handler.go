@@ -234,7 +234,15 @@ type Error struct {
 	Message   string
 	Procedure string
 	Line      int32
+	// SessionSurvives marks an error of class 20 or more after which the
+	// server keeps the session: "In most cases, the application connection
+	// to the instance of the Database Engine might also terminate" ("Database
+	// Engine error severities"), not in all (see KB5014298's 9004).
+	SessionSurvives bool
 }
+
+// endsSession reports whether SQL Server ends the session after e.
+func (e *Error) endsSession() bool { return e.Class >= fatalClass && !e.SessionSurvives }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("mssql error %d (class %d, state %d): %s", e.Number, e.Class, e.State, e.Message)

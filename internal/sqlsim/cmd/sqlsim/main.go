@@ -56,6 +56,7 @@ func run(args []string) error {
 	dropAt := fs.String("drop-at", "", "close the connection running the next operation at OP:PERCENT (e.g. RESTORE:60), as a network failure: the server and the statement keep running")
 	edition := fs.String("edition", "Developer", "edition: Enterprise, Developer, Standard, Web or Express")
 	major := fs.Int("major-version", 16, "major version: 13 (2016), 14 (2017), 15 (2019) or 16 (2022)")
+	productVersion := fs.String("product-version", "", "build of the major version, e.g. 15.0.4198.2 (2019 CU15); default the newest known")
 	tlsMode := fs.String("tls", "", `encryption: "" (none), "on" (TDS 7.x, required) or "strict" (TDS 8.0)`)
 	tz := fs.String("timezone", "", "server time zone (IANA name, default UTC)")
 	var shares, logins, dbs, shareThrottle, quotas, unreachable, principals, grants multi
@@ -102,7 +103,12 @@ func run(args []string) error {
 			cfg.Logins[u] = p
 		}
 	}
-	cfg.Edition, cfg.MajorVersion, cfg.TLS = *edition, *major, *tlsMode
+	cfg.Edition, cfg.MajorVersion, cfg.ProductVersion, cfg.TLS = *edition, *major, *productVersion, *tlsMode
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "product-version" && !flagSet(fs, "major-version") {
+			cfg.MajorVersion = 0 // the major comes from the build
+		}
+	})
 	if *tz != "" {
 		if cfg.TimeZone, err = time.LoadLocation(*tz); err != nil {
 			return fmt.Errorf("--timezone %q: %w", *tz, err)
@@ -280,4 +286,11 @@ func parsePrincipals(principals, grants []string) ([]sqlsim.Login, error) {
 		out[i].Databases[parts[1]] = append(out[i].Databases[parts[1]], parts[2])
 	}
 	return out, nil
+}
+
+// flagSet reports whether the command line gave flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
