@@ -293,7 +293,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 	var files []mediaFile
 	var totalPages int64
 	for _, f := range d.Files {
-		files = append(files, mediaFile{FileID: f.FileID, Logical: f.Logical, Physical: f.Physical, Log: f.Log, Pages: f.Pages, FileGroup: fileGroup(f), UniqueID: newGUID()})
+		files = append(files, mediaFile{FileID: f.FileID, Logical: f.Logical, Physical: f.Physical, Log: f.Log, Pages: f.Pages, FileGroup: fileGroup(f), UniqueID: newGUID(),
+			Free: f.Free, Filestream: f.Filestream})
 		totalPages += f.Pages
 	}
 	pagesPerBlock := int64(o.maxTransfer / PageSize)
@@ -312,7 +313,10 @@ func (x *execCtx) backup(s *backupStmt) error {
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
 		Start: start.UTC(), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
-		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
+		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment}
+	if o.compression {
+		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
+	}
 
 	x.setCommand("BACKUP DATABASE", d.ID, true)
 

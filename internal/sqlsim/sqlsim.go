@@ -38,8 +38,23 @@ type Config struct {
 	Principals []Login
 	// Edition is "Developer" (default), "Enterprise", "Standard", "Web" or
 	// "Express": SERVERPROPERTY('Edition'/'EngineEdition') and what the
-	// edition refuses (Express and Web: no backup compression).
+	// edition refuses (Express and Web: no backup compression; Express: no
+	// database over 10 GB of data).
 	Edition string
+	// Platform is the host's operating system, "Windows" (default) or
+	// "Linux": sys.dm_os_host_info, and how paths fail there (no UNC
+	// paths; a missing directory is operating system error 2).
+	Platform string
+	// Configuration sets server configuration options (sys.configurations)
+	// by name, e.g. OptionFilestreamAccessLevel: 2; see configOptions for
+	// those known and their defaults.
+	Configuration map[string]int64
+	// QAT says the Intel QAT drivers are installed (SQL Server 2022 on
+	// Windows): with "hardware offload enabled" 1 the accelerator is
+	// loaded (sys.dm_server_accelerator_status), BACKUP WITH COMPRESSION
+	// under "backup compression algorithm" 2 writes QAT_DEFLATE, and
+	// QAT_DEFLATE backups can be restored.
+	QAT bool
 	// MajorVersion is 13 (SQL Server 2016), 14 (2017), 15 (2019) or 16
 	// (2022, default): @@VERSION, SERVERPROPERTY('ProductVersion'), and
 	// which permission lets a login see other sessions' requests.
@@ -131,7 +146,10 @@ type database struct {
 	// for a created database, the backup's for a restored one (RESTORE
 	// without REPLACE compares it, see restoreDatabase).
 	FamilyGUID guid `json:"family_guid"`
-	system     bool
+	// Containment is 1 for a partially contained database, 0 otherwise
+	// (sys.databases.containment).
+	Containment int `json:"containment,omitempty"`
+	system      bool
 }
 
 // familyGUID is d's family GUID; catalogs written before it was recorded
@@ -202,6 +220,9 @@ func New(cfg Config) (*Instance, error) {
 		cfg.Logins = map[string]string{"sa": ""}
 	}
 	if err := checkServerConfig(&cfg); err != nil {
+		return nil, err
+	}
+	if err := checkHostConfig(&cfg); err != nil {
 		return nil, err
 	}
 	if cfg.MemoryBudget <= 0 {
@@ -546,8 +567,11 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		removeFiles(files)
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
-	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(),
-		UserAccess: "MULTI_USER", FamilyGUID: newGUID()})
+	nd := &database{ID: id, Name: spec.Name, Files: files, Created: time.Now().UTC(), UserAccess: "MULTI_USER", FamilyGUID: newGUID()}
+	if spec.Contained {
+		nd.Containment = 1
+	}
+	in.cat.Databases = append(in.cat.Databases, nd)
 	return in.saveCatalog()
 }
 
