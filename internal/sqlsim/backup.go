@@ -124,6 +124,9 @@ type stripeOut struct {
 	shareLm *limiter // per share
 	quota   *quotaTracker
 	netErr  func() string // the OS error of a share lost mid-write, "" while it is there
+	// maxFile is the size a file on the share cannot grow past
+	// (SetShareFileLimit); 0 = none.
+	maxFile int64
 }
 
 type quotaTracker struct {
@@ -233,6 +236,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		if t.share != nil {
 			x.in.mu.Lock()
 			so.shareLm = x.in.faults.shareLimit[t.share.prefix]
+			so.maxFile = x.in.faults.fileLimit[t.share.prefix]
 			if q, ok := x.in.faults.quota[t.share.prefix]; ok {
 				if quotas[t.share.prefix] == nil {
 					quotas[t.share.prefix] = &quotaTracker{limit: q, used: dirUsage(t.share.dir)}
@@ -475,6 +479,9 @@ func (so *stripeOut) write(ctx context.Context, parts ...[]byte) error {
 	}
 	if oserr := so.netErr(); oserr != "" {
 		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, oserr)}}
+	}
+	if so.maxFile > 0 && so.off+int64(n) > so.maxFile {
+		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osFileSystemLimit)}}
 	}
 	if !so.quota.take(int64(n)) {
 		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osDiskFull)}}

@@ -400,7 +400,7 @@ func (x *execCtx) applyVolumeStats(rel *relation, f *fromClause) (*relation, err
 			continue
 		}
 		var phys string
-		for _, df := range d.Files {
+		for _, df := range x.in.filesOf(d) {
 			if int64(df.FileID) == fileID {
 				phys = df.Physical
 			}
@@ -416,6 +416,20 @@ func (x *execCtx) applyVolumeStats(rel *relation, f *fromClause) (*relation, err
 		out.rows = append(out.rows, append(append([]any(nil), row...), dbID, fileID, mount, v.total, v.available))
 	}
 	return out, nil
+}
+
+// filesOf are a database's files; tempdb's are its data and log files in
+// the instance's data directory (8 MiB and 2 MiB, SQL Server's initial
+// sizes), which the emulator does not write.
+func (in *Instance) filesOf(d *database) []dbFile {
+	if d.ID != 2 {
+		return d.Files
+	}
+	dir := filepath.Join(in.cfg.DataDir, "data")
+	return []dbFile{
+		{FileID: 1, Logical: "tempdev", Path: filepath.Join(dir, "tempdb.mdf"), Physical: filepath.Join(dir, "tempdb.mdf"), Pages: 1024},
+		{FileID: 2, Logical: "templog", Path: filepath.Join(dir, "templog.ldf"), Physical: filepath.Join(dir, "templog.ldf"), Pages: 256, Log: true},
+	}
 }
 
 // restoreRefusals are the refusals of a RESTORE DATABASE that come from

@@ -283,3 +283,17 @@ func TestMissingDirectories(t *testing.T) {
 		t.Errorf("RESTORE on Linux into a missing directory: %s", errText(r))
 	}
 }
+
+// A file on a share that cannot grow any more (NTFS's limit on a heavily
+// fragmented file) fails the BACKUP's write with operating system error 665.
+func TestShareFileLimit(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "F", Size: 4 << 20})
+	e.in.SetShareFileLimit(`\\bak01\backup`, 1<<20)
+	r := mustFail(t, e.db, 3013, `BACKUP DATABASE [F] TO DISK = '\\bak01\backup\f.bak' WITH INIT, FORMAT`)
+	if r.errNums()[0] != 3202 || !strings.Contains(r.errs[0].Message, "665(") {
+		t.Errorf("BACKUP past the file limit: %s", errText(r))
+	}
+	e.in.SetShareFileLimit(`\\bak01\backup`, 0)
+	mustRun(t, e.db, `BACKUP DATABASE [F] TO DISK = '\\bak01\backup\f.bak' WITH INIT, FORMAT`)
+}

@@ -197,6 +197,7 @@ const (
 	osSharingViolation = "32(The process cannot access the file because it is being used by another process.)"
 	osNetUnexpected    = "59(An unexpected network error occurred.)"
 	osNetNameGone      = "64(The specified network name is no longer available.)"
+	osFileSystemLimit  = "665(The requested operation could not be completed due to a file system limitation)"
 )
 
 // errWriteFailed is 3202 "Write on "<path>" failed: <os error>", errReadFailed

@@ -199,7 +199,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if name == "database_files" && db.ID != d.ID || !seeAll {
 				continue
 			}
-			for _, f := range db.Files {
+			for _, f := range x.in.filesOf(&db) {
 				// size is in 8-KB pages: the file's allocated size.
 				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), f.typeID(), f.typeDesc(), f.Logical, f.Physical, "ONLINE",
 					f.Pages + f.Free, int64(-1), int64(8192)})
