@@ -225,6 +225,9 @@ func sqlError(err error, details ...any) error {
 	if m, ok := sqlKindError(err, details...); ok {
 		return m
 	}
+	if m, ok := hostKindError(err, details...); ok {
+		return m
+	}
 	switch {
 	case errors.Is(err, mssql.ErrLoginFailed):
 		return nonRetryable(ErrLoginFailed, fmt.Errorf("%w: check the user and the password reference of the instance", err))

@@ -32,6 +32,11 @@ type BackupHeader struct {
 	IsCopyOnly           bool
 	BackupSetGUID        string
 	FamilyGUID           string
+	// Containment is 1 for a partially contained database (SQL Server
+	// 2012+); CompressionAlgorithm MS_XPRESS or QAT_DEFLATE for a
+	// compressed set ("" before SQL Server 2022, which has MS_XPRESS only).
+	Containment          int64
+	CompressionAlgorithm string
 }
 
 // FileListEntry is one row of RESTORE FILELISTONLY.
@@ -62,6 +67,7 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			Compressed: r.bool("Compressed"), HasBackupChecksums: r.bool("HasBackupChecksums"),
 			IsDamaged: r.bool("IsDamaged"), IsCopyOnly: r.bool("IsCopyOnly"),
 			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
+			Containment: r.int("Containment"), CompressionAlgorithm: r.str("CompressionAlgorithm"),
 		})
 	})
 	return out, err

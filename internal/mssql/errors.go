@@ -280,7 +280,7 @@ func Classify(t Target, op string, err error) error {
 		if len(f.Errors) == 0 {
 			f.Errors = []mssqldb.Error{me}
 		}
-		f.Kind = classifyNumbers(f.Errors)
+		f.Kind = classify(op, f.Errors)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up (activity cancelled, deadline): keep it visible.
 		f.Kind = ErrUnreachable
@@ -312,7 +312,7 @@ func ClassifyErrors(t Target, op string, errs []mssqldb.Error) error {
 	}
 	last := errs[len(errs)-1]
 	last.All = errs
-	return &Failure{Target: t.String(), Op: op, Errors: errs, Err: last, Kind: classifyNumbers(errs)}
+	return &Failure{Target: t.String(), Op: op, Errors: errs, Err: last, Kind: classify(op, errs)}
 }
 
 // classifyNumbers decides the kind from error numbers and, for backup

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -145,8 +146,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.add(cs...)
 	}
 	sizes := map[*config.Database]dbSize{}
+	needs := map[*config.Database]hostcheck.Need{}
+	hosts := map[string]*hostState{}
 	for _, in := range s.instances {
-		checkInstance(ctx, o, s, in, r, sizes)
+		checkInstance(ctx, o, s, in, r, sizes, needs, hosts)
+	}
+	// A verification instance is judged once every source told what its
+	// copies need (host.go).
+	for _, in := range s.instances {
+		if h := hosts[in.Name]; h != nil {
+			servers, verified := verifiedOn(o.Config, s, in.Name)
+			r.add(verifyHostChecks(in.Name, h, servers, verified, needs)...)
+		}
 	}
 	for _, srv := range s.servers {
 		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
@@ -157,9 +168,32 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return r, nil
 }
 
+// verifiedOn are the backup servers whose copies instance verifies, and
+// per server the databases in scope whose copies go there.
+func verifiedOn(cfg *config.Config, s scope, instance string) ([]*config.BackupServer, map[string][]*config.Database) {
+	var servers []*config.BackupServer
+	for _, name := range s.verifies[instance] {
+		if srv, ok := cfg.BackupServer(name); ok {
+			servers = append(servers, srv)
+		}
+	}
+	verified := map[string][]*config.Database{}
+	for _, db := range s.dbs {
+		for _, b := range db.BackupServers {
+			t := db.CopyTarget(b)
+			if srv, ok := cfg.BackupServer(t); ok && t != b && srv.VerifyInstance == instance && !slices.Contains(verified[t], db) {
+				verified[t] = append(verified[t], db)
+			}
+		}
+	}
+	return servers, verified
+}
+
 // checkInstance connects to one instance and checks its roles and
-// databases.
-func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize) {
+// databases; what a verification instance can host is read here and
+// judged later (verifyHostChecks).
+func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize,
+	needs map[*config.Database]hostcheck.Need, hosts map[string]*hostState) {
 	dbs, servers := s.sources[in.Name], s.verifies[in.Name]
 	var roles []string
 	if len(dbs) > 0 {
@@ -202,8 +236,28 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	}
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
+	hf, herr := hostcheck.Read(qctx, db)
+	if herr == nil {
+		if c, ok := declaredPlatform(in, hf); ok {
+			r.add(c)
+		}
+	}
+	if len(servers) > 0 {
+		var srvs []*config.BackupServer
+		for _, name := range servers {
+			if srv, ok := o.Config.BackupServer(name); ok {
+				srvs = append(srvs, srv)
+			}
+		}
+		hosts[in.Name] = readHostState(qctx, db, srvs)
+	}
 	if len(dbs) > 0 {
 		r.add(sourceInstanceChecks(in.Name, sf)...)
+		if herr != nil {
+			r.add(hostRow(in.Name, hf, herr, "source: the paths it writes to"))
+		} else {
+			r.add(sourceHostChecks(qctx, o, in, dbs, db, hf)...)
+		}
 		if slices.ContainsFunc(dbs, func(d *config.Database) bool { return d.Sequence == config.SequenceCatalog }) {
 			mf, err := readMSDBFacts(qctx, db)
 			c := backupHistoryCheck(in.Name, sf, mf)
@@ -233,6 +287,11 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 		if f.State != "" && f.SizeBytes >= 0 {
 			// Express and Web write uncompressed sets, whatever the plan assumes.
 			sizes[d] = dbSize{bytes: f.SizeBytes, uncompressed: compressionRefused(sf)}
+		}
+		if f.State == "ONLINE" && herr == nil {
+			if n, ok, err := readNeed(qctx, db, d, hf, !compressionRefused(sf)); err == nil && ok {
+				needs[d] = n
+			}
 		}
 		r.add(databaseChecks(d, sf, f)...)
 	}

@@ -58,6 +58,12 @@ type Options struct {
 	Database string
 	// Size of the database in bytes; 0 = 4 MiB.
 	Size int64
+	// FreeSize, Filestream and Contained shape the database (see
+	// sqlsim.DatabaseSpec): allocated but unused space, a FILESTREAM
+	// container, partial containment.
+	FreeSize   int64
+	Filestream bool
+	Contained  bool
 	// LogicalName of its first data file; empty = the emulator's default.
 	LogicalName string
 	// Instance is the source's configuration name; empty = "sql01".
@@ -196,7 +202,8 @@ func New(t testing.TB, o Options) *Site {
 		}
 		s.Source = StartInstance(t, "sql01", s.Dirs["src"], shares)
 		s.Verify = StartInstance(t, VerifyInstance, s.Dirs["verify"], vshares)
-		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName}); err != nil {
+		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName,
+			FreeSize: o.FreeSize, Filestream: o.Filestream, Contained: o.Contained}); err != nil {
 			t.Fatal(err)
 		}
 		srcAddr, verifyAddr = s.Source.Addr(), s.Verify.Addr()
@@ -298,22 +305,43 @@ func (s *Site) AddSource(name, db string, size int64, entry string) *sqlsim.Inst
 // edition, a time zone); Source and the configured address follow.
 func (s *Site) RestartSource(tweak func(*sqlsim.Config)) *sqlsim.Instance {
 	s.t.Helper()
-	if err := s.Source.Stop(); err != nil {
-		s.t.Fatal(err)
-	}
 	shares := map[string]string{}
 	for _, srv := range Servers {
 		shares[UNC(srv)] = s.Dirs[srv]
 	}
-	cfg := sqlsim.Config{Name: "sql01", DataDir: s.Dirs["src"], Logins: map[string]string{"sa": Password}, Shares: shares}
-	tweak(&cfg)
-	s.Source = startInstance(s.t, cfg)
-	inst, ok := s.Config.SQLInstance(s.Instance)
-	if !ok {
-		s.t.Fatalf("site configuration has no instance %s", s.Instance)
-	}
-	inst.Address = s.Source.Addr()
+	s.Source = s.restart(s.Source, s.Instance, "sql01", s.Dirs["src"], shares, tweak)
 	return s.Source
+}
+
+// RestartVerify does the same for the verification instance (an edition,
+// a platform, its configuration options), with the shares tweak sees in
+// Config.Shares (each backup server's UNC paths and D:\restore).
+func (s *Site) RestartVerify(tweak func(*sqlsim.Config)) *sqlsim.Instance {
+	s.t.Helper()
+	_, _, vshares := MakeDirs(s.t, s.Root)
+	for _, srv := range Servers {
+		vshares[UNC(srv)] = s.Dirs[srv]
+	}
+	s.Verify = s.restart(s.Verify, VerifyInstance, VerifyInstance, s.Dirs["verify"], vshares, tweak)
+	return s.Verify
+}
+
+// restart stops in and starts it again as name (@@SERVERNAME) on dataDir
+// with shares, tweaked; the configured address of instance follows.
+func (s *Site) restart(in *sqlsim.Instance, instance, name, dataDir string, shares map[string]string, tweak func(*sqlsim.Config)) *sqlsim.Instance {
+	s.t.Helper()
+	if err := in.Stop(); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg := sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares}
+	tweak(&cfg)
+	started := startInstance(s.t, cfg)
+	inst, ok := s.Config.SQLInstance(instance)
+	if !ok {
+		s.t.Fatalf("site configuration has no instance %s", instance)
+	}
+	inst.Address = started.Addr()
+	return started
 }
 
 // Manifest loads the manifest of set seq of the site's instance's database
