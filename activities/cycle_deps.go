@@ -237,7 +237,7 @@ func sqlError(err error, details ...any) error {
 		return nonRetryable(ErrInvalidConfig, err)
 	case errors.Is(err, mssql.ErrBackupPathInvalid):
 		return temporal.NewNonRetryableApplicationError(err.Error()+
-			": check the backup server's unc_paths (the directory must exist and SQL Server's service account must write there)",
+			": check the backup server's paths for this instance, its sql_paths or unc_paths (the directory must exist and SQL Server's service account must write there; SQL Server on Linux cannot open UNC paths)",
 			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrShareFull):
 		return temporal.NewNonRetryableApplicationError(err.Error()+": free space on the backup share or let retention run", ErrShareFull, err, details...)

@@ -273,7 +273,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 }
 
 // locationApart is the configuration error behind a RESTORE that does not
-// find a stripe the worker sees: the server's unc_paths (where the
+// find a stripe the worker sees: the instance's paths to the server (where the
 // verification instance looks) and its location (where the worker copied
 // the set) are different directories. nil when err is something else or
 // the worker misses a stripe too (the set is incomplete: CorruptBackup).

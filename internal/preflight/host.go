@@ -10,7 +10,6 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
-	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -288,23 +287,4 @@ func readNeed(ctx context.Context, q querier, db *config.Database, src hostcheck
 	n.QAT = db.Compression && srcCompresses && src.Major >= 16 && src.Options[tsql.OptionBackupCompressionAlg] == 2 &&
 		(src.QAT == "HARDWARE" || src.QAT == "SOFTWARE")
 	return n, true, nil
-}
-
-// describeNeed is a need in a row's detail.
-func describeNeed(n hostcheck.Need) string {
-	s := fmt.Sprintf("a copy needs %s of data files and %s of log", plan.FormatBytes(n.DataBytes), plan.FormatBytes(n.LogBytes))
-	var uses []string
-	if n.Filestream {
-		uses = append(uses, "FILESTREAM")
-	}
-	if n.Contained {
-		uses = append(uses, "partial containment")
-	}
-	if n.QAT {
-		uses = append(uses, "QAT_DEFLATE backup compression")
-	}
-	if len(uses) > 0 {
-		s += "; it uses " + strings.Join(uses, ", ")
-	}
-	return s
 }

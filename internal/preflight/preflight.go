@@ -6,6 +6,12 @@
 // CHECKDB and the sanity queries) and on each backup server's storage
 // (list, write, read back, delete, free space against the planned sets).
 // Each missing permission comes with the GRANT or ALTER ROLE that fixes it.
+// It also checks what the instances can do (host.go, internal/hostcheck):
+// the paths each uses to the backup servers (no UNC paths on Linux; SQL
+// Server sees a probe file the worker wrote), and whether each
+// verification instance can host the copies of the databases it verifies
+// (edition limit, FILESTREAM, containment, QAT, restore directories and
+// their free space, tempdb), each problem with its fix.
 //
 // `starter preflight` prints the report; the worker runs the same checks at
 // start-up and logs what is missing as warnings.

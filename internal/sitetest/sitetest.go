@@ -136,10 +136,12 @@ func MakeDirs(t testing.TB, root string) (dirs, sourceShares, verifyShares map[s
 // drive path -> directory); it stops when the test ends.
 func StartInstance(t testing.TB, name, dataDir string, shares map[string]string) *sqlsim.Instance {
 	t.Helper()
-	return startInstance(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
+	return StartConfig(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
 }
 
-func startInstance(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
+// StartConfig starts an emulated instance configured by cfg; it stops
+// when the test ends.
+func StartConfig(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
 	t.Helper()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -335,7 +337,7 @@ func (s *Site) restart(in *sqlsim.Instance, instance, name, dataDir string, shar
 	}
 	cfg := sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares}
 	tweak(&cfg)
-	started := startInstance(s.t, cfg)
+	started := StartConfig(s.t, cfg)
 	inst, ok := s.Config.SQLInstance(instance)
 	if !ok {
 		s.t.Fatalf("site configuration has no instance %s", instance)

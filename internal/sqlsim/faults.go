@@ -363,26 +363,27 @@ func (in *Instance) shareNetErr(s *shareMap) func() string {
 // beyond a certain size", https://learn.microsoft.com/en-us/troubleshoot/windows-server/backup-and-storage/fragmented-file-in-ntfs-volume-not-grow).
 // 0 removes it.
 func (in *Instance) SetShareFileLimit(prefix string, bytes int64) {
-	in.mu.Lock()
-	if bytes <= 0 {
-		delete(in.faults.fileLimit, normPrefix(prefix))
-	} else {
-		in.faults.fileLimit[normPrefix(prefix)] = bytes
-	}
-	in.mu.Unlock()
+	in.setShareLimit(in.faults.fileLimit, prefix, bytes)
 }
 
-// SetShareQuota caps the bytes the share's directory may hold; a BACKUP
-// that would exceed it fails with 3202 "... 112(There is not enough space
-// on the disk.)". 0 removes the cap.
-func (in *Instance) SetShareQuota(prefix string, bytes int64) {
+// setShareLimit sets (bytes > 0) or removes a share's entry in m.
+func (in *Instance) setShareLimit(m map[string]int64, prefix string, bytes int64) {
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	if bytes <= 0 {
-		delete(in.faults.quota, normPrefix(prefix))
+		delete(m, normPrefix(prefix))
 	} else {
-		in.faults.quota[normPrefix(prefix)] = bytes
+		m[normPrefix(prefix)] = bytes
 	}
-	in.mu.Unlock()
+}
+
+// SetShareQuota caps the bytes the share's directory may hold: a volume
+// of that size. A BACKUP that would exceed it fails with 3202 "...
+// 112(There is not enough space on the disk.)", a RESTORE into it with
+// 3257 (see restoreSpace); sys.dm_os_volume_stats reports it. 0 removes
+// the cap.
+func (in *Instance) SetShareQuota(prefix string, bytes int64) {
+	in.setShareLimit(in.faults.quota, prefix, bytes)
 }
 
 // CorruptPage flips one byte in the body of page (fileID:pageID) of a

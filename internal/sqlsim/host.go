@@ -529,6 +529,18 @@ func firstOn(plan []dbFile, in *Instance, key string) string {
 // (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-1000-to-1999).
 const expressMaxBytes = 10240 << 20
 
+// dataBytes is what counts against the edition's limit: the data files'
+// allocated size, without the log and FILESTREAM.
+func dataBytes(files []dbFile) int64 {
+	var n int64
+	for _, f := range files {
+		if !f.Log && !f.Filestream {
+			n += f.bytes()
+		}
+	}
+	return n
+}
+
 func (x *execCtx) editionLimit(data int64) *tds.Error {
 	if x.in.engineEdition() != 4 {
 		return nil

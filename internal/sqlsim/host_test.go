@@ -297,3 +297,12 @@ func TestShareFileLimit(t *testing.T) {
 	e.in.SetShareFileLimit(`\\bak01\backup`, 0)
 	mustRun(t, e.db, `BACKUP DATABASE [F] TO DISK = '\\bak01\backup\f.bak' WITH INIT, FORMAT`)
 }
+
+// Express refuses to create a database over its limit too.
+func TestExpressCreateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Edition = "Express" })
+	if err := e.in.CreateDatabase(DatabaseSpec{Name: "Big", Size: 1 << 20, FreeSize: 11 << 30}); err == nil || !strings.Contains(err.Error(), "10240 MB") {
+		t.Errorf("11 GiB on Express: %v", err)
+	}
+	e.create(t, DatabaseSpec{Name: "Small", Size: 1 << 20, FreeSize: 9 << 30})
+}

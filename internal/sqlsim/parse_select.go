@@ -148,13 +148,14 @@ var (
 	applyFunctions = map[string]int{"dm_exec_sql_text": 1, "dm_os_volume_stats": 2}
 )
 
-// args reads a parenthesised, comma-separated argument list.
+// args reads a parenthesised, comma-separated list of one or more
+// expressions: a function's arguments, a VALUES row.
 func (p *parser) args() ([]expr, error) {
 	if err := p.expectOp("("); err != nil {
 		return nil, err
 	}
 	var out []expr
-	for !p.peek().isOp(")") {
+	for {
 		e, err := p.expr()
 		if err != nil {
 			return nil, err

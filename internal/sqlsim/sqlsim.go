@@ -554,6 +554,10 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)
 	}
+	if in.engineEdition() == 4 && dataBytes(files) > expressMaxBytes {
+		// What CREATE DATABASE answers with 1827 (see expressMaxBytes).
+		return fmt.Errorf("sqlsim: database %q: %d bytes of data files exceed Express's %d MB per database", spec.Name, dataBytes(files), expressMaxBytes>>20)
+	}
 	md, err := planTables(spec, files)
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)

@@ -279,7 +279,7 @@ func nameFix(what string) string {
 	case what == "verification database name":
 		return "set verify_name to a shorter pattern"
 	case strings.HasPrefix(what, "stripe path"):
-		return "use a shorter unc_paths entry"
+		return "use a shorter unc_paths (or sql_paths) entry"
 	case strings.HasPrefix(what, "restore directory"):
 		return "use a shorter restore_data_dir/restore_log_dir"
 	}
