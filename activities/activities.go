@@ -32,6 +32,9 @@ type Activities struct {
 	// bandwidth is each backup server's bandwidth_limit, shared by every
 	// copy this worker runs into that server.
 	bandwidth limit.Servers
+	// probes are the backup paths SQL Server was seen to share with the
+	// worker's locations lately (probe.go).
+	probes probeCache
 }
 
 // New returns Activities with a logger (zap.NewNop when log is nil).

@@ -45,7 +45,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepBackup))
-	layout, err := tsql.Layout(srv.UNCPaths, db.Instance, db.Name, in.Sequence, in.Stripes)
+	layout, err := tsql.Layout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence, in.Stripes)
 	if err != nil {
 		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -78,17 +78,22 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 		return BackupOutput{}, err
 	}
 	defer st.Close()
+	sqlDB, err := d.openSQL(ctx, inst, "master")
+	if err != nil {
+		return BackupOutput{}, err
+	}
+	defer sqlDB.Close()
+	// SQL Server's paths and the worker's location must be one directory
+	// before anything is written (probe.go).
+	if err := a.checkBackupPaths(ctx, sqlDB, st, inst, srv, log); err != nil {
+		return BackupOutput{}, err
+	}
 	// Claim the number on this server before anything is written: INIT,
 	// FORMAT would overwrite whatever holds these file names.
 	resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence)
 	if err != nil {
 		return BackupOutput{}, err
 	}
-	sqlDB, err := d.openSQL(ctx, inst, "master")
-	if err != nil {
-		return BackupOutput{}, err
-	}
-	defer sqlDB.Close()
 
 	rep := a.newReporter(ctx, StepBackup, in.Sequence)
 	sizes := func() int64 {
@@ -178,7 +183,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
 		}
 	}
-	out, err := finishedBackup(ctx, st, srv, layout, time.Since(start))
+	out, err := finishedBackup(ctx, st, srv, inst.Name, layout, time.Since(start))
 	if err != nil {
 		return BackupOutput{}, err
 	}
@@ -206,7 +211,7 @@ func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st sto
 	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupSetName(seq) || hs[0].BackupFinishDate.IsZero() {
 		return BackupOutput{}, false // not ours or not complete: back up again
 	}
-	out, err := finishedBackup(ctx, st, nil, layout, time.Since(start))
+	out, err := finishedBackup(ctx, st, nil, "", layout, time.Since(start))
 	if err != nil {
 		return BackupOutput{}, false
 	}
@@ -265,19 +270,19 @@ func (a *Activities) backupFailed(ctx context.Context, err error, rep *reporter,
 
 // finishedBackup checks that the worker sees every stripe SQL Server wrote
 // and measures them.
-func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupServer, layout []tsql.Stripe, took time.Duration) (BackupOutput, error) {
+func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupServer, instance string, layout []tsql.Stripe, took time.Duration) (BackupOutput, error) {
 	out := BackupOutput{Duration: took}
 	for _, s := range layout {
 		fi, err := st.Stat(ctx, s.Name)
 		if errors.Is(err, storage.ErrNotFound) {
-			name := "the backup server"
+			name, key := "the backup server", "unc_paths"
 			if srv != nil {
-				name = "backup server " + srv.Name
+				name, key = "backup server "+srv.Name, srv.PathsKey(instance)
 			}
 			return BackupOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
-				"%s: SQL Server wrote %s (unc_paths) but the worker does not see %s in %s (location): "+
-					"unc_paths and location must be the same directory, as SQL Server and as the worker reach it; fix the one that points elsewhere",
-				name, s.Path, s.Name, st.Location()))
+				"%s: SQL Server wrote %s (%s) but the worker does not see %s in %s (location): "+
+					"%s and location must be the same directory, as SQL Server and as the worker reach it; fix the one that points elsewhere",
+				name, s.Path, key, s.Name, st.Location(), key))
 		}
 		if err != nil {
 			name := ""

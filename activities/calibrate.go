@@ -75,11 +75,12 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 	if _, err := d.instance(db.Instance); err != nil {
 		return CalibrationPlan{}, err
 	}
-	grid := calibrate.DefaultGrid(len(srv.UNCPaths))
+	nics := len(srv.PathsFor(db.Instance)) // the source's paths to the server
+	grid := calibrate.DefaultGrid(nics)
 	if in.Grid != nil {
 		grid = *in.Grid
 	}
-	if err := grid.Check(len(srv.UNCPaths)); err != nil {
+	if err := grid.Check(nics); err != nil {
 		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
 	}
 	src, warnings := a.readSource(ctx, db)
@@ -88,7 +89,7 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 	if size <= 0 {
 		size = plan.UnknownSizeBytes
 	}
-	est, err := plan.SiteEstimate(size, len(srv.UNCPaths), len(srv.UNCPaths), mode.Compression, 0)
+	est, err := plan.SiteEstimate(size, nics, nics, mode.Compression, 0)
 	if err != nil {
 		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
 	}
@@ -101,7 +102,7 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
 	}
 	p := CalibrationPlan{
-		Database: db.Name, Instance: db.Instance, Server: srv.Name, NICs: len(srv.UNCPaths),
+		Database: db.Name, Instance: db.Instance, Server: srv.Name, NICs: nics,
 		SizeBytes: src.SizeBytes, Compression: mode.Compression, MemoryBudget: int64(db.MemoryBudget), Grid: grid,
 		PointTimeout: budget.Backup.StartToClose, Heartbeat: budget.Heartbeat, Warnings: append(warnings, more...),
 	}
@@ -153,7 +154,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	}
 	disks := []string{"NUL"}
 	if !in.Point.Null {
-		layout, err := tsql.CalibrationLayout(srv.UNCPaths, db.Instance, db.Name, in.Token, in.Index, in.Point.Stripes)
+		layout, err := tsql.CalibrationLayout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Token, in.Index, in.Point.Stripes)
 		if err != nil {
 			return res, nonRetryable(ErrInvalidConfig, err)
 		}

@@ -225,6 +225,9 @@ func sqlError(err error, details ...any) error {
 	if m, ok := sqlKindError(err, details...); ok {
 		return m
 	}
+	if m, ok := hostKindError(err, details...); ok {
+		return m
+	}
 	switch {
 	case errors.Is(err, mssql.ErrLoginFailed):
 		return nonRetryable(ErrLoginFailed, fmt.Errorf("%w: check the user and the password reference of the instance", err))
@@ -244,7 +247,7 @@ func sqlError(err error, details ...any) error {
 			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrBackupPathInvalid):
 		return temporal.NewNonRetryableApplicationError(err.Error()+
-			": check the backup server's unc_paths (the directory must exist and SQL Server's service account must write there)",
+			": check the backup server's paths for this instance, its sql_paths or unc_paths (the directory must exist and SQL Server's service account must write there; SQL Server on Linux cannot open UNC paths)",
 			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrShareFull):
 		return temporal.NewNonRetryableApplicationError(err.Error()+": free space on the backup share or let retention run", ErrShareFull, err, details...)

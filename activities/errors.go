@@ -60,6 +60,17 @@ const (
 	// other sessions (no VIEW SERVER STATE) to find it: no second one is
 	// started over it. Retryable; the fix is the grant the message names.
 	ErrStatementMayStillRun = "StatementMayStillRun"
+	// ErrVerifyInstanceFull: the verification instance's restore volume
+	// has not the space the copy's files take (their allocated size). Not
+	// retried: space is freed by a person or by retention, not by waiting
+	// minutes; the set keeps its state (no evidence against it) and
+	// `starter run --resume SEQ` finishes it once there is room.
+	ErrVerifyInstanceFull = "VerifyInstanceFull"
+	// ErrFileSystemLimit: the backup server's file system cannot grow a
+	// backup file any further (NTFS, operating system error 665): another
+	// server of the rotation would meet the same limit, so the cycle stops
+	// with the fix (more stripes, or a volume formatted with format /L).
+	ErrFileSystemLimit = "FileSystemLimit"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -79,6 +90,8 @@ var NonRetryableErrorTypes = []string{
 	ErrRestoreMismatch,
 	ErrNoEvidence,
 	ErrHashMismatch,
+	ErrVerifyInstanceFull,
+	ErrFileSystemLimit,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -107,11 +108,23 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	if size <= 0 {
 		size = plan.UnknownSizeBytes
 	}
+	// SQL Server on Linux cannot write to UNC paths: refused before any
+	// BACKUP, for every server the rotation may fail over to.
+	if strings.EqualFold(src.Platform, hostcheck.Linux) {
+		for _, name := range rotation {
+			if b, _ := d.server(name); b != nil {
+				if err := checkHostPaths(db.Instance, hostcheck.Facts{Platform: src.Platform}, b); err != nil {
+					return Plan{}, err
+				}
+			}
+		}
+	}
+	nics := len(srv.PathsFor(db.Instance)) // the source's paths to its primary
 	stripes := int(db.Stripes)
 	if db.Stripes == config.StripesAuto {
-		stripes, err = autoStripes(size, len(srv.UNCPaths), db)
+		stripes, err = autoStripes(size, nics, db)
 	} else {
-		err = plan.CheckBalance(stripes, len(srv.UNCPaths))
+		err = plan.CheckBalance(stripes, nics)
 	}
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
@@ -168,7 +181,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	warnings = append(warnings, vw...)
 
-	est, rates, err := measuredEstimate(size, len(srv.UNCPaths), len(remote.UNCPaths), mode.Compression,
+	est, rates, err := measuredEstimate(size, nics, len(remote.UNCPaths), mode.Compression,
 		int64(remote.BandwidthLimit), plan.FromManifests(db.Instance, db.Name, all, a.calibrations(ctx, db, calibrated)...))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
@@ -230,6 +243,9 @@ type SourceFacts struct {
 	TDE            bool   `json:"tde,omitempty"`
 	TDEThumbprint  string `json:"tde_thumbprint,omitempty"`
 	TDECertificate string `json:"tde_certificate,omitempty"`
+	// Platform is the operating system SQL Server runs on (Windows,
+	// Linux; sys.dm_os_host_info), "" when not read.
+	Platform string `json:"platform,omitempty"`
 }
 
 // ReadOnly reports whether the source database takes no writes.
@@ -386,6 +402,13 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 		src.UTCOffsetMinutes = &off
 	}
 	var warnings []string
+	if f, ok := hostFacts(ctx, sqlDB, inst.Name, a.loggerFor(ctx)); ok {
+		src.Platform = f.Platform
+	}
+	if inst.Platform != "" && src.Platform != "" && !strings.EqualFold(inst.Platform, src.Platform) {
+		warnings = append(warnings, fmt.Sprintf("platform: %s is declared %s in the configuration but runs on %s: fix platform under sql_instances",
+			inst.Name, inst.Platform, src.Platform))
+	}
 	if !updateability.Valid {
 		warnings = append(warnings, fmt.Sprintf("updateability of %s not read: the database is missing on %s or not visible to its login", db.ID(), db.Instance))
 	} else {

@@ -69,7 +69,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	layout, err := tsql.Layout(srv.UNCPaths, db.Instance, db.Name, in.Sequence, len(m.Stripes))
+	layout, err := tsql.Layout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence, len(m.Stripes))
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -171,6 +171,14 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 	}
 	if !restored {
+		// What the instance cannot host is found before SQL Server is
+		// asked to restore it (verifyhost.go).
+		facts, factsRead := hostFacts(ctx, sqlDB, inst.Name, log)
+		if factsRead {
+			if err := checkHostPaths(inst.Name, facts, srv); err != nil {
+				return StepOutput{}, err
+			}
+		}
 		fq, err := tsql.RestoreFileListOnly(disks)
 		if err != nil {
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
@@ -184,6 +192,11 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 				return StepOutput{}, u
 			}
 			return StepOutput{}, sqlError(err)
+		}
+		if factsRead {
+			if err := a.checkVerifyHost(ctx, sqlDB, facts, db, srv, inst.Name, verifyDB, disks, files, log); err != nil {
+				return StepOutput{}, err
+			}
 		}
 		rows := make([]tsql.FileListRow, len(files))
 		for i, f := range files {
@@ -263,7 +276,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 }
 
 // locationApart is the configuration error behind a RESTORE that does not
-// find a stripe the worker sees: the server's unc_paths (where the
+// find a stripe the worker sees: the instance's paths to the server (where the
 // verification instance looks) and its location (where the worker copied
 // the set) are different directories. nil when err is something else or
 // the worker misses a stripe too (the set is incomplete: CorruptBackup).
@@ -281,12 +294,13 @@ func (a *Activities) locationApart(ctx context.Context, srv *config.BackupServer
 			return nil
 		}
 	}
+	key := srv.PathsKey(verifyInstance)
 	return nonRetryable(ErrInvalidConfig, fmt.Errorf(
-		"backup server %s: verification instance %s does not find the set's stripes under unc_paths %s (e.g. %s), "+
-			"but the worker sees all of them in location %s: unc_paths and location must be the same directory, "+
+		"backup server %s: verification instance %s does not find the set's stripes under %s %s (e.g. %s), "+
+			"but the worker sees all of them in location %s: %s and location must be the same directory, "+
 			"as SQL Server and as the worker reach it; fix the one that points elsewhere (the verification instance "+
-			"must reach every unc_path of the servers it verifies): %w",
-		srv.Name, verifyInstance, strings.Join(srv.UNCPaths, ", "), layout[0].Path, srv.Location, err))
+			"must reach every path it has to the servers it verifies): %w",
+		srv.Name, verifyInstance, key, strings.Join(srv.PathsFor(verifyInstance), ", "), layout[0].Path, srv.Location, key, err))
 }
 
 // restoredUnseen reports a RESTORE that outlived its lost connection (see

@@ -55,7 +55,7 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 		if err != nil {
 			return out, err
 		}
-		marker, err := tsql.SetBackupMarker(srv.UNCPaths, db.Instance, db.Name, in.Sequence)
+		marker, err := tsql.SetBackupMarker(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence)
 		if err != nil {
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}
@@ -68,7 +68,7 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 		if err != nil {
 			return out, err
 		}
-		rm, err := tsql.SetRestoreMarker(verifyDB, srv.UNCPaths, db.Instance, db.Name, in.Sequence)
+		rm, err := tsql.SetRestoreMarker(verifyDB, srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence)
 		if err != nil {
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/preflight"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -187,5 +189,36 @@ func TestPreflightMissingGrantPrintsIt(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// `starter preflight` on a misconfigured estate (sitetest.Estate): exit 1,
+// and the report names every problem of sitetest.EstateProblems with its
+// fix, and says how many there are.
+func TestPreflightMisconfiguredEstate(t *testing.T) {
+	e := sitetest.NewEstate(t)
+	cfg := filepath.Join(t.TempDir(), "estate.yaml")
+	if err := os.WriteFile(cfg, []byte(e.YAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runStarter(t, "preflight", "--config", cfg)
+	if code != exitFail || !strings.Contains(errs, "missing") {
+		t.Fatalf("exit %d, stderr %q; want %d:\n%s", code, errs, exitFail, out)
+	}
+	for _, p := range sitetest.EstateProblems {
+		if !strings.Contains(out, "MISSING  "+p.Check) {
+			t.Errorf("the report does not name %s as MISSING", p.Check)
+		}
+		for _, w := range append(p.Detail, p.Fix...) {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the report does not say %q", p.Check, w)
+			}
+		}
+	}
+	if want := fmt.Sprintf("%d MISSING", len(sitetest.EstateProblems)); !strings.Contains(out, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, out)
+	}
+	if t.Failed() {
+		t.Log(out)
 	}
 }

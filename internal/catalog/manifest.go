@@ -169,10 +169,10 @@ type Header struct {
 	// TDEThumbprint (0x...) is the certificate protecting a TDE database's
 	// encryption key (FILELISTONLY TDEThumbprint): every instance that
 	// restores the set needs it in master.
-	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
-	UTCOffsetMinutes     *int      `json:"utc_offset_minutes,omitempty"`
-	BackupStartUTC       time.Time `json:"backup_start_utc,omitzero"`
-	BackupFinishUTC      time.Time `json:"backup_finish_utc,omitzero"`
+	TDEThumbprint    string    `json:"tde_thumbprint,omitempty"`
+	UTCOffsetMinutes *int      `json:"utc_offset_minutes,omitempty"`
+	BackupStartUTC   time.Time `json:"backup_start_utc,omitzero"`
+	BackupFinishUTC  time.Time `json:"backup_finish_utc,omitzero"`
 }
 
 // SetUTCOffset records the source server's offset from UTC (its local time

@@ -99,6 +99,7 @@ func (d *decoder) check(c *Config) {
 		d.checkDatabase(&c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, servers, dbs, verifyNames)
 	}
 	d.checkChains(c)
+	d.checkPlatforms(c)
 }
 
 func (d *decoder) checkTemporal(c *Config) {
@@ -240,6 +241,13 @@ func (d *decoder) checkInstance(s *SQLInstance, path string, all map[string]*SQL
 	}
 	s.MaxConcurrent = d.positive(s.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultSQLMaxConcurrent)
 	d.checkSelection(s.Databases, join(path, "databases"), owner)
+	switch p := strings.ToLower(s.Platform); p {
+	case "", PlatformWindows, PlatformLinux:
+		s.Platform = p
+	default:
+		pp := join(path, "platform")
+		d.errf(d.line(pp), pp, "%s: platform %q: use windows or linux, or leave it out (detected from sys.dm_os_host_info)", owner, s.Platform)
+	}
 }
 
 // checkInstanceRotation checks an instance's backup_servers / copy_to, the
@@ -447,6 +455,7 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 		}
 		seenPath[strings.ToLower(p)] = true
 	}
+	d.checkSQLPaths(b, path, owner, instances)
 	if d.required(b.Location, path, "location", owner, "how the worker reaches the files: smb://host/share/dir, file:///path or a local path") {
 		d.parseLocation(b, join(path, "location"), owner)
 	}
@@ -474,6 +483,106 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	b.MaxConcurrent = d.positive(b.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultServerConcurrency)
 	if strings.ContainsAny(b.TaskQueue, " \t\n") {
 		d.errf(d.line(join(path, "task_queue")), join(path, "task_queue"), "%s: task_queue %q must not contain spaces", owner, b.TaskQueue)
+	}
+}
+
+// checkSQLPaths checks a server's per-instance paths: each names a
+// configured instance and lists paths SQL Server can use.
+func (d *decoder) checkSQLPaths(b *BackupServer, path, owner string, instances map[string]*SQLInstance) {
+	names := make([]string, 0, len(b.SQLPaths))
+	for name := range b.SQLPaths {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		kp := join(join(path, "sql_paths"), name)
+		if _, ok := instances[name]; !ok {
+			d.errf(d.line(kp), kp, "%s: sql_paths names instance %q, which is not defined in sql_instances (defined: %s)", owner, name, keys(instances))
+			continue
+		}
+		paths := b.SQLPaths[name]
+		if len(paths) == 0 {
+			d.errf(d.line(kp), kp, "%s: sql_paths.%s lists no path: give the paths %s reaches this server's files by, or remove it to use unc_paths", owner, name, name)
+			continue
+		}
+		seen := map[string]bool{}
+		for i, p := range paths {
+			pp := fmt.Sprintf("%s[%d]", kp, i)
+			switch {
+			case !validSQLPath(p):
+				d.errf(d.line(pp), pp, `%s: sql_paths.%s[%d] "%s" is not a path SQL Server can write to: use \\host\share, D:\dir or /dir (where the share is mounted on %s's host)`, owner, name, i, p, name)
+			case seen[strings.ToLower(p)]:
+				d.errf(d.line(pp), pp, "%s: sql_paths.%s[%d] \"%s\" is listed twice", owner, name, i, p)
+			}
+			seen[strings.ToLower(p)] = true
+		}
+	}
+}
+
+// checkPlatforms refuses, for every instance declared platform: linux, UNC
+// paths to a backup server it uses (as a source writing to its rotation,
+// or as the server's verification instance) and Windows restore
+// directories: SQL Server on Linux reaches a share where it is mounted on
+// its host ("Back up and restore SQL Server databases on Linux").
+func (d *decoder) checkPlatforms(c *Config) {
+	linux := map[string]bool{}
+	for _, in := range c.SQLInstances {
+		if in.Platform == PlatformLinux {
+			linux[in.Name] = true
+		}
+	}
+	if len(linux) == 0 {
+		return
+	}
+	index := map[string]int{}
+	for i, b := range c.BackupServers {
+		index[b.Name] = i
+	}
+	check := func(server, inst string) {
+		i, ok := index[server]
+		if !ok || !linux[inst] {
+			return
+		}
+		b := &c.BackupServers[i]
+		path := fmt.Sprintf("backup_servers[%d]", i)
+		owner := labelled(path, b.Name)
+		var unc []string
+		for _, p := range b.PathsFor(inst) {
+			if IsUNC(p) {
+				unc = append(unc, p)
+			}
+		}
+		if len(unc) > 0 {
+			kp := join(path, b.PathsKey(inst))
+			d.errf(d.line(kp), kp+"#"+inst, "%s: %s is platform: linux, and SQL Server on Linux cannot open UNC paths (%s): give it the directory where the share is mounted on its host, sql_paths: {%s: [/mnt/%s]}",
+				owner, inst, unc[0], inst, b.Name)
+		}
+		if inst != b.VerifyInstance {
+			return
+		}
+		for _, k := range []struct{ key, dir, example string }{
+			{"restore_data_dir", b.RestoreDataDir, "/var/opt/mssql/data"}, {"restore_log_dir", b.RestoreLogDir, "/var/opt/mssql/log"}} {
+			if IsWindowsPath(k.dir) {
+				kp := join(path, k.key)
+				d.errf(d.line(kp), kp+"#linux", "%s: %s \"%s\" is a Windows path, but verify_instance %s is platform: linux: use a directory of its host, e.g. %s",
+					owner, k.key, k.dir, inst, k.example)
+			}
+		}
+	}
+	for _, b := range c.BackupServers {
+		if b.VerifyInstance != "" {
+			check(b.Name, b.VerifyInstance)
+		}
+	}
+	for _, db := range c.Databases {
+		for _, s := range db.BackupServers {
+			check(s, db.Instance)
+		}
+	}
+	for _, in := range c.SQLInstances {
+		for _, s := range in.BackupServers {
+			check(s, in.Name)
+		}
 	}
 }
 

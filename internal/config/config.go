@@ -78,7 +78,18 @@ type SQLInstance struct {
 	// selection.DatabaseFor); an entry's own rotation always wins.
 	BackupServers []string `yaml:"backup_servers"`
 	CopyTo        string   `yaml:"copy_to"`
+	// Platform is the operating system SQL Server runs on, PlatformWindows
+	// or PlatformLinux; "" = detected when the cycle connects
+	// (sys.dm_os_host_info). Declared, it is checked at load: SQL Server on
+	// Linux cannot open UNC paths, so such an instance needs sql_paths.
+	Platform string `yaml:"platform"`
 }
+
+// Platforms of SQLInstance.Platform.
+const (
+	PlatformWindows = "windows"
+	PlatformLinux   = "linux"
+)
 
 // BackupServer is a file server that receives backups (over one or more NICs)
 // and, at the remote site, hosts the copies the verification instance restores.
@@ -89,6 +100,12 @@ type BackupServer struct {
 	// Server sees it (/var/opt/mssql/backup/bak01 for SQL Server on Linux with a
 	// mounted volume). Stripes are spread evenly over them.
 	UNCPaths []string `yaml:"unc_paths"`
+	// SQLPaths are an instance's own paths to the same directory, by
+	// instance name, where it cannot use UNCPaths: SQL Server on Linux
+	// reaches the share where it is mounted on its host (/mnt/bak01).
+	// BACKUP uses the source instance's paths, RESTORE the verification
+	// instance's (PathsFor).
+	SQLPaths map[string][]string `yaml:"sql_paths"`
 	// Location is how the worker reaches the same files: smb://host[:port]/share[/dir],
 	// file:///path or a local path (relative paths are relative to the config file).
 	Location string `yaml:"location"`

@@ -57,6 +57,33 @@ func (c *Config) Database(instance, name string) (*Database, error) {
 	return nil, fmt.Errorf("database %q is configured on several instances in %s: name the instance too", name, c.File)
 }
 
+// PathsFor are the paths SQL Server instance reaches the server's files by:
+// its sql_paths, else unc_paths.
+func (b *BackupServer) PathsFor(instance string) []string {
+	if p, ok := b.SQLPaths[instance]; ok {
+		return p
+	}
+	return b.UNCPaths
+}
+
+// PathsKey names where PathsFor(instance) comes from, for messages:
+// "sql_paths.<instance>" or "unc_paths".
+func (b *BackupServer) PathsKey(instance string) string {
+	if _, ok := b.SQLPaths[instance]; ok {
+		return "sql_paths." + instance
+	}
+	return "unc_paths"
+}
+
+// IsUNC reports a \\host\share path, which SQL Server on Linux cannot
+// open.
+func IsUNC(p string) bool { return strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//") }
+
+// IsWindowsPath reports a drive-letter or UNC path.
+func IsWindowsPath(p string) bool {
+	return IsUNC(p) || len(p) >= 2 && p[1] == ':' && (p[0] >= 'A' && p[0] <= 'Z' || p[0] >= 'a' && p[0] <= 'z')
+}
+
 // ID is "instance/name", unique in a configuration (a stable key for
 // workflow ids and schedules).
 func (db *Database) ID() string { return db.Instance + "/" + db.Name }

@@ -49,20 +49,36 @@ func nameProblems(db *Database, servers func(string) *BackupServer, targets []st
 			"%v (sequence at its widest, %d digits), over the limit of a file name on Windows and Linux shares: use a shorter instance name under sql_instances",
 			e, len(fmt.Sprint(tsql.MaxSequence)))})
 	}
+	// The source writes to its rotation by its paths, the verification
+	// instance of a copy target reads by its own.
+	type use struct{ server, instance string }
+	var uses []use
+	for _, name := range db.BackupServers {
+		uses = append(uses, use{name, db.Instance})
+	}
+	for _, name := range targets {
+		if s := servers(name); s != nil && s.VerifyInstance != "" {
+			uses = append(uses, use{name, s.VerifyInstance})
+		}
+	}
 	seen := map[string]bool{}
-	for _, name := range append(append([]string(nil), db.BackupServers...), targets...) {
-		s := servers(name)
-		if s == nil || seen[name] {
+	for _, u := range uses {
+		s := servers(u.server)
+		if s == nil {
 			continue
 		}
-		seen[name] = true
-		for _, e := range tsql.CheckSetNames(db.Instance, db.Name, stripes, s.UNCPaths) {
+		key := s.PathsKey(u.instance)
+		if seen[u.server+"\x00"+key] {
+			continue
+		}
+		seen[u.server+"\x00"+key] = true
+		for _, e := range tsql.CheckSetNames(db.Instance, db.Name, stripes, s.PathsFor(u.instance)) {
 			if e.What != "stripe path" {
 				continue // reported above
 			}
-			out = append(out, nameProblem{"stripe_path[" + name + "]", fmt.Sprintf(
-				"%s %q on backup server %s is %d characters (sequence at its widest); SQL Server opens backup files by paths of at most %d characters (MAX_PATH): shorten that unc_paths entry of %s by %d characters",
-				e.What, e.Name, name, e.Len, e.Limit, name, e.Len-e.Limit)})
+			out = append(out, nameProblem{"stripe_path[" + u.server + "]", fmt.Sprintf(
+				"%s %q on backup server %s is %d characters (sequence at its widest); SQL Server opens backup files by paths of at most %d characters (MAX_PATH): shorten that %s entry of %s by %d characters",
+				e.What, e.Name, u.server, e.Len, e.Limit, key, u.server, e.Len-e.Limit)})
 		}
 	}
 	return out

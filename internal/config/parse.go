@@ -267,6 +267,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(item, s.Index(i), ip)
 		}
 		v.Set(s)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		d.stringMap(n, v, path)
 	case t.Kind() == reflect.String:
 		if !d.scalar(n, path, "a string") {
 			return
@@ -358,6 +360,32 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		d.lines[kp] = k.Line
 		d.decode(val, v.FieldByIndex(f.index), kp)
 	}
+}
+
+// stringMap decodes a mapping whose keys are names (sql_paths: {sql01:
+// [...]}): each value at path.<key>, keys unique.
+func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errf(n.Line, path, "%s must be a mapping (name: value lines), not a %s", path, kindName(n.Kind))
+		return
+	}
+	t := v.Type()
+	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+	seen := map[string]int{}
+	for _, kv := range mergedPairs(n) {
+		k, val := kv[0], kv[1]
+		if first, dup := seen[k.Value]; dup && k.Tag != "merged" {
+			d.errf(k.Line, path, "duplicate key %q in %s (first at line %d)", k.Value, path, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		kp := join(path, k.Value)
+		d.lines[kp] = k.Line
+		ev := reflect.New(t.Elem()).Elem()
+		d.decode(val, ev, kp)
+		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), ev)
+	}
+	v.Set(m)
 }
 
 // mergedPairs returns the key/value pairs of a mapping with YAML merge keys

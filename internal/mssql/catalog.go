@@ -35,8 +35,11 @@ type BackupHeader struct {
 	// SoftwareVersion is the build that wrote the backup,
 	// SoftwareVersionMajor.Minor.Build ("16.0.4135"); "" when not reported.
 	SoftwareVersion string
-	// CompressionAlgorithm is MS_XPRESS, QAT_DEFLATE, ... (SQL Server 2022
-	// and later; "" before).
+	// Containment is 1 for a partially contained database (SQL Server
+	// 2012+).
+	Containment int64
+	// CompressionAlgorithm is MS_XPRESS, QAT_DEFLATE, ... for a compressed
+	// set (SQL Server 2022 and later; "" before).
 	CompressionAlgorithm string
 }
 
@@ -71,7 +74,8 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			Compressed: r.bool("Compressed"), HasBackupChecksums: r.bool("HasBackupChecksums"),
 			IsDamaged: r.bool("IsDamaged"), IsCopyOnly: r.bool("IsCopyOnly"),
 			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
-			SoftwareVersion: softwareVersion(r), CompressionAlgorithm: r.str("CompressionAlgorithm"),
+			SoftwareVersion: softwareVersion(r), Containment: r.int("Containment"),
+			CompressionAlgorithm: r.str("CompressionAlgorithm"),
 		})
 	})
 	return out, err

@@ -54,6 +54,9 @@ func kindOf(op string, errs []mssqldb.Error, connected bool) error {
 	case connected && isRestore(op) && slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 20 }):
 		return ErrUnreadableFormat
 	}
+	if k := hostKind(op, errs); k != nil {
+		return k
+	}
 	return classifyNumbers(errs)
 }
 

@@ -239,7 +239,10 @@ func TestEachMissingPermissionThroughTheEmulator(t *testing.T) {
 				}
 			}
 			for _, c := range r.Checks {
-				if _, ok := tc.want[c.Name]; !ok && c.Status != OK {
+				// What the missing permission keeps preflight from asking
+				// is a warning saying so, not another MISSING.
+				dependent := c.Status == Warn && strings.HasPrefix(c.Detail, "not checked")
+				if _, ok := tc.want[c.Name]; !ok && c.Status != OK && !dependent {
 					t.Errorf("%s/%s is %s too: %s", c.Instance+c.Server, c.Name, c.Status, c.Detail)
 				}
 			}
@@ -317,7 +320,12 @@ func TestOlderVersionAndExpressEdition(t *testing.T) {
 // directory.
 func shopConfig(t *testing.T, src, srcAddr, user, verifyAddr string) *config.Config {
 	t.Helper()
-	bak := t.TempDir()
+	return shopConfigAt(t, src, srcAddr, user, verifyAddr, t.TempDir())
+}
+
+// shopConfigAt is shopConfig with both backup servers' location in bak.
+func shopConfigAt(t *testing.T, src, srcAddr, user, verifyAddr, bak string) *config.Config {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`
 sql_instances:
   - {name: `+src+`, address: "`+srcAddr+`", user: `+user+`, password_env: `+srcPwEnv+`, encrypt: disable}

@@ -6,6 +6,12 @@
 // CHECKDB and the sanity queries) and on each backup server's storage
 // (list, write, read back, delete, free space against the planned sets).
 // Each missing permission comes with the GRANT or ALTER ROLE that fixes it.
+// It also checks what the instances can do (host.go, internal/hostcheck):
+// the paths each uses to the backup servers (no UNC paths on Linux; SQL
+// Server sees a probe file the worker wrote), and whether each
+// verification instance can host the copies of the databases it verifies
+// (edition limit, FILESTREAM, containment, QAT, restore directories and
+// their free space, tempdb), each problem with its fix.
 //
 // `starter preflight` prints the report; the worker runs the same checks at
 // start-up and logs what is missing as warnings.
@@ -19,6 +25,7 @@ import (
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -146,8 +153,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sizes := map[*config.Database]dbSize{}
 	e := newEstate()
+	needs := map[*config.Database]hostcheck.Need{}
+	hosts := map[string]*hostState{}
 	for _, in := range s.instances {
-		checkInstance(ctx, o, s, in, r, sizes, e)
+		checkInstance(ctx, o, s, in, r, sizes, e, needs, hosts)
+	}
+	// A verification instance is judged once every source told what its
+	// copies need (host.go).
+	for _, in := range s.instances {
+		if h := hosts[in.Name]; h != nil {
+			servers, verified := verifiedOn(o.Config, s, in.Name)
+			r.add(verifyHostChecks(in.Name, h, servers, verified, needs)...)
+		}
 	}
 	r.addToSections(readabilityChecks(o.Config, s.dbs, e)...)
 	for _, srv := range s.servers {
@@ -159,9 +176,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return r, nil
 }
 
+// verifiedOn are the backup servers whose copies instance verifies, and
+// per server the databases in scope whose copies go there.
+func verifiedOn(cfg *config.Config, s scope, instance string) ([]*config.BackupServer, map[string][]*config.Database) {
+	var servers []*config.BackupServer
+	for _, name := range s.verifies[instance] {
+		if srv, ok := cfg.BackupServer(name); ok {
+			servers = append(servers, srv)
+		}
+	}
+	verified := map[string][]*config.Database{}
+	for _, db := range s.dbs {
+		for _, b := range db.BackupServers {
+			t := db.CopyTarget(b)
+			if srv, ok := cfg.BackupServer(t); ok && t != b && srv.VerifyInstance == instance && !slices.Contains(verified[t], db) {
+				verified[t] = append(verified[t], db)
+			}
+		}
+	}
+	return servers, verified
+}
+
 // checkInstance connects to one instance and checks its roles and
-// databases.
-func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize, e *estate) {
+// databases; what a verification instance can host is read here and
+// judged later (verifyHostChecks), and so is what it can restore
+// (readabilityChecks, from the estate e).
+func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstance, r *Report, sizes map[*config.Database]dbSize,
+	e *estate, needs map[*config.Database]hostcheck.Need, hosts map[string]*hostState) {
 	dbs, servers := s.sources[in.Name], s.verifies[in.Name]
 	var roles []string
 	if len(dbs) > 0 {
@@ -205,8 +246,28 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
 	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0)
+	hf, herr := hostcheck.Read(qctx, db)
+	if herr == nil {
+		if c, ok := declaredPlatform(in, hf); ok {
+			r.add(c)
+		}
+	}
+	if len(servers) > 0 {
+		var srvs []*config.BackupServer
+		for _, name := range servers {
+			if srv, ok := o.Config.BackupServer(name); ok {
+				srvs = append(srvs, srv)
+			}
+		}
+		hosts[in.Name] = readHostState(qctx, db, srvs)
+	}
 	if len(dbs) > 0 {
 		r.add(sourceInstanceChecks(in.Name, sf)...)
+		if herr != nil {
+			r.add(hostRow(in.Name, hf, herr, "source: the paths it writes to"))
+		} else {
+			r.add(sourceHostChecks(qctx, o, in, dbs, db, hf)...)
+		}
 		if slices.ContainsFunc(dbs, func(d *config.Database) bool { return d.Sequence == config.SequenceCatalog }) {
 			mf, err := readMSDBFacts(qctx, db)
 			c := backupHistoryCheck(in.Name, sf, mf)
@@ -239,6 +300,11 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 		if f.State != "" && f.SizeBytes >= 0 {
 			// Express and Web write uncompressed sets, whatever the plan assumes.
 			sizes[d] = dbSize{bytes: f.SizeBytes, uncompressed: compressionRefused(sf)}
+		}
+		if f.State == "ONLINE" && herr == nil {
+			if n, ok, err := readNeed(qctx, db, d, hf, !compressionRefused(sf)); err == nil && ok {
+				needs[d] = n
+			}
 		}
 		r.add(databaseChecks(d, sf, f)...)
 	}

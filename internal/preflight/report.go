@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 
 	"go.uber.org/zap"
@@ -130,8 +131,17 @@ func rank(s Status) int {
 	return 0
 }
 
-// finish counts the outcome.
+// finish keeps each section's rows together, in the order the sections
+// first appear (a verification instance's host checks come after every
+// source was read), and counts the outcome.
 func (r *Report) finish() {
+	order := map[string]int{}
+	for _, c := range r.Checks {
+		if _, ok := order[sectionKey(c)]; !ok {
+			order[sectionKey(c)] = len(order)
+		}
+	}
+	sort.SliceStable(r.Checks, func(i, j int) bool { return order[sectionKey(r.Checks[i])] < order[sectionKey(r.Checks[j])] })
 	r.Missing, r.Warnings = 0, 0
 	for _, c := range r.Checks {
 		switch c.Status {
@@ -161,7 +171,7 @@ func (r *Report) Err() error {
 	if r.OK {
 		return nil
 	}
-	return fmt.Errorf("preflight: %d missing (%d warnings): run the GRANT/ALTER ROLE statements the report gives, then run preflight again", r.Missing, r.Warnings)
+	return fmt.Errorf("preflight: %d missing (%d warnings): apply the fix the report gives under each (a GRANT, a configuration change, a setting of the instance), then run preflight again", r.Missing, r.Warnings)
 }
 
 // WriteText prints the report as one table per instance, database and

@@ -1,6 +1,9 @@
 package preflight
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,22 +16,32 @@ import (
 // versionSite is a source instance sql01 with database Shop and a
 // verification instance sqlverify, each an emulator with its own
 // configuration (a version), both with sysadmin sa; the configuration
-// verifies Shop's copies on sqlverify.
+// verifies Shop's copies on sqlverify. Everything else about the site is
+// right: both instances reach the backup servers' directory (the worker's
+// location), and the verification instance's restore directories exist.
 func versionSite(t *testing.T, src, ver func(*sqlsim.Config)) (*sqlsim.Instance, *sqlsim.Instance, *config.Config) {
 	t.Helper()
-	start := func(name string, tweak func(*sqlsim.Config)) *sqlsim.Instance {
-		c := sqlsim.Config{Name: name, DataDir: t.TempDir(), Logins: map[string]string{"sa": srcPw}}
+	bak, restore := t.TempDir(), t.TempDir()
+	for _, d := range []string{"data", "log"} {
+		if err := os.Mkdir(filepath.Join(restore, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shares := map[string]string{`\\bak01\backup`: bak, `\\bak02\backup`: bak}
+	start := func(name string, tweak func(*sqlsim.Config), extra map[string]string) *sqlsim.Instance {
+		c := sqlsim.Config{Name: name, DataDir: t.TempDir(), Logins: map[string]string{"sa": srcPw}, Shares: maps.Clone(shares)}
+		maps.Copy(c.Shares, extra)
 		if tweak != nil {
 			tweak(&c)
 		}
-		return sitetest.StartConfigured(t, c)
+		return sitetest.StartConfig(t, c)
 	}
-	s, v := start("sql01", src), start("sqlverify", ver)
+	s, v := start("sql01", src, nil), start("sqlverify", ver, map[string]string{`R:\`: restore})
 	if err := s.CreateDatabase(sqlsim.DatabaseSpec{Name: "Shop", Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(srcPwEnv, srcPw)
-	return s, v, shopConfig(t, "sql01", s.Addr(), "sa", v.Addr())
+	return s, v, shopConfigAt(t, "sql01", s.Addr(), "sa", v.Addr(), bak)
 }
 
 // findDB is the check of that name about database Shop of sql01.

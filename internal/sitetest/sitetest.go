@@ -58,6 +58,12 @@ type Options struct {
 	Database string
 	// Size of the database in bytes; 0 = 4 MiB.
 	Size int64
+	// FreeSize, Filestream and Contained shape the database (see
+	// sqlsim.DatabaseSpec): allocated but unused space, a FILESTREAM
+	// container, partial containment.
+	FreeSize   int64
+	Filestream bool
+	Contained  bool
 	// LogicalName of its first data file; empty = the emulator's default.
 	LogicalName string
 	// Instance is the source's configuration name; empty = "sql01".
@@ -134,7 +140,7 @@ func MakeDirs(t testing.TB, root string) (dirs, sourceShares, verifyShares map[s
 // drive path -> directory); it stops when the test ends.
 func StartInstance(t testing.TB, name, dataDir string, shares map[string]string) *sqlsim.Instance {
 	t.Helper()
-	return startInstance(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
+	return StartConfig(t, sqlsim.Config{Name: name, DataDir: dataDir, Logins: map[string]string{"sa": Password}, Shares: shares})
 }
 
 // instanceConfig is an instance's emulator configuration, changed by tweak
@@ -147,14 +153,9 @@ func instanceConfig(name, dataDir string, shares map[string]string, tweak func(*
 	return cfg
 }
 
-// StartConfigured starts an emulated instance of any configuration; it
-// stops when the test ends.
-func StartConfigured(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
-	t.Helper()
-	return startInstance(t, cfg)
-}
-
-func startInstance(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
+// StartConfig starts an emulated instance configured by cfg; it stops
+// when the test ends.
+func StartConfig(t testing.TB, cfg sqlsim.Config) *sqlsim.Instance {
 	t.Helper()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -215,9 +216,10 @@ func New(t testing.TB, o Options) *Site {
 		if os.Getenv(PasswordEnv) != Password {
 			t.Setenv(PasswordEnv, Password)
 		}
-		s.Source = startInstance(t, instanceConfig("sql01", s.Dirs["src"], shares, o.SourceConfig))
-		s.Verify = startInstance(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.VerifyConfig))
-		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName}); err != nil {
+		s.Source = StartConfig(t, instanceConfig("sql01", s.Dirs["src"], shares, o.SourceConfig))
+		s.Verify = StartConfig(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.VerifyConfig))
+		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName,
+			FreeSize: o.FreeSize, Filestream: o.Filestream, Contained: o.Contained}); err != nil {
 			t.Fatal(err)
 		}
 		srcAddr, verifyAddr = s.Source.Addr(), s.Verify.Addr()
@@ -319,42 +321,49 @@ func (s *Site) AddSource(name, db string, size int64, entry string) *sqlsim.Inst
 // edition, a time zone); Source and the configured address follow.
 func (s *Site) RestartSource(tweak func(*sqlsim.Config)) *sqlsim.Instance {
 	s.t.Helper()
-	if err := s.Source.Stop(); err != nil {
-		s.t.Fatal(err)
-	}
 	shares := map[string]string{}
 	for _, srv := range Servers {
 		shares[UNC(srv)] = s.Dirs[srv]
 	}
-	s.Source = startInstance(s.t, instanceConfig("sql01", s.Dirs["src"], shares, tweak))
-	inst, ok := s.Config.SQLInstance(s.Instance)
-	if !ok {
-		s.t.Fatalf("site configuration has no instance %s", s.Instance)
-	}
-	inst.Address = s.Source.Addr()
+	s.Source = s.restart(s.Source, s.Instance, instanceConfig("sql01", s.Dirs["src"], shares, tweak))
 	return s.Source
 }
 
 // RestartVerify stops the verification instance and starts it again on the
 // same data (restored copies, certificates and msdb history survive) with
 // its emulator configuration changed by tweak (an upgrade to another
-// version); Verify and the configured address follow.
+// version, an edition, a platform, its configuration options); tweak sees
+// the shares in Config.Shares (each backup server's NIC paths and
+// D:\restore). Verify and the configured address follow.
 func (s *Site) RestartVerify(tweak func(*sqlsim.Config)) *sqlsim.Instance {
 	s.t.Helper()
-	addr := s.Verify.Addr()
-	if err := s.Verify.Stop(); err != nil {
-		s.t.Fatal(err)
-	}
 	vshares := map[string]string{`D:\restore`: s.Dirs["restore"]}
 	for _, srv := range Servers {
 		for _, p := range NICPaths(srv, s.nics) {
 			vshares[p] = s.Dirs[srv]
 		}
 	}
-	cfg := instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, tweak)
-	cfg.ListenAddr = addr // the configured address stays right
-	s.Verify = startInstance(s.t, cfg)
+	s.Verify = s.restart(s.Verify, VerifyInstance, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, tweak))
 	return s.Verify
+}
+
+// restart stops in and starts it again as cfg, on the address it had (so
+// workers holding the configuration still reach it); the configured address
+// of instance follows all the same.
+func (s *Site) restart(in *sqlsim.Instance, instance string, cfg sqlsim.Config) *sqlsim.Instance {
+	s.t.Helper()
+	addr := in.Addr()
+	if err := in.Stop(); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg.ListenAddr = addr
+	started := StartConfig(s.t, cfg)
+	inst, ok := s.Config.SQLInstance(instance)
+	if !ok {
+		s.t.Fatalf("site configuration has no instance %s", instance)
+	}
+	inst.Address = started.Addr()
+	return started
 }
 
 // Manifest loads the manifest of set seq of the site's instance's database

@@ -124,6 +124,9 @@ type stripeOut struct {
 	shareLm *limiter // per share
 	quota   *quotaTracker
 	netErr  func() string // the OS error of a share lost mid-write, "" while it is there
+	// maxFile is the size a file on the share cannot grow past
+	// (SetShareFileLimit); 0 = none.
+	maxFile int64
 }
 
 type quotaTracker struct {
@@ -235,6 +238,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		if t.share != nil {
 			x.in.mu.Lock()
 			so.shareLm = x.in.faults.shareLimit[t.share.prefix]
+			so.maxFile = x.in.faults.fileLimit[t.share.prefix]
 			if q, ok := x.in.faults.quota[t.share.prefix]; ok {
 				if quotas[t.share.prefix] == nil {
 					quotas[t.share.prefix] = &quotaTracker{limit: q, used: dirUsage(t.share.dir)}
@@ -295,7 +299,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 	var files []mediaFile
 	var totalPages int64
 	for _, f := range d.Files {
-		files = append(files, mediaFile{FileID: f.FileID, Logical: f.Logical, Physical: f.Physical, Log: f.Log, Pages: f.Pages, FileGroup: fileGroup(f), UniqueID: newGUID()})
+		files = append(files, mediaFile{FileID: f.FileID, Logical: f.Logical, Physical: f.Physical, Log: f.Log, Pages: f.Pages, FileGroup: fileGroup(f), UniqueID: newGUID(),
+			Free: f.Free, Filestream: f.Filestream})
 		totalPages += f.Pages
 	}
 	pagesPerBlock := int64(o.maxTransfer / PageSize)
@@ -314,8 +319,11 @@ func (x *execCtx) backup(s *backupStmt) error {
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
 		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
-		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d),
+		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
 		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat}
+	if o.compression {
+		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
+	}
 
 	x.setCommand("BACKUP DATABASE", d.ID, true)
 
@@ -478,6 +486,9 @@ func (so *stripeOut) write(ctx context.Context, parts ...[]byte) error {
 	}
 	if oserr := so.netErr(); oserr != "" {
 		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, oserr)}}
+	}
+	if so.maxFile > 0 && so.off+int64(n) > so.maxFile {
+		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osFileSystemLimit)}}
 	}
 	if !so.quota.take(int64(n)) {
 		return &backupErr{errs: []*tds.Error{errWriteFailed(so.t.raw, osDiskFull)}}

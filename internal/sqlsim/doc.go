@@ -24,7 +24,8 @@
 //
 //	SELECT @@VERSION | @@SPID | @@SERVERNAME | @@LANGUAGE | @@LANGID, SELECT SERVERPROPERTY('ProductVersion'|
 //	    'ProductMajorVersion'|'Edition'|'MachineName'|'ServerName'|'EngineEdition'|...), select 1;
-//	SELECT [TOP (n)] <expressions | * | t.*> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t]
+//	SELECT [TOP (n)] <expressions | * | t.*> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t
+//	    | CROSS APPLY sys.dm_os_volume_stats(f.database_id, f.file_id) [AS] v]
 //	    {[INNER] JOIN | LEFT [OUTER] JOIN <source> [alias] ON <condition> | CROSS JOIN <source> [alias]} ...]
 //	    [WHERE ...] [ORDER BY ...]   -- no RIGHT/FULL/comma joins, no GROUP BY; aggregates COUNT/COUNT_BIG/MAX/MIN/SUM
 //	    sources: sys.databases, [db.]sys.database_files, sys.master_files, [db.]sys.schemas, [db.]sys.tables,
@@ -38,6 +39,11 @@
 //	    pvt_key_last_backup_date; rows only with VIEW ANY DEFINITION), sys.dm_database_encryption_keys
 //	    (database_id, encryption_state, encryptor_thumbprint, encryptor_type; VIEW SERVER STATE, on
 //	    MajorVersion 16 VIEW SERVER SECURITY STATE, else 300 and 297), sys.databases.is_encrypted,
+//	    sys.dm_os_host_info (host_platform Windows|Linux, 2017+), sys.configurations (the options of
+//	    configOptions), sys.dm_server_accelerator_status (QAT, 2022+), sys.dm_os_volume_stats
+//	    (volume_mount_point, NULL on Linux; total_bytes and available_bytes: a share's quota, else the file
+//	    system), sys.dm_os_file_exists(path) (2017+); sys.databases.containment/containment_desc,
+//	    sys.master_files.type 2 FILESTREAM and size = the allocated size (data + FreeSize),
 //	    msdb.dbo.restorehistory (restore_date: the start of the RESTORE), msdb.dbo.backupset (name and
 //	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
@@ -169,7 +175,16 @@
 //	3231 (16) + 3013 a stripe from another media set or more stripes than the set has;
 //	    3227 + 3013 the same family given twice
 //	3241 (16) + 3013 "The media family on device '...' is incorrectly formed." (whole blocks but no trailer:
-//	    a BACKUP that stopped; damaged media header or trailer)
+//	    a BACKUP that stopped; damaged media header or trailer; a QAT_DEFLATE set where the Intel QAT
+//	    accelerator is not loaded)
+//	What the verification instance cannot host (RESTORE DATABASE): 5591 (16) + 3013 a FILESTREAM container
+//	    with "filestream access level" 0 or on Linux; 12824 (16) + 3013 a contained database with "contained
+//	    database authentication" 0; 1827 (16) + 3013 more than 10 GB of data files on Express; 3257 (16) +
+//	    3119 + 3013 more than the free space of a volume (a share's quota, SetShareQuota), checked before
+//	    anything is written; 3634 (16) + 3013 "... '112(There is not enough space on the disk.)' ..." when
+//	    the space went to someone else meanwhile; 5133 + 3156 + 3119 + 3013 a directory that does not exist
+//	    (operating system error 3; on Linux 2, as for every missing path there, and a UNC path is read as
+//	    the local path //host/share/...)
 //	3183 (16) + 3013 "RESTORE detected an error on page (F:P) in database "x" as read from the backup set."
 //	    (any damaged block or page)
 //	5133 + 3156 + 3119 + 3013 MOVE target directory missing; 1834 a target used by another database;

@@ -15,6 +15,7 @@ type faultState struct {
 	unreachable map[string]bool
 	netErr      map[string]string // share prefix -> OS error text of its flaky network
 	quota       map[string]int64
+	fileLimit   map[string]int64 // share prefix -> size a file there cannot grow past (SetShareFileLimit)
 	shareLimit  map[string]*limiter
 	streamRate  int64
 	instantInit bool               // data files need no zeroing (SetInstantFileInit)
@@ -29,6 +30,7 @@ func (f *faultState) init() {
 	f.unreachable = map[string]bool{}
 	f.netErr = map[string]string{}
 	f.quota = map[string]int64{}
+	f.fileLimit = map[string]int64{}
 	f.shareLimit = map[string]*limiter{}
 	f.crashAt = map[string]float64{}
 	f.dropAt = map[string]float64{}
@@ -353,17 +355,35 @@ func (in *Instance) shareNetErr(s *shareMap) func() string {
 	}
 }
 
-// SetShareQuota caps the bytes the share's directory may hold; a BACKUP
-// that would exceed it fails with 3202 "... 112(There is not enough space
-// on the disk.)". 0 removes the cap.
-func (in *Instance) SetShareQuota(prefix string, bytes int64) {
+// SetShareFileLimit makes a file under prefix unable to grow past bytes: a
+// BACKUP write beyond fails with 3202 "Write on ... failed: 665(The
+// requested operation could not be completed due to a file system
+// limitation)", as NTFS answers when a heavily fragmented file's attribute
+// list is full ("A heavily fragmented file in an NTFS volume may not grow
+// beyond a certain size", https://learn.microsoft.com/en-us/troubleshoot/windows-server/backup-and-storage/fragmented-file-in-ntfs-volume-not-grow).
+// 0 removes it.
+func (in *Instance) SetShareFileLimit(prefix string, bytes int64) {
+	in.setShareLimit(in.faults.fileLimit, prefix, bytes)
+}
+
+// setShareLimit sets (bytes > 0) or removes a share's entry in m.
+func (in *Instance) setShareLimit(m map[string]int64, prefix string, bytes int64) {
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	if bytes <= 0 {
-		delete(in.faults.quota, normPrefix(prefix))
+		delete(m, normPrefix(prefix))
 	} else {
-		in.faults.quota[normPrefix(prefix)] = bytes
+		m[normPrefix(prefix)] = bytes
 	}
-	in.mu.Unlock()
+}
+
+// SetShareQuota caps the bytes the share's directory may hold: a volume
+// of that size. A BACKUP that would exceed it fails with 3202 "...
+// 112(There is not enough space on the disk.)", a RESTORE into it with
+// 3257 (see restoreSpace); sys.dm_os_volume_stats reports it. 0 removes
+// the cap.
+func (in *Instance) SetShareQuota(prefix string, bytes int64) {
+	in.setShareLimit(in.faults.quota, prefix, bytes)
 }
 
 // CorruptPage flips one byte in the body of page (fileID:pageID) of a

@@ -77,7 +77,14 @@ type mediaFile struct {
 	Pages     int64  `json:"pages"`
 	FileGroup string `json:"file_group"`
 	UniqueID  guid   `json:"unique_id"`
+	// Free are the file's allocated pages past its data: RESTORE creates
+	// them, the backup does not hold them (see dbFile.Free).
+	Free       int64 `json:"free,omitempty"`
+	Filestream bool  `json:"filestream,omitempty"`
 }
+
+// bytes is the file's allocated size, FILELISTONLY's Size.
+func (f mediaFile) bytes() int64 { return (f.Pages + f.Free) * PageSize }
 
 type mediaHeader struct {
 	Format          int         `json:"format"`
@@ -120,6 +127,12 @@ type mediaHeader struct {
 	// TDECompressedFormat marks a compressed backup of a TDE database in the
 	// format SQL Server 2019 CU16 and later write (KB5014298).
 	TDECompressedFormat bool `json:"tde_compressed_format,omitempty"`
+	// Containment is the database's (HEADERONLY Containment).
+	Containment int `json:"containment,omitempty"`
+	// CompressionAlgorithm is compressionMSXpress or compressionQAT for a
+	// compressed set (HEADERONLY CompressionAlgorithm); 0 reads as
+	// MS_XPRESS.
+	CompressionAlgorithm int `json:"compression_algorithm,omitempty"`
 }
 
 type mediaTrailer struct {

@@ -261,21 +261,8 @@ func (p *parser) insertStmt() (stmt, error) {
 		return nil, errNear(p.peek())
 	}
 	for {
-		if err := p.expectOp("("); err != nil {
-			return nil, err
-		}
-		var row []expr
-		for {
-			e, err := p.expr()
-			if err != nil {
-				return nil, err
-			}
-			row = append(row, e)
-			if !p.acceptOp(",") {
-				break
-			}
-		}
-		if err := p.expectOp(")"); err != nil {
+		row, err := p.args()
+		if err != nil {
 			return nil, err
 		}
 		s.rows = append(s.rows, row)

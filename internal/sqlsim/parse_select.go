@@ -70,6 +70,14 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 			return nil, err
 		}
 		f := &fromClause{name: name}
+		if p.peek().isOp("(") {
+			if !tableFunctions[strings.ToLower(name.last())] {
+				return nil, errNotSupported("table-valued function " + name.String())
+			}
+			if f.args, err = p.args(); err != nil {
+				return nil, err
+			}
+		}
 		f.alias = p.optAlias()
 		if p.peek().is("CROSS") && p.peekAt(1).is("APPLY") {
 			p.next()
@@ -78,19 +86,17 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !strings.EqualFold(fn.last(), "dm_exec_sql_text") {
+			want, ok := applyFunctions[strings.ToLower(fn.last())]
+			if !ok {
 				return nil, errNotSupported("CROSS APPLY " + fn.String())
 			}
-			if err := p.expectOp("("); err != nil {
+			if f.applyArgs, err = p.args(); err != nil {
 				return nil, err
 			}
-			if f.applyArg, err = p.expr(); err != nil {
-				return nil, err
+			if len(f.applyArgs) != want {
+				return nil, sqlErr(216, 16, "Parameters were not supplied for the function '%s'.", fn.String())
 			}
-			if err := p.expectOp(")"); err != nil {
-				return nil, err
-			}
-			f.apply = true
+			f.apply, f.applyFn = true, strings.ToLower(fn.last())
 			f.applyAlias = p.optAlias()
 		}
 		if err := p.joins(f); err != nil {
@@ -133,6 +139,33 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 		return nil, errNotSupported(strings.ToUpper(p.peek().text))
 	}
 	return s, nil
+}
+
+// tableFunctions are the table-valued functions a FROM clause may start
+// with; applyFunctions those CROSS APPLY takes, with their argument count.
+var (
+	tableFunctions = map[string]bool{"dm_os_file_exists": true}
+	applyFunctions = map[string]int{"dm_exec_sql_text": 1, "dm_os_volume_stats": 2}
+)
+
+// args reads a parenthesised, comma-separated list of one or more
+// expressions: a function's arguments, a VALUES row.
+func (p *parser) args() ([]expr, error) {
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var out []expr
+	for {
+		e, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	return out, p.expectOp(")")
 }
 
 // joins reads the JOIN clauses after the first table source: inner, left

@@ -77,9 +77,14 @@ func (o objName) last() string { return o.parts[len(o.parts)-1] }
 type fromClause struct {
 	name  objName
 	alias string
-	// CROSS APPLY sys.dm_exec_sql_text(arg) alias
+	// args are a table-valued function's arguments (FROM
+	// sys.dm_os_file_exists(@p)); nil for a table or view.
+	args []expr
+	// CROSS APPLY sys.dm_exec_sql_text(arg) alias, or
+	// sys.dm_os_volume_stats(database_id, file_id) alias.
 	apply      bool
-	applyArg   expr
+	applyFn    string // lower case, without the schema
+	applyArgs  []expr
 	applyAlias string
 	// joins follow the first table source, evaluated left to right.
 	joins []joinClause

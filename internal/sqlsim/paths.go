@@ -24,17 +24,40 @@ type target struct {
 // resolve maps a SQL Server path: NUL, a configured share or drive prefix
 // (\\bak01\backup\x.bak), an absolute local path, or a relative name (the
 // instance's default backup directory). The returned string is the
-// Windows error SQL Server would quote when the path cannot be reached.
+// Windows error SQL Server would quote when the path cannot be reached:
+// its directory missing is osMissing (3, or 2 on Linux).
 func (in *Instance) resolve(p string) (target, string) {
+	t, oserr := in.mapPath(p)
+	if oserr != "" || t.null {
+		return t, oserr
+	}
+	if st, err := os.Stat(filepath.Dir(t.local)); err != nil || !st.IsDir() {
+		return t, in.osMissing()
+	}
+	return t, ""
+}
+
+// mapPath is resolve without looking at the file system.
+func (in *Instance) mapPath(p string) (target, string) {
 	t := target{raw: p}
 	if strings.EqualFold(strings.TrimSpace(p), "NUL") || strings.EqualFold(p, "NUL:") {
 		t.null = true
 		return t, ""
 	}
+	if in.linux() && (strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//")) {
+		// No UNC on Linux: the path names a local directory //host/share
+		// that does not exist (see linuxPath).
+		t.raw = linuxPath(p)
+		return t, osFileNotFound
+	}
 	norm := strings.ToLower(strings.ReplaceAll(p, "/", `\`))
 	in.mu.Lock()
 	for i := range in.shares {
 		s := &in.shares[i]
+		if norm == s.prefix { // the share's own directory
+			t.local, t.share = s.dir, s
+			break
+		}
 		if strings.HasPrefix(norm, s.prefix+`\`) {
 			rest := strings.ReplaceAll(p[len(s.prefix)+1:], `\`, "/")
 			t.local = filepath.Join(s.dir, filepath.FromSlash(rest))
@@ -61,14 +84,11 @@ func (in *Instance) resolve(p string) (target, string) {
 	case unknownUNC != "":
 		return t, unknownUNC
 	case len(p) >= 2 && p[1] == ':':
-		return t, osPathNotFound // a drive that is not mapped
+		return t, in.osMissing() // a drive that is not mapped
 	case filepath.IsAbs(p):
 		t.local = filepath.Clean(p)
 	default:
 		t.local = filepath.Join(in.cfg.DataDir, "backup", filepath.FromSlash(strings.ReplaceAll(p, `\`, "/")))
-	}
-	if st, err := os.Stat(filepath.Dir(t.local)); err != nil || !st.IsDir() {
-		return t, osPathNotFound
 	}
 	return t, ""
 }
@@ -177,6 +197,7 @@ const (
 	osSharingViolation = "32(The process cannot access the file because it is being used by another process.)"
 	osNetUnexpected    = "59(An unexpected network error occurred.)"
 	osNetNameGone      = "64(The specified network name is no longer available.)"
+	osFileSystemLimit  = "665(The requested operation could not be completed due to a file system limitation)"
 )
 
 // errWriteFailed is 3202 "Write on "<path>" failed: <os error>", errReadFailed

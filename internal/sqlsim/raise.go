@@ -27,21 +27,8 @@ type throwStmt struct {
 
 func (p *parser) raiseStmt() (stmt, error) {
 	p.next()
-	if err := p.expectOp("("); err != nil {
-		return nil, err
-	}
-	var list []expr
-	for {
-		e, err := p.expr()
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, e)
-		if !p.acceptOp(",") {
-			break
-		}
-	}
-	if err := p.expectOp(")"); err != nil {
+	list, err := p.args()
+	if err != nil {
 		return nil, err
 	}
 	if len(list) < 3 {

@@ -85,6 +85,9 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		if stripes[0].hdr.TDECompressedFormat && !x.in.readsTDECompressedFormat() {
 			return errTDEFormat(op, stripes[0].hdr.Database)
 		}
+		if err := x.qatRefused(op, stripes); err != nil {
+			return err
+		}
 		if err := x.restoreData(s, op, stripes, nil); err != nil {
 			return err
 		}
@@ -267,7 +270,10 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		desc = nil
 	}
 	alg := "NONE"
-	if h.Compressed {
+	switch {
+	case h.Compressed && h.CompressionAlgorithm == compressionQAT:
+		alg = "QAT_DEFLATE"
+	case h.Compressed:
 		alg = "MS_XPRESS"
 	}
 	// The media's dates are the wall clock of the server that wrote
@@ -289,7 +295,7 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
 		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
-		t.SetStored, int64(0), nil, nil, nil}
+		t.SetStored, int64(h.Containment), nil, nil, nil}
 	if newer {
 		row = append(row, nil, nil, alg)
 	}
@@ -323,11 +329,16 @@ func (x *execCtx) fileListOnly(st *stripe) error {
 		tde, _ = hex.DecodeString(h.TDEThumbprint)
 	}
 	for _, f := range h.Files {
+		// Size is the file's allocated size; BackupSizeInBytes what the
+		// set holds of it.
 		typ, fg, fgID, maxSize := "D", any(f.FileGroup), int64(1), "35184372080640"
-		if f.Log {
+		switch {
+		case f.Log:
 			typ, fg, fgID, maxSize = "L", nil, 0, "2199023255552"
+		case f.Filestream:
+			typ, fg, fgID, maxSize = "S", "FILESTREAM", 2, "-1"
 		}
-		if err := x.w.Row(f.Logical, f.Physical, typ, fg, itoa(f.Pages*PageSize), maxSize, int64(f.FileID), "0", nil,
+		if err := x.w.Row(f.Logical, f.Physical, typ, fg, itoa(f.bytes()), maxSize, int64(f.FileID), "0", nil,
 			[16]byte(f.UniqueID), nil, nil, f.Pages*PageSize, int64(512), fgID, nil, "0", nil, false, true, tde, nil); err != nil {
 			return err
 		}
@@ -570,6 +581,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		return opError(op, e)
 	}
 	_, replace := s.opts["REPLACE"]
+	if err := x.restoreRefusals(op, stripes); err != nil {
+		return err
+	}
 	// MOVE targets by logical name.
 	moves := map[string]string{}
 	for _, m := range s.moves {
@@ -644,6 +658,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			if oserr == "" {
 				oserr = osPathNotFound
 			}
+			if x.in.linux() {
+				phys = linuxPath(phys)
+			}
 			planErrs = append(planErrs,
 				sqlErr(5133, 16, "Directory lookup for the file \"%s\" failed with the operating system error %s.", phys, oserr),
 				sqlErr(3156, 16, "File '%s' cannot be restored to '%s'. Use WITH MOVE to identify a valid location for the file.", f.Logical, phys))
@@ -666,11 +683,15 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 				planErrs = append(planErrs, sqlErr(3176, 16, "File '%s' is claimed by '%s'(%d) and '%s'(%d). The WITH MOVE clause can be used to relocate one or more files.", phys, p.Logical, p.FileID, f.Logical, f.FileID))
 			}
 		}
-		plan = append(plan, dbFile{FileID: f.FileID, Logical: f.Logical, Path: t.local, Physical: phys, Log: f.Log, Pages: f.Pages})
+		plan = append(plan, dbFile{FileID: f.FileID, Logical: f.Logical, Path: t.local, Physical: phys, Log: f.Log, Pages: f.Pages,
+			Free: f.Free, Filestream: f.Filestream})
 	}
 	if len(planErrs) > 0 {
 		planErrs = append(planErrs, sqlErr(3119, 16, "Problems were identified while planning for the RESTORE statement. Previous messages provide details."))
 		return opError(op, planErrs...)
+	}
+	if err := x.restoreSpace(op, plan, existing); err != nil {
+		return err
 	}
 	// The database exists from now on, RESTORING until the last page is in.
 	owner := x.restoredOwner(existing) // takes in.mu itself for a new database
@@ -697,7 +718,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
 	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: "MULTI_USER", State: "RESTORING",
-		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint}
+		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint, Containment: h.Containment}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
@@ -716,14 +737,18 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		}
 	}()
 	for _, f := range plan {
-		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
-			return opError(op, sqlErr(5133, 16, "Directory lookup for the file \"%s\" failed with the operating system error %s.", f.Physical, osPathNotFound))
+		if !x.in.takeSpace(f) {
+			// The space checked above went to someone else meanwhile (another
+			// RESTORE): creating the file fails with operating system error
+			// 112, 3634 "The operating system returned the error '%ls' while
+			// attempting '%ls' on '%ls'." (same page as 3257).
+			return opError(op, sqlErr(3634, 16, "The operating system returned the error '%s' while attempting 'RestoreContainer::ValidateTargetForCreation' on '%s'.", osDiskFull, f.Physical))
 		}
 		fh, err := os.OpenFile(f.Path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 		if err != nil {
 			return opError(op, sqlErr(5123, 16, "CREATE FILE encountered operating system error %s while attempting to open or create the physical file '%s'.", osErrText(err), f.Physical))
 		}
-		if err := fh.Truncate(f.Pages * PageSize); err != nil {
+		if err := fh.Truncate(f.bytes()); err != nil {
 			fh.Close()
 			return opError(op, sqlErr(5123, 16, "CREATE FILE encountered operating system error %s while attempting to open or create the physical file '%s'.", osErrText(err), f.Physical))
 		}

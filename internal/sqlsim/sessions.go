@@ -18,14 +18,7 @@ import (
 func (x *execCtx) sessionView(name, qual string) (*relation, error) {
 	all := x.in.canSeeAllRequests(x.sessionLogin())
 	if name == "dm_exec_connections" && !all {
-		perm := "VIEW SERVER STATE"
-		if x.in.cfg.MajorVersion >= 16 {
-			perm = "VIEW SERVER PERFORMANCE STATE"
-		}
-		return nil, tds.Errors{
-			sqlErr(300, 14, "%s permission was denied on object 'server', database 'master'.", perm),
-			sqlErr(297, 16, "The user does not have permission to perform this action."),
-		}
+		return nil, x.serverStateDenied()
 	}
 	rel := &relation{}
 	x.in.mu.Lock()

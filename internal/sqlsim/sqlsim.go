@@ -38,8 +38,23 @@ type Config struct {
 	Principals []Login
 	// Edition is "Developer" (default), "Enterprise", "Standard", "Web" or
 	// "Express": SERVERPROPERTY('Edition'/'EngineEdition') and what the
-	// edition refuses (Express and Web: no backup compression).
+	// edition refuses (Express and Web: no backup compression; Express: no
+	// database over 10 GB of data).
 	Edition string
+	// Platform is the host's operating system, "Windows" (default) or
+	// "Linux": sys.dm_os_host_info, and how paths fail there (no UNC
+	// paths; a missing directory is operating system error 2).
+	Platform string
+	// Configuration sets server configuration options (sys.configurations)
+	// by name, e.g. OptionFilestreamAccessLevel: 2; see configOptions for
+	// those known and their defaults.
+	Configuration map[string]int64
+	// QAT says the Intel QAT drivers are installed (SQL Server 2022 on
+	// Windows): with "hardware offload enabled" 1 the accelerator is
+	// loaded (sys.dm_server_accelerator_status), BACKUP WITH COMPRESSION
+	// under "backup compression algorithm" 2 writes QAT_DEFLATE, and
+	// QAT_DEFLATE backups can be restored.
+	QAT bool
 	// MajorVersion is 13 (SQL Server 2016), 14 (2017), 15 (2019) or 16
 	// (2022, default): @@VERSION, SERVERPROPERTY('ProductVersion'), and
 	// which permission lets a login see other sessions' requests, and which
@@ -144,7 +159,10 @@ type database struct {
 	// TDEThumbprint is the thumbprint (hex) of the server certificate
 	// protecting the database encryption key; "" without TDE (tde.go).
 	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
-	system        bool
+	// Containment is 1 for a partially contained database, 0 otherwise
+	// (sys.databases.containment).
+	Containment int `json:"containment,omitempty"`
+	system      bool
 }
 
 // familyGUID is d's family GUID; catalogs written before it was recorded
@@ -215,6 +233,9 @@ func New(cfg Config) (*Instance, error) {
 		cfg.Logins = map[string]string{"sa": ""}
 	}
 	if err := checkServerConfig(&cfg); err != nil {
+		return nil, err
+	}
+	if err := checkHostConfig(&cfg); err != nil {
 		return nil, err
 	}
 	if cfg.MemoryBudget <= 0 {
@@ -546,6 +567,10 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)
 	}
+	if in.engineEdition() == 4 && dataBytes(files) > expressMaxBytes {
+		// What CREATE DATABASE answers with 1827 (see expressMaxBytes).
+		return fmt.Errorf("sqlsim: database %q: %d bytes of data files exceed Express's %d MB per database", spec.Name, dataBytes(files), expressMaxBytes>>20)
+	}
 	md, err := planTables(spec, files)
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)
@@ -559,8 +584,11 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		removeFiles(files)
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
-	in.cat.Databases = append(in.cat.Databases, &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()),
-		UserAccess: "MULTI_USER", FamilyGUID: newGUID()})
+	nd := &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()), UserAccess: "MULTI_USER", FamilyGUID: newGUID()}
+	if spec.Contained {
+		nd.Containment = 1
+	}
+	in.cat.Databases = append(in.cat.Databases, nd)
 	return in.saveCatalog()
 }
 

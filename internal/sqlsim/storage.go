@@ -127,6 +127,17 @@ type DatabaseSpec struct {
 	Tables []TableSpec
 	// AsOf is the newest date in the generated tables; default now (UTC).
 	AsOf time.Time
+	// FreeSize is space allocated to the data files beyond their data,
+	// spread over them: sys.master_files and RESTORE FILELISTONLY count it
+	// (it is what a RESTORE creates), a BACKUP does not hold it. The files
+	// are sparse, so a database of many gigabytes costs little disk.
+	FreeSize int64
+	// Filestream gives the database a FILESTREAM filegroup with one
+	// container (sys.master_files type 2, FILELISTONLY type S).
+	Filestream bool
+	// Contained makes it a partially contained database
+	// (sys.databases.containment 1, HEADERONLY Containment 1).
+	Contained bool
 }
 
 // metadata is what the boot pages hold: the tables of the database.
@@ -192,13 +203,36 @@ type dbFile struct {
 	Physical string `json:"physical"`
 	Log      bool   `json:"log"`
 	Pages    int64  `json:"pages"`
+	// Free are pages allocated past the data, never written (sparse): in
+	// the file's size, not in a backup.
+	Free int64 `json:"free,omitempty"`
+	// Filestream marks a FILESTREAM container.
+	Filestream bool `json:"filestream,omitempty"`
 }
 
+// bytes is the file's allocated size.
+func (f dbFile) bytes() int64 { return (f.Pages + f.Free) * PageSize }
+
 func (f dbFile) typeDesc() string {
-	if f.Log {
+	switch {
+	case f.Log:
 		return "LOG"
+	case f.Filestream:
+		return "FILESTREAM"
 	}
 	return "ROWS"
+}
+
+// typeID is sys.master_files.type: 0 rows, 1 log, 2 FILESTREAM
+// (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-master-files-transact-sql).
+func (f dbFile) typeID() int64 {
+	switch {
+	case f.Log:
+		return 1
+	case f.Filestream:
+		return 2
+	}
+	return 0
 }
 
 // bodyTemplates are the page bodies data pages are made from: row-like text
@@ -397,6 +431,19 @@ func layoutFiles(spec DatabaseSpec, dbID int, defaultDir string) ([]dbFile, erro
 	lp := filepath.Join(vols[len(vols)-1], stem+"_log.ldf")
 	files = append(files, dbFile{FileID: logFileID, Logical: base + "_log", Path: lp, Physical: lp, Log: true, Pages: logPages})
 	files[0].Pages += bootPages // the metadata pages come on top of the data
+	if free := (spec.FreeSize + PageSize - 1) / PageSize; free > 0 {
+		for i := range spec.DataFiles {
+			f := &files[i]
+			f.Free = free / int64(spec.DataFiles)
+			if i == 0 {
+				f.Free += free % int64(spec.DataFiles)
+			}
+		}
+	}
+	if spec.Filestream {
+		fp := filepath.Join(vols[0], stem+"_fs")
+		files = append(files, dbFile{FileID: spec.DataFiles + 2, Logical: base + "_fs", Path: fp, Physical: fp, Pages: 64, Filestream: true})
+	}
 	return files, nil
 }
 
@@ -411,7 +458,7 @@ func planTables(spec DatabaseSpec, files []dbFile) (*metadata, error) {
 	asOf = asOf.Truncate(time.Second)
 	var dataPages int64
 	for _, f := range files {
-		if !f.Log {
+		if !f.Log && !f.Filestream {
 			dataPages += f.Pages
 		}
 	}
@@ -452,7 +499,7 @@ func planTables(spec DatabaseSpec, files []dbFile) (*metadata, error) {
 		total += max(ts.Rows, 1)
 	}
 	for _, f := range files {
-		if f.Log {
+		if f.Log || f.Filestream {
 			continue
 		}
 		first := uint32(1)
@@ -516,6 +563,9 @@ func writeDatabaseFiles(name string, files []dbFile, md *metadata, lsn uint64) (
 		}
 		created = append(created, f.Path)
 		err = writeOneFile(fh, name, f, md, lsn)
+		if err == nil && f.Free > 0 {
+			err = fh.Truncate(f.bytes()) // sparse: allocated, never written
+		}
 		if cerr := fh.Close(); err == nil {
 			err = cerr
 		}

@@ -34,14 +34,26 @@ func (x *execCtx) resolveName(o objName) (db, schema, name string, err error) {
 	return "", "", "", errNotSupported("four-part (linked server) names")
 }
 
-// source evaluates a FROM clause: the first table, CROSS APPLY
-// sys.dm_exec_sql_text, then the joins left to right.
+// source evaluates a FROM clause: the first table (or table-valued
+// function), CROSS APPLY sys.dm_exec_sql_text or sys.dm_os_volume_stats,
+// then the joins left to right.
 func (x *execCtx) source(f *fromClause) (*relation, error) {
-	rel, err := x.tableSource(f.name, f.alias)
+	var rel *relation
+	var err error
+	if f.args != nil {
+		rel, err = x.tableFunction(f)
+	} else {
+		rel, err = x.tableSource(f.name, f.alias)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if f.apply {
+	switch {
+	case f.apply && f.applyFn == "dm_os_volume_stats":
+		if rel, err = x.applyVolumeStats(rel, f); err != nil {
+			return nil, err
+		}
+	case f.apply:
 		if rel, err = x.applySQLText(rel, f); err != nil {
 			return nil, err
 		}
@@ -142,7 +154,9 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "source_database_id", tds.TypeInt, 0),
 			// "Indicates whether the database is encrypted (reflects the state
 			// last set by using the ALTER DATABASE SET ENCRYPTION clause)".
-			col(qual, "is_encrypted", tds.TypeBit, 0)}
+			col(qual, "is_encrypted", tds.TypeBit, 0),
+			// 0 NONE, 1 PARTIAL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql).
+			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -161,8 +175,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			// datetime columns hold the server's local wall clock of when
 			// the database was created (serverTime), kept as written.
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat, "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil,
-				db.TDEThumbprint != ""})
+			containment := "NONE"
+			if db.Containment == 1 {
+				containment = "PARTIAL"
+			}
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
+				"SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -185,12 +203,10 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if name == "database_files" && db.ID != d.ID || !seeAll {
 				continue
 			}
-			for _, f := range db.Files {
-				typ := int64(0)
-				if f.Log {
-					typ = 1
-				}
-				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), typ, f.typeDesc(), f.Logical, f.Physical, "ONLINE", f.Pages, int64(-1), int64(8192)})
+			for _, f := range x.in.filesOf(&db) {
+				// size is in 8-KB pages: the file's allocated size.
+				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), f.typeID(), f.typeDesc(), f.Logical, f.Physical, "ONLINE",
+					f.Pages + f.Free, int64(-1), int64(8192)})
 			}
 		}
 		if name == "database_files" {
@@ -269,6 +285,9 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 	case "dm_database_encryption_keys":
 		return x.encryptionKeysView(qual)
 	default:
+		if rel, ok, err := x.hostView(name, qual); ok {
+			return rel, err
+		}
 		return nil, errInvalidObject("sys." + name)
 	}
 	return rel, nil
@@ -310,7 +329,7 @@ func (x *execCtx) applySQLText(rel *relation, f *fromClause) (*relation, error) 
 	}
 	x.in.mu.Unlock()
 	for _, row := range rel.rows {
-		v, err := (&env{x: x, rel: rel, row: row}).eval(f.applyArg)
+		v, err := (&env{x: x, rel: rel, row: row}).eval(f.applyArgs[0])
 		if err != nil {
 			return nil, err
 		}

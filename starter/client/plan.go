@@ -146,7 +146,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	if !ok {
 		return p, fmt.Errorf("database %s: backup server %q is not configured under backup_servers", db.ID(), p.Primary)
 	}
-	p.NICPaths = srv.UNCPaths
+	p.NICPaths = srv.PathsFor(db.Instance) // the source's paths to the server
 	p.Remote = db.CopyTarget(p.Primary)
 	remote, ok := cfg.BackupServer(p.Remote)
 	if !ok || p.Remote == p.Primary {
@@ -157,12 +157,12 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	a := &p.Assumptions
 	p.Stripes, p.StripesAuto = int(db.Stripes), db.Stripes == config.StripesAuto
 	if p.StripesAuto {
-		p.Stripes, err = plan.AutoStripes(req.SizeBytes, len(srv.UNCPaths), a.Cores)
+		p.Stripes, err = plan.AutoStripes(req.SizeBytes, len(p.NICPaths), a.Cores)
 		if err == nil {
-			p.CycleStripes, err = plan.AutoStripes(0, len(srv.UNCPaths), 0)
+			p.CycleStripes, err = plan.AutoStripes(0, len(p.NICPaths), 0)
 		}
 	} else {
-		err = plan.CheckBalance(p.Stripes, len(srv.UNCPaths))
+		err = plan.CheckBalance(p.Stripes, len(p.NICPaths))
 	}
 	if err != nil {
 		return p, fmt.Errorf("database %s: %w", db.ID(), err)
@@ -171,7 +171,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	if seq == 0 {
 		seq = 1
 	}
-	if p.Layout, err = tsql.Layout(srv.UNCPaths, db.Instance, db.Name, seq, p.Stripes); err != nil {
+	if p.Layout, err = tsql.Layout(p.NICPaths, db.Instance, db.Name, seq, p.Stripes); err != nil {
 		return p, err
 	}
 	p.Tuning = plan.Tuning{Stripes: p.Stripes, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize)}
@@ -186,7 +186,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 			a.CompressionFactor = DefaultCompressionFactor
 		}
 	}
-	p.Source = plan.Hardware{NICMBps: a.NICMBps, NICs: len(srv.UNCPaths),
+	p.Source = plan.Hardware{NICMBps: a.NICMBps, NICs: len(p.NICPaths),
 		BackupLUNReadMBps: a.BackupLUNReadMBps, BackupLUNWriteMBps: a.BackupLUNWriteMBps, BackupLUNs: a.BackupLUNs,
 		DataLUNReadMBps: a.DataLUNReadMBps, DataLUNWriteMBps: a.DataLUNWriteMBps, DataLUNs: a.DataLUNs}
 	p.RemoteHW = p.Source
@@ -240,10 +240,15 @@ func (p *CyclePlan) checkNames(db *config.Database, primary, remote *config.Back
 	} {
 		fromLimit(f.what, f.name, tsql.CheckFileName("", f.name), tsql.MaxFileNameLen, "bytes", len(f.name))
 	}
-	for _, s := range []*config.BackupServer{primary, remote} {
-		for _, dir := range s.UNCPaths {
+	// The source writes to the primary by its paths, the verification
+	// instance reads the copy by its own.
+	for _, u := range []struct {
+		s    *config.BackupServer
+		inst string
+	}{{primary, db.Instance}, {remote, remote.VerifyInstance}} {
+		for _, dir := range u.s.PathsFor(u.inst) {
 			path := tsql.JoinPath(dir, stripe)
-			fromLimit("stripe path on "+s.Name, path, tsql.CheckPath("", path), tsql.MaxPath, "characters", utf16Len(path))
+			fromLimit("stripe path on "+u.s.Name, path, tsql.CheckPath("", path), tsql.MaxPath, "characters", utf16Len(path))
 		}
 	}
 	for _, dir := range []string{remote.RestoreDataDir, remote.RestoreLogDir} {
@@ -274,7 +279,7 @@ func nameFix(what string) string {
 	case what == "verification database name":
 		return "set verify_name to a shorter pattern"
 	case strings.HasPrefix(what, "stripe path"):
-		return "use a shorter unc_paths entry"
+		return "use a shorter unc_paths (or sql_paths) entry"
 	case strings.HasPrefix(what, "restore directory"):
 		return "use a shorter restore_data_dir/restore_log_dir"
 	}

@@ -1,0 +1,56 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
+)
+
+// A misconfigured estate (sitetest.Estate: Express on Linux verifying an 11
+// GiB database, a UNC path for that Linux instance, a restore volume too
+// small, a log directory missing): one preflight run names every problem
+// of sitetest.EstateProblems, each with its fix, and nothing else is
+// missing; what is right is said so.
+func TestMisconfiguredEstate(t *testing.T) {
+	e := sitetest.NewEstate(t)
+	cfg, err := config.Parse([]byte(e.YAML), "estate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, text := runPreflight(t, cfg, "")
+	for _, p := range sitetest.EstateProblems {
+		c := findIn(t, r, KindInstance, p.Instance, p.Check)
+		if c.Status != Missing {
+			t.Errorf("%s/%s is %s (%s), want MISSING", p.Instance, p.Check, c.Status, c.Detail)
+		}
+		for _, w := range p.Detail {
+			if !strings.Contains(c.Detail, w) {
+				t.Errorf("%s/%s: the detail does not say %q: %s", p.Instance, p.Check, w, c.Detail)
+			}
+		}
+		for _, w := range p.Fix {
+			if !strings.Contains(c.Fix, w) || !strings.Contains(text, w) {
+				t.Errorf("%s/%s: the fix does not say %q: %s", p.Instance, p.Check, w, c.Fix)
+			}
+		}
+	}
+	if r.OK || r.Missing != len(sitetest.EstateProblems) {
+		var missing []string
+		for _, c := range r.MissingChecks() {
+			missing = append(missing, c.Instance+"/"+c.Name)
+		}
+		t.Errorf("%d MISSING (%v), want exactly the %d of sitetest.EstateProblems", r.Missing, missing, len(sitetest.EstateProblems))
+	}
+	// The source sees both servers; bak02's path is the Linux instance's own.
+	for _, ok := range []struct{ instance, check string }{{"sql01", "sees bak01"}, {"sql01", "sees bak02"}, {"sqlverify", "paths to bak02"},
+		{"sqlverify", "restore_data_dir of bak01"}} {
+		if c := findIn(t, r, KindInstance, ok.instance, ok.check); c.Status != OK {
+			t.Errorf("%s/%s is %s: %s", ok.instance, ok.check, c.Status, c.Detail)
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Log(text)
+	}
+}
