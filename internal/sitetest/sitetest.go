@@ -83,6 +83,9 @@ type Options struct {
 	// instance and creates no database: for activities that only touch
 	// the backup servers.
 	NoSQL bool
+	// Collation is both instances' server collation (sqlsim.Config);
+	// empty: the emulator's default, case-insensitive.
+	Collation string
 }
 
 // Site is a running emulated site.
@@ -194,8 +197,10 @@ func New(t testing.TB, o Options) *Site {
 		if os.Getenv(PasswordEnv) != Password {
 			t.Setenv(PasswordEnv, Password)
 		}
-		s.Source = StartInstance(t, "sql01", s.Dirs["src"], shares)
-		s.Verify = StartInstance(t, VerifyInstance, s.Dirs["verify"], vshares)
+		s.Source = startInstance(t, sqlsim.Config{Name: "sql01", DataDir: s.Dirs["src"], Logins: map[string]string{"sa": Password},
+			Shares: shares, Collation: o.Collation})
+		s.Verify = startInstance(t, sqlsim.Config{Name: VerifyInstance, DataDir: s.Dirs["verify"], Logins: map[string]string{"sa": Password},
+			Shares: vshares, Collation: o.Collation})
 		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName}); err != nil {
 			t.Fatal(err)
 		}

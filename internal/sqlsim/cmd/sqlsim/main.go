@@ -7,7 +7,8 @@
 // --principal adds a login with only the permissions --grant gives it
 // (e.g. --principal 'backup=Pw;db=master;lang=Deutsch' --grant
 // 'backup:VIEW SERVER STATE' --grant 'backup:Sales:db_backupoperator');
-// --edition, --major-version and --tls on|strict set what the server is.
+// --edition, --major-version, --collation and --tls on|strict set what the
+// server is.
 //
 // It runs until SIGINT/SIGTERM. SIGUSR1 crashes the instance (connections
 // dropped, work cut short), SIGUSR2 starts it again. Databases survive
@@ -56,6 +57,7 @@ func run(args []string) error {
 	dropAt := fs.String("drop-at", "", "close the connection running the next operation at OP:PERCENT (e.g. RESTORE:60), as a network failure: the server and the statement keep running")
 	edition := fs.String("edition", "Developer", "edition: Enterprise, Developer, Standard, Web or Express")
 	major := fs.Int("major-version", 16, "major version: 13 (2016), 14 (2017), 15 (2019) or 16 (2022)")
+	collation := fs.String("collation", "", "server collation (default "+sqlsim.DefaultCollation+"); _CS_AS, _BIN or _BIN2 make database names case-sensitive")
 	tlsMode := fs.String("tls", "", `encryption: "" (none), "on" (TDS 7.x, required) or "strict" (TDS 8.0)`)
 	tz := fs.String("timezone", "", "server time zone (IANA name, default UTC)")
 	var shares, logins, dbs, shareThrottle, quotas, unreachable, principals, grants multi
@@ -102,7 +104,7 @@ func run(args []string) error {
 			cfg.Logins[u] = p
 		}
 	}
-	cfg.Edition, cfg.MajorVersion, cfg.TLS = *edition, *major, *tlsMode
+	cfg.Edition, cfg.MajorVersion, cfg.TLS, cfg.Collation = *edition, *major, *tlsMode, *collation
 	if *tz != "" {
 		if cfg.TimeZone, err = time.LoadLocation(*tz); err != nil {
 			return fmt.Errorf("--timezone %q: %w", *tz, err)
