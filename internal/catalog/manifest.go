@@ -185,8 +185,17 @@ type Proof struct {
 // Manifest describes one backup set. Field names are part of the on-disk
 // format: change them only with a new SchemaVersion.
 type Manifest struct {
-	SchemaVersion  int      `json:"schema_version"`
-	Database       string   `json:"database"`        // source database name, unmangled
+	SchemaVersion int `json:"schema_version"`
+	// Naming is how the set's files are named: NamingCaseSafe
+	// (tsql.NamesOf) for every set written now; "" for a set written
+	// before, named byte for byte (tsql.LegacyNamesOf). A manifest keeps
+	// it, and its files their names, whenever it is updated.
+	Naming   string `json:"naming,omitempty"`
+	Database string `json:"database"` // source database name as sys.databases spells it, unmangled
+	// Entry is the databases: entry whose settings the set was made with,
+	// when it is spelled otherwise than the database (an entry "sales" for
+	// the database Sales of a case-insensitive instance); "" otherwise.
+	Entry          string   `json:"entry,omitempty"`
 	SourceInstance string   `json:"source_instance"` // the config name of the SQL instance, e.g. sql01
 	Sequence       int64    `json:"sequence"`
 	PrimaryServer  string   `json:"primary_server"` // backup server the BACKUP wrote to (round robin)
@@ -211,6 +220,10 @@ type Manifest struct {
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
 }
 
+// NamingCaseSafe is Manifest.Naming of sets named safely for
+// case-insensitive shares (tsql.NamesOf).
+const NamingCaseSafe = "case-safe"
+
 // New starts a manifest of set seq of (instance, db) in StateWritten.
 func New(instance, db string, seq int64, at time.Time) *Manifest {
 	return newIn(StateWritten, instance, db, seq, at)
@@ -228,6 +241,7 @@ func newIn(state State, instance, db string, seq int64, at time.Time) *Manifest 
 	at = at.UTC()
 	return &Manifest{
 		SchemaVersion:  SchemaVersion,
+		Naming:         NamingCaseSafe,
 		Database:       db,
 		SourceInstance: instance,
 		Sequence:       seq,
@@ -238,15 +252,21 @@ func newIn(state State, instance, db string, seq int64, at time.Time) *Manifest 
 	}
 }
 
-// FileName is the manifest's file name, tsql.ManifestFileName.
-func (m *Manifest) FileName() string {
-	return tsql.ManifestFileName(m.SourceInstance, m.Database, m.Sequence)
+// Names is the naming of the set's files: tsql.NamesOf, or for a set
+// written before case-safe names the names it was written under
+// (tsql.LegacyNamesOf).
+func (m *Manifest) Names() tsql.SetNames {
+	if m.Naming != NamingCaseSafe {
+		return tsql.LegacyNamesOf(m.SourceInstance, m.Database)
+	}
+	return tsql.NamesOf(m.SourceInstance, m.Database)
 }
 
+// FileName is the manifest's file name.
+func (m *Manifest) FileName() string { return m.Names().Manifest(m.Sequence) }
+
 // StripeFileName is the name of stripe i (1-based) of n of this set.
-func (m *Manifest) StripeFileName(i, n int) string {
-	return tsql.StripeFileName(m.SourceInstance, m.Database, m.Sequence, i, n)
-}
+func (m *Manifest) StripeFileName(i, n int) string { return m.Names().Stripe(m.Sequence, i, n) }
 
 // OwnedBy reports whether the run (workflowID, runID) owns the set.
 func (m *Manifest) OwnedBy(workflowID, runID string) bool {
@@ -401,6 +421,12 @@ func (m *Manifest) Validate() error {
 	}
 	if err := tsql.CheckIdent(m.Database); err != nil {
 		bad("database: %w", err)
+	}
+	if m.Naming != "" && m.Naming != NamingCaseSafe {
+		bad("naming %q is unknown (this build knows %q and none)", m.Naming, NamingCaseSafe)
+	}
+	if m.Entry != "" && m.Naming == "" {
+		bad("entry is recorded only with case-safe names")
 	}
 	if m.Sequence < 0 {
 		bad("sequence %d is negative", m.Sequence)

@@ -152,7 +152,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"schema_version": 2`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
+	for _, field := range []string{`"schema_version": 2`, `"naming": "case-safe"`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
 		`"backup_set_guid"`, `"first_lsn": "37000000012800037"`, `"maxtransfersize": 4194304`, `"duration_seconds": 60`, `"workflow_id"`} {
 		if !bytes.Contains(data, []byte(field)) {
 			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
@@ -166,7 +166,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if !bytes.Equal(data, again) {
 		t.Errorf("round trip changed the manifest:\n%s\n---\n%s", data, again)
 	}
-	if got.FileName() != "sql01@Sales]; DROP DATABASE x--_00000042.manifest.json" {
+	if got.FileName() != "sql01@Sales]; DROP DATABASE x--~dbe24601_00000042.manifest.json" {
 		t.Errorf("FileName = %q", got.FileName())
 	}
 }
@@ -182,8 +182,12 @@ func TestDecodeStrict(t *testing.T) {
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
 		{"newer schema", strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 3`, 1), "schema_version 3 is not supported"},
+		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
-		{"stripe of another set", strings.Replace(string(good), "Sales_00000003_2of2.bak", "Sales_00000004_2of2.bak", 1), "want \"sql01@Sales_00000003_2of2.bak\""},
+		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
+		{"legacy names in a current manifest", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales_00000003_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
+		{"current names in a legacy manifest", strings.Replace(string(good), `"naming": "case-safe",`, ``, 1), "want \"sql01@Sales_00000003_1of2.bak\""},
+		{"entry in a legacy manifest", strings.Replace(strings.Replace(strings.ReplaceAll(string(good), "Sales~8de4e0ea_", "Sales_"), `"naming": "case-safe",`, ``, 1), `"database": "Sales",`, `"database": "Sales", "entry": "sales",`, 1), "entry is recorded only with case-safe names"},
 		{"bad LSN", strings.Replace(string(good), `"first_lsn": "37000000012800037"`, `"first_lsn": "0x25"`, 1), "not a numeric(25,0) LSN"},
 		{"failed without failure", strings.Replace(string(good), `"state": "written"`, `"state": "failed"`, 1), "without a failure record"},
 		{"bad sha256", strings.Replace(string(good), `"size": 1000`, `"size": 1000, "sha256": "XYZ"`, 1), "64 lower-case hex"},
