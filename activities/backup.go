@@ -31,7 +31,7 @@ type BackupHeartbeat struct {
 // finished unseen (RESTORE HEADERONLY), instead of starting another one.
 func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, error) {
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return BackupOutput{}, err
 	}
@@ -45,10 +45,6 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepBackup))
-	layout, err := tsql.Layout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence, in.Stripes)
-	if err != nil {
-		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
-	}
 	// The plan's mode: no COMPRESSION where the edition refuses it, COPY_ONLY
 	// for a read-only source (modeFor, backupMode).
 	mode := modeFor(db, in.Mode)
@@ -64,14 +60,25 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 		}
 		return out, err
 	}
-	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
-		Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
-		Compression: &mode.Compression, CopyOnly: mode.CopyOnly,
-		BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize),
-		Name: tsql.BackupSetName(in.Sequence),
-	})
+	statement := func(names tsql.SetNames) ([]tsql.Stripe, string, error) {
+		layout, err := tsql.Layout(srv.PathsFor(inst.Name), names, in.Sequence, in.Stripes)
+		if err != nil {
+			return nil, "", nonRetryable(ErrInvalidConfig, err)
+		}
+		stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
+			Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
+			Compression: &mode.Compression, CopyOnly: mode.CopyOnly,
+			BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize),
+			Name: tsql.BackupSetName(in.Sequence),
+		})
+		if err != nil {
+			return nil, "", nonRetryable(ErrInvalidConfig, err)
+		}
+		return layout, stmt, nil
+	}
+	layout, stmt, err := statement(tsql.NamesOf(db.Instance, db.Name))
 	if err != nil {
-		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
+		return BackupOutput{}, err
 	}
 	st, err := d.openStorage(ctx, srv)
 	if err != nil {
@@ -90,9 +97,17 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	// Claim the number on this server before anything is written: INIT,
 	// FORMAT would overwrite whatever holds these file names.
-	resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence)
+	names, resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence)
 	if err != nil {
 		return BackupOutput{}, err
+	}
+	if names.Legacy {
+		// This run's claim was written by the build before file names were
+		// made case-safe (a cycle in flight across the upgrade): its set
+		// keeps the names the claim gave it.
+		if layout, stmt, err = statement(names); err != nil {
+			return BackupOutput{}, err
+		}
 	}
 
 	rep := a.newReporter(ctx, StepBackup, in.Sequence)
@@ -301,57 +316,62 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // before its BACKUP writes there: a manifest of another run, or stripe files
 // without this run's claim, mean the number is used (a database restored
 // from an older backup, a second entry point, another worker's clock):
-// SequenceInUse, and nothing of theirs is touched. Otherwise it records the
-// claim, a pending manifest naming this run, which a retry recognises.
-// resumed: the claim was already this run's (an earlier attempt or activity
-// of this run began the set).
-func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (resumed bool, err error) {
+// SequenceInUse, and nothing of theirs is touched. Every naming of the
+// database's sets is checked (a set written before file names were made
+// case-safe holds the number too). Otherwise it records the claim, a
+// pending manifest naming this run, which a retry recognises. names is the
+// naming of the set's files: the claim's. resumed: the claim was already
+// this run's (an earlier attempt or activity of this run began the set).
+func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (names tsql.SetNames, resumed bool, err error) {
 	fsys := catalog.StorageFS{Storage: st}
-	m, err := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
+	sets := setsOf(db)
+	m, err := catalog.Load(ctx, fsys, sets, seq)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, server); err != nil {
-			return false, err
+			return names, false, err
 		}
 		if m.State != catalog.StatePending {
-			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
+			return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s is already %s: a BACKUP never writes over it; this cycle takes a new number", seq, db.ID(), server, m.State))
 		}
-		return true, nil // our own claim: a retry
+		return m.Names(), true, nil // our own claim: a retry
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound):
 		// A manifest that cannot be read still protects its set.
-		if _, serr := st.Stat(ctx, tsql.ManifestFileName(db.Instance, db.Name, seq)); serr == nil {
-			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
+		for _, n := range sets.Names() {
+			if _, serr := st.Stat(ctx, n.Manifest(seq)); serr == nil {
+				return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
+			}
 		}
-		return false, storageError(server, err)
+		return names, false, storageError(server, err)
 	}
-	files, err := setFiles(ctx, st, db.Instance, db.Name, seq)
+	files, err := setFiles(ctx, st, sets.Names(), seq)
 	if err != nil {
-		return false, storageError(server, err)
+		return names, false, storageError(server, err)
 	}
 	if len(files) > 0 {
-		return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
+		return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 			"set %d of %s: %s already holds %s, written by another run: it is left untouched; this cycle takes a new number", seq, db.ID(), server, files[0].Name))
 	}
 	wid, rid := runOf(ctx)
 	claim := catalog.NewPending(db.Instance, db.Name, seq, a.Cycle.now(), wid, rid)
-	claim.PrimaryServer = server
+	claim.PrimaryServer, claim.Entry = server, db.Entry
 	// The claim is created exclusively (Create never replaces; on SMB one
 	// CREATE request): of two runs racing for the number, one gets
 	// ErrExists and reads the other's claim.
 	err = createClaim(ctx, st, claim)
 	if errors.Is(err, storage.ErrExists) {
-		m, lerr := catalog.Load(ctx, fsys, db.Instance, db.Name, seq)
+		m, lerr := catalog.Load(ctx, fsys, sets, seq)
 		if lerr != nil {
-			return false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
+			return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s: another run claimed the number at the same time (%v): this cycle takes a new number", seq, db.ID(), server, lerr))
 		}
-		return false, ownedByThisRun(ctx, m, server)
+		return m.Names(), false, ownedByThisRun(ctx, m, server)
 	}
 	if err != nil {
-		return false, storageError(server, err)
+		return names, false, storageError(server, err)
 	}
-	return false, nil
+	return claim.Names(), false, nil
 }
 
 // createClaim writes m as a new file, never over an existing one.

@@ -67,7 +67,7 @@ func TestSQLRestoreRetryBlindLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := f.load(verify.Server, verify.Sequence)
-	layout, err := tsql.Layout(srv.UNCPaths, "sql01", "Sales", verify.Sequence, len(m.Stripes))
+	layout, err := tsql.Layout(srv.UNCPaths, tsql.NamesOf("sql01", "Sales"), verify.Sequence, len(m.Stripes))
 	if err != nil {
 		t.Fatal(err)
 	}

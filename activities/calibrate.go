@@ -57,7 +57,7 @@ type CalibrationPlan struct {
 func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (CalibrationPlan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, "")
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
@@ -134,7 +134,7 @@ type CalibratePointInput struct {
 func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput) (calibrate.Result, error) {
 	d := &a.Cycle
 	res := calibrate.Result{Point: in.Point}
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, "")
 	if err != nil {
 		return res, err
 	}
@@ -306,7 +306,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
 	var out CleanCalibrationOutput
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, "")
 	if err != nil {
 		return out, err
 	}
@@ -352,13 +352,13 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 // each name is then parsed, since the prefix also starts the files of a
 // database whose name merely begins the same way.
 func removeCalibrationFiles(ctx context.Context, st storage.Storage, instance, db, token string) ([]string, error) {
-	prefix := tsql.CalibrationFilePrefix(instance, db)
-	if token != "" {
-		prefix = tsql.CalibrationRunPrefix(instance, db, token)
-	}
-	files, err := st.List(ctx, prefix)
-	if err != nil {
-		return nil, err
+	var files []storage.FileInfo
+	for _, prefix := range tsql.CalibrationFilePrefixes(instance, db, token) {
+		more, err := st.List(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, more...)
 	}
 	var removed []string
 	var errs []error
@@ -431,10 +431,11 @@ func writeReplacing(ctx context.Context, st storage.Storage, name string, data [
 	return nil
 }
 
-// hasCalibration reports a calibration report of db in a server's listing.
+// hasCalibration reports a calibration report of db in a server's listing,
+// under either naming.
 func hasCalibration(l catalog.Listing, db *config.Database) bool {
-	name := tsql.CalibrationReportName(db.Instance, db.Name)
-	return slices.ContainsFunc(l.Files, func(f catalog.FileInfo) bool { return f.Name == name })
+	names := tsql.CalibrationReportNames(db.Instance, db.Name)
+	return slices.ContainsFunc(l.Files, func(f catalog.FileInfo) bool { return slices.Contains(names, f.Name) })
 }
 
 // calibrations reads the calibration reports of db on servers, as the
@@ -467,26 +468,21 @@ func (a *Activities) calibrations(ctx context.Context, db *config.Database, serv
 }
 
 // LoadCalibration reads the newest calibration report of a database from a
-// backup server; ok is false when there is none.
+// backup server (under the current naming, else the legacy one); ok is
+// false when there is none.
 func LoadCalibration(ctx context.Context, st storage.Storage, instance, db string) (r calibrate.Report, ok bool, err error) {
-	rd, err := st.OpenRead(ctx, tsql.CalibrationReportName(instance, db))
-	if errors.Is(err, storage.ErrNotFound) {
-		return r, false, nil
+	for _, name := range tsql.CalibrationReportNames(instance, db) {
+		data, err := storage.ReadFile(ctx, st, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return r, false, err
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			return r, false, fmt.Errorf("calibration report %s: %w", name, err)
+		}
+		return r, true, nil
 	}
-	if err != nil {
-		return r, false, err
-	}
-	defer rd.Close()
-	fi, err := st.Stat(ctx, tsql.CalibrationReportName(instance, db))
-	if err != nil {
-		return r, false, err
-	}
-	buf := make([]byte, fi.Size)
-	if _, err := rd.ReadAt(buf, 0); err != nil && fi.Size > 0 {
-		return r, false, err
-	}
-	if err := json.Unmarshal(buf, &r); err != nil {
-		return r, false, fmt.Errorf("calibration report %s: %w", tsql.CalibrationReportName(instance, db), err)
-	}
-	return r, true, nil
+	return r, false, nil
 }

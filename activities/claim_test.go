@@ -44,7 +44,7 @@ func TestClaimIsExclusive(t *testing.T) {
 			t.Fatalf("run %d: %v, want ErrExists", i, err)
 		}
 	}
-	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, "sql01", "Sales", 12)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, catalog.Of("sql01", "Sales"), 12)
 	if err != nil || won < 0 || m.RunID != fmt.Sprintf("run-%d", won) {
 		t.Fatalf("claim on disk %+v, %v; want run-%d's", m, err, won)
 	}

@@ -31,7 +31,7 @@ type CopyHeartbeat struct {
 // with the hashes and state copied.
 func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput, error) {
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return CopyOutput{}, err
 	}
@@ -48,7 +48,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		return CopyOutput{}, err
 	}
 	defer src.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: src}, db.Instance, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: src}, setsOf(db), in.Sequence)
 	if err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
 	}
@@ -63,7 +63,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	// The remote may hold a set of another run under this number (used
 	// while that server could not be read): never copy over it, never
 	// replace its manifest.
-	if rm, err := catalog.Load(ctx, catalog.StorageFS{Storage: dst}, db.Instance, db.Name, in.Sequence); err == nil {
+	if rm, err := catalog.Load(ctx, catalog.StorageFS{Storage: dst}, setsOf(db), in.Sequence); err == nil {
 		if err := ownedByThisRun(ctx, rm, to.Name); err != nil {
 			return CopyOutput{}, err
 		}

@@ -42,7 +42,7 @@ func benchBackup(b *testing.B, viaActivity bool) {
 			b.SetBytes(out.Bytes)
 			continue
 		}
-		layout, _ := tsql.Layout(srv.UNCPaths, "sql01", "Big", seq, 2)
+		layout, _ := tsql.Layout(srv.UNCPaths, tsql.NamesOf("sql01", "Big"), seq, 2)
 		off := false
 		stmt, _ := tsql.BackupDatabase(tsql.BackupOptions{Database: "Big", Disks: tsql.Paths(layout), Checksum: true, Init: true,
 			Format: true, Compression: &off, Stats: statsPercent, Name: tsql.BackupSetName(seq)})

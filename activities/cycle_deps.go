@@ -111,14 +111,19 @@ func (d *CycleDeps) poll() time.Duration {
 	return 2 * time.Second
 }
 
-// database resolves a database of the configuration.
-func (d *CycleDeps) database(instance, name string) (*config.Database, error) {
+// database is the configuration of a database of a cycle: name is its
+// sys.databases spelling, as the cycle's plan resolved it, and entry the
+// databases: entry it is backed up with when that is spelled otherwise
+// (Plan.Entry, "" otherwise): selection.Configured.
+func (d *CycleDeps) database(instance, name, entry string) (*config.Database, error) {
 	if d.config() == nil {
 		return nil, errNotWired
 	}
 	// A database the instance's selection picks without an entry of its
 	// own is backed up with the inherited settings.
-	db, err := lookup(d, func(c *config.Config) (*config.Database, error) { return selection.Lookup(c, instance, name) })
+	db, err := lookup(d, func(c *config.Config) (*config.Database, error) {
+		return selection.Configured(c, instance, name, entry)
+	})
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 	}

@@ -485,7 +485,7 @@ func (f *sqlFixture) firstAttemptBackup(seq int64) <-chan error {
 	t := f.t
 	t.Helper()
 	srv, _ := f.cfg.BackupServer("bak01")
-	layout, err := tsql.Layout(srv.UNCPaths, "sql01", "Sales", seq, 2)
+	layout, err := tsql.Layout(srv.UNCPaths, tsql.NamesOf("sql01", "Sales"), seq, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

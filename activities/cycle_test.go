@@ -43,6 +43,12 @@ func newCycleFixtureOf(t *testing.T, o sitetest.Options) *cycleFixture {
 	t.Helper()
 	o.NoSQL = true
 	site := sitetest.New(t, o)
+	// No instance listens at the configured address: the plan finds the
+	// source unreachable (its name unresolved) and plans from the
+	// configuration, as it does while a source is down.
+	if os.Getenv(sitetest.PasswordEnv) != sitetest.Password {
+		t.Setenv(sitetest.PasswordEnv, sitetest.Password)
+	}
 	f := &cycleFixture{t: t, dirs: site.Dirs, cfg: site.Config, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
 	f.acts = New(nil)
 	f.acts.Cycle = CycleDeps{Config: f.cfg, Now: func() time.Time { return f.now }, Poll: 10 * time.Millisecond}
@@ -100,7 +106,7 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, "sql01", db, seq)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, catalog.Of("sql01", db), seq)
 	if err != nil {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}
@@ -274,7 +280,7 @@ func TestCopyToRemoteSharesTheServersBandwidthLimit(t *testing.T) {
 func TestCopyToRemoteFromAFailedOrMissingSet(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "")
 	_, err := f.env.ExecuteActivity(f.acts.CopyToRemote, CopyInput{Database: "Sales", Sequence: 99, From: "bak01", To: "bak02"})
-	if errorTypeOf(err) != ErrCorruptBackup || !strings.Contains(err.Error(), "Sales_00000099.manifest.json") {
+	if errorTypeOf(err) != ErrCorruptBackup || !strings.Contains(err.Error(), tsql.ManifestFileName("sql01", "Sales", 99)) {
 		t.Errorf("copy of a set without manifest: %v, want CorruptBackup naming the manifest", err)
 	}
 }

@@ -62,8 +62,21 @@ type PlanInput struct {
 // Plan is what one cycle will do, decided from the configuration and the
 // manifests already on the backup servers.
 type Plan struct {
+	// Database is the database's name as its instance spells it in
+	// sys.databases (the start's name resolved by the instance's
+	// collation): the cycle's workflow id, file names, manifests and search
+	// attributes use it, whatever spelling the cycle was started with.
 	Database string `json:"database"`
 	Instance string `json:"instance"` // source SQL instance (config key)
+	// Entry is the databases: entry whose settings apply, when it is
+	// spelled otherwise than Database (an entry "sales" for the database
+	// Sales of a case-insensitive instance); every later activity gets it.
+	Entry string `json:"entry,omitempty"`
+	// Unresolved says why the name could not be resolved on the instance
+	// (it was not reachable): the workflow waits and plans again, as for
+	// a lost SQL host, before it runs anything under a name. "" when
+	// resolved.
+	Unresolved string `json:"unresolved,omitempty"`
 	// Rotation lists the backup servers to try, the round-robin primary first
 	// and then the others in rotation order (fail-over targets).
 	Rotation []string `json:"rotation"`
@@ -133,6 +146,10 @@ type Limits struct {
 type SequenceInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry string `json:"entry,omitempty"`
 	// Method is the plan's sequence method for this run (Plan.Mode); ""
 	// means the configured one.
 	Method string `json:"method,omitempty"`
@@ -150,6 +167,10 @@ type Stripe struct {
 type BackupInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry    string `json:"entry,omitempty"`
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server"`
 	Stripes  int    `json:"stripes"`
@@ -182,8 +203,12 @@ type BackupFailure struct {
 // ManifestInput writes the manifest of a finished backup (state written) on
 // the primary server.
 type ManifestInput struct {
-	Database string       `json:"database"`
-	Instance string       `json:"instance"`
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry    string       `json:"entry,omitempty"`
 	Sequence int64        `json:"seq"`
 	Server   string       `json:"server"`
 	Backup   BackupOutput `json:"backup"`
@@ -200,6 +225,10 @@ type ManifestOutput struct {
 type CopyInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry    string `json:"entry,omitempty"`
 	Sequence int64  `json:"seq"`
 	From     string `json:"from"`
 	To       string `json:"to"`
@@ -224,6 +253,10 @@ type CopyOutput struct {
 type VerifyInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry    string `json:"entry,omitempty"`
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server"`
 	// OwnRestore tells DropVerifyDB that this run sent a RESTORE into the
@@ -260,8 +293,12 @@ type Timings struct {
 
 // MarkInput moves a set's manifest to a final state on every listed server.
 type MarkInput struct {
-	Database string   `json:"database"`
-	Instance string   `json:"instance"`
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry    string   `json:"entry,omitempty"`
 	Sequence int64    `json:"seq"`
 	Servers  []string `json:"servers"`
 	Timings  Timings  `json:"timings"`
@@ -277,9 +314,13 @@ type MarkInput struct {
 
 // RetentionInput applies the database's retention policy on servers.
 type RetentionInput struct {
-	Database string   `json:"database"`
-	Instance string   `json:"instance"`
-	Servers  []string `json:"servers"`
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	// Entry is the plan's Entry: the databases: entry Database is backed
+	// up with, when spelled otherwise ("" for an entry spelled exactly
+	// Database, or for a database a selection picks).
+	Entry   string   `json:"entry,omitempty"`
+	Servers []string `json:"servers"`
 	// Protect is the set this cycle just verified: never deleted, whatever
 	// the policy says.
 	Protect int64 `json:"protect"`

@@ -25,7 +25,7 @@ import (
 func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return err
 	}
@@ -60,8 +60,8 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 				continue // nothing of this set there
 			}
 			m = catalog.New(db.Instance, db.Name, in.Sequence, now)
-			m.PrimaryServer = o.server
-			m.Stripes = partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence)
+			m.PrimaryServer, m.Entry = o.server, db.Entry
+			m.Stripes = partialStripes(ctx, o.st, m.Names(), in.Sequence)
 			m.Options.Stripes = len(m.Stripes)
 			m.WorkflowID, m.RunID = wid, rid
 		}
@@ -72,7 +72,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 		if len(m.Stripes) == 0 {
 			// A claim (pending) lists no stripes yet: record the partial
 			// files found, so retention removes them with the manifest.
-			m.Stripes = partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence)
+			m.Stripes = partialStripes(ctx, o.st, m.Names(), in.Sequence)
 			m.Options.Stripes = len(m.Stripes)
 		}
 		if ferr := m.Fail(failedStep(in.Step), evidence, reason, now); ferr != nil {
@@ -101,7 +101,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 		m := o.m
 		if m == nil {
 			m = catalog.New(db.Instance, db.Name, in.Sequence, now)
-			m.PrimaryServer = o.server
+			m.PrimaryServer, m.Entry = o.server, db.Entry
 			m.WorkflowID, m.RunID = wid, rid
 		}
 		if err := ownedByThisRun(ctx, m, o.server); err != nil {
@@ -138,11 +138,11 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 		for _, s := range m.Stripes {
 			names[s.Name] = true
 		}
-		for _, s := range partialStripes(ctx, o.st, db.Instance, db.Name, in.Sequence) {
+		for _, s := range partialStripes(ctx, o.st, m.Names(), in.Sequence) {
 			names[s.Name] = true
 		}
 		// A stripe the copy was writing when the cancel came.
-		if files, err := setFiles(ctx, o.st, db.Instance, db.Name, in.Sequence); err == nil {
+		if files, err := setFiles(ctx, o.st, []tsql.SetNames{m.Names()}, in.Sequence); err == nil {
 			for _, f := range files {
 				names[f.Name] = true
 			}
@@ -196,7 +196,7 @@ func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int6
 			a.loggerFor(ctx).Warn("backup server unreachable", zap.String("server", s), zap.Error(err))
 			continue
 		}
-		m, _ := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
+		m, _ := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
 		out = append(out, openSet{server: s, st: st, m: m})
 	}
 	return out, func() {
@@ -206,10 +206,10 @@ func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int6
 	}
 }
 
-// partialStripes lists the stripe files of a set found on a server, as a
-// complete stripe list (missing ones with size 0).
-func partialStripes(ctx context.Context, st storage.Storage, instance, db string, seq int64) []catalog.Stripe {
-	files, err := setFiles(ctx, st, instance, db, seq)
+// partialStripes lists the stripe files of a set (named by names) found on
+// a server, as a complete stripe list (missing ones with size 0).
+func partialStripes(ctx context.Context, st storage.Storage, names tsql.SetNames, seq int64) []catalog.Stripe {
+	files, err := setFiles(ctx, st, []tsql.SetNames{names}, seq)
 	if err != nil {
 		return nil
 	}
@@ -225,27 +225,28 @@ func partialStripes(ctx context.Context, st storage.Storage, instance, db string
 	}
 	out := make([]catalog.Stripe, n)
 	for i := range out {
-		out[i] = catalog.Stripe{Name: tsql.StripeFileName(instance, db, seq, i+1, n), Size: sizes[i+1]}
+		out[i] = catalog.Stripe{Name: names.Stripe(seq, i+1, n), Size: sizes[i+1]}
 	}
 	return out
 }
 
-// setFiles lists the stripe files of set seq of (instance, db) on a server,
-// and the temporary files a copy writes them through. The listing is by the
-// set's prefix; each name is then parsed and its owner and sequence
-// compared, since <inst>@<db>_<seq:08d>_ also starts every file of a
-// database named <db>_<seq:08d>.
-func setFiles(ctx context.Context, st storage.Storage, instance, db string, seq int64) ([]storage.FileInfo, error) {
-	files, err := st.List(ctx, tsql.SetPrefix(instance, db, seq)+"_")
-	if err != nil {
-		return nil, err
-	}
-	owner := tsql.OwnerOf(instance, db)
+// setFiles lists the stripe files of set seq on a server under any of
+// namings, and the temporary files a copy writes them through. The listing
+// is by the set's prefix; each name is then parsed and its owner and
+// sequence compared, since <inst>@<db>_<seq:08d>_ also starts every file
+// of a database named <db>_<seq:08d>.
+func setFiles(ctx context.Context, st storage.Storage, namings []tsql.SetNames, seq int64) ([]storage.FileInfo, error) {
 	var out []storage.FileInfo
-	for _, f := range files {
-		p, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix))
-		if ok && p.Sequence == seq && p.Owner() == owner {
-			out = append(out, f)
+	for _, n := range namings {
+		files, err := st.List(ctx, n.SetPrefix(seq)+"_")
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			p, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix))
+			if ok && p.Sequence == seq && p.Owner() == n.Owner() {
+				out = append(out, f)
+			}
 		}
 	}
 	return out, nil

@@ -100,7 +100,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}
 	for _, name := range serversOf(dbs) {
-		l, err := a.listServer(ctx, name, "", "")
+		l, err := a.listServer(ctx, name, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return FleetPlan{}, ctx.Err()
@@ -118,9 +118,10 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
 			continue
 		}
-		primary, err := plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), unreachable)
+		last := catalog.LastServer(setsOf(&db), manifests)
+		primary, err := plan.NextServer(db.BackupServers, last, unreachable)
 		if errors.Is(err, plan.ErrNoServerReachable) {
-			primary, err = plan.NextServer(db.BackupServers, catalog.LastServer(db.Instance, db.Name, manifests), nil)
+			primary, err = plan.NextServer(db.BackupServers, last, nil)
 		}
 		if err != nil {
 			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
@@ -178,7 +179,11 @@ func serversOf(dbs []config.Database) []string {
 }
 
 // resolveInstance lists one instance's databases, resolves its selection
-// and records the sizes of the selected ones in sizes.
+// (and what its databases: entries name there, by its collation) and
+// records the sizes of the selected ones in sizes. Each comes back under
+// its sys.databases spelling, the one its cycle's plan resolves a start
+// to, so the fleet's child runs under the same workflow id as any other
+// start of the database, with its entry's settings.
 func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, name string, sizes map[string]int64) ([]config.Database, []FleetNotRun, error) {
 	inst, err := a.Cycle.instance(name)
 	if err != nil {
@@ -189,11 +194,12 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 		return nil, nil, err
 	}
 	defer db.Close()
-	all, err := selection.List(ctx, db)
+	names, err := selection.ReadNames(ctx, db, selection.Asked(cfg, name))
 	if err != nil {
 		return nil, nil, sqlError(err)
 	}
-	res, err := selection.ForInstance(cfg, name, all)
+	all := names.Databases
+	res, err := selection.ForInstance(cfg, name, names)
 	if err != nil {
 		return nil, nil, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -229,7 +235,7 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 	}
 	var out []config.Database
 	for _, s := range res.Selected {
-		d, err := selection.DatabaseFor(cfg, name, s.Name)
+		d, err := selection.DatabaseFor(cfg, name, s.Name, s.Entry)
 		if err != nil {
 			notRun = append(notRun, FleetNotRun{Instance: name, Database: s.Name, Reason: err.Error(), Type: ErrInvalidConfig})
 			continue

@@ -20,7 +20,7 @@ import (
 func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (ManifestOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return ManifestOutput{}, err
 	}
@@ -74,7 +74,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	now := d.now()
 	// The claim Backup wrote becomes the manifest; a manifest of another
 	// run is never replaced.
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, in.Sequence)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), in.Sequence)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, srv.Name); err != nil {

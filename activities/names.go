@@ -1,6 +1,16 @@
 package activities
 
-import "github.com/backupcycle/backupcycle/internal/config"
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/selection"
+)
 
 // checkNames checks every name a cycle of db derives (verification
 // database, file names and paths of its sets, restored files) before any
@@ -18,4 +28,91 @@ func (d *CycleDeps) checkNames(db *config.Database) error {
 		return nonRetryable(ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// resolveDatabase is the database a start of name (on instance, or on the
+// instance the configuration gives) names, as that instance resolves the
+// name: by its collation, against sys.databases (selection.Names.Resolve).
+// Every start (starter run, the Web UI, a schedule, the fleet) goes through
+// it, so one database has one spelling for its workflow id, its file names
+// and its manifests, and its databases: entry applies whatever the case it
+// was written in on a case-insensitive instance. A name with a leading or
+// trailing blank is refused, and so is a name the instance has no database
+// of (DatabaseNotFound; on a case-sensitive instance the message names the
+// databases spelled the same but for case).
+//
+// unresolved is set, with the configuration as written, when the instance
+// cannot be reached: the workflow waits for it as for a lost SQL host and
+// plans again, rather than run under a spelling the instance has not
+// confirmed.
+func (a *Activities) resolveDatabase(ctx context.Context, instance, name string) (db *config.Database, unresolved string, err error) {
+	d := &a.Cycle
+	cfg := d.config()
+	if cfg == nil {
+		return nil, "", errNotWired
+	}
+	if err := config.CheckDatabaseName(name); err != nil {
+		return nil, "", nonRetryable(ErrInvalidConfig, err)
+	}
+	// The configuration as written must know the database (its entry in
+	// any case, or the selection): it names the instance to ask, and a
+	// name it does not know is refused before any SQL runs.
+	written, err := lookup(d, func(c *config.Config) (*config.Database, error) { return selection.Lookup(c, instance, name) })
+	if err != nil {
+		return nil, "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
+	}
+	if instance == "" {
+		instance = written.Instance
+	}
+	inst, ierr := d.instance(instance)
+	if ierr != nil {
+		return nil, "", ierr
+	}
+	names, rerr := a.readNames(ctx, inst, cfg, name)
+	if rerr != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(rerr, &appErr) && appErr.NonRetryable() {
+			return nil, "", rerr
+		}
+		return written, fmt.Sprintf("the name %q could not be resolved on %s: %v", name, instance, rerr), nil
+	}
+	res, err := lookup(d, func(c *config.Config) (*config.Database, error) {
+		db, err := names.Resolve(c, instance, name)
+		return &db, err
+	})
+	var missing *selection.NoSuchDatabaseError
+	switch {
+	case errors.As(err, &missing):
+		return nil, "", nonRetryable(ErrDatabaseNotFound, err)
+	case err != nil:
+		return nil, "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
+	}
+	return res, "", nil
+}
+
+// readNames asks inst what name and the names of its databases: entries
+// name there (selection.ReadNames).
+func (a *Activities) readNames(ctx context.Context, inst *config.SQLInstance, cfg *config.Config, name string) (selection.Names, error) {
+	sqlDB, err := a.Cycle.openSQL(ctx, inst, "master")
+	if err != nil {
+		return selection.Names{}, err
+	}
+	defer sqlDB.Close()
+	n, err := selection.ReadNames(ctx, sqlDB, selection.Asked(cfg, inst.Name, name))
+	if err != nil {
+		return selection.Names{}, sqlError(err)
+	}
+	return n, nil
+}
+
+// setsOf are db's sets on the backup servers: recorded under its name in
+// either naming, and, when its databases: entry is spelled otherwise, the
+// sets written under the entry's spelling before started names were
+// resolved (catalog.DB).
+func setsOf(db *config.Database) catalog.DB {
+	d := catalog.Of(db.Instance, db.Name)
+	if db.Entry != "" && db.Entry != db.Name {
+		d.Also = []string{db.Entry}
+	}
+	return d
 }

@@ -31,20 +31,22 @@ var errNotWired = temporal.NewNonRetryableApplicationError(
 // its next write.
 const statsPercent = 5
 
-// PlanCycle decides the cycle: the round-robin primary (from the caller or
-// the manifests on the rotation's servers), the fail-over order, the stripe
-// count and the memory guard; from the source instance (its database's size,
-// edition and updateability, its time zone, its build and TDE) the step
-// timeouts and how this run backs up (BackupMode); from the verification
-// instances whether they can read the sets (checkVerifiers: InvalidConfig
-// before any BACKUP when one cannot). A source that cannot be read is no
-// reason to stop here: the plan says so in Warnings, assumes
-// UnknownSizeBytes, and the backup step meets the problem with its own
-// waits and errors.
+// PlanCycle decides the cycle: which database the start names (resolved on
+// its instance, resolveDatabase: Plan.Database and Plan.Entry), the
+// round-robin primary (from the caller or the manifests on the rotation's
+// servers), the fail-over order, the stripe count and the memory guard;
+// from the source instance (its database's size, edition and
+// updateability, its time zone, its build and TDE) the step timeouts and
+// how this run backs up (BackupMode); from the verification instances
+// whether they can read the sets (checkVerifiers: InvalidConfig before any
+// BACKUP when one cannot). A source that cannot be read is no reason to
+// fail here: the plan says so in Warnings and Unresolved, assumes
+// UnknownSizeBytes, and the workflow waits for the instance before it runs
+// anything.
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, unresolved, err := a.resolveDatabase(ctx, in.Instance, in.Database)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -81,7 +83,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		}
 	}
 	if last == "" {
-		last, source = catalog.LastServer(db.Instance, db.Name, all), "manifests"
+		last, source = catalog.LastServer(setsOf(db), all), "manifests"
 		if last == "" {
 			source = "none"
 		}
@@ -138,7 +140,8 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 
 	p := Plan{
-		Database: db.Name, Instance: db.Instance, Rotation: rotation, LastServer: last, LastServerSource: source,
+		Database: db.Name, Instance: db.Instance, Entry: db.Entry, Unresolved: unresolved,
+		Rotation: rotation, LastServer: last, LastServerSource: source,
 		Stripes: stripes, Remote: db.CopyTarget(primary), Remotes: map[string]string{},
 		KeepVerifyDB: db.KeepVerifyDB, MemoryBytes: plan.BackupMemory(tuning, 1),
 		Limits: Limits{
@@ -182,7 +185,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	warnings = append(warnings, vw...)
 
 	est, rates, err := measuredEstimate(size, nics, len(remote.UNCPaths), mode.Compression,
-		int64(remote.BandwidthLimit), plan.FromManifests(db.Instance, db.Name, all, a.calibrations(ctx, db, calibrated)...))
+		int64(remote.BandwidthLimit), plan.FromManifests(setsOf(db), all, a.calibrations(ctx, db, calibrated)...))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}
@@ -201,6 +204,9 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	p.Warnings = warnings
 	for _, w := range warnings {
 		log.Warn("plan: "+w, zap.String("instance", db.Instance))
+	}
+	if unresolved != "" {
+		log.Warn("plan: "+unresolved+": waiting for the instance before the cycle runs", zap.String("instance", db.Instance))
 	}
 	log.Info("cycle planned", zap.String("server", primary), zap.String("last_server", last),
 		zap.String("last_server_source", source), zap.Int("stripes", stripes), zap.String("remote", p.Remote),

@@ -55,11 +55,11 @@ func TestClaimIgnoresDatabaseNamedLikeTheSet(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "")
 	f.writeSet("bak01", "Sales_00000005", 1, catalog.StateVerified, "bak01", 4)
 	st := f.storage("bak01")
-	db, err := f.acts.Cycle.database("", "Sales")
+	db, err := f.acts.Cycle.database("", "Sales", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.acts.claimSet(testContext(t), st, db, "bak01", 5); err != nil {
+	if _, _, err := f.acts.claimSet(testContext(t), st, db, "bak01", 5); err != nil {
 		t.Fatalf("claim of Sales set 5: %v; the files of Sales_00000005 are not Sales's", err)
 	}
 }

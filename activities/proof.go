@@ -72,7 +72,7 @@ func (a *Activities) loadSet(ctx context.Context, srv *config.BackupServer, db *
 		return nil, err
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
 	if err != nil {
 		return nil, storageError(srv.Name, err)
 	}

@@ -22,7 +22,7 @@ import (
 // the restored copy's name.
 func (a *Activities) verifyTarget(in VerifyInput) (*config.Database, *config.BackupServer, *config.SQLInstance, string, error) {
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
@@ -69,7 +69,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	layout, err := tsql.Layout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence, len(m.Stripes))
+	layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), in.Sequence, len(m.Stripes))
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}

@@ -14,6 +14,7 @@ import (
 type ResumeInput struct {
 	Database string   `json:"database"`
 	Instance string   `json:"instance"`
+	Entry    string   `json:"entry,omitempty"` // Plan.Entry
 	Sequence int64    `json:"seq"`
 	Servers  []string `json:"servers"` // where to look: the rotation and copy targets
 }
@@ -42,7 +43,7 @@ type ResumeOutput struct {
 func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return ResumeOutput{}, err
 	}

@@ -20,7 +20,7 @@ import (
 func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (RetentionOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return RetentionOutput{}, err
 	}
@@ -36,7 +36,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			st.Close()
 		}
 	}()
-	owner := tsql.OwnerOf(db.Instance, db.Name)
+	sets := setsOf(db)
 	for _, s := range in.Servers {
 		srv, err := d.server(s)
 		if err != nil {
@@ -48,17 +48,18 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			continue
 		}
 		stores[s] = st
-		l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name)
+		l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, &sets)
 		if err != nil {
 			return RetentionOutput{}, storageError(s, err)
 		}
 		for _, m := range l.Manifests {
-			manifests = append(manifests, catalog.ServerManifest{Server: s, Manifest: m})
+			// One database, whichever spelling or naming its sets have.
+			manifests = append(manifests, catalog.ServerManifest{Server: s, Manifest: m, Database: sets.String()})
 		}
 		for _, f := range l.Files {
-			if p, ok := tsql.ParseStripeFileName(f.Name); ok && p.Owner() == owner {
+			if p, ok := tsql.ParseStripeFileName(f.Name); ok && sets.OwnsName(p) {
 				files[s] = append(files[s], f)
-			} else if p, ok := tsql.ParseManifestFileName(f.Name); ok && p.Owner() == owner {
+			} else if p, ok := tsql.ParseManifestFileName(f.Name); ok && sets.OwnsName(p) {
 				files[s] = append(files[s], f)
 			}
 		}

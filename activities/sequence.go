@@ -40,7 +40,7 @@ import (
 func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (int64, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return 0, err
 	}
@@ -165,25 +165,31 @@ type sequenceRecord struct {
 // a sequence of the database.
 var errBadSequenceRecord = errors.New("not a sequence file of this database")
 
-// readSequenceRecord is the number in a server's sequence file of db; 0
-// when there is none.
+// readSequenceRecord is the highest number in a server's sequence files of
+// db, under every naming of its sets (a file written before names were
+// made case-safe counts too); 0 when there is none.
 func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Database) (int64, error) {
-	name := tsql.SequenceFileName(db.Instance, db.Name)
-	data, err := catalog.StorageFS{Storage: st}.ReadFile(ctx, name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+	sets := setsOf(db)
+	var highest int64
+	for _, n := range sets.Names() {
+		name := n.SequenceFile()
+		data, err := catalog.StorageFS{Storage: st}.ReadFile(ctx, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var r sequenceRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return 0, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
+		}
+		if r.Instance != db.Instance || r.Database != n.Database || r.Sequence < 0 {
+			return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
+		}
+		highest = max(highest, r.Sequence)
 	}
-	if err != nil {
-		return 0, err
-	}
-	var r sequenceRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return 0, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
-	}
-	if r.Instance != db.Instance || r.Database != db.Name || r.Sequence < 0 {
-		return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
-	}
-	return r.Sequence, nil
+	return highest, nil
 }
 
 // recordSequence writes n into the sequence file of every reachable server
@@ -304,7 +310,7 @@ func allocate(ctx context.Context, query func(context.Context, string, string, .
 func (a *Activities) highestSequence(ctx context.Context, db *config.Database, log *zap.Logger) (int64, []string) {
 	var highest int64
 	var unread []string
-	owner := tsql.OwnerOf(db.Instance, db.Name)
+	sets := setsOf(db)
 	for _, name := range sequenceServers(db) {
 		srv, err := a.Cycle.server(name)
 		if err != nil {
@@ -316,7 +322,14 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 			unread = append(unread, name)
 			continue
 		}
-		files, err := st.List(ctx, tsql.DBPrefix(db.Instance, db.Name))
+		var files []storage.FileInfo
+		for _, n := range sets.Names() {
+			var more []storage.FileInfo
+			if more, err = st.List(ctx, n.DBPrefix()); err != nil {
+				break
+			}
+			files = append(files, more...)
+		}
 		var recorded int64
 		if err == nil {
 			recorded, err = readSequenceRecord(ctx, st, db)
@@ -337,7 +350,7 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 			if !ok {
 				p, ok = tsql.ParseManifestFileName(f.Name)
 			}
-			if ok && p.Owner() == owner && p.Sequence > highest {
+			if ok && sets.OwnsName(p) && p.Sequence > highest {
 				highest = p.Sequence
 			}
 		}

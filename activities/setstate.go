@@ -33,12 +33,13 @@ func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
 
 // listManifests reads the manifests of database on a backup server.
 func (a *Activities) listManifests(ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
-	return a.listServer(ctx, server, db.Instance, db.Name)
+	sets := setsOf(db)
+	return a.listServer(ctx, server, &sets)
 }
 
-// listServer reads the manifests on a backup server: those of database db
-// of instance, or every one when both are "" (catalog.List).
-func (a *Activities) listServer(ctx context.Context, server, instance, db string) (catalog.Listing, error) {
+// listServer reads the manifests on a backup server: those of database d,
+// or every one when d is nil (catalog.List).
+func (a *Activities) listServer(ctx context.Context, server string, d *catalog.DB) (catalog.Listing, error) {
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return catalog.Listing{}, err
@@ -48,7 +49,7 @@ func (a *Activities) listServer(ctx context.Context, server, instance, db string
 		return catalog.Listing{}, err
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, instance, db)
+	l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, d)
 	if err != nil {
 		return catalog.Listing{}, storageError(server, err)
 	}
@@ -100,7 +101,7 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 			continue
 		}
 		opened = append(opened, open{name, st})
-		m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
+		m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
 		if err != nil {
 			continue // not there (yet): written below
 		}
@@ -177,7 +178,7 @@ func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db
 		return []string{srv.Name}
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, db.Instance, db.Name, seq)
+	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
 	if err != nil {
 		return []string{srv.Name}
 	}

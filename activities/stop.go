@@ -17,6 +17,7 @@ import (
 type StopInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance"`
+	Entry    string `json:"entry,omitempty"` // Plan.Entry
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server,omitempty"`
 	Remote   string `json:"remote,omitempty"`
@@ -40,7 +41,7 @@ const stopWait = time.Minute
 func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database)
+	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return StopOutput{}, err
 	}
@@ -55,29 +56,36 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 		if err != nil {
 			return out, err
 		}
-		marker, err := tsql.SetBackupMarker(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence)
-		if err != nil {
-			return out, nonRetryable(ErrInvalidConfig, err)
-		}
-		if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &out, log); err != nil {
-			return out, err
+		// The set's files have one of the database's namings (a set
+		// resumed from before file names were made case-safe keeps its
+		// own): its statement is the one whose text names them.
+		for _, names := range setsOf(db).Names() {
+			marker, err := tsql.SetBackupMarker(srv.PathsFor(inst.Name), names, in.Sequence)
+			if err != nil {
+				return out, nonRetryable(ErrInvalidConfig, err)
+			}
+			if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &out, log); err != nil {
+				return out, err
+			}
 		}
 	}
 	if in.Remote != "" {
-		_, srv, inst, verifyDB, err := a.verifyTarget(VerifyInput{Database: in.Database, Instance: in.Instance, Sequence: in.Sequence, Server: in.Remote})
+		_, srv, inst, verifyDB, err := a.verifyTarget(VerifyInput{Database: in.Database, Instance: in.Instance, Entry: in.Entry, Sequence: in.Sequence, Server: in.Remote})
 		if err != nil {
 			return out, err
-		}
-		rm, err := tsql.SetRestoreMarker(verifyDB, srv.PathsFor(inst.Name), db.Instance, db.Name, in.Sequence)
-		if err != nil {
-			return out, nonRetryable(ErrInvalidConfig, err)
 		}
 		cm, err := tsql.CheckDBMarker(verifyDB)
 		if err != nil {
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}
-		if err := a.stopOn(ctx, inst.Name, tsql.CommandRestoreDatabase, rm, &out, log); err != nil {
-			return out, err
+		for _, names := range setsOf(db).Names() {
+			rm, err := tsql.SetRestoreMarker(verifyDB, srv.PathsFor(inst.Name), names, in.Sequence)
+			if err != nil {
+				return out, nonRetryable(ErrInvalidConfig, err)
+			}
+			if err := a.stopOn(ctx, inst.Name, tsql.CommandRestoreDatabase, rm, &out, log); err != nil {
+				return out, err
+			}
 		}
 		if err := a.stopOn(ctx, inst.Name, tsql.CommandCheckDB, cm, &out, log); err != nil {
 			return out, err

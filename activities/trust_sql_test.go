@@ -209,7 +209,7 @@ func TestRestoreReplacesOnlyItsOwnCopies(t *testing.T) {
 		}
 	}
 	drop()
-	layout, _ := tsql.Layout([]string{`\\bak01\backup`}, "dba", "Sales", 1, 1)
+	layout, _ := tsql.Layout([]string{`\\bak01\backup`}, tsql.NamesOf("dba", "Sales"), 1, 1)
 	stmt, _ := tsql.BackupDatabase(tsql.BackupOptions{Database: "Sales", Disks: tsql.Paths(layout), Init: true, Format: true, Name: "Sales nightly (DBA)"})
 	src, err := mssql.Open(ctx, mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: "sa", Password: sqlPassword, Encrypt: "disable"})
 	if err != nil {
@@ -314,7 +314,7 @@ func TestRestoreRetryIgnoresAnotherSetsRestore(t *testing.T) {
 	seq1, verify1 := f.copiedSet()
 	seq2, verify2 := f.copiedSet()
 	srv, _ := f.cfg.BackupServer(verify2.Server)
-	layout, err := tsql.Layout(srv.UNCPaths, "sql01", "Sales", seq2, 2)
+	layout, err := tsql.Layout(srv.UNCPaths, tsql.NamesOf("sql01", "Sales"), seq2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // every server holding it.
 func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 	defer a.Cycle.keepAlive(ctx)()
-	db, err := a.Cycle.database(in.Instance, in.Database)
+	db, err := a.Cycle.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate/chart"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // calibrateCommand runs the Calibrate workflow for one database and writes
@@ -67,7 +68,7 @@ The report is also kept on the backup server beside the manifests.`,
 				return err
 			}
 			if !asJSON {
-				fmt.Fprintf(e.stdout, "calibration of %s started: workflow %s, run %s\n", in.Database, run.GetID(), run.GetRunID())
+				fmt.Fprintf(e.stdout, "calibration of %s started: workflow %s, run %s\n", tsql.Printable(in.Database), run.GetID(), run.GetRunID())
 			}
 			wctx, cancel := e.withTimeout(ctx, 0)
 			defer cancel()
@@ -143,7 +144,7 @@ func resultLine(r calibrate.Result) string {
 
 // writeCalibrationReport prints the report for a DBA.
 func writeCalibrationReport(w io.Writer, r *calibrate.Report) {
-	fmt.Fprintf(w, "calibration of %s (%s) on %s, %d NIC paths, %s of data, %s\n", r.Database, r.Instance, r.Server, r.NICs,
+	fmt.Fprintf(w, "calibration of %s (%s) on %s, %d NIC paths, %s of data, %s\n", tsql.Printable(r.Database), r.Instance, r.Server, r.NICs,
 		sizeOrUnknown(r.SizeBytes), r.Finished.Sub(r.Started).Round(time.Second))
 	if r.ReadMBps > 0 {
 		fmt.Fprintf(w, "  read speed (BACKUP TO DISK = 'NUL'): %.1f MB/s\n", r.ReadMBps)

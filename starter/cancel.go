@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/internal/selection"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -176,7 +177,7 @@ func writeCancelled(w io.Writer, out cancelJSON, waited bool) {
 		if c.Type == workflows.FleetName {
 			fmt.Fprintf(w, "  it cancels its running cycles and ends Canceled; follow it: `starter fleet --status --workflow-id %s`\n", c.WorkflowID)
 		} else {
-			fmt.Fprintf(w, "  it stops its running statement, removes the unfinished set's files, records the set as cancelled and ends Canceled; follow it: `starter status --database %s`\n", c.Database)
+			fmt.Fprintf(w, "  it stops its running statement, removes the unfinished set's files, records the set as cancelled and ends Canceled; follow it: `starter status --database %s`\n", tsql.Printable(c.Database))
 		}
 	}
 }

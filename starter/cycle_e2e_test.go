@@ -66,7 +66,7 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^VERIFIED Sales sequence 1 \(workflow ` + id + `\)$`,
 		`(?m)^  backed up to bak01, copied to bak02, restored as Sales_verify_00000001, CHECKDB clean, sanity checks hold$`,
-		`(?m)^  set:     4 stripes, manifest sql01@Sales_00000001.manifest.json, on bak01 and bak02$`,
+		`(?m)^  set:     4 stripes, manifest sql01@Sales~8de4e0ea_00000001.manifest.json, on bak01 and bak02$`,
 		`(?m)^  times:   backup \S+, copy \S+, restore \S+, CHECKDB \S+, sanity \S+; total \S+$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {

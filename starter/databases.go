@@ -11,6 +11,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/selection"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // databasesReport is `starter databases --json`.
@@ -29,7 +30,8 @@ type instanceDatabases struct {
 
 type selectedDB struct {
 	Name       string   `json:"name"`
-	Configured bool     `json:"configured"` // an explicit databases: entry, else defaults
+	Configured bool     `json:"configured"`      // an explicit databases: entry, else defaults
+	Entry      string   `json:"entry,omitempty"` // the entry's name when spelled otherwise than the database
 	ReadOnly   bool     `json:"read_only,omitempty"`
 	Rotation   []string `json:"backup_servers,omitempty"`
 	CopyTo     string   `json:"copy_to,omitempty"`
@@ -119,19 +121,19 @@ func resolveInstance(ctx context.Context, cfg *config.Config, name string) insta
 	out := instanceDatabases{Instance: name, Selected: []selectedDB{}, Skipped: []selection.Skip{}}
 	inst, _ := cfg.SQLInstance(name)
 	out.Patterns = inst.Databases
-	dbs, err := listDatabases(ctx, inst)
+	names, err := readNames(ctx, cfg, inst)
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	res, err := selection.ForInstance(cfg, name, dbs)
+	res, err := selection.ForInstance(cfg, name, names)
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
 	for _, s := range res.Selected {
-		sd := selectedDB{Name: s.Name, Configured: s.Configured, ReadOnly: s.ReadOnly}
-		if db, err := selection.DatabaseFor(cfg, name, s.Name); err != nil {
+		sd := selectedDB{Name: s.Name, Configured: s.Configured, Entry: s.Entry, ReadOnly: s.ReadOnly}
+		if db, err := selection.DatabaseFor(cfg, name, s.Name, s.Entry); err != nil {
 			sd.Problem = err.Error()
 		} else {
 			sd.Rotation, sd.CopyTo = db.BackupServers, db.CopyTo
@@ -144,19 +146,20 @@ func resolveInstance(ctx context.Context, cfg *config.Config, name string) insta
 	return out
 }
 
-// listDatabases connects to master as the cycle does and reads sys.databases.
-func listDatabases(ctx context.Context, inst *config.SQLInstance) ([]selection.Database, error) {
+// readNames connects to master as the cycle does, reads sys.databases and
+// resolves the names of the instance's databases: entries there.
+func readNames(ctx context.Context, cfg *config.Config, inst *config.SQLInstance) (selection.Names, error) {
 	t, err := mssql.TargetFor(*inst, "master")
 	if err != nil {
-		return nil, err
+		return selection.Names{}, err
 	}
 	t.AppName = "backupcycle databases"
 	db, err := mssql.Open(ctx, t)
 	if err != nil {
-		return nil, err
+		return selection.Names{}, err
 	}
 	defer func() { _ = db.Close() }()
-	return selection.List(ctx, db)
+	return selection.ReadNames(ctx, db, selection.Asked(cfg, inst.Name))
 }
 
 func writeDatabases(w io.Writer, rep databasesReport) {
@@ -177,6 +180,9 @@ func writeDatabases(w io.Writer, rep databasesReport) {
 			how := "defaults"
 			if s.Configured {
 				how = "configured"
+				if s.Entry != "" {
+					how = "configured as " + tsql.Printable(s.Entry)
+				}
 			}
 			if s.ReadOnly {
 				how += ", read-only"
@@ -191,10 +197,10 @@ func writeDatabases(w io.Writer, rep databasesReport) {
 					where += ", copy to " + s.CopyTo
 				}
 			}
-			fmt.Fprintf(w, "  selected  %-30s %-22s %s\n", s.Name, how, where)
+			fmt.Fprintf(w, "  selected  %-30s %-22s %s\n", tsql.Printable(s.Name), how, tsql.Printable(where))
 		}
 		for _, s := range r.Skipped {
-			fmt.Fprintf(w, "  skipped   %-30s %s\n", s.Name, s.Reason)
+			fmt.Fprintf(w, "  skipped   %-30s %s\n", tsql.Printable(s.Name), tsql.Printable(s.Reason))
 		}
 		fmt.Fprintf(w, "  %d selected, %d skipped\n", len(r.Selected), len(r.Skipped))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -73,7 +74,7 @@ database failed, was cancelled or was not reached. --status asks the running fle
 				fmt.Fprintf(e.stdout, "fleet began %s, window ends %s\n  %s\n  counts: %s\n", st.Began.UTC().Format(time.RFC3339),
 					st.Deadline.UTC().Format(time.RFC3339), st.Usage, countsText(st.Counts))
 				if len(st.Running) > 0 {
-					fmt.Fprintf(e.stdout, "  running: %s\n", strings.Join(st.Running, ", "))
+					fmt.Fprintf(e.stdout, "  running: %s\n", tsql.Printable(strings.Join(st.Running, ", ")))
 				}
 				writeOutcomes(e.stdout, st.Outcomes)
 				return nil
@@ -135,7 +136,7 @@ func countsText(counts map[string]int) string {
 
 func writeOutcomes(w io.Writer, outs []workflows.DatabaseOutcome) {
 	for _, o := range outs {
-		line := fmt.Sprintf("  %-24s %-10s %s", o.Outcome, o.Instance, o.Database)
+		line := fmt.Sprintf("  %-24s %-10s %s", o.Outcome, tsql.Printable(o.Instance), tsql.Printable(o.Database))
 		if o.Sequence != 0 {
 			line += fmt.Sprintf("  seq %d", o.Sequence)
 		}
@@ -146,7 +147,7 @@ func writeOutcomes(w io.Writer, outs []workflows.DatabaseOutcome) {
 			line += "  [" + o.Type + "]"
 		}
 		if o.Reason != "" && o.Outcome != workflows.OutcomeVerified {
-			line += "  " + o.Reason
+			line += "  " + tsql.Printable(o.Reason)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/status"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // outOfObjectives is the exit-1 answer of `status --from-manifests`:
@@ -60,7 +61,7 @@ func lastProven(ctx context.Context, e *env, c *config.Config, database string, 
 			}
 			sort.Strings(names)
 			for _, name := range names {
-				fmt.Fprintf(e.stdout, "SERVER %s: manifest %s is unreadable and not counted: %s\n", s.Name, name, s.Broken[name])
+				fmt.Fprintf(e.stdout, "SERVER %s: manifest %s is unreadable and not counted: %s\n", s.Name, tsql.Printable(name), tsql.Printable(s.Broken[name]))
 			}
 		}
 		for _, d := range r.Databases {
@@ -76,14 +77,16 @@ func lastProven(ctx context.Context, e *env, c *config.Config, database string, 
 }
 
 // provenLine is one database on one line: the verdict first, so `grep RED`
-// works; names are printed as they are (any character SQL Server allows).
+// works; names are printed as they are (any character SQL Server allows),
+// except that one holding a line break or another invisible character is
+// quoted with it escaped (tsql.Printable), so it cannot forge a line.
 func provenLine(d status.Database) string {
 	var b strings.Builder
 	verdict := "OK "
 	if d.OutOfObjectives {
 		verdict = "RED"
 	}
-	fmt.Fprintf(&b, "%s  %s / %s:", verdict, d.Instance, d.Database)
+	fmt.Fprintf(&b, "%s  %s / %s:", verdict, tsql.Printable(d.Instance), tsql.Printable(d.Database))
 	if v := d.LastVerified; v != nil {
 		fmt.Fprintf(&b, " verified seq %d taken %s (%s ago, rpo %s) on %s", v.Sequence, stamp(v.TakenAt), v.Age, d.RPO, strings.Join(v.Servers, ", "))
 		if v.OffsetUnknown {
@@ -101,13 +104,13 @@ func provenLine(d status.Database) string {
 		b.WriteString(" never verified")
 	}
 	if f := d.LastFailure; f != nil {
-		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, f.Reason, stamp(f.At))
+		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))
 	}
 	if !d.Configured {
 		b.WriteString("; not in the config")
 	}
 	if len(d.Reasons) > 0 {
-		fmt.Fprintf(&b, " -- %s", strings.Join(d.Reasons, "; "))
+		fmt.Fprintf(&b, " -- %s", tsql.Printable(strings.Join(d.Reasons, "; ")))
 	}
 	return b.String()
 }

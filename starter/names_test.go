@@ -38,7 +38,7 @@ func TestPlanListsNamesAndRefusesLongOnes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"names:     at their widest (sequence 99999999999999)", "workflow id", "backup-sql01-Sales",
-		"verification database name", "Sales_verify", "stripe path on bak02", `\\10.0.4.2\backup\sql01@Sales_99999999999999_64of64.bak`,
+		"verification database name", "Sales_verify", "stripe path on bak02", `\\10.0.4.2\backup\sql01@Sales~8de4e0ea_99999999999999_64of64.bak`,
 		"restore directory on bak02"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan output lacks %q:\n%s", want, out)

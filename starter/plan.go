@@ -94,7 +94,7 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 	if m != nil && len(m.Read) > 0 {
 		contacted = "read the manifests on " + strings.Join(m.Read, ", ") + ", nothing else was contacted"
 	}
-	fmt.Fprintf(w, "plan for %s (source %s); %s\n", p.Database, p.Address, contacted)
+	fmt.Fprintf(w, "plan for %s (source %s); %s\n", tsql.Printable(p.Database), p.Address, contacted)
 	for _, n := range p.Names {
 		if n.What == "workflow id" {
 			fmt.Fprintf(w, "workflow:  %s (every cycle of this database runs under this id)\n", n.Name)
@@ -232,7 +232,7 @@ func writeNames(w io.Writer, names []client.DerivedName) {
 		if n.Over {
 			verdict = "OVER THE LIMIT"
 		}
-		fmt.Fprintf(w, "  %-30s %4d of %4d %-10s %s  %s\n", n.What, n.Len, n.Limit, n.Unit, verdict, n.Name)
+		fmt.Fprintf(w, "  %-30s %4d of %4d %-10s %s  %s\n", n.What, n.Len, n.Limit, n.Unit, verdict, tsql.Printable(n.Name))
 	}
 }
 

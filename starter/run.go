@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -59,13 +60,13 @@ hours. Exit 1 unless the set is verified.`,
 					return writeJSON(e.stdout, started)
 				}
 				fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s (namespace %s, task queue %s)\n",
-					in.Database, run.GetID(), run.GetRunID(), c.Namespace(), c.TaskQueue())
+					tsql.Printable(in.Database), run.GetID(), run.GetRunID(), c.Namespace(), c.TaskQueue())
 				fmt.Fprintf(e.stdout, "  follow it: `starter status --database %s`, or in the Web UI: Workflows, filter BackupDatabase = '%s'\n",
-					in.Database, strings.ReplaceAll(in.Database, "'", "''"))
+					tsql.Printable(in.Database), tsql.Printable(strings.ReplaceAll(in.Database, "'", "''")))
 				return nil
 			}
 			if !asJSON {
-				fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s; waiting...\n", in.Database, run.GetID(), run.GetRunID())
+				fmt.Fprintf(e.stdout, "backup cycle of %s started: workflow %s, run %s; waiting...\n", tsql.Printable(in.Database), run.GetID(), run.GetRunID())
 			}
 			wctx, cancel := e.withTimeout(ctx, 0)
 			defer cancel()
@@ -117,8 +118,8 @@ hours. Exit 1 unless the set is verified.`,
 
 func printCycleResult(e *env, run client.CycleRun) {
 	r := run.Result
-	fmt.Fprintf(e.stdout, "VERIFIED %s sequence %d (workflow %s)\n", r.Database, r.Sequence, run.WorkflowID)
-	fmt.Fprintf(e.stdout, "  backed up to %s, copied to %s, restored as %s, CHECKDB clean, sanity checks hold\n", r.Server, r.Remote, r.VerifyDatabase)
+	fmt.Fprintf(e.stdout, "VERIFIED %s sequence %d (workflow %s)\n", tsql.Printable(r.Database), r.Sequence, run.WorkflowID)
+	fmt.Fprintf(e.stdout, "  backed up to %s, copied to %s, restored as %s, CHECKDB clean, sanity checks hold\n", r.Server, r.Remote, tsql.Printable(r.VerifyDatabase))
 	fmt.Fprintf(e.stdout, "  set:     %d stripes, manifest %s, on %s\n", len(r.Stripes), r.Manifest, strings.Join(r.Locations, " and "))
 	t := r.Timings
 	fmt.Fprintf(e.stdout, "  times:   backup %s, copy %s, restore %s, CHECKDB %s, sanity %s; total %s\n",

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backupcycle/backupcycle/internal/selection"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
@@ -158,7 +159,7 @@ func scheduleApplyCommand(e *env) *cobra.Command {
 			}
 			for _, o := range out.Orphans {
 				fmt.Fprintf(e.stdout, "not in %s: schedule %s (database %s) still runs; remove it with `starter schedule delete %s`\n",
-					cfg.File, o.ScheduleID, dash(o.Database), o.ScheduleID)
+					cfg.File, o.ScheduleID, dash(tsql.Printable(o.Database)), o.ScheduleID)
 			}
 			return err
 		}),
@@ -225,7 +226,7 @@ func writeSchedule(w io.Writer, s client.ScheduleSummary) {
 	if s.Paused {
 		state = "PAUSED"
 	}
-	fmt.Fprintf(w, "%s  database %s  %s  cron %s jitter %s", s.ScheduleID, s.Database, state, strings.Join(s.Cron, "; "), s.Jitter)
+	fmt.Fprintf(w, "%s  database %s  %s  cron %s jitter %s", s.ScheduleID, tsql.Printable(s.Database), state, strings.Join(s.Cron, "; "), s.Jitter)
 	if s.TimeZone != "" {
 		fmt.Fprintf(w, " (%s)", s.TimeZone)
 	}

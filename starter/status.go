@@ -12,6 +12,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/status"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
 
@@ -87,9 +88,9 @@ when any database is out of its rpo/rto.`,
 }
 
 func writeCycleStatus(w io.Writer, s client.CycleSummary) {
-	db := dash(s.Database)
+	db := dash(tsql.Printable(s.Database))
 	if s.Instance != "" {
-		db += "@" + s.Instance
+		db += "@" + tsql.Printable(s.Instance)
 	}
 	fmt.Fprintf(w, "%s  %s  database %s  step %s  seq %s  server %s  outcome %s\n", s.WorkflowID, s.Status,
 		db, dash(s.Step), seqText(s.Sequence), dash(s.Server), dash(s.Outcome))

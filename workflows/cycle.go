@@ -143,7 +143,16 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	if err != nil {
 		return CycleResult{}, c.end(ctx, err)
 	}
-	if id := CycleWorkflowID(plan.Instance, in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
+	if plan.Unresolved != "" {
+		if plan, err = c.resolve(ctx, plan); err != nil {
+			return CycleResult{}, c.end(ctx, err)
+		}
+	}
+	// From here on the cycle is the database's as its instance spells it
+	// (the plan resolved the start's name): its id, files, manifests and
+	// search attributes, whatever spelling started it.
+	c.rename(plan)
+	if id := CycleWorkflowID(plan.Instance, c.in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
 		return c.launch(ctx, id, plan)
 	}
 	res, err := c.run(ctx, plan)
@@ -181,7 +190,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			RetryPolicy:            retry(10*time.Second, 10),
 			Summary:                fmt.Sprintf("catalog %s seq %d on %s", in.Database, c.seq, c.server),
 		}), a.WriteManifest, activities.ManifestInput{
-			Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Backup: backup,
+			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server, Backup: backup,
 		}).Get(ctx, &manifest)
 		if err != nil {
 			return CycleResult{}, err
@@ -214,7 +223,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 				NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
 			},
 		}), a.CopyToRemote, activities.CopyInput{
-			Database: in.Database, Instance: c.instance, Sequence: c.seq, From: c.server, To: remote,
+			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, From: c.server, To: remote,
 		}).Get(ctx, &out)
 		if err != nil {
 			// Retries stop at the deadline with the last error (or a timeout):
@@ -232,7 +241,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	}
 
 	verify := activities.VerifyInput{
-		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: remote,
+		Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: remote,
 		SourceUTCOffsetMinutes: plan.Source.UTCOffsetMinutes,
 	}
 	if err := c.restoreAndCheck(ctx, plan, verify); err != nil {
@@ -266,7 +275,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		RetryPolicy:            retry(5*time.Second, 10),
 		Summary:                fmt.Sprintf("mark %s seq %d verified on %s", in.Database, c.seq, strings.Join(c.holders, ", ")),
 	}), a.MarkVerified, activities.MarkInput{
-		Database: in.Database, Instance: c.instance, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
+		Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders, Timings: c.progress.Timings,
 	}).Get(ctx, nil)
 	if err != nil {
 		return CycleResult{}, err
@@ -310,7 +319,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		RetryPolicy:            retry(10*time.Second, 5),
 		Summary:                "retention of " + in.Database,
 	}), a.ApplyRetention, activities.RetentionInput{
-		Database: in.Database, Instance: c.instance, Servers: retentionServers(plan), Protect: c.seq,
+		Database: in.Database, Instance: c.instance, Entry: c.entry, Servers: retentionServers(plan), Protect: c.seq,
 	}).Get(ctx, &kept)
 	if err != nil {
 		result.Warnings = append(result.Warnings, "retention not applied: "+err.Error())
@@ -387,7 +396,7 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 		RetryPolicy:            retry(5*time.Second, 10),
 		Summary:                fmt.Sprintf("resume %s seq %d", c.in.Database, c.in.Resume),
 	}), a.ResumeSet, activities.ResumeInput{
-		Database: c.in.Database, Instance: c.instance, Sequence: c.in.Resume, Servers: retentionServers(plan),
+		Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.in.Resume, Servers: retentionServers(plan),
 	}).Get(ctx, &set)
 	if err != nil {
 		return set, err
@@ -397,6 +406,37 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 	c.holders = set.Holders
 	c.log(ctx).Info("resuming set", "state", set.State, "holders", set.Holders)
 	return set, nil
+}
+
+// resolve waits for the source instance while the plan could not resolve
+// the database's name there (Plan.Unresolved: the instance was not
+// reachable), bounded by sql_host_wait, and plans again: a cycle runs only
+// under the spelling its instance confirmed.
+func (c *cycle) resolve(ctx workflow.Context, plan activities.Plan) (activities.Plan, error) {
+	wait := newBackoff(orDefault(plan.Limits.HostWait, defaultHostWait), plan.Limits)
+	for plan.Unresolved != "" {
+		cause := temporal.NewApplicationError(plan.Unresolved, activities.ErrSQLHostUnreachable)
+		if err := c.wait(ctx, wait, activities.StepWaitingForSQLHost, cause); err != nil {
+			return plan, err
+		}
+		c.step(ctx, activities.StepPlan)
+		var err error
+		if plan, err = c.plan(ctx); err != nil {
+			return plan, err
+		}
+	}
+	return plan, nil
+}
+
+// rename continues the cycle under the database's name as the plan resolved
+// it. A plan recorded before plans resolved names carries the start's own
+// name (or none), and nothing changes.
+func (c *cycle) rename(plan activities.Plan) {
+	c.entry = plan.Entry
+	if plan.Database == "" || plan.Database == c.in.Database {
+		return
+	}
+	c.in.Database, c.progress.Database, c.renamed = plan.Database, plan.Database, true
 }
 
 // plan runs PlanCycle and fills in the run's identity.
@@ -461,7 +501,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 				HeartbeatTimeout:       c.hb,
 				RetryPolicy:            retry(5*time.Second, 5, activities.ErrSQLHostUnreachable, activities.ErrDatabaseUnavailable),
 				Summary:                "allocate the next sequence number of " + c.in.Database,
-			}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance,
+			}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry,
 				Method: plan.Mode.Sequence}).Get(ctx, &seq)
 		}
 		if err != nil {
@@ -490,7 +530,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 				activities.ErrDatabaseUnavailable, activities.ErrBackupDeviceInUse),
 			Summary: fmt.Sprintf("BACKUP %s seq %d to %s, %d stripes", c.in.Database, seq, server, plan.Stripes),
 		}), a.Backup, activities.BackupInput{
-			Database: c.in.Database, Instance: c.instance, Sequence: seq, Server: server, Stripes: plan.Stripes,
+			Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: seq, Server: server, Stripes: plan.Stripes,
 			Mode: plan.RunMode(),
 		}).Get(ctx, &out)
 		if err == nil {

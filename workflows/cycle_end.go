@@ -56,7 +56,7 @@ func (c *cycle) markFailed(ctx workflow.Context, step string, cause error, serve
 		RetryPolicy:            retry(2*time.Second, 3),
 		Summary:                fmt.Sprintf("mark %s seq %d failed", c.in.Database, c.seq),
 	}), a.MarkFailed, activities.MarkInput{
-		Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
+		Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: servers, Timings: c.progress.Timings,
 		Step: step, ErrorType: errorType(cause), Reason: reason, Evidence: string(evidence),
 	}).Get(dctx, nil)
 	if err != nil {
@@ -89,7 +89,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 		// while no attempt ran) is stopped before its copy is dropped and
 		// its files removed.
 		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
-			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server}
+			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server}
 			if c.restoreStarted {
 				stop.Remote = c.remoteOf()
 			}
@@ -101,7 +101,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 			}
 		}
 		if c.restoreStarted {
-			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+			verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.remoteOf(),
 				OwnRestore: true}
 			if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.DropVerifyDB, verify).Get(dctx, nil); err != nil {
 				c.log(ctx).Error("verification database not dropped after cancel", "error", err)
@@ -112,7 +112,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 			servers = []string{c.server}
 		}
 		if err := workflow.ExecuteActivity(withOptions(dctx, opts), a.MarkCancelled, activities.MarkInput{
-			Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Servers: servers, Step: step,
+			Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: servers, Step: step,
 			Reason: "cycle cancelled at step " + step,
 		}).Get(dctx, nil); err != nil {
 			c.log(ctx).Error("set not marked cancelled", "error", err)
@@ -167,7 +167,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	// started (the name is someone else's) or of another set is left alone.
 	if c.restoreStarted && step == activities.StepRestore && typ != activities.ErrVerifyDatabaseInUse &&
 		typ != activities.ErrRestoreMismatch && workflow.GetVersion(ctx, "drop-failed-restore", workflow.DefaultVersion, 1) == 1 {
-		verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Server: c.remoteOf(),
+		verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.remoteOf(),
 			OwnRestore: true}
 		if derr := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: shortDeadline / 2, HeartbeatTimeout: c.hb,

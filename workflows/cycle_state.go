@@ -9,6 +9,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // The cycle's state and what it shows: the progress query, search
@@ -16,8 +17,14 @@ import (
 
 // cycle is the state of one run, read by the progress query.
 type cycle struct {
+	// in is the start's input; Database becomes the database's name as the
+	// plan resolved it (rename).
 	in       CycleInput
 	instance string // the source instance, from the plan
+	entry    string // the databases: entry spelled otherwise (Plan.Entry)
+	// renamed: the plan resolved the start's name to another spelling,
+	// which the next step's search attribute update records.
+	renamed  bool
 	verifyDB string // the restored copy's name, from Restore
 	progress Progress
 	seq      int64
@@ -76,6 +83,9 @@ func (c *cycle) step(ctx workflow.Context, step string) {
 		// adds no event to the history.
 		updates = append(updates, AttrInstance.ValueSet(c.instance))
 	}
+	if c.renamed {
+		updates = append(updates, AttrDatabase.ValueSet(c.in.Database))
+	}
 	_ = c.upsert(ctx, updates...)
 	c.details(ctx)
 }
@@ -116,7 +126,7 @@ func (c *cycle) upsert(ctx workflow.Context, updates ...temporal.SearchAttribute
 // details shows the progress in the Web UI ("Current details"), in Markdown.
 func (c *cycle) details(ctx workflow.Context) {
 	p := c.progress
-	s := fmt.Sprintf("**%s** · step **%s** · outcome **%s**\n\n", p.Database, p.Step, p.Outcome)
+	s := fmt.Sprintf("**%s** · step **%s** · outcome **%s**\n\n", tsql.Printable(p.Database), p.Step, p.Outcome)
 	if p.Sequence != 0 {
 		s += fmt.Sprintf("sequence **%d** on **%s**", p.Sequence, p.Server)
 		if p.Percent > 0 || p.Bytes > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/fleet"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // FleetWorkflowID is the id `starter fleet` starts the Fleet under, so two
@@ -323,10 +324,10 @@ func seqText(seq int64) string {
 	return fmt.Sprint(seq)
 }
 
-// oneLine keeps a database name from breaking the block: no line breaks,
-// no backticks that would end it.
+// oneLine keeps a database name from breaking the block: invisible
+// characters escaped (tsql.Printable), no backticks that would end it.
 func oneLine(s string) string {
-	return strings.NewReplacer("\n", " ", "\r", " ", "`", "'").Replace(s)
+	return strings.ReplaceAll(tsql.Printable(s), "`", "'")
 }
 
 func capText(s string) string {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"regexp"
 
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 )
@@ -79,9 +80,10 @@ func workflowID(prefix, instance, database string) string {
 
 // CycleSummary is the one-line summary the Web UI shows for a cycle:
 // "Sales@sql01 → bak01, verify on bak02" (the primary and the remote copy
-// target, when known).
+// target, when known); a name with invisible characters is shown escaped
+// (tsql.Printable).
 func CycleSummary(instance, database, primary, remote string) string {
-	s := database
+	s := tsql.Printable(database)
 	if instance != "" {
 		s += "@" + instance
 	}

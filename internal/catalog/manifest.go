@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -24,7 +25,8 @@ import (
 // evidence and the restore proof; version 1 manifests (names without the
 // instance) are not read. Version 3 records, beside each date SQL Server
 // reported, the server's offset from UTC and the instant (Header, Proof),
-// and the header's writer build, compression algorithm and TDE thumbprint;
+// the header's writer build, compression algorithm and TDE thumbprint, and
+// the case-safe file names (Naming) and the entry they were made for;
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it.
 const SchemaVersion = 3
@@ -249,8 +251,17 @@ func (p *Proof) SetUTCOffset(minutes int) {
 // (instants); the Header's and the Proof's other dates are SQL Server's
 // (see Header).
 type Manifest struct {
-	SchemaVersion  int      `json:"schema_version"`
-	Database       string   `json:"database"`        // source database name, unmangled
+	SchemaVersion int `json:"schema_version"`
+	// Naming is how the set's files are named: NamingCaseSafe
+	// (tsql.NamesOf) for every set written now; "" for a set written
+	// before, named byte for byte (tsql.LegacyNamesOf). A manifest keeps
+	// it, and its files their names, whenever it is updated.
+	Naming   string `json:"naming,omitempty"`
+	Database string `json:"database"` // source database name as sys.databases spells it, unmangled
+	// Entry is the databases: entry whose settings the set was made with,
+	// when it is spelled otherwise than the database (an entry "sales" for
+	// the database Sales of a case-insensitive instance); "" otherwise.
+	Entry          string   `json:"entry,omitempty"`
 	SourceInstance string   `json:"source_instance"` // the config name of the SQL instance, e.g. sql01
 	Sequence       int64    `json:"sequence"`
 	PrimaryServer  string   `json:"primary_server"` // backup server the BACKUP wrote to (round robin)
@@ -275,6 +286,10 @@ type Manifest struct {
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
 }
 
+// NamingCaseSafe is Manifest.Naming of sets named safely for
+// case-insensitive shares (tsql.NamesOf).
+const NamingCaseSafe = "case-safe"
+
 // New starts a manifest of set seq of (instance, db) in StateWritten.
 func New(instance, db string, seq int64, at time.Time) *Manifest {
 	return newIn(StateWritten, instance, db, seq, at)
@@ -292,6 +307,7 @@ func newIn(state State, instance, db string, seq int64, at time.Time) *Manifest 
 	at = at.UTC()
 	return &Manifest{
 		SchemaVersion:  SchemaVersion,
+		Naming:         NamingCaseSafe,
 		Database:       db,
 		SourceInstance: instance,
 		Sequence:       seq,
@@ -302,15 +318,21 @@ func newIn(state State, instance, db string, seq int64, at time.Time) *Manifest 
 	}
 }
 
-// FileName is the manifest's file name, tsql.ManifestFileName.
-func (m *Manifest) FileName() string {
-	return tsql.ManifestFileName(m.SourceInstance, m.Database, m.Sequence)
+// Names is the naming of the set's files: tsql.NamesOf, or for a set
+// written before case-safe names the names it was written under
+// (tsql.LegacyNamesOf).
+func (m *Manifest) Names() tsql.SetNames {
+	if m.Naming != NamingCaseSafe {
+		return tsql.LegacyNamesOf(m.SourceInstance, m.Database)
+	}
+	return tsql.NamesOf(m.SourceInstance, m.Database)
 }
 
+// FileName is the manifest's file name.
+func (m *Manifest) FileName() string { return m.Names().Manifest(m.Sequence) }
+
 // StripeFileName is the name of stripe i (1-based) of n of this set.
-func (m *Manifest) StripeFileName(i, n int) string {
-	return tsql.StripeFileName(m.SourceInstance, m.Database, m.Sequence, i, n)
-}
+func (m *Manifest) StripeFileName(i, n int) string { return m.Names().Stripe(m.Sequence, i, n) }
 
 // OwnedBy reports whether the run (workflowID, runID) owns the set.
 func (m *Manifest) OwnedBy(workflowID, runID string) bool {
@@ -493,6 +515,12 @@ func (m *Manifest) Validate() error {
 	if err := tsql.CheckIdent(m.Database); err != nil {
 		bad("database: %w", err)
 	}
+	if m.Naming != "" && m.Naming != NamingCaseSafe {
+		bad("naming %q is unknown (this build knows %q and none)", m.Naming, NamingCaseSafe)
+	}
+	if m.Entry != "" && m.Naming == "" {
+		bad("entry is recorded only with case-safe names")
+	}
 	if m.Sequence < 0 {
 		bad("sequence %d is negative", m.Sequence)
 	}
@@ -544,8 +572,8 @@ func (m *Manifest) Validate() error {
 	if p := m.Proof; p != nil {
 		checkInstants("proof", p.UTCOffsetMinutes, bad, reported{"restored_at", p.RestoredAt, p.RestoredAtUTC})
 	}
-	if m.SchemaVersion < 3 && m.needsVersion3() {
-		bad("schema_version %d cannot hold utc_offset_minutes, software_version, compression_algorithm or tde_thumbprint (version 3 does)", m.SchemaVersion)
+	if f := m.version3Fields(); m.SchemaVersion < 3 && len(f) > 0 {
+		bad("schema_version %d cannot hold %s (version 3 does)", m.SchemaVersion, strings.Join(f, ", "))
 	}
 	for step := range m.Timings {
 		if !step.Valid() {
@@ -598,12 +626,25 @@ func (m *Manifest) hasInstants() bool {
 	return (m.Header != nil && m.Header.UTCOffsetMinutes != nil) || (m.Proof != nil && m.Proof.UTCOffsetMinutes != nil)
 }
 
-// needsVersion3 reports whether m holds a fact only version 3 has: an
-// offset from UTC, or the header's writer build, compression algorithm and
-// TDE thumbprint (builds reading only version 2 refuse unknown fields).
-func (m *Manifest) needsVersion3() bool {
+// version3Fields are the fields of m that only version 3 has: an offset
+// from UTC, case-safe file names and the entry, the header's writer build,
+// compression algorithm and TDE thumbprint (builds reading only version 2
+// refuse unknown fields).
+func (m *Manifest) version3Fields() []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
 	h := m.Header
-	return m.hasInstants() || (h != nil && (h.SoftwareVersion != "" || h.CompressionAlgorithm != "" || h.TDEThumbprint != ""))
+	add(m.Naming != "", "naming")
+	add(m.Entry != "", "entry")
+	add(m.hasInstants(), "utc_offset_minutes")
+	add(h != nil && h.SoftwareVersion != "", "software_version")
+	add(h != nil && h.CompressionAlgorithm != "", "compression_algorithm")
+	add(h != nil && h.TDEThumbprint != "", "tde_thumbprint")
+	return out
 }
 
 // Encode validates m and renders it as indented JSON with a final newline,
@@ -613,7 +654,7 @@ func (m *Manifest) needsVersion3() bool {
 func Encode(m *Manifest) ([]byte, error) {
 	out := *m
 	out.SchemaVersion = minSchemaVersion
-	if out.needsVersion3() {
+	if len(out.version3Fields()) > 0 {
 		out.SchemaVersion = SchemaVersion
 	}
 	if err := out.Validate(); err != nil {

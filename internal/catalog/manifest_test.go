@@ -154,7 +154,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"schema_version": 2`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
+	for _, field := range []string{`"schema_version": 3`, `"naming": "case-safe"`, `"database": "Sales]; DROP DATABASE x--"`, `"sequence": 42`, `"state": "copied"`,
 		`"backup_set_guid"`, `"first_lsn": "37000000012800037"`, `"maxtransfersize": 4194304`, `"duration_seconds": 60`, `"workflow_id"`} {
 		if !bytes.Contains(data, []byte(field)) {
 			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
@@ -168,7 +168,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if !bytes.Equal(data, again) {
 		t.Errorf("round trip changed the manifest:\n%s\n---\n%s", data, again)
 	}
-	if got.FileName() != "sql01@Sales]; DROP DATABASE x--_00000042.manifest.json" {
+	if got.FileName() != "sql01@Sales]; DROP DATABASE x--~dbe24601_00000042.manifest.json" {
 		t.Errorf("FileName = %q", got.FileName())
 	}
 }
@@ -183,9 +183,13 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 4`, 1), "schema_version 4 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 4`, 1), "schema_version 4 is not supported"},
+		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
-		{"stripe of another set", strings.Replace(string(good), "Sales_00000003_2of2.bak", "Sales_00000004_2of2.bak", 1), "want \"sql01@Sales_00000003_2of2.bak\""},
+		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
+		{"legacy names in a current manifest", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales_00000003_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
+		{"current names in a legacy manifest", strings.Replace(string(good), `"naming": "case-safe",`, ``, 1), "want \"sql01@Sales_00000003_1of2.bak\""},
+		{"entry in a legacy manifest", strings.Replace(strings.Replace(strings.ReplaceAll(string(good), "Sales~8de4e0ea_", "Sales_"), `"naming": "case-safe",`, ``, 1), `"database": "Sales",`, `"database": "Sales", "entry": "sales",`, 1), "entry is recorded only with case-safe names"},
 		{"bad LSN", strings.Replace(string(good), `"first_lsn": "37000000012800037"`, `"first_lsn": "0x25"`, 1), "not a numeric(25,0) LSN"},
 		{"failed without failure", strings.Replace(string(good), `"state": "written"`, `"state": "failed"`, 1), "without a failure record"},
 		{"bad sha256", strings.Replace(string(good), `"size": 1000`, `"size": 1000, "sha256": "XYZ"`, 1), "64 lower-case hex"},
@@ -247,7 +251,7 @@ func TestManifestWithoutOffsetLoadsAndOrdersAsBefore(t *testing.T) {
 	if !m7.Newer(m8) || m8.Newer(m7) {
 		t.Errorf("set 7 (finish %v) and set 8 (finish %v): want 7 newer, by the recorded finish, as before", m7.TakenAt(), m8.TakenAt())
 	}
-	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{m8, m7}); err != nil || nv.Sequence != 7 {
+	if nv, err := NewestVerified(Of("sql01", "Sales"), []*Manifest{m8, m7}); err != nil || nv.Sequence != 7 {
 		t.Errorf("NewestVerified = %v, %v; want set 7 as before", nv, err)
 	}
 	// Written again (a later state change), it still reads as version 2.
@@ -287,10 +291,10 @@ func TestTakenAtIsTheInstant(t *testing.T) {
 	if !west.Newer(east) || east.Newer(west) {
 		t.Errorf("set 8 (taken %v) is not newer than set 7 (taken %v)", west.TakenAt(), east.TakenAt())
 	}
-	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{verifiedNow(t, west), verifiedNow(t, east)}); err != nil || nv.Sequence != 8 {
+	if nv, err := NewestVerified(Of("sql01", "Sales"), []*Manifest{verifiedNow(t, west), verifiedNow(t, east)}); err != nil || nv.Sequence != 8 {
 		t.Errorf("NewestVerified = %v, %v; want set 8", nv, err)
 	}
-	if got := LastServer("sql01", "Sales", []*Manifest{withPrimary(west, "BAK02"), withPrimary(east, "BAK01")}); got != "BAK02" {
+	if got := LastServer(Of("sql01", "Sales"), []*Manifest{withPrimary(west, "BAK02"), withPrimary(east, "BAK01")}); got != "BAK02" {
 		t.Errorf("LastServer = %q, want BAK02 (set 8's)", got)
 	}
 
@@ -310,7 +314,7 @@ func TestTakenAtIsTheInstant(t *testing.T) {
 			"is not header.backup_finish"},
 		{"no such zone", `"utc_offset_minutes": -300`, `"utc_offset_minutes": -900`, "beyond any time zone"},
 		{"instant without offset", `"utc_offset_minutes": -300,`, ``, "without header.utc_offset_minutes"},
-		{"version 2 with offsets", `"schema_version": 3`, `"schema_version": 2`, "cannot hold utc_offset_minutes"},
+		{"version 2 with offsets", `"schema_version": 3`, `"schema_version": 2`, "utc_offset_minutes (version 3 does)"},
 	} {
 		if _, err := Decode([]byte(strings.Replace(string(data), tt.from, tt.to, 1))); err == nil || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("%s: %v, want mention of %q", tt.name, err, tt.msg)

@@ -55,6 +55,18 @@ func (r Retention) Validate() error {
 type ServerManifest struct {
 	Server   string
 	Manifest *Manifest
+	// Database groups sets for the newest-verified and KeepVerified rules:
+	// "" is the manifest's own (instance, database); a caller that lists one
+	// database under several spellings (DB.Also) gives its sets one value.
+	Database string
+}
+
+// group is the database sm's set counts for.
+func (sm ServerManifest) group() string {
+	if sm.Database != "" {
+		return sm.Database
+	}
+	return sm.Manifest.SourceInstance + "\x00" + sm.Manifest.Database
 }
 
 // SetKey identifies a backup set of one (instance, database).
@@ -87,13 +99,14 @@ type Deletion struct {
 	Detail string // human-readable: state, age, rank
 }
 
-// dbSeq is a set as file names identify it: owner is tsql's "<inst>@<db>".
+// dbSeq is a set as file names identify it: owner is tsql's "<inst>@<db>"
+// in the set's own naming.
 type dbSeq struct {
 	owner string
 	seq   int64
 }
 
-func keyOf(m *Manifest) dbSeq { return dbSeq{tsql.OwnerOf(m.SourceInstance, m.Database), m.Sequence} }
+func keyOf(m *Manifest) dbSeq { return dbSeq{m.Names().Owner(), m.Sequence} }
 
 // Decide applies the policy. manifests are the decoded manifests of every
 // server (one entry per server holding the set), files the directory listing
@@ -135,7 +148,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	}
 	busy := map[dbSeq]bool{}
 	for _, k := range inFlight {
-		busy[dbSeq{tsql.OwnerOf(k.Instance, k.Database), k.Sequence}] = true
+		for _, n := range tsql.AllNamesOf(k.Instance, k.Database) {
+			busy[dbSeq{n.Owner(), k.Sequence}] = true
+		}
 	}
 
 	// The protected sets: newest verified per (instance, database), and per
@@ -147,7 +162,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if m == nil || !m.Verified() {
 			continue
 		}
-		owner := keyOf(m).owner
+		owner := sm.group()
 		if b := newestGlobal[owner]; b == nil || m.Newer(b) {
 			newestGlobal[owner] = m
 		}
@@ -171,7 +186,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	rank := map[[2]string][]*Manifest{}
 	for _, sm := range manifests {
 		if m := sm.Manifest; m != nil && m.Verified() {
-			k := [2]string{sm.Server, keyOf(m).owner}
+			k := [2]string{sm.Server, sm.group()}
 			rank[k] = append(rank[k], m)
 		}
 	}
@@ -210,11 +225,11 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if m == nil {
 			continue
 		}
-		key := keyOf(m)
+		key, group := keyOf(m), sm.group()
 		if busy[key] {
 			continue
 		}
-		if protected(sm.Server, key.owner, m) {
+		if protected(sm.Server, group, m) {
 			continue
 		}
 		age := now.Sub(m.UpdatedAt)
@@ -222,7 +237,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		var detail string
 		switch {
 		case m.Verified():
-			pos := indexOf(rank[[2]string{sm.Server, key.owner}], m.Sequence)
+			pos := indexOf(rank[[2]string{sm.Server, group}], m)
 			if pos < r.KeepVerified {
 				continue
 			}
@@ -309,9 +324,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	return out, nil
 }
 
-func indexOf(s []*Manifest, seq int64) int {
+func indexOf(s []*Manifest, m *Manifest) int {
 	for i, x := range s {
-		if x.Sequence == seq {
+		if x == m {
 			return i
 		}
 	}

@@ -211,10 +211,11 @@ func TestRetentionFiles(t *testing.T) {
 	day := 24 * time.Hour
 	m := set("Sales", 2, StateFailed, 2*day)
 	files := map[string][]FileInfo{"BAK01": {
-		file("sql01@Sales_00000002_1of2.bak", 2*day), file("sql01@Sales_00000002_2of2.bak", 2*day),
-		file("sql01@Sales_00000002_3of3.bak", 2*day), // a stripe the manifest does not list (earlier attempt)
-		file("sql01@Sales_00000002.manifest.json", 2*day),
-		file("sql01@Sales_00000020_1of2.bak", 2*day), // another set with a longer number: not part of it
+		file("sql01@Sales~8de4e0ea_00000002_1of2.bak", 2*day), file("sql01@Sales~8de4e0ea_00000002_2of2.bak", 2*day),
+		file("sql01@Sales~8de4e0ea_00000002_3of3.bak", 2*day), // a stripe the manifest does not list (earlier attempt)
+		file("sql01@Sales~8de4e0ea_00000002.manifest.json", 2*day),
+		file("sql01@Sales~8de4e0ea_00000020_1of2.bak", 2*day), // another set with a longer number: not part of it
+		file("sql01@Sales_00000002_1of2.bak", 2*day),          // a legacy-named file of another set 2: not part of it
 	}}
 	got, err := Decide(Retention{DeleteFailedAfter: day, DeleteAbandonedAfter: 3 * day, DeleteOrphansAfter: 3 * day}, on("BAK01", m), files, now)
 	if err != nil {
@@ -223,7 +224,7 @@ func TestRetentionFiles(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %v", summary(got))
 	}
-	want := []string{"sql01@Sales_00000002_1of2.bak", "sql01@Sales_00000002_2of2.bak", "sql01@Sales_00000002_3of3.bak", "sql01@Sales_00000002.manifest.json"}
+	want := []string{"sql01@Sales~8de4e0ea_00000002_1of2.bak", "sql01@Sales~8de4e0ea_00000002_2of2.bak", "sql01@Sales~8de4e0ea_00000002_3of3.bak", "sql01@Sales~8de4e0ea_00000002.manifest.json"}
 	if !reflect.DeepEqual(got[0].Files, want) {
 		t.Errorf("files %v, want %v (stripes first, manifest last)", got[0].Files, want)
 	}
@@ -299,7 +300,7 @@ func TestRetentionNewestByTimeNotNumber(t *testing.T) {
 	if s := summary(got); len(s) != 1 || !strings.Contains(s[0], "Sales#7") {
 		t.Errorf("deletions %v, want only the older set 7", s)
 	}
-	if nv, err := NewestVerified("sql01", "Sales", []*Manifest{old, newer}); err != nil || nv.Sequence != 5 {
+	if nv, err := NewestVerified(Of("sql01", "Sales"), []*Manifest{old, newer}); err != nil || nv.Sequence != 5 {
 		t.Errorf("NewestVerified = %v, %v; want set 5", nv, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -99,22 +101,87 @@ func Save(ctx context.Context, fsys FS, m *Manifest) error {
 	return WriteFileAtomic(ctx, fsys, m.FileName(), data)
 }
 
-// Load reads and strictly decodes the manifest of set seq of database db of
-// instance, checking that the file really describes that set.
-func Load(ctx context.Context, fsys FS, instance, db string, seq int64) (*Manifest, error) {
-	name := tsql.ManifestFileName(instance, db, seq)
-	data, err := fsys.ReadFile(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", name, err)
+// DB is the sets of one database: of Instance (its configuration name),
+// recorded under Database (the name as sys.databases spells it), and
+// written under either naming (tsql.AllNamesOf). Also are other spellings
+// under which sets of this database were written before started names were
+// resolved against sys.databases: its databases: entry's, when that
+// differs only in case on a case-insensitive instance. A set recorded under
+// one of them counts only when it was written before case-safe names
+// (Manifest.Naming "").
+type DB struct {
+	Instance, Database string
+	Also               []string
+}
+
+// Of is DB{Instance: instance, Database: db}.
+func Of(instance, db string) DB { return DB{Instance: instance, Database: db} }
+
+// Names are every naming the database's files may have, current first.
+func (d DB) Names() []tsql.SetNames {
+	out := tsql.AllNamesOf(d.Instance, d.Database)
+	for _, a := range d.Also {
+		if n := tsql.LegacyNamesOf(d.Instance, a); a != d.Database && !slices.ContainsFunc(out, func(o tsql.SetNames) bool { return o.Owner() == n.Owner() }) {
+			out = append(out, n)
+		}
 	}
-	m, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	return out
+}
+
+// Owns reports whether m is a set of the database: recorded under its name
+// (or, seen from a configuration without the server, under its databases:
+// entry's, Manifest.Entry), or a set written before case-safe names under
+// one of Also.
+func (d DB) Owns(m *Manifest) bool {
+	if m.SourceInstance != d.Instance {
+		return false
 	}
-	if m.Database != db || m.SourceInstance != instance || m.Sequence != seq {
-		return nil, fmt.Errorf("manifest %s describes set %d of %s/%s, not set %d of %s/%s", name, m.Sequence, m.SourceInstance, m.Database, seq, instance, db)
+	return m.Database == d.Database || m.Entry != "" && m.Entry == d.Database ||
+		m.Naming == "" && slices.Contains(d.Also, m.Database)
+}
+
+// OwnsName reports whether a parsed file name is of one of the database's
+// namings.
+func (d DB) OwnsName(p tsql.ParsedName) bool {
+	for _, n := range d.Names() {
+		if p.Owner() == n.Owner() {
+			return true
+		}
 	}
-	return m, nil
+	return false
+}
+
+// String is instance/database, for messages.
+func (d DB) String() string { return d.Instance + "/" + d.Database }
+
+// Load reads and strictly decodes the manifest of set seq of the database,
+// under whichever of its namings it was written (the current one first),
+// checking that the file really describes that set. When no naming has the
+// file, the error wraps the current name's not-exist error.
+func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
+	var first error
+	for _, n := range d.Names() {
+		name := n.Manifest(seq)
+		data, err := fsys.ReadFile(ctx, name)
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("read manifest %s: %w", name, err)
+			}
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			return nil, fmt.Errorf("read manifest %s: %w", name, err)
+		}
+		m, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if !d.Owns(m) || m.Sequence != seq || m.FileName() != name {
+			return nil, fmt.Errorf("manifest %s describes set %d of %s/%s, not set %d of %s", name, m.Sequence, m.SourceInstance, m.Database, seq, d)
+		}
+		return m, nil
+	}
+	return nil, first
 }
 
 // Listing is what one backup directory holds.
@@ -126,11 +193,10 @@ type Listing struct {
 	Broken map[string]error
 }
 
-// List reads every manifest in the directory: only those of database db of
-// instance, or every one when both are "".
-func List(ctx context.Context, fsys FS, instance, db string) (Listing, error) {
-	all := instance == "" && db == ""
-	owner := tsql.OwnerOf(instance, db)
+// List reads every manifest in the directory: only those of database d, or
+// every one when d is nil.
+func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
+	all := d == nil
 	files, err := fsys.List(ctx)
 	if err != nil {
 		return Listing{}, fmt.Errorf("list backup directory: %w", err)
@@ -138,7 +204,7 @@ func List(ctx context.Context, fsys FS, instance, db string) (Listing, error) {
 	l := Listing{Files: files, Broken: map[string]error{}}
 	for _, f := range files {
 		p, ok := tsql.ParseManifestFileName(f.Name)
-		if !ok || (!all && p.Owner() != owner) {
+		if !ok || (!all && !d.OwnsName(p)) {
 			continue
 		}
 		data, err := fsys.ReadFile(ctx, f.Name)
@@ -157,7 +223,7 @@ func List(ctx context.Context, fsys FS, instance, db string) (Listing, error) {
 			l.Broken[f.Name] = err
 			continue
 		}
-		if all || (m.Database == db && m.SourceInstance == instance) {
+		if all || d.Owns(m) {
 			l.Manifests = append(l.Manifests, m)
 		}
 	}
@@ -172,13 +238,13 @@ func List(ctx context.Context, fsys FS, instance, db string) (Listing, error) {
 }
 
 // LastServer returns the primary server of the newest set (by when it was
-// taken) of (instance, db) among the given manifests (from every server of
+// taken) of the database among the given manifests (from every server of
 // the rotation), for plan.NextServer; "" when there is none. Failed sets
 // count: a cycle that failed on BAK01 still moves the rotation on to BAK02.
-func LastServer(instance, db string, manifests []*Manifest) string {
+func LastServer(d DB, manifests []*Manifest) string {
 	var best *Manifest
 	for _, m := range manifests {
-		if m.Database != db || m.SourceInstance != instance || m.PrimaryServer == "" {
+		if !d.Owns(m) || m.PrimaryServer == "" {
 			continue
 		}
 		if best == nil || m.Newer(best) {
@@ -194,16 +260,16 @@ func LastServer(instance, db string, manifests []*Manifest) string {
 // ErrNotFound is returned by NewestVerified when no verified set exists.
 var ErrNotFound = errors.New("no verified backup set")
 
-// NewestVerified returns the verified set of (instance, db) taken last.
-func NewestVerified(instance, db string, manifests []*Manifest) (*Manifest, error) {
+// NewestVerified returns the verified set of the database taken last.
+func NewestVerified(d DB, manifests []*Manifest) (*Manifest, error) {
 	var best *Manifest
 	for _, m := range manifests {
-		if m.Database == db && m.SourceInstance == instance && m.Verified() && (best == nil || m.Newer(best)) {
+		if d.Owns(m) && m.Verified() && (best == nil || m.Newer(best)) {
 			best = m
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%w of database %s/%s", ErrNotFound, instance, db)
+		return nil, fmt.Errorf("%w of database %s", ErrNotFound, d)
 	}
 	return best, nil
 }

@@ -7,8 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // dirFS is FS over a real local directory (what internal/storage's local
@@ -90,10 +95,10 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 	if err := Save(ctx, d, m); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, d.dir); len(got) != 1 || got[0] != "sql01@Sales_00000005.manifest.json" {
+	if got := names(t, d.dir); len(got) != 1 || got[0] != "sql01@Sales~8de4e0ea_00000005.manifest.json" {
 		t.Fatalf("directory holds %v, want only the manifest", got)
 	}
-	loaded, err := Load(ctx, d, "sql01", "Sales", 5)
+	loaded, err := Load(ctx, d, Of("sql01", "Sales"), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +115,7 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 		if err := Save(ctx, fault, m); err == nil {
 			t.Fatalf("save with fault %+v succeeded", fault)
 		}
-		again, err := Load(ctx, d, "sql01", "Sales", 5)
+		again, err := Load(ctx, d, Of("sql01", "Sales"), 5)
 		if err != nil || again.State != StateWritten {
 			t.Errorf("after a failed save the manifest is %v, %v; want the old written one", again, err)
 		}
@@ -121,18 +126,119 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 	if err := Save(ctx, d, m); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := Load(ctx, d, "sql01", "Sales", 5); again.State != StateCopied {
+	if again, _ := Load(ctx, d, Of("sql01", "Sales"), 5); again.State != StateCopied {
 		t.Errorf("replaced manifest state %s, want copied", again.State)
 	}
 
-	if _, err := Load(ctx, d, "sql01", "Sales", 6); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Load(ctx, d, Of("sql01", "Sales"), 6); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing manifest: %v, want fs.ErrNotExist", err)
 	}
 	// A manifest under the wrong name is not trusted.
-	data, _ := os.ReadFile(filepath.Join(d.dir, "sql01@Sales_00000005.manifest.json"))
-	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000009.manifest.json"), data, 0o644)
-	if _, err := Load(ctx, d, "sql01", "Sales", 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
+	data, _ := os.ReadFile(filepath.Join(d.dir, "sql01@Sales~8de4e0ea_00000005.manifest.json"))
+	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales~8de4e0ea_00000009.manifest.json"), data, 0o644)
+	if _, err := Load(ctx, d, Of("sql01", "Sales"), 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
 		t.Errorf("misnamed manifest: %v", err)
+	}
+	// Nor is a current manifest under its set's legacy name.
+	seven, _ := Encode(sample("Sales", 7))
+	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000007.manifest.json"), seven, 0o644)
+	if _, err := Load(ctx, d, Of("sql01", "Sales"), 7); err == nil || !strings.Contains(err.Error(), "not set 7") {
+		t.Errorf("current manifest under a legacy name: %v", err)
+	}
+}
+
+// legacySet is a manifest as a build before case-safe file names wrote it:
+// no naming, its stripes and its own file named byte for byte.
+func legacySet(t *testing.T, db string, seq int64, state State, at time.Time) *Manifest {
+	t.Helper()
+	m := sample(db, seq)
+	m.Naming = ""
+	for i := range m.Stripes {
+		m.Stripes[i].Name = tsql.LegacyNamesOf("sql01", db).Stripe(seq, i+1, len(m.Stripes))
+	}
+	m.Header.BackupFinish, m.CreatedAt, m.UpdatedAt = at, at, at
+	if state == StateVerified {
+		for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
+			if err := m.Advance(s, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return m
+}
+
+// Sets written under today's names (no naming recorded) are found, loaded,
+// updated under their own names and counted by retention together with
+// the database's new sets; sets written under its databases: entry's
+// spelling count when the caller says so (DB.Also).
+func TestLegacySetsStillFound(t *testing.T) {
+	ctx := context.Background()
+	d := &dirFS{dir: t.TempDir()}
+	for _, m := range []*Manifest{
+		legacySet(t, "Sales", 3, StateVerified, t0),
+		legacySet(t, "sales", 4, StateVerified, t0.Add(time.Hour)), // by the entry's spelling
+		legacySet(t, "Sales", 5, StateWritten, t0.Add(2*time.Hour)),
+	} {
+		if err := Save(ctx, d, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m6 := sample("Sales", 6)
+	m6.Header.BackupFinish = t0.Add(3 * time.Hour)
+	for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
+		_ = m6.Advance(s, t0.Add(3*time.Hour))
+	}
+	if err := Save(ctx, d, m6); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sql01@Sales_00000003.manifest.json", "sql01@Sales_00000005.manifest.json", "sql01@Sales~8de4e0ea_00000006.manifest.json", "sql01@sales_00000004.manifest.json"}
+	if got := names(t, d.dir); !reflect.DeepEqual(got, want) {
+		t.Fatalf("directory holds %v, want %v", got, want)
+	}
+	sales := DB{Instance: "sql01", Database: "Sales", Also: []string{"sales"}}
+	l, err := List(ctx, d, &sales)
+	if err != nil || len(l.Broken) > 0 {
+		t.Fatalf("list: %v %v", err, l.Broken)
+	}
+	var seqs []int64
+	for _, m := range l.Manifests {
+		seqs = append(seqs, m.Sequence)
+	}
+	slices.Sort(seqs)
+	if !reflect.DeepEqual(seqs, []int64{3, 4, 5, 6}) {
+		t.Errorf("sets of Sales (and of its entry sales): %v, want 3 4 5 6", seqs)
+	}
+	if l, _ := List(ctx, d, &DB{Instance: "sql01", Database: "Sales"}); len(l.Manifests) != 3 {
+		t.Errorf("without Also, %d sets, want 3 (not the one recorded as sales)", len(l.Manifests))
+	}
+	// A legacy set is updated under its own name and version.
+	m5, err := Load(ctx, d, sales, 5)
+	if err != nil || m5.Naming != "" {
+		t.Fatalf("load legacy set 5: %+v %v", m5, err)
+	}
+	_ = m5.Advance(StateCopied, t0.Add(4*time.Hour))
+	if err := Save(ctx, d, m5); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, d.dir); !reflect.DeepEqual(got, want) {
+		t.Errorf("after updating set 5 the directory holds %v, want %v", got, want)
+	}
+	if nv, err := NewestVerified(sales, l.Manifests); err != nil || nv.Sequence != 6 {
+		t.Errorf("newest verified %+v %v, want 6", nv, err)
+	}
+	// Retention counts them as one database: keep 2 verified of 3, 4, 6.
+	var sms []ServerManifest
+	for _, m := range l.Manifests {
+		sms = append(sms, ServerManifest{Server: "BAK01", Manifest: m, Database: sales.String()})
+	}
+	files, _ := d.List(ctx)
+	dels, err := Decide(Retention{KeepVerified: 2, DeleteFailedAfter: time.Hour, DeleteAbandonedAfter: 30 * 24 * time.Hour}, sms, map[string][]FileInfo{"BAK01": files}, t0.Add(5*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dels) != 1 || dels[0].Set.Sequence != 3 || !slices.Contains(dels[0].Files, "sql01@Sales_00000003_1of2.bak") ||
+		!slices.Contains(dels[0].Files, "sql01@Sales_00000003.manifest.json") {
+		t.Errorf("retention deletes %+v, want only set 3, by its legacy names", dels)
 	}
 }
 
@@ -161,7 +267,7 @@ func TestListAndRotationHelpers(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000004.manifest.json"), []byte("{half"), 0o644)
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000001_1of2.bak"), []byte("x"), 0o644)
 
-	l, err := List(ctx, d, "sql01", "Sales")
+	l, err := List(ctx, d, &DB{Instance: "sql01", Database: "Sales"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,20 +280,20 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if len(l.Files) != 6 {
 		t.Errorf("files = %d, want 6", len(l.Files))
 	}
-	if got := LastServer("sql01", "Sales", l.Manifests); got != "BAK01" {
+	if got := LastServer(Of("sql01", "Sales"), l.Manifests); got != "BAK01" {
 		t.Errorf("LastServer = %q, want BAK01 (seq 3, failed, still counts)", got)
 	}
-	if got := LastServer("sql01", "None", l.Manifests); got != "" {
+	if got := LastServer(Of("sql01", "None"), l.Manifests); got != "" {
 		t.Errorf("LastServer(None) = %q", got)
 	}
-	nv, err := NewestVerified("sql01", "Sales", l.Manifests)
+	nv, err := NewestVerified(Of("sql01", "Sales"), l.Manifests)
 	if err != nil || nv.Sequence != 2 {
 		t.Errorf("NewestVerified = %v, %v; want seq 2", nv, err)
 	}
-	if _, err := NewestVerified("sql01", "Other", l.Manifests); !errors.Is(err, ErrNotFound) {
+	if _, err := NewestVerified(Of("sql01", "Other"), l.Manifests); !errors.Is(err, ErrNotFound) {
 		t.Errorf("NewestVerified(Other) = %v", err)
 	}
-	all, err := List(ctx, d, "", "")
+	all, err := List(ctx, d, nil)
 	if err != nil || len(all.Manifests) != 4 {
 		t.Errorf("List all: %d manifests, %v", len(all.Manifests), err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -93,7 +94,7 @@ func (d *decoder) check(c *Config) {
 		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers), or select them per instance with sql_instances[].databases (e.g. [USER_DATABASES]) and sql_instances[].backup_servers")
 	}
 	d.checkFleet(&c.Fleet)
-	dbs := map[string]string{}
+	dbs := map[string]seenEntry{}
 	verifyNames := map[string]string{} // verify instance + name -> database
 	for i := range c.Databases {
 		d.checkDatabase(&c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, servers, dbs, verifyNames)
@@ -185,18 +186,19 @@ func (d *decoder) required(value, path, key, owner, what string) bool {
 	return true
 }
 
-// seen is the name -> line map of a section, for duplicate names.
-func (d *decoder) seen(section string) map[string]int {
+// seen is the lower-cased name -> name and line map of a section, for
+// duplicate names.
+func (d *decoder) seen(section string) map[string]seenName {
 	if d.names == nil {
-		d.names = map[string]map[string]int{}
+		d.names = map[string]map[string]seenName{}
 	}
 	if d.names[section] == nil {
-		d.names[section] = map[string]int{}
+		d.names[section] = map[string]seenName{}
 	}
 	return d.names[section]
 }
 
-func (d *decoder) checkName(name, path, owner, section string, seen map[string]int) bool {
+func (d *decoder) checkName(name, path, owner, section string, seen map[string]seenName) bool {
 	if !d.required(name, path, "name", owner, "a short name other sections refer to") {
 		return false
 	}
@@ -204,12 +206,26 @@ func (d *decoder) checkName(name, path, owner, section string, seen map[string]i
 		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q: use letters, digits, '.', '_' or '-' (at most 63)", owner, name)
 		return false
 	}
-	if first, dup := seen[name]; dup {
-		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q is already used in %s at line %d: names must be unique", owner, name, section, first)
+	// Keys are unique ignoring case: instance keys are part of file names,
+	// which a Windows or Samba share matches case-insensitively (SQL01 and
+	// sql01 would share files there).
+	key := strings.ToLower(name)
+	if first, dup := seen[key]; dup {
+		if first.name == name {
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q is already used in %s at line %d: names must be unique", owner, name, section, first.line)
+		} else {
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name %q differs only in case from %q at line %d in %s: names must be unique ignoring case (file names on a Windows or Samba share are)", owner, name, first.name, first.line, section)
+		}
 		return false
 	}
-	seen[name] = d.line(join(path, "name"))
+	seen[key] = seenName{name, d.line(join(path, "name"))}
 	return true
+}
+
+// seenName is a name met earlier in a section and its line.
+type seenName struct {
+	name string
+	line int
 }
 
 func labelled(path, name string) string {
@@ -649,7 +665,7 @@ func keys[T any](m map[string]*T) string {
 	return strings.Join(ks, ", ")
 }
 
-func (d *decoder) checkDatabase(db *Database, path string, instances map[string]*SQLInstance, servers map[string]*BackupServer, seen map[string]string, verifyNames map[string]string) {
+func (d *decoder) checkDatabase(db *Database, path string, instances map[string]*SQLInstance, servers map[string]*BackupServer, seen map[string]seenEntry, verifyNames map[string]string) {
 	owner := labelled(path, db.Name)
 	if d.required(db.Name, path, "name", owner, "the database name on the instance") {
 		switch {
@@ -657,6 +673,10 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name is %d characters (UTF-16, as SQL Server counts), longer than SQL Server's limit of 128", owner, utf16Len(db.Name))
 		case strings.ContainsRune(db.Name, 0) || !utf8.ValidString(db.Name):
 			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: name contains a NUL byte or invalid UTF-8", owner)
+		default:
+			if err := CheckDatabaseName(db.Name); err != nil {
+				d.errf(d.line(join(path, "name")), join(path, "name"), "%s: %v", owner, err)
+			}
 		}
 	}
 	if d.required(db.Instance, path, "instance", owner, "the sql_instances name of the source") {
@@ -664,11 +684,19 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 			d.errf(d.line(join(path, "instance")), join(path, "instance"), "%s: instance %q is not defined in sql_instances (defined: %s)", owner, db.Instance, keys(instances))
 		}
 	}
-	key := db.Instance + "\x00" + db.Name
+	// One entry per database ignoring case: on a case-insensitive instance
+	// DBA and dba are one database, which two entries would back up twice
+	// at once under two workflow ids.
+	key := db.Instance + "\x00" + strings.ToLower(db.Name)
 	if first, dup := seen[key]; dup && db.Name != "" {
-		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s is already configured in %s", owner, db.Name, db.Instance, first)
+		if first.name == db.Name {
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s is already configured in %s at line %d", owner, db.Name, db.Instance, first.path, first.line)
+		} else {
+			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s differs only in case from %s %q at line %d: SQL Server compares names case-insensitively by default, so both entries would name one database; keep one", owner, db.Name, db.Instance, first.path, first.name, first.line)
+		}
+	} else {
+		seen[key] = seenEntry{path: path, name: db.Name, line: d.line(join(path, "name"))}
 	}
-	seen[key] = path
 
 	rot := join(path, "backup_servers")
 	if len(db.BackupServers) == 0 {
@@ -696,6 +724,26 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	d.checkNames(db, path, owner, servers, targets)
 	d.checkMemory(&db.Policy, path, owner)
 	d.checkSanity(db, path, owner)
+}
+
+// seenEntry is a databases: entry met earlier: its path, name and line.
+type seenEntry struct {
+	path, name string
+	line       int
+}
+
+// CheckDatabaseName refuses a database name with a leading or trailing
+// blank: SQL Server ignores trailing blanks when it compares names ("= (String
+// Comparison or Assignment)",
+// https://learn.microsoft.com/en-us/sql/t-sql/language-elements/string-comparison-assignment),
+// so "Sales " names the database Sales while every check made on the name
+// as written (a selection's exclusion, the workflow id, the databases:
+// entry) would take it for another; a leading blank is as surely a typo.
+func CheckDatabaseName(name string) error {
+	if name != strings.TrimFunc(name, unicode.IsSpace) {
+		return fmt.Errorf("database name %q has a leading or trailing blank: SQL Server ignores trailing blanks when it compares names, so it would not be told apart from %q; write the name without them", name, strings.TrimFunc(name, unicode.IsSpace))
+	}
+	return nil
 }
 
 // checkPolicy checks the policy keys selected by only; values a database

@@ -162,6 +162,12 @@ type Database struct {
 	CopyTo       string        `yaml:"copy_to"`
 	SanityChecks []SanityCheck `yaml:"sanity_checks"`
 	Policy       `yaml:",inline"`
+	// Entry is set when the database was resolved on its instance (package
+	// selection): the name of the databases: entry it is backed up with,
+	// when that is spelled otherwise than the database (an entry "sales"
+	// for the database Sales of a case-insensitive instance; Name is then
+	// "Sales"). Never read from the file.
+	Entry string `yaml:"-"`
 }
 
 // Fleet is how the nightly Fleet workflow runs the selected databases.

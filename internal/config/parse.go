@@ -90,12 +90,12 @@ func (d *decoder) yamlError(err error) Error {
 type decoder struct {
 	file     string
 	errs     Errors
-	warnings []Error                   // see Config.Warnings
-	lines    map[string]int            // path -> line of its key (or list item)
-	nulls    map[string]bool           // keys written with no value ("key:"), treated as not given
-	names    map[string]map[string]int // section -> name -> line, for duplicate names
-	inline   map[string]bool           // mappings with an inline secret (already reported)
-	reported map[string]bool           // paths with an error already
+	warnings []Error                        // see Config.Warnings
+	lines    map[string]int                 // path -> line of its key (or list item)
+	nulls    map[string]bool                // keys written with no value ("key:"), treated as not given
+	names    map[string]map[string]seenName // section -> lower-cased name -> name and line, for duplicate names
+	inline   map[string]bool                // mappings with an inline secret (already reported)
+	reported map[string]bool                // paths with an error already
 }
 
 // warnf records a warning (see Config.Warnings).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -42,6 +43,10 @@ func ParseSelectionItem(item string) (SelectionItem, error) {
 		return it, errors.New("is empty: write a database name, a pattern such as \"Sales*\", a keyword (ALL_DATABASES, SYSTEM_DATABASES, USER_DATABASES), or -NAME to exclude")
 	case strings.ContainsRune(body, 0) || !utf8.ValidString(body):
 		return it, errors.New("contains a NUL byte or invalid UTF-8")
+	case body != strings.TrimFunc(body, unicode.IsSpace):
+		// "-HR " would exclude no database: names compare without
+		// trailing blanks, the pattern with them.
+		return it, errors.New("has a leading or trailing blank: write the name or pattern without it (SQL Server ignores trailing blanks when it compares names)")
 	}
 	// Keywords compare case-insensitively, as DatabaseBackup's do under a
 	// server's default (case-insensitive) collation.

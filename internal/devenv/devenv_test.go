@@ -450,11 +450,11 @@ func TestFleetDatabasesAreSelected(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		dbs, err := selection.List(context.Background(), db)
+		found, err := selection.ReadNames(context.Background(), db, selection.Asked(s.Config, devenv.SourceInstance))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := selection.ForInstance(s.Config, devenv.SourceInstance, dbs)
+		r, err := selection.ForInstance(s.Config, devenv.SourceInstance, found)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +476,7 @@ func TestFleetDatabasesAreSelected(t *testing.T) {
 	if inst.MaxConcurrent != 2 {
 		t.Errorf("sql01 max_concurrent %d, want 2 so the Fleet runs two at once", inst.MaxConcurrent)
 	}
-	crm, err := selection.DatabaseFor(s.Config, devenv.SourceInstance, "CRM")
+	crm, err := selection.DatabaseFor(s.Config, devenv.SourceInstance, "CRM", "")
 	if err != nil || strings.Join(crm.BackupServers, " ") != "bak01 bak02" {
 		t.Errorf("CRM's configuration: %+v, %v; want the rotation bak01, bak02", crm, err)
 	}

@@ -22,7 +22,7 @@ func TestRunKeepsErrorsBeforeAFatalDisconnect(t *testing.T) {
 	if err := s.src.FatalErrorAt("BACKUP", 30, 823, 24); err != nil {
 		t.Fatal(err)
 	}
-	layout, err := tsql.Layout([]string{`\\bak01\backup`}, "sql01", "Sales", 1, 1)
+	layout, err := tsql.Layout([]string{`\\bak01\backup`}, tsql.NamesOf("sql01", "Sales"), 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func newProofSite(t *testing.T) *proofSite {
 // its stripes and HEADERONLY row.
 func (s *proofSite) backup(t *testing.T, db string, seq int64) ([]string, BackupHeader) {
 	t.Helper()
-	layout, err := tsql.Layout([]string{`\\bak01\backup`}, "sql01", db, seq, 2)
+	layout, err := tsql.Layout([]string{`\\bak01\backup`}, tsql.NamesOf("sql01", db), seq, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,14 +198,14 @@ func newest(t Throughput) time.Time {
 }
 
 // FromManifests is the combined measurement (Combine) of the verified sets
-// of (instance, db) among manifests, which may hold the same set once per
+// of database d among manifests, which may hold the same set once per
 // backup server (each set counts once, by its copy with the most timings),
 // and of more: measurements made elsewhere, such as a calibration's
 // (Throughput{Backup: StepRate{Source: SourceCalibration, ...}}).
-func FromManifests(instance, db string, manifests []*catalog.Manifest, more ...Throughput) Throughput {
+func FromManifests(d catalog.DB, manifests []*catalog.Manifest, more ...Throughput) Throughput {
 	best := map[int64]*catalog.Manifest{}
 	for _, m := range manifests {
-		if m == nil || m.SourceInstance != instance || m.Database != db || !m.Verified() {
+		if m == nil || !d.Owns(m) || !m.Verified() {
 			continue
 		}
 		if b := best[m.Sequence]; b == nil || len(m.Timings) > len(b.Timings) {

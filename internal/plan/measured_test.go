@@ -150,7 +150,7 @@ func TestFromManifests(t *testing.T) {
 	c := verifiedSet(t, 3, 10*gb, 10*gb, false, steps(50*time.Second))   // 204.8
 	d := verifiedSet(t, 4, 10*gb, 10*gb, false, steps(1000*time.Second)) // 10.24, but another instance
 	d.SourceInstance = "sql02"
-	got := FromManifests("sql01", "Sales", []*catalog.Manifest{a, bOther, b, c, d, c})
+	got := FromManifests(catalog.Of("sql01", "Sales"), []*catalog.Manifest{a, bOther, b, c, d, c})
 	if !near(got.Backup.MBps, 51.2) || got.Backup.Sequence != 2 {
 		t.Errorf("backup %+v, want set 2's 51.2 MB/s", got.Backup)
 	}
@@ -159,18 +159,18 @@ func TestFromManifests(t *testing.T) {
 	}
 	// Four sets: set 1 drops out of the window.
 	e := verifiedSet(t, 5, 10*gb, 10*gb, false, steps(100*time.Second))
-	got = FromManifests("sql01", "Sales", []*catalog.Manifest{a, b, c, e})
+	got = FromManifests(catalog.Of("sql01", "Sales"), []*catalog.Manifest{a, b, c, e})
 	if !near(got.Backup.MBps, 51.2) {
 		t.Errorf("backup %+v, want 51.2", got.Backup)
 	}
 	// A calibration after the sets: the backup's window starts afresh.
 	cal := Throughput{Backup: StepRate{MBps: 300, Source: SourceCalibration, At: e.TakenAt().Add(time.Hour),
 		Settings: Settings{Stripes: 8, NICPaths: 4, BufferCount: 64, MaxTransferSize: 4 << 20}}}
-	got = FromManifests("sql01", "Sales", []*catalog.Manifest{a, b, c, e}, cal)
+	got = FromManifests(catalog.Of("sql01", "Sales"), []*catalog.Manifest{a, b, c, e}, cal)
 	if got.Backup != cal.Backup || !near(got.Restore.MBps, 102.4) {
 		t.Errorf("with a calibration: backup %+v restore %+v, want the calibration's 300 MB/s and the sets' restore", got.Backup, got.Restore)
 	}
-	if got := FromManifests("sql01", "Other", []*catalog.Manifest{a, b}); got.Any() {
+	if got := FromManifests(catalog.Of("sql01", "Other"), []*catalog.Manifest{a, b}); got.Any() {
 		t.Errorf("another database's sets measured %+v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,152 @@ func List(ctx context.Context, db *mssql.DB) ([]Database, error) {
 	return out, nil
 }
 
+// Names is how one instance resolves database names: its databases
+// (sys.databases) and the database_id each name asked about names there
+// (DB_ID: by the server collation, trailing blanks ignored). On a
+// case-insensitive instance sales names the database Sales; on a
+// case-sensitive (SAP estates: BIN2) one it names only a database sales.
+type Names struct {
+	Databases []Database
+	// IDs maps each name asked about to its database_id; a name that names
+	// no database is absent.
+	IDs map[string]int64
+}
+
+// ReadNames lists an instance's databases (List) and resolves names there
+// (tsql.DatabaseIDs).
+func ReadNames(ctx context.Context, db *mssql.DB, names []string) (Names, error) {
+	dbs, err := List(ctx, db)
+	if err != nil {
+		return Names{}, err
+	}
+	out := Names{Databases: dbs, IDs: map[string]int64{}}
+	for len(names) > 0 {
+		chunk := names[:min(len(names), 1000)]
+		names = names[len(chunk):]
+		q, args, err := tsql.DatabaseIDs(chunk)
+		if err != nil {
+			return Names{}, err
+		}
+		ids := make([]sql.NullInt64, len(chunk))
+		dest := make([]any, len(chunk))
+		for i := range ids {
+			dest[i] = &ids[i]
+		}
+		if err := db.QueryRowContext(ctx, q, args...).Scan(dest...); err != nil {
+			return Names{}, mssql.Classify(db.Target, "resolve database names (DB_ID)", err)
+		}
+		for i, id := range ids {
+			if id.Valid {
+				out.IDs[chunk[i]] = id.Int64
+			}
+		}
+	}
+	return out, nil
+}
+
+// Asked are the names to resolve on instance for a start of names: those
+// and the names of the instance's databases: entries, each once.
+func Asked(cfg *config.Config, instance string, names ...string) []string {
+	out := slices.Clone(names)
+	for _, c := range cfg.Databases {
+		if c.Instance == instance {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// byID is the database with that database_id.
+func (n Names) byID(id int64) (Database, bool) {
+	for _, d := range n.Databases {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return Database{}, false
+}
+
+// NoSuchDatabaseError is Canonical's (and Resolve's) error when the
+// instance has no database of the name started.
+type NoSuchDatabaseError struct{ msg string }
+
+func (e *NoSuchDatabaseError) Error() string { return e.msg }
+
+// Canonical is the database the instance takes name to mean, with its
+// sys.databases spelling. The error of a name that names none is a
+// NoSuchDatabaseError naming the databases spelled the same but for case:
+// on a case-sensitive instance those are other databases.
+func (n Names) Canonical(instance, name string) (Database, error) {
+	if id, ok := n.IDs[name]; ok {
+		if d, ok := n.byID(id); ok {
+			return d, nil
+		}
+	}
+	var near []string
+	for _, d := range n.Databases {
+		if strings.EqualFold(d.Name, name) {
+			near = append(near, "'"+tsql.Printable(d.Name)+"'")
+		}
+	}
+	shown := "'" + tsql.Printable(name) + "'"
+	if len(near) > 0 {
+		return Database{}, &NoSuchDatabaseError{fmt.Sprintf("database %s not found on SQL instance %s, only %s: the instance compares names case-sensitively (its server collation), so these are other databases; check the database name in the configuration or the start and give the exact one",
+			shown, instance, strings.Join(near, " and "))}
+	}
+	return Database{}, &NoSuchDatabaseError{fmt.Sprintf("database %s not found on SQL instance %s (sys.databases): check the database name in the configuration or the start", shown, instance)}
+}
+
+// entryFor is the name of the databases: entry of instance that names
+// database id there ("" for none). Two entries naming one database (Cafe
+// and Café under an accent-insensitive collation) are refused.
+func (n Names) entryFor(cfg *config.Config, instance string, id int64) (string, error) {
+	var found []string
+	for _, c := range cfg.Databases {
+		if got, ok := n.IDs[c.Name]; ok && got == id && c.Instance == instance {
+			found = append(found, c.Name)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("the databases: entries %q all name one database on %s (it compares them by its collation): keep one in %s", found, instance, cfg.File)
+}
+
+// Resolve is the configuration a cycle of name on instance runs with,
+// name resolved as the instance resolves it: Name is the database's
+// sys.databases spelling (Sales for a start of sales on a case-insensitive
+// instance), and the databases: entry that names the same database there,
+// in whatever case, supplies the settings (Entry records its spelling when
+// it differs); without one, a database the instance's selection picks gets
+// DatabaseFor's defaults. Names with a leading or trailing blank are
+// refused, started or found.
+func (n Names) Resolve(cfg *config.Config, instance, name string) (config.Database, error) {
+	if err := config.CheckDatabaseName(name); err != nil {
+		return config.Database{}, err
+	}
+	d, err := n.Canonical(instance, name)
+	if err != nil {
+		return config.Database{}, err
+	}
+	if err := config.CheckDatabaseName(d.Name); err != nil {
+		return config.Database{}, fmt.Errorf("%s resolves %q to its database %q: %w", instance, name, d.Name, err)
+	}
+	entry, err := n.entryFor(cfg, instance, d.ID)
+	if err != nil {
+		return config.Database{}, err
+	}
+	if entry == "" && !Selects(cfg, instance, d.Name) {
+		_, err := cfg.Database(instance, d.Name)
+		return config.Database{}, fmt.Errorf("%s resolves %q to its database %q, which %w", instance, name, d.Name, err)
+	}
+	return DatabaseFor(cfg, instance, d.Name, entry)
+}
+
 // Result is what one instance's databases resolve to.
 type Result struct {
 	Instance string `json:"instance"`
@@ -60,58 +207,74 @@ type Selected struct {
 	// Configured: an explicit databases: entry sets its settings; otherwise
 	// it inherits defaults: (see DatabaseFor).
 	Configured bool `json:"configured"`
-	ReadOnly   bool `json:"read_only,omitempty"`
+	// Entry is the configured entry's name when it is spelled otherwise
+	// than the database (the instance resolved it to this database).
+	Entry    string `json:"entry,omitempty"`
+	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // ForInstance resolves one configured instance: its databases: selection
-// plus every database configured for it by name under databases: (an
-// explicit entry is backed up even when the selection would not pick it,
-// as long as it is ONLINE).
-func ForInstance(cfg *config.Config, instance string, dbs []Database) (Result, error) {
+// plus every database configured for it under databases: (an explicit
+// entry is backed up even when the selection would not pick it, as long as
+// it is ONLINE). n holds the instance's databases and what the entries'
+// names resolve to there (ReadNames with Asked): an entry names the
+// database the instance takes its name to mean, by its collation.
+func ForInstance(cfg *config.Config, instance string, n Names) (Result, error) {
 	inst, ok := cfg.SQLInstance(instance)
 	if !ok {
 		return Result{}, fmt.Errorf("instance %q is not defined in sql_instances of %s", instance, cfg.File)
 	}
 	r := Result{Instance: instance, Patterns: inst.Databases}
-	selected, skipped := Resolve(inst.Databases, dbs)
-	byName := map[string]Database{}
-	for _, d := range dbs {
-		byName[strings.ToLower(d.Name)] = d
-	}
-	explicit := map[string]bool{}
-	for _, c := range cfg.Databases {
-		if c.Instance == instance {
-			explicit[strings.ToLower(c.Name)] = true
-		}
-	}
+	selected, skipped := Resolve(inst.Databases, n.Databases)
+	explicit := map[int64]string{} // database_id -> entry name
 	chosen := map[string]bool{}
-	for _, n := range selected {
-		chosen[strings.ToLower(n)] = true
+	for _, s := range selected {
+		chosen[s] = true
 	}
 	// Explicit entries join the selection when the database can be backed up.
 	for _, c := range cfg.Databases {
-		if c.Instance != instance || chosen[strings.ToLower(c.Name)] {
+		if c.Instance != instance {
 			continue
 		}
-		d, found := byName[strings.ToLower(c.Name)]
+		id, found := n.IDs[c.Name]
+		d, _ := n.byID(id)
+		if found {
+			if other, dup := explicit[id]; dup {
+				skipped = append(skipped, Skip{Name: c.Name, Reason: fmt.Sprintf("configured under databases: but names the database %q, as %q does: keep one entry", d.Name, other)})
+				continue
+			}
+			explicit[id] = c.Name
+		}
 		switch {
 		case !found:
 			skipped = append(skipped, Skip{Name: c.Name, Reason: "configured under databases: but the instance has no such database"})
+		case chosen[d.Name]:
 		case Ineligible(d) != "":
 		case !strings.EqualFold(d.State, "ONLINE"):
 			skipped = replaceSkip(skipped, Skip{Name: d.Name, Reason: fmt.Sprintf("state %s: only ONLINE databases can be backed up; selected again once it is ONLINE", d.State)})
 		default:
 			selected = append(selected, d.Name)
-			chosen[strings.ToLower(d.Name)] = true
+			chosen[d.Name] = true
 		}
 	}
 	sort.SliceStable(selected, func(i, j int) bool { return nameLess(selected[i], selected[j]) })
-	for _, n := range selected {
-		d := byName[strings.ToLower(n)]
-		r.Selected = append(r.Selected, Selected{Name: n, Configured: explicit[strings.ToLower(n)], ReadOnly: d.ReadOnly})
+	byName := map[string]Database{}
+	for _, d := range n.Databases {
+		byName[d.Name] = d
+	}
+	for _, name := range selected {
+		d := byName[name]
+		s := Selected{Name: name, ReadOnly: d.ReadOnly}
+		if e, ok := explicit[d.ID]; ok {
+			s.Configured = true
+			if e != name {
+				s.Entry = e
+			}
+		}
+		r.Selected = append(r.Selected, s)
 	}
 	for _, s := range skipped {
-		if !chosen[strings.ToLower(s.Name)] {
+		if !chosen[s.Name] {
 			r.Skipped = append(r.Skipped, s)
 		}
 	}
@@ -122,7 +285,7 @@ func ForInstance(cfg *config.Config, instance string, dbs []Database) (Result, e
 // reported as "not selected" is skipped for its state instead).
 func replaceSkip(skipped []Skip, s Skip) []Skip {
 	for i := range skipped {
-		if strings.EqualFold(skipped[i].Name, s.Name) {
+		if skipped[i].Name == s.Name {
 			skipped[i] = s
 			return skipped
 		}
@@ -130,27 +293,39 @@ func replaceSkip(skipped []Skip, s Skip) []Skip {
 	return append(skipped, s)
 }
 
-// DatabaseFor is the configuration a database of an instance is backed up
-// with: its explicit databases: entry when there is one (unchanged), else
-// the defaults: policy under the database's own name, with the instance's
+// DatabaseFor is the configuration database name of an instance is backed
+// up with: the databases: entry named entry (its settings, under name:
+// the database's sys.databases spelling, Entry recording the entry's when
+// it differs), or, with entry "", an entry spelled exactly name, else the
+// defaults: policy under the database's own name, with the instance's
 // rotation (sql_instances[].backup_servers, copy_to) or, without one, the
 // rotation the instance's configured databases share. Sanity checks are
 // never inherited: their queries are per database.
-func DatabaseFor(cfg *config.Config, instance, name string) (config.Database, error) {
+func DatabaseFor(cfg *config.Config, instance, name, entry string) (config.Database, error) {
+	if entry == "" {
+		entry = name
+	}
 	var peers []*config.Database
 	for i := range cfg.Databases {
 		c := &cfg.Databases[i]
 		if c.Instance != instance {
 			continue
 		}
-		if c.Name == name {
-			return *c, nil
+		if c.Name == entry {
+			db := *c
+			if db.Name != name {
+				db.Name, db.Entry = name, entry
+			}
+			return db, nil
 		}
 		peers = append(peers, c)
 	}
 	inst, ok := cfg.SQLInstance(instance)
 	if !ok {
 		return config.Database{}, fmt.Errorf("instance %q is not defined in sql_instances of %s", instance, cfg.File)
+	}
+	if entry != name {
+		return config.Database{}, fmt.Errorf("database %q on %s: no databases: entry %q in %s", name, instance, entry, cfg.File)
 	}
 	db := config.Database{Name: name, Instance: instance, Policy: cfg.Defaults}
 	if len(inst.BackupServers) > 0 {
@@ -182,15 +357,80 @@ func Selects(cfg *config.Config, instance, name string) bool {
 	return len(sel) == 1
 }
 
-// Lookup is the configuration of one database: its databases: entry, or,
-// for a database an instance's selection picks, DatabaseFor. The error of
-// a database neither configured nor selected is config.Database's.
+// Lookup is the configuration of one database by the configuration alone,
+// for callers that do not ask the instance (the starter, schedules, plans
+// from manifests): its databases: entry, or, for a database an instance's
+// selection picks, DatabaseFor. A name spelled otherwise than its entry
+// (sales for the entry Sales) finds the entry, as it names that database
+// on a case-insensitive instance, the default; the cycle itself resolves
+// the name on the instance (Names.Resolve) and refuses it where the
+// instance compares case-sensitively. Names with a leading or trailing
+// blank are refused. The error of a database neither configured nor
+// selected is config.Database's.
 func Lookup(cfg *config.Config, instance, name string) (*config.Database, error) {
+	if err := config.CheckDatabaseName(name); err != nil {
+		return nil, err
+	}
+	db, err := cfg.Database(instance, name)
+	if err == nil {
+		return db, nil
+	}
+	if e, ferr := foldedEntry(cfg, instance, name); e != nil || ferr != nil {
+		return e, ferr
+	}
+	if instance == "" || !Selects(cfg, instance, name) {
+		return db, err
+	}
+	sel, serr := DatabaseFor(cfg, instance, name, "")
+	if serr != nil {
+		return nil, serr
+	}
+	return &sel, nil
+}
+
+// foldedEntry is the entry spelled as name but for case, on instance (any
+// instance when ""); nil when there is none, an error when entries on
+// several instances match.
+func foldedEntry(cfg *config.Config, instance, name string) (*config.Database, error) {
+	var found []*config.Database
+	for i := range cfg.Databases {
+		c := &cfg.Databases[i]
+		if strings.EqualFold(c.Name, name) && (instance == "" || c.Instance == instance) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("database %q is configured on several instances in %s (as %s/%s and %s/%s): name the instance too",
+		name, cfg.File, found[0].Instance, found[0].Name, found[1].Instance, found[1].Name)
+}
+
+// Configured is the configuration of a database whose name a cycle's plan
+// has resolved on its instance (Names.Resolve): name is its sys.databases
+// spelling, entry the databases: entry it is backed up with when spelled
+// otherwise ("" when the entry is spelled exactly name, or for a database
+// the selection picks). Unlike Lookup it never matches an entry by case
+// alone: on a case-sensitive instance the entry Sales does not name sales.
+func Configured(cfg *config.Config, instance, name, entry string) (*config.Database, error) {
+	if err := config.CheckDatabaseName(name); err != nil {
+		return nil, err
+	}
+	if entry != "" {
+		db, err := DatabaseFor(cfg, instance, name, entry)
+		if err != nil {
+			return nil, err
+		}
+		return &db, nil
+	}
 	db, err := cfg.Database(instance, name)
 	if err == nil || instance == "" || !Selects(cfg, instance, name) {
 		return db, err
 	}
-	sel, serr := DatabaseFor(cfg, instance, name)
+	sel, serr := DatabaseFor(cfg, instance, name, "")
 	if serr != nil {
 		return nil, serr
 	}

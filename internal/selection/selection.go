@@ -194,6 +194,8 @@ func Ineligible(db Database) string {
 		// https://learn.microsoft.com/en-us/sql/relational-databases/databases/database-snapshots-sql-server:
 		// database snapshots cannot be backed up or restored.
 		return "database snapshot (source_database_id is set): snapshots cannot be backed up"
+	case config.CheckDatabaseName(db.Name) != nil:
+		return "its name has a leading or trailing blank: SQL Server ignores trailing blanks when it compares names, so no start can name it apart from the name without them; rename the database to back it up"
 	}
 	return ""
 }

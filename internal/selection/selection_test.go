@@ -118,6 +118,21 @@ func TestResolveNotSelectedAndStableOrder(t *testing.T) {
 	}
 }
 
+// resolved is what an instance holding dbs answers for the names a start
+// resolves (Asked), comparing names with same (strings.EqualFold for a
+// case-insensitive instance, == for a case-sensitive one).
+func resolved(cfg *config.Config, dbs []Database, same func(a, b string) bool, names ...string) Names {
+	n := Names{Databases: dbs, IDs: map[string]int64{}}
+	for _, name := range Asked(cfg, "sql01", names...) {
+		for _, d := range dbs {
+			if same(d.Name, name) {
+				n.IDs[name] = d.ID
+			}
+		}
+	}
+	return n
+}
+
 func cfgWith(t *testing.T, dbs ...config.Database) *config.Config {
 	t.Helper()
 	return &config.Config{
@@ -134,7 +149,7 @@ func TestForInstanceAddsConfiguredDatabases(t *testing.T) {
 		config.Database{Name: "Gone", Instance: "sql01", BackupServers: []string{"bak01", "bak02"}},
 		config.Database{Name: "Sales", Instance: "sql01", BackupServers: []string{"bak01", "bak02"}},
 	)
-	r, err := ForInstance(cfg, "sql01", online("master", "DBA", "Sales", "New"))
+	r, err := ForInstance(cfg, "sql01", resolved(cfg, online("master", "DBA", "Sales", "New"), strings.EqualFold))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +164,7 @@ func TestForInstanceAddsConfiguredDatabases(t *testing.T) {
 	if !strings.Contains(rs["Gone"], "no such database") || !strings.Contains(rs["master"], "not selected") {
 		t.Errorf("skipped %+v", r.Skipped)
 	}
-	if _, err := ForInstance(cfg, "nope", nil); err == nil {
+	if _, err := ForInstance(cfg, "nope", Names{}); err == nil {
 		t.Error("an unknown instance resolved")
 	}
 }
@@ -161,11 +176,11 @@ func TestDatabaseFor(t *testing.T) {
 	cfg := cfgWith(t, sales)
 	cfg.Defaults.Stripes = 2
 
-	got, err := DatabaseFor(cfg, "sql01", "Sales")
+	got, err := DatabaseFor(cfg, "sql01", "Sales", "")
 	if err != nil || !reflect.DeepEqual(got, sales) {
 		t.Fatalf("the configured entry must come back unchanged: %+v, %v", got, err)
 	}
-	got, err = DatabaseFor(cfg, "sql01", "New")
+	got, err = DatabaseFor(cfg, "sql01", "New", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +190,10 @@ func TestDatabaseFor(t *testing.T) {
 
 	other := sales
 	other.Name, other.BackupServers = "HR", []string{"bak02", "bak01"}
-	if _, err := DatabaseFor(cfgWith(t, sales, other), "sql01", "New"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+	if _, err := DatabaseFor(cfgWith(t, sales, other), "sql01", "New", ""); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("differing rotations: %v", err)
 	}
-	if _, err := DatabaseFor(cfgWith(t), "sql01", "New"); err == nil || !strings.Contains(err.Error(), "add a databases: entry") {
+	if _, err := DatabaseFor(cfgWith(t), "sql01", "New", ""); err == nil || !strings.Contains(err.Error(), "add a databases: entry") {
 		t.Errorf("no rotation: %v", err)
 	}
 }

@@ -92,6 +92,9 @@ type Options struct {
 	// SourceConfig and VerifyConfig change the emulator configuration of
 	// the source and of the verification instance (a version, an edition).
 	SourceConfig, VerifyConfig func(*sqlsim.Config)
+	// Collation is both instances' server collation (sqlsim.Config);
+	// empty: the emulator's default, case-insensitive.
+	Collation string
 }
 
 // Site is a running emulated site.
@@ -105,7 +108,8 @@ type Site struct {
 	Dirs map[string]string
 	// Source and Verify are nil with NoSQL.
 	Source, Verify *sqlsim.Instance
-	nics           int // Options.NICs
+	nics           int    // Options.NICs
+	collation      string // Options.Collation
 	// Instance and Database are the configuration's names of the source
 	// and of the database.
 	Instance, Database string
@@ -182,7 +186,7 @@ func New(t testing.TB, o Options) *Site {
 	if o.Size == 0 {
 		o.Size = 4 << 20
 	}
-	s := &Site{t: t, Root: t.TempDir(), Instance: o.Instance, Database: o.Database, nics: o.NICs}
+	s := &Site{t: t, Root: t.TempDir(), Instance: o.Instance, Database: o.Database, nics: o.NICs, collation: o.Collation}
 	dirs, shares, vshares := MakeDirs(t, s.Root)
 	s.Dirs = dirs
 	s.Dirs["src"], s.Dirs["verify"] = filepath.Join(s.Root, "src"), filepath.Join(s.Root, "verify")
@@ -216,8 +220,8 @@ func New(t testing.TB, o Options) *Site {
 		if os.Getenv(PasswordEnv) != Password {
 			t.Setenv(PasswordEnv, Password)
 		}
-		s.Source = StartConfig(t, instanceConfig("sql01", s.Dirs["src"], shares, o.SourceConfig))
-		s.Verify = StartConfig(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.VerifyConfig))
+		s.Source = StartConfig(t, instanceConfig("sql01", s.Dirs["src"], shares, o.collated(o.SourceConfig)))
+		s.Verify = StartConfig(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.collated(o.VerifyConfig)))
 		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName,
 			FreeSize: o.FreeSize, Filestream: o.Filestream, Contained: o.Contained}); err != nil {
 			t.Fatal(err)
@@ -357,6 +361,9 @@ func (s *Site) restart(in *sqlsim.Instance, instance string, cfg sqlsim.Config) 
 		s.t.Fatal(err)
 	}
 	cfg.ListenAddr = addr
+	if cfg.Collation == "" {
+		cfg.Collation = s.collation // the site's, unless tweak chose another
+	}
 	started := StartConfig(s.t, cfg)
 	inst, ok := s.Config.SQLInstance(instance)
 	if !ok {
@@ -394,4 +401,14 @@ func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
 		}
 	}
 	return out
+}
+
+// collated is tweak preceded by the site's collation (Options.Collation).
+func (o Options) collated(tweak func(*sqlsim.Config)) func(*sqlsim.Config) {
+	return func(c *sqlsim.Config) {
+		c.Collation = o.Collation
+		if tweak != nil {
+			tweak(c)
+		}
+	}
 }

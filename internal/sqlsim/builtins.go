@@ -64,8 +64,8 @@ func (e *env) call(f *funcExpr) (any, error) {
 			return nil, err
 		}
 		for _, d := range x.in.allDatabases() {
-			if strings.EqualFold(d.Name, toString(v)) {
-				r := databaseProperty(d, toString(pv))
+			if x.in.sameName(d.Name, toString(v)) {
+				r := databaseProperty(d, toString(pv), x.in.cfg.Collation)
 				if t, ok := r.(time.Time); ok && !d.LastGoodCheckDB.IsZero() {
 					r = x.in.serverTime(t) // datetime: the server's wall clock
 				}

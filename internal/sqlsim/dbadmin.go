@@ -1,8 +1,6 @@
 package sqlsim
 
 import (
-	"strings"
-
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
@@ -62,12 +60,12 @@ func (in *Instance) dbInUseLocked(d *database, self *session) bool {
 		// (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-3000-to-3999,
 		// 3101 "Exclusive access could not be obtained because the
 		// database is in use"): a second RESTORE into it fails.
-		if r.target != "" && strings.EqualFold(r.target, d.Name) && r.sessionID != int(self.id) {
+		if r.target != "" && in.sameName(r.target, d.Name) && r.sessionID != int(self.id) {
 			return true
 		}
 	}
 	for _, s := range in.sessions {
-		if s != self && strings.EqualFold(s.Database(), d.Name) {
+		if s != self && in.sameName(s.Database(), d.Name) {
 			return true
 		}
 	}
@@ -78,7 +76,7 @@ func (in *Instance) dbInUseLocked(d *database, self *session) bool {
 // that does not exist yet (its first RESTORE creates it).
 func (in *Instance) restoringLocked(name string, self *session) bool {
 	for r := range in.requests {
-		if r.target != "" && strings.EqualFold(r.target, name) && r.sessionID != int(self.id) {
+		if r.target != "" && in.sameName(r.target, name) && r.sessionID != int(self.id) {
 			return true
 		}
 	}
@@ -134,7 +132,7 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 			}
 		}
 		for _, s := range x.in.sessions {
-			if s != x.s && strings.EqualFold(s.Database(), d.Name) {
+			if s != x.s && x.in.sameName(s.Database(), d.Name) {
 				s.setDatabase("master")
 				rolledBack = true
 			}

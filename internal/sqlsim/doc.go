@@ -111,8 +111,21 @@
 //
 // Config.Shares maps prefixes as SQL Server sees them (`\\bak01\backup`, or
 // a drive such as `R:\restore`) to local directories, case-insensitively,
-// with \ or /. Absolute local paths are used as they are; a bare file name
-// goes to <DataDir>/backup. An unknown (or unreachable) UNC host answers OS
+// with \ or /. File names under a UNC or drive prefix match
+// case-insensitively too, as on a Windows file server (a BACKUP to x.bak
+// opens an existing X.bak); under a /path prefix (SQL Server on Linux)
+// exactly. Absolute local paths are used as they are; a bare file name
+// goes to <DataDir>/backup.
+//
+// # Collation
+//
+// Config.Collation is the server collation (default
+// SQL_Latin1_General_CP1_CI_AS). Database names (USE, DB_ID, DB_NAME,
+// BACKUP and RESTORE targets, DATABASEPROPERTYEX, three-part names) and
+// string comparisons (=, IN, ORDER BY, MIN/MAX) follow it: case-insensitive
+// for _CI_AS, case-sensitive for _CS_AS, code point order for _BIN/_BIN2;
+// trailing spaces never count. Under a case-sensitive collation two
+// databases may differ only in case. An unknown (or unreachable) UNC host answers OS
 // error 53, a share the host of a mapped share does not have OS error 67,
 // a missing directory OS error 3.
 //

@@ -14,7 +14,7 @@ import (
 
 // Values inside the engine are nil, int64, float64, string, bool,
 // time.Time or []byte. Comparisons of strings follow the instance collation
-// (SQL_Latin1_General_CP1_CI_AS): case-insensitive, trailing spaces ignored.
+// (Config.Collation, collation.go; trailing spaces ignored).
 
 type variable struct {
 	v   any
@@ -170,7 +170,7 @@ func (e *env) eval(x expr) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if c, ok := compare(v, w); ok && c == 0 {
+			if c, ok := e.x.in.coll.compareValues(v, w); ok && c == 0 {
 				return !n.not, nil
 			}
 		}
@@ -293,9 +293,9 @@ func truthy(v any) bool {
 	return false
 }
 
-// compare orders two values; ok is false when either is NULL or they are
+// compareValues orders two values (strings by the collation); ok is false when either is NULL or they are
 // not comparable.
-func compare(a, b any) (int, bool) {
+func (c collation) compareValues(a, b any) (int, bool) {
 	a, b = normValue(a), normValue(b)
 	if a == nil || b == nil {
 		return 0, false
@@ -324,7 +324,7 @@ func compare(a, b any) (int, bool) {
 	case string:
 		switch y := b.(type) {
 		case string:
-			return strings.Compare(strings.ToLower(strings.TrimRight(x, " ")), strings.ToLower(strings.TrimRight(y, " "))), true
+			return c.compare(x, y), true
 		case int64:
 			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
 				return cmpOrd(n, y), true
@@ -423,7 +423,7 @@ func (e *env) binary(n *binExpr) (any, error) {
 		}
 		return false, nil
 	case "=", "<>", "<", ">", "<=", ">=":
-		c, ok := compare(l, r)
+		c, ok := e.x.in.coll.compareValues(l, r)
 		if !ok {
 			if l != nil && r != nil {
 				return nil, sqlErr(245, 16, "Conversion failed when comparing %v to %v.", l, r)

@@ -40,7 +40,7 @@ func (p *hostPair) restore(name, dir string) string {
 		name, p.stripe, dir, dir)
 }
 
-func errText(r *result) string {
+func resultErrors(r *result) string {
 	var s []string
 	for _, e := range r.errs {
 		s = append(s, fmt.Sprintf("%d %s", e.Number, e.Message))
@@ -107,7 +107,7 @@ func TestExpressRestoreLimit(t *testing.T) {
 	}
 	r = mustFail(t, p.dst.db, 3013, p.restore("H", `R:\restore`))
 	if r.errNums()[0] != 1827 || !strings.Contains(r.errs[0].Message, "10240 MB") {
-		t.Errorf("restore on Express: %s", errText(r))
+		t.Errorf("restore on Express: %s", resultErrors(r))
 	}
 	// On Developer it restores.
 	dev := newEnv(t)
@@ -141,14 +141,14 @@ func TestRestoreNeedsFeatures(t *testing.T) {
 	restore := fmt.Sprintf(`RESTORE DATABASE [H] FROM DISK = '%s' WITH MOVE 'H' TO 'R:\restore\h.mdf', MOVE 'H_log' TO 'R:\restore\h.ldf', MOVE 'H_fs' TO 'R:\restore\h_fs'`, p.stripe)
 	r = mustFail(t, p.dst.db, 3013, restore)
 	if r.errNums()[0] != 5591 {
-		t.Errorf("FILESTREAM disabled: %s", errText(r))
+		t.Errorf("FILESTREAM disabled: %s", resultErrors(r))
 	}
 	if err := p.dst.in.SetConfiguration(OptionFilestreamAccessLevel, 2); err != nil {
 		t.Fatal(err)
 	}
 	r = mustFail(t, p.dst.db, 3013, restore)
 	if r.errNums()[0] != 12824 {
-		t.Errorf("contained database authentication off: %s", errText(r))
+		t.Errorf("contained database authentication off: %s", resultErrors(r))
 	}
 	if err := p.dst.in.SetConfiguration(OptionContainedAuthentication, 1); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestRestoreNeedsFeatures(t *testing.T) {
 	}
 	r = mustFail(t, lin.db, 3013, strings.ReplaceAll(strings.ReplaceAll(restore, p.stripe, "/mnt/src/h.bak"), `R:\restore\`, "R:/restore/"))
 	if r.errNums()[0] != 5591 {
-		t.Errorf("FILESTREAM on Linux: %s", errText(r))
+		t.Errorf("FILESTREAM on Linux: %s", resultErrors(r))
 	}
 }
 
@@ -225,7 +225,7 @@ func TestRestoreFreeSpace(t *testing.T) {
 	r := mustFail(t, p.dst.db, 3013, p.restore("H", `R:\restore`))
 	if nums := r.errNums(); len(nums) != 3 || nums[0] != 3257 || nums[1] != 3119 ||
 		!strings.Contains(r.errs[0].Message, `R:\restore\`) || !strings.Contains(r.errs[0].Message, fmt.Sprint(32<<20)) {
-		t.Errorf("restore over the free space: %s", errText(r))
+		t.Errorf("restore over the free space: %s", resultErrors(r))
 	}
 	if entries, _ := os.ReadDir(p.dst.restoreDir); len(entries) != 0 {
 		t.Errorf("files left in the restore directory: %v", entries)
@@ -253,7 +253,7 @@ func TestMissingDirectories(t *testing.T) {
 	p := newHostPair(t, DatabaseSpec{Name: "H"}, nil, nil)
 	r := mustFail(t, p.dst.db, 3013, p.restore("H", `R:\restore\nodir`))
 	if nums := r.errNums(); nums[0] != 5133 || nums[1] != 3156 || !strings.Contains(r.errs[0].Message, "error 3(") {
-		t.Errorf("restore into a missing directory: %s", errText(r))
+		t.Errorf("restore into a missing directory: %s", resultErrors(r))
 	}
 	r = mustRun(t, p.dst.db, `SELECT file_exists, file_is_a_directory, parent_directory_exists FROM sys.dm_os_file_exists('R:\restore\nodir')`)
 	if r.rows[0][0] != false || r.rows[0][1] != false || r.rows[0][2] != true {
@@ -271,16 +271,16 @@ func TestMissingDirectories(t *testing.T) {
 	}
 	r = mustFail(t, lin.db, 3013, `BACKUP DATABASE [L] TO DISK = '/mnt/bak01/nodir/l.bak' WITH INIT, FORMAT`)
 	if r.errNums()[0] != 3201 || !strings.Contains(r.errs[0].Message, "error 2(") {
-		t.Errorf("BACKUP on Linux to a missing directory: %s", errText(r))
+		t.Errorf("BACKUP on Linux to a missing directory: %s", resultErrors(r))
 	}
 	r = mustFail(t, lin.db, 3013, `BACKUP DATABASE [L] TO DISK = '\\bak01\backup\l.bak' WITH INIT, FORMAT`)
 	if r.errNums()[0] != 3201 || !strings.Contains(r.errs[0].Message, "'//bak01/backup/l.bak'") || !strings.Contains(r.errs[0].Message, "error 2(") {
-		t.Errorf("BACKUP on Linux to a UNC path: %s", errText(r))
+		t.Errorf("BACKUP on Linux to a UNC path: %s", resultErrors(r))
 	}
 	mustRun(t, lin.db, `BACKUP DATABASE [L] TO DISK = '/mnt/bak01/l.bak' WITH INIT, FORMAT`)
 	r = mustFail(t, lin.db, 3013, `RESTORE DATABASE [L2] FROM DISK = '/mnt/bak01/l.bak' WITH MOVE 'L' TO '/mnt/bak01/nodir/l.mdf', MOVE 'L_log' TO '/mnt/bak01/l.ldf'`)
 	if r.errNums()[0] != 5133 || !strings.Contains(r.errs[0].Message, "error 2(") {
-		t.Errorf("RESTORE on Linux into a missing directory: %s", errText(r))
+		t.Errorf("RESTORE on Linux into a missing directory: %s", resultErrors(r))
 	}
 }
 
@@ -292,7 +292,7 @@ func TestShareFileLimit(t *testing.T) {
 	e.in.SetShareFileLimit(`\\bak01\backup`, 1<<20)
 	r := mustFail(t, e.db, 3013, `BACKUP DATABASE [F] TO DISK = '\\bak01\backup\f.bak' WITH INIT, FORMAT`)
 	if r.errNums()[0] != 3202 || !strings.Contains(r.errs[0].Message, "665(") {
-		t.Errorf("BACKUP past the file limit: %s", errText(r))
+		t.Errorf("BACKUP past the file limit: %s", resultErrors(r))
 	}
 	e.in.SetShareFileLimit(`\\bak01\backup`, 0)
 	mustRun(t, e.db, `BACKUP DATABASE [F] TO DISK = '\\bak01\backup\f.bak' WITH INIT, FORMAT`)

@@ -62,6 +62,11 @@ func (in *Instance) mapPath(p string) (target, string) {
 			rest := strings.ReplaceAll(p[len(s.prefix)+1:], `\`, "/")
 			t.local = filepath.Join(s.dir, filepath.FromSlash(rest))
 			t.share = s
+			if s.windows {
+				// Windows shares and drives match file names
+				// case-insensitively (collation.go, foldedPath).
+				t.local = foldedPath(t.local)
+			}
 			break
 		}
 	}

@@ -41,7 +41,7 @@ func TestProductStatements(t *testing.T) {
 	if seq != 1 {
 		t.Fatalf("first sequence %v", r.rows)
 	}
-	stripes, err := tsql.Layout([]string{`\\bak01\backup`}, e.in.cfg.Name, db, seq, 4)
+	stripes, err := tsql.Layout([]string{`\\bak01\backup`}, tsql.NamesOf(e.in.cfg.Name, db), seq, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

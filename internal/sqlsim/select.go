@@ -285,7 +285,7 @@ func (x *execCtx) runSelect(q *selectStmt) (*relation, error) {
 			}
 			sort.SliceStable(idx, func(a, b int) bool {
 				for k, o := range q.order {
-					c, ok := compare(keys[idx[a]][k], keys[idx[b]][k])
+					c, ok := x.in.coll.compareValues(keys[idx[a]][k], keys[idx[b]][k])
 					if !ok {
 						// NULLs first, as SQL Server sorts them.
 						an, bn := keys[idx[a]][k] == nil, keys[idx[b]][k] == nil
@@ -389,7 +389,7 @@ func (x *execCtx) aggregate(src *relation, rows [][]any, aggs []*funcExpr) (map[
 			case "MAX", "MIN":
 				if acc == nil {
 					acc = v
-				} else if c, ok := compare(v, acc); ok && ((f.name == "MAX" && c > 0) || (f.name == "MIN" && c < 0)) {
+				} else if c, ok := x.in.coll.compareValues(v, acc); ok && ((f.name == "MAX" && c > 0) || (f.name == "MIN" && c < 0)) {
 					acc = v
 				}
 			case "SUM":
@@ -508,7 +508,7 @@ func sqlColumn(cd columnDef) tds.Column {
 }
 
 // databaseProperty answers DATABASEPROPERTYEX(db, property).
-func databaseProperty(d database, prop string) any {
+func databaseProperty(d database, prop, collation string) any {
 	switch strings.ToLower(prop) {
 	case "status":
 		if d.State == "RESTORING" || d.State == "OFFLINE" {
@@ -538,7 +538,7 @@ func databaseProperty(d database, prop string) any {
 		}
 		return "READ_WRITE"
 	case "collation":
-		return "SQL_Latin1_General_CP1_CI_AS"
+		return collation // databases take the server collation (collation.go)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (x *execCtx) sessionView(name, qual string) (*relation, error) {
 				int64(int32(l.TDSVersion)), enc, auth, int64(l.PacketSize), cAddr, cPort, lAddr, lPort})
 		}
 	}
-	sortRows(rel.rows, 0)
+	sortRows(x.in.coll, rel.rows, 0)
 	return rel, nil
 }
 

@@ -83,13 +83,19 @@ type Config struct {
 	// MemoryBudget bounds BUFFERCOUNT x MAXTRANSFERSIZE of one BACKUP or
 	// RESTORE (seed 004: beyond it, error 701); default 1 GiB.
 	MemoryBudget int64
-	Logger       *zap.Logger
+	// Collation is the server collation (SERVERPROPERTY('Collation')), by
+	// which database names and strings compare: DefaultCollation
+	// (case-insensitive) when empty; a _CS_AS, _BIN or _BIN2 collation
+	// makes names case-sensitive, as on SAP estates (collation.go).
+	Collation string
+	Logger    *zap.Logger
 }
 
 // Instance is one emulated SQL Server.
 type Instance struct {
-	cfg Config
-	log *zap.Logger
+	cfg  Config
+	log  *zap.Logger
+	coll collation // Config.Collation, parsed
 
 	mu       sync.Mutex
 	cat      *catalogState
@@ -119,6 +125,9 @@ type shareMap struct {
 	prefix string // normalised: lower case, \ separators, no trailing \
 	raw    string
 	dir    string
+	// windows: a UNC path or a drive, whose file names match
+	// case-insensitively; a /path is SQL Server on Linux's own file system.
+	windows bool
 }
 
 // catalogState is what survives a restart (catalog.json in DataDir).
@@ -238,6 +247,11 @@ func New(cfg Config) (*Instance, error) {
 	if err := checkHostConfig(&cfg); err != nil {
 		return nil, err
 	}
+	coll, err := parseCollation(cfg.Collation)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Collation = coll.name
 	if cfg.MemoryBudget <= 0 {
 		cfg.MemoryBudget = 1 << 30
 	}
@@ -254,7 +268,7 @@ func New(cfg Config) (*Instance, error) {
 			return nil, fmt.Errorf("sqlsim: create data directory: %w", err)
 		}
 	}
-	in := &Instance{cfg: cfg, log: cfg.Logger.With(zap.String("server", cfg.Name)),
+	in := &Instance{cfg: cfg, coll: coll, log: cfg.Logger.With(zap.String("server", cfg.Name)),
 		sessions: map[uint16]*session{}, requests: map[*request]struct{}{}, crashed: make(chan struct{})}
 	in.faults.init()
 	if err := in.initLogins(); err != nil {
@@ -296,7 +310,7 @@ func (in *Instance) addShare(prefix, dir string) error {
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return fmt.Errorf("sqlsim: share %s maps to %q, which is not a directory; create it first", prefix, dir)
 	}
-	in.shares = append(in.shares, shareMap{prefix: normPrefix(prefix), raw: prefix, dir: abs})
+	in.shares = append(in.shares, shareMap{prefix: normPrefix(prefix), raw: prefix, dir: abs, windows: !strings.HasPrefix(prefix, "/")})
 	// Longest prefix first.
 	sort.Slice(in.shares, func(i, j int) bool { return len(in.shares[i].prefix) > len(in.shares[j].prefix) })
 	return nil
@@ -486,7 +500,8 @@ func (in *Instance) isCrashed() bool {
 	}
 }
 
-// lookupDB finds a database by name (case-insensitive), system ones included.
+// lookupDB finds a database by name as SQL Server resolves it (by the
+// server collation, trailing spaces ignored), system ones included.
 func (in *Instance) lookupDB(name string) *database {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -495,12 +510,12 @@ func (in *Instance) lookupDB(name string) *database {
 
 func (in *Instance) lookupDBLocked(name string) *database {
 	for _, d := range systemDatabases {
-		if strings.EqualFold(d.Name, name) {
+		if in.sameName(d.Name, name) {
 			return d
 		}
 	}
 	for _, d := range in.cat.Databases {
-		if strings.EqualFold(d.Name, name) {
+		if in.sameName(d.Name, name) {
 			return d
 		}
 	}
@@ -691,7 +706,7 @@ func (in *Instance) serverProperty(name string) any {
 	case "machinename", "servername", "computernamephysicalnetbios":
 		return in.cfg.Name
 	case "collation":
-		return "SQL_Latin1_General_CP1_CI_AS"
+		return in.cfg.Collation
 	case "isclustered", "ishadrenabled", "isintegratedsecurityonly", "issingleuser":
 		return int64(0)
 	case "instancename":

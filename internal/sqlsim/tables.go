@@ -180,7 +180,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				containment = "PARTIAL"
 			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
-				"SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
+				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -277,7 +277,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				sqlHandle(r.id), int64(r.dbID), int64(0), waitType, float64(float32(r.percent)), eta, elapsed.Milliseconds()})
 		}
 		x.in.mu.Unlock()
-		sortRows(rel.rows, 0)
+		sortRows(x.in.coll, rel.rows, 0)
 	case "dm_exec_sessions", "dm_exec_connections":
 		return x.sessionView(name, qual)
 	case "certificates":
@@ -293,10 +293,10 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 	return rel, nil
 }
 
-func sortRows(rows [][]any, col int) {
+func sortRows(coll collation, rows [][]any, col int) {
 	for i := 1; i < len(rows); i++ {
 		for j := i; j > 0; j-- {
-			if c, ok := compare(rows[j-1][col], rows[j][col]); ok && c > 0 {
+			if c, ok := coll.compareValues(rows[j-1][col], rows[j][col]); ok && c > 0 {
 				rows[j-1], rows[j] = rows[j], rows[j-1]
 			}
 		}

@@ -108,7 +108,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (S
 		return s, nil
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, ReadOnlyFS(st), "", "")
+	l, err := catalog.List(ctx, ReadOnlyFS(st), nil)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
 		return s, nil

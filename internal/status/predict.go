@@ -41,7 +41,7 @@ func predict(k key, last *set, sets map[int64]*set) *Prediction {
 		// The set's own factor: the restore reads its files.
 		c.Workload.CompressionFactor = max(1, float64(size)/float64(m.Header.CompressedBackupSize))
 	}
-	est, used, err := plan.Estimate(c, m.Options.Compression, plan.FromManifests(k.instance, k.database, earlier))
+	est, used, err := plan.Estimate(c, m.Options.Compression, plan.FromManifests(catalog.Of(k.instance, k.database), earlier))
 	if err != nil {
 		return nil
 	}

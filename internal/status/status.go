@@ -152,8 +152,11 @@ type set struct {
 
 // Summarize answers for every target and every (instance, database) found
 // in the manifests, sorted by instance then database. A database found only
-// in manifests gets the default objectives. now is the clock ages are
-// measured with.
+// in manifests gets the default objectives. A set recorded under the
+// database's sys.databases spelling with the databases: entry spelled
+// otherwise (Manifest.Entry: the entry sales for the database Sales of a
+// case-insensitive instance) counts for that entry. now is the clock ages
+// are measured with.
 func Summarize(now time.Time, targets []Target, defaults Objectives, found []Found) []Database {
 	objectives := map[key]Objectives{}
 	configured := map[key]bool{}
@@ -168,6 +171,9 @@ func Summarize(now time.Time, targets []Target, defaults Objectives, found []Fou
 			continue
 		}
 		k := key{m.SourceInstance, m.Database}
+		if e := (key{m.SourceInstance, m.Entry}); m.Entry != "" && configured[e] {
+			k = e
+		}
 		if sets[k] == nil {
 			sets[k] = map[int64]*set{}
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -27,8 +28,47 @@ const maxCalibrationOwner = 180
 
 // calibrationOwner is OwnerOf, cut (at a character) with a hash of the full
 // owner when it is longer than maxCalibrationOwner bytes.
-func calibrationOwner(instance, db string) string {
-	o := OwnerOf(instance, db)
+func calibrationOwner(instance, db string) string { return cutOwner(OwnerOf(instance, db)) }
+
+// calibrationOwners are the owner parts of (instance, db) in every naming
+// (AllNamesOf): a calibration of a build before file names were made
+// case-safe left its report and leftovers under the legacy one.
+func calibrationOwners(instance, db string) []string {
+	var out []string
+	for _, n := range AllNamesOf(instance, db) {
+		out = append(out, cutOwner(n.Owner()))
+	}
+	return out
+}
+
+// CalibrationFilePrefixes are CalibrationFilePrefix, or with token
+// CalibrationRunPrefix, in every naming of (instance, db): what a cleanup
+// lists.
+func CalibrationFilePrefixes(instance, db, token string) []string {
+	var out []string
+	for _, o := range calibrationOwners(instance, db) {
+		p := calibrationPrefix + o + "_"
+		if token != "" {
+			p += token + "_"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// CalibrationReportNames are the names the latest calibration report of
+// (instance, db) may have: CalibrationReportName, then the legacy one.
+func CalibrationReportNames(instance, db string) []string {
+	var out []string
+	for _, o := range calibrationOwners(instance, db) {
+		out = append(out, calibrationPrefix+o+".json")
+	}
+	return out
+}
+
+// cutOwner cuts an owner part longer than maxCalibrationOwner bytes (at a
+// character) and suffixes a hash of the whole.
+func cutOwner(o string) string {
 	if len(o) <= maxCalibrationOwner {
 		return o
 	}
@@ -49,7 +89,7 @@ func CalibrationLayout(nicPaths []string, instance, db, token string, point, n i
 	if err := checkToken(token); err != nil {
 		return nil, err
 	}
-	out, err := Layout(nicPaths, instance, db, 0, n)
+	out, err := Layout(nicPaths, NamesOf(instance, db), 0, n)
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +193,10 @@ func ParseCalibrationFileName(name string) (CalibrationFile, bool) {
 }
 
 // IsCalibrationFileOf reports whether name is a file of a calibration of
-// (instance, db) — of run token, or of any run when token is "". A prefix
-// alone cannot tell: calibration~sql01@Sales_ also starts every file of a
-// database named Sales_<anything>.
+// (instance, db), in either naming — of run token, or of any run when token
+// is "". A prefix alone cannot tell: calibration~sql01@sales_ also starts
+// every file of a database named sales_<anything>.
 func IsCalibrationFileOf(name, instance, db, token string) bool {
 	p, ok := ParseCalibrationFileName(name)
-	return ok && p.Owner == calibrationOwner(instance, db) && (token == "" || p.Token == token)
+	return ok && slices.Contains(calibrationOwners(instance, db), p.Owner) && (token == "" || p.Token == token)
 }

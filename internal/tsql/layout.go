@@ -13,7 +13,7 @@ type Stripe struct {
 	Index int    // 1-based
 	Count int    // stripes in the set
 	Dir   string // the NIC path (UNC share directory) this stripe goes through
-	Name  string // StripeFileName(instance, db, seq, Index, Count)
+	Name  string // SetNames.Stripe(seq, Index, Count)
 	Path  string // JoinPath(Dir, Name): what goes into DISK = N'...'
 }
 
@@ -22,8 +22,11 @@ type Stripe struct {
 // evenly spread, e.g. 4 NICs x 2 = 8 files, stripe i on NIC (i-1) mod NICs).
 // Consecutive stripes land on different NICs; every NIC carries n/NICs
 // stripes, or one more when n is not a multiple of the NIC count
-// (internal/plan.CheckBalance rejects that for configured counts).
-func Layout(nicPaths []string, instance, db string, seq int64, n int) ([]Stripe, error) {
+// (internal/plan.CheckBalance rejects that for configured counts). names
+// is the set's naming: NamesOf for a new set, its manifest's for one
+// already written.
+func Layout(nicPaths []string, names SetNames, seq int64, n int) ([]Stripe, error) {
+	db := names.Database
 	if len(nicPaths) == 0 {
 		return nil, fmt.Errorf("stripe layout for %q: no backup paths given; configure at least one UNC path per backup server", db)
 	}
@@ -46,7 +49,7 @@ func Layout(nicPaths []string, instance, db string, seq int64, n int) ([]Stripe,
 	out := make([]Stripe, n)
 	for i := range out {
 		dir := nicPaths[i%len(nicPaths)]
-		name := StripeFileName(instance, db, seq, i+1, n)
+		name := names.Stripe(seq, i+1, n)
 		out[i] = Stripe{Index: i + 1, Count: n, Dir: dir, Name: name, Path: JoinPath(dir, name)}
 	}
 	return out, nil

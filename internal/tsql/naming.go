@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -12,17 +13,40 @@ import (
 
 // File naming is defined here once; internal/catalog calls these functions.
 //
-//	stripe:   <inst>@<db>_<seq:08d>_<i>of<n>.bak    e.g. sql01@Sales_00000042_3of8.bak
-//	manifest: <inst>@<db>_<seq:08d>.manifest.json   e.g. sql01@Sales_00000042.manifest.json
+//	stripe:   <inst>@<db>_<seq:08d>_<i>of<n>.bak    e.g. sql01@sales_00000042_3of8.bak
+//	manifest: <inst>@<db>_<seq:08d>.manifest.json   e.g. sql01@Sales~1a2b3c4d_00000042.manifest.json
 //
 // Every name is keyed by (instance, database): the same database name on two
 // SQL instances sharing a backup server never shares a file. <inst> is
 // InstancePart(the instance's configuration name), <db> is
-// FileNamePart(database): both stay recognisable; only what Windows forbids in
-// a file name is mapped (and '@' in the instance part, which separates the
-// two). Names without the '@' separator (written by builds before the
-// instance was part of the name) are not recognised, so nothing ever deletes
-// or overwrites them.
+// FileNamePart(database, as sys.databases spells it). Both stay
+// recognisable; what Windows forbids in a file name and what would break or
+// reorder a line where the name is shown is percent-encoded (and '@' in the
+// instance part, which separates the two).
+//
+// Case. A backup share on Windows, or on Samba for SMB clients such as SQL
+// Server (its default "case sensitive = auto"), matches file names
+// case-insensitively, while a worker reading the same directory locally
+// (location: file:///srv/backup) may not. Two databases of a case-sensitive
+// instance, Sales and sales, must therefore never get names that differ only
+// in case: SQL Server's BACKUP ... WITH FORMAT to sql01@sales_..._1of8.bak
+// would open and overwrite sql01@Sales_..._1of8.bak, a file the worker never
+// saw when it checked that the number was free. So a part is used as it is
+// only when the name consists of ASCII characters without capital letters
+// (sales, sql01, dba_2024); any other name gets `~` and 8 hex digits of the
+// SHA-256 of its exact bytes (Sales~1a2b3c4d, SALES~9f0e8d7c). '~' itself is
+// percent-encoded, so it only ever introduces that hash; two names whose
+// parts are equal ignoring case are therefore equal, whatever case mapping
+// the file server uses (the rule needs no Unicode case tables, so it never
+// changes between builds).
+//
+// Sets written before this naming (manifests without "naming", "legacy") keep
+// their names, which used the names byte for byte: LegacyNamesOf gives
+// them, and every listing recognises both namings (AllNamesOf), so such
+// sets are still found by retention, status, sequence allocation and
+// resume, and never written over. Names without the '@' separator (written
+// by builds before the instance was part of the name) are not recognised,
+// so nothing ever deletes or overwrites them.
 
 // maxFileNamePart bounds the database part, in UTF-8 bytes, so that the
 // longest stripe, manifest or sequence file name stays within the 255 limit
@@ -32,24 +56,71 @@ const maxFileNamePart = 160
 // FileNamePart maps a database name to the part used in file names.
 //
 // Characters Windows forbids in file names (< > : " / \ | ? * and control
-// characters U+0000-U+001F, U+007F) and '%' itself are percent-encoded as %XX
-// (UTF-8 bytes, upper-case hex), everything else (spaces, brackets, quotes,
-// semicolons, non-ASCII letters) is kept. The mapping is injective, so two
-// databases never share file names, and readable: `Sales]; DROP DATABASE x--`
-// stays as is, `a/b` becomes `a%2Fb`. A result longer than 160 bytes is cut
-// to at most 150 (at a character boundary) and suffixed with `~` and 8 hex
-// digits of the name's SHA-256: bytes, not characters, because a Linux file
-// system behind a Samba share counts its 255 in bytes (ASCII names are the
-// same either way). Names are compared byte for byte: on case-insensitive
-// shares, databases differing only in case must not share a directory
-// (configure one directory per SQL instance).
+// characters), the invisible characters that break or reorder a displayed
+// line (invisible), '%' and '~' are percent-encoded as %XX (UTF-8 bytes,
+// upper-case hex), everything else (spaces, brackets, quotes, semicolons,
+// non-ASCII letters) is kept: `Sales]; DROP DATABASE x--` stays
+// recognisable, `a/b` becomes `a%2Fb`. A name that is not ASCII without
+// capitals (see the case rule above), or whose encoding is longer than 160
+// bytes, is cut to at most 150 bytes (at a character boundary) and suffixed
+// with `~` and 8 hex digits of the name's SHA-256: bytes, not characters,
+// because a Linux file system behind a Samba share counts its 255 in bytes.
+// The mapping is injective even ignoring case, so two databases never share
+// file names on a case-insensitive share.
 func FileNamePart(db string) string {
-	s := escapeName(db)
-	if len(s) > maxFileNamePart {
-		sum := sha256.Sum256([]byte(db))
-		s = cutBytes(s, maxFileNamePart-10) + "~" + hex.EncodeToString(sum[:4])
+	return caseSafe(db, escapeName(db, true, true), maxFileNamePart)
+}
+
+// LegacyFileNamePart is FileNamePart as sets written before were named:
+// the name byte for byte (only what Windows forbids, C0 controls and '%'
+// encoded), a hash only for names over 160 bytes.
+func LegacyFileNamePart(db string) string {
+	return capped(db, escapeName(db, false, false))
+}
+
+// restoreNamePart names the files a restore creates (Moves): as
+// LegacyFileNamePart, with the invisible characters escaped too. They are
+// the verification instance's own files, named after its databases, not
+// files of a shared backup directory: a case-sensitive verification
+// instance's Sales_verify and sales_verify are its own two databases.
+func restoreNamePart(name string) string {
+	return capped(name, escapeName(name, true, false))
+}
+
+// capped is escaped (the encoding of name), or, over 160 bytes, cut to 150
+// with `~` and the hash of name.
+func capped(name, escaped string) string {
+	if len(escaped) > maxFileNamePart {
+		return cutBytes(escaped, maxFileNamePart-10) + "~" + hash8(name)
 	}
-	return s
+	return escaped
+}
+
+// caseSafe is escaped (the encoding of name) when name is ASCII without
+// capitals and escaped is at most max bytes; otherwise escaped cut to max-10
+// bytes and suffixed with `~` and the hash of name.
+func caseSafe(name, escaped string, max int) string {
+	if len(escaped) <= max && lowerASCII(name) {
+		return escaped
+	}
+	return cutBytes(escaped, max-10) + "~" + hash8(name)
+}
+
+// lowerASCII reports whether s consists of ASCII characters other than the
+// capital letters A-Z.
+func lowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// hash8 is 8 hex digits of the SHA-256 of s.
+func hash8(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
 }
 
 // cutBytes is the longest prefix of s of at most n bytes that ends at a
@@ -64,11 +135,46 @@ func cutBytes(s string, n int) string {
 	return s[:n]
 }
 
-// escapeName percent-encodes what Windows forbids in file names, and '%'.
-func escapeName(name string) string {
+// invisible reports the characters that are not shown as themselves where a
+// name is displayed, and so could make one name read as another or forge a
+// line of output: C0 and C1 controls and DEL, the line and paragraph
+// separators U+2028 and U+2029, the bidirectional formatting characters
+// (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069; U+202E
+// RIGHT-TO-LEFT OVERRIDE shows the rest of a name reversed: "Unicode
+// Bidirectional Algorithm", UAX #9), and the zero-width characters U+200B,
+// U+200C, U+200D, U+2060 and U+FEFF. A fixed list, so that file names never
+// change with the Unicode tables of a Go release.
+func invisible(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x061c, r >= 0x200b && r <= 0x200f, r >= 0x2028 && r <= 0x202e,
+		r == 0x2060, r >= 0x2066 && r <= 0x2069, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// Printable is a name as it is shown to people (a terminal, a text report,
+// the Web UI): the name itself when it holds no invisible character, else
+// quoted with those characters escaped ("Sales\nOK" is shown as
+// "\"Sales\\nOK\""), so that no database name can print a line that reads
+// as another database's, nor show the rest of a line reversed. JSON output
+// escapes them already.
+func Printable(name string) string {
+	if !strings.ContainsFunc(name, invisible) {
+		return name
+	}
+	return strconv.Quote(name)
+}
+
+// escapeName percent-encodes what Windows forbids in file names, C0
+// controls, DEL and '%'; with visible also every invisible character, with
+// tilde '~' (which introduces the hash of case-safe names).
+func escapeName(name string, visible, tilde bool) string {
 	var b strings.Builder
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(`<>:"/\|?*%`, r) {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(`<>:"/\|?*%`, r) || visible && invisible(r) || tilde && r == '~' {
 			var buf [utf8.UTFMax]byte
 			n := utf8.EncodeRune(buf[:], r)
 			for _, c := range buf[:n] {
@@ -85,46 +191,98 @@ func escapeName(name string) string {
 const maxInstancePart = 64
 
 // InstancePart maps an instance's configuration name to the part used in
-// file names: as FileNamePart, and '@' is percent-encoded too (it separates
-// the instance from the database). Longer than 64 characters: cut to 54 and
-// suffixed with `~` and 8 hex digits of the name's SHA-256.
+// file names: as FileNamePart, with '@' percent-encoded too (it separates
+// the instance from the database), at most 64 bytes.
 func InstancePart(instance string) string {
-	s := strings.ReplaceAll(escapeName(instance), "@", "%40")
+	return caseSafe(instance, strings.ReplaceAll(escapeName(instance, true, true), "@", "%40"), maxInstancePart)
+}
+
+// LegacyInstancePart is InstancePart as sets written before were named:
+// longer than 64 characters, cut to 54 and suffixed with `~` and 8 hex
+// digits of the name's SHA-256.
+func LegacyInstancePart(instance string) string {
+	s := strings.ReplaceAll(escapeName(instance, false, false), "@", "%40")
 	if utf8.RuneCountInString(s) > maxInstancePart {
-		sum := sha256.Sum256([]byte(instance))
-		s = string([]rune(s)[:maxInstancePart-10]) + "~" + hex.EncodeToString(sum[:4])
+		s = string([]rune(s)[:maxInstancePart-10]) + "~" + hash8(instance)
 	}
 	return s
 }
 
-// DBPrefix is the start shared by every file of one database of one
-// instance: <inst>@<db>_. Listing by it never matches another instance's
-// files, nor another database whose name merely starts the same way (the
-// sequence digits follow the "_").
-func DBPrefix(instance, db string) string {
-	return InstancePart(instance) + "@" + FileNamePart(db) + "_"
+// SetNames are the file names of the sets of one (instance, database) in
+// one naming: NamesOf (every set written now) or LegacyNamesOf (sets of
+// manifests without "naming").
+type SetNames struct {
+	Instance, Database string // raw names
+	owner              string // <inst>@<db>
+	Legacy             bool
 }
 
-// SetPrefix is the start shared by every file of one backup set:
-// <inst>@<db>_<seq:08d>. The trailing "_" or "." that follows it separates it
-// from sets of longer sequence numbers.
-func SetPrefix(instance, db string, seq int64) string {
-	return fmt.Sprintf("%s%08d", DBPrefix(instance, db), seq)
+// NamesOf is the naming of the sets written now.
+func NamesOf(instance, db string) SetNames {
+	return SetNames{Instance: instance, Database: db, owner: InstancePart(instance) + "@" + FileNamePart(db)}
 }
+
+// LegacyNamesOf is the naming of sets whose manifests record no "naming".
+func LegacyNamesOf(instance, db string) SetNames {
+	return SetNames{Instance: instance, Database: db, owner: LegacyInstancePart(instance) + "@" + LegacyFileNamePart(db), Legacy: true}
+}
+
+// AllNamesOf are the namings a set of (instance, db) may have: NamesOf,
+// and LegacyNamesOf when it differs (for most lower-case names it does
+// not).
+func AllNamesOf(instance, db string) []SetNames {
+	cur, old := NamesOf(instance, db), LegacyNamesOf(instance, db)
+	if old.owner == cur.owner {
+		return []SetNames{cur}
+	}
+	return []SetNames{cur, old}
+}
+
+// Owner is "<inst>@<db>": ParsedName.Owner of every file of these sets.
+func (n SetNames) Owner() string { return n.owner }
+
+// DBPrefix is the start shared by every file of the sets: <inst>@<db>_.
+// Listing by it never matches another instance's files; it may match those
+// of a database whose name merely starts the same way (Sales_2024 for
+// Sales), so listings parse each name and compare its owner.
+func (n SetNames) DBPrefix() string { return n.owner + "_" }
+
+// SetPrefix is the start shared by every file of backup set seq:
+// <inst>@<db>_<seq:08d>. The trailing "_" or "." that follows it separates
+// it from sets of longer sequence numbers.
+func (n SetNames) SetPrefix(seq int64) string { return fmt.Sprintf("%s%08d", n.DBPrefix(), seq) }
+
+// Stripe is the name of stripe i (1-based) of n of backup set seq.
+func (n SetNames) Stripe(seq int64, i, count int) string {
+	return fmt.Sprintf("%s_%dof%d.bak", n.SetPrefix(seq), i, count)
+}
+
+// Manifest is the name of the manifest of backup set seq.
+func (n SetNames) Manifest(seq int64) string { return n.SetPrefix(seq) + ".manifest.json" }
+
+// SequenceFile is the file `sequence: catalog` keeps beside the manifests:
+// <inst>@<db>.sequence.json (see SequenceFileName).
+func (n SetNames) SequenceFile() string { return n.owner + ".sequence.json" }
+
+// DBPrefix is NamesOf(instance, db).DBPrefix().
+func DBPrefix(instance, db string) string { return NamesOf(instance, db).DBPrefix() }
+
+// SetPrefix is NamesOf(instance, db).SetPrefix(seq).
+func SetPrefix(instance, db string, seq int64) string { return NamesOf(instance, db).SetPrefix(seq) }
 
 // StripeFileName is the name of stripe i (1-based) of n of backup set seq.
 func StripeFileName(instance, db string, seq int64, i, n int) string {
-	return fmt.Sprintf("%s_%dof%d.bak", SetPrefix(instance, db, seq), i, n)
+	return NamesOf(instance, db).Stripe(seq, i, n)
 }
 
 // ManifestFileName is the name of the manifest of backup set seq.
 func ManifestFileName(instance, db string, seq int64) string {
-	return SetPrefix(instance, db, seq) + ".manifest.json"
+	return NamesOf(instance, db).Manifest(seq)
 }
 
 // ParsedName is what a stripe or manifest file name says about its set.
-// InstancePart and DBPart are the mapped forms (InstancePart, FileNamePart),
-// not the raw names.
+// InstancePart and DBPart are the mapped forms (InstancePart, FileNamePart,
+// or their legacy forms), not the raw names.
 type ParsedName struct {
 	InstancePart string
 	DBPart       string
@@ -134,11 +292,21 @@ type ParsedName struct {
 }
 
 // Owner is "<inst>@<db>" of the name: equal for every file of one
-// (instance, database).
+// (instance, database) in one naming.
 func (p ParsedName) Owner() string { return p.InstancePart + "@" + p.DBPart }
 
-// OwnerOf is ParsedName.Owner for raw names.
-func OwnerOf(instance, db string) string { return InstancePart(instance) + "@" + FileNamePart(db) }
+// OwnerOf is ParsedName.Owner of the sets written now of (instance, db).
+func OwnerOf(instance, db string) string { return NamesOf(instance, db).Owner() }
+
+// NamesFor is the naming of (instance, db) whose owner is p's, if any.
+func NamesFor(p ParsedName, instance, db string) (SetNames, bool) {
+	for _, n := range AllNamesOf(instance, db) {
+		if p.Owner() == n.Owner() {
+			return n, true
+		}
+	}
+	return SetNames{}, false
+}
 
 // ParseStripeFileName recognises names made by StripeFileName:
 // <instpart>@<dbpart>_<8 to 18 digits>_<i>of<n>.bak with 1 <= i <= n. (Hand-written
@@ -256,7 +424,7 @@ func ParseBackupSetName(name string) (int64, bool) {
 // handed out. It does not start with DBPrefix, so no listing of sets ever
 // meets it, and retention, which touches only names it parses, leaves it.
 func SequenceFileName(instance, db string) string {
-	return OwnerOf(instance, db) + ".sequence.json"
+	return NamesOf(instance, db).SequenceFile()
 }
 
 // VerifySuffix is appended to a database name to name its restored copy.

@@ -160,7 +160,7 @@ func CheckRestoreDir(what, dir string) *LimitError {
 
 // Moves relocates every file of a backup set into the restore directories of
 // the verification instance: log files (Type L) into logDir, everything else
-// into dataDir. Each target is named <FileNamePart(verifyDB)>_<FileId>_<base>,
+// into dataDir. Each target is named <restoreNamePart(verifyDB)>_<FileId>_<base>,
 // where <base> is the last element of the original PhysicalName (so the
 // extension is kept: .mdf, .ndf, .ldf). FileId is unique within a database,
 // so two files with the same base name (same name in different source
@@ -183,7 +183,7 @@ func Moves(verifyDB string, rows []FileListRow, dataDir, logDir string) ([]Move,
 	}
 	sorted := append([]FileListRow(nil), rows...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FileID < sorted[j].FileID })
-	prefix := FileNamePart(verifyDB)
+	prefix := restoreNamePart(verifyDB)
 	ids := make(map[int64]bool, len(rows))
 	out := make([]Move, 0, len(rows))
 	for _, r := range sorted {
@@ -205,9 +205,9 @@ func Moves(verifyDB string, rows []FileListRow, dataDir, logDir string) ([]Move,
 		if e := CheckRestoreDir("restore directory", dir); e != nil {
 			return nil, fmt.Errorf("restore file layout for %q: %w: it leaves no room for the restored files' names; use a shorter restore_data_dir/restore_log_dir", verifyDB, e)
 		}
-		base := FileNamePart(baseName(r.PhysicalName))
+		base := restoreNamePart(baseName(r.PhysicalName))
 		if base == "" {
-			base = FileNamePart(r.LogicalName)
+			base = restoreNamePart(r.LogicalName)
 		}
 		room := min(MaxMoveFileName, MaxPhysicalPath-utf16Len(JoinPath(dir, "")))
 		target := JoinPath(dir, moveFileName(prefix, r.FileID, base, room))

@@ -105,12 +105,12 @@ func LastGoodCheckDB(db string) (string, []any, error) {
 
 // SetBackupMarker is the start every BACKUP of set seq of db sends, whatever
 // its stripe count: BackupMarker up to the first stripe's "_1of".
-func SetBackupMarker(nicPaths []string, instance, db string, seq int64) (string, error) {
-	first, err := Layout(nicPaths, instance, db, seq, 1)
+func SetBackupMarker(nicPaths []string, names SetNames, seq int64) (string, error) {
+	first, err := Layout(nicPaths, names, seq, 1)
 	if err != nil {
 		return "", err
 	}
-	m, err := BackupMarker(db, first[0].Path)
+	m, err := BackupMarker(names.Database, first[0].Path)
 	if err != nil {
 		return "", err
 	}
@@ -118,9 +118,10 @@ func SetBackupMarker(nicPaths []string, instance, db string, seq int64) (string,
 }
 
 // SetRestoreMarker is the start every RESTORE of set seq of db (its copies
-// at nicPaths) into verifyDB sends, whatever its stripe count.
-func SetRestoreMarker(verifyDB string, nicPaths []string, instance, db string, seq int64) (string, error) {
-	first, err := Layout(nicPaths, instance, db, seq, 1)
+// at nicPaths, named by names) into verifyDB sends, whatever its stripe
+// count.
+func SetRestoreMarker(verifyDB string, nicPaths []string, names SetNames, seq int64) (string, error) {
+	first, err := Layout(nicPaths, names, seq, 1)
 	if err != nil {
 		return "", err
 	}

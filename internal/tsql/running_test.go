@@ -10,16 +10,16 @@ import (
 func TestSetMarkersPrefixEveryStripeCount(t *testing.T) {
 	paths := []string{`\\bak01\backup`, `\\bak01-nic2\backup`}
 	db := "Sa'les]"
-	bm, err := SetBackupMarker(paths, "sql01", db, 12)
+	bm, err := SetBackupMarker(paths, NamesOf("sql01", db), 12)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm, err := SetRestoreMarker(db+"_verify", paths, "sql01", db, 12)
+	rm, err := SetRestoreMarker(db+"_verify", paths, NamesOf("sql01", db), 12)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{1, 2, 7, 64} {
-		layout, err := Layout(paths, "sql01", db, 12, n)
+		layout, err := Layout(paths, NamesOf("sql01", db), 12, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestSetMarkersPrefixEveryStripeCount(t *testing.T) {
 		}
 	}
 	for _, other := range []int64{1, 120, 13} {
-		layout, _ := Layout(paths, "sql01", db, other, 2)
+		layout, _ := Layout(paths, NamesOf("sql01", db), other, 2)
 		b, _ := BackupDatabase(BackupOptions{Database: db, Disks: Paths(layout), Init: true})
 		if strings.HasPrefix(b, bm) {
 			t.Errorf("set %d's BACKUP %q matches set 12's marker", other, b)

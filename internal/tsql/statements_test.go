@@ -265,7 +265,7 @@ func TestSanityStatements(t *testing.T) {
 
 func TestLayoutBalance(t *testing.T) {
 	nics := []string{`\\192.168.2.2\backup`, `\\192.168.3.2\backup\`, `\\192.168.4.2\backup`, `\\192.168.5.2\backup`}
-	stripes, err := Layout(nics, "sql01", "Sales", 12, 8)
+	stripes, err := Layout(nics, NamesOf("sql01", "Sales"), 12, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,15 +287,15 @@ func TestLayoutBalance(t *testing.T) {
 			t.Errorf("NIC %q carries %d stripes, want 2", n, perNIC[n])
 		}
 	}
-	if want := `\\192.168.3.2\backup\sql01@Sales_00000012_2of8.bak`; stripes[1].Path != want {
+	if want := `\\192.168.3.2\backup\sql01@Sales~8de4e0ea_00000012_2of8.bak`; stripes[1].Path != want {
 		t.Errorf("path %q, want %q (no doubled separator)", stripes[1].Path, want)
 	}
-	if got := Paths(stripes)[7]; got != `\\192.168.5.2\backup\sql01@Sales_00000012_8of8.bak` {
+	if got := Paths(stripes)[7]; got != `\\192.168.5.2\backup\sql01@Sales~8de4e0ea_00000012_8of8.bak` {
 		t.Errorf("Paths[7] = %q", got)
 	}
 
 	// 3 NICs, 7 stripes: counts differ by at most one.
-	stripes, err = Layout(nics[:3], "sql01", "d", 1, 7)
+	stripes, err = Layout(nics[:3], NamesOf("sql01", "d"), 1, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestLayoutBalance(t *testing.T) {
 		paths []string
 		n     int
 	}{{nil, 2}, {nics, 0}, {nics, 65}, {[]string{"a", "a"}, 2}, {[]string{" "}, 1}} {
-		if _, err := Layout(tc.paths, "sql01", "d", 1, tc.n); err == nil {
+		if _, err := Layout(tc.paths, NamesOf("sql01", "d"), 1, tc.n); err == nil {
 			t.Errorf("Layout(%q, %d) accepted", tc.paths, tc.n)
 		}
 	}

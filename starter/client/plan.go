@@ -171,7 +171,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	if seq == 0 {
 		seq = 1
 	}
-	if p.Layout, err = tsql.Layout(p.NICPaths, db.Instance, db.Name, seq, p.Stripes); err != nil {
+	if p.Layout, err = tsql.Layout(p.NICPaths, tsql.NamesOf(db.Instance, db.Name), seq, p.Stripes); err != nil {
 		return p, err
 	}
 	p.Tuning = plan.Tuning{Stripes: p.Stripes, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), BlockSize: int(db.BlockSize)}
@@ -341,7 +341,7 @@ func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, datab
 			calibrations = append(calibrations, cal)
 		}
 	}
-	out.Throughput = plan.FromManifests(db.Instance, db.Name, all, calibrations...)
+	out.Throughput = plan.FromManifests(catalog.Of(db.Instance, db.Name), all, calibrations...)
 	return out, nil
 }
 
@@ -354,7 +354,8 @@ func readManifests(ctx context.Context, srv *config.BackupServer, db *config.Dat
 			srv.Name, srv.Loc.String(), err)
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, status.ReadOnlyFS(st), db.Instance, db.Name)
+	sets := catalog.Of(db.Instance, db.Name)
+	l, err := catalog.List(ctx, status.ReadOnlyFS(st), &sets)
 	if err != nil {
 		return nil, plan.Throughput{}, fmt.Errorf("list manifests of %s on backup server %s: %w", db.ID(), srv.Name, err)
 	}

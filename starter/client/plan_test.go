@@ -49,7 +49,7 @@ func TestPlanCycleConfiguredStripesAndCompression(t *testing.T) {
 		t.Fatalf("stripes %d auto %v layout %d", p.Stripes, p.StripesAuto, len(p.Layout))
 	}
 	// Round robin over the two NIC paths, seed 000 naming.
-	if p.Layout[0].Path != `\\192.168.2.2\backup\sql01@Sales_00000001_1of8.bak` || p.Layout[1].Path != `\\192.168.3.2\backup\sql01@Sales_00000001_2of8.bak` {
+	if p.Layout[0].Path != `\\192.168.2.2\backup\sql01@Sales~8de4e0ea_00000001_1of8.bak` || p.Layout[1].Path != `\\192.168.3.2\backup\sql01@Sales~8de4e0ea_00000001_2of8.bak` {
 		t.Errorf("layout %s, %s", p.Layout[0].Path, p.Layout[1].Path)
 	}
 	// BUFFERCOUNT 64 x 4 MiB.
@@ -89,7 +89,7 @@ func TestPlanCycleAutoStripesRotationAndOverrides(t *testing.T) {
 	if p.Stripes != 8 || !p.StripesAuto || p.CycleStripes != 4 {
 		t.Errorf("stripes %d auto %v cycle %d", p.Stripes, p.StripesAuto, p.CycleStripes)
 	}
-	if p.Layout[7].Name != "sql01@Inventory_00000042_8of8.bak" {
+	if p.Layout[7].Name != "sql01@Inventory~758f487f_00000042_8of8.bak" {
 		t.Errorf("last stripe %s", p.Layout[7].Name)
 	}
 	if p.Assumptions.CompressionFactor != 1 {

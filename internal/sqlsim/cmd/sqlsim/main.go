@@ -7,7 +7,8 @@
 // --principal adds a login with only the permissions --grant gives it
 // (e.g. --principal 'backup=Pw;db=master;lang=Deutsch' --grant
 // 'backup:VIEW SERVER STATE' --grant 'backup:Sales:db_backupoperator');
-// --edition, --major-version and --tls on|strict set what the server is.
+// --edition, --major-version, --collation and --tls on|strict set what the
+// server is.
 //
 // It runs until SIGINT/SIGTERM. SIGUSR1 crashes the instance (connections
 // dropped, work cut short), SIGUSR2 starts it again. Databases survive
@@ -57,6 +58,7 @@ func run(args []string) error {
 	edition := fs.String("edition", "Developer", "edition: Enterprise, Developer, Standard, Web or Express")
 	major := fs.Int("major-version", 16, "major version: 13 (2016), 14 (2017), 15 (2019) or 16 (2022)")
 	productVersion := fs.String("product-version", "", "build of the major version, e.g. 15.0.4198.2 (2019 CU15); default the newest known")
+	collation := fs.String("collation", "", "server collation (default "+sqlsim.DefaultCollation+"); _CS_AS, _BIN or _BIN2 make database names case-sensitive")
 	tlsMode := fs.String("tls", "", `encryption: "" (none), "on" (TDS 7.x, required) or "strict" (TDS 8.0)`)
 	tz := fs.String("timezone", "", "server time zone (IANA name, default UTC)")
 	var shares, logins, dbs, shareThrottle, quotas, unreachable, principals, grants multi
@@ -103,7 +105,7 @@ func run(args []string) error {
 			cfg.Logins[u] = p
 		}
 	}
-	cfg.Edition, cfg.MajorVersion, cfg.ProductVersion, cfg.TLS = *edition, *major, *productVersion, *tlsMode
+	cfg.Edition, cfg.MajorVersion, cfg.ProductVersion, cfg.TLS, cfg.Collation = *edition, *major, *productVersion, *tlsMode, *collation
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "product-version" && !flagSet(fs, "major-version") {
 			cfg.MajorVersion = 0 // the major comes from the build
