@@ -306,13 +306,16 @@ func (x *execCtx) backup(s *backupStmt) error {
 	lastLSN := x.in.nextLSN(uint64(totalPages))
 	x.in.mu.Unlock()
 	start := time.Now()
+	x.in.mu.Lock()
+	lastGood := d.LastGoodCheckDB
+	x.in.mu.Unlock()
 	mediaSet, backupSet := newGUID(), newGUID()
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
 		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
 		Start: start.UTC(), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
-		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d)}
+		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), LastGoodCheckDB: lastGood}
 
 	x.setCommand("BACKUP DATABASE", d.ID, true)
 

@@ -109,6 +109,10 @@ type mediaHeader struct {
 	// DatabaseFamilyGUID is the source database's family GUID; media
 	// written before it was recorded have zero (see headerFamilyGUID).
 	DatabaseFamilyGUID guid `json:"database_family_guid"`
+	// LastGoodCheckDB is the source database's LastGoodCheckDbTime as the
+	// BACKUP read it: wall-clock text on the source's clock (see
+	// database.LastGoodCheckDB); RESTORE gives it to the copy.
+	LastGoodCheckDB string `json:"last_good_checkdb,omitempty"`
 }
 
 type mediaTrailer struct {

@@ -663,7 +663,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
 	nd := &database{ID: id, Name: name, Files: plan, Created: time.Now().UTC(), UserAccess: "MULTI_USER", State: "RESTORING",
-		FamilyGUID: family, Owner: owner}
+		FamilyGUID: family, Owner: owner, LastGoodCheckDB: h.LastGoodCheckDB}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()

@@ -234,6 +234,13 @@ type Error struct {
 	Message   string
 	Procedure string
 	Line      int32
+	// KeepSession: an error of severity 20 or more after which the
+	// session stays open. SQL Server ends the task that raised such an
+	// error, and "in most cases" the connection "may also terminate"
+	// ("Database engine error severities",
+	// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-error-severities):
+	// not always.
+	KeepSession bool
 }
 
 func (e *Error) Error() string {

@@ -99,7 +99,7 @@ func (w *resultWriter) Error(e *Error) error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	if e.Class >= fatalClass {
+	if e.Class >= fatalClass && !e.KeepSession {
 		w.fatal = true
 	}
 	return w.write(w.c.appendMsg(w.scratch[:0], e.Class > 10, e))
@@ -302,12 +302,12 @@ func isFatal(err error) bool {
 	var es Errors
 	if errors.As(err, &es) {
 		for _, e := range es {
-			if e.Class >= fatalClass {
+			if e.Class >= fatalClass && !e.KeepSession {
 				return true
 			}
 		}
 		return false
 	}
 	var e *Error
-	return errors.As(err, &e) && e.Class >= fatalClass
+	return errors.As(err, &e) && e.Class >= fatalClass && !e.KeepSession
 }
