@@ -52,7 +52,7 @@ const lostGrace = 250 * time.Millisecond
 func lostFailure(t Target, op string, errs []mssqldb.Error, cause error) error {
 	f := &Failure{Kind: ErrUnreachable, Target: t.String(), Op: op, Errors: errs, Err: cause}
 	if len(errs) > 0 {
-		if k := classifyNumbers(errs); k != ErrStatement {
+		if k := classifyFor(op, errs); k != ErrStatement {
 			f.Kind = k
 		}
 	}
