@@ -130,7 +130,8 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if err != nil {
 		return BackupOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
-	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
+	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt,
+		marker: mssql.Marker{Prefix: marker}, log: log}
 
 	// A retry, or the same set again (the workflow waited for files an
 	// earlier BACKUP held): is our BACKUP still running, or did it finish

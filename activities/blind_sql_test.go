@@ -19,13 +19,14 @@ func (f *sqlFixture) blindVerifyLogin() {
 		Server: []string{tsql.PermCreateAnyDatabase}, Databases: map[string][]string{"msdb": {tsql.PermSelect}}})
 }
 
-// aside runs stmt as sa on a connection of its own, as an earlier attempt
-// left it running, and returns once the instance runs it (kind in its
-// statement log); the channel gives its outcome.
+// aside runs stmt as the configured login of instance name on a connection
+// of its own, as an earlier attempt left it running, and returns once the
+// instance runs it (kind in its statement log); the channel gives its
+// outcome.
 func (f *sqlFixture) aside(in *sqlsim.Instance, name, kind, stmt string) <-chan error {
 	t := f.t
 	t.Helper()
-	db, err := mssql.Open(context.Background(), mssql.Target{Instance: name, Address: in.Addr(), User: "sa",
+	db, err := mssql.Open(context.Background(), mssql.Target{Instance: name, Address: in.Addr(), User: f.login(name),
 		Password: sqlPassword, Encrypt: "disable"})
 	if err != nil {
 		t.Fatal(err)
@@ -110,23 +111,29 @@ func TestSQLRestoreRetryBlindLogin(t *testing.T) {
 // A retried CHECKDB whose earlier attempt's CHECKDB may still run, by a
 // login that cannot see other sessions: no second CHECKDB is sent; the
 // step names the missing grant; once the first has ended clean, the retry
-// takes its result (LastGoodCheckDbTime) without running it again.
+// takes its result without running it again: the copy's
+// LastGoodCheckDbTime changed since the baseline the earlier attempt
+// recorded before it sent its CHECKDB.
 func TestSQLCheckDBRetryBlindLogin(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
-	_, verify := f.copiedSet()
+	seq, verify := f.copiedSet()
 	f.blindVerifyLogin()
 	f.must(f.acts.Restore, verify, nil) // the login owns the copy it restored
 	_, _, _, verifyDB, err := f.acts.verifyTarget(verify)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmt, err := tsql.CheckDB(verifyDB)
+	stmt, err := tsql.VerifyCheckDB(verifyDB, seq)
 	if err != nil {
 		t.Fatal(err)
 	}
+	base, err := checkDBBaseline(context.Background(), &longStatement{db: f.verifySQL()}, verifyDB)
+	if err != nil || base == nil {
+		t.Fatalf("baseline: %+v, %v", base, err)
+	}
 	f.verify.SetThrottle(1 << 20)
 	done := f.aside(f.verify, "verify01", "DBCC CHECKDB", stmt)
-	f.env.SetHeartbeatDetails(CheckDBHeartbeat{Started: true})
+	f.env.SetHeartbeatDetails(CheckDBHeartbeat{Started: true, Baseline: base})
 	wantBlind(t, "CHECKDB", f.run(f.acts.CheckDB, verify, nil), ErrStatementMayStillRun)
 	if n := len(statements(f.verify, "DBCC CHECKDB")); n != 1 {
 		t.Fatalf("%d CHECKDB statements; want only the earlier attempt's", n)

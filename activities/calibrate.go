@@ -148,7 +148,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
 		zap.String("step", StepCalibrate), zap.String("point", in.Point.String()))
-	marker, err := tsql.CalibrationMarker(in.Token)
+	marker, err := calibrationMarker(db.Name, in.Token)
 	if err != nil {
 		return res, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -177,12 +177,13 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	// Whatever an earlier attempt of this calibration left: its statement,
 	// then its files.
 	var stopped StopOutput
-	if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &stopped, log); err != nil {
+	if err := a.stopOn(ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &stopped, log); err != nil {
 		return res, err
 	}
 	if len(stopped.Left) > 0 {
 		return res, retryable(ErrBackupDeviceInUse, fmt.Errorf(
-			"calibration of %s: a BACKUP an earlier attempt left running could not be stopped (KILL needs ALTER ANY CONNECTION): the point is tried again once it ends", db.ID()))
+			"calibration of %s: a BACKUP an earlier attempt left running could not be stopped (%s): the point is tried again once it ends",
+			db.ID(), strings.Join(stopped.Left, "; ")))
 	}
 	if _, err := removeCalibrationFiles(ctx, st, db.Instance, db.Name, in.Token); err != nil {
 		return res, storageError(srv.Name, err)
@@ -193,7 +194,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 		return res, err
 	}
 	defer sqlDB.Close()
-	if err := a.waitForOtherBackups(ctx, sqlDB, db.Name, marker, log); err != nil {
+	if err := a.waitForOtherBackups(ctx, sqlDB, db.Name, marker.Tag, log); err != nil {
 		return res, err
 	}
 	rep := a.newReporter(ctx, StepCalibrate, int64(in.Index))
@@ -238,6 +239,20 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	}
 	log.Info("calibration point measured", zap.Float64("mb_per_sec", res.MBps), zap.Float64("seconds", res.Seconds))
 	return res, nil
+}
+
+// calibrationMarker identifies the BACKUPs of calibration token of db:
+// a BACKUP of db whose NAME = is the calibration's, whatever its devices.
+func calibrationMarker(db, token string) (mssql.Marker, error) {
+	start, err := tsql.AnyBackupMarker(db)
+	if err != nil {
+		return mssql.Marker{}, err
+	}
+	tag, err := tsql.CalibrationMarker(token)
+	if err != nil {
+		return mssql.Marker{}, err
+	}
+	return mssql.Marker{Prefix: start, Tag: tag}, nil
 }
 
 // waitForOtherBackups waits while another BACKUP DATABASE of db runs (the
@@ -317,7 +332,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
 		zap.String("step", StepCalibrate))
 	if in.Token != "" {
-		marker, err := tsql.CalibrationMarker(in.Token)
+		marker, err := calibrationMarker(db.Name, in.Token)
 		if err != nil {
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}
@@ -326,7 +341,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 			return out, err
 		}
 		var so StopOutput
-		if err := a.stopOn(ctx, inst.Name, tsql.CommandBackupDatabase, marker, &so, log); err != nil {
+		if err := a.stopOn(ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &so, log); err != nil {
 			return out, err
 		}
 		out.Stopped, out.Left = so.Stopped, so.Left

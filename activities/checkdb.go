@@ -18,9 +18,13 @@ import (
 )
 
 // CheckDB runs DBCC CHECKDB ... WITH NO_INFOMSGS, ALL_ERRORMSGS,
-// EXTENDED_LOGICAL_CHECKS, DATA_PURITY on the restored copy. Any error is a
-// corrupt backup (CheckDBFailed, with every message). A lost instance or a
-// vanished copy is SQLHostUnreachable: the workflow restores again.
+// EXTENDED_LOGICAL_CHECKS, DATA_PURITY on the restored copy (the statement
+// names its set: tsql.VerifyCheckDB). Every error it raises is evidence
+// against the set (CheckDBFailed, with every message), except those that
+// say it could not run (tempdb, its internal snapshot, memory:
+// CheckDBCouldNotRun, retried) or that concern the environment
+// (mssql.OpCheckDB). A lost instance or a vanished copy is
+// SQLHostUnreachable: the workflow restores again.
 //
 // Before and after the CHECKDB the copy is proven to be the one restored
 // from this set (msdb: same restore, this set's backup set GUID), so a
@@ -31,7 +35,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	stmt, err := tsql.CheckDB(verifyDB)
+	stmt, err := tsql.VerifyCheckDB(verifyDB, in.Sequence)
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -44,11 +48,23 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, err
 	}
 	defer sqlDB.Close()
+	ls := &longStatement{db: sqlDB, op: mssql.OpCheckDB, command: tsql.CommandCheckDB, text: stmt,
+		marker: mssql.Marker{Prefix: stmt, Whole: true},
+		log:    a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepCheckDB))}
+	// The baseline goes into the attempt's first heartbeat, which the SDK
+	// sends at once: a retry after a crash knows it.
+	earlier := checkDBHeartbeat(ctx)
+	base := earlier.Baseline
+	if base == nil {
+		if base, err = checkDBBaseline(ctx, ls, verifyDB); err != nil {
+			return StepOutput{}, sqlError(err)
+		}
+	}
 	rep := a.newReporter(ctx, StepCheckDB, in.Sequence)
 	var started atomic.Bool // this attempt sent its CHECKDB (heartbeats say so)
 	stop := rep.every(a.Cycle.poll(), nil, func(p float64, b int64) any {
 		return CheckDBHeartbeat{StepProgress: StepProgress{Step: StepCheckDB, Sequence: in.Sequence, Percent: p, Bytes: b},
-			Started: started.Load() || checkDBStarted(ctx)}
+			Started: started.Load() || earlier.Started, Baseline: base}
 	})
 	defer stop()
 	start := time.Now()
@@ -56,13 +72,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
-	marker, err := tsql.CheckDBMarker(verifyDB)
-	if err != nil {
-		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
-	}
-	ls := &longStatement{db: sqlDB, op: "DBCC CHECKDB", command: tsql.CommandCheckDB, text: stmt, marker: marker,
-		log: a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepCheckDB))}
-	err = a.checkDB(ctx, ls, verifyDB, before.RestoreDate, rep, &started)
+	err = a.checkDB(ctx, ls, verifyDB, base, earlier.Started, rep, &started)
 	// Gone, or still RESTORING (927): restore again.
 	if errors.Is(err, mssql.ErrDatabaseNotFound) || errors.Is(err, mssql.ErrDatabaseUnavailable) {
 		return StepOutput{}, retryable(ErrSQLHostUnreachable, fmt.Errorf("restored copy %s is gone from %s: restore it again: %w", verifyDB, inst.Name, err))
@@ -101,11 +111,16 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 }
 
 // checkDB runs the CHECKDB, or follows the one an earlier attempt left
-// running. A CHECKDB this process sent gives its outcome; one only seen on
-// the instance does not (its messages went to a connection that is gone):
-// after it ends, the check runs again.
-func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, rep *reporter,
-	started *atomic.Bool) error {
+// running. A CHECKDB this process sent and saw to its end gives its
+// outcome. One that ended unseen (sent by an earlier attempt, or whose
+// connection was lost) gives none: its messages went to a connection that
+// is gone. Only a clean end recorded in the copy since base (see
+// cleanSince) counts for it; otherwise CHECKDB runs again (a retry of an
+// earlier attempt's; an error for one whose connection was lost), never
+// inferring a clean copy it cannot show. earlierStarted: an earlier
+// attempt sent one.
+func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB string, base *CheckDBBaseline, earlierStarted bool,
+	rep *reporter, started *atomic.Bool) error {
 	if isRetry(ctx) {
 		found, err := ls.find(ctx)
 		if err != nil {
@@ -115,25 +130,18 @@ func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB st
 		case found.local != nil:
 			ls.log.Info("re-attaching to the CHECKDB this worker still runs")
 			_, err := a.wait(ctx, ls, found, rep)
-			return checkDBEndedUnseen(ctx, ls, verifyDB, restoredAt, err)
+			return checkDBEndedUnseen(ctx, ls, verifyDB, base, err)
 		case found.session > 0:
 			ls.log.Info("waiting for the CHECKDB an earlier attempt left running", zap.Int64("session", found.session))
 			if _, err := a.wait(ctx, ls, found, rep); err != nil {
 				return err
 			}
 		}
-		// An earlier attempt's CHECKDB (waited for above, or ended while
-		// no worker watched) sent its messages to a connection that is
-		// gone; a clean end is recorded in the database
-		// (LastGoodCheckDbTime). One at or after this copy's restore is
-		// a clean CHECKDB of this copy (a restored database carries its
-		// source's value, older than the backup): it is not run again.
-		// Else (errors, or no record) it runs again to read them.
-		if clean, err := cleanSince(ctx, ls, verifyDB, restoredAt); err == nil && clean {
-			ls.log.Info("a CHECKDB of this copy already ended clean: not running it again")
+		if cleanSince(ctx, ls, verifyDB, base) {
+			ls.log.Info("a CHECKDB of this copy ended clean after this step first sent one: not running it again")
 			return nil
 		}
-		if found.blind && checkDBStarted(ctx) {
+		if found.blind && earlierStarted {
 			// An earlier attempt sent a CHECKDB of this copy that this
 			// login cannot see: it may still run; no second one.
 			return blindError(ls, nil)
@@ -145,17 +153,19 @@ func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB st
 	}
 	started.Store(true)
 	_, err = a.wait(ctx, ls, running{local: s}, rep)
-	return checkDBEndedUnseen(ctx, ls, verifyDB, restoredAt, err)
+	return checkDBEndedUnseen(ctx, ls, verifyDB, base, err)
 }
 
 // checkDBEndedUnseen passes err on, except for a CHECKDB that outlived its
-// lost connection (see followLost) and ended clean: its messages are lost,
-// but a clean end is recorded in the database (LastGoodCheckDbTime).
-func checkDBEndedUnseen(ctx context.Context, ls *longStatement, verifyDB string, restoredAt time.Time, err error) error {
+// lost connection (see followLost) and ended clean since base. One without
+// a clean end to show stays an error: it found something, or the instance
+// restarted under it (the copy is then restored again), and its messages
+// are lost; the step runs CHECKDB again rather than guess.
+func checkDBEndedUnseen(ctx context.Context, ls *longStatement, verifyDB string, base *CheckDBBaseline, err error) error {
 	if !isEndedUnseen(err) {
 		return err
 	}
-	if clean, cerr := cleanSince(ctx, ls, verifyDB, restoredAt); cerr == nil && clean {
+	if cleanSince(ctx, ls, verifyDB, base) {
 		ls.log.Info("the CHECKDB that outlived its connection ended clean")
 		return nil
 	}
@@ -163,36 +173,63 @@ func checkDBEndedUnseen(ctx context.Context, ls *longStatement, verifyDB string,
 }
 
 // CheckDBHeartbeat is what CheckDB records in its heartbeats: Started once
-// an attempt has sent its CHECKDB (which may outlive the attempt).
+// an attempt has sent its CHECKDB (which may outlive the attempt), and the
+// Baseline a later attempt judges a CHECKDB that ended unseen by.
 type CheckDBHeartbeat struct {
 	StepProgress
-	Started bool `json:"started,omitempty"`
+	Started  bool             `json:"started,omitempty"`
+	Baseline *CheckDBBaseline `json:"baseline,omitempty"`
 }
 
-// checkDBStarted reports an earlier attempt of this activity that sent its
-// CHECKDB.
-func checkDBStarted(ctx context.Context) bool {
-	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
-		return false
-	}
+// CheckDBBaseline is what the copy said before the step's first CHECKDB,
+// all on the verification server's own clock: LastGood, its
+// LastGoodCheckDbTime (after the restore: the source's value, on the
+// source's clock, whatever its zone or skew), and At, the server's
+// GETDATE().
+type CheckDBBaseline struct {
+	LastGood time.Time `json:"last_good"`
+	At       time.Time `json:"at"`
+}
+
+// checkDBHeartbeat is what an earlier attempt of this activity recorded.
+func checkDBHeartbeat(ctx context.Context) CheckDBHeartbeat {
 	var hb CheckDBHeartbeat
-	return activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Started
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &hb); err != nil {
+			return CheckDBHeartbeat{}
+		}
+	}
+	return hb
 }
 
-// cleanSince reports whether the database's last clean CHECKDB ended at or
-// after start (both the server's local time).
-func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, start time.Time) (bool, error) {
-	if start.IsZero() {
-		return false, nil
-	}
+// checkDBBaseline reads the copy's LastGoodCheckDbTime and the server's
+// clock; nil when the server has no value (the copy is gone: the proof
+// that follows says so).
+func checkDBBaseline(ctx context.Context, ls *longStatement, verifyDB string) (*CheckDBBaseline, error) {
 	q, args, err := tsql.LastGoodCheckDB(verifyDB)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	v, ok, err := ls.db.QueryValue(ctx, "read LastGoodCheckDbTime", q, args...)
+	lastGood, now, ok, err := ls.db.LastGoodCheckDB(ctx, q, args...)
 	if err != nil || !ok {
-		return false, err
+		return nil, err
 	}
-	t, isTime := v.(time.Time)
-	return isTime && !t.Before(start), nil
+	return &CheckDBBaseline{LastGood: lastGood, At: now}, nil
+}
+
+// cleanSince reports a clean end of a CHECKDB of the copy since base: its
+// LastGoodCheckDbTime changed (only a CHECKDB that finds nothing changes
+// it) to a time at or after base.At, both on the verification server's
+// clock. The copy's value alone proves nothing: after a restore it is its
+// source's, on the source's clock, which may run hours ahead (another
+// zone, skew). Unsure (no baseline, a failed read) is not clean.
+func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, base *CheckDBBaseline) bool {
+	if base == nil {
+		return false
+	}
+	now, err := checkDBBaseline(ctx, ls, verifyDB)
+	if err != nil || now == nil {
+		return false
+	}
+	return !now.LastGood.Equal(base.LastGood) && !now.LastGood.Before(base.At)
 }

@@ -119,7 +119,9 @@ func newE2E(t *testing.T, f *activities.SQLFixture, wrap map[string]any) *e2e {
 		if len(wrap) == 0 {
 			w.RegisterActivity(acts)
 		} else {
-			for _, name := range cycleActivities {
+			// StopStatements: a failed or cancelled cycle stops what its
+			// step left running.
+			for _, name := range append(slices.Clone(cycleActivities), "StopStatements") {
 				fn := wrap[name]
 				if fn == nil {
 					fn = methodOf(acts, name)
@@ -147,6 +149,7 @@ func methodOf(a *activities.Activities, name string) any {
 		"WriteManifest": a.WriteManifest, "CopyToRemote": a.CopyToRemote, "Restore": a.Restore, "CheckDB": a.CheckDB,
 		"SanityChecks": a.SanityChecks, "MarkVerified": a.MarkVerified, "MarkFailed": a.MarkFailed,
 		"DropVerifyDB": a.DropVerifyDB, "ApplyRetention": a.ApplyRetention, "ResumeSet": a.ResumeSet,
+		"StopStatements": a.StopStatements,
 	}[name]
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
@@ -40,6 +41,12 @@ func (f *sqlFixture) ManifestOf(server, db string, seq int64) *catalog.Manifest 
 	f.db = db
 	return f.load(server, seq)
 }
+
+// VerifySQL connects to the verification instance as the activities do.
+func (f *sqlFixture) VerifySQL() *mssql.DB { return f.verifySQL() }
+
+// SourceAheadWithCleanCheckDB: see sourceAheadWithCleanCheckDB.
+func (f *sqlFixture) SourceAheadWithCleanCheckDB() { f.sourceAheadWithCleanCheckDB() }
 
 func Statements(in *sqlsim.Instance, kind string) []sqlsim.StatementRecord {
 	return statements(in, kind)

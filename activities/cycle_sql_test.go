@@ -235,6 +235,17 @@ func (f *sqlFixture) loginAs(instance string, in *sqlsim.Instance, l sqlsim.Logi
 	}
 }
 
+// login is the configured login of instance: what an earlier attempt of a
+// step logged in as.
+func (f *sqlFixture) login(instance string) string {
+	f.t.Helper()
+	inst, ok := f.cfg.SQLInstance(instance)
+	if !ok {
+		f.t.Fatalf("no instance %s configured", instance)
+	}
+	return inst.User
+}
+
 // blindBackupLogin makes the source's login a backup operator that cannot
 // see other sessions (no VIEW SERVER STATE).
 func (f *sqlFixture) blindBackupLogin() {
@@ -479,8 +490,8 @@ func TestSQLBackupReattachesToRunningStatement(t *testing.T) {
 
 // firstAttemptBackup is what an attempt that died left behind: this run's
 // claim on set seq on bak01 and its BACKUP (with STATS, as the product sent
-// them before) still running on the source, on a connection of its own.
-// The channel gives that BACKUP's outcome.
+// them before) still running on the source, on a connection of its own of
+// the configured login. The channel gives that BACKUP's outcome.
 func (f *sqlFixture) firstAttemptBackup(seq int64) <-chan error {
 	t := f.t
 	t.Helper()
@@ -503,7 +514,7 @@ func (f *sqlFixture) firstAttemptBackup(seq int64) <-chan error {
 		t.Fatal(err)
 	}
 	f.src.SetThrottle(1 << 20)
-	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: "sa",
+	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: f.login("sql01"),
 		Password: sqlPassword, Encrypt: "disable"})
 	if err != nil {
 		t.Fatal(err)

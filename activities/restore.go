@@ -116,7 +116,8 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 	}
-	ls := &longStatement{db: sqlDB, op: "RESTORE DATABASE", command: tsql.CommandRestoreDatabase, marker: marker, log: log}
+	ls := &longStatement{db: sqlDB, op: "RESTORE DATABASE", command: tsql.CommandRestoreDatabase, marker: mssql.Marker{Prefix: marker},
+		log: log}
 
 	restored := false
 	if isRetry(ctx) {

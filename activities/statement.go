@@ -29,12 +29,14 @@ const ErrStatementLeftRunning = "StatementLeftRunning"
 // text) instead of running it twice.
 type longStatement struct {
 	db      *mssql.DB
-	op      string // "BACKUP DATABASE", for messages
-	command string // its sys.dm_exec_requests.command
+	op      string // "BACKUP DATABASE", mssql.OpCheckDB: its errors are classified by it
+	command string // its sys.dm_exec_requests.command (a LIKE pattern)
 	text    string // the statement
-	// marker is the start of text that only this statement has (its
-	// database and first file); it identifies it in sys.dm_exec_sql_text.
-	marker string
+	// marker identifies the statement in sys.dm_exec_sql_text: the batch
+	// starts with what only this statement has (its database and first
+	// file; a CHECKDB's whole text, which names its set), and runs as this
+	// login (mssql.Find).
+	marker mssql.Marker
 	log    *zap.Logger
 }
 
@@ -50,7 +52,7 @@ type running struct {
 // find looks for the statement still running or finished unseen: in this
 // process first, then on the instance.
 func (ls *longStatement) find(ctx context.Context) (running, error) {
-	if s := mssql.Attach(ls.db.Target, ls.marker); s != nil {
+	if s := mssql.Attach(ls.db.Target, ls.marker.Key()); s != nil {
 		return running{local: s}, nil
 	}
 	return ls.findOnInstance(ctx)
@@ -76,7 +78,7 @@ func (ls *longStatement) findOnInstance(ctx context.Context) (running, error) {
 // start sends the statement (or attaches to the same one still running in
 // this process).
 func (ls *longStatement) start() (*mssql.Statement, error) {
-	s, started, err := ls.db.Start(ls.marker, ls.op, ls.text, nil)
+	s, started, err := ls.db.Start(ls.marker.Key(), ls.op, ls.text, nil)
 	if err != nil {
 		return nil, sqlError(err)
 	}
@@ -234,7 +236,8 @@ func blindError(ls *longStatement, cause error) error {
 // cancel request of the workflow stops the statement (an attention from this
 // process, else KILL of its session, which needs ALTER ANY CONNECTION); any
 // other end (worker stop, heartbeat timeout while Temporal was away, start-
-// to-close) leaves it running for the next attempt.
+// to-close) leaves it running for the next attempt. When there is none (the
+// step's deadline passed), the failing cycle stops it (StopStatements).
 func (a *Activities) leave(ctx context.Context, ls *longStatement, r running) error {
 	cause := context.Cause(ctx)
 	if temporal.IsCanceledError(cause) {
@@ -247,8 +250,8 @@ func (a *Activities) leave(ctx context.Context, ls *longStatement, r running) er
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			if err := kill(kctx, ls.db, r.session); err != nil {
-				ls.log.Warn("cannot stop the cancelled statement: it runs to its end (KILL needs ALTER ANY CONNECTION)",
-					zap.String("statement", ls.op), zap.Int64("session", r.session), zap.Error(err))
+				ls.log.Warn("cannot stop the cancelled statement: it runs to its end", zap.String("statement", ls.op),
+					zap.Int64("session", r.session), zap.String("fix", killFix(ls.db.Target.User, err)), zap.Error(err))
 			}
 		}
 		return ctx.Err()

@@ -60,13 +60,15 @@ func TestSQLStopStatementsOfACancelledSet(t *testing.T) {
 
 	// A login without ALTER ANY CONNECTION: the statement runs on, and the
 	// output says so.
-	f.loginAs("sql01", f.src, sqlsim.Login{Name: "backup_op", Password: sqlPassword, Server: []string{"VIEW SERVER STATE"}})
+	f.loginAs("sql01", f.src, sqlsim.Login{Name: "backup_op", Password: sqlPassword, Server: []string{"VIEW SERVER STATE"},
+		Databases: map[string][]string{"Sales": {"db_backupoperator"}}})
 	seq++
 	done = f.firstAttemptBackup(seq)
 	out = StopOutput{}
 	f.must(f.acts.StopStatements, StopInput{Database: "Sales", Sequence: seq, Server: "bak01"}, &out)
-	if len(out.Stopped) != 0 || len(out.Left) != 1 {
-		t.Errorf("without ALTER ANY CONNECTION: stopped %v, left %v; want the BACKUP reported left running", out.Stopped, out.Left)
+	if len(out.Stopped) != 0 || len(out.Left) != 1 || !strings.Contains(out.Left[0], "GRANT ALTER ANY CONNECTION TO [backup_op];") {
+		t.Errorf("without ALTER ANY CONNECTION: stopped %v, left %v; want the BACKUP reported left running with the GRANT that fixes it",
+			out.Stopped, out.Left)
 	}
 	f.src.SetThrottle(0)
 	if err := <-done; err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -145,6 +146,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	step := c.progress.Step
 	typ := errorType(err)
 	evidence := activities.Evidence(typ)
+	left := c.stopFailedStep(ctx, step, typ)
 	// The BACKUP itself reported a failure: the set is incomplete. A timeout
 	// (no type) proves nothing: the statement may have completed unseen.
 	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && !slices.Contains(notAgainstSet, typ) {
@@ -177,7 +179,11 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 			c.log(ctx).Error("copy of the failed restore not dropped: the next cycle may refuse to replace it", "error", derr)
 		}
 	}
-	c.progress.Error = err.Error()
+	stillRuns := ""
+	if len(left) > 0 {
+		stillRuns = "; left running on SQL Server: " + strings.Join(left, "; ")
+	}
+	c.progress.Error = err.Error() + stillRuns
 	c.progress.Step = activities.StepFailed
 	// BackupStep keeps the step that failed (BackupOutcome says failed),
 	// so the Web UI and `starter status` can filter failures by step.
@@ -189,10 +195,53 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && typ != "" {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("backup cycle of %s failed at step %s: %s", c.in.Database, step, appErr.Message()), typ, err)
+			fmt.Sprintf("backup cycle of %s failed at step %s: %s%s", c.in.Database, step, appErr.Message(), stillRuns), typ, err)
 	}
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("backup cycle of %s failed at step %s: %v", c.in.Database, step, err), "CycleFailed", err)
+		fmt.Sprintf("backup cycle of %s failed at step %s: %v%s", c.in.Database, step, err, stillRuns), "CycleFailed", err)
+}
+
+// stopFailedStep stops what a failed BACKUP, RESTORE or CHECKDB step of
+// the current set left running on SQL Server: its last attempt timed out
+// (or the attempts ran out) and left the statement for a next attempt that
+// never comes, and it would meet the next night's cycle (a second BACKUP of
+// the database, a RESTORE over a copy CHECKDB still reads). It returns what
+// could not be stopped, each with its fix (KILL needs ALTER ANY
+// CONNECTION). Other steps run nothing that outlives them, and an instance
+// the step could not reach (SQLHostUnreachable) cannot be asked either.
+func (c *cycle) stopFailedStep(ctx workflow.Context, step, typ string) []string {
+	if c.seq == 0 || c.verified || typ == activities.ErrSQLHostUnreachable {
+		return nil
+	}
+	stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq}
+	switch step {
+	case activities.StepBackup:
+		stop.Server = c.server
+	case activities.StepRestore, activities.StepCheckDB:
+		stop.Remote = c.remoteOf()
+	default:
+		return nil
+	}
+	if stop.Server == "" && stop.Remote == "" ||
+		workflow.GetVersion(ctx, "stop-statements-on-fail", workflow.DefaultVersion, 1) != 1 {
+		return nil
+	}
+	var stopped activities.StopOutput
+	if err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: shortDeadline / 2, HeartbeatTimeout: c.hb,
+		RetryPolicy: retry(2*time.Second, 3),
+		Summary:     fmt.Sprintf("stop what step %s of %s seq %d left running", step, c.in.Database, c.seq),
+	}), a.StopStatements, stop).Get(ctx, &stopped); err != nil {
+		c.log(ctx).Error("statements of the failed step not stopped: they may still run", "error", err)
+		return nil
+	}
+	if len(stopped.Stopped) > 0 {
+		c.log(ctx).Warn("stopped what the failed step left running", "stopped", stopped.Stopped)
+	}
+	if len(stopped.Left) > 0 {
+		c.log(ctx).Warn("statements of the failed step still running on SQL Server", "left", stopped.Left)
+	}
+	return stopped.Left
 }
 
 // cancelled reports whether err is (or follows from) a cancel request.

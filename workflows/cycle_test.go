@@ -36,6 +36,7 @@ type fakeCycle struct {
 	manifest  func(activities.ManifestInput) (activities.ManifestOutput, error)
 	retention func(activities.RetentionInput) (activities.RetentionOutput, error)
 	sequence  func() (int64, error)
+	stop      func(activities.StopInput) (activities.StopOutput, error)
 
 	planIn      []activities.PlanInput
 	backupIn    []activities.BackupInput
@@ -204,6 +205,9 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 		func(_ context.Context, in activities.StopInput) (activities.StopOutput, error) {
 			f.record("StopStatements")
 			f.stopIn = append(f.stopIn, in)
+			if f.stop != nil {
+				return f.stop(in)
+			}
 			return activities.StopOutput{}, nil
 		})
 	env.OnActivity(acts.DropVerifyDB, mock.Anything, mock.Anything).Return(
@@ -992,5 +996,75 @@ func TestCycleFailedRestoreDropsItsCopy(t *testing.T) {
 		if dropped != tc.drop || len(f.dropIn) > 1 {
 			t.Errorf("%s: DropVerifyDB %+v, want dropped=%v (OwnRestore, seq 7)", tc.typ, f.dropIn, tc.drop)
 		}
+	}
+}
+
+// A step that fails for good may leave its statement running on SQL Server
+// (an attempt that timed out leaves it for the next one, and there is
+// none): the cycle stops it before it ends, on the instance the step ran
+// on, so the next night does not collide with it. What the login could not
+// stop is named in the cycle's error with the GRANT that fixes it. A step
+// that ran no statement, or an instance the step could not reach, is not
+// asked.
+func TestCycleFailedStepStopsItsStatement(t *testing.T) {
+	left := func(typ string) error {
+		return temporal.NewApplicationError("DBCC CHECKDB on verify01 left running: the attempt's timeout passed", typ)
+	}
+	const grant = "DBCC CHECKDB on verify01 (session 57) still runs: KILL needs ALTER ANY CONNECTION: GRANT ALTER ANY CONNECTION TO [bk];"
+	cases := []struct {
+		name     string
+		breakIt  func(f *fakeCycle)
+		want     []activities.StopInput
+		beforeOf string // StopStatements comes before this activity
+	}{
+		{"checkdb", func(f *fakeCycle) {
+			f.checkDB = func(activities.VerifyInput) (activities.StepOutput, error) {
+				return activities.StepOutput{}, left(activities.ErrStatementLeftRunning)
+			}
+		}, []activities.StopInput{{Database: "Sales", Instance: "sql01", Sequence: 7, Remote: "remote01"}}, ""},
+		{"restore", func(f *fakeCycle) {
+			f.restore = func(activities.VerifyInput) (activities.StepOutput, error) {
+				return activities.StepOutput{}, left(activities.ErrStatementLeftRunning)
+			}
+		}, []activities.StopInput{{Database: "Sales", Instance: "sql01", Sequence: 7, Remote: "remote01"}}, "DropVerifyDB"},
+		{"backup", func(f *fakeCycle) {
+			f.backup = func(activities.BackupInput) (activities.BackupOutput, error) {
+				return activities.BackupOutput{}, left(activities.ErrStatementLeftRunning)
+			}
+		}, []activities.StopInput{{Database: "Sales", Instance: "sql01", Sequence: 7, Server: "bak01"}}, ""},
+		{"checkdb on a lost instance", func(f *fakeCycle) {
+			f.checkDB = func(activities.VerifyInput) (activities.StepOutput, error) {
+				return activities.StepOutput{}, temporal.NewApplicationError("verify01 lost", activities.ErrSQLHostUnreachable)
+			}
+		}, nil, ""},
+		{"copy", func(f *fakeCycle) {
+			f.copy = func(activities.CopyInput) (activities.CopyOutput, error) {
+				return activities.CopyOutput{}, temporal.NewNonRetryableApplicationError("remote full", activities.ErrShareFull, nil)
+			}
+		}, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCycle()
+			tc.breakIt(f)
+			f.stop = func(activities.StopInput) (activities.StopOutput, error) {
+				return activities.StopOutput{Left: []string{grant}}, nil
+			}
+			r := newCycleRun(t, f)
+			_, err := r.run(CycleInput{Database: "Sales"})
+			appError(t, err)
+			if !slices.Equal(f.stopIn, tc.want) {
+				t.Fatalf("StopStatements %+v, want %+v (calls %v)", f.stopIn, tc.want, f.calls)
+			}
+			if tc.want == nil {
+				return
+			}
+			if !strings.Contains(err.Error(), grant) {
+				t.Errorf("cycle error %q; want it to name the statement left running and the GRANT", err)
+			}
+			if tc.beforeOf != "" && slices.Index(f.calls, "StopStatements") > slices.Index(f.calls, tc.beforeOf) {
+				t.Errorf("calls %v: StopStatements must come before %s", f.calls, tc.beforeOf)
+			}
+		})
 	}
 }

@@ -2,15 +2,19 @@ package crashtest
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -120,5 +124,130 @@ func TestTemporalAwayDuringBackup(t *testing.T) {
 	if runs.started["Backup"] < 2 || runs.completed["Backup"] != 1 {
 		t.Errorf("Backup: %d attempts, %d completions; want a second attempt (after the heartbeat timeout) that completed",
 			runs.started["Backup"], runs.completed["Backup"])
+	}
+}
+
+// heldInPhase counts the requests of in whose command is phase.
+func heldInPhase(t *testing.T, in *sqlsim.Instance, phase string) int64 {
+	t.Helper()
+	db := openSQL(t, in)
+	defer db.Close()
+	var n int64
+	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE command = @p1", phase).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// runAs adds login l to in (sysadmin) and runs stmt as l on a connection of
+// its own until it ends; it returns the statement's session once it runs,
+// and its outcome on the channel.
+func runAs(t *testing.T, in *sqlsim.Instance, login, stmt string) (int, <-chan error) {
+	t.Helper()
+	if login != "sa" {
+		if err := in.SetLogin(sqlsim.Login{Name: login, Password: sqlPassword, Sysadmin: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlserver", in.DSN(login, sqlPassword, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	before := len(statements(in, "DBCC CHECKDB"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(context.Background(), stmt)
+		done <- err
+	}()
+	until(t, login+"'s CHECKDB to run", 10*time.Second, func() bool { return len(statements(in, "DBCC CHECKDB")) > before })
+	got := statements(in, "DBCC CHECKDB")
+	return got[len(got)-1].Session, done
+}
+
+// A worker stopped (deploy) while the cycle's CHECKDB is in its last phase,
+// DBCC IVIEW CHECK (long with EXTENDED_LOGICAL_CHECKS on a large database):
+// the retry on the new worker finds it on the instance and waits for it,
+// whatever its phase. Exactly one CHECKDB of the cycle runs. Other
+// CHECKDBs of the same copy are neither adopted nor killed: a DBA's DBCC
+// CHECKDB ... WITH PHYSICAL_ONLY, a batch of the product's own login that
+// merely contains the product's statement, and that very statement run by
+// another login.
+func TestWorkerRestartDuringCheckDBLastPhase(t *testing.T) {
+	t.Parallel()
+	srv := sharedTemporal(t)
+	c := dial(t, srv)
+	s := newSite(t, "Sales", dbSize, "")
+	release, err := s.verify.HoldCheckDB(sqlsim.PhaseIViewCheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	w := s.startWorkerProcess(srv.FrontendAddress())
+
+	run := s.start(c, s.tq+"-iview")
+	until(t, "the cycle's CHECKDB to be in DBCC IVIEW CHECK", 3*time.Minute, func() bool {
+		return heldInPhase(t, s.verify, sqlsim.PhaseIViewCheck) == 1
+	})
+	ours := statements(s.verify, "DBCC CHECKDB")[0]
+	others := map[string]<-chan error{}
+	var otherSessions []int
+	for _, o := range []struct{ what, login, stmt string }{
+		{"a DBA's PHYSICAL_ONLY", "dba", "DBCC CHECKDB([" + ours.Database + "]) WITH PHYSICAL_ONLY"},
+		{"a batch of the product's login containing its statement", "sa", "SELECT 1;\n" + ours.SQL},
+		{"the product's statement run by another login", "dba2", ours.SQL},
+	} {
+		session, done := runAs(t, s.verify, o.login, o.stmt)
+		others[o.what] = done
+		otherSessions = append(otherSessions, session)
+	}
+	until(t, "four CHECKDBs held in DBCC IVIEW CHECK", time.Minute, func() bool {
+		return heldInPhase(t, s.verify, sqlsim.PhaseIViewCheck) == 4
+	})
+
+	w.stop(t)
+	s.startWorkerProcess(srv.FrontendAddress())
+	until(t, "the retry of CheckDB on the new worker", 2*time.Minute, func() bool {
+		d, err := c.DescribeWorkflowExecution(context.Background(), run.GetID(), run.GetRunID())
+		if err != nil {
+			return false
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == "CheckDB" && a.GetAttempt() >= 2 &&
+				a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return true
+			}
+		}
+		return false
+	})
+	// Room for a retry that missed the running CHECKDB to send another
+	// (held too): a few of the worker's polls.
+	time.Sleep(2 * time.Second)
+	release()
+	res, err := wait(t, run, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("cycle after the worker restart: %v", err)
+	}
+	if m := s.manifest(res.Remote, res.Sequence); m == nil || m.State != catalog.StateVerified {
+		t.Errorf("set %d on %s: %+v, want verified", res.Sequence, res.Remote, m)
+	}
+	var product []sqlsim.StatementRecord
+	for _, st := range statements(s.verify, "DBCC CHECKDB") {
+		if !slices.Contains(otherSessions, st.Session) {
+			product = append(product, st)
+		}
+	}
+	if len(product) != 1 || product[0].Outcome != "ok" {
+		t.Errorf("the cycle's CHECKDBs: %+v; want exactly one, ok", product)
+	}
+	for what, done := range others {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v; want it left alone to its end", what, err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("%s did not end", what)
+		}
 	}
 }

@@ -112,6 +112,10 @@ type Request struct {
 	Percent    float64
 	StartTime  time.Time
 	Text       string // the statement's text, when the query returns it
+	// Login is the session's original login, when the query returns it
+	// (tsql.RunningStatements); Own says it is the querying session's.
+	Login string
+	Own   bool
 }
 
 // Requests runs a sys.dm_exec_requests query (tsql.InFlightRequests) and
@@ -119,10 +123,12 @@ type Request struct {
 func (db *DB) Requests(ctx context.Context, query string, args ...any) ([]Request, error) {
 	var out []Request
 	err := db.scan(ctx, "find running requests", query, args, func(r row) {
+		login := r.str("login_name")
 		out = append(out, Request{
 			SessionID: r.int("session_id"), Command: strings.TrimSpace(r.str("command")),
 			DatabaseID: r.int("database_id"), Percent: r.float("percent_complete"),
 			StartTime: r.time("start_time"), Text: r.str("text"),
+			Login: login, Own: login != "" && login == r.str("own_login"),
 		})
 	})
 	return out, err
@@ -228,6 +234,20 @@ func (db *DB) DatabaseState(ctx context.Context, query string, args ...any) (*Da
 		}
 	})
 	return s, err
+}
+
+// LastGoodCheckDB runs a tsql.LastGoodCheckDB query: when the database's
+// last clean DBCC CHECKDB ended and the server's GETDATE(), both datetime
+// as the server keeps them (wall clocks, labelled UTC by the driver). ok is
+// false when the server has no value (no such database).
+func (db *DB) LastGoodCheckDB(ctx context.Context, query string, args ...any) (lastGood, now time.Time, ok bool, err error) {
+	err = db.scan(ctx, "read LastGoodCheckDbTime", query, args, func(r row) {
+		if !ok {
+			lastGood, now = r.time("last_good"), r.time("server_now")
+			ok = !lastGood.IsZero() && !now.IsZero()
+		}
+	})
+	return lastGood, now, ok, err
 }
 
 // QueryValue runs a query and returns the first column of its first row
@@ -405,11 +425,45 @@ func normalize(v any) any {
 	return v
 }
 
-// Find returns the first request whose batch text contains marker (the
-// statement's start as internal/tsql builds it), or nil.
-func Find(reqs []Request, marker string) *Request {
+// Marker tells one of this product's long statements apart in
+// sys.dm_exec_sql_text, which gives a request's batch as the client sent
+// it: each long statement goes as a batch of its own, so the batch starts
+// with the statement. A batch that merely contains its text (a DBA's script
+// that quotes it, another tool's statement with more in front) is not it.
+type Marker struct {
+	// Prefix starts the batch: the statement, or its start up to what may
+	// differ between attempts (the stripe count, the options).
+	Prefix string
+	// Whole: the batch is exactly Prefix.
+	Whole bool
+	// Tag is text the rest of the batch holds ("" for none), where the
+	// start alone does not tell one run's statement from another's (a
+	// calibration's NAME =).
+	Tag string
+}
+
+// Matches reports whether a batch's text is the statement m identifies.
+func (m Marker) Matches(text string) bool {
+	if m.Prefix == "" || !strings.HasPrefix(text, m.Prefix) {
+		return false
+	}
+	rest := text[len(m.Prefix):]
+	if m.Whole && rest != "" {
+		return false
+	}
+	return m.Tag == "" || strings.Contains(rest, m.Tag)
+}
+
+// Key names the statement in this process (DB.Start, Attach).
+func (m Marker) Key() string { return m.Prefix + "\x00" + m.Tag }
+
+// Find returns the first request that is the statement m identifies and
+// runs in a session of the querying session's own login (Request.Own), or
+// nil: a DBA's batch, or the same text sent by another login, is never
+// attached to nor stopped.
+func Find(reqs []Request, m Marker) *Request {
 	for i := range reqs {
-		if marker != "" && strings.Contains(reqs[i].Text, marker) {
+		if reqs[i].Own && m.Matches(reqs[i].Text) {
 			return &reqs[i]
 		}
 	}

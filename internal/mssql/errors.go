@@ -48,6 +48,9 @@ var (
 	ErrInvalidTarget = errors.New("invalid connection settings")
 	// ErrStatement: any other SQL Server error (syntax, permissions, ...).
 	ErrStatement = errors.New("statement failed")
+	// ErrStopped: this process stopped the statement (Statement.Stop: a
+	// cancelled or failed cycle); its connection was not lost.
+	ErrStopped = errors.New("statement stopped")
 )
 
 // Failure is a classified failure of a connection or a statement.
@@ -368,6 +371,61 @@ func classifyNumbers(errs []mssqldb.Error) error {
 		return ErrUnreachable
 	}
 	return ErrStatement
+}
+
+// Rules by operation. The same error number can mean different things
+// depending on what raised it, so a statement's errors are classified by
+// its op (the op of DB.Run, DB.Start, Classify and ClassifyErrors): an op
+// with rules of its own in opRules gets them, every other op the version,
+// TDE and host rules of kindOf, then classifyNumbers.
+
+// OpCheckDB is the op of DBCC CHECKDB (classifyCheckDB).
+const OpCheckDB = "DBCC CHECKDB"
+
+// opRules are the operations whose errors have rules of their own.
+var opRules = map[string]func([]mssqldb.Error) error{
+	OpCheckDB: classifyCheckDB,
+}
+
+// checkDBSnapshotNumbers: CHECKDB's internal database snapshot ran out of
+// room, 5128 "Write to sparse file '%ls' failed due to lack of disk space"
+// (the snapshot's sparse files live beside the database's files: "DBCC
+// (Transact-SQL)", internal database snapshot): it could not check.
+var checkDBSnapshotNumbers = []int32{5128}
+
+// classifyCheckDB classifies by "raised during DBCC CHECKDB", not by a list
+// of corruption numbers: every error a CHECKDB reports is evidence about
+// the database it checks (ErrCheckDBFailed), whatever its number or
+// severity. The system table pre-checks (7984-7988) "cannot be repaired;
+// therefore, the DBCC CHECKDB terminates immediately" (MSSQLSERVER_7986,
+// https://learn.microsoft.com/sql/relational-databases/errors-events/mssqlserver-7986-database-engine-error);
+// 2537 is a failed record check; severity 22 and 23 errors say a table or
+// the whole database is damaged, and a severity 20+ error ends the task,
+// the connection only "may" go ("Database engine error severities",
+// https://learn.microsoft.com/sql/relational-databases/errors-events/database-engine-error-severities):
+// kept or not, it is not a lost host. The exceptions prove nothing about
+// the database:
+//   - CHECKDB could not run: tempdb full (8921 and tempdbNumbers), no
+//     internal snapshot (7926, 1823, 5128), memory (8902, memoryNumbers);
+//   - the environment: the database gone, restoring or unavailable, the
+//     login refused, the instance shutting down or unreachable
+//     (unreachableNumbers), and errors below severity 16 (permissions 14,
+//     syntax 15: the statement never checked anything).
+func classifyCheckDB(errs []mssqldb.Error) error {
+	has := func(set []int32) bool {
+		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return slices.Contains(set, e.Number) })
+	}
+	kind := classifyNumbers(errs)
+	switch {
+	case kind == ErrDatabaseUnavailable, kind == ErrLoginFailed, kind == ErrDatabaseNotFound, kind == ErrCheckDBCouldNotRun:
+		return kind
+	case has(tempdbNumbers), has(memoryNumbers), has(checkDBSnapshotNumbers):
+		return ErrCheckDBCouldNotRun
+	}
+	if slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 16 && !slices.Contains(unreachableNumbers, e.Number) }) {
+		return ErrCheckDBFailed
+	}
+	return kind
 }
 
 // isCertificateError reports a TLS handshake that failed on the server's

@@ -40,9 +40,13 @@ const (
 // kindOf classifies the errors of operation op. connected: the statement's
 // connection was still open when its errors arrived (a severity 20+ error
 // usually ends the session; when it does not, it came from inside the
-// statement). The RESTORE kinds above come first; everything else is
-// classifyNumbers'.
+// statement). An operation with rules of its own (opRules: DBCC CHECKDB)
+// gets them; otherwise the RESTORE kinds above come first, then the host
+// kinds (hostKind), then classifyNumbers.
 func kindOf(op string, errs []mssqldb.Error, connected bool) error {
+	if rule, ok := opRules[op]; ok {
+		return rule(errs)
+	}
 	has := func(n int32) bool {
 		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Number == n })
 	}

@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,8 @@ import (
 type Statement struct {
 	Key string // what the statement is, per instance (see Start)
 	Op  string
+	// text is the statement as sent (Running matches it).
+	text string
 
 	done     chan struct{}
 	stop     context.CancelFunc
@@ -31,6 +34,7 @@ type Statement struct {
 	mu       sync.Mutex
 	percent  int
 	consumed bool
+	stopped  bool // Stop ended it
 }
 
 // statements are this process's long statements, running or finished and
@@ -69,7 +73,7 @@ func (db *DB) Start(key, op, statement string, onMessage func(Message)) (*Statem
 		return nil, false, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Statement{Key: key, Op: op, done: make(chan struct{}), stop: stop, started: now, percent: -1}
+	s := &Statement{Key: key, Op: op, text: statement, done: make(chan struct{}), stop: stop, started: now, percent: -1}
 	statements.m[rk] = s
 	go func() {
 		defer stop()
@@ -82,6 +86,18 @@ func (db *DB) Start(key, op, statement string, onMessage func(Message)) (*Statem
 				onMessage(m)
 			}
 		}, dead)
+		s.mu.Lock()
+		if s.stopped && err != nil {
+			// Not a lost connection: whoever waits must not look for it
+			// on the instance or send it again.
+			stopped := &Failure{Kind: ErrStopped, Target: db.Target.String(), Op: op, Err: err}
+			var f *Failure
+			if errors.As(err, &f) {
+				stopped.Errors, stopped.Err = f.Errors, f.Err
+			}
+			err = stopped
+		}
+		s.mu.Unlock()
 		statements.Lock()
 		s.res, s.err, s.finished = res, err, time.Now()
 		close(s.done)
@@ -159,6 +175,9 @@ func (s *Statement) Wait(ctx context.Context) (Result, error) {
 // rolls it back) and waits up to limit for it to end. It reports whether it
 // ended.
 func (s *Statement) Stop(limit time.Duration) bool {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 	s.stop()
 	select {
 	case <-s.done:
@@ -168,14 +187,14 @@ func (s *Statement) Stop(limit time.Duration) bool {
 	}
 }
 
-// RunningWithPrefix returns this process's statements on the instance of t
-// that are still running and whose key starts with prefix.
-func RunningWithPrefix(t Target, prefix string) []*Statement {
+// Running returns this process's statements on the instance of t that are
+// still running and that m identifies.
+func Running(t Target, m Marker) []*Statement {
 	statements.Lock()
 	defer statements.Unlock()
 	var out []*Statement
 	for k, s := range statements.m {
-		if strings.HasPrefix(k, registryKey(t, prefix)) && !s.isDone() {
+		if strings.HasPrefix(k, registryKey(t, "")) && !s.isDone() && m.Matches(s.text) {
 			out = append(out, s)
 		}
 	}

@@ -83,6 +83,12 @@ func TestStatementStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-got
+	if r := Running(target, Marker{Prefix: "BACKUP DATABASE [Sales]", Whole: true}); len(r) != 1 || r[0] != s {
+		t.Fatalf("Running by the statement's text: %v, want it", r)
+	}
+	if r := Running(target, Marker{Prefix: "BACKUP DATABASE [Sales] TO"}); len(r) != 0 {
+		t.Fatalf("Running by a longer text: %v, want none", r)
+	}
 	if !s.Stop(10 * time.Second) {
 		t.Fatal("Stop: the statement did not end")
 	}
@@ -90,5 +96,50 @@ func TestStatementStop(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the cancel")
+	}
+	// Whoever waits for it learns it was stopped, not that its connection
+	// was lost (which would send it looking on the instance and again).
+	if _, err := s.Wait(testCtx(t)); !errors.Is(err, ErrStopped) || errors.Is(err, ErrUnreachable) {
+		t.Errorf("Wait after Stop: %v, want ErrStopped", err)
+	}
+}
+
+// A marker identifies this product's statement by the batch as it was sent:
+// it starts with the statement (the whole of it, for a CHECKDB that names
+// its set), holds its tag after that, and runs as this login. A batch that
+// merely contains the text, or the same text of another login, is not it.
+func TestMarkerFindsOnlyTheOwnStatement(t *testing.T) {
+	const stmt = "DBCC CHECKDB([Sales_verify]) WITH NO_INFOMSGS, ALL_ERRORMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY /* backupcycle seq 00000007 */"
+	whole := Marker{Prefix: stmt, Whole: true}
+	for _, tc := range []struct {
+		m    Marker
+		text string
+		want bool
+	}{
+		{whole, stmt, true},
+		{whole, "SELECT 1;\n" + stmt, false},
+		{whole, stmt + "; SELECT 1", false},
+		{whole, "DBCC CHECKDB([Sales_verify]) WITH PHYSICAL_ONLY", false},
+		{whole, "DBCC CHECKDB([Sales_verify]) WITH NO_INFOMSGS, ALL_ERRORMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY /* backupcycle seq 00000006 */", false},
+		{Marker{Prefix: "BACKUP DATABASE [Sales] TO DISK = N'\\\\bak01\\backup\\sql01@Sales_00000007_1of"},
+			"BACKUP DATABASE [Sales] TO DISK = N'\\\\bak01\\backup\\sql01@Sales_00000007_1of2.bak', DISK = N'x' WITH CHECKSUM", true},
+		{Marker{Prefix: "BACKUP DATABASE [Sales] TO DISK = N'x'"}, "-- BACKUP DATABASE [Sales] TO DISK = N'x'", false},
+		{Marker{Prefix: "BACKUP DATABASE [Sales] TO ", Tag: "NAME = N'backupcycle calibration ab1'"},
+			"BACKUP DATABASE [Sales] TO DISK = N'NUL' WITH COPY_ONLY, NAME = N'backupcycle calibration ab1'", true},
+		{Marker{Prefix: "BACKUP DATABASE [Sales] TO ", Tag: "NAME = N'backupcycle calibration ab1'"},
+			"BACKUP DATABASE [Sales] TO DISK = N'NUL' WITH COPY_ONLY, NAME = N'backupcycle calibration ab2'", false},
+		{Marker{}, "", false},
+	} {
+		if got := tc.m.Matches(tc.text); got != tc.want {
+			t.Errorf("%+v matches %q: %v, want %v", tc.m, tc.text, got, tc.want)
+		}
+	}
+	reqs := []Request{{SessionID: 51, Text: stmt, Login: "dba", Own: false}, {SessionID: 52, Text: "SELECT 1;\n" + stmt, Login: "bk", Own: true},
+		{SessionID: 53, Text: stmt, Login: "bk", Own: true}}
+	if r := Find(reqs, whole); r == nil || r.SessionID != 53 {
+		t.Errorf("Find: %+v, want session 53 (the own login's, exactly the statement)", r)
+	}
+	if r := Find(reqs[:2], whole); r != nil {
+		t.Errorf("Find without the own statement: %+v, want none", r)
 	}
 }

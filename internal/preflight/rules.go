@@ -157,7 +157,7 @@ func sourceInstanceChecks(inst string, f serverFacts) []Check {
 	return []Check{
 		serverCheck(inst, f, tsql.PermCreateAnyDatabase, "source: RESTORE HEADERONLY recognises a BACKUP that finished while no worker watched", Missing),
 		viewStateCheck(inst, f, "source: re-attach to a running BACKUP"),
-		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled cycle stops its running statement (KILL)", Warn),
+		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled or failed cycle stops the statement it left running (KILL)", Warn),
 	}
 }
 
@@ -167,7 +167,7 @@ func verifyInstanceChecks(inst string, f serverFacts, msdb msdbFacts) []Check {
 		serverCheck(inst, f, tsql.PermCreateAnyDatabase,
 			"verification: RESTORE of the copy (then REPLACE and DROP of it as its owner), RESTORE FILELISTONLY/HEADERONLY", Missing),
 		viewStateCheck(inst, f, "verification: re-attach to a running RESTORE or DBCC CHECKDB"),
-		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled cycle stops its running statement (KILL)", Warn),
+		serverCheck(inst, f, tsql.PermAlterAnyConnection, "optional: a cancelled or failed cycle stops the statement it left running (KILL)", Warn),
 	}
 	for _, t := range []struct {
 		table string

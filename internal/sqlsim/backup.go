@@ -313,6 +313,9 @@ func (x *execCtx) backup(s *backupStmt) error {
 	lastLSN := x.in.nextLSN(uint64(totalPages))
 	x.in.mu.Unlock()
 	start := time.Now()
+	x.in.mu.Lock()
+	lastGood := d.LastGoodCheckDB
+	x.in.mu.Unlock()
 	mediaSet, backupSet := newGUID(), newGUID()
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
 		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
@@ -320,7 +323,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
-		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat}
+		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat,
+		LastGoodCheckDB: lastGood}
 	if o.compression {
 		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
 	}

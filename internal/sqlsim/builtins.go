@@ -65,11 +65,7 @@ func (e *env) call(f *funcExpr) (any, error) {
 		}
 		for _, d := range x.in.allDatabases() {
 			if x.in.sameName(d.Name, toString(v)) {
-				r := databaseProperty(d, toString(pv), x.in.cfg.Collation)
-				if t, ok := r.(time.Time); ok && !d.LastGoodCheckDB.IsZero() {
-					r = x.in.serverTime(t) // datetime: the server's wall clock
-				}
-				return r, nil
+				return databaseProperty(d, toString(pv), x.in.cfg.Collation), nil
 			}
 		}
 		return nil, nil
@@ -84,12 +80,7 @@ func (e *env) call(f *funcExpr) (any, error) {
 	case "GETUTCDATE", "SYSUTCDATETIME":
 		return time.Now().UTC(), nil
 	case "SUSER_SNAME", "SUSER_NAME", "ORIGINAL_LOGIN":
-		// The login's name as defined on the server, whatever case the
-		// client typed it in.
-		if l := x.in.principal(x.s.login.User); l != nil {
-			return l.Name, nil
-		}
-		return x.s.login.User, nil
+		return x.in.loginName(x.s.login.User), nil
 	case "USER_NAME", "CURRENT_USER":
 		if x.in.isDBOwner(x.sessionLogin(), x.currentDB()) {
 			return "dbo", nil

@@ -83,12 +83,29 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	}
 	x.in.ops.Add(1)
 	defer x.in.ops.Done()
-	x.setCommand("DBCC TABLE CHECK", d.ID, true)
+	x.setCommand(PhaseAllocCheck, d.ID, true)
 	if x.in.isTempdbFull() { // see SetTempdbFull
 		return tds.Errors{
 			sqlErr(1105, 17, "Could not allocate space for object 'dbo.SORT temporary run storage:  140737488355328' in database 'tempdb' because the 'PRIMARY' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
 			sqlErr(8921, 16, "Check terminated. A failure was detected while collecting facts. Possibly tempdb out of space or a system table is inconsistent. Check previous errors."),
 		}
+	}
+	// The system table pre-checks come first; a failure there ends the
+	// CHECKDB at once (see CheckDBError).
+	if n := x.in.checkDBErrorDue(PhaseAllocCheck); n != 0 {
+		return preCheckError(n)
+	}
+	if err := x.checkDBPhase(PhaseAllocCheck, d.ID); err != nil {
+		return err
+	}
+	if err := x.checkDBPhase(PhaseSysCheck, d.ID); err != nil {
+		return err
+	}
+	if n := x.in.checkDBErrorDue(PhaseSysCheck); n != 0 {
+		return schemaCorruption()
+	}
+	if err := x.checkDBPhase(PhaseTableCheck, d.ID); err != nil {
+		return err
 	}
 	ce := &dbccErrors{all: all, byObject: map[uint32][]*tds.Error{}, tables: map[uint32]string{}}
 	x.in.metaMu.RLock()
@@ -142,7 +159,22 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 		}
 		return err
 	}
-	// Metadata checks.
+	if n := x.in.checkDBErrorDue(PhaseTableCheck); n != 0 {
+		obj, fileID, page := uint32(0), primaryFileID, int64(bootPages+1)
+		if len(md.Tables) > 0 {
+			obj = md.Tables[0].ObjectID
+			if ex := md.Tables[0].Extents; len(ex) > 0 {
+				fileID, page = ex[0].FileID, int64(ex[0].First)
+			}
+		}
+		ce.add(obj, recordCheckError(obj, fileID, page))
+	}
+	for _, phase := range []string{PhaseSSBCheck, PhaseCheckCatalog} {
+		if err := x.checkDBPhase(phase, d.ID); err != nil {
+			return err
+		}
+	}
+	// Metadata checks (CHECKCATALOG).
 	if mdErr != nil {
 		ce.add(0, sqlErr(8939, 16, "Table error: Object ID 0, index ID -1, partition ID 0, alloc unit ID 0 (type Unknown), page (1:1). Test (metadata readable) failed. Values are 0 and 1."))
 	}
@@ -161,6 +193,9 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 				ce.add(t.ObjectID, sqlErr(8905, 16, "Extent (%d:%d) in database ID %d is marked allocated in the GAM, but no SGAM or IAM has allocated it.", e.FileID, e.First, d.ID))
 			}
 		}
+	}
+	if err := x.checkDBPhase(PhaseIViewCheck, d.ID); err != nil {
+		return err
 	}
 	var errs tds.Errors
 	objs := make([]uint32, 0, len(ce.byObject))
@@ -183,7 +218,7 @@ func (x *execCtx) checkDB(s *dbccStmt) error {
 	}
 	if len(errs) == 0 {
 		x.in.mu.Lock()
-		d.LastGoodCheckDB = time.Now()
+		d.LastGoodCheckDB = x.in.wallText(time.Now())
 		err := x.in.saveCatalog()
 		x.in.mu.Unlock()
 		if err != nil {

@@ -32,7 +32,7 @@
 //	    sys.dm_exec_requests (session_id, request_id, start_time, status, command, sql_handle,
 //	    database_id, percent_complete, estimated_completion_time, total_elapsed_time),
 //	    sys.dm_exec_sessions (session_id, login_time, host_name, program_name, login_name, status,
-//	    database_id, language, is_user_process; others' sessions with VIEW SERVER STATE),
+//	    database_id, language, is_user_process, original_login_name; others' sessions with VIEW SERVER STATE),
 //	    sys.dm_exec_connections (encrypt_option, auth_scheme SQL|NTLM, protocol_version, net_packet_size,
 //	    client/local address and port; VIEW SERVER STATE, else 300 and 297),
 //	    [master.]sys.certificates (name, certificate_id, thumbprint, subject, start_date, expiry_date,
@@ -50,8 +50,8 @@
 //	    that (re)created it; state_desc RESTORING while a RESTORE runs into it or after one was cut short
 //	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE
 //	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
-//	    UserAccess, Recovery, Updateability), HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, IS_MEMBER,
-//	    SUSER_SNAME, GETDATE, GETUTCDATE,
+//	    UserAccess, Recovery, Updateability, LastGoodCheckDbTime), HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, IS_MEMBER,
+//	    SUSER_SNAME, ORIGINAL_LOGIN, GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
 //	    predicates: = <> < > <= >=, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (list), [NOT] LIKE, [NOT] EXISTS (SELECT ...)
 //	Generated tables (dbo.Orders, dbo.Customers, ...) answer only COUNT(*), COUNT_BIG(*), MAX(col) and
@@ -209,7 +209,8 @@
 //	927 (14) the database is RESTORING (a RESTORE was cut short: only RESTORE ... REPLACE or DROP apply)
 //	CHECKDB damage: 8928 + 8939 (16) per page naming object and page (F:P), then 8989 (16)
 //	    "CHECKDB found 0 allocation errors and N consistency errors in database 'x'."; clean with
-//	    NO_INFOMSGS: no message at all
+//	    NO_INFOMSGS: no message at all. CheckDBError: a system table pre-check (7984-7988, 16) ends it at
+//	    once with that error alone; 2537 (16) is counted in the 8989; 211 (23) ends it, its session kept
 //	3701 (11) DROP of an unknown database; 3702 (16) in use; 5011 + 5069 ALTER DATABASE of an unknown one;
 //	    5052 + 5069 ALTER DATABASE of a RESTORING one (DROP DATABASE works on it)
 //
@@ -229,12 +230,19 @@
 // server-local time without a zone. Stored ones keep the wall clock they
 // were written with: an instance restarted with another TimeZone (DST, a
 // VM moved) reports its older backups and history as they were recorded.
+// DATABASEPROPERTYEX 'LastGoodCheckDbTime' is the wall clock of the server
+// whose clean CHECKDB set it: BACKUP writes it into the media and RESTORE
+// gives it to the copy, so a copy restored in another zone reports its
+// source's value until a CHECKDB of it ends clean.
 //
 // sys.dm_exec_requests shows every running request to a login with VIEW
 // SERVER STATE (on MajorVersion 16 VIEW SERVER PERFORMANCE STATE is
 // enough), to any other login only its own session's, with command
-// 'BACKUP DATABASE', 'RESTORE DATABASE', 'RESTORE VERIFYONLY' or
-// 'DBCC TABLE CHECK' (as SQL Server), database_id (the session's database
+// 'BACKUP DATABASE', 'RESTORE DATABASE', 'RESTORE VERIFYONLY' or, for a
+// DBCC CHECKDB, the phase it is in: 'DBCC ALLOC CHECK', 'DBCC SYS CHECK',
+// 'DBCC TABLE CHECK' (its page scan, with percent_complete), 'DBCC SSB
+// CHECK', 'DBCC CHECKCATALOG', 'DBCC IVIEW CHECK' (as SQL Server;
+// HoldCheckDB holds it in one), database_id (the session's database
 // for a RESTORE, not its target; the target exists in state RESTORING from
 // the start of the copy), a real
 // percent_complete (0 while a RESTORE initialises its files, 100 during its
@@ -309,7 +317,8 @@
 // (also in the middle of a transfer), SetShareNetworkError (59 or 64) and
 // SetShareQuota emulate a dead, flaky or full backup server; SetTempdbFull
 // makes DBCC CHECKDB stop before checking (1105 + 8921, tempdb out of
-// space). Statements lists
+// space), CheckDBError makes the next one raise 7984-7988, 2537 or 211,
+// HoldCheckDB holds CHECKDBs in a phase. Statements lists
 // every statement started (kind, database, times, outcome; "running" until
 // it ends, then "ok", "error <n>", "cancelled", "dropped" or "crashed") for
 // assertions.

@@ -24,6 +24,12 @@ type faultState struct {
 	refuse      int                // connection attempts still to refuse
 	lost        int                // DropConnectionAt faults fired
 	tempdbFull  bool               // DBCC CHECKDB cannot get its tempdb space (SetTempdbFull)
+	// checkDBHold holds a DBCC CHECKDB in a phase (HoldCheckDB), until the
+	// channel is closed.
+	checkDBHold map[string]chan struct{}
+	// checkDBError is the error the next DBCC CHECKDB raises
+	// (CheckDBError), 0 for none.
+	checkDBError int32
 }
 
 func (f *faultState) init() {
@@ -34,6 +40,7 @@ func (f *faultState) init() {
 	f.shareLimit = map[string]*limiter{}
 	f.crashAt = map[string]float64{}
 	f.dropAt = map[string]float64{}
+	f.checkDBHold = map[string]chan struct{}{}
 }
 
 // Operations CrashAt understands.

@@ -133,6 +133,10 @@ type mediaHeader struct {
 	// compressed set (HEADERONLY CompressionAlgorithm); 0 reads as
 	// MS_XPRESS.
 	CompressionAlgorithm int `json:"compression_algorithm,omitempty"`
+	// LastGoodCheckDB is the source database's LastGoodCheckDbTime as the
+	// BACKUP read it: wall-clock text on the source's clock (see
+	// database.LastGoodCheckDB); RESTORE gives it to the copy.
+	LastGoodCheckDB string `json:"last_good_checkdb,omitempty"`
 }
 
 type mediaTrailer struct {

@@ -130,6 +130,16 @@ func (in *Instance) principal(name string) *Login {
 	return in.logins[strings.ToLower(name)]
 }
 
+// loginName is the name of the login a client logged in as, as defined on
+// the server, whatever case the client typed it in (SUSER_SNAME,
+// ORIGINAL_LOGIN, sys.dm_exec_sessions.original_login_name).
+func (in *Instance) loginName(user string) string {
+	if l := in.principal(user); l != nil {
+		return l.Name
+	}
+	return user
+}
+
 // Server permissions and what implies them (Microsoft Learn, "Permissions
 // (Database Engine)": CONTROL SERVER covers every server permission, ALTER
 // ANY DATABASE covers CREATE ANY DATABASE, VIEW SERVER STATE covers VIEW

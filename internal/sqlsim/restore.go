@@ -718,7 +718,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
 	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: "MULTI_USER", State: "RESTORING",
-		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint, Containment: h.Containment}
+		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint, Containment: h.Containment, LastGoodCheckDB: h.LastGoodCheckDB}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()

@@ -526,10 +526,13 @@ func databaseProperty(d database, prop, collation string) any {
 		// "If DBCC CHECKDB has not been run on a database, 1900-01-01
 		// 00:00:00.000 is returned" (SQL Server 2016 SP2 and later:
 		// https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql).
-		if d.LastGoodCheckDB.IsZero() {
-			return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+		// The value is a datetime on the wall clock of the server whose
+		// CHECKDB set it: on a restored copy, its source's (see
+		// database.LastGoodCheckDB), whatever this server's zone.
+		if t, ok := parseWallClock(d.LastGoodCheckDB); ok {
+			return t
 		}
-		return d.LastGoodCheckDB
+		return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 	case "updateability":
 		// READ_ONLY after ALTER DATABASE ... SET READ_ONLY
 		// (https://learn.microsoft.com/en-us/sql/t-sql/functions/databasepropertyex-transact-sql).

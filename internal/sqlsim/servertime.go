@@ -36,3 +36,22 @@ func (in *Instance) serverTime(t time.Time) time.Time {
 func wallClock(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
+
+// wallLayout writes a datetime without a zone: the wall clock of the server
+// that wrote it, as SQL Server stores datetime values. The fraction is
+// finer than datetime's 1/300 s, so that it rounds on the wire (tds) as
+// GETDATE does.
+const wallLayout = "2006-01-02T15:04:05.0000000"
+
+// wallText is t on the server's wall clock as zone-less text (wallLayout).
+func (in *Instance) wallText(t time.Time) string {
+	return in.serverTime(t).Format(wallLayout)
+}
+
+// parseWallClock reads wall-clock text (wallLayout) as a time whose fields
+// are that wall clock: a datetime carries no zone, so it is kept in UTC and
+// goes out over TDS as it was written, whichever server reads it.
+func parseWallClock(s string) (time.Time, bool) {
+	t, err := time.ParseInLocation(wallLayout, s, time.UTC)
+	return t, err == nil
+}

@@ -12,6 +12,9 @@ import (
 //   - sys.dm_exec_sessions shows a login its own session, and every session
 //     with VIEW SERVER STATE (2022: VIEW SERVER PERFORMANCE STATE)
 //     (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-sessions-transact-sql#permissions);
+//   - original_login_name is "the login with which the user created the
+//     session" (the same page): the emulator has no impersonation, so it is
+//     the session's login, named as ORIGINAL_LOGIN() names it;
 //   - sys.dm_exec_connections needs that permission to be read at all:
 //     without it, 300 then 297
 //     (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-connections-transact-sql#permissions).
@@ -34,7 +37,7 @@ func (x *execCtx) sessionView(name, qual string) (*relation, error) {
 			col(qual, "host_name", tds.TypeNVarChar, 128), col(qual, "program_name", tds.TypeNVarChar, 128),
 			col(qual, "login_name", tds.TypeNVarChar, 128), col(qual, "status", tds.TypeNVarChar, 30),
 			col(qual, "database_id", tds.TypeSmallInt, 0), col(qual, "language", tds.TypeNVarChar, 128),
-			col(qual, "is_user_process", tds.TypeBit, 0)}
+			col(qual, "is_user_process", tds.TypeBit, 0), col(qual, "original_login_name", tds.TypeNVarChar, 128)}
 		for _, s := range sessions {
 			status := "sleeping"
 			if x.in.sessionRunning(s.id) {
@@ -45,7 +48,7 @@ func (x *execCtx) sessionView(name, qual string) (*relation, error) {
 				dbID = int64(d.ID)
 			}
 			rel.rows = append(rel.rows, []any{int64(s.id), x.in.serverTime(s.connected), s.login.HostName, s.login.AppName,
-				s.login.User, status, dbID, s.language().name, true})
+				s.login.User, status, dbID, s.language().name, true, x.in.loginName(s.login.User)})
 		}
 	} else {
 		rel.cols = []relCol{col(qual, "session_id", tds.TypeInt, 0), col(qual, "most_recent_session_id", tds.TypeInt, 0),

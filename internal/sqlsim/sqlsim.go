@@ -158,9 +158,17 @@ type database struct {
 	// ReadOnly is ALTER DATABASE ... SET READ_ONLY.
 	ReadOnly bool `json:"read_only,omitempty"`
 	// LastGoodCheckDB is when the last DBCC CHECKDB that found nothing
-	// ended (DATABASEPROPERTYEX 'LastGoodCheckDbTime'; SQL Server keeps it
-	// in the boot page).
-	LastGoodCheckDB time.Time `json:"last_good_checkdb,omitzero"`
+	// ended, as wall-clock text without a zone (wallLayout):
+	// DATABASEPROPERTYEX 'LastGoodCheckDbTime', a datetime "of the last
+	// successful DBCC CHECKDB that ran on the specified database"
+	// (https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql),
+	// on the clock of the server that ran it. SQL Server keeps it in the
+	// database's boot page, which a BACKUP copies with every other page and
+	// a RESTORE writes back ("Restore and recovery overview",
+	// https://learn.microsoft.com/sql/relational-databases/backup-restore/restore-and-recovery-overview-sql-server):
+	// a restored copy reports its source's value, on the source's clock,
+	// until a CHECKDB of the copy ends clean. "" when none did.
+	LastGoodCheckDB string `json:"last_good_checkdb_wall,omitempty"`
 	// FamilyGUID identifies the database across backup and restore: new
 	// for a created database, the backup's for a restored one (RESTORE
 	// without REPLACE compares it, see restoreDatabase).

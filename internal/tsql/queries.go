@@ -25,6 +25,19 @@ func VerifyCheckDBOptions() []CheckDBOption {
 	return []CheckDBOption{NoInfoMsgs, AllErrorMsgs, ExtendedLogicalChecks, DataPurity}
 }
 
+// VerifyCheckDB builds the verification step's DBCC CHECKDB of the copy db
+// of set seq: CheckDB with VerifyCheckDBOptions, then a comment naming the
+// set (BackupSetName). sys.dm_exec_sql_text returns the batch with it, so
+// the step tells its own CHECKDB from any other of the copy (a DBA's, an
+// earlier set's).
+func VerifyCheckDB(db string, seq int64) (string, error) {
+	stmt, err := CheckDB(db)
+	if err != nil {
+		return "", err
+	}
+	return stmt + " /* " + BackupSetName(seq) + " */", nil
+}
+
 // CheckDB builds DBCC CHECKDB([db]) WITH <options> (seed 000, "Running DBCC
 // CHECKDB"). With no options it uses VerifyCheckDBOptions.
 func CheckDB(db string, opts ...CheckDBOption) (string, error) {
@@ -77,19 +90,24 @@ func DatabaseExists(db string) (string, []any, error) {
 	return "SELECT database_id FROM sys.databases WHERE name = @p1", []any{db}, nil
 }
 
-// Command values of sys.dm_exec_requests for the long operations of a cycle.
+// Command values of sys.dm_exec_requests for the long operations of a cycle,
+// as LIKE patterns. A DBCC CHECKDB reports the phase it is in ("the
+// command column reports the current phase", "Progress Reporting for DBCC
+// Commands" in "DBCC (Transact-SQL)",
+// https://learn.microsoft.com/sql/t-sql/database-console-commands/dbcc-transact-sql):
+// DBCC ALLOC CHECK, SYS CHECK, TABLE CHECK, SSB CHECK, CHECKCATALOG, IVIEW
+// CHECK; CommandCheckDB covers them all, and its text tells which DBCC it is.
 const (
 	CommandBackupDatabase  = "BACKUP DATABASE"
 	CommandRestoreDatabase = "RESTORE DATABASE"
-	CommandCheckDB         = "DBCC TABLE CHECK"
+	CommandCheckDB         = "DBCC %"
 )
 
 // InFlightRequests returns the query that finds long operations still running
-// for a database (used to re-attach after a worker crash instead of starting
-// the statement twice). Columns: session_id int, command nvarchar,
+// for a database. Columns: session_id int, command nvarchar,
 // percent_complete real, database_id int, estimated_completion_time bigint
-// (ms), start_time datetime. commands defaults to BACKUP DATABASE,
-// RESTORE DATABASE and DBCC TABLE CHECK.
+// (ms), start_time datetime. commands (LIKE patterns) default to BACKUP
+// DATABASE, RESTORE DATABASE and every DBCC.
 //
 // database_id is the database the request works on as SQL Server reports it:
 // the database being backed up for BACKUP; for a RESTORE the target only has
@@ -118,7 +136,7 @@ func InFlightRequests(db string, commands ...string) (string, []any, error) {
 		ph[i] = fmt.Sprintf("@p%d", len(args))
 	}
 	return "SELECT session_id, command, percent_complete, database_id, estimated_completion_time, start_time " +
-		"FROM sys.dm_exec_requests WHERE " + where + "command IN (" + strings.Join(ph, ", ") + ") " +
+		"FROM sys.dm_exec_requests WHERE " + where + "(" + commandsLike("command", ph) + ") " +
 		"ORDER BY start_time", args, nil
 }
 

@@ -9,8 +9,15 @@ import (
 // running on the instance with their batch text, so a retried step finds
 // the statement an earlier attempt sent by what it is, not by the database
 // id it reports (for a RESTORE, sys.dm_exec_requests.database_id is not
-// documented to be the target). Columns: session_id int, command nvarchar,
-// percent_complete real, start_time datetime, text nvarchar(max).
+// documented to be the target). commands are LIKE patterns of
+// sys.dm_exec_requests.command (CommandCheckDB covers every phase of a
+// CHECKDB). Columns: session_id int, command nvarchar, percent_complete
+// real, start_time datetime, text nvarchar(max), login_name nvarchar (the
+// session's original_login_name: "the login with which the user created
+// the session", sys.dm_exec_sessions,
+// https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-sessions-transact-sql)
+// and own_login nvarchar (ORIGINAL_LOGIN() of the querying session): a
+// statement of another login is never this product's.
 //
 // Without VIEW SERVER STATE (SQL Server 2022: VIEW SERVER PERFORMANCE STATE)
 // a login sees only its own session here, that is none of these
@@ -29,10 +36,21 @@ func RunningStatements(commands ...string) (string, []any, error) {
 		args = append(args, c)
 		ph[i] = fmt.Sprintf("@p%d", i+1)
 	}
-	return "SELECT r.session_id, r.command, r.percent_complete, r.start_time, t.text " +
+	return "SELECT r.session_id, r.command, r.percent_complete, r.start_time, t.text, " +
+		"s.original_login_name AS login_name, ORIGINAL_LOGIN() AS own_login " +
 		"FROM sys.dm_exec_requests r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) t " +
-		"WHERE r.command IN (" + strings.Join(ph, ", ") + ") AND r.session_id <> @@SPID " +
+		"JOIN sys.dm_exec_sessions s ON s.session_id = r.session_id " +
+		"WHERE (" + commandsLike("r.command", ph) + ") AND r.session_id <> @@SPID " +
 		"ORDER BY r.start_time", args, nil
+}
+
+// commandsLike is col LIKE each of the placeholders, ORed.
+func commandsLike(col string, ph []string) string {
+	like := make([]string, len(ph))
+	for i, p := range ph {
+		like[i] = col + " LIKE " + p
+	}
+	return strings.Join(like, " OR ")
 }
 
 // CanSeeOtherSessions returns the query whose one row tells whether the
@@ -72,13 +90,11 @@ func RestoreMarker(db, firstDisk string) (string, error) {
 	return "RESTORE DATABASE " + q + " FROM DISK = " + lit, nil
 }
 
-// CheckDBMarker is the start of the DBCC CHECKDB of db.
-func CheckDBMarker(db string) (string, error) {
-	q, err := QuoteIdent(db)
-	if err != nil {
-		return "", fmt.Errorf("DBCC CHECKDB marker: %w", err)
-	}
-	return "DBCC CHECKDB(" + q + ")", nil
+// CheckDBMarker is the whole text of the verification step's DBCC CHECKDB
+// of set seq's copy db (VerifyCheckDB): only that statement is the step's,
+// not a DBA's or another tool's CHECKDB of the same copy.
+func CheckDBMarker(db string, seq int64) (string, error) {
+	return VerifyCheckDB(db, seq)
 }
 
 // Kill ends session's request (KILL needs ALTER ANY CONNECTION:
@@ -91,16 +107,21 @@ func Kill(session int64) (string, error) {
 	return fmt.Sprintf("KILL %d", session), nil
 }
 
-// LastGoodCheckDB returns the query whose one value (last_good, datetime in
-// the server's local time) is when the last DBCC CHECKDB of db that found
-// nothing ended; 1900-01-01 when none did (DATABASEPROPERTYEX
-// 'LastGoodCheckDbTime', SQL Server 2016 SP2 and later:
-// https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql).
+// LastGoodCheckDB returns the query whose one row says when the last DBCC
+// CHECKDB of db that found nothing ended, last_good (datetime; 1900-01-01
+// when none did: DATABASEPROPERTYEX 'LastGoodCheckDbTime', SQL Server 2016
+// SP2 and later:
+// https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql),
+// and server_now, the server's GETDATE(). The value is kept in the
+// database itself, on the clock of the server that ran that CHECKDB: a
+// restored copy reports its source's, on the source's clock, until a
+// CHECKDB of the copy ends clean. Only a change of the value, read against
+// server_now of the same server, says a CHECKDB ran here.
 func LastGoodCheckDB(db string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
 		return "", nil, fmt.Errorf("last good CHECKDB lookup: %w", err)
 	}
-	return "SELECT DATABASEPROPERTYEX(@p1, 'LastGoodCheckDbTime') AS last_good", []any{db}, nil
+	return "SELECT DATABASEPROPERTYEX(@p1, 'LastGoodCheckDbTime') AS last_good, GETDATE() AS server_now", []any{db}, nil
 }
 
 // SetBackupMarker is the start every BACKUP of set seq of db sends, whatever
