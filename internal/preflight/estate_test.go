@@ -8,9 +8,10 @@ import (
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 )
 
-// A misconfigured estate (sitetest.Estate: Express on Linux verifying an 11
-// GiB database, a UNC path for that Linux instance, a restore volume too
-// small, a log directory missing): one preflight run names every problem
+// A misconfigured estate (sitetest.Estate: an older SQL Server Express on
+// Linux verifying an 11 GiB TDE database without its certificate, a UNC
+// path for that Linux instance, a restore volume too small, a log directory
+// missing): one preflight run names every problem
 // of sitetest.EstateProblems, each with its fix, and nothing else is
 // missing; what is right is said so.
 func TestMisconfiguredEstate(t *testing.T) {
@@ -21,7 +22,12 @@ func TestMisconfiguredEstate(t *testing.T) {
 	}
 	r, text := runPreflight(t, cfg, "")
 	for _, p := range sitetest.EstateProblems {
-		c := findIn(t, r, KindInstance, p.Instance, p.Check)
+		var c Check
+		if p.Database != "" {
+			c = findDatabaseCheck(t, r, p.Instance, p.Database, p.Check, text)
+		} else {
+			c = findIn(t, r, KindInstance, p.Instance, p.Check)
+		}
 		if c.Status != Missing {
 			t.Errorf("%s/%s is %s (%s), want MISSING", p.Instance, p.Check, c.Status, c.Detail)
 		}
@@ -53,4 +59,17 @@ func TestMisconfiguredEstate(t *testing.T) {
 	if t.Failed() || testing.Verbose() {
 		t.Log(text)
 	}
+}
+
+// findDatabaseCheck is the check of that name about database db of
+// instance.
+func findDatabaseCheck(t *testing.T, r *Report, instance, db, name, text string) Check {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Kind == KindDatabase && c.Instance == instance && c.Database == db && c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q of %s/%s in the report:\n%s", name, instance, db, text)
+	return Check{}
 }

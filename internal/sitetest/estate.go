@@ -11,10 +11,11 @@ import (
 )
 
 // Estate is a misconfigured estate for `starter preflight`: a Windows source
-// whose database allocates 11 GiB (a backup of it is small: the space is
-// free), verified on SQL Server Express on Linux, which is given a UNC
-// path to bak01, a restore volume of 64 MiB already holding a kept copy,
-// and a log directory that does not exist. EstateProblems lists what
+// on SQL Server 2022 whose database allocates 11 GiB (a backup of it is
+// small: the space is free) and is encrypted with TDE, verified on SQL
+// Server 2019 Express on Linux, which is older than the source, lacks the
+// TDE certificate, is given a UNC path to bak01, has a restore volume of 64
+// MiB already holding a kept copy, and a log directory that does not exist. EstateProblems lists what
 // preflight must find; a check added to preflight adds its row there and,
 // when it needs one, its mistake here.
 type Estate struct {
@@ -24,20 +25,23 @@ type Estate struct {
 }
 
 // EstateProblem is one MISSING row the estate's preflight report holds:
-// its instance and check, words its detail and its fix say.
+// its instance (and database, for a check of one database) and check,
+// words its detail and its fix say.
 type EstateProblem struct {
-	Instance, Check string
-	Detail, Fix     []string
+	Instance, Database, Check string
+	Detail, Fix               []string
 }
 
 // EstateProblems are every problem of the estate.
 var EstateProblems = []EstateProblem{
-	{"sqlverify", "paths to bak01", []string{"Linux", `\\bak01\backup`}, []string{"sql_paths: {sqlverify: [/mnt/bak01]}"}},
-	{"sqlverify", "edition for sql01/Sales", []string{"Express", "11.0 GiB"}, []string{"Standard, Enterprise or Developer"}},
-	{"sqlverify", "restore_log_dir of bak01", []string{"/var/opt/mssql/restore/nolog does not exist"}, []string{"create /var/opt/mssql/restore/nolog"}},
-	{"sqlverify", "restore_log_dir of bak02", []string{"/var/opt/mssql/restore/nolog does not exist"}, []string{"create /var/opt/mssql/restore/nolog"}},
-	{"sqlverify", "free space restore_data_dir of bak01", []string{"11.0 GiB needed", "Tiny_kept"}, []string{"free ", "point restore_data_dir at a volume"}},
-	{"sqlverify", "free space restore_data_dir of bak02", []string{"11.0 GiB needed"}, []string{"free "}},
+	{"sql01", "Sales", "restores on sqlverify", []string{"15.0.4385.2", "16.0"}, []string{"upgrade sqlverify"}},
+	{"sql01", "Sales", "TDE certificate on sqlverify", []string{"TDECert", "does not hold"}, []string{"CREATE CERTIFICATE"}},
+	{"sqlverify", "", "paths to bak01", []string{"Linux", `\\bak01\backup`}, []string{"sql_paths: {sqlverify: [/mnt/bak01]}"}},
+	{"sqlverify", "", "edition for sql01/Sales", []string{"Express", "11.0 GiB"}, []string{"Standard, Enterprise or Developer"}},
+	{"sqlverify", "", "restore_log_dir of bak01", []string{"/var/opt/mssql/restore/nolog does not exist"}, []string{"create /var/opt/mssql/restore/nolog"}},
+	{"sqlverify", "", "restore_log_dir of bak02", []string{"/var/opt/mssql/restore/nolog does not exist"}, []string{"create /var/opt/mssql/restore/nolog"}},
+	{"sqlverify", "", "free space restore_data_dir of bak01", []string{"11.0 GiB needed", "Tiny_kept"}, []string{"free ", "point restore_data_dir at a volume"}},
+	{"sqlverify", "", "free space restore_data_dir of bak02", []string{"11.0 GiB needed"}, []string{"free "}},
 }
 
 // NewEstate starts the estate's two instances and writes its backup
@@ -58,16 +62,28 @@ func NewEstate(t testing.TB) *Estate {
 	}
 	e := &Estate{}
 	e.Source = start(sqlsim.Config{Name: "sql01", Shares: map[string]string{`\\bak01\backup`: dirs["bak01"], `\\bak02\backup`: dirs["bak02"]}})
-	for _, spec := range []sqlsim.DatabaseSpec{{Name: "Sales", Size: 1 << 20, FreeSize: 11 << 30}, {Name: "Tiny", Size: 1 << 20}} {
+	for _, spec := range []sqlsim.DatabaseSpec{{Name: "Sales", Size: 1 << 20, FreeSize: 11 << 30}} {
 		if err := e.Source.CreateDatabase(spec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.Verify = start(sqlsim.Config{Name: "sqlverify", Edition: "Express", Platform: sqlsim.PlatformLinux,
+	if _, err := e.Source.CreateCertificate("TDECert", "TDE certificate"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Source.EnableTDE("Sales", "TDECert"); err != nil {
+		t.Fatal(err)
+	}
+	e.Verify = start(sqlsim.Config{Name: "sqlverify", Edition: "Express", Platform: sqlsim.PlatformLinux, ProductVersion: "15.0.4385.2",
 		Shares: map[string]string{"/mnt/bak01": dirs["bak01"], "/mnt/bak02": dirs["bak02"], "/var/opt/mssql/restore": filepath.Join(root, "restore")}})
-	// A copy kept on the restore volume, which then has 64 MiB in all.
-	estateExec(t, e.Source, `BACKUP DATABASE [Tiny] TO DISK = '\\bak01\backup\tiny.bak' WITH INIT, FORMAT`)
+	// A copy kept on the restore volume, which then has 64 MiB in all (of a
+	// backup taken there: the verification instance, older than the source,
+	// restores none of the source's).
+	if err := e.Verify.CreateDatabase(sqlsim.DatabaseSpec{Name: "Tiny", Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	estateExec(t, e.Verify, `BACKUP DATABASE [Tiny] TO DISK = '/mnt/bak01/tiny.bak' WITH INIT, FORMAT`)
 	estateExec(t, e.Verify, `RESTORE DATABASE [Tiny_kept] FROM DISK = '/mnt/bak01/tiny.bak' WITH MOVE 'Tiny' TO '/var/opt/mssql/restore/data/tiny.mdf', MOVE 'Tiny_log' TO '/var/opt/mssql/restore/data/tiny.ldf'`)
+	estateExec(t, e.Verify, `DROP DATABASE [Tiny]`)
 	e.Verify.SetShareQuota("/var/opt/mssql/restore", 64<<20)
 	if os.Getenv(PasswordEnv) != Password {
 		t.Setenv(PasswordEnv, Password)
