@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -343,6 +344,10 @@ func compare(a, b any) (int, bool) {
 			// SQL Server compares the wall clocks as stored, whatever zone
 			// each was written in.
 			return wallClock(x).Compare(wallClock(y)), true
+		}
+	case [16]byte: // uniqueidentifier (msdb's job_id joins)
+		if y, ok := b.([16]byte); ok {
+			return bytes.Compare(x[:], y[:]), true
 		}
 	}
 	return 0, false

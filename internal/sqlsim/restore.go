@@ -40,7 +40,8 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	}
 	for k := range s.opts {
 		switch k {
-		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY":
+		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY",
+			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER":
 		case "NORECOVERY", "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
 			return errNotSupported("RESTORE WITH " + k)
 		default:
@@ -722,6 +723,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		}
 	}
 	targets = nil
+	if err := x.in.updateMetadata(nd, func(md *metadata) error { restoreBroker(md, s.opts); return nil }); err != nil {
+		return err
+	}
 	// Online: record it in msdb.
 	finish := time.Now()
 	var total int64
@@ -771,4 +775,22 @@ func (in *Instance) fileOwner(local string) *database {
 		}
 	}
 	return nil
+}
+
+// restoreBroker sets Service Broker's state of a restored database
+// ("RESTORE Statements - Arguments", service_broker_WITH options,
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql):
+// by default message delivery is disabled and the database keeps its
+// Service Broker identifier; ENABLE_BROKER and ERROR_BROKER_CONVERSATIONS
+// keep the identifier and enable delivery; NEW_BROKER gives a new
+// identifier (its conversations are removed without end-dialog messages)
+// and the broker is enabled, delivering nothing of the source's.
+func restoreBroker(md *metadata, opts map[string]expr) {
+	_, enable := opts["ENABLE_BROKER"]
+	_, errorConv := opts["ERROR_BROKER_CONVERSATIONS"]
+	_, renew := opts["NEW_BROKER"]
+	md.BrokerEnabled = enable || errorConv || renew
+	if renew {
+		md.BrokerGUID = newGUID()
+	}
 }

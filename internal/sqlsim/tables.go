@@ -139,7 +139,13 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// The emulator has no database snapshots, so source_database_id
 			// is always NULL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql:
 			// "Non-NULL = ID of the source database of this database snapshot").
-			col(qual, "source_database_id", tds.TypeInt, 0)}
+			col(qual, "source_database_id", tds.TypeInt, 0),
+			// Who owns it, whether it is trusted, how its pages are
+			// verified and Service Broker's state (security.go,
+			// restore.go): options a restore carries or resets.
+			col(qual, "owner_sid", tds.TypeVarBinary, 85), col(qual, "is_trustworthy_on", tds.TypeBit, 0),
+			col(qual, "page_verify_option_desc", tds.TypeNVarChar, 60), col(qual, "is_broker_enabled", tds.TypeBit, 0),
+			col(qual, "service_broker_guid", tds.TypeUniqueIdentifier, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -158,7 +164,21 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			// datetime columns hold the server's local wall clock of when
 			// the database was created (serverTime), kept as written.
-			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, int64(160), "SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil})
+			owner := []byte{0x01}
+			if l := x.in.principal(db.Owner); db.Owner != "" && l != nil {
+				owner = x.in.loginSID(l)
+			}
+			verify, broker, brokerGUID := "CHECKSUM", db.Name == "msdb", any(nil)
+			if !db.system && state == 0 {
+				if md, err := x.in.readMetadata(&db); err == nil {
+					if md.PageVerify != "" {
+						verify = md.PageVerify
+					}
+					broker, brokerGUID = md.BrokerEnabled, [16]byte(md.BrokerGUID)
+				}
+			}
+			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, int64(160),
+				"SQL_Latin1_General_CP1_CI_AS", db.ReadOnly, nil, owner, db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -260,6 +280,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		sortRows(rel.rows, 0)
 	case "dm_exec_sessions", "dm_exec_connections":
 		return x.sessionView(name, qual)
+	case "sql_logins":
+		return x.sqlLogins(qual), nil
 	default:
 		return nil, errInvalidObject("sys." + name)
 	}
@@ -317,7 +339,10 @@ func (x *execCtx) applySQLText(rel *relation, f *fromClause) (*relation, error) 
 }
 
 func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
-	if name == "restorehistory" || name == "backupset" {
+	// SQL Server Agent's tables are read by sysadmin and through msdb's
+	// SQLAgent roles' procedures; a SELECT on them needs SELECT in msdb
+	// (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/dbo-sysjobsteps-transact-sql).
+	if name == "restorehistory" || name == "backupset" || name == "sysjobs" || name == "sysjobsteps" {
 		if err := x.mayReadMsdb(name); err != nil {
 			return nil, err
 		}
@@ -365,6 +390,25 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family})
+		}
+	case "sysjobs":
+		rel.cols = []relCol{col(qual, "job_id", tds.TypeUniqueIdentifier, 0), col(qual, "name", tds.TypeNVarChar, 128),
+			col(qual, "enabled", tds.TypeTinyInt, 0)}
+		for _, j := range x.in.cat.AgentJobs {
+			rel.rows = append(rel.rows, []any{[16]byte(j.ID), j.Name, int64(1)})
+		}
+	case "sysjobsteps":
+		rel.cols = []relCol{col(qual, "job_id", tds.TypeUniqueIdentifier, 0), col(qual, "step_id", tds.TypeInt, 0),
+			col(qual, "step_name", tds.TypeNVarChar, 128), col(qual, "subsystem", tds.TypeNVarChar, 40),
+			col(qual, "command", tds.TypeNVarChar, 0), col(qual, "database_name", tds.TypeNVarChar, 128)}
+		for _, j := range x.in.cat.AgentJobs {
+			for i, st := range j.Steps {
+				var db any
+				if st.Database != "" {
+					db = st.Database
+				}
+				rel.rows = append(rel.rows, []any{[16]byte(j.ID), int64(i + 1), st.Name, st.Subsystem, st.Command, db})
+			}
 		}
 	default:
 		return nil, errInvalidObject("msdb.dbo." + name)
