@@ -137,23 +137,27 @@ type sanityWhere struct {
 // never TRUSTWORTHY, "TRUSTWORTHY database property"): the owner's code
 // runs with no server permission, reads no other database and no login.
 type sanitySession struct {
-	sqlDB *mssql.DB
-	conn  *sql.Conn
-	log   *zap.Logger
+	sqlDB    *mssql.DB
+	conn     *sql.Conn
+	log      *zap.Logger
+	verifyDB string
+	// readOnly: the copy was READ_ONLY (as its source) and was made
+	// writable for the user; close makes it read-only again.
+	readOnly bool
 }
 
 // openSanitySession prepares the user and the connection. Whatever fails
 // here is SanityCheckCouldNotRun (a lost instance: retryable).
 func openSanitySession(ctx context.Context, sqlDB *mssql.DB, db *config.Database, where sanityWhere, log *zap.Logger) (*sanitySession, error) {
-	q, args, err := tsql.Trustworthy(where.verifyDB)
+	q, args, err := tsql.CopyOptions(where.verifyDB)
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, err)
 	}
-	tw, _, err := sqlDB.QueryValue(ctx, "read is_trustworthy_on", q, args...)
-	if err != nil {
-		return nil, where.setupFailed("TRUSTWORTHY could not be read", err, log)
+	var trustworthy, readOnly bool
+	if err := sqlDB.QueryRowContext(ctx, q, args...).Scan(&trustworthy, &readOnly); err != nil {
+		return nil, where.setupFailed("the copy's options could not be read", mssql.Classify(sqlDB.Target, "read the copy's options", err), log)
 	}
-	if on, _ := tw.(bool); on {
+	if trustworthy {
 		quoted, _ := tsql.QuoteIdent(where.verifyDB)
 		return nil, where.notRun(fmt.Sprintf("the copy is TRUSTWORTHY, so code in it could act beyond it: ALTER DATABASE %s SET TRUSTWORTHY OFF "+
 			"(a sysadmin; a restore leaves it OFF, so someone set it)", quoted))
@@ -162,13 +166,31 @@ func openSanitySession(ctx context.Context, sqlDB *mssql.DB, db *config.Database
 	if err != nil {
 		return nil, sqlError(err)
 	}
-	s := &sanitySession{sqlDB: sqlDB, conn: conn, log: log}
+	s := &sanitySession{sqlDB: sqlDB, conn: conn, log: log, verifyDB: where.verifyDB}
 	run := func(what, stmt string) error {
 		if _, err := mssql.RunOn(ctx, conn, sqlDB.Target, "prepare the sanity user", stmt, nil); err != nil {
 			s.close()
 			return where.setupFailed(what, err, log)
 		}
 		return nil
+	}
+	if readOnly {
+		// A copy of a READ_ONLY database is read-only too; its owner (the
+		// login) makes it writable for the user's sake and read-only again
+		// in close. Idle sessions of the pool would hold it: none stay.
+		rw, err := tsql.SetReadOnly(where.verifyDB, false)
+		if err != nil {
+			s.close()
+			return nil, nonRetryable(ErrInvalidConfig, err)
+		}
+		sqlDB.SetMaxIdleConns(0)
+		err = run("the copy is READ_ONLY, as its source, and could not be made writable for the sanity user", rw)
+		sqlDB.SetMaxIdleConns(2)
+		if err != nil {
+			return nil, err
+		}
+		s.readOnly = true
+		log.Info("copy made writable for the sanity checks' user; it is made read-only again after them")
 	}
 	for _, stmt := range tsql.SanityUserSetup() {
 		if err := run("the sanity user could not be prepared in the copy (the login must own the copy, as it does when it restored it)", stmt); err != nil {
@@ -201,20 +223,40 @@ func openSanitySession(ctx context.Context, sqlDB *mssql.DB, db *config.Database
 	return s, nil
 }
 
-// close leaves the user's context, discards the connection (it never goes
-// back to the pool) and drops the user, so that a kept copy has no trace.
+// close leaves the user's context, drops the user (a kept copy has no
+// trace of it), makes a read-only copy read-only again, and discards the
+// connection: it never goes back to the pool.
 func (s *sanitySession) close() {
+	if s.conn == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if s.conn != nil {
-		_, _ = mssql.RunOn(ctx, s.conn, s.sqlDB.Target, "revert the sanity user", tsql.Revert, nil)
-		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
-		_ = s.conn.Close()
-		s.conn = nil
+	run := func(op, stmt string) error {
+		_, err := mssql.RunOn(ctx, s.conn, s.sqlDB.Target, op, stmt, nil)
+		return err
 	}
-	if _, err := s.sqlDB.Run(ctx, "drop the sanity user", tsql.DropSanityUser, nil); err != nil {
-		s.log.Warn("sanity user not dropped from the copy", zap.String("user", tsql.SanityUser), zap.Error(err))
+	if err := run("revert the sanity user", tsql.Revert); err != nil {
+		s.log.Warn("sanity user's context not reverted: the connection is discarded", zap.Error(err))
+	} else {
+		if err := run("drop the sanity user", tsql.DropSanityUser); err != nil {
+			s.log.Warn("sanity user not dropped from the copy", zap.String("user", tsql.SanityUser), zap.Error(err))
+		}
+		if s.readOnly {
+			ro, err := tsql.SetReadOnly(s.verifyDB, true)
+			if err == nil {
+				s.sqlDB.SetMaxIdleConns(0)
+				err = run("make the copy read-only again", ro)
+				s.sqlDB.SetMaxIdleConns(2)
+			}
+			if err != nil {
+				s.log.Warn("copy not made read-only again", zap.String("verify_db", s.verifyDB), zap.Error(err))
+			}
+		}
 	}
+	_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = s.conn.Close()
+	s.conn = nil
 }
 
 // notRun is SanityCheckCouldNotRun for why.

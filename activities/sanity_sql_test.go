@@ -273,3 +273,25 @@ func TestSQLRestoreGivesTheCopyANewBroker(t *testing.T) {
 		t.Errorf("RESTORE statements %+v, want WITH NEW_BROKER", rs)
 	}
 }
+
+// A copy of a READ_ONLY database is read-only too: the sanity user is made
+// in it all the same (the login, its owner, makes it writable for the
+// checks), and the copy is read-only again afterwards, without the user.
+func TestSQLSanityOnAReadOnlyCopy(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	seq, verify := f.checkedSet()
+	execIn(t, f.verify, "master", "ALTER DATABASE [Sales_verify] SET READ_ONLY WITH ROLLBACK IMMEDIATE")
+	f.must(f.acts.SanityChecks, verify, nil)
+	conn, err := sql.Open("sqlserver", f.verify.DSN("sa", sqlPassword, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var ro bool
+	if err := conn.QueryRowContext(t.Context(), "SELECT is_read_only FROM sys.databases WHERE name = N'Sales_verify'").Scan(&ro); err != nil || !ro {
+		t.Errorf("the copy after the sanity checks: read-only %v, %v; want read-only again", ro, err)
+	}
+	if m := f.load("bak02", seq); m.SanityProof == nil {
+		t.Errorf("no sanity proof recorded")
+	}
+}

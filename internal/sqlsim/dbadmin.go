@@ -172,6 +172,13 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	if err != nil {
 		return err
 	}
+	if n.option == "READ_ONLY" || n.option == "READ_WRITE" {
+		// READ_ONLY is an option of the database itself: its backups carry
+		// it (ALTER DATABASE SET Options, database_update).
+		if err := x.in.updateMetadata(d, func(md *metadata) error { md.ReadOnly = n.option == "READ_ONLY"; return nil }); err != nil {
+			return err
+		}
+	}
 	if n.option == "SINGLE_USER" || rolledBack {
 		return x.w.Info(5060, 10, "Nonqualified transactions are being rolled back. Estimated rollback completion: 100%.")
 	}

@@ -239,6 +239,11 @@ func parse(sql string) ([]stmt, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, ok := s.(*createFunctionStmt); ok && len(out) > 0 {
+			// CREATE FUNCTION is alone in its batch ("CREATE FUNCTION
+			// (Transact-SQL)": it must be the first statement in a batch).
+			return nil, sqlErr(111, 15, "'CREATE FUNCTION' must be the first statement in a query batch.")
+		}
 		out = append(out, s)
 	}
 }

@@ -723,7 +723,12 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		}
 	}
 	targets = nil
-	if err := x.in.updateMetadata(nd, func(md *metadata) error { restoreBroker(md, s.opts); return nil }); err != nil {
+	readOnly := false
+	if err := x.in.updateMetadata(nd, func(md *metadata) error {
+		restoreBroker(md, s.opts)
+		readOnly = md.ReadOnly
+		return nil
+	}); err != nil {
 		return err
 	}
 	// Online: record it in msdb.
@@ -734,7 +739,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		total += f.Pages
 	}
 	x.in.mu.Lock()
-	nd.State = ""
+	nd.State, nd.ReadOnly = "", readOnly
 	setID := int64(0)
 	for _, b := range x.in.cat.BackupSets {
 		if guid(b.GUID) == h.BackupSetGUID {

@@ -283,3 +283,30 @@ func TestAgentJobs(t *testing.T) {
 	}
 	wantErrs(t, e.openAs(t, "plain", pw, "master"), []int32{229}, "SELECT command FROM msdb.dbo.sysjobsteps")
 }
+
+// READ_ONLY is the database's own option: a restored copy of a read-only
+// database is read-only, refuses a new user (3906), and its owner may make
+// it writable.
+func TestRestoredCopyKeepsReadOnly(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Archive", Size: 2 << 20})
+	mustRun(t, e.db, "ALTER DATABASE [Archive] SET READ_ONLY")
+	paths := stripeNames("Archive", 1)
+	mustRun(t, e.db, "BACKUP DATABASE [Archive] TO "+disks(paths)+" WITH COPY_ONLY, INIT, FORMAT")
+	from := disks(paths)
+	mustRun(t, e.db, "RESTORE DATABASE [Archive_copy] FROM "+from+" WITH "+movesFor(t, e, from, "a"))
+	if got := scalar(t, e.db, "SELECT is_read_only FROM sys.databases WHERE name = N'Archive_copy'"); got != true {
+		t.Fatalf("is_read_only of the copy: %v", got)
+	}
+	cp := e.open(t, "Archive_copy")
+	wantErrs(t, cp, []int32{3906}, "CREATE USER [sanity] WITHOUT LOGIN")
+	mustRun(t, cp, "ALTER DATABASE [Archive_copy] SET READ_WRITE WITH ROLLBACK IMMEDIATE")
+	mustRun(t, cp, "CREATE USER [sanity] WITHOUT LOGIN")
+}
+
+// CREATE FUNCTION must be the first statement of its batch (111).
+func TestCreateFunctionFirstInBatch(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 2 << 20})
+	wantErrs(t, e.open(t, "Sales"), []int32{111}, "SELECT 1; CREATE FUNCTION dbo.f() RETURNS int AS BEGIN RETURN 1 END")
+}

@@ -159,6 +159,9 @@ type metadata struct {
 	// delivers messages (restore.go).
 	BrokerGUID    guid `json:"broker_guid,omitzero"`
 	BrokerEnabled bool `json:"broker_enabled,omitempty"`
+	// ReadOnly is the READ_ONLY option as the database keeps it: a restored
+	// copy of a read-only database is read-only too.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 type tableDef struct {

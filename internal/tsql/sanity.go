@@ -164,11 +164,27 @@ const (
 	DropSanityUser      = "DROP USER IF EXISTS [" + SanityUser + "]"
 )
 
-// Trustworthy asks whether database db is TRUSTWORTHY (sys.databases), the
-// setting that would let a context inside it reach beyond it.
-func Trustworthy(db string) (string, []any, error) {
+// CopyOptions asks two options of database db (sys.databases): whether it
+// is TRUSTWORTHY, the setting that would let a context inside it reach
+// beyond it, and READ_ONLY (a restored copy keeps its source's).
+func CopyOptions(db string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
-		return "", nil, fmt.Errorf("TRUSTWORTHY of %q: %w", db, err)
+		return "", nil, fmt.Errorf("options of %q: %w", db, err)
 	}
-	return "SELECT is_trustworthy_on FROM sys.databases WHERE name = @p1", []any{db}, nil
+	return "SELECT is_trustworthy_on, is_read_only FROM sys.databases WHERE name = @p1", []any{db}, nil
+}
+
+// SetReadOnly builds ALTER DATABASE [db] SET READ_ONLY or READ_WRITE, WITH
+// ROLLBACK IMMEDIATE: it needs the database to itself (5070 otherwise), and
+// the only other sessions in a restored copy are the cycle's own.
+func SetReadOnly(db string, readOnly bool) (string, error) {
+	q, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("READ_ONLY of %q: %w", db, err)
+	}
+	opt := "READ_WRITE"
+	if readOnly {
+		opt = "READ_ONLY"
+	}
+	return "ALTER DATABASE " + q + " SET " + opt + " WITH ROLLBACK IMMEDIATE", nil
 }

@@ -425,9 +425,12 @@ func TestSanityUserStatements(t *testing.T) {
 			t.Errorf("SanityGrant(%q) = %q, want an error", bad, got)
 		}
 	}
-	if q, args, err := Trustworthy("Sales_verify"); err != nil || q != "SELECT is_trustworthy_on FROM sys.databases WHERE name = @p1" ||
+	if q, args, err := CopyOptions("Sales_verify"); err != nil || q != "SELECT is_trustworthy_on, is_read_only FROM sys.databases WHERE name = @p1" ||
 		len(args) != 1 || args[0] != "Sales_verify" {
-		t.Errorf("Trustworthy = %q %v %v", q, args, err)
+		t.Errorf("CopyOptions = %q %v %v", q, args, err)
+	}
+	if q, err := SetReadOnly("Sa]les_verify", false); err != nil || q != "ALTER DATABASE [Sa]]les_verify] SET READ_WRITE WITH ROLLBACK IMMEDIATE" {
+		t.Errorf("SetReadOnly = %q, %v", q, err)
 	}
 }
 
