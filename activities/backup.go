@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -152,7 +153,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 				return done(a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log))
 			}
 			if err != nil {
-				return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+				return BackupOutput{}, a.backupFailed(ctx, err, db, layout, rep, log)
 			}
 			attached = true
 		default:
@@ -196,7 +197,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			return done(a.backupEndedUnseen(ctx, sqlDB, st, db, srv.Name, layout, in.Sequence, err, rep, log))
 		}
 		if err != nil {
-			return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+			return BackupOutput{}, a.backupFailed(ctx, err, db, layout, rep, log)
 		}
 	}
 	out, err := finishedBackup(ctx, st, srv, inst.Name, layout, time.Since(start))
@@ -263,7 +264,7 @@ func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st 
 	layout []tsql.Stripe, seq int64, err error, rep *reporter, log *zap.Logger) (BackupOutput, error) {
 	out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, seq, log)
 	if !ok {
-		return BackupOutput{}, a.backupFailed(ctx, err, rep, log)
+		return BackupOutput{}, a.backupFailed(ctx, err, db, layout, rep, log)
 	}
 	rep.set(100, out.Bytes)
 	rep.maybeSignal(true)
@@ -273,15 +274,38 @@ func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st 
 
 // backupFailed classifies a BACKUP that did not complete. An attempt that
 // ended with its statement left running, or was cancelled, says nothing about
-// the SQL host nor the set.
-func (a *Activities) backupFailed(ctx context.Context, err error, rep *reporter, log *zap.Logger) error {
+// the SQL host nor the set. Damage in the source database itself (see
+// mssql.SourceDamage) is an alarm about the production database.
+func (a *Activities) backupFailed(ctx context.Context, err error, db *config.Database, layout []tsql.Stripe, rep *reporter,
+	log *zap.Logger) error {
 	pct, _ := rep.get()
 	if ctx.Err() != nil {
 		log.Warn("backup attempt ended", zap.Float64("percent", pct), zap.Error(err))
 		return err
 	}
+	if file, ok := mssql.SourceDamage(err, tsql.Paths(layout)); ok {
+		return a.sourceDamaged(err, db, file, pct, log)
+	}
 	log.Warn("backup failed", zap.Float64("percent", pct), zap.Error(err))
 	return sqlError(err, BackupFailure{Started: true, Percent: pct})
+}
+
+// sourceDamaged is the non-retryable SourceDatabaseDamaged of a BACKUP that
+// met damage in the source database: logged at error level with the file
+// and the fix, counted for the alarm (metrics.Recorder.SourceDamaged). No
+// backup set is corrupt; this one is only incomplete.
+func (a *Activities) sourceDamaged(err error, db *config.Database, file string, pct float64, log *zap.Logger) error {
+	where := "a page or file of it"
+	if file != "" {
+		where = file
+	}
+	check, _ := tsql.QuoteIdent(db.Name)
+	msg := fmt.Sprintf("%v: the source database %s on %s is damaged (%s): the production database needs attention, not the backup servers; "+
+		"run DBCC CHECKDB (%s) WITH NO_INFOMSGS, ALL_ERRORMSGS there, read msdb.dbo.suspect_pages and check the disk under %s; "+
+		"this BACKUP stopped and its set is incomplete", err, db.Name, db.Instance, where, check, where)
+	log.Error("source database damaged", zap.String("file", file), zap.Float64("percent", pct), zap.Error(err))
+	a.recorder().SourceDamaged(db.Instance, db.Name)
+	return temporal.NewNonRetryableApplicationError(msg, ErrSourceDatabaseDamaged, err, BackupFailure{Started: true, Percent: pct})
 }
 
 // finishedBackup checks that the worker sees every stripe SQL Server wrote

@@ -262,6 +262,9 @@ func sqlError(err error, details ...any) error {
 		return temporal.NewNonRetryableApplicationError(err.Error()+": lower buffer_count / max_transfer_size or the stripe count", ErrInsufficientMemory, err, details...)
 	case errors.Is(err, mssql.ErrCheckDBFailed):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrCheckDBFailed, err, details...)
+	case errors.Is(err, mssql.ErrSourceDamaged):
+		return temporal.NewNonRetryableApplicationError(err.Error()+": the source database is damaged: run DBCC CHECKDB on it",
+			ErrSourceDatabaseDamaged, err, details...)
 	case errors.Is(err, mssql.ErrBackupTargetUnreachable):
 		return retryable(ErrBackupTargetUnreachable, err, details...)
 	case errors.Is(err, mssql.ErrUnreachable):

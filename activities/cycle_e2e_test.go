@@ -481,8 +481,9 @@ func TestE2ECorruptRemoteCopy(t *testing.T) {
 	}
 }
 
-// (c): a damaged page in the source fails the cycle with CheckDBFailed
-// naming the page; the set is marked failed.
+// (c): a damaged page in the source fails the cycle with
+// SourceDatabaseDamaged naming the page; the set its BACKUP began is
+// marked failed as incomplete, not as corrupt or CHECKDB-failed.
 func TestE2ECorruptSourcePage(t *testing.T) {
 	f := newSambaFixture(t, "Sales", "")
 	if err := f.Source().CorruptPage("Sales", 1, 25); err != nil {
@@ -490,16 +491,17 @@ func TestE2ECorruptSourcePage(t *testing.T) {
 	}
 	e := newE2E(t, f, nil)
 	_, _, err := e.cycle("Sales")
-	if cycleErrorType(err) != activities.ErrCheckDBFailed || !strings.Contains(err.Error(), "(1:25)") {
-		t.Fatalf("cycle of a damaged database: %v, want CheckDBFailed naming page (1:25)", err)
+	if cycleErrorType(err) != activities.ErrSourceDatabaseDamaged || !strings.Contains(err.Error(), "(1:25)") {
+		t.Fatalf("cycle of a damaged database: %v, want SourceDatabaseDamaged naming page (1:25)", err)
 	}
-	if m := f.Manifest("bak01", 1); m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "(1:25)") {
-		t.Errorf("manifest %s %+v, want failed naming the page", m.State, m.Failure)
+	if m := f.Manifest("bak01", 1); m.State != catalog.StateFailed || !strings.Contains(m.Failure.Reason, "(1:25)") ||
+		m.Failure.Evidence != catalog.EvidenceBackupIncomplete {
+		t.Errorf("manifest %s %+v, want failed as incomplete, naming the page", m.State, m.Failure)
 	}
 }
 
-// (d): a sanity check that does not hold fails the cycle with the query and
-// the value.
+// (d): a sanity check that does not hold fails the cycle naming the check
+// and its expectation (the value stays in the worker's log).
 func TestE2ESanityCheckFails(t *testing.T) {
 	f := newSambaFixture(t, "Sales", `      - name: impossible
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
@@ -507,9 +509,9 @@ func TestE2ESanityCheckFails(t *testing.T) {
 `)
 	e := newE2E(t, f, nil)
 	_, _, err := e.cycle("Sales")
-	if cycleErrorType(err) != activities.ErrSanityCheckFailed || !strings.Contains(err.Error(), "SELECT COUNT_BIG(*) FROM dbo.Orders") ||
+	if cycleErrorType(err) != activities.ErrSanityCheckFailed || !strings.Contains(err.Error(), `"impossible"`) ||
 		!strings.Contains(err.Error(), `want "-1"`) {
-		t.Fatalf("cycle with a failing sanity check: %v, want SanityCheckFailed with the query and the value", err)
+		t.Fatalf("cycle with a failing sanity check: %v, want SanityCheckFailed naming the check and its expectation", err)
 	}
 	if m := f.Manifest("bak02", 1); m.State != catalog.StateFailed || m.Failure.Step != catalog.StepSanity {
 		t.Errorf("remote manifest %s %+v, want failed at sanity", m.State, m.Failure)

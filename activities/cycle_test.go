@@ -333,6 +333,25 @@ func TestMarkVerifiedCatchesUpEveryServer(t *testing.T) {
 	m2.Proof = &catalog.Proof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 3,
 		BackupSetGUID: "0c7e3f6a-1111-4222-8333-944455556666"}
 	f.save("bak02", &m2)
+	// Nor without SanityChecks' proof that the sanity checks held on that
+	// restore: one of an earlier restore does not count.
+	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); errorTypeOf(err) != ErrNoSanityProof {
+		t.Fatalf("MarkVerified without a sanity proof: %v, want %s", err, ErrNoSanityProof)
+	}
+	db, _ := f.cfg.Database("", "Sales")
+	var names []string
+	for _, c := range db.SanityChecks {
+		names = append(names, c.Name)
+	}
+	m2.SanityProof = &catalog.SanityProof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 2,
+		BackupSetGUID: m2.Proof.BackupSetGUID, Checks: names, RanAs: "backupcycle_sanity", CheckedAt: f.now, Passed: true}
+	f.save("bak02", &m2)
+	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); errorTypeOf(err) != ErrNoSanityProof ||
+		!strings.Contains(err.Error(), "another restore") {
+		t.Fatalf("MarkVerified with the sanity proof of another restore: %v, want %s", err, ErrNoSanityProof)
+	}
+	m2.SanityProof.RestoreHistoryID = 3
+	f.save("bak02", &m2)
 	if _, err := f.env.ExecuteActivity(f.acts.MarkVerified, in); err != nil {
 		t.Fatal(err)
 	}
@@ -397,14 +416,20 @@ func TestSanityMismatch(t *testing.T) {
 		want  string
 	}{
 		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 10}, int64(12), true, ""},
-		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 10}, int64(3), true, "returned 3, want at least 10"},
+		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 10}, int64(3), true, "returned 3; want an integer of at least 10"},
 		{config.SanityCheck{Expect: config.ExpectEquals, Equals: "1"}, true, true, ""},
-		{config.SanityCheck{Expect: config.ExpectEquals, Equals: "1"}, int64(0), true, `returned "0", want "1"`},
+		{config.SanityCheck{Expect: config.ExpectEquals, Equals: "1"}, int64(0), true, `returned "0"; want "1"`},
 		{config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}, finish.Add(-30 * time.Minute), true, ""},
 		{config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}, finish.Add(-3 * time.Hour), true, "3h0m0s older than the backup"},
 		{config.SanityCheck{Expect: config.ExpectAtLeast, AtLeast: 1}, nil, false, "no row"},
 	} {
-		got := sanityMismatch(tc.c, tc.v, tc.found, m)
+		// What the log says (the value) and what the history says (the
+		// expectation) together.
+		expected, value := sanityMismatchAt(tc.c, tc.v, tc.found, m, nil, time.Now())
+		got := ""
+		if expected != "" {
+			got = value + "; " + expected
+		}
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("sanityMismatch(%+v, %v) = %q, want %q", tc.c, tc.v, got, tc.want)
 		}
@@ -445,14 +470,14 @@ func TestSanityMaxAgeAcrossAClockChange(t *testing.T) {
 	before := 60                                           // the plan read the source at CET
 	value := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC) // 01:30 CET = 00:30Z
 	c := config.SanityCheck{Expect: config.ExpectMaxAge, MaxAge: time.Hour}
-	if got := sanityMismatchAt(c, value, true, m, &before, time.Now()); got != "" {
+	if _, got := sanityMismatchAt(c, value, true, m, &before, time.Now()); got != "" {
 		t.Errorf("a value 40 min older than the backup: %s", got)
 	}
 	// Without the plan's offset the manifest's converts the value.
-	if got := sanityMismatchAt(c, time.Date(2026, 3, 29, 2, 40, 0, 0, time.UTC), true, m, nil, time.Now()); got != "" {
+	if _, got := sanityMismatchAt(c, time.Date(2026, 3, 29, 2, 40, 0, 0, time.UTC), true, m, nil, time.Now()); got != "" {
 		t.Errorf("a value 30 min older than the backup, no plan offset: %s", got)
 	}
-	if got := sanityMismatchAt(c, value, true, m, nil, time.Now()); !strings.Contains(got, "1h40m0s older") {
+	if _, got := sanityMismatchAt(c, value, true, m, nil, time.Now()); !strings.Contains(got, "1h40m0s older") {
 		t.Errorf("a value 1 h 40 min older on the manifest's clock: %q, want a mismatch", got)
 	}
 }

@@ -71,6 +71,23 @@ const (
 	// server of the rotation would meet the same limit, so the cycle stops
 	// with the fix (more stripes, or a volume formatted with format /L).
 	ErrFileSystemLimit = "FileSystemLimit"
+	// ErrSanityCheckCouldNotRun: a sanity query did not run to a value on
+	// the restored copy (SQL Server raised an error: an owner without a
+	// login, CLR off, a missing referenced database, a permission, a
+	// collation conflict, the query itself). Never evidence: the set stays
+	// checked, and `--resume` finishes it once the cause is fixed. Not
+	// retryable: the same query on the same copy fails the same way.
+	ErrSanityCheckCouldNotRun = "SanityCheckCouldNotRun"
+	// ErrNoSanityProof: MarkVerified of a database with sanity checks found
+	// no proof, recorded by SanityChecks, that they ran and held on this
+	// very restore. Never evidence; the set stays checked.
+	ErrNoSanityProof = "NoSanityProof"
+	// ErrSourceDatabaseDamaged: BACKUP met damage in the source database
+	// itself (3043: a page failed its checksum; 3203 with operating system
+	// error 23 or 1117 reading a data file). The production database or
+	// its disk needs attention (DBCC CHECKDB on it); no backup set is
+	// corrupt, this one is only incomplete. Not retryable.
+	ErrSourceDatabaseDamaged = "SourceDatabaseDamaged"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -92,6 +109,9 @@ var NonRetryableErrorTypes = []string{
 	ErrHashMismatch,
 	ErrVerifyInstanceFull,
 	ErrFileSystemLimit,
+	ErrSanityCheckCouldNotRun,
+	ErrNoSanityProof,
+	ErrSourceDatabaseDamaged,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or

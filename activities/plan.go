@@ -428,7 +428,25 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 		return src, append(warnings, unknown("size", err)...)
 	}
 	src.SizeBytes, src.LogBytes = data+logBytes, logBytes
-	return src, warnings
+	return src, append(warnings, pageVerifyWarning(ctx, sqlDB, db)...)
+}
+
+// pageVerifyWarning warns of a source whose pages carry no checksum:
+// BACKUP WITH CHECKSUM then verifies none of them, and damage in the source
+// reaches the sets unseen until CHECKDB of a restored copy.
+func pageVerifyWarning(ctx context.Context, sqlDB *mssql.DB, db *config.Database) []string {
+	q, args, err := tsql.PageVerify(db.Name)
+	if err != nil {
+		return nil
+	}
+	v, found, err := sqlDB.QueryValue(ctx, "read PAGE_VERIFY", q, args...)
+	pv, _ := v.(string)
+	if err != nil || !found || pv == "" || strings.EqualFold(pv, "CHECKSUM") {
+		return nil
+	}
+	fix, _ := tsql.PageVerifyChecksum(db.Name)
+	return []string{fmt.Sprintf("PAGE_VERIFY of %s is %s: its pages carry no checksum, so BACKUP WITH CHECKSUM cannot verify them and "+
+		"damage in the source reaches the sets unseen until CHECKDB of the copy: %s (pages get a checksum when next written)", db.ID(), pv, fix)}
 }
 
 // databaseSize sums the allocated size of a database's files: from

@@ -230,8 +230,13 @@ func TestSQLSanityMaxAgeInServerTime(t *testing.T) {
 
 	f.cfg.Databases[0].SanityChecks = []config.SanityCheck{{Name: "utc-stamp", Query: "SELECT MAX(Stamp) FROM dbo.Utc",
 		Expect: config.ExpectMaxAge, MaxAge: time.Hour}}
+	logged := f.observeLog()
 	err := f.run(f.acts.SanityChecks, verify, nil)
-	if errorTypeOf(err) != ErrSanityCheckFailed || !strings.Contains(err.Error(), "5h0") {
-		t.Errorf("a UTC stamp on a UTC+5 server: %v, want SanityCheckFailed about 5h", err)
+	if errorTypeOf(err) != ErrSanityCheckFailed || !strings.Contains(err.Error(), "utc-stamp") {
+		t.Errorf("a UTC stamp on a UTC+5 server: %v, want SanityCheckFailed of utc-stamp", err)
+	}
+	// The value and its age go to the worker's log, not into the history.
+	if v := logged.value("sanity check did not hold"); !strings.Contains(v, "5h0") {
+		t.Errorf("logged value %q, want it about 5h older than the backup", v)
 	}
 }

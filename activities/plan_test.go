@@ -76,7 +76,7 @@ func TestSanityMaxAgeInServerTime(t *testing.T) {
 		{"no header: local value against the worker's clock", local(now.Add(-30 * time.Minute)), noHeader, &off, ""},
 		{"no header: old local value", local(now.Add(-2 * time.Hour)), noHeader, &off, "2h0m0s older"},
 	} {
-		got := sanityMismatchAt(c, tc.v, true, tc.m, tc.offset, now)
+		_, got := sanityMismatchAt(c, tc.v, true, tc.m, tc.offset, now)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}

@@ -211,8 +211,10 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		// stops the RESTORE of a vanished client at its next write; without
 		// them it survives a worker restart. Progress is read from
 		// sys.dm_exec_requests instead.
+		// NEW_BROKER: the copy must not deliver its source's queued Service
+		// Broker messages to production routes (tsql.RestoreOptions).
 		stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: verifyDB, Disks: disks, Moves: moves,
-			Checksum: true, Replace: true})
+			Checksum: true, Replace: true, NewBroker: true})
 		if err != nil {
 			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
 		}

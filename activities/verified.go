@@ -3,17 +3,22 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 )
 
 // MarkVerified moves the set's manifest to verified, with the timings, on
-// every server holding it.
+// every server holding it: only with the proofs that the set's own backup
+// was restored and CHECKDB'd and, for a database with sanity checks, that
+// they held on that very restore. A completion of the SanityChecks task
+// reported by anyone else proves nothing.
 func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 	defer a.Cycle.keepAlive(ctx)()
 	db, err := a.Cycle.database(in.Instance, in.Database, in.Entry)
@@ -31,6 +36,9 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 			return nonRetryable(ErrRestoreMismatch, fmt.Errorf(
 				"set %d of %s has no proof that its own backup was restored and CHECKDB'd (proof %+v): it is not marked verified",
 				in.Sequence, db.ID(), m.Proof))
+		}
+		if err := sanityProven(m, db, in.Sequence); err != nil {
+			return err
 		}
 		if in.Timings.Sanity > 0 {
 			_ = m.SetTiming(catalog.StepSanity, now.Add(-in.Timings.Sanity), now)
@@ -50,4 +58,40 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		a.recorder().Verified(db.Instance, db.Name, vm.TakenAt(), time.Duration(ttr*float64(time.Second)))
 	}
 	return nil
+}
+
+// sanityProven checks the sanity proof SanityChecks records (catalog.
+// SanityProof): for a database with sanity checks, every check configured
+// held on the restore the CHECKDB proof names (same restore-history id,
+// instance, database and backup set). Without it the set is not verified
+// and stays checked (NoSanityProof, no evidence).
+func sanityProven(m *catalog.Manifest, db *config.Database, seq int64) error {
+	if len(db.SanityChecks) == 0 {
+		return nil
+	}
+	p, sp := m.Proof, m.SanityProof
+	missing := ""
+	switch {
+	case sp == nil:
+		missing = "none was recorded"
+	case !sp.Passed:
+		missing = "the recorded checks did not pass"
+	case sp.RestoreHistoryID != p.RestoreHistoryID || sp.VerifyInstance != p.VerifyInstance ||
+		sp.VerifyDatabase != p.VerifyDatabase || !sameGUID(sp.BackupSetGUID, p.BackupSetGUID):
+		missing = fmt.Sprintf("it is of another restore (restore_history_id %d of %s on %s, CHECKDB's is %d of %s on %s)",
+			sp.RestoreHistoryID, sp.VerifyDatabase, sp.VerifyInstance, p.RestoreHistoryID, p.VerifyDatabase, p.VerifyInstance)
+	default:
+		for _, c := range db.SanityChecks {
+			if !slices.Contains(sp.Checks, c.Name) {
+				missing = fmt.Sprintf("check %q is not among those that ran (%s)", c.Name, strings.Join(sp.Checks, ", "))
+				break
+			}
+		}
+	}
+	if missing == "" {
+		return nil
+	}
+	return nonRetryable(ErrNoSanityProof, fmt.Errorf(
+		"set %d of %s has no proof that its sanity checks held on the copy CHECKDB checked (%s): it is not marked verified and stays checked; "+
+			"finish it with `starter run --database %s --resume %d`", seq, db.ID(), missing, db.Name, seq))
 }

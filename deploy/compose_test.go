@@ -34,7 +34,7 @@ const root = ".." // the repository root, where docker-compose.yml lives
 // The services the README, config.example.yaml and deploy/config.compose.yaml rely on.
 var requiredServices = []string{
 	"postgresql", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui",
-	"bak01", "bak02", "sql-primary", "sql-verify", "demo-database", "worker", "starter",
+	"bak01", "bak02", "sql-primary", "sql-verify", "demo-database", "source-login", "verify-login", "worker", "starter",
 }
 
 // finalStep is the one-shot service nothing waits for: the last thing the stack does.
@@ -350,7 +350,9 @@ func TestInitStepsOrder(t *testing.T) {
 		{"sql-primary", "bak01", healthy}, {"sql-primary", "bak02", healthy},
 		{"sql-verify", "bak01", healthy}, {"sql-verify", "bak02", healthy},
 		{"demo-database", "sql-primary", healthy},
+		{"source-login", "demo-database", done}, {"verify-login", "sql-verify", healthy},
 		{"worker", "temporal-namespace", done}, {"worker", "demo-database", done},
+		{"worker", "source-login", done}, {"worker", "verify-login", done},
 		{"worker", "sql-primary", healthy}, {"worker", "sql-verify", healthy},
 		{"worker", "bak01", healthy}, {"worker", "bak02", healthy},
 		{"starter", "temporal-namespace", done}, {"starter", "worker", healthy},
@@ -380,8 +382,8 @@ func TestInitStepsOrder(t *testing.T) {
 	}
 	for _, chain := range [][]string{
 		{"postgresql", "temporal-schema", "temporal", "temporal-namespace", "worker", "starter"},
-		{"bak01", "sql-primary", "demo-database", "worker"},
-		{"sql-verify", "worker"},
+		{"bak01", "sql-primary", "demo-database", "source-login", "worker"},
+		{"sql-verify", "verify-login", "worker"},
 	} {
 		for i := 1; i < len(chain); i++ {
 			if pos[chain[i-1]] >= pos[chain[i]] {
@@ -402,6 +404,8 @@ func TestInitStepsRun(t *testing.T) {
 		"temporal-schema":    "deploy/temporal/setup-schema.sh",
 		"temporal-namespace": "deploy/temporal/setup-namespace.sh",
 		"demo-database":      "deploy/sql/demo-database.sql",
+		"source-login":       "deploy/sql/login-source.sql",
+		"verify-login":       "deploy/sql/login-verify.sql",
 	} {
 		s := service(t, p, svc)
 		found := false

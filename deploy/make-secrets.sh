@@ -11,7 +11,7 @@
 set -eu
 
 dir="${1:-$(dirname "$0")/secrets}"
-names="postgres_password sql_primary_sa_password sql_verify_sa_password bak01_smb_password bak02_smb_password"
+names="postgres_password sql_primary_sa_password sql_verify_sa_password sql_primary_backupcycle_password sql_verify_backupcycle_password bak01_smb_password bak02_smb_password"
 
 # 16 random bytes as hex, behind a fixed prefix that gives SQL Server's policy its upper case, lower case, digit and
 # symbol whatever the random part holds.

@@ -130,7 +130,7 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 }
 
 // A damaged page in the source: `run --wait` exits 1 with the cycle's own
-// reason and error type in one line.
+// reason and error type (the source database is damaged) in one line.
 func TestRunWaitReportsAFailedCycleInOneLine(t *testing.T) {
 	const tq = "tq-e2e-fail"
 	site, state := startSiteWorker(t, tq)
@@ -143,7 +143,7 @@ func TestRunWaitReportsAFailedCycleInOneLine(t *testing.T) {
 	}
 	code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait")
 	if code != exitFail || strings.Contains(out, "VERIFIED") || strings.Count(errs, "\n") != 1 ||
-		!regexp.MustCompile(`^starter: backup cycle backup-sql01-Sales of Sales failed: .*page \(1:20\).* \[CheckDBFailed\]\n$`).MatchString(errs) {
+		!regexp.MustCompile(`^starter: backup cycle backup-sql01-Sales of Sales failed: .*page \(1:20\).* \[SourceDatabaseDamaged\]\n$`).MatchString(errs) {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }

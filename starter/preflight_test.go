@@ -173,9 +173,9 @@ func TestPreflightMissingGrantPrintsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The source's entry comes first: its user becomes the restricted login.
-	restricted := strings.Replace(string(text), "user: sa", "user: bk_src", 1)
+	restricted := strings.Replace(string(text), "user: "+devenv.ProductLogin, "user: bk_src", 1)
 	if restricted == string(text) {
-		t.Fatal("the demo configuration has no `user: sa` to restrict")
+		t.Fatalf("the demo configuration has no `user: %s` to restrict", devenv.ProductLogin)
 	}
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte(restricted), 0o644); err != nil {

@@ -28,8 +28,10 @@ import (
 // the header's writer build, compression algorithm and TDE thumbprint, and
 // the case-safe file names (Naming) and the entry they were made for;
 // a manifest without those facts is still written as version 2, so that
-// builds reading only version 2 keep reading it.
-const SchemaVersion = 3
+// builds reading only version 2 keep reading it. Version 4 adds the
+// sanity checks' proof (SanityProof); a manifest without one is written as
+// before.
+const SchemaVersion = 4
 
 // minSchemaVersion is the oldest version this build reads.
 const minSchemaVersion = 2
@@ -245,6 +247,22 @@ func (p *Proof) SetUTCOffset(minutes int) {
 	p.RestoredAtUTC = Instant(p.RestoredAt, minutes)
 }
 
+// SanityProof records that the database's sanity checks ran on the copy
+// restored from this set and held: the same restore (RestoreHistoryID,
+// BackupSetGUID) as Proof, the checks by name, the database user they ran
+// as, and when (the worker's clock). SanityChecks writes it; MarkVerified
+// of a database with sanity checks requires it.
+type SanityProof struct {
+	VerifyInstance   string    `json:"verify_instance"`
+	VerifyDatabase   string    `json:"verify_database"`
+	RestoreHistoryID int64     `json:"restore_history_id"`
+	BackupSetGUID    string    `json:"backup_set_guid"`
+	Checks           []string  `json:"checks"`
+	RanAs            string    `json:"ran_as"`
+	CheckedAt        time.Time `json:"checked_at"`
+	Passed           bool      `json:"passed"`
+}
+
 // Manifest describes one backup set. Field names are part of the on-disk
 // format: change them only with a new SchemaVersion. CreatedAt, UpdatedAt,
 // History, Timings, Failure and Proof.CheckedAt are the worker's clock
@@ -277,6 +295,8 @@ type Manifest struct {
 	Timings   map[Step]Timing `json:"timings,omitempty"`
 	VerifyDB  string          `json:"verify_database,omitempty"` // name of the restored copy
 	Proof     *Proof          `json:"proof,omitempty"`
+	// SanityProof: the sanity checks held on Proof's restore.
+	SanityProof *SanityProof `json:"sanity_proof,omitempty"`
 
 	// WorkflowID and RunID are the run that owns the set: it claimed the
 	// number (StatePending) and only it writes the set's files.
@@ -575,6 +595,9 @@ func (m *Manifest) Validate() error {
 	if f := m.version3Fields(); m.SchemaVersion < 3 && len(f) > 0 {
 		bad("schema_version %d cannot hold %s (version 3 does)", m.SchemaVersion, strings.Join(f, ", "))
 	}
+	if m.SchemaVersion < 4 && m.SanityProof != nil {
+		bad("schema_version %d cannot hold sanity_proof (version 4 does)", m.SchemaVersion)
+	}
 	for step := range m.Timings {
 		if !step.Valid() {
 			bad("timings: unknown step %q", step)
@@ -649,13 +672,17 @@ func (m *Manifest) version3Fields() []string {
 
 // Encode validates m and renders it as indented JSON with a final newline,
 // under the oldest schema version that holds its facts: 2 without any of
-// version 3's, so that builds reading only version 2 keep reading it. The
-// output is deterministic (struct order, sorted map keys).
+// version 3's, 3 with them, 4 with a sanity proof, so that older builds keep
+// reading what they can. The output is deterministic (struct order, sorted
+// map keys).
 func Encode(m *Manifest) ([]byte, error) {
 	out := *m
 	out.SchemaVersion = minSchemaVersion
 	if len(out.version3Fields()) > 0 {
-		out.SchemaVersion = SchemaVersion
+		out.SchemaVersion = 3
+	}
+	if out.SanityProof != nil {
+		out.SchemaVersion = 4
 	}
 	if err := out.Validate(); err != nil {
 		return nil, err

@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 4`, 1), "schema_version 4 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 5`, 1), "schema_version 5 is not supported"},
 		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
@@ -380,5 +380,33 @@ func TestVersion3FactsAreWrittenAsVersion3(t *testing.T) {
 		if want := map[bool]int{true: 2, false: 3}[name == "none"]; back.SchemaVersion != want {
 			t.Errorf("%s: written as version %d, want %d", name, back.SchemaVersion, want)
 		}
+	}
+}
+
+// A manifest with a sanity proof is schema version 4, the oldest that
+// holds it: builds that read only version 3 list it as unreadable instead
+// of misreading it; one without stays as it was.
+func TestSanityProofIsVersion4(t *testing.T) {
+	m := sample("Sales", 9)
+	plain := mustEncode(t, m)
+	if !bytes.Contains(plain, []byte(`"schema_version": 3,`)) || bytes.Contains(plain, []byte("sanity_proof")) {
+		t.Errorf("a manifest without a sanity proof:\n%s", plain)
+	}
+	m.SanityProof = &SanityProof{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", RestoreHistoryID: 4,
+		BackupSetGUID: "5d1f0c2e-aaaa-4bbb-8ccc-0123456789ab", Checks: []string{"orders-present"}, RanAs: "backupcycle_sanity",
+		CheckedAt: t0, Passed: true}
+	data := mustEncode(t, m)
+	for _, field := range []string{`"schema_version": 4`, `"sanity_proof": {`, `"checks": [`, `"ran_as": "backupcycle_sanity"`, `"passed": true`} {
+		if !bytes.Contains(data, []byte(field)) {
+			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
+		}
+	}
+	got, err := Decode(data)
+	if err != nil || got.SanityProof == nil || got.SanityProof.RestoreHistoryID != 4 || !got.SanityProof.Passed {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := Decode(bytes.Replace(data, []byte(`"schema_version": 4`), []byte(`"schema_version": 3`), 1)); err == nil ||
+		!strings.Contains(err.Error(), "cannot hold sanity_proof") {
+		t.Errorf("version 3 with a sanity proof: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 var (
@@ -887,6 +888,12 @@ func (d *decoder) checkSanity(db *Database, path, owner string) {
 			names[sc.Name] = true
 		}
 		d.required(sc.Query, sp, "query", so, "the SQL run against the restored copy")
+		for j, o := range sc.GrantExecute {
+			if _, _, err := tsql.ParseObjectName(o); err != nil {
+				d.errf(d.line(join(sp, "grant_execute")), join(sp, "grant_execute"),
+					"%s: grant_execute[%d] %q: name a function of the copy, as schema.function or function", so, j, o)
+			}
+		}
 		var set []string
 		for _, k := range []string{ExpectEquals, ExpectAtLeast, ExpectMaxAge} {
 			if d.given(join(sp, k)) {

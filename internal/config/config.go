@@ -258,6 +258,10 @@ type SanityCheck struct {
 	Equals  string        `yaml:"equals"`   // value, compared as text
 	AtLeast int64         `yaml:"at_least"` // integer value >= this (row counts)
 	MaxAge  time.Duration `yaml:"max_age"`  // a date/time value no older than this, measured from the backup's finish
+	// GrantExecute are the functions ("schema.name" or "name", dbo) the
+	// query calls: the sanity user of the copy (db_datareader only) is
+	// granted EXECUTE on them.
+	GrantExecute []string `yaml:"grant_execute"`
 }
 
 // Sanity check expectations.

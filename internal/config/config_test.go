@@ -342,6 +342,13 @@ func TestErrors(t *testing.T) {
 			want: []want{{lAfterDB + 1, `missing required key "query" in databases[0] (Sales).sanity_checks[0] (a)`}},
 		},
 		{
+			name: "grant_execute of a name that is no function's",
+			yaml: func(t *testing.T) string {
+				return base + "    sanity_checks:\n      - name: a\n        query: SELECT dbo.f()\n        equals: '1'\n        grant_execute: [dbo.f, Sales.dbo.f]\n"
+			},
+			want: []want{{lAfterDB + 4, `databases[0] (Sales).sanity_checks[0] (a): grant_execute[1] "Sales.dbo.f": name a function of the copy, as schema.function or function`}},
+		},
+		{
 			name: "retention must keep a verified set",
 			yaml: func(t *testing.T) string { return base + "    retention: {keep_verified: 0}\n" },
 			want: []want{{lAfterDB, `retention.keep_verified must be at least 1`}},
@@ -613,7 +620,7 @@ func TestSanityExpectations(t *testing.T) {
 	src := base + "    sanity_checks:\n" +
 		"      - {name: rows, query: SELECT COUNT(*) FROM t, at_least: 1000}\n" +
 		"      - {name: fresh, query: SELECT MAX(d) FROM t, max_age: 1d2h}\n" +
-		"      - {name: ok, query: SELECT 1, equals: 1}\n"
+		"      - {name: ok, query: SELECT 1, equals: 1, grant_execute: [fn_a, \"[app].[fn.b]\"]}\n"
 	c, err := Parse([]byte(src), "config.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -622,7 +629,7 @@ func TestSanityExpectations(t *testing.T) {
 	want := []SanityCheck{
 		{Name: "rows", Query: "SELECT COUNT(*) FROM t", Expect: ExpectAtLeast, AtLeast: 1000},
 		{Name: "fresh", Query: "SELECT MAX(d) FROM t", Expect: ExpectMaxAge, MaxAge: 26 * time.Hour},
-		{Name: "ok", Query: "SELECT 1", Expect: ExpectEquals, Equals: "1"},
+		{Name: "ok", Query: "SELECT 1", Expect: ExpectEquals, Equals: "1", GrantExecute: []string{"fn_a", "[app].[fn.b]"}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)

@@ -109,6 +109,13 @@ func (db *Database) VerifyDatabaseName(seq int64) string {
 	return strings.NewReplacer("{db}", db.Name, "{instance}", db.Instance, "{seq}", fmt.Sprintf("%08d", seq)).Replace(db.VerifyName)
 }
 
+// VerifyPattern is the name of every restored copy of databases with this
+// verify_name, as a LIKE pattern ({db}, {instance} and {seq} become %):
+// what the verification instance's own maintenance jobs should exclude.
+func (db *Database) VerifyPattern() string {
+	return strings.NewReplacer("{db}", "%", "{instance}", "%", "{seq}", "%").Replace(db.VerifyName)
+}
+
 // effectiveMaxTransfer is MAXTRANSFERSIZE as SQL Server will use it.
 func (p *Policy) effectiveMaxTransfer() Size {
 	if p.MaxTransferSize == 0 {

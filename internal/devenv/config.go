@@ -62,7 +62,7 @@ defaults:
 sql_instances:
   - name: %s
     address: %s
-    user: %s
+    user: %s              # least privilege (README "Permissions"); sa only prepares the site
     password_file: %s   # generated on the first start
     encrypt: disable              # the emulator speaks plaintext TDS
     connect_timeout: 10s
@@ -74,7 +74,7 @@ sql_instances:
     connect_timeout: 10s
 
 backup_servers:
-`, SourceInstance, v.source, login, yq(v.passwordFile), fleetSelection(v.fleet), VerifyInstance, v.verify, login, yq(v.passwordFile))
+`, SourceInstance, v.source, ProductLogin, yq(v.passwordFile), fleetSelection(v.fleet), VerifyInstance, v.verify, ProductLogin, yq(v.passwordFile))
 	for _, s := range BackupServers {
 		w("  - name: %s\n    unc_paths:                    # as SQL Server sees the share, one per NIC\n", s)
 		for _, p := range v.uncs[s] {

@@ -42,6 +42,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // Names of the emulated site, as the generated configuration uses them.
@@ -63,10 +64,17 @@ const (
 // BackupServers are the rotation, in order.
 var BackupServers = []string{"bak01", "bak02"}
 
-// login is the SQL login of both emulated instances; its password is
-// generated on the first start and kept in a file under the state directory
-// (the configuration names the file, never the password).
-const login = "sa"
+// The logins of both emulated instances. ProductLogin is the one the
+// configuration gives the worker: it holds exactly the grants README
+// "Permissions" lists (productLogins), no more. AdminLogin (sysadmin)
+// prepares the site: the database's tables, the sequence tables. Their
+// passwords are generated on the first start and kept in files under the
+// state directory, secrets/sql.password and secrets/sa.password (the
+// configuration names the file, never the password).
+const (
+	ProductLogin = "backupcycle"
+	AdminLogin   = "sa"
+)
 
 // SambaMode says whether the backup servers are served over Samba.
 type SambaMode string
@@ -155,6 +163,7 @@ type Site struct {
 // layout is where things live under the state directory.
 type layout struct {
 	root, secrets, password string
+	adminPassword           string
 	srcData, verifyData     string
 	volumes                 []string // the source's two data volumes
 	restore                 string   // the verify instance's restore volume
@@ -166,6 +175,7 @@ func newLayout(root string) layout {
 	l := layout{root: root, secrets: filepath.Join(root, "secrets"), bak: map[string]string{},
 		smbDir: map[string]string{}, smbPassword: map[string]string{}}
 	l.password = filepath.Join(l.secrets, "sql.password")
+	l.adminPassword = filepath.Join(l.secrets, "sa.password")
 	l.srcData = filepath.Join(root, SourceInstance)
 	l.verifyData = filepath.Join(root, VerifyInstance)
 	// Two "volumes" of the source host, like D: and E: on a real one.
@@ -238,6 +248,10 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	if err != nil {
 		return nil, err
 	}
+	adminPassword, err := ensurePassword(l.adminPassword)
+	if err != nil {
+		return nil, err
+	}
 
 	if err := s.serveSamba(l, o); err != nil {
 		return nil, err
@@ -256,9 +270,11 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 			shares[p] = l.bak[b]
 		}
 	}
-	logins := map[string]string{login: password}
+	logins := map[string]string{AdminLogin: adminPassword}
+	fleet := FleetDatabaseNames[:o.FleetDatabases]
+	srcLogin, verifyLogin := productLogins(password, append([]string{Database}, fleet...))
 	s.Source, err = sqlsim.New(sqlsim.Config{Name: SourceInstance, ListenAddr: o.IP + ":0", DataDir: l.srcData,
-		Logins: logins, Shares: shares, Logger: o.Logger})
+		Logins: logins, Principals: []sqlsim.Login{srcLogin}, Shares: shares, Logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
@@ -269,7 +285,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		vshares[k] = v
 	}
 	s.Verify, err = sqlsim.New(sqlsim.Config{Name: VerifyInstance, ListenAddr: o.IP + ":0", DataDir: l.verifyData,
-		Logins: logins, Shares: vshares, Logger: o.Logger})
+		Logins: logins, Principals: []sqlsim.Login{verifyLogin}, Shares: vshares, Logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
@@ -296,7 +312,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		}
 		s.Created, s.CreateTime = true, time.Since(began)
 	}
-	for i, name := range FleetDatabaseNames[:o.FleetDatabases] {
+	for i, name := range fleet {
 		if _, err := s.Source.DatabaseFiles(name); err == nil {
 			continue
 		}
@@ -304,9 +320,9 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 			return nil, fmt.Errorf("devenv: create the fleet database %s on %s: %w", name, SourceInstance, err)
 		}
 	}
-	s.FleetDatabases = FleetDatabaseNames[:o.FleetDatabases]
+	s.FleetDatabases = fleet
 
-	orders, err := s.prepare(ctx, password)
+	orders, err := s.prepare(ctx, adminPassword)
 	if err != nil {
 		return nil, err
 	}
@@ -487,14 +503,37 @@ func salesSpec(size int64, volumes []string) sqlsim.DatabaseSpec {
 	}
 }
 
-// prepare creates, on a new database, the small user tables; on every start
-// it stamps dbo.SiteActivity (the application "writing", which the freshness
-// check looks for) and returns the row count of dbo.Orders for the
-// `at_least` check. It runs before the worker starts: the emulator does not
-// serialise metadata writes against a running BACKUP.
-func (s *Site) prepare(ctx context.Context, password string) (int64, error) {
-	db, err := mssql.Open(ctx, mssql.Target{Instance: SourceInstance, Address: s.Source.Addr(), User: login,
-		Password: password, Database: Database, Encrypt: "disable", ConnectTimeout: 10 * time.Second, AppName: "devenv"})
+// productLogins are ProductLogin on the source (for databases dbs) and on
+// the verification instance, with the least the cycle needs (README
+// "Permissions", internal/preflight): on the source CREATE ANY DATABASE
+// (RESTORE HEADERONLY), VIEW SERVER PERFORMANCE STATE, ALTER ANY
+// CONNECTION, db_backupoperator and the sequence table's SELECT and UPDATE
+// in each database, SELECT on msdb's backup history; on the verification
+// instance CREATE ANY DATABASE (it then owns the copies it restores),
+// VIEW SERVER PERFORMANCE STATE, ALTER ANY CONNECTION and SELECT on msdb's
+// restore history.
+func productLogins(password string, dbs []string) (source, verify sqlsim.Login) {
+	server := []string{tsql.PermCreateAnyDatabase, tsql.PermViewServerPerformanceState, tsql.PermAlterAnyConnection}
+	source = sqlsim.Login{Name: ProductLogin, Password: password, Server: server,
+		Databases: map[string][]string{"msdb": {tsql.PermSelect}}}
+	for _, db := range dbs {
+		source.Databases[db] = []string{tsql.RoleDBBackupOperator, tsql.PermSelect, tsql.PermUpdate}
+	}
+	verify = sqlsim.Login{Name: ProductLogin, Password: password, Server: server,
+		Databases: map[string][]string{"msdb": {tsql.PermSelect}}}
+	return source, verify
+}
+
+// prepare creates, on a new database, the small user tables and (for every
+// database of the site, as an administrator does once) the sequence table
+// the product's login may read and update but not create; on every start
+// it stamps dbo.SiteActivity (the application "writing", which the
+// freshness check looks for) and returns the row count of dbo.Orders for
+// the `at_least` check. It runs before the worker starts: the emulator
+// does not serialise metadata writes against a running BACKUP.
+func (s *Site) prepare(ctx context.Context, adminPassword string) (int64, error) {
+	db, err := mssql.Open(ctx, mssql.Target{Instance: SourceInstance, Address: s.Source.Addr(), User: AdminLogin,
+		Password: adminPassword, Database: Database, Encrypt: "disable", ConnectTimeout: 10 * time.Second, AppName: "devenv"})
 	if err != nil {
 		return 0, fmt.Errorf("devenv: connect to %s: %w", SourceInstance, err)
 	}
@@ -507,6 +546,13 @@ func (s *Site) prepare(ctx context.Context, password string) (int64, error) {
 			`CREATE TABLE dbo.SiteActivity (ID int NOT NULL, LastWrite datetime2 NOT NULL, CONSTRAINT PK_SiteActivity PRIMARY KEY CLUSTERED (ID))`,
 			`INSERT INTO dbo.SiteActivity (ID, LastWrite) VALUES (1, GETUTCDATE())`,
 		}
+	}
+	for _, name := range append([]string{Database}, s.FleetDatabases...) {
+		setup, err := tsql.SequenceSetup(name)
+		if err != nil {
+			return 0, fmt.Errorf("devenv: %w", err)
+		}
+		stmts = append(stmts, setup...)
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {

@@ -82,6 +82,10 @@ type Recorder interface {
 	// SetFailed records a set marked failed at step on evidence (the
 	// manifest's step and catalog.Evidence).
 	SetFailed(step, evidence string)
+	// SourceDamaged records a BACKUP of instance/database that met damage
+	// in the database itself (a page failing its checksum, a data file
+	// the disk could not read): the production database needs attention.
+	SourceDamaged(instance, database string)
 }
 
 // Nop is a Recorder that records nothing.
@@ -95,3 +99,6 @@ func (Nop) Verified(string, string, time.Time, time.Duration) {}
 
 // SetFailed does nothing.
 func (Nop) SetFailed(string, string) {}
+
+// SourceDamaged does nothing.
+func (Nop) SourceDamaged(string, string) {}

@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -253,9 +254,19 @@ func (db *DB) LastGoodCheckDB(ctx context.Context, query string, args ...any) (l
 // QueryValue runs a query and returns the first column of its first row
 // (nil when there is no row), for sanity checks and small lookups.
 func (db *DB) QueryValue(ctx context.Context, op, query string, args ...any) (any, bool, error) {
+	return queryValue(ctx, db.DB, db.Target, op, query, args)
+}
+
+// QueryValueOn is QueryValue on a pinned connection (see DB.Conn): the
+// statements before it on c (EXECUTE AS) set the context it runs in.
+func QueryValueOn(ctx context.Context, c *sql.Conn, t Target, op, query string, args ...any) (any, bool, error) {
+	return queryValue(ctx, c, t, op, query, args)
+}
+
+func queryValue(ctx context.Context, q queryer, t Target, op, query string, args []any) (any, bool, error) {
 	var v any
 	found := false
-	err := db.scan(ctx, op, query, args, func(r row) {
+	err := scanOn(ctx, q, t, op, query, args, func(r row) {
 		if !found && len(r.vals) > 0 {
 			v, found = normalize(r.vals[0]), true
 		}
@@ -270,14 +281,18 @@ type row struct {
 }
 
 func (db *DB) scan(ctx context.Context, op, query string, args []any, fn func(row)) error {
-	rows, err := db.QueryContext(ctx, query, args...)
+	return scanOn(ctx, db.DB, db.Target, op, query, args, fn)
+}
+
+func scanOn(ctx context.Context, q queryer, t Target, op, query string, args []any, fn func(row)) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return Classify(db.Target, op, err)
+		return Classify(t, op, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return Classify(db.Target, op, err)
+		return Classify(t, op, err)
 	}
 	idx := make(map[string]int, len(cols))
 	for i, c := range cols {
@@ -290,12 +305,12 @@ func (db *DB) scan(ctx context.Context, op, query string, args []any, fn func(ro
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return Classify(db.Target, op, err)
+			return Classify(t, op, err)
 		}
 		fn(row{idx: idx, vals: vals})
 	}
 	if err := rows.Err(); err != nil {
-		return Classify(db.Target, op, err)
+		return Classify(t, op, err)
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ var (
 	// ErrStopped: this process stopped the statement (Statement.Stop: a
 	// cancelled or failed cycle); its connection was not lost.
 	ErrStopped = errors.New("statement stopped")
+	// ErrSourceDamaged: BACKUP met damage in the source database itself
+	// (see SourceDamage).
+	ErrSourceDamaged = errors.New("source database damaged")
 )
 
 // Failure is a classified failure of a connection or a statement.
@@ -182,9 +185,10 @@ var (
 	corruptNumbers = []int32{3182, 3183, 3186, 3187, 3189, 3208, 3241, 3242, 3243, 3254, 3256, 3266}
 	memoryNumbers  = []int32{701, 802, 8645}
 	// Corruption found by DBCC CHECKDB and page reads (8989 and 8990 are
-	// its informational summaries and do not count); 3043 is BACKUP WITH
-	// CHECKSUM meeting a damaged page of the source database.
-	checkDBNumbers = []int32{823, 824, 825, 829, 2508, 2511, 2533, 2534, 2570, 2575, 3043, 5243}
+	// its informational summaries and do not count). 3043, BACKUP WITH
+	// CHECKSUM meeting a damaged page of the source database, is the
+	// source's (source.go).
+	checkDBNumbers = []int32{823, 824, 825, 829, 2508, 2511, 2533, 2534, 2570, 2575, 5243}
 	// CHECKDB stopped before checking: 8921 "Check terminated. A failure
 	// was detected while collecting facts. Possibly tempdb out of space",
 	// 8902 memory allocation error during DBCC, 7926 no snapshot and no
@@ -349,6 +353,8 @@ func classifyNumbers(errs []mssqldb.Error) error {
 		return ErrCheckDBCouldNotRun
 	case has(memoryNumbers):
 		return ErrInsufficientMemory
+	case hasSourcePage(errs):
+		return ErrSourceDamaged
 	case osErr([]int{osDiskFull, osHandleDiskFull}):
 		return ErrShareFull
 	// Damage on the medium (CRC), reading past the end of a truncated

@@ -171,7 +171,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 	for stmt, want := range map[string]error{
 		"UNREACHABLE": ErrBackupTargetUnreachable, "FULL": ErrShareFull, "CORRUPT": ErrCorruptBackup,
 		"CHECKSUM": ErrCorruptBackup, "MEMORY": ErrInsufficientMemory, "CHECKDB": ErrCheckDBFailed,
-		"NODB": ErrDatabaseNotFound, "SYNTAX": ErrStatement, "SOURCEPAGE": ErrCheckDBFailed,
+		"NODB": ErrDatabaseNotFound, "SYNTAX": ErrStatement, "SOURCEPAGE": ErrSourceDamaged,
 		"NOPATH": ErrBackupPathInvalid, "NOFILE": ErrCorruptBackup, "SOFT": ErrStatement,
 	} {
 		t.Run(stmt, func(t *testing.T) {

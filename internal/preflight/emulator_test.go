@@ -77,11 +77,11 @@ func restrict(t *testing.T, s *devenv.Site) {
 	}
 	setLogin(t, s.Source, minimalSource())
 	setLogin(t, s.Verify, minimalVerify())
-	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sql.password")})
+	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlserver", s.Source.DSN("sa", pw, "master"))
+	db, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func findIn(t *testing.T, r *Report, kind, where, name string) Check {
 	return Check{}
 }
 
-// The demo's site (sysadmin logins, local backup directories) passes
+// The demo's site (its least-privilege login, local backup directories) passes
 // every check.
 func TestDemoSiteIsClean(t *testing.T) {
 	s := startSite(t)
@@ -372,5 +372,51 @@ func TestCatalogSequenceBackupHistoryThroughTheEmulator(t *testing.T) {
 	r, text = runPreflight(t, s.Config, devenv.Database)
 	if c := findIn(t, r, KindInstance, devenv.SourceInstance, "SELECT msdb.dbo.backupset"); c.Status != OK || !r.OK || r.Warnings != 0 {
 		t.Fatalf("with SELECT on msdb: %+v, missing %d, warnings %d\n%s", c, r.Missing, r.Warnings, text)
+	}
+}
+
+// sa opens the site's instance as its administrator.
+func sa(t *testing.T, s *devenv.Site, in *sqlsim.Instance) *sql.DB {
+	t.Helper()
+	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlserver", in.DSN(devenv.AdminLogin, pw, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A source database whose pages carry no checksum, and a maintenance job
+// on the verification instance that runs on every user database without
+// excluding the restored copies: warnings with the fix.
+func TestPageVerifyAndMaintenanceJobs(t *testing.T) {
+	s := startSite(t)
+	if _, err := sa(t, s, s.Source).ExecContext(context.Background(), "ALTER DATABASE ["+devenv.Database+"] SET PAGE_VERIFY TORN_PAGE_DETECTION"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify.AddAgentJob("IndexOptimize - USER_DATABASES", sqlsim.AgentJobStep{Name: "optimize", Subsystem: "CmdExec",
+		Command: `sqlcmd -E -S $(ESCAPE_SQUOTE(SRVR)) -Q "EXECUTE dbo.IndexOptimize @Databases = 'USER_DATABASES'" -b`}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify.AddAgentJob("DatabaseIntegrityCheck", sqlsim.AgentJobStep{Name: "check", Subsystem: "TSQL",
+		Command: "EXECUTE dbo.DatabaseIntegrityCheck @Databases = 'USER_DATABASES, -%_verify_%'", Database: "master"}); err != nil {
+		t.Fatal(err)
+	}
+	r, text := runPreflight(t, s.Config, "")
+	c := findIn(t, r, KindDatabase, devenv.SourceInstance, "page_verify")
+	if c.Status != Warn || !strings.Contains(c.Detail, "TORN_PAGE_DETECTION") || !strings.Contains(c.Fix, "SET PAGE_VERIFY CHECKSUM") {
+		t.Errorf("page_verify: %+v\n%s", c, text)
+	}
+	c = findIn(t, r, KindInstance, devenv.VerifyInstance, "maintenance jobs")
+	if c.Status != Warn || !strings.Contains(c.Detail, "IndexOptimize - USER_DATABASES") || strings.Contains(c.Detail, "DatabaseIntegrityCheck") ||
+		!strings.Contains(c.Fix, "-%_verify_%") {
+		t.Errorf("maintenance jobs: %+v\n%s", c, text)
+	}
+	if r.Warnings != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", r.Warnings, text)
 	}
 }

@@ -286,6 +286,12 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 			}
 		}
 		r.add(cs...)
+		steps, readable, err := readJobSteps(qctx, db)
+		c := maintenanceJobsCheck(in.Name, sf.Login, copyPatterns(s, in.Name), steps, readable)
+		if err != nil {
+			c.Detail = "could not ask: " + err.Error() + "; " + c.Detail
+		}
+		r.add(c)
 	}
 	for _, d := range dbs {
 		f, err := readDatabaseFacts(qctx, db, d)
@@ -386,4 +392,31 @@ func redact(r *Report, cfg *config.Config) {
 			c.Fix = strings.ReplaceAll(c.Fix, s, "***")
 		}
 	}
+}
+
+// copyPatterns are the names of the copies restored on instance inst, as
+// LIKE patterns (config.Database.VerifyPattern), one per distinct pattern.
+func copyPatterns(s scope, inst string) []string {
+	var out []string
+	for _, db := range s.dbs {
+		for _, b := range db.BackupServers {
+			t := db.CopyTarget(b)
+			if t == "" {
+				continue
+			}
+			if srv, ok := findServer(s, t); ok && srv.VerifyInstance == inst && !slices.Contains(out, db.VerifyPattern()) {
+				out = append(out, db.VerifyPattern())
+			}
+		}
+	}
+	return out
+}
+
+func findServer(s scope, name string) (*config.BackupServer, bool) {
+	for _, b := range s.servers {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return nil, false
 }

@@ -232,6 +232,8 @@ type databaseFacts struct {
 	SeqExists, SeqSelect, SeqUpdate bool
 	// SizeBytes is data + log from sys.master_files; -1 unknown.
 	SizeBytes int64
+	// PageVerify is sys.databases.page_verify_option_desc ("" unknown).
+	PageVerify string
 }
 
 // databaseChecks are the needs of one source database.
@@ -279,6 +281,9 @@ func databaseChecks(db *config.Database, sf serverFacts, f databaseFacts) []Chec
 	}
 	if c, ok := compressionCheck(base, db, sf); ok {
 		cs = append(cs, c)
+	}
+	if f.PageVerify != "" {
+		cs = append(cs, pageVerifyCheck(base, db, f.PageVerify))
 	}
 	size := base
 	size.Name, size.For = "size", "free space on the backup servers"
@@ -367,4 +372,66 @@ func configChecks(cfg *config.Config) []Check {
 		cs = append(cs, c)
 	}
 	return cs
+}
+
+// pageVerifyCheck warns of a database whose pages carry no checksum
+// (PAGE_VERIFY TORN_PAGE_DETECTION or NONE, common after an upgrade from
+// SQL Server 2000): BACKUP WITH CHECKSUM verifies only pages that carry
+// one ("BACKUP (Transact-SQL)", CHECKSUM), so damage in the source reaches
+// the sets unseen until CHECKDB of a restored copy.
+func pageVerifyCheck(base Check, db *config.Database, pv string) Check {
+	c := base
+	c.Name, c.For = "page_verify", "source: BACKUP WITH CHECKSUM verifies every page"
+	if strings.EqualFold(pv, "CHECKSUM") {
+		c.Status, c.Detail = OK, "CHECKSUM"
+		return c
+	}
+	c.Status = Warn
+	c.Detail = "PAGE_VERIFY is " + pv + ": the pages carry no checksum, so BACKUP WITH CHECKSUM cannot verify them " +
+		"and damage in the database reaches the sets unseen until CHECKDB of a restored copy"
+	fix, _ := tsql.PageVerifyChecksum(db.Name)
+	c.Fix = fix + "; -- pages get a checksum as they are next written"
+	return c
+}
+
+// jobStep is one SQL Server Agent job step of an instance.
+type jobStep struct {
+	Job, Step, Command string
+}
+
+// maintenanceJobsCheck is the verification instance's check that its own
+// maintenance and backup jobs (Ola Hallengren's USER_DATABASES,
+// ALL_DATABASES) leave the restored copies alone: they are no production
+// databases, and a full or log backup, an index rebuild or a CHECKDB of a
+// multi-terabyte copy the product drops again is load and noise.
+// patterns are the copies' names as LIKE patterns (verify_name).
+// readable false: msdb's job tables could not be read, so the check says
+// what to look at instead.
+func maintenanceJobsCheck(inst, login string, patterns []string, steps []jobStep, readable bool) Check {
+	c := Check{Kind: KindInstance, Instance: inst, Name: "maintenance jobs", For: "verification: the restored copies are left to backupcycle"}
+	excl := make([]string, len(patterns))
+	for i, p := range patterns {
+		excl[i] = "-" + p
+	}
+	if !readable {
+		c.Status = OK
+		c.Detail = fmt.Sprintf("not checked: %s cannot read msdb.dbo.sysjobsteps; make sure maintenance plans and jobs on %s that run on "+
+			"USER_DATABASES or ALL_DATABASES exclude the restored copies (%s)", login, inst, strings.Join(patterns, ", "))
+		return c
+	}
+	var found []string
+	for _, s := range steps {
+		if all, _ := tsql.SelectsAllDatabases(s.Command, patterns); all {
+			found = append(found, fmt.Sprintf("%s (step %s)", s.Job, s.Step))
+		}
+	}
+	if len(found) == 0 {
+		c.Status, c.Detail = OK, "no SQL Server Agent job step selects every user database without excluding the copies"
+		return c
+	}
+	c.Status = Warn
+	c.Detail = fmt.Sprintf("SQL Server Agent job steps run on every user database, the restored copies too: %s", strings.Join(found, "; "))
+	c.Fix = fmt.Sprintf("exclude the copies: add %s to their @Databases (Ola Hallengren's syntax), or leave them out of the maintenance plan",
+		strings.Join(excl, ", "))
+	return c
 }

@@ -415,3 +415,21 @@ databases:
 		t.Errorf("report:\n%s", out.String())
 	}
 }
+
+// Agent jobs the login cannot read are not checked, and the row says what
+// to look at; readable ones are judged by the copies' patterns.
+func TestMaintenanceJobsCheck(t *testing.T) {
+	c := maintenanceJobsCheck("sqlverify", "bk_ver", []string{"%_verify"}, nil, false)
+	if c.Status != OK || !strings.Contains(c.Detail, "not checked") || !strings.Contains(c.Detail, "%_verify") {
+		t.Errorf("unreadable: %+v", c)
+	}
+	steps := []jobStep{
+		{Job: "Backup - ALL", Step: "full", Command: "EXECUTE dbo.DatabaseBackup @Databases = 'ALL_DATABASES', @BackupType = 'FULL'"},
+		{Job: "Checks", Step: "check", Command: "EXECUTE dbo.DatabaseIntegrityCheck @Databases = 'USER_DATABASES, -%_verify'"},
+	}
+	c = maintenanceJobsCheck("sqlverify", "bk_ver", []string{"%_verify"}, steps, true)
+	if c.Status != Warn || !strings.Contains(c.Detail, "Backup - ALL (step full)") || strings.Contains(c.Detail, "Checks") ||
+		!strings.Contains(c.Fix, "-%_verify") {
+		t.Errorf("readable: %+v", c)
+	}
+}

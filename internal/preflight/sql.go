@@ -111,16 +111,21 @@ func readMSDBFacts(ctx context.Context, q querier) (msdbFacts, error) {
 			err = rows.Err()
 			rows.Close()
 		}
-		var se mssqldb.Error
 		switch {
 		case err == nil:
 			*t.held = true
-		case errors.As(err, &se) && se.Number == errPermissionDenied:
+		case permissionDenied(err):
 		default:
 			return f, fmt.Errorf("read msdb.dbo.%s: %w", t.table, err)
 		}
 	}
 	return f, nil
+}
+
+// permissionDenied reports SQL Server's error 229.
+func permissionDenied(err error) bool {
+	var se mssqldb.Error
+	return errors.As(err, &se) && se.Number == errPermissionDenied
 }
 
 // errPermissionDenied is SQL Server's "The %ls permission was denied on the
@@ -185,7 +190,40 @@ func readDatabaseFacts(ctx context.Context, q querier, db *config.Database) (dat
 	if f.SizeBytes, err = readSize(ctx, q, db.Name, f.Connect); err != nil {
 		return f, err
 	}
+	query, args, err = tsql.PageVerify(db.Name)
+	if err != nil {
+		return f, err
+	}
+	var pv sql.NullString
+	if err := queryRow(ctx, q, "PAGE_VERIFY of "+db.Name, query, args, &pv); err != nil {
+		return f, err
+	}
+	f.PageVerify = pv.String
 	return f, nil
+}
+
+// readJobSteps reads SQL Server Agent's job steps; readable is false when
+// the login may not read them (229).
+func readJobSteps(ctx context.Context, q querier) (steps []jobStep, readable bool, err error) {
+	rows, err := q.QueryContext(ctx, tsql.AgentJobSteps)
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var job, step, command sql.NullString
+			if err := rows.Scan(&job, &step, &command); err != nil {
+				return nil, false, fmt.Errorf("read msdb.dbo.sysjobsteps: %w", err)
+			}
+			steps = append(steps, jobStep{Job: job.String, Step: step.String, Command: command.String})
+		}
+		err = rows.Err()
+	}
+	switch {
+	case err == nil:
+		return steps, true, nil
+	case permissionDenied(err):
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("read msdb.dbo.sysjobsteps: %w", err)
 }
 
 // readSize sums a database's files from sys.master_files, or from the

@@ -6,12 +6,17 @@
 package sitetest
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	_ "github.com/microsoft/go-mssqldb" // the "sqlserver" driver of ExecIn
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
@@ -390,6 +395,22 @@ func (s *Site) Manifest(server, db string, seq int64) *catalog.Manifest {
 		s.t.Fatalf("manifest %s: %v", name, err)
 	}
 	return m
+}
+
+// ExecIn runs stmt as sa in database db of an instance (CREATE FUNCTION,
+// for one, must be alone in its batch and run in its database).
+func ExecIn(t testing.TB, in *sqlsim.Instance, db, stmt string) {
+	t.Helper()
+	conn, err := sql.Open("sqlserver", in.DSN("sa", Password, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, stmt); err != nil {
+		t.Fatalf("%s in %s: %v", stmt, db, err)
+	}
 }
 
 // Statements are what an instance ran of one kind ("BACKUP DATABASE", ...).

@@ -627,6 +627,10 @@ func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripe
 // checksums WITH CHECKSUM) and passes them to emit; false means stop.
 func (x *execCtx) readFileBlocks(ctx context.Context, d *database, f dbFile, checksum bool, pagesPerBlock int64,
 	seq *uint32, pool *sync.Pool, fail func(error), emit func(*block) bool) bool {
+	if oserr, ok := x.in.dataReadError(d.Name, f.FileID); ok {
+		fail(&backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Read on \"%s\" failed: %s", f.Physical, oserr)}})
+		return false
+	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		fail(&backupErr{errs: []*tds.Error{sqlErr(3203, 16, "Read on \"%s\" failed: %s", f.Physical, osErrText(err))}})

@@ -7,6 +7,9 @@ import (
 
 func (e *env) call(f *funcExpr) (any, error) {
 	x := e.x
+	if len(f.parts) > 1 {
+		return x.callFunction(f)
+	}
 	switch f.name {
 	case "DB_ID":
 		if len(f.args) == 0 {
@@ -80,12 +83,29 @@ func (e *env) call(f *funcExpr) (any, error) {
 	case "GETUTCDATE", "SYSUTCDATETIME":
 		return time.Now().UTC(), nil
 	case "SUSER_SNAME", "SUSER_NAME", "ORIGINAL_LOGIN":
+		// Under EXECUTE AS USER the server principal of the context (a
+		// user without login has its SID, S-1-9-3-...); ORIGINAL_LOGIN is
+		// always the login that connected.
+		if l := x.impersonated(); l != nil && f.name != "ORIGINAL_LOGIN" {
+			return l.Name, nil
+		}
+		// The login's name as defined on the server, whatever case the
+		// client typed it in.
 		return x.in.loginName(x.s.login.User), nil
 	case "USER_NAME", "CURRENT_USER":
+		if l := x.impersonated(); l != nil && l.dbPrincipal {
+			return l.user, nil
+		}
 		if x.in.isDBOwner(x.sessionLogin(), x.currentDB()) {
 			return "dbo", nil
 		}
 		return x.s.login.User, nil
+	case "DATABASE_PRINCIPAL_ID":
+		v, err := e.arg(f, 0)
+		if err != nil || v == nil {
+			return nil, err
+		}
+		return x.databasePrincipalID(toString(v))
 	case "HAS_PERMS_BY_NAME":
 		var args [3]any
 		for i := range args {

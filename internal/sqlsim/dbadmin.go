@@ -103,6 +103,21 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 			failed,
 		}
 	}
+	switch n.option {
+	case "TRUSTWORTHY":
+		return x.setTrustworthy(d, n.value == "ON")
+	case "PAGE_VERIFY":
+		if x.in.restoring(d) {
+			return tds.Errors{sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."), failed}
+		}
+		return x.in.updateMetadata(d, func(md *metadata) error {
+			md.PageVerify = n.value
+			if n.value == "CHECKSUM" {
+				md.PageVerify = ""
+			}
+			return nil
+		})
+	}
 	x.in.mu.Lock()
 	if x.in.lookupDBLocked(name) != d {
 		x.in.mu.Unlock()
@@ -155,8 +170,28 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	if err != nil {
 		return err
 	}
+	if n.option == "READ_ONLY" || n.option == "READ_WRITE" {
+		// READ_ONLY is an option of the database itself: its backups carry
+		// it (ALTER DATABASE SET Options, database_update).
+		if err := x.in.updateMetadata(d, func(md *metadata) error { md.ReadOnly = n.option == "READ_ONLY"; return nil }); err != nil {
+			return err
+		}
+	}
 	if n.option == "SINGLE_USER" || rolledBack {
 		return x.w.Info(5060, 10, "Nonqualified transactions are being rolled back. Estimated rollback completion: 100%.")
 	}
 	return nil
+}
+
+// setTrustworthy is ALTER DATABASE ... SET TRUSTWORTHY ON|OFF, which needs
+// CONTROL SERVER or sysadmin ("TRUSTWORTHY database property",
+// https://learn.microsoft.com/en-us/sql/relational-databases/security/trustworthy-database-property).
+func (x *execCtx) setTrustworthy(d *database, on bool) error {
+	if l := x.sessionLogin(); !l.Sysadmin && !l.hasServer("CONTROL SERVER") {
+		return tds.Errors{errNoPermission(), sqlErr(5069, 16, "ALTER DATABASE statement failed.")}
+	}
+	x.in.mu.Lock()
+	defer x.in.mu.Unlock()
+	d.Trustworthy = on
+	return x.in.saveCatalog()
 }

@@ -89,7 +89,26 @@
 //	DROP DATABASE [IF EXISTS] [x]; ALTER DATABASE [x] SET SINGLE_USER|MULTI_USER|READ_ONLY|READ_WRITE|
 //	    OFFLINE|ONLINE [WITH ROLLBACK IMMEDIATE]   (READ_ONLY, READ_WRITE and OFFLINE need the database to
 //	    themselves: another session in it is 5070 + 5069 unless WITH ROLLBACK; a READ_ONLY database refuses
-//	    writes with 3906 and still backs up)
+//	    writes with 3906 and still backs up); SET TRUSTWORTHY ON|OFF (sysadmin, else 15247 + 5069; a RESTORE
+//	    leaves it OFF), SET PAGE_VERIFY CHECKSUM|TORN_PAGE_DETECTION|NONE
+//	RESTORE DATABASE ... WITH NEW_BROKER | ENABLE_BROKER | ERROR_BROKER_CONVERSATIONS   (sys.databases
+//	    .service_broker_guid and is_broker_enabled: without one the copy keeps its source's GUID, delivery off)
+//	CREATE USER [u] WITHOUT LOGIN [WITH DEFAULT_SCHEMA = [s]]; DROP USER [IF EXISTS] [u];
+//	    ALTER ROLE [db_datareader|...] ADD|DROP MEMBER [u]; GRANT EXECUTE ON [OBJECT::][s].[f] TO [u]
+//	    (db_owner; 15023, 15151, 15247); DATABASE_PRINCIPAL_ID('u')
+//	EXECUTE AS USER = 'u'; REVERT   (IMPERSONATE: db_owner, else 15517; the context lasts across batches until
+//	    REVERT or a connection reset, and is confined to the database: another database is 916 naming the
+//	    user's SID S-1-9-3-..., server permissions none, unless the database is TRUSTWORTHY and its owner
+//	    sysadmin); USER_NAME() and SUSER_SNAME() follow it
+//	CREATE FUNCTION [s].[f]() RETURNS type [WITH EXECUTE AS OWNER|CALLER] AS BEGIN DECLARE/SET/IF/
+//	    EXEC xp_cmdshell .../RETURN expr END, called as s.f(): EXECUTE on it (db_owner or a GRANT, else 229),
+//	    its body reads its database's tables through the ownership chain; EXECUTE AS OWNER runs it as dbo,
+//	    whose login is the one with the SID the database records for its owner (15517 when none: a copy
+//	    restored where its owner's login does not exist with that SID; Login.SID)
+//	EXEC [master..]xp_cmdshell 'cmd' [, NO_OUTPUT]   (sysadmin, else 229 on mssqlsystemresource; 15281 unless
+//	    SetXPCmdShell; never runs anything, XPCmdShellRuns records it); ALTER AUTHORIZATION ON DATABASE::[x] TO [l]
+//	sys.sql_logins (own row and sa's; all with ALTER ANY LOGIN; password_hash with CONTROL SERVER),
+//	    msdb.dbo.sysjobs and sysjobsteps (AddAgentJob; SELECT in msdb)
 //
 // Anything else fails like SQL Server would: 102 "Incorrect syntax near
 // ...", 2812 for an unknown procedure name, 208/207 for unknown objects or
@@ -180,7 +199,8 @@
 //	    inside a block, the media header or the trailer), "... 64(...)" share lost mid-read; 3254 an empty file
 //	3250 (16) + 3013 an option value out of range (MAXTRANSFERSIZE, BLOCKSIZE, BUFFERCOUNT, STATS)
 //	701 (17) + 3013 BUFFERCOUNT x MAXTRANSFERSIZE above Config.MemoryBudget (seed 004)
-//	3043 (16) + 3013 BACKUP WITH CHECKSUM met a page whose checksum is wrong
+//	3043 (16) + 3013 BACKUP WITH CHECKSUM met a page whose checksum is wrong; 3203 (16) + 3013 "Read on
+//	    "<data file>" failed: 23(...)" (or 1117) when SetDataFileReadError makes a data file unreadable
 //	BACKUP without INIT/FORMAT onto an existing file: 40515 + 3013. SQL Server would append a second
 //	    backup set to the media; the emulator keeps one set per media set and refuses instead of
 //	    overwriting (the product always sends INIT, FORMAT).
@@ -318,7 +338,10 @@
 // SetShareQuota emulate a dead, flaky or full backup server; SetTempdbFull
 // makes DBCC CHECKDB stop before checking (1105 + 8921, tempdb out of
 // space), CheckDBError makes the next one raise 7984-7988, 2537 or 211,
-// HoldCheckDB holds CHECKDBs in a phase. Statements lists
+// HoldCheckDB holds CHECKDBs in a phase; SetDataFileReadError makes a data
+// file unreadable (3203 with OS error 23 or 1117 on BACKUP); FailQueries
+// answers batches containing a text with an error of a state the emulator
+// does not model (6263, CLR off). Statements lists
 // every statement started (kind, database, times, outcome; "running" until
 // it ends, then "ok", "error <n>", "cancelled", "dropped" or "crashed") for
 // assertions.

@@ -351,6 +351,10 @@ func (c collation) compareValues(a, b any) (int, bool) {
 		if y, ok := b.([]byte); ok {
 			return bytes.Compare(x, y), true
 		}
+	case [16]byte: // uniqueidentifier (msdb's job_id joins)
+		if y, ok := b.([16]byte); ok {
+			return bytes.Compare(x[:], y[:]), true
+		}
 	}
 	return 0, false
 }

@@ -3,9 +3,12 @@ package sqlsim
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // Fault injection for tests and the demo: crashes at a chosen point,
@@ -30,6 +33,8 @@ type faultState struct {
 	// checkDBError is the error the next DBCC CHECKDB raises
 	// (CheckDBError), 0 for none.
 	checkDBError int32
+	dataRead     map[string]int // "db\x00fileID" -> OS error reading it (SetDataFileReadError)
+	queries      map[string]*tds.Error
 }
 
 func (f *faultState) init() {
@@ -41,6 +46,8 @@ func (f *faultState) init() {
 	f.crashAt = map[string]float64{}
 	f.dropAt = map[string]float64{}
 	f.checkDBHold = map[string]chan struct{}{}
+	f.dataRead = map[string]int{}
+	f.queries = map[string]*tds.Error{}
 }
 
 // Operations CrashAt understands.
@@ -167,6 +174,70 @@ func (in *Instance) SetTempdbFull(full bool) {
 	in.mu.Lock()
 	in.faults.tempdbFull = full
 	in.mu.Unlock()
+}
+
+// SetDataFileReadError makes reading data file fileID of database db fail
+// with the Windows error code: 23 ERROR_CRC ("Data error (cyclic
+// redundancy check)", the disk returned damaged data) or 1117
+// ERROR_IO_DEVICE. A BACKUP of db then fails with 3203 "Read on
+// "<file>" failed: 23(...)" + 3013, as SQL Server reports a read error of
+// the database's own file (its path, not a backup device's). 0 clears it.
+// See https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499-.
+func (in *Instance) SetDataFileReadError(db string, fileID, code int) error {
+	if code != 0 && code != 23 && code != 1117 {
+		return fmt.Errorf("sqlsim: SetDataFileReadError: code %d, want 23 (CRC), 1117 (I/O device) or 0", code)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	key := strings.ToLower(db) + "\x00" + strconv.Itoa(fileID)
+	if code == 0 {
+		delete(in.faults.dataRead, key)
+	} else {
+		in.faults.dataRead[key] = code
+	}
+	return nil
+}
+
+// dataReadError is the OS error text of an armed SetDataFileReadError.
+func (in *Instance) dataReadError(db string, fileID int) (string, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch in.faults.dataRead[strings.ToLower(db)+"\x00"+strconv.Itoa(fileID)] {
+	case 23:
+		return "23(Data error (cyclic redundancy check).)", true
+	case 1117:
+		return "1117(The request could not be performed because of an I/O device error.)", true
+	}
+	return "", false
+}
+
+// FailQueries makes every batch whose text contains match fail, before
+// anything of it runs, with SQL Server error number (class, message): the
+// answer of an instance whose state the emulator does not model, such as
+// 6263 "Execution of user code in the .NET Framework is disabled. Enable
+// "clr enabled" configuration option." for a query calling a CLR function
+// where CLR integration is off. An empty message clears it.
+func (in *Instance) FailQueries(match string, number int32, class uint8, message string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if message == "" {
+		delete(in.faults.queries, match)
+		return
+	}
+	in.faults.queries[match] = &tds.Error{Number: number, State: 1, Class: class, Message: message, Line: 1}
+}
+
+// queryFault is the armed FailQueries error for a batch, nil when none.
+func (in *Instance) queryFault(sql string) *tds.Error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for m, e := range in.faults.queries {
+		if strings.Contains(sql, m) {
+			c := *e
+			return &c
+		}
+	}
+	return nil
 }
 
 func (in *Instance) isTempdbFull() bool {

@@ -155,7 +155,7 @@ func lex(sql string) ([]token, error) {
 				two = sql[i : i+2]
 			}
 			switch two {
-			case "<>", "!=", "<=", ">=", "!<", "!>", "+=", "-=":
+			case "<>", "!=", "<=", ">=", "!<", "!>", "+=", "-=", "::": // :: is a securable's class (OBJECT::x)
 				toks = append(toks, token{tOp, two, i})
 				i += 2
 				continue

@@ -34,6 +34,10 @@ var restoreOpposites = opposites(
 	[2]string{"NORECOVERY", "STANDBY"},
 	[2]string{"CHECKSUM", "NO_CHECKSUM"},
 	[2]string{"CONTINUE_AFTER_ERROR", "STOP_ON_ERROR"},
+	// { ENABLE_BROKER | ERROR_BROKER_CONVERSATIONS | NEW_BROKER }: one of them.
+	[2]string{"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS"},
+	[2]string{"ENABLE_BROKER", "NEW_BROKER"},
+	[2]string{"ERROR_BROKER_CONVERSATIONS", "NEW_BROKER"},
 )
 
 var dbccOpposites = opposites(

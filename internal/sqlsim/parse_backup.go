@@ -188,6 +188,17 @@ func (p *parser) dbccStmt() (stmt, error) {
 
 func (p *parser) dropStmt() (stmt, error) {
 	p.next()
+	if p.accept("USER") {
+		s := &dropUserStmt{}
+		if p.peek().is("IF") && p.peekAt(1).is("EXISTS") {
+			p.next()
+			p.next()
+			s.ifExists = true
+		}
+		var err error
+		s.name, err = p.ident()
+		return s, err
+	}
 	if !p.accept("DATABASE") {
 		return nil, errNotSupported("DROP " + strings.ToUpper(p.peek().text))
 	}

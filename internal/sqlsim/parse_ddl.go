@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -20,6 +21,32 @@ func (p *parser) createStmt() (stmt, error) {
 		return &createSchemaStmt{name: name}, nil
 	case p.accept("TABLE"):
 		return p.createTable()
+	case p.accept("FUNCTION"):
+		return p.createFunction()
+	case p.accept("USER"):
+		name, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		if !p.accept("WITHOUT") {
+			return nil, errNotSupported("CREATE USER other than WITHOUT LOGIN (users of logins are configured through the emulator's Login.Databases)")
+		}
+		if err := p.expect("LOGIN"); err != nil {
+			return nil, err
+		}
+		s := &createUserStmt{name: name}
+		if p.accept("WITH") {
+			if err := p.expect("DEFAULT_SCHEMA"); err != nil {
+				return nil, err
+			}
+			if err := p.expectOp("="); err != nil {
+				return nil, err
+			}
+			if s.schema, err = p.ident(); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
 	case p.peek().is("DATABASE"):
 		return nil, errNotSupported("CREATE DATABASE (databases are created through the emulator's API or --db flag)")
 	}
@@ -191,6 +218,48 @@ func (p *parser) alterStmt() (stmt, error) {
 			return nil, errNotSupported("ALTER TABLE " + strings.ToUpper(p.peek().text))
 		}
 		return s, nil
+	case p.accept("ROLE"):
+		role, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		s := &alterRoleStmt{role: role}
+		switch {
+		case p.accept("ADD"):
+			s.add = true
+		case p.accept("DROP"):
+		default:
+			return nil, errNotSupported("ALTER ROLE " + strings.ToUpper(p.peek().text))
+		}
+		if err := p.expect("MEMBER"); err != nil {
+			return nil, err
+		}
+		if s.member, err = p.ident(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	case p.accept("AUTHORIZATION"):
+		if err := p.expect("ON"); err != nil {
+			return nil, err
+		}
+		if !p.accept("DATABASE") {
+			return nil, errNotSupported("ALTER AUTHORIZATION ON " + strings.ToUpper(p.peek().text))
+		}
+		if err := p.expectOp("::"); err != nil {
+			return nil, err
+		}
+		db, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expect("TO"); err != nil {
+			return nil, err
+		}
+		login, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		return &alterAuthStmt{db: db, login: login}, nil
 	case p.accept("DATABASE"):
 		db, err := p.nameOrExpr()
 		if err != nil {
@@ -206,6 +275,20 @@ func (p *parser) alterStmt() (stmt, error) {
 		opt = strings.ToUpper(opt)
 		switch opt {
 		case "SINGLE_USER", "MULTI_USER", "RESTRICTED_USER", "READ_ONLY", "READ_WRITE", "OFFLINE", "ONLINE":
+		case "TRUSTWORTHY", "PAGE_VERIFY":
+			// TRUSTWORTHY { ON | OFF }, PAGE_VERIFY { CHECKSUM |
+			// TORN_PAGE_DETECTION | NONE }
+			// (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-database-transact-sql-set-options).
+			v, err := p.ident()
+			if err != nil {
+				return nil, err
+			}
+			v = strings.ToUpper(v)
+			valid := map[string][]string{"TRUSTWORTHY": {"ON", "OFF"}, "PAGE_VERIFY": {"CHECKSUM", "TORN_PAGE_DETECTION", "NONE"}}
+			if !slices.Contains(valid[opt], v) {
+				return nil, errNear(p.toks[p.i-1])
+			}
+			return &alterDBStmt{db: db, option: opt, value: v}, nil
 		default:
 			return nil, errNotSupported("ALTER DATABASE SET " + opt)
 		}

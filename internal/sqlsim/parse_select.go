@@ -546,6 +546,9 @@ func (p *parser) primary() (expr, error) {
 		if p.peek().isOp("(") {
 			p.next()
 			f := &funcExpr{name: strings.ToUpper(name.String())}
+			if len(name.parts) > 1 {
+				f.parts = name.parts
+			}
 			if p.acceptOp("*") {
 				f.star = true
 			} else if !p.peek().isOp(")") {

@@ -21,8 +21,11 @@ type (
 	colExpr    struct{ parts []string }
 	funcExpr   struct {
 		name string
-		args []expr
-		star bool
+		// parts is a schema-qualified (user-defined function) name as
+		// written; nil for a built-in.
+		parts []string
+		args  []expr
+		star  bool
 	}
 	binExpr struct {
 		op   string
@@ -202,7 +205,8 @@ type dropDBStmt struct {
 type alterDBStmt struct {
 	db       expr
 	option   string
-	rollback bool // WITH ROLLBACK IMMEDIATE | AFTER n
+	value    string // TRUSTWORTHY ON|OFF, PAGE_VERIFY CHECKSUM|...
+	rollback bool   // WITH ROLLBACK IMMEDIATE | AFTER n
 }
 
 type printStmt struct{ e expr }
@@ -239,6 +243,11 @@ func parse(sql string) ([]stmt, error) {
 		s, err := p.statement()
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := s.(*createFunctionStmt); ok && len(out) > 0 {
+			// CREATE FUNCTION is alone in its batch ("CREATE FUNCTION
+			// (Transact-SQL)": it must be the first statement in a batch).
+			return nil, sqlErr(111, 15, "'CREATE FUNCTION' must be the first statement in a query batch.")
 		}
 		out = append(out, s)
 	}
@@ -317,8 +326,7 @@ func (p *parser) objName() (objName, error) {
 }
 
 var notSupportedStarts = map[string]bool{
-	"DELETE": true, "MERGE": true, "TRUNCATE": true, "GRANT": true, "REVOKE": true, "DENY": true,
-	"WHILE": true, "RETURN": true,
+	"DELETE": true, "MERGE": true, "TRUNCATE": true, "REVOKE": true, "DENY": true, "WHILE": true,
 	"CHECKPOINT": true, "RECONFIGURE": true, "SHUTDOWN": true, "WITH": true, "OPEN": true, "FETCH": true,
 	"CLOSE": true, "DEALLOCATE": true, "COMMIT": true, "ROLLBACK": true, "SAVE": true, "GOTO": true,
 	"BULK": true, "READTEXT": true, "WRITETEXT": true, "UPDATETEXT": true, "ENABLE": true, "DISABLE": true,
@@ -399,6 +407,24 @@ func (p *parser) statement() (stmt, error) {
 		return p.waitforStmt()
 	case "RAISERROR":
 		return p.raiseStmt()
+	case "RETURN":
+		p.next()
+		if t := p.peek(); t.kind == tEOF || t.isOp(";") || t.is("END") || t.is("ELSE") {
+			return &returnStmt{}, nil
+		}
+		e, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		return &returnStmt{e: e}, nil
+	case "REVERT":
+		p.next()
+		if p.peek().is("WITH") {
+			return nil, errNotSupported("REVERT WITH COOKIE")
+		}
+		return &revertStmt{}, nil
+	case "GRANT":
+		return p.grantStmt()
 	case "THROW":
 		return p.throwStmt()
 	case "KILL":
@@ -453,11 +479,31 @@ func (p *parser) ifStmt() (stmt, error) {
 
 func (p *parser) execStmt() (stmt, error) {
 	p.next()
+	if p.accept("AS") {
+		return p.executeAs()
+	}
 	name, err := p.objName()
 	if err != nil {
 		return nil, err
 	}
 	n := len(name.parts)
+	if strings.EqualFold(name.last(), "xp_cmdshell") && (n == 1 || strings.EqualFold(name.parts[n-2], "sys") ||
+		strings.EqualFold(name.parts[n-2], "dbo") || name.parts[n-2] == "") {
+		s := &xpCmdShellStmt{}
+		if n == 3 {
+			s.db = name.parts[0]
+		}
+		if s.command, err = p.expr(); err != nil {
+			return nil, err
+		}
+		if p.acceptOp(",") {
+			if !p.accept("NO_OUTPUT") {
+				return nil, errNear(p.peek())
+			}
+			s.noOutput = true
+		}
+		return s, nil
+	}
 	if !strings.EqualFold(name.last(), "sp_executesql") || (n >= 2 && !strings.EqualFold(name.parts[n-2], "sys")) {
 		return nil, errNotSupported("EXEC " + name.String())
 	}
@@ -486,4 +532,60 @@ func (p *parser) nameOrExpr() (expr, error) {
 		return p.primary()
 	}
 	return nil, errNear(t)
+}
+
+// executeAs reads the rest of EXECUTE AS USER = 'name' (after AS).
+func (p *parser) executeAs() (stmt, error) {
+	if !p.accept("USER") {
+		return nil, errNotSupported("EXECUTE AS " + strings.ToUpper(p.peek().text))
+	}
+	if err := p.expectOp("="); err != nil {
+		return nil, err
+	}
+	e, err := p.primary()
+	if err != nil {
+		return nil, err
+	}
+	if p.accept("WITH") {
+		return nil, errNotSupported("EXECUTE AS USER ... WITH " + strings.ToUpper(p.peek().text))
+	}
+	return &executeAsStmt{user: e}, nil
+}
+
+// grantStmt reads GRANT perm [, perm] ON [OBJECT::]name TO principal.
+func (p *parser) grantStmt() (stmt, error) {
+	p.next()
+	s := &grantStmt{}
+	for {
+		perm, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		s.perms = append(s.perms, strings.ToUpper(perm))
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if !p.accept("ON") {
+		return nil, errNotSupported("GRANT without ON (database or server permissions)")
+	}
+	if p.peek().is("OBJECT") && p.peekAt(1).isOp("::") {
+		p.next()
+		p.next()
+	}
+	o, err := p.objName()
+	if err != nil {
+		return nil, err
+	}
+	s.object = o
+	if err := p.expect("TO"); err != nil {
+		return nil, err
+	}
+	if s.principal, err = p.ident(); err != nil {
+		return nil, err
+	}
+	if p.accept("WITH") {
+		return nil, errNotSupported("GRANT ... WITH GRANT OPTION")
+	}
+	return s, nil
 }

@@ -47,6 +47,22 @@ type Login struct {
 	// "us_english", "Deutsch", "Français". It translates the messages the
 	// product reads (see SET LANGUAGE).
 	DefaultLanguage string
+	// SID is the login's security identifier; nil gives the one SQL Server
+	// would: 0x01 for sa, one derived from the account for a Windows login
+	// (the domain's, the same on every instance), and for any other SQL
+	// login one of its own per instance (CREATE LOGIN without SID =
+	// generates a new one), so that a database restored on another
+	// instance meets its owner's SID there only when the login was created
+	// WITH SID = (see LoginSID).
+	SID []byte
+
+	// dbPrincipal marks the security context of a database principal
+	// (EXECUTE AS USER, a module's EXECUTE AS OWNER): Name is the server
+	// principal SQL Server names in messages, user the database user,
+	// sandbox the database the context is confined to ("" when trusted:
+	// see impersonate).
+	dbPrincipal   bool
+	user, sandbox string
 }
 
 // SetLogin adds or replaces (by name, case-insensitively) a login at run
@@ -72,6 +88,7 @@ func (in *Instance) SetLogin(l Login) error {
 
 func cloneLogin(l Login) *Login {
 	c := l
+	c.SID = slices.Clone(l.SID)
 	c.Server = slices.Clone(l.Server)
 	c.Databases = map[string][]string{}
 	for db, ps := range l.Databases {
@@ -220,6 +237,13 @@ func (in *Instance) dbUser(l *Login, d *database) bool {
 	if l == nil {
 		return false
 	}
+	if l.dbPrincipal && l.sandbox != "" {
+		// A database principal's context reaches no other database, not
+		// even through guest ("Extending Database Impersonation by Using
+		// EXECUTE AS": the scope of impersonation is restricted to the
+		// database).
+		return strings.EqualFold(d.Name, l.sandbox)
+	}
 	if l.Sysadmin || l.hasServer("CONTROL SERVER") || in.isOwner(l, d) {
 		return true
 	}
@@ -236,7 +260,7 @@ func (in *Instance) isOwner(l *Login, d *database) bool {
 	in.mu.Lock()
 	owner := d.Owner
 	in.mu.Unlock()
-	return l != nil && owner != "" && strings.EqualFold(owner, l.Name)
+	return l != nil && !l.dbPrincipal && owner != "" && strings.EqualFold(owner, l.Name)
 }
 
 // isDBOwner: sysadmin, the database's owner, or a member of db_owner (or
@@ -290,6 +314,9 @@ func (in *Instance) hasDB(l *Login, d *database, perm string) bool {
 // sessionLogin is the login of the session running x; statements the
 // instance runs itself (RestoreDatabase) are sysadmin.
 func (x *execCtx) sessionLogin() *Login {
+	if l := x.impersonated(); l != nil {
+		return l
+	}
 	if x.s.id == 0 { // the instance's own session (RestoreDatabase)
 		return &Login{Name: x.s.login.User, Sysadmin: true}
 	}
@@ -451,6 +478,12 @@ func (x *execCtx) mayUse(d *database) error {
 // table: 916 without a user in the database, 229 without the permission
 // (https://learn.microsoft.com/en-us/sql/relational-databases/security/permissions-database-engine).
 func (x *execCtx) mayTable(d *database, schema, table, perm string) error {
+	if x.chain != "" && strings.EqualFold(x.chain, d.Name) {
+		// Inside a module of d: the module and d's tables have one owner
+		// (dbo), so SQL Server checks no permission on them ("Ownership
+		// Chains", https://learn.microsoft.com/en-us/sql/relational-databases/security/ownership-chains).
+		return nil
+	}
 	l := x.sessionLogin()
 	if !x.in.dbUser(l, d) {
 		return errNoDBAccess(l.Name, d.Name)

@@ -41,7 +41,8 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	}
 	for k := range s.opts {
 		switch k {
-		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY":
+		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY",
+			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER":
 		case "NORECOVERY", "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
 			return errNotSupported("RESTORE WITH " + k)
 		default:
@@ -784,6 +785,14 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		}
 	}
 	targets = nil
+	readOnly := false
+	if err := x.in.updateMetadata(nd, func(md *metadata) error {
+		restoreBroker(md, s.opts)
+		readOnly = md.ReadOnly
+		return nil
+	}); err != nil {
+		return err
+	}
 	// Online: record it in msdb.
 	finish := time.Now()
 	var total int64
@@ -792,7 +801,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		total += f.Pages
 	}
 	x.in.mu.Lock()
-	nd.State = ""
+	nd.State, nd.ReadOnly = "", readOnly
 	setID := int64(0)
 	for _, b := range x.in.cat.BackupSets {
 		if guid(b.GUID) == h.BackupSetGUID {
@@ -833,4 +842,22 @@ func (in *Instance) fileOwner(local string) *database {
 		}
 	}
 	return nil
+}
+
+// restoreBroker sets Service Broker's state of a restored database
+// ("RESTORE Statements - Arguments", service_broker_WITH options,
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql):
+// by default message delivery is disabled and the database keeps its
+// Service Broker identifier; ENABLE_BROKER and ERROR_BROKER_CONVERSATIONS
+// keep the identifier and enable delivery; NEW_BROKER gives a new
+// identifier (its conversations are removed without end-dialog messages)
+// and the broker is enabled, delivering nothing of the source's.
+func restoreBroker(md *metadata, opts map[string]expr) {
+	_, enable := opts["ENABLE_BROKER"]
+	_, errorConv := opts["ERROR_BROKER_CONVERSATIONS"]
+	_, renew := opts["NEW_BROKER"]
+	md.BrokerEnabled = enable || errorConv || renew
+	if renew {
+		md.BrokerGUID = newGUID()
+	}
 }

@@ -59,8 +59,17 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		}
 		return c
 	case *funcExpr:
+		if len(n.parts) > 1 {
+			// A user-defined function: its declared type, without calling
+			// it (a call may have effects).
+			if c, ok := e.functionColumn(n, name); ok {
+				return c
+			}
+			c.Type, c.Size = tds.TypeNVarChar, 4000
+			return c
+		}
 		switch n.name {
-		case "COUNT", "DB_ID", "OBJECT_ID", "SCHEMA_ID", "LEN", "HAS_PERMS_BY_NAME", "IS_SRVROLEMEMBER", "IS_MEMBER":
+		case "COUNT", "DB_ID", "OBJECT_ID", "SCHEMA_ID", "LEN", "HAS_PERMS_BY_NAME", "IS_SRVROLEMEMBER", "IS_MEMBER", "DATABASE_PRINCIPAL_ID":
 			c.Type = tds.TypeInt
 			return c
 		case "COUNT_BIG":

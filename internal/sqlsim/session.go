@@ -28,6 +28,9 @@ type session struct {
 	// lang is the session language (SET LANGUAGE), loginLang the one it
 	// had after login (lang.go).
 	lang, loginLang language
+	// contexts is the EXECUTE AS stack of the session (security.go): the
+	// last one is the current security context until REVERT.
+	contexts []*Login
 }
 
 func (s *session) Database() string {
@@ -45,6 +48,11 @@ func (s *session) setDatabase(db string) {
 func (s *session) Reset() {
 	s.setDatabase(s.loginDB)
 	s.setLanguage(s.loginLang)
+	// sp_reset_connection reverts the execution context to the login's
+	// ("EXECUTE AS (Transact-SQL)": a pooled connection is reset).
+	s.mu.Lock()
+	s.contexts = nil
+	s.mu.Unlock()
 }
 
 func (s *session) Close() {
@@ -149,6 +157,13 @@ type execCtx struct {
 	// held are info messages waiting for the end of the statement (see
 	// info).
 	held []heldMsg
+	// Inside a user-defined function (modules.go): module is its EXECUTE
+	// AS context (nil: the caller's), chain the database whose objects it
+	// reads through its ownership chain, quiet keeps its statements out of
+	// the statement log and its rows away from the client.
+	module *Login
+	chain  string
+	quiet  bool
 }
 
 func (x *execCtx) isCrashed() bool {
@@ -222,6 +237,9 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 		x.vars[strings.ToLower(p.Name)] = &variable{v: col.assign(normValue(p.Value)), col: col}
 	}
 	stmts, err := parse(r.SQL)
+	if fe := in.queryFault(r.SQL); fe != nil && err == nil {
+		err = fe
+	}
 	if err != nil {
 		in.record(StatementRecord{Session: int(s.id), Kind: "PARSE", Database: s.Database(), SQL: r.SQL, Start: req.start, End: time.Now(), Outcome: outcome(err), Error: err})
 		return err
@@ -350,6 +368,9 @@ func (x *execCtx) run(st stmt) error {
 	switch st.(type) {
 	case *blockStmt, *ifStmt: // their statements are logged one by one
 	default:
+		if x.quiet {
+			break
+		}
 		rec = x.in.startRecord(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text, Start: time.Now()})
 	}
 	err := x.exec(st)
@@ -447,6 +468,26 @@ func (x *execCtx) describe(st stmt) (string, string) {
 		return "WAITFOR", db
 	case *killStmt:
 		return "KILL", db
+	case *createUserStmt:
+		return "CREATE USER", db
+	case *dropUserStmt:
+		return "DROP USER", db
+	case *alterRoleStmt:
+		return "ALTER ROLE", db
+	case *grantStmt:
+		return "GRANT", db
+	case *alterAuthStmt:
+		return "ALTER AUTHORIZATION", n.db
+	case *executeAsStmt:
+		return "EXECUTE AS", db
+	case *revertStmt:
+		return "REVERT", db
+	case *xpCmdShellStmt:
+		return "EXECUTE", db
+	case *createFunctionStmt:
+		return "CREATE FUNCTION", db
+	case *returnStmt:
+		return "RETURN", db
 	}
 	return "UNKNOWN", db
 }
@@ -560,6 +601,26 @@ func (x *execCtx) exec(st stmt) error {
 		return x.dropDatabase(n)
 	case *alterDBStmt:
 		return x.alterDatabase(n)
+	case *createUserStmt:
+		return x.createUser(n)
+	case *dropUserStmt:
+		return x.dropUser(n)
+	case *alterRoleStmt:
+		return x.alterRole(n)
+	case *grantStmt:
+		return x.grant(n)
+	case *alterAuthStmt:
+		return x.alterAuthorization(n)
+	case *executeAsStmt:
+		return x.executeAs(n)
+	case *revertStmt:
+		return x.revert()
+	case *xpCmdShellStmt:
+		return x.xpCmdShell(n)
+	case *createFunctionStmt:
+		return x.createFunction(n)
+	case *returnStmt:
+		return x.returnFrom(n)
 	}
 	return errNotSupported("this statement")
 }

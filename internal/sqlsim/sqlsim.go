@@ -3,6 +3,7 @@ package sqlsim
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,6 +115,10 @@ type Instance struct {
 	logins   map[string]*Login     // lower-case name -> login (perms.go)
 	tls      *tlsState             // Config.TLS (tls.go); nil when off
 	fatalAt  map[string]fatalFault // FatalErrorAt (fatal.go), guarded by mu
+	// xp_cmdshell (security.go): the server option, the calls that ran;
+	// guarded by mu.
+	xpCmdShell bool
+	xpRuns     []XPCmdShellRun
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -141,6 +146,40 @@ type catalogState struct {
 	LSN             uint64              `json:"lsn"`
 	// Certificates are master's server certificates (tde.go).
 	Certificates []*certificate `json:"certificates,omitempty"`
+	// AgentJobs are msdb's SQL Server Agent jobs (AddAgentJob).
+	AgentJobs []agentJob `json:"agent_jobs,omitempty"`
+}
+
+// agentJob is a job of msdb.dbo.sysjobs with its steps (sysjobsteps).
+type agentJob struct {
+	ID    guid           `json:"id"`
+	Name  string         `json:"name"`
+	Steps []agentJobStep `json:"steps"`
+}
+
+type agentJobStep struct {
+	Name, Subsystem, Command, Database string
+}
+
+// AgentJobStep is one step of a SQL Server Agent job (AddAgentJob):
+// Subsystem "TSQL" or "CmdExec", the command it runs, and for T-SQL the
+// database it runs in.
+type AgentJobStep struct {
+	Name, Subsystem, Command, Database string
+}
+
+// AddAgentJob adds a SQL Server Agent job, e.g. a maintenance job that
+// runs Ola Hallengren's DatabaseIntegrityCheck on USER_DATABASES; it shows
+// in msdb.dbo.sysjobs and sysjobsteps. The emulator never runs it.
+func (in *Instance) AddAgentJob(name string, steps ...AgentJobStep) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	j := agentJob{ID: newGUID(), Name: name}
+	for _, s := range steps {
+		j.Steps = append(j.Steps, agentJobStep(s))
+	}
+	in.cat.AgentJobs = append(in.cat.AgentJobs, j)
+	return in.saveCatalog()
 }
 
 type database struct {
@@ -179,6 +218,10 @@ type database struct {
 	// Containment is 1 for a partially contained database, 0 otherwise
 	// (sys.databases.containment).
 	Containment int `json:"containment,omitempty"`
+	// Trustworthy is ALTER DATABASE ... SET TRUSTWORTHY ON; kept by the
+	// instance (sys.databases.is_trustworthy_on), so a RESTORE, which
+	// creates the database anew, leaves it OFF.
+	Trustworthy bool `json:"trustworthy,omitempty"`
 	system      bool
 }
 
@@ -598,6 +641,22 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)
 	}
+	owner := ""
+	if spec.Owner != "" && !strings.EqualFold(spec.Owner, "sa") {
+		l := in.principal(spec.Owner)
+		if l == nil {
+			return fmt.Errorf("sqlsim: database %q: owner %q is not a login of %s", spec.Name, spec.Owner, in.cfg.Name)
+		}
+		owner, md.DboSID = l.Name, hex.EncodeToString(in.loginSID(l))
+	}
+	switch pv := strings.ToUpper(spec.PageVerify); pv {
+	case "", "CHECKSUM":
+	case "TORN_PAGE_DETECTION", "NONE":
+		md.PageVerify = pv
+	default:
+		return fmt.Errorf("sqlsim: database %q: PageVerify %q is not CHECKSUM, TORN_PAGE_DETECTION or NONE", spec.Name, spec.PageVerify)
+	}
+	md.BrokerGUID, md.BrokerEnabled = newGUID(), spec.BrokerEnabled
 	if err := writeDatabaseFiles(spec.Name, files, md, lsn); err != nil {
 		return fmt.Errorf("sqlsim: create database %q: %w", spec.Name, err)
 	}
@@ -607,7 +666,8 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		removeFiles(files)
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
-	nd := &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()), UserAccess: "MULTI_USER", FamilyGUID: newGUID()}
+	nd := &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()), UserAccess: "MULTI_USER",
+		FamilyGUID: newGUID(), Owner: owner}
 	if spec.Contained {
 		nd.Containment = 1
 	}

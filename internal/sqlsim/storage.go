@@ -138,6 +138,16 @@ type DatabaseSpec struct {
 	// Contained makes it a partially contained database
 	// (sys.databases.containment 1, HEADERONLY Containment 1).
 	Contained bool
+	// Owner is the login that owns the database (dbo; its SID is what the
+	// database records); default sa.
+	Owner string
+	// PageVerify is the PAGE_VERIFY option: "" or CHECKSUM (SQL Server's
+	// default), TORN_PAGE_DETECTION or NONE (a database upgraded from an
+	// old version).
+	PageVerify string
+	// BrokerEnabled turns Service Broker message delivery on
+	// (is_broker_enabled); every database gets its own broker GUID.
+	BrokerEnabled bool
 }
 
 // metadata is what the boot pages hold: the tables of the database.
@@ -145,6 +155,24 @@ type metadata struct {
 	Database string      `json:"database"`
 	Schemas  []string    `json:"schemas"`
 	Tables   []*tableDef `json:"tables"`
+	// DboSID is the SID of the owner's login as the database records it
+	// (hex; "" is sa's, 0x01): a restored copy keeps its source's, and on
+	// another instance it names a login there only when that login was
+	// created with the same SID (security.go).
+	DboSID    string       `json:"dbo_sid,omitempty"`
+	Users     []*dbUserDef `json:"users,omitempty"`
+	Functions []*funcDef   `json:"functions,omitempty"`
+	// PageVerify is the PAGE_VERIFY option ("" is CHECKSUM, the default
+	// of a new database since SQL Server 2005).
+	PageVerify string `json:"page_verify,omitempty"`
+	// BrokerGUID and BrokerEnabled are sys.databases.service_broker_guid
+	// and is_broker_enabled: Service Broker's identity and whether it
+	// delivers messages (restore.go).
+	BrokerGUID    guid `json:"broker_guid,omitzero"`
+	BrokerEnabled bool `json:"broker_enabled,omitempty"`
+	// ReadOnly is the READ_ONLY option as the database keeps it: a restored
+	// copy of a read-only database is read-only too.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 type tableDef struct {

@@ -156,7 +156,13 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// last set by using the ALTER DATABASE SET ENCRYPTION clause)".
 			col(qual, "is_encrypted", tds.TypeBit, 0),
 			// 0 NONE, 1 PARTIAL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql).
-			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60)}
+			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60),
+			// Who owns it, whether it is trusted, how its pages are
+			// verified and Service Broker's state (security.go,
+			// restore.go): options a restore carries or resets.
+			col(qual, "owner_sid", tds.TypeVarBinary, 85), col(qual, "is_trustworthy_on", tds.TypeBit, 0),
+			col(qual, "page_verify_option_desc", tds.TypeNVarChar, 60), col(qual, "is_broker_enabled", tds.TypeBit, 0),
+			col(qual, "service_broker_guid", tds.TypeUniqueIdentifier, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -179,8 +185,22 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if db.Containment == 1 {
 				containment = "PARTIAL"
 			}
+			owner := []byte{0x01}
+			if l := x.in.principal(db.Owner); db.Owner != "" && l != nil {
+				owner = x.in.loginSID(l)
+			}
+			verify, broker, brokerGUID := "CHECKSUM", db.Name == "msdb", any(nil)
+			if !db.system && state == 0 {
+				if md, err := x.in.readMetadata(&db); err == nil {
+					if md.PageVerify != "" {
+						verify = md.PageVerify
+					}
+					broker, brokerGUID = md.BrokerEnabled, [16]byte(md.BrokerGUID)
+				}
+			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
-				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
+				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment,
+				owner, db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -284,6 +304,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		return x.certificatesView(d, qual), nil
 	case "dm_database_encryption_keys":
 		return x.encryptionKeysView(qual)
+	case "sql_logins":
+		return x.sqlLogins(qual), nil
 	default:
 		if rel, ok, err := x.hostView(name, qual); ok {
 			return rel, err
@@ -344,7 +366,10 @@ func (x *execCtx) applySQLText(rel *relation, f *fromClause) (*relation, error) 
 }
 
 func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
-	if name == "restorehistory" || name == "backupset" {
+	// SQL Server Agent's tables are read by sysadmin and through msdb's
+	// SQLAgent roles' procedures; a SELECT on them needs SELECT in msdb
+	// (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/dbo-sysjobsteps-transact-sql).
+	if name == "restorehistory" || name == "backupset" || name == "sysjobs" || name == "sysjobsteps" {
 		if err := x.mayReadMsdb(name); err != nil {
 			return nil, err
 		}
@@ -392,6 +417,25 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family})
+		}
+	case "sysjobs":
+		rel.cols = []relCol{col(qual, "job_id", tds.TypeUniqueIdentifier, 0), col(qual, "name", tds.TypeNVarChar, 128),
+			col(qual, "enabled", tds.TypeTinyInt, 0)}
+		for _, j := range x.in.cat.AgentJobs {
+			rel.rows = append(rel.rows, []any{[16]byte(j.ID), j.Name, int64(1)})
+		}
+	case "sysjobsteps":
+		rel.cols = []relCol{col(qual, "job_id", tds.TypeUniqueIdentifier, 0), col(qual, "step_id", tds.TypeInt, 0),
+			col(qual, "step_name", tds.TypeNVarChar, 128), col(qual, "subsystem", tds.TypeNVarChar, 40),
+			col(qual, "command", tds.TypeNVarChar, 0), col(qual, "database_name", tds.TypeNVarChar, 128)}
+		for _, j := range x.in.cat.AgentJobs {
+			for i, st := range j.Steps {
+				var db any
+				if st.Database != "" {
+					db = st.Database
+				}
+				rel.rows = append(rel.rows, []any{[16]byte(j.ID), int64(i + 1), st.Name, st.Subsystem, st.Command, db})
+			}
 		}
 	default:
 		return nil, errInvalidObject("msdb.dbo." + name)

@@ -60,12 +60,20 @@ type RestoreOptions struct {
 	// value restores WITH RECOVERY, which is what verification needs.
 	NoRecovery bool
 	Stats      int // STATS = n; 0 omits
+	// NewBroker: NEW_BROKER, a Service Broker identifier of the copy's own;
+	// its source's conversations are removed without end-dialog messages,
+	// so nothing queued in the source is delivered from the copy ("RESTORE
+	// Statements - Arguments", service_broker_WITH options:
+	// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql;
+	// "Service Broker backup and restore": when restoring a copy of a
+	// database to a different location, change this identifier).
+	NewBroker bool
 }
 
 // RestoreDatabase builds
 //
 //	RESTORE DATABASE [db] FROM DISK = N'...', ...
-//	WITH MOVE N'logical' TO N'physical', ..., CHECKSUM, REPLACE, RECOVERY, STATS = n
+//	WITH MOVE N'logical' TO N'physical', ..., CHECKSUM, REPLACE, RECOVERY, NEW_BROKER, STATS = n
 //
 // (seed 000, "Restoring the Database to Test the Backup").
 func RestoreDatabase(o RestoreOptions) (string, error) {
@@ -114,6 +122,9 @@ func RestoreDatabase(o RestoreOptions) (string, error) {
 		with = append(with, "NORECOVERY")
 	} else {
 		with = append(with, "RECOVERY")
+	}
+	if o.NewBroker {
+		with = append(with, "NEW_BROKER")
 	}
 	if o.Stats > 0 {
 		with = append(with, fmt.Sprintf("STATS = %d", o.Stats))

@@ -127,6 +127,8 @@ func TestRestoreStatementsGolden(t *testing.T) {
 
 	got, err = RestoreDatabase(RestoreOptions{Database: "x", Disks: disks[:1], NoRecovery: true})
 	check(got, err, `RESTORE DATABASE [x] FROM DISK = N'\\BAK02\backup\Sales_00000003_1of2.bak' WITH NORECOVERY`)
+	got, err = RestoreDatabase(RestoreOptions{Database: "x", Disks: disks[:1], Checksum: true, Replace: true, NewBroker: true})
+	check(got, err, `RESTORE DATABASE [x] FROM DISK = N'\\BAK02\backup\Sales_00000003_1of2.bak' WITH CHECKSUM, REPLACE, RECOVERY, NEW_BROKER`)
 
 	if _, err := RestoreFileListOnly(nil); err == nil {
 		t.Error("FILELISTONLY without disks accepted")
@@ -403,6 +405,57 @@ func TestMovesCollisionFree(t *testing.T) {
 	} {
 		if _, err := Moves("v", tc.rows, tc.data, `L:\`); err == nil {
 			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
+func TestSanityUserStatements(t *testing.T) {
+	setup := SanityUserSetup()
+	want := []string{
+		"IF DATABASE_PRINCIPAL_ID(N'backupcycle_sanity') IS NOT NULL DROP USER [backupcycle_sanity]",
+		"CREATE USER [backupcycle_sanity] WITHOUT LOGIN WITH DEFAULT_SCHEMA = [dbo]",
+		"ALTER ROLE [db_datareader] ADD MEMBER [backupcycle_sanity]",
+	}
+	if strings.Join(setup, "\n") != strings.Join(want, "\n") {
+		t.Errorf("SanityUserSetup = %q", setup)
+	}
+	for in, want := range map[string]string{
+		"fn_IntegrityOK":          "GRANT EXECUTE ON OBJECT::[dbo].[fn_IntegrityOK] TO [backupcycle_sanity]",
+		"app.fn_Check":            "GRANT EXECUTE ON OBJECT::[app].[fn_Check] TO [backupcycle_sanity]",
+		"[my app].[fn.x]":         "GRANT EXECUTE ON OBJECT::[my app].[fn.x] TO [backupcycle_sanity]",
+		"[a]]b].[c; DROP USER x]": "GRANT EXECUTE ON OBJECT::[a]]b].[c; DROP USER x] TO [backupcycle_sanity]",
+	} {
+		if got, err := SanityGrant(in); err != nil || got != want {
+			t.Errorf("SanityGrant(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "db.dbo.fn", "[open", "dbo."} {
+		if got, err := SanityGrant(bad); err == nil {
+			t.Errorf("SanityGrant(%q) = %q, want an error", bad, got)
+		}
+	}
+	if q, args, err := CopyOptions("Sales_verify"); err != nil || q != "SELECT is_trustworthy_on, is_read_only FROM sys.databases WHERE name = @p1" ||
+		len(args) != 1 || args[0] != "Sales_verify" {
+		t.Errorf("CopyOptions = %q %v %v", q, args, err)
+	}
+	if q, err := SetReadOnly("Sa]les_verify", false); err != nil || q != "ALTER DATABASE [Sa]]les_verify] SET READ_WRITE WITH ROLLBACK IMMEDIATE" {
+		t.Errorf("SetReadOnly = %q, %v", q, err)
+	}
+}
+
+func TestPageVerifyAndAgentJobs(t *testing.T) {
+	if fix, err := PageVerifyChecksum("Sa]les"); err != nil || fix != "ALTER DATABASE [Sa]]les] SET PAGE_VERIFY CHECKSUM" {
+		t.Errorf("PageVerifyChecksum = %q, %v", fix, err)
+	}
+	patterns := []string{"%_verify"}
+	for cmd, want := range map[string]bool{
+		"EXECUTE dbo.IndexOptimize @Databases = 'USER_DATABASES'":              true,
+		"EXECUTE dbo.DatabaseBackup @Databases = 'all_databases', @BackupType": true,
+		"EXECUTE dbo.DatabaseBackup @Databases = 'USER_DATABASES, -%_VERIFY'":  false,
+		"EXECUTE dbo.DatabaseBackup @Databases = 'Sales, HR'":                  false,
+	} {
+		if got, _ := SelectsAllDatabases(cmd, patterns); got != want {
+			t.Errorf("SelectsAllDatabases(%q) = %v, want %v", cmd, got, want)
 		}
 	}
 }

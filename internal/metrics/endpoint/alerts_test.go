@@ -93,7 +93,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 		}
 	}
 	// A parse that finds nothing must not pass.
-	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, "up"} {
+	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged, "up"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}
@@ -153,6 +153,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 		p.StepDone(step, "sql01", "Sales", "bak01", 1, time.Second)
 	}
 	p.SetFailed("checkdb", "checkdb_failed")
+	p.SourceDamaged("sql01", "Sales")
 	// The tags the SDK gives a workflow's handler (worker tags and workflow
 	// type), on which CycleEnded adds its own.
 	metrics.CycleEnded(e.SDKHandler().WithTags(map[string]string{"namespace": "default", "task_queue": "backupcycle", "workflow_type": "BackupCycle"}),

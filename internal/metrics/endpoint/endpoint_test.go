@@ -130,6 +130,7 @@ func TestEndpointServesSDKAndProductMetrics(t *testing.T) {
 	rec.StepDone(metrics.StepRestore, "sql01", "Sales", "bak02", 0, 2*time.Hour)
 	rec.StepDone(metrics.StepCheckDB, "sql01", "Sales", "bak02", 0, 5*time.Hour)
 	rec.SetFailed("checkdb", "checkdb_failed")
+	rec.SourceDamaged("sql01", "Sales")
 	taken := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	rec.Verified("sql01", "Sales", taken, 7*time.Hour)
 
@@ -184,6 +185,9 @@ func TestEndpointServesSDKAndProductMetrics(t *testing.T) {
 	if v := f.value(t, SetsFailed, labels("step", "checkdb", "evidence", "checkdb_failed")); v != 1 {
 		t.Errorf("%s = %v, want 1", SetsFailed, v)
 	}
+	if v := f.value(t, SourceDamaged, sales()); v != 1 || f[SourceDamaged].GetType() != dto.MetricType_COUNTER {
+		t.Errorf("%s = %v (%v), want a counter at 1", SourceDamaged, v, f[SourceDamaged].GetType())
+	}
 	if v := f.value(t, LastVerified, sales()); v != float64(taken.Unix()) {
 		t.Errorf("%s = %v, want %d", LastVerified, v, taken.Unix())
 	}
@@ -230,6 +234,7 @@ func TestNilProductRecordsNothing(t *testing.T) {
 	rec.StepDone(metrics.StepBackup, "i", "d", "s", 1, time.Second)
 	rec.Verified("i", "d", time.Now(), time.Second)
 	rec.SetFailed("backup", "backup_incomplete")
+	rec.SourceDamaged("i", "d")
 	if r := p.Refresh(context.Background(), nil, nil); len(r.Databases) != 0 {
 		t.Fatalf("nil Product read %+v", r)
 	}

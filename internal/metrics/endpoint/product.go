@@ -27,6 +27,7 @@ const (
 	LastFailure    = "backupcycle_last_failure_timestamp_seconds"
 	ManifestsRead  = "backupcycle_manifests_read_timestamp_seconds"
 	ServerReadable = "backupcycle_backup_server_readable"
+	SourceDamaged  = "backupcycle_source_damaged_total"
 	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
@@ -46,6 +47,7 @@ type Product struct {
 	backupBytes, copyBytes *prometheus.CounterVec
 	stepDuration           *prometheus.HistogramVec
 	setsFailed             *prometheus.CounterVec
+	sourceDamaged          *prometheus.CounterVec
 	state                  *manifestState
 }
 
@@ -64,12 +66,15 @@ func newProduct() *Product {
 		setsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SetsFailed,
 			Help: "Backup sets marked failed on evidence about their content, by step and evidence (corrupt_backup, checkdb_failed, ...)."},
 			[]string{"step", "evidence"}),
+		sourceDamaged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SourceDamaged,
+			Help: "BACKUPs that met damage in the source database itself (a page failing its checksum, a data file the disk could not read)."},
+			[]string{"instance", "database"}),
 		state: newManifestState(),
 	}
 }
 
 func (p *Product) collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.backupBytes, p.copyBytes, p.stepDuration, p.setsFailed, p.state}
+	return []prometheus.Collector{p.backupBytes, p.copyBytes, p.stepDuration, p.setsFailed, p.sourceDamaged, p.state}
 }
 
 // StepDone records a finished step (metrics.Recorder).
@@ -112,6 +117,17 @@ func (p *Product) SetFailed(step, evidence string) {
 		return
 	}
 	if c, err := p.setsFailed.GetMetricWithLabelValues(step, evidence); err == nil {
+		c.Inc()
+	}
+}
+
+// SourceDamaged counts a BACKUP that met damage in its source database
+// (metrics.Recorder).
+func (p *Product) SourceDamaged(instance, database string) {
+	if p == nil {
+		return
+	}
+	if c, err := p.sourceDamaged.GetMetricWithLabelValues(instance, database); err == nil {
 		c.Inc()
 	}
 }

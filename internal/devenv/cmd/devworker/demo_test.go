@@ -168,7 +168,7 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 		t.Fatalf("demo on a damaged database exited %d, want %d\n%s", code, exitFail, w3.stdout)
 	}
 	last := lastLine(w3.stderr.String())
-	if !regexp.MustCompile(`^devworker: demo cycle 1 of 2: workflow backup-sql01-Sales: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[CheckDBFailed\]$`).MatchString(last) {
+	if !regexp.MustCompile(`^devworker: demo cycle 1 of 2: workflow backup-sql01-Sales: backup cycle of Sales failed at step backup: .*page \(1:20\).* \[SourceDatabaseDamaged\]$`).MatchString(last) {
 		t.Errorf("last stderr line: %q", last)
 	}
 	if !regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/backup-sql01-Sales/`).MatchString(w3.stdout.String()) || verifiedRE.MatchString(w3.stdout.String()) {
