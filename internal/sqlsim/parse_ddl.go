@@ -21,7 +21,11 @@ func (p *parser) createStmt() (stmt, error) {
 	case p.accept("TABLE"):
 		return p.createTable()
 	case p.peek().is("DATABASE"):
-		return nil, errNotSupported("CREATE DATABASE (databases are created through the emulator's API or --db flag)")
+		return p.createDBParse()
+	case p.peek().is("VIEW"):
+		return p.createViewParse()
+	case p.peek().is("UNIQUE"), p.peek().is("CLUSTERED"), p.peek().is("NONCLUSTERED"), p.peek().is("INDEX"):
+		return p.createIndexParse()
 	}
 	return nil, errNotSupported("CREATE " + strings.ToUpper(p.peek().text))
 }
@@ -254,9 +258,17 @@ func (p *parser) insertStmt() (stmt, error) {
 			return nil, err
 		}
 	}
+	if p.peek().is("SELECT") {
+		q, err := p.selectStmt()
+		if err != nil {
+			return nil, err
+		}
+		s.query = q
+		return s, nil
+	}
 	if !p.accept("VALUES") {
-		if p.peek().is("SELECT") || p.peek().is("OUTPUT") {
-			return nil, errNotSupported("INSERT ... " + strings.ToUpper(p.peek().text))
+		if p.peek().is("OUTPUT") {
+			return nil, errNotSupported("INSERT ... OUTPUT")
 		}
 		return nil, errNear(p.peek())
 	}

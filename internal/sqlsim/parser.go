@@ -136,9 +136,10 @@ type alterTableStmt struct {
 }
 
 type insertStmt struct {
-	name objName
-	cols []string
-	rows [][]expr
+	name  objName
+	cols  []string
+	rows  [][]expr
+	query *selectStmt // INSERT ... SELECT, else rows
 }
 
 type setItem struct {
@@ -239,6 +240,11 @@ func parse(sql string) ([]stmt, error) {
 		s, err := p.statement()
 		if err != nil {
 			return nil, err
+		}
+		// "The CREATE VIEW must be the first statement in a query batch"
+		// (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-view-transact-sql).
+		if _, ok := s.(*createViewStmt); ok && len(out) > 0 {
+			return nil, sqlErr(111, 15, "'CREATE VIEW' must be the first statement in a query batch.")
 		}
 		out = append(out, s)
 	}
