@@ -44,6 +44,7 @@ var defaultTimeout = time.Minute
 
 // env is what commands share: output streams and the connection settings.
 type env struct {
+	stdin          io.Reader // answers to a confirmation (conformance)
 	stdout, stderr io.Writer
 	// tty: stdout is a terminal, so `run --wait` redraws one progress line
 	// per step instead of printing plain lines.
@@ -77,7 +78,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with the standard input given.
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if f, ok := stdout.(*os.File); ok {
 		e.tty = term.IsTerminal(int(f.Fd()))
 	}
@@ -184,6 +190,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		databasesCommand(e),
 		preflightCommand(e),
 		calibrateCommand(e),
+		conformanceCommand(e),
 	)
 	return root
 }
