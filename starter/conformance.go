@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/conformance"
@@ -111,8 +113,10 @@ func confirmed(in io.Reader, w io.Writer) bool {
 		return false
 	}
 	line, err := bufio.NewReader(in).ReadString('\n')
+	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(w, strings.TrimSpace(line)) // a terminal echoes the answer itself
+	}
 	if err != nil && line == "" {
-		fmt.Fprintln(w)
 		return false
 	}
 	a := strings.ToLower(strings.TrimSpace(line))

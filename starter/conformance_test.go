@@ -82,6 +82,24 @@ func leftovers(t *testing.T, site *sitetest.Site) []string {
 	return out
 }
 
+// ranOn checks that in ran exactly one statement of kind whose text holds
+// mark, and that it ended ok.
+func ranOn(t *testing.T, in *sqlsim.Instance, kind, mark string) {
+	t.Helper()
+	n := 0
+	for _, st := range sitetest.Statements(in, kind) {
+		if strings.Contains(st.SQL, mark) {
+			n++
+			if st.Outcome != "ok" {
+				t.Errorf("the %s whose client vanished ended %q, want ok", kind, st.Outcome)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d %s statements with %q, want 1", n, kind, mark)
+	}
+}
+
 // `starter conformance` against the emulator: every probe holds (the
 // emulator behaves as the product assumes, and the probes see it), with
 // only the permissions the help names; it says first what it creates, and
@@ -107,7 +125,7 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, out.String())
 	}
 	ids := []string{conformance.IDLastGoodRestored, conformance.IDLastGoodCheckDB, conformance.IDCheckDBPhases, conformance.IDBatchText,
-		conformance.IDCreateDate, conformance.IDRestoreDate, conformance.IDVanishedClient, conformance.IDDropRestoring,
+		conformance.IDCreateDate, conformance.IDRestoreDate, conformance.IDVanishedBackup, conformance.IDVanishedRestore, conformance.IDDropRestoring,
 		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile}
 	if len(rep.Probes) != len(ids) {
 		t.Fatalf("%d probes, want %d", len(rep.Probes), len(ids))
@@ -123,25 +141,18 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 			t.Errorf("%s: assumption, observed or if_it_fails empty: %+v", p.ID, p)
 		}
 	}
-	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 5 {
+	// Removed: the scratch database, the copy, the two backups (the
+	// RESTORING copy is dropped by its probe).
+	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 4 {
 		t.Errorf("holds %d, fails %d, left %v, removed %v", rep.Holds, rep.Fails, rep.Cleanup.Left, rep.Cleanup.Removed)
 	}
 	if len(rep.Servers) != 2 || rep.Servers[0].UTCOffsetMinutes == 0 || rep.Servers[1].UTCOffsetMinutes != 0 {
 		t.Errorf("servers: %+v", rep.Servers)
 	}
-	// The vanished client's BACKUP ran to its end on the emulator.
-	vanished := 0
-	for _, st := range sitetest.Statements(site.Source, "BACKUP DATABASE") {
-		if strings.Contains(st.SQL, "_vanish.bak") {
-			vanished++
-			if st.Outcome != "ok" {
-				t.Errorf("the vanished client's BACKUP ended %q, want ok", st.Outcome)
-			}
-		}
-	}
-	if vanished != 1 {
-		t.Errorf("%d BACKUPs to the vanish file, want 1", vanished)
-	}
+	// The statements whose client vanished ran to their end on the
+	// emulator.
+	ranOn(t, site.Source, "BACKUP DATABASE", "_vanish.bak")
+	ranOn(t, site.Verify, "RESTORE DATABASE", "NORECOVERY")
 	if left := leftovers(t, site); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
@@ -149,6 +160,37 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 		var text bytes.Buffer
 		_ = rep.WriteText(&text)
 		t.Log(text.String())
+	}
+}
+
+// Without --verify-instance the copies are restored on the source under
+// other names, beside the scratch database's files.
+func TestConformanceOnOneInstance(t *testing.T) {
+	site := conformanceSite(t)
+	site.Source.SetThrottle(2 << 20)
+	var out, errb bytes.Buffer
+	code := runIO(context.Background(), []string{"conformance", "--config", site.ConfigPath, "--instance", site.Instance,
+		"--size", "16KiB", "--yes", "--json"}, nil, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s\nreport:\n%s", code, errb.String(), out.String())
+	}
+	var rep conformance.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if rep.VerifyInstance != site.Instance || len(rep.Servers) != 1 || rep.Holds != len(rep.Probes) {
+		t.Errorf("verify instance %q, %d servers, %d of %d probes hold", rep.VerifyInstance, len(rep.Servers), rep.Holds, len(rep.Probes))
+		for _, p := range rep.Probes {
+			if p.Verdict != conformance.Holds {
+				t.Logf("%s: %s: %s (%s)", p.ID, p.Verdict, p.Observed, p.Why)
+			}
+		}
+	}
+	if !strings.Contains(errb.String(), "beside the files of "+rep.Scratch.Database) {
+		t.Errorf("the plan does not say where the copies go:\n%s", errb.String())
+	}
+	if left := leftovers(t, site); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
 

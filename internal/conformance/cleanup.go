@@ -25,13 +25,13 @@ func (r *runner) cleanup(parent context.Context) {
 	defer cancel()
 	c := &r.rep.Cleanup
 	for _, s := range r.running {
-		if s != r.vanished {
+		if !r.isVanished(s) {
 			s.Stop()
 		}
 	}
-	if s := r.vanished; s != nil {
-		if left := r.waitVanished(ctx, s); left != "" {
-			c.Left = append(c.Left, Leftover{Kind: "statement", Where: r.p.Instance, Name: fmt.Sprintf("session %d", s.Session), Error: left})
+	for _, v := range r.vanished {
+		if left := r.waitVanished(ctx, v); left != "" {
+			c.Left = append(c.Left, Leftover{Kind: "statement", Where: v.instance, Name: fmt.Sprintf("session %d", v.s.Session), Error: left})
 		}
 	}
 	// The copies first: the scratch database is their source.
@@ -41,9 +41,11 @@ func (r *runner) cleanup(parent context.Context) {
 		if d.instance == r.p.VerifyInstance {
 			db = r.ver
 		}
-		if err := r.dropDatabase(ctx, db, d.name); err != nil {
+		existed, err := r.dropDatabase(ctx, db, d.name)
+		switch {
+		case err != nil:
 			c.Left = append(c.Left, Leftover{Kind: "database", Where: d.instance, Name: d.name, Error: err.Error()})
-		} else {
+		case existed:
 			c.Removed = append(c.Removed, Removed{Kind: "database", Where: d.instance, Name: d.name})
 		}
 	}
@@ -63,13 +65,23 @@ func (r *runner) cleanup(parent context.Context) {
 	}
 }
 
-// waitVanished waits for the vanished client's statement to end on the
-// server, then KILLs it (which needs ALTER ANY CONNECTION); "" when it
-// ended, else why it may still run.
-func (r *runner) waitVanished(ctx context.Context, s *mssql.Sent) string {
+// isVanished reports a statement whose client vanished.
+func (r *runner) isVanished(s *mssql.Sent) bool {
+	for _, v := range r.vanished {
+		if v.s == s {
+			return true
+		}
+	}
+	return false
+}
+
+// waitVanished waits for the statement whose client vanished to end on
+// the server, then KILLs it (which needs ALTER ANY CONNECTION); "" when it
+// ended, else why it may still run. Its database cannot be dropped before.
+func (r *runner) waitVanished(ctx context.Context, v vanished) string {
 	deadline := time.Now().Add(vanishedCleanupWait)
 	for time.Now().Before(deadline) {
-		cur, err := r.sessionRequest(ctx, r.src, s.Session)
+		cur, err := r.sessionRequest(ctx, v.db, v.s.Session)
 		if err == nil && cur == nil {
 			return ""
 		}
@@ -77,44 +89,45 @@ func (r *runner) waitVanished(ctx context.Context, s *mssql.Sent) string {
 			break
 		}
 	}
-	stmt, err := tsql.Kill(s.Session)
+	stmt, err := tsql.Kill(v.s.Session)
 	if err == nil {
-		_, err = r.src.Run(ctx, "KILL", stmt, nil)
+		_, err = v.db.Run(ctx, "KILL", stmt, nil)
 	}
 	if err != nil {
-		return fmt.Sprintf("the BACKUP whose client vanished still ran after %s and could not be stopped (%v): it ends on its own", vanishedCleanupWait, err)
+		return fmt.Sprintf("the statement whose client vanished still ran after %s and could not be stopped (%v): it ends on its own",
+			vanishedCleanupWait, err)
 	}
 	return ""
 }
 
 // dropDatabase drops name with the product's drop statement, a few times
-// while it is busy (a statement of the run still ending); nil when it is
-// gone.
-func (r *runner) dropDatabase(ctx context.Context, db *mssql.DB, name string) error {
+// while it is busy (a statement of the run still ending). existed: there
+// was a database to drop.
+func (r *runner) dropDatabase(ctx context.Context, db *mssql.DB, name string) (existed bool, err error) {
 	stmt, err := tsql.DropDatabase(name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var last error
 	for try := 0; try < 5; try++ {
 		st, err := r.state(ctx, db, name)
 		if err == nil && st == nil {
-			return nil
+			return try > 0, nil
 		}
 		if _, err := db.Run(ctx, "DROP DATABASE", stmt, nil); err != nil {
 			last = err
 		}
 		if st, err := r.state(ctx, db, name); err == nil && st == nil {
-			return nil
+			return true, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return true, ctx.Err()
 		case <-time.After(time.Duration(try+1) * time.Second):
 		}
 	}
 	if last == nil {
 		last = errors.New("it is still there after DROP DATABASE")
 	}
-	return last
+	return true, last
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/storage"
-	"github.com/backupcycle/backupcycle/internal/storage/location"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -241,10 +240,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "It connects as the configured %s. It needs CREATE DATABASE on both instances (it owns what it creates, so "+
 		"nothing more to back up, check, restore and drop it), VIEW SERVER STATE (SQL Server 2022: VIEW SERVER PERFORMANCE STATE) "+
-		"to watch its own statements, SELECT on msdb.dbo.restorehistory and backupset of %s, and write access of the SQL Server "+
-		"service accounts to the backup server; `starter preflight` checks all of these. Without one, the probes that need it "+
-		"say so and are inconclusive. It touches no other database, and sends KILL only to its own BACKUP should that still "+
-		"run two minutes after an interrupt. msdb keeps the backup and restore history of the databases, as for any backup. "+
+		"to watch its own statements, SELECT on msdb.dbo.restorehistory and backupset of %s (`starter preflight` checks these), "+
+		"and write and read access of the SQL Server service accounts to the backup server. Without CREATE DATABASE or the "+
+		"backup server it stops at once; without the others the probes that need them are inconclusive and say so. It touches no other database, and sends KILL only to its own BACKUP or RESTORE should that "+
+		"still run two minutes after an interrupt. msdb keeps the backup and restore history of the databases, as for any backup. "+
 		"It takes a few minutes.\n", logins, p.VerifyInstance)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -275,19 +274,5 @@ func (c *created) file(name string) {
 
 // openSQL connects with the configured credentials, to master.
 func openSQL(ctx context.Context, inst *config.SQLInstance) (*mssql.DB, error) {
-	t, err := mssql.TargetFor(*inst, "master")
-	if err != nil {
-		return nil, err
-	}
-	t.AppName = "backupcycle conformance"
-	return mssql.Open(ctx, t)
-}
-
-// openStorage opens a server's location with its configured credentials.
-func openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-	creds, err := srv.Credentials()
-	if err != nil {
-		return nil, err
-	}
-	return location.Open(ctx, srv.Location, creds)
+	return mssql.OpenInstance(ctx, inst, "master", "backupcycle conformance")
 }

@@ -33,7 +33,8 @@ const (
 	IDBatchText        = "batch-text-exact"
 	IDCreateDate       = "create-date-within-restore"
 	IDRestoreDate      = "restore-date-is-start"
-	IDVanishedClient   = "vanished-client-backup-runs-on"
+	IDVanishedBackup   = "vanished-client-backup-runs-on"
+	IDVanishedRestore  = "vanished-client-restore-runs-on"
 	IDDropRestoring    = "drop-restoring-copy"
 	IDHeaderClock      = "headeronly-dates-local-clock"
 	IDGarbageMedia     = "garbage-file-is-3241"
@@ -89,12 +90,17 @@ var assumptions = map[string]struct{ text, ifFails string }{
 		"msdb.dbo.restorehistory.restore_date is the start of the RESTORE, not its end",
 		"the slack the restore proof allows between restore_date and create_date is measured from the wrong end",
 	},
-	IDVanishedClient: {
+	IDVanishedBackup: {
 		"a BACKUP whose client vanished without an attention (its TCP connection closed, as when the worker process dies) " +
-			"runs on to its end: SQL Server notices a vanished client only when it next writes to it",
-		"a worker restart (deploy, crash) or a dropped connection ends the running BACKUP, RESTORE or CHECKDB: the retry " +
-			"finds nothing to re-attach to and runs the statement again from the start (safe, but every deploy during a " +
-			"multi-hour statement costs it again)",
+			"runs on to its end, and the product's query still finds it: SQL Server notices a vanished client only when it " +
+			"next writes to it",
+		"a worker restart (deploy, crash) or a dropped connection ends the running BACKUP: the retry finds nothing to " +
+			"re-attach to and backs up again from the start (safe, but every deploy during a multi-hour BACKUP costs it again)",
+	},
+	IDVanishedRestore: {
+		"a RESTORE whose client vanished without an attention runs on to its end, and the product's query still finds it",
+		"a worker restart (deploy, crash) or a dropped connection ends the running RESTORE and leaves the copy RESTORING: " +
+			"the retry restores again from the start (safe, but costly on a large copy)",
 	},
 	IDDropRestoring: {
 		"the product's drop batch (ALTER DATABASE ... SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE) removes a copy " +
@@ -127,10 +133,13 @@ func newProbe(id string) Probe {
 	return Probe{ID: id, Assumption: a.text, IfFails: a.ifFails, Facts: map[string]any{}}
 }
 
+// notMeasured is what a probe that did not run observed.
+const notMeasured = "not measured"
+
 // inconclusive is probe id, not measured: why.
 func inconclusive(id, why string) Probe {
 	p := newProbe(id)
-	p.Verdict, p.Why, p.Observed = Inconclusive, why, "not measured"
+	p.Verdict, p.Why, p.Observed = Inconclusive, why, notMeasured
 	return p
 }
 
@@ -198,7 +207,7 @@ func judgeLastGoodRestored(o lastGoodObs) Probe {
 func judgeLastGoodCheckDB(o lastGoodObs) Probe {
 	p := newProbe(IDLastGoodCheckDB)
 	if o.Restored.IsZero() || !o.AfterCheckDB || o.After.IsZero() {
-		p.Verdict, p.Observed = Inconclusive, "not measured"
+		p.Verdict, p.Observed = Inconclusive, notMeasured
 		p.Why = "the copy's CHECKDB did not run clean, or the server reports no LastGoodCheckDbTime (SQL Server 2016 SP2 and later do)"
 		return p
 	}
@@ -455,7 +464,7 @@ func judgeRestoreDate(o restoreObs) Probe {
 	return p
 }
 
-// vanishObs is a BACKUP whose client vanished while it ran.
+// vanishObs is a BACKUP or RESTORE whose client vanished while it ran.
 type vanishObs struct {
 	Blind bool
 	// Seen: the product's query found it running before the client
@@ -468,33 +477,44 @@ type vanishObs struct {
 	RanOnFor    time.Duration
 	EndedAfter  time.Duration
 	StillRuns   bool // still running when the probe stopped waiting
+	running     *vanished
 	// MissedAfter counts the sightings after the vanish in which the
 	// product's query did not find it (a retry would not re-attach).
 	MissedAfter int
-	// Completed: RESTORE HEADERONLY of its file shows the finished backup
-	// set (how a retry recognises a BACKUP that finished unseen).
+	// Completed: it ran to its end, by what a retry reads (Evidence: a
+	// BACKUP's RESTORE HEADERONLY shows the finished set, msdb records a
+	// RESTORE); HeaderErr is what was found instead, Unknown why it could
+	// not be read.
 	Completed bool
+	Evidence  string
 	HeaderErr string
+	Unknown   string
 	Sightings []sighting
 }
 
-// judgeVanished: the BACKUP completed after its client vanished. Facts:
-// percent_at_vanish, ran_on_seconds, ended_seconds_after_vanish,
-// last_percent, completed.
-func judgeVanished(o vanishObs) Probe {
-	p := newProbe(IDVanishedClient)
+// judgeVanished: the statement completed after its client vanished, and
+// the product's query found it all along. Facts: percent_at_vanish,
+// ran_on_seconds, ended_seconds_after_vanish, last_percent, completed,
+// missed_by_product_query.
+func judgeVanished(id string, o vanishObs) Probe {
+	p := newProbe(id)
+	what := "BACKUP"
+	if id == IDVanishedRestore {
+		what = "RESTORE"
+	}
 	switch {
 	case o.Blind:
 		p.Verdict, p.Observed = Inconclusive, "the login sees only its own session in sys.dm_exec_requests"
-		p.Why = "grant VIEW SERVER STATE (SQL Server 2022: VIEW SERVER PERFORMANCE STATE) to the source instance's login, as the cycle needs it"
+		p.Why = "grant VIEW SERVER STATE (SQL Server 2022: VIEW SERVER PERFORMANCE STATE) to the login of the instance that runs the " +
+			what + ", as the cycle needs it"
 		return p
 	case !o.Seen && len(o.Sightings) > 0:
 		p.Verdict = Fails
-		p.Observed = fmt.Sprintf("the BACKUP's session was seen running %d times, and the product's query found it in none: "+
-			"a retry would not re-attach to it (client's connection left open)", len(o.Sightings))
+		p.Observed = fmt.Sprintf("the %s's session was seen running %d times, and the product's query found it in none: "+
+			"a retry would not re-attach to it (client's connection left open)", what, len(o.Sightings))
 		return p
 	case o.EndedFirst || !o.Seen:
-		p.Verdict, p.Observed = Inconclusive, "the BACKUP ended before its client could vanish"
+		p.Verdict, p.Observed = Inconclusive, "the "+what+" ended before its client could vanish"
 		p.Why = "it was too fast: run again with a larger --size"
 		return p
 	}
@@ -502,23 +522,27 @@ func judgeVanished(o vanishObs) Probe {
 	p.Facts["ran_on_seconds"], p.Facts["ended_seconds_after_vanish"] = seconds(o.RanOnFor), seconds(o.EndedAfter)
 	p.Facts["completed"] = o.Completed
 	p.Facts["missed_by_product_query"] = o.MissedAfter
-	p.Observed = fmt.Sprintf("the client's connection was closed at %.0f %%; the BACKUP was seen running %.3f s longer (at %.0f %%) and was gone %.3f s after the close; ",
-		o.PercentAtVanish, seconds(o.RanOnFor), o.LastPercent, seconds(o.EndedAfter))
+	p.Observed = fmt.Sprintf("the client's connection was closed at %.0f %%; the %s was seen running %.3f s longer (at %.0f %%) and was gone %.3f s after the close; ",
+		o.PercentAtVanish, what, seconds(o.RanOnFor), o.LastPercent, seconds(o.EndedAfter))
 	switch {
 	case o.MissedAfter > 0:
 		p.Verdict = Fails
 		p.Observed += fmt.Sprintf("in %d polls after the close the product's query did not find it (another login, or another text): a retry would not re-attach to it", o.MissedAfter)
 	case o.StillRuns:
 		p.Verdict = Holds
-		p.Observed = fmt.Sprintf("the client's connection was closed at %.0f %%; %.3f s later the BACKUP still ran (at %.0f %%) when the probe stopped waiting",
-			o.PercentAtVanish, seconds(o.RanOnFor), o.LastPercent)
+		p.Observed = fmt.Sprintf("the client's connection was closed at %.0f %%; %.3f s later the %s still ran (at %.0f %%) when the probe stopped waiting",
+			o.PercentAtVanish, seconds(o.RanOnFor), what, o.LastPercent)
 		p.Facts["still_running"] = true
 	case o.Completed:
 		p.Verdict = Holds
-		p.Observed += "RESTORE HEADERONLY shows the finished backup set: it ran to its end"
+		p.Observed += o.Evidence + ": it ran to its end"
+	case o.Unknown != "":
+		p.Verdict = Inconclusive
+		p.Observed += "whether it finished could not be read: " + o.Unknown
+		p.Why = "the login could not read what the statement left (msdb's restore history needs SELECT on msdb.dbo.restorehistory and backupset)"
 	default:
 		p.Verdict = Fails
-		p.Observed += "its file holds no finished backup set (" + o.HeaderErr + "): SQL Server stopped it"
+		p.Observed += "it did not finish (" + o.HeaderErr + "): SQL Server stopped it"
 	}
 	return p
 }

@@ -141,12 +141,19 @@ func TestJudgeRestoreDates(t *testing.T) {
 }
 
 func TestJudgeVanished(t *testing.T) {
+	for _, id := range []string{IDVanishedBackup, IDVanishedRestore} {
+		testJudgeVanished(t, id)
+	}
+}
+
+func testJudgeVanished(t *testing.T, id string) {
 	for _, c := range []struct {
 		name string
 		o    vanishObs
 		want Verdict
 	}{
 		{"ran to its end", vanishObs{Seen: true, RanOnFor: 20 * time.Second, EndedAfter: 21 * time.Second, Completed: true}, Holds},
+		{"cannot tell (msdb unreadable)", vanishObs{Seen: true, Unknown: "229"}, Inconclusive},
 		{"still running when the probe gave up", vanishObs{Seen: true, StillRuns: true}, Holds},
 		{"aborted by SQL Server", vanishObs{Seen: true, EndedAfter: 100 * time.Millisecond, HeaderErr: "3241"}, Fails},
 		{"ran on, but the product's query lost it", vanishObs{Seen: true, Completed: true, MissedAfter: 3}, Fails},
@@ -154,8 +161,8 @@ func TestJudgeVanished(t *testing.T) {
 		{"never found by the product's query", vanishObs{EndedFirst: true, Sightings: []sighting{{Command: "BACKUP DATABASE"}}}, Fails},
 		{"blind", vanishObs{Blind: true}, Inconclusive},
 	} {
-		if p := judgeVanished(c.o); p.Verdict != c.want {
-			t.Errorf("%s: %s: %s (%s)", c.name, p.Verdict, p.Observed, p.Why)
+		if p := judgeVanished(id, c.o); p.Verdict != c.want {
+			t.Errorf("%s: %s: %s: %s (%s)", id, c.name, p.Verdict, p.Observed, p.Why)
 		}
 	}
 }

@@ -146,6 +146,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	for _, p := range r.Probes {
+		if p.Observed == notMeasured {
+			fmt.Fprintf(&b, "\n%-13s %s: not measured: %s\n", strings.ToUpper(string(p.Verdict)), p.ID, p.Why)
+			continue
+		}
 		fmt.Fprintf(&b, "\n%-13s %s\n", strings.ToUpper(string(p.Verdict)), p.ID)
 		fmt.Fprintf(&b, "  assumption:  %s\n", p.Assumption)
 		fmt.Fprintf(&b, "  observed:    %s\n", p.Observed)

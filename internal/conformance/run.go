@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -28,20 +30,20 @@ type runner struct {
 	// srcSees, verSees: the logins see other sessions' requests.
 	srcSees, verSees bool
 	// running are statements this run sent that may still run; vanished
-	// is the one whose client vanished (not stopped by an attention).
+	// those whose client vanished (not stopped by an attention).
 	running  []*mssql.Sent
-	vanished *mssql.Sent
+	vanished []vanished
 	// Observations, nil until measured; skip says why one was not.
-	lastGood lastGoodObs
-	phases   *phasesObs
-	texts    []textObs
-	restore  *restoreObs
-	vanish   *vanishObs
-	drop     *dropObs
-	header   *headerObs
-	media    *mediaObs
-	skip     map[string]string
-	notSeen  bool // the server's paths and location are not one directory
+	lastGood                    lastGoodObs
+	phases                      *phasesObs
+	texts                       []textObs
+	restore                     *restoreObs
+	vanishBackup, vanishRestore *vanishObs
+	drop                        *dropObs
+	header                      *headerObs
+	media                       *mediaObs
+	skip                        map[string]string
+	notSeen                     bool // the server's paths and location are not one directory
 }
 
 // Run runs every probe on the plan's instances and removes what it
@@ -54,7 +56,7 @@ func Run(ctx context.Context, p *Plan) (*Report, error) {
 		o.OpenSQL = openSQL
 	}
 	if o.OpenStorage == nil {
-		o.OpenStorage = openStorage
+		o.OpenStorage = location.OpenServer
 	}
 	r := &runner{p: p, o: o, skip: map[string]string{},
 		rep: &Report{Instance: p.Instance, VerifyInstance: p.VerifyInstance, Server: p.Server, Started: time.Now().UTC(),
@@ -157,8 +159,12 @@ func (r *runner) createScratch(ctx context.Context) error {
 		return err
 	}
 	if _, err = r.src.Run(ctx, "CREATE DATABASE", stmt, nil); err != nil {
-		return fmt.Errorf("create the scratch database on %s: %w (the login %s needs CREATE DATABASE: GRANT CREATE ANY DATABASE TO %s)",
-			r.p.Instance, err, r.p.inst.User, quoteLogin(r.p.inst.User))
+		var f *mssql.Failure
+		if errors.As(err, &f) && slices.Contains(f.Numbers(), errPermissionDenied) {
+			return fmt.Errorf("create the scratch database on %s: %w (the login %s needs CREATE DATABASE: GRANT CREATE ANY DATABASE TO %s)",
+				r.p.Instance, err, r.p.inst.User, quoteLogin(r.p.inst.User))
+		}
+		return fmt.Errorf("create the scratch database on %s: %w", r.p.Instance, err)
 	}
 	setup, err := tsql.FillSetup(r.p.Scratch)
 	if err != nil {
@@ -266,48 +272,95 @@ func (r *runner) probeMedia(ctx context.Context) {
 }
 
 // vanishedClient starts a slow BACKUP (one buffer of 64 KiB, no
-// compression), waits until the product's query finds it, closes its
-// client's connection without an attention and watches what SQL Server
-// does with it.
+// compression) and makes its client vanish (vanishStatement); whether it
+// ran on, RESTORE HEADERONLY of its file tells, as it tells a retried
+// step.
 func (r *runner) vanishedClient(ctx context.Context) {
-	o := &vanishObs{Blind: !r.srcSees}
-	r.vanish = o
-	if o.Blind {
-		return
-	}
 	disk := r.p.sourcePath(r.p.VanishBackup)
 	name := r.p.setName() + " vanish"
 	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{Database: r.p.Scratch, Disks: []string{disk}, Init: true, Format: true,
 		Compression: new(bool), CopyOnly: true, BufferCount: 1, MaxTransferSize: tsql.TransferUnit, Name: name})
 	if err != nil {
-		r.vanish, r.skip[IDVanishedClient] = nil, err.Error()
+		r.skip[IDVanishedBackup] = err.Error()
 		return
 	}
 	prefix, err := tsql.BackupMarker(r.p.Scratch, disk)
 	if err != nil {
-		r.vanish, r.skip[IDVanishedClient] = nil, err.Error()
+		r.skip[IDVanishedBackup] = err.Error()
 		return
 	}
-	marker := mssql.Marker{Prefix: prefix}
 	r.made.file(r.p.VanishBackup)
-	s, err := r.src.Send(ctx, "BACKUP DATABASE", stmt)
+	r.vanishBackup = r.vanishStatement(ctx, vanishing{id: IDVanishedBackup, db: r.src, sees: r.srcSees, op: "BACKUP DATABASE", stmt: stmt,
+		command: tsql.CommandBackupDatabase, marker: mssql.Marker{Prefix: prefix},
+		completed: func(ctx context.Context) (bool, string, error) {
+			q, err := tsql.RestoreHeaderOnly([]string{disk})
+			if err != nil {
+				return false, "", err
+			}
+			hdrs, err := r.src.HeaderOnly(ctx, q)
+			if err != nil {
+				if e := sqlErrors(err); len(e) > 0 {
+					return false, "RESTORE HEADERONLY: " + strings.Join(e, "; "), nil
+				}
+				return false, "", err
+			}
+			for _, h := range hdrs {
+				if h.BackupName == name {
+					return true, "RESTORE HEADERONLY shows the finished backup set", nil
+				}
+			}
+			return false, fmt.Sprintf("RESTORE HEADERONLY shows %d backup sets, none named %q", len(hdrs), name), nil
+		}})
+}
+
+// vanishing is a statement sent to see what SQL Server does when its
+// client vanishes; completed tells, once it is gone, whether it ran to its
+// end and by what (or what was found instead); an error when it cannot
+// tell.
+type vanishing struct {
+	id        string
+	db        *mssql.DB
+	sees      bool
+	op, stmt  string
+	command   string // its sys.dm_exec_requests.command, for the product's query
+	marker    mssql.Marker
+	completed func(ctx context.Context) (bool, string, error)
+}
+
+// vanished is a statement whose client vanished, on its instance.
+type vanished struct {
+	s        *mssql.Sent
+	db       *mssql.DB
+	instance string
+}
+
+// vanishStatement sends v's statement, waits until the product's query
+// finds it, closes its client's connection without an attention and
+// watches what SQL Server does with it. nil when it could not be sent
+// (r.skip says why).
+func (r *runner) vanishStatement(ctx context.Context, v vanishing) *vanishObs {
+	o := &vanishObs{Blind: !v.sees}
+	if o.Blind {
+		return o
+	}
+	s, err := v.db.Send(ctx, v.op, v.stmt)
 	if err != nil {
-		r.vanish, r.skip[IDVanishedClient] = nil, "the BACKUP could not be sent: "+err.Error()
-		return
+		r.skip[v.id] = "the statement could not be sent: " + err.Error()
+		return nil
 	}
 	r.running = append(r.running, s)
-	text := textObs{Op: "BACKUP DATABASE", Sent: stmt}
+	text := textObs{Op: v.op, Sent: v.stmt}
 	defer func() { r.texts = append(r.texts, text) }()
 	start := time.Now()
 	for !o.Seen {
 		if ended(ctx, s) {
 			o.EndedFirst = ctx.Err() == nil
 			if ctx.Err() != nil {
-				r.skip[IDVanishedClient] = "interrupted"
+				r.skip[v.id] = "interrupted"
 			}
-			return
+			return o
 		}
-		sg, ok, err := r.sight(ctx, r.src, s, tsql.CommandBackupDatabase, marker, start)
+		sg, ok, err := r.sight(ctx, v.db, s, v.command, v.marker, start)
 		if err == nil && ok {
 			o.Sightings = append(o.Sightings, sg)
 			text.Seen = append(text.Seen, sg.Text)
@@ -317,18 +370,24 @@ func (r *runner) vanishedClient(ctx context.Context) {
 			}
 		}
 		if !r.sleep(ctx) {
-			return
+			r.skip[v.id] = "interrupted"
+			return o
 		}
 	}
-	r.vanished = s
+	instance := r.p.Instance
+	if v.db != r.src {
+		instance = r.p.VerifyInstance
+	}
+	r.vanished = append(r.vanished, vanished{s: s, db: v.db, instance: instance})
 	_ = s.Vanish()
 	gone := time.Now()
 	o.LastPercent = o.PercentAtVanish
 	for {
 		if !r.sleep(ctx) {
-			return
+			r.skip[v.id] = "interrupted"
+			return o
 		}
-		sg, ok, err := r.sight(ctx, r.src, s, tsql.CommandBackupDatabase, marker, start)
+		sg, ok, err := r.sight(ctx, v.db, s, v.command, v.marker, start)
 		if err != nil {
 			continue
 		}
@@ -343,31 +402,21 @@ func (r *runner) vanishedClient(ctx context.Context) {
 			o.MissedAfter++
 		}
 		if time.Since(gone) > r.o.VanishWait {
-			o.StillRuns = true
-			return
+			v := r.vanished[len(r.vanished)-1]
+			o.StillRuns, o.running = true, &v
+			return o
 		}
 	}
-	q, err := tsql.RestoreHeaderOnly([]string{disk})
-	if err != nil {
-		o.HeaderErr = err.Error()
-		return
+	done, what, err := v.completed(ctx)
+	switch {
+	case err != nil:
+		o.Unknown = err.Error()
+	case done:
+		o.Completed, o.Evidence = true, what
+	default:
+		o.HeaderErr = what
 	}
-	hdrs, err := r.src.HeaderOnly(ctx, q)
-	if err != nil {
-		o.HeaderErr = strings.Join(sqlErrors(err), "; ")
-		if o.HeaderErr == "" {
-			o.HeaderErr = err.Error()
-		}
-		return
-	}
-	for _, h := range hdrs {
-		if h.BackupName == name {
-			o.Completed = true
-		}
-	}
-	if !o.Completed {
-		o.HeaderErr = fmt.Sprintf("RESTORE HEADERONLY shows %d backup sets, none named %q", len(hdrs), name)
-	}
+	return o
 }
 
 // restoreCopy restores the backup on the verification instance as the
@@ -496,33 +545,75 @@ func (r *runner) checkCopy(ctx context.Context) {
 	r.lastGood.AfterCheckDB = err == nil
 }
 
-// dropRestoring restores the backup WITH NORECOVERY, then runs the
-// product's drop statement on the RESTORING copy, once more when the copy
-// is still there (the drop step is retried).
+// dropRestoring restores the backup WITH NORECOVERY, making its client
+// vanish while it runs (vanishStatement: does the RESTORE run on?), then
+// runs the product's drop statement on the RESTORING copy, once more when
+// the copy is still there (the drop step is retried).
 func (r *runner) dropRestoring(ctx context.Context) {
 	moves, err := r.moves(ctx, r.p.Restoring)
 	if err != nil {
-		r.skip[IDDropRestoring] = "the restore could not be planned: " + err.Error()
+		r.skipRestoring("the restore could not be planned: " + err.Error())
 		return
 	}
-	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: r.p.Restoring, Disks: []string{r.p.verifyPath(r.p.Backup)},
-		Moves: moves, Checksum: true, NoRecovery: true})
+	disk := r.p.verifyPath(r.p.Backup)
+	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: r.p.Restoring, Disks: []string{disk}, Moves: moves,
+		Checksum: true, NoRecovery: true})
 	if err != nil {
-		r.skip[IDDropRestoring] = err.Error()
+		r.skipRestoring(err.Error())
+		return
+	}
+	prefix, err := tsql.RestoreMarker(r.p.Restoring, disk)
+	if err != nil {
+		r.skipRestoring(err.Error())
 		return
 	}
 	if err := r.claim(ctx, r.ver, r.p.VerifyInstance, r.p.Restoring); err != nil {
-		r.skip[IDDropRestoring] = err.Error()
+		r.skipRestoring(err.Error())
 		return
 	}
-	if _, err := r.ver.Run(ctx, "RESTORE DATABASE", stmt, nil); err != nil {
-		r.skip[IDDropRestoring] = "the RESTORE WITH NORECOVERY failed: " + err.Error()
+	v := vanishing{id: IDVanishedRestore, db: r.ver, sees: r.verSees, op: "RESTORE DATABASE", stmt: stmt,
+		command: tsql.CommandRestoreDatabase, marker: mssql.Marker{Prefix: prefix},
+		completed: func(ctx context.Context) (bool, string, error) {
+			// A RESTORE that ran to its end is in msdb's history; one cut
+			// short leaves the database RESTORING all the same.
+			q, args, err := tsql.RestoreProof(r.p.Restoring)
+			if err != nil {
+				return false, "", err
+			}
+			pr, err := r.ver.LastRestoreProof(ctx, q, args...)
+			switch {
+			case err != nil:
+				return false, "", fmt.Errorf("msdb.dbo.restorehistory: %w", err)
+			case pr == nil:
+				return false, "msdb.dbo.restorehistory has no restore into " + r.p.Restoring, nil
+			case pr.BackupSetName != r.p.setName():
+				return false, fmt.Sprintf("msdb's newest restore into %s is of backup set %q", r.p.Restoring, pr.BackupSetName), nil
+			}
+			return true, "msdb.dbo.restorehistory records the finished restore", nil
+		}}
+	if r.verSees {
+		r.vanishRestore = r.vanishStatement(ctx, v)
+	} else {
+		r.vanishRestore = &vanishObs{Blind: true}
+		if _, err := r.ver.Run(ctx, "RESTORE DATABASE", stmt, nil); err != nil {
+			r.skip[IDDropRestoring] = "the RESTORE WITH NORECOVERY failed: " + err.Error()
+			return
+		}
+	}
+	if ctx.Err() != nil {
 		return
+	}
+	// The RESTORE may still run (the probe stopped waiting for it).
+	if o := r.vanishRestore; o != nil && o.running != nil {
+		if left := r.waitVanished(ctx, *o.running); left != "" {
+			r.skip[IDDropRestoring] = left
+			return
+		}
 	}
 	o := &dropObs{}
 	st, err := r.state(ctx, r.ver, r.p.Restoring)
 	if err != nil || st == nil {
-		r.skip[IDDropRestoring] = fmt.Sprintf("sys.databases has no row for the RESTORING copy (%v)", err)
+		r.skip[IDDropRestoring] = fmt.Sprintf("sys.databases has no row for the copy restored WITH NORECOVERY (%v)", err)
 		return
 	}
 	o.StateBefore = st.State
@@ -549,6 +640,12 @@ func (r *runner) dropRestoring(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// skipRestoring records why the probes of the RESTORE WITH NORECOVERY
+// were not measured.
+func (r *runner) skipRestoring(why string) {
+	r.skip[IDVanishedRestore], r.skip[IDDropRestoring] = why, why
 }
 
 // moves relocates the backup's files for a restore into db: into the
@@ -676,6 +773,10 @@ func clock(ctx context.Context, db *mssql.DB) (local, utc time.Time, err error) 
 	return local, utc, nil
 }
 
+// errPermissionDenied is 262, "%ls permission denied in database '%.*ls'"
+// (Database engine events and errors (0 to 999)).
+const errPermissionDenied = 262
+
 // quoteLogin is a login's name as a GRANT takes it.
 func quoteLogin(user string) string {
 	if q, err := tsql.QuoteIdent(user); err == nil {
@@ -702,7 +803,8 @@ func (r *runner) judge() []Probe {
 		or(IDBatchText, r.texts != nil, func() Probe { return judgeBatchText(r.texts, !r.srcSees || !r.verSees) }),
 		or(IDCreateDate, r.restore != nil, func() Probe { return judgeCreateDate(*r.restore) }),
 		or(IDRestoreDate, r.restore != nil, func() Probe { return judgeRestoreDate(*r.restore) }),
-		or(IDVanishedClient, r.vanish != nil, func() Probe { return judgeVanished(*r.vanish) }),
+		or(IDVanishedBackup, r.vanishBackup != nil, func() Probe { return judgeVanished(IDVanishedBackup, *r.vanishBackup) }),
+		or(IDVanishedRestore, r.vanishRestore != nil, func() Probe { return judgeVanished(IDVanishedRestore, *r.vanishRestore) }),
 		or(IDDropRestoring, r.drop != nil, func() Probe { return judgeDropRestoring(*r.drop) }),
 		or(IDHeaderClock, r.header != nil, func() Probe { return judgeHeaderClock(*r.header) }),
 		or(IDGarbageMedia, r.media != nil, func() Probe { return judgeGarbage(*r.media) }),

@@ -281,3 +281,14 @@ func (c *watchedConn) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// OpenInstance connects to a configured instance with its configured
+// credentials, to database, as app (the session's program_name).
+func OpenInstance(ctx context.Context, inst *config.SQLInstance, database, app string) (*DB, error) {
+	t, err := TargetFor(*inst, database)
+	if err != nil {
+		return nil, err
+	}
+	t.AppName = app
+	return Open(ctx, t)
+}

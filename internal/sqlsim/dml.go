@@ -223,12 +223,6 @@ func (x *execCtx) insert(n *insertStmt) error {
 				}
 				rows = append(rows, row)
 			}
-			if err := x.checkRows(t, rows, "INSERT", d.Name); err != nil {
-				return err
-			}
-			t.Rows = rows
-			count = int64(len(selected.rows))
-			return nil
 		}
 		for _, vals := range n.rows {
 			if len(vals) > len(idx) {
@@ -250,8 +244,8 @@ func (x *execCtx) insert(n *insertStmt) error {
 		if err := x.checkRows(t, rows, "INSERT", d.Name); err != nil {
 			return err
 		}
+		count = int64(len(rows) - len(t.Rows))
 		t.Rows = rows
-		count = int64(len(n.rows))
 		return nil
 	})
 	if err != nil {
