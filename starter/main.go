@@ -1,6 +1,7 @@
 // Command starter starts and follows backupcycle workflows: a health check,
-// a verified backup cycle now, the fleet, schedules, status, cancel, plans
-// and the permission checks. It talks to Temporal through package
+// a verified backup cycle now, the fleet, schedules, status, cancel, plans,
+// the permission checks and the probes of what SQL Server does where the
+// product assumes (conformance). It talks to Temporal through package
 // starter/client, which other services import instead of shelling out to
 // this command.
 package main

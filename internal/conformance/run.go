@@ -170,9 +170,10 @@ func (r *runner) createScratch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range setup {
-		if _, err := r.src.Run(ctx, "fill the scratch database", s, nil); err != nil {
-			return fmt.Errorf("fill the scratch database on %s: %w", r.p.Instance, err)
+	ops := []string{"CREATE TABLE", "INSERT"} // FillSetup's statements
+	for i, s := range setup {
+		if _, err := r.src.Run(ctx, ops[min(i, len(ops)-1)], s, nil); err != nil {
+			return fmt.Errorf("fill the scratch database: %w", err)
 		}
 	}
 	double, err := tsql.FillDouble(r.p.Scratch)
@@ -181,16 +182,17 @@ func (r *runner) createScratch(ctx context.Context) error {
 	}
 	for rows := int64(1); rows < r.p.FillRows; rows *= 2 {
 		if _, err := r.src.ExecContext(ctx, double, rows); err != nil {
-			return fmt.Errorf("fill the scratch database on %s: %w", r.p.Instance, mssql.Classify(r.src.Target, "fill the scratch database", err))
+			return fmt.Errorf("fill the scratch database: %w", mssql.Classify(r.src.Target, "INSERT", err))
 		}
 	}
 	view, err := tsql.IndexedView(r.p.Scratch)
 	if err != nil {
 		return err
 	}
-	for _, s := range view {
-		if _, err := r.src.Run(ctx, "create the indexed view", s, nil); err != nil {
-			return fmt.Errorf("create the scratch database's indexed view on %s: %w", r.p.Instance, err)
+	ops = []string{"CREATE VIEW", "CREATE INDEX"} // IndexedView's statements
+	for i, s := range view {
+		if _, err := r.src.Run(ctx, ops[min(i, len(ops)-1)], s, nil); err != nil {
+			return fmt.Errorf("create the scratch database's indexed view: %w", err)
 		}
 	}
 	return nil
