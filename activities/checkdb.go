@@ -217,12 +217,9 @@ func checkDBBaseline(ctx context.Context, ls *longStatement, verifyDB string) (*
 	return &CheckDBBaseline{LastGood: lastGood, At: now}, nil
 }
 
-// cleanSince reports a clean end of a CHECKDB of the copy since base: its
-// LastGoodCheckDbTime changed (only a CHECKDB that finds nothing changes
-// it) to a time at or after base.At, both on the verification server's
-// clock. The copy's value alone proves nothing: after a restore it is its
-// source's, on the source's clock, which may run hours ahead (another
-// zone, skew). Unsure (no baseline, a failed read) is not clean.
+// cleanSince reports a clean end of a CHECKDB of the copy since base (see
+// CheckDBBaseline.CleanSince). Unsure (no baseline, a failed read) is not
+// clean.
 func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, base *CheckDBBaseline) bool {
 	if base == nil {
 		return false
@@ -231,5 +228,16 @@ func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, base *C
 	if err != nil || now == nil {
 		return false
 	}
-	return !now.LastGood.Equal(base.LastGood) && !now.LastGood.Before(base.At)
+	return base.CleanSince(now.LastGood)
+}
+
+// CleanSince reports whether lastGood, the copy's LastGoodCheckDbTime read
+// after b on the same server, says a CHECKDB of it ended clean since b: the
+// value changed (only a CHECKDB that finds nothing changes it) to a time at
+// or after b.At, both on the verification server's clock. The copy's value
+// alone proves nothing: after a restore it is its source's, on the
+// source's clock, which may run hours ahead (another zone, skew).
+// `starter conformance` checks on a real server that this holds.
+func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
+	return !lastGood.Equal(b.LastGood) && !lastGood.Before(b.At)
 }

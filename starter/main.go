@@ -1,6 +1,7 @@
 // Command starter starts and follows backupcycle workflows: a health check,
-// a verified backup cycle now, the fleet, schedules, status, cancel, plans
-// and the permission checks. It talks to Temporal through package
+// a verified backup cycle now, the fleet, schedules, status, cancel, plans,
+// the permission checks and the probes of what SQL Server does where the
+// product assumes (conformance). It talks to Temporal through package
 // starter/client, which other services import instead of shelling out to
 // this command.
 package main
@@ -44,6 +45,7 @@ var defaultTimeout = time.Minute
 
 // env is what commands share: output streams and the connection settings.
 type env struct {
+	stdin          io.Reader // answers to a confirmation (conformance)
 	stdout, stderr io.Writer
 	// tty: stdout is a terminal, so `run --wait` redraws one progress line
 	// per step instead of printing plain lines.
@@ -77,7 +79,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with the standard input given.
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if f, ok := stdout.(*os.File); ok {
 		e.tty = term.IsTerminal(int(f.Fd()))
 	}
@@ -184,6 +191,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		databasesCommand(e),
 		preflightCommand(e),
 		calibrateCommand(e),
+		conformanceCommand(e),
 	)
 	return root
 }

@@ -261,6 +261,23 @@ func MissingFile(err error) bool {
 	})
 }
 
+// OSError is the operating system error code a backup device error of the
+// failure quotes (3201-3204, "N(text)"), -1 when none does.
+func OSError(err error) int {
+	var f *Failure
+	if !errors.As(err, &f) {
+		return -1
+	}
+	for _, e := range f.Errors {
+		if slices.Contains(deviceNumbers, e.Number) {
+			if n := osError(e); n >= 0 {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // isCheckDBNumber: the 8900-8999 range of consistency errors plus page I/O.
 func isCheckDBNumber(n int32) bool {
 	if n >= 8900 && n <= 8999 {

@@ -243,10 +243,13 @@ func (db *DB) statementDB() (*sql.DB, <-chan struct{}, error) {
 }
 
 // watchDialer dials TCP with keepalives; with dead set, it closes dead at
-// the first failed read or write of any connection it made.
+// the first failed read or write of any connection it made, and remembers
+// the connections (Sent.Vanish closes them).
 type watchDialer struct {
-	dead chan struct{}
-	once sync.Once
+	dead  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	conns []net.Conn
 }
 
 func (d *watchDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -254,6 +257,7 @@ func (d *watchDialer) DialContext(ctx context.Context, network, addr string) (ne
 	if err != nil || d.dead == nil {
 		return c, err
 	}
+	d.remember(c)
 	return &watchedConn{Conn: c, d: d}, nil
 }
 
@@ -276,4 +280,15 @@ func (c *watchedConn) Write(b []byte) (int, error) {
 		c.d.once.Do(func() { close(c.d.dead) })
 	}
 	return n, err
+}
+
+// OpenInstance connects to a configured instance with its configured
+// credentials, to database, as app (the session's program_name).
+func OpenInstance(ctx context.Context, inst *config.SQLInstance, database, app string) (*DB, error) {
+	t, err := TargetFor(*inst, database)
+	if err != nil {
+		return nil, err
+	}
+	t.AppName = app
+	return Open(ctx, t)
 }

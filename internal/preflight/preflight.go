@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.OpenSQL = openSQL
 	}
 	if o.OpenStorage == nil {
-		o.OpenStorage = openStorage
+		o.OpenStorage = location.OpenServer
 	}
 	if o.QueryTimeout <= 0 {
 		o.QueryTimeout = time.Minute
@@ -345,21 +345,7 @@ func needOf(o Options, dbs []*config.Database, sizes map[*config.Database]dbSize
 // openSQL connects with the configured credentials, to master as the cycle
 // does.
 func openSQL(ctx context.Context, inst *config.SQLInstance) (*mssql.DB, error) {
-	t, err := mssql.TargetFor(*inst, "master")
-	if err != nil {
-		return nil, err
-	}
-	t.AppName = "backupcycle preflight"
-	return mssql.Open(ctx, t)
-}
-
-// openStorage opens a server's location like the cycle's activities do.
-func openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-	creds, err := srv.Credentials()
-	if err != nil {
-		return nil, err
-	}
-	return location.Open(ctx, srv.Location, creds)
+	return mssql.OpenInstance(ctx, inst, "master", "backupcycle preflight")
 }
 
 // redact removes every configured secret from what the report says: the

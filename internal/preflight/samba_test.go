@@ -8,6 +8,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
 
 const smbPwEnv = "PREFLIGHT_TEST_SMB_PASSWORD"
@@ -25,7 +26,7 @@ func smbServer(t *testing.T, global ...string) (*sambatest.Server, *config.Backu
 
 func probeOverSMB(t *testing.T, b *config.BackupServer) []Check {
 	t.Helper()
-	cs := probeStorage(context.Background(), b, openStorage, need{Databases: []string{"sql01/Sales"}, Planned: 1 << 20, Worst: 1 << 20})
+	cs := probeStorage(context.Background(), b, location.OpenServer, need{Databases: []string{"sql01/Sales"}, Planned: 1 << 20, Worst: 1 << 20})
 	for _, c := range cs {
 		if strings.Contains(c.Detail+c.Fix, os.Getenv(smbPwEnv)) {
 			t.Errorf("%s prints the SMB password", c.Name)

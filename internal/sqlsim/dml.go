@@ -163,6 +163,9 @@ func (x *execCtx) checkRows(t *tableDef, rows [][]any, verb, dbName string) erro
 	return nil
 }
 
+// insert runs INSERT ... VALUES or INSERT ... SELECT. The SELECT reads the
+// table as it was before the statement, as SQL Server's does (its rows are
+// read before any is inserted).
 func (x *execCtx) insert(n *insertStmt) error {
 	d, schema, name, err := x.tableTarget(n.name)
 	if err != nil {
@@ -170,6 +173,12 @@ func (x *execCtx) insert(n *insertStmt) error {
 	}
 	if x.in.readOnly(d) {
 		return errReadOnly(d.Name)
+	}
+	var selected *relation
+	if n.query != nil {
+		if selected, err = x.runSelect(n.query); err != nil {
+			return err
+		}
 	}
 	var count int64
 	err = x.in.updateMetadata(d, func(md *metadata) error {
@@ -198,6 +207,23 @@ func (x *execCtx) insert(n *insertStmt) error {
 			}
 		}
 		rows := append([][]any(nil), t.Rows...)
+		if selected != nil {
+			// "The select list for the INSERT statement contains fewer
+			// (more) items than the insert list" (120, 121).
+			switch {
+			case len(selected.cols) < len(idx):
+				return sqlErr(120, 15, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns.")
+			case len(selected.cols) > len(idx):
+				return sqlErr(121, 15, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns.")
+			}
+			for _, vals := range selected.rows {
+				row := make([]any, len(t.Columns))
+				for j, v := range vals {
+					row[idx[j]] = storeValue(t.Columns[idx[j]], v)
+				}
+				rows = append(rows, row)
+			}
+		}
 		for _, vals := range n.rows {
 			if len(vals) > len(idx) {
 				return sqlErr(110, 15, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
@@ -218,8 +244,8 @@ func (x *execCtx) insert(n *insertStmt) error {
 		if err := x.checkRows(t, rows, "INSERT", d.Name); err != nil {
 			return err
 		}
+		count = int64(len(rows) - len(t.Rows))
 		t.Rows = rows
-		count = int64(len(n.rows))
 		return nil
 	})
 	if err != nil {

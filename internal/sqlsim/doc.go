@@ -72,7 +72,15 @@
 //	CREATE SCHEMA s; CREATE TABLE [db].[s].[t] (col int|bigint|nvarchar(n)|datetime2|bit [NOT] NULL, ...,
 //	    CONSTRAINT pk PRIMARY KEY [CLUSTERED] (col [ASC]), CONSTRAINT ck CHECK (expr))
 //	ALTER TABLE t WITH CHECK ADD CONSTRAINT ck CHECK (expr); ALTER TABLE t CHECK CONSTRAINT ck
-//	INSERT [INTO] t [(cols)] VALUES (...), (...)
+//	INSERT [INTO] t [(cols)] VALUES (...), (...) | SELECT ...   (the SELECT reads the table as it was before)
+//	CREATE DATABASE name   (empty, the size of model: 8 MB of data, 8 MB of log, a few MB of it used; owned by
+//	    its creator; CREATE DATABASE in master, else 262; a name in use 1801; file specifications and options
+//	    are not emulated)
+//	CREATE VIEW [schema.]name [WITH SCHEMABINDING] AS SELECT ...   (first statement of its batch, else 111; no
+//	    database prefix, 166; schema bound: two-part names, 4512, no *, 1054; kept, not evaluated: SELECT
+//	    from a view is 208)
+//	CREATE [UNIQUE] [CLUSTERED|NONCLUSTERED] INDEX ix ON [db].[schema].[view] (col, ...)   (views only: schema
+//	    bound, 1939; the first unique clustered, 1940/1941; uniqueness not checked against the rows)
 //	UPDATE [db].[s].[t] SET col = expr [, @v = col = expr] [OUTPUT inserted.col, deleted.col] [WHERE ...]
 //	    (atomic: the read-modify-write holds the database's metadata lock, so
 //	    `UPDATE [db].[DBBackup].[Sequence] SET Number = Number + 1 OUTPUT inserted.Number WHERE ID = 1`
@@ -82,7 +90,8 @@
 //	    NAME = '...', DESCRIPTION = '...']; TO DISK = 'NUL' reads everything and writes nothing;
 //	    not compressed unless WITH COMPRESSION, which Config.Edition Express and Web refuse (1844 + 3013)
 //	RESTORE FILELISTONLY | HEADERONLY | VERIFYONLY FROM DISK = ... [WITH CHECKSUM, FILE = 1]
-//	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY, STATS [= n]
+//	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY | NORECOVERY,
+//	    STATS [= n]   (NORECOVERY leaves the database RESTORING: only DROP or another RESTORE apply)
 //	DBCC CHECKDB[([db])] [WITH NO_INFOMSGS, ALL_ERRORMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY, PHYSICAL_ONLY]
 //	    (WITH options that exclude each other or repeat: 3031 for BACKUP/RESTORE, e.g. COMPRESSION with
 //	    NO_COMPRESSION, CHECKSUM with NO_CHECKSUM; 2559 for DBCC, PHYSICAL_ONLY with DATA_PURITY)

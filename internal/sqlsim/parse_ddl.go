@@ -48,7 +48,11 @@ func (p *parser) createStmt() (stmt, error) {
 		}
 		return s, nil
 	case p.peek().is("DATABASE"):
-		return nil, errNotSupported("CREATE DATABASE (databases are created through the emulator's API or --db flag)")
+		return p.createDBParse()
+	case p.peek().is("VIEW"):
+		return p.createViewParse()
+	case p.peek().is("UNIQUE"), p.peek().is("CLUSTERED"), p.peek().is("NONCLUSTERED"), p.peek().is("INDEX"):
+		return p.createIndexParse()
 	}
 	return nil, errNotSupported("CREATE " + strings.ToUpper(p.peek().text))
 }
@@ -337,9 +341,17 @@ func (p *parser) insertStmt() (stmt, error) {
 			return nil, err
 		}
 	}
+	if p.peek().is("SELECT") {
+		q, err := p.selectStmt()
+		if err != nil {
+			return nil, err
+		}
+		s.query = q
+		return s, nil
+	}
 	if !p.accept("VALUES") {
-		if p.peek().is("SELECT") || p.peek().is("OUTPUT") {
-			return nil, errNotSupported("INSERT ... " + strings.ToUpper(p.peek().text))
+		if p.peek().is("OUTPUT") {
+			return nil, errNotSupported("INSERT ... OUTPUT")
 		}
 		return nil, errNear(p.peek())
 	}

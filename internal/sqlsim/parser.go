@@ -139,9 +139,10 @@ type alterTableStmt struct {
 }
 
 type insertStmt struct {
-	name objName
-	cols []string
-	rows [][]expr
+	name  objName
+	cols  []string
+	rows  [][]expr
+	query *selectStmt // INSERT ... SELECT, else rows
 }
 
 type setItem struct {
@@ -248,6 +249,11 @@ func parse(sql string) ([]stmt, error) {
 			// CREATE FUNCTION is alone in its batch ("CREATE FUNCTION
 			// (Transact-SQL)": it must be the first statement in a batch).
 			return nil, sqlErr(111, 15, "'CREATE FUNCTION' must be the first statement in a query batch.")
+		}
+		// "The CREATE VIEW must be the first statement in a query batch"
+		// (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-view-transact-sql).
+		if _, ok := s.(*createViewStmt); ok && len(out) > 0 {
+			return nil, sqlErr(111, 15, "'CREATE VIEW' must be the first statement in a query batch.")
 		}
 		out = append(out, s)
 	}

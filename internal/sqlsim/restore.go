@@ -43,7 +43,11 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		switch k {
 		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY",
 			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER":
-		case "NORECOVERY", "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
+		case "NORECOVERY":
+			if s.kind != "DATABASE" {
+				return errNotSupported("RESTORE " + s.kind + " WITH NORECOVERY")
+			}
+		case "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
 			return errNotSupported("RESTORE WITH " + k)
 		default:
 			return sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -582,6 +586,12 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		return opError(op, e)
 	}
 	_, replace := s.opts["REPLACE"]
+	// NORECOVERY: "Instructs the restore operation to not roll back any
+	// uncommitted transactions"; the database stays RESTORING, ready for
+	// more backups (RESTORE Statements - Arguments,
+	// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql),
+	// and msdb.dbo.restorehistory records the restore with recovery 0.
+	_, noRecovery := s.opts["NORECOVERY"]
 	if err := x.restoreRefusals(op, stripes); err != nil {
 		return err
 	}
@@ -801,7 +811,10 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		total += f.Pages
 	}
 	x.in.mu.Lock()
-	nd.State, nd.ReadOnly = "", readOnly
+	nd.ReadOnly = readOnly
+	if !noRecovery {
+		nd.State = ""
+	}
 	setID := int64(0)
 	for _, b := range x.in.cat.BackupSets {
 		if guid(b.GUID) == h.BackupSetGUID {
@@ -817,7 +830,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			CompSize: stripes[0].trl.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: family})
 	}
 	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: x.in.serverTime(began),
-		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: true})
+		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: !noRecovery})
 	x.in.cat.NextRestoreID++
 	serr = x.in.saveCatalog()
 	x.in.mu.Unlock()

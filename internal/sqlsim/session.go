@@ -437,6 +437,12 @@ func (x *execCtx) describe(st stmt) (string, string) {
 		return "CREATE SCHEMA", db
 	case *createTableStmt:
 		return "CREATE TABLE", x.objDB(n.name)
+	case *createDBStmt:
+		return "CREATE DATABASE", name(n.db)
+	case *createViewStmt:
+		return "CREATE VIEW", db
+	case *createIndexStmt:
+		return "CREATE INDEX", x.objDB(n.on)
 	case *alterTableStmt:
 		return "ALTER TABLE", x.objDB(n.name)
 	case *insertStmt:
@@ -581,6 +587,12 @@ func (x *execCtx) exec(st stmt) error {
 		return x.createSchema(n)
 	case *createTableStmt:
 		return x.createTable(n)
+	case *createDBStmt:
+		return x.createDatabase(n)
+	case *createViewStmt:
+		return x.createView(n)
+	case *createIndexStmt:
+		return x.createIndex(n)
 	case *alterTableStmt:
 		return x.alterTable(n)
 	case *insertStmt:

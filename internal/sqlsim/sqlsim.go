@@ -3,7 +3,6 @@ package sqlsim
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,8 +190,9 @@ type database struct {
 	// State is "" (ONLINE) or "RESTORING" (a RESTORE created it and has
 	// not finished; only DROP or another RESTORE apply).
 	State string `json:"state,omitempty"`
-	// Owner is the login that created the database by RESTORE ("" for one
-	// created by CreateDatabase: owned by sa); the owner is dbo in it.
+	// Owner is the login that created the database by RESTORE or CREATE
+	// DATABASE ("" for one created by CreateDatabase: owned by sa); the
+	// owner is dbo in it.
 	Owner string `json:"owner,omitempty"`
 	// ReadOnly is ALTER DATABASE ... SET READ_ONLY.
 	ReadOnly bool `json:"read_only,omitempty"`
@@ -614,65 +614,7 @@ func (in *Instance) restoring(d *database) bool {
 
 // CreateDatabase creates a database of real files (see DatabaseSpec).
 func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
-	if spec.Name == "" {
-		return errors.New("sqlsim: DatabaseSpec.Name is empty")
-	}
-	if spec.Size <= 0 {
-		spec.Size = 8 << 20
-	}
-	in.mu.Lock()
-	if in.lookupDBLocked(spec.Name) != nil {
-		in.mu.Unlock()
-		return fmt.Errorf("sqlsim: database %q already exists on %s; drop it first or pick another name", spec.Name, in.cfg.Name)
-	}
-	id := in.cat.NextDBID
-	in.cat.NextDBID++
-	lsn := in.nextLSN(1000)
-	in.mu.Unlock()
-	files, err := layoutFiles(spec, id, filepath.Join(in.cfg.DataDir, "data"))
-	if err != nil {
-		return fmt.Errorf("sqlsim: %w", err)
-	}
-	if in.engineEdition() == 4 && dataBytes(files) > expressMaxBytes {
-		// What CREATE DATABASE answers with 1827 (see expressMaxBytes).
-		return fmt.Errorf("sqlsim: database %q: %d bytes of data files exceed Express's %d MB per database", spec.Name, dataBytes(files), expressMaxBytes>>20)
-	}
-	md, err := planTables(spec, files)
-	if err != nil {
-		return fmt.Errorf("sqlsim: %w", err)
-	}
-	owner := ""
-	if spec.Owner != "" && !strings.EqualFold(spec.Owner, "sa") {
-		l := in.principal(spec.Owner)
-		if l == nil {
-			return fmt.Errorf("sqlsim: database %q: owner %q is not a login of %s", spec.Name, spec.Owner, in.cfg.Name)
-		}
-		owner, md.DboSID = l.Name, hex.EncodeToString(in.loginSID(l))
-	}
-	switch pv := strings.ToUpper(spec.PageVerify); pv {
-	case "", "CHECKSUM":
-	case "TORN_PAGE_DETECTION", "NONE":
-		md.PageVerify = pv
-	default:
-		return fmt.Errorf("sqlsim: database %q: PageVerify %q is not CHECKSUM, TORN_PAGE_DETECTION or NONE", spec.Name, spec.PageVerify)
-	}
-	md.BrokerGUID, md.BrokerEnabled = newGUID(), spec.BrokerEnabled
-	if err := writeDatabaseFiles(spec.Name, files, md, lsn); err != nil {
-		return fmt.Errorf("sqlsim: create database %q: %w", spec.Name, err)
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.lookupDBLocked(spec.Name) != nil {
-		removeFiles(files)
-		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
-	}
-	nd := &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()), UserAccess: "MULTI_USER",
-		FamilyGUID: newGUID(), Owner: owner}
-	if spec.Contained {
-		nd.Containment = 1
-	}
-	in.cat.Databases = append(in.cat.Databases, nd)
-	return in.saveCatalog()
+	return in.createDatabase(spec, spec.Owner)
 }
 
 func removeFiles(files []dbFile) {

@@ -148,6 +148,12 @@ type DatabaseSpec struct {
 	// BrokerEnabled turns Service Broker message delivery on
 	// (is_broker_enabled); every database gets its own broker GUID.
 	BrokerEnabled bool
+	// LogFreeSize is space allocated to the log beyond LogSize, never
+	// written (sparse), like FreeSize.
+	LogFreeSize int64
+	// Empty makes a database without tables (Tables is ignored), as CREATE
+	// DATABASE does: its data pages belong to no table.
+	Empty bool
 }
 
 // metadata is what the boot pages hold: the tables of the database.
@@ -173,6 +179,7 @@ type metadata struct {
 	// ReadOnly is the READ_ONLY option as the database keeps it: a restored
 	// copy of a read-only database is read-only too.
 	ReadOnly bool `json:"read_only,omitempty"`
+	Views    []*viewDef  `json:"views,omitempty"` // CREATE VIEW (createdb.go)
 }
 
 type tableDef struct {
@@ -457,7 +464,8 @@ func layoutFiles(spec DatabaseSpec, dbID int, defaultDir string) ([]dbFile, erro
 		files = append(files, dbFile{FileID: id, Logical: logical, Path: p, Physical: p, Pages: perFile})
 	}
 	lp := filepath.Join(vols[len(vols)-1], stem+"_log.ldf")
-	files = append(files, dbFile{FileID: logFileID, Logical: base + "_log", Path: lp, Physical: lp, Log: true, Pages: logPages})
+	files = append(files, dbFile{FileID: logFileID, Logical: base + "_log", Path: lp, Physical: lp, Log: true, Pages: logPages,
+		Free: max(0, spec.LogFreeSize/PageSize)})
 	files[0].Pages += bootPages // the metadata pages come on top of the data
 	if free := (spec.FreeSize + PageSize - 1) / PageSize; free > 0 {
 		for i := range spec.DataFiles {
@@ -491,6 +499,9 @@ func planTables(spec DatabaseSpec, files []dbFile) (*metadata, error) {
 		}
 	}
 	tables := spec.Tables
+	if spec.Empty {
+		return &metadata{Database: spec.Name, Schemas: []string{"dbo"}}, nil
+	}
 	if len(tables) == 0 {
 		rows := max(dataPages*30, 100)
 		tables = []TableSpec{

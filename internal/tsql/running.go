@@ -158,3 +158,21 @@ func SetRestoreMarker(verifyDB string, nicPaths []string, names SetNames, seq in
 func cutAfterFirstStripe(m string) string {
 	return strings.TrimSuffix(m, "1.bak'")
 }
+
+// SessionID is the query for the session's own id: one row (spid smallint).
+const SessionID = "SELECT @@SPID AS spid"
+
+// SessionRequests returns the query for what session is running now, with
+// the columns of RunningStatements and whatever its command: one row while
+// it runs a request, none otherwise. It shows another session's request
+// only to a login that sees other sessions (CanSeeOtherSessions).
+func SessionRequests(session int64) (string, []any, error) {
+	if session <= 0 || session > 32767 {
+		return "", nil, fmt.Errorf("%w: session %d: session ids are 1 to 32767", ErrInvalidOption, session)
+	}
+	return "SELECT r.session_id, r.command, r.percent_complete, r.start_time, t.text, " +
+		"s.original_login_name AS login_name, ORIGINAL_LOGIN() AS own_login " +
+		"FROM sys.dm_exec_requests r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) t " +
+		"JOIN sys.dm_exec_sessions s ON s.session_id = r.session_id " +
+		"WHERE r.session_id = @p1", []any{session}, nil
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/storage/smb"
@@ -63,4 +64,14 @@ func Open(ctx context.Context, raw string, creds storage.Credentials) (storage.S
 		return nil, err
 	}
 	return smb.Open(ctx, cfg, creds)
+}
+
+// OpenServer opens a configured backup server's location with its
+// configured credentials, as the worker reaches it.
+func OpenServer(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	creds, err := srv.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, srv.Location, creds)
 }
