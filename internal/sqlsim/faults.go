@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -30,6 +31,9 @@ type faultState struct {
 	// checkDBError is the error the next DBCC CHECKDB raises
 	// (CheckDBError), 0 for none.
 	checkDBError int32
+	// createLate is how long after its start the next RESTORE DATABASE
+	// creates its database (StampCreateLate), one-shot.
+	createLate time.Duration
 }
 
 func (f *faultState) init() {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -114,6 +115,12 @@ type Instance struct {
 	logins   map[string]*Login     // lower-case name -> login (perms.go)
 	tls      *tlsState             // Config.TLS (tls.go); nil when off
 	fatalAt  map[string]fatalFault // FatalErrorAt (fatal.go), guarded by mu
+	// pendingIDs are database ids CreateDatabase holds while it writes the
+	// files, guarded by mu.
+	pendingIDs map[int]bool
+	// clockAhead is how far the server's clock runs ahead of the host's
+	// (StampCreateLate), in nanoseconds.
+	clockAhead atomic.Int64
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -562,6 +569,31 @@ func (in *Instance) allDatabases() []database {
 	return out
 }
 
+// newDatabaseIDLocked is the database_id a database created now gets: the
+// lowest one no database has. SQL Server hands out the ids of dropped
+// databases again, lowest gap first; Microsoft Learn does not say how ids
+// are chosen (sys.databases: "ID of the database, unique within an instance
+// of SQL Server"), practitioners observe the reuse (e.g. "Does DB_ID use
+// identity column or Sequence?", jayanthkurup.com), so nothing may take a
+// higher id for a newer database. in.mu is held.
+func (in *Instance) newDatabaseIDLocked() int {
+	used := map[int]bool{}
+	for _, d := range systemDatabases {
+		used[d.ID] = true
+	}
+	for _, d := range in.cat.Databases {
+		used[d.ID] = true
+	}
+	id := 5
+	for used[id] || in.pendingIDs[id] {
+		id++
+	}
+	if id >= in.cat.NextDBID {
+		in.cat.NextDBID = id + 1
+	}
+	return id
+}
+
 // restoring reports whether d is in the middle of a RESTORE.
 func (in *Instance) restoring(d *database) bool {
 	in.mu.Lock()
@@ -582,10 +614,18 @@ func (in *Instance) CreateDatabase(spec DatabaseSpec) error {
 		in.mu.Unlock()
 		return fmt.Errorf("sqlsim: database %q already exists on %s; drop it first or pick another name", spec.Name, in.cfg.Name)
 	}
-	id := in.cat.NextDBID
-	in.cat.NextDBID++
+	id := in.newDatabaseIDLocked()
+	if in.pendingIDs == nil {
+		in.pendingIDs = map[int]bool{}
+	}
+	in.pendingIDs[id] = true // until the database is in the catalog
 	lsn := in.nextLSN(1000)
 	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.pendingIDs, id)
+		in.mu.Unlock()
+	}()
 	files, err := layoutFiles(spec, id, filepath.Join(in.cfg.DataDir, "data"))
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)

@@ -156,7 +156,11 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// last set by using the ALTER DATABASE SET ENCRYPTION clause)".
 			col(qual, "is_encrypted", tds.TypeBit, 0),
 			// 0 NONE, 1 PARTIAL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql).
-			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60)}
+			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60),
+			// "SID (Security-Identifier) of the external owner of the
+			// database, as registered to the server": the login that
+			// created (or restored) it, sa for the system databases.
+			col(qual, "owner_sid", tds.TypeVarBinary, 85)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -180,7 +184,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				containment = "PARTIAL"
 			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
-				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
+				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment, x.in.ownerSID(&db)})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
