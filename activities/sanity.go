@@ -38,14 +38,14 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	rep := a.newReporter(ctx, StepSanity, in.Sequence)
 	stop := rep.every(a.Cycle.poll(), nil, nil)
 	defer stop()
-	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m))
+	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m)
 	if err != nil {
 		return StepOutput{}, err
 	}
 	// proven checks that the queries ran on this set's copy: a failed check
 	// is evidence about the content only then, and so is a passed one.
 	proven := func() error {
-		_, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m), before, "the sanity checks")
+		_, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m, before, "the sanity checks")
 		return err
 	}
 	for i, c := range db.SanityChecks {
