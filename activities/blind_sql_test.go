@@ -91,6 +91,7 @@ func TestSQLRestoreRetryBlindLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.blindVerifyLogin()
+	f.intendRestore(verify) // what the earlier attempt recorded before its RESTORE
 	f.verify.SetThrottle(1 << 20)
 	done := f.aside(f.verify, "verify01", "RESTORE DATABASE", stmt)
 	f.env.SetHeartbeatDetails(RestoreHeartbeat{StartedInto: verifyDB})

@@ -68,7 +68,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	})
 	defer stop()
 	start := time.Now()
-	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m))
+	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m)
 	if err != nil {
 		return StepOutput{}, err
 	}
@@ -83,7 +83,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 		return StepOutput{}, sqlError(err)
 	}
-	proof, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m), before, "CHECKDB")
+	proof, err := stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m, before, "CHECKDB")
 	if err != nil {
 		return StepOutput{}, err
 	}

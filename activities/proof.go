@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
@@ -21,22 +19,24 @@ import (
 // another set — another cycle's, another entry point's, a DBA's — never
 // passes for this one.
 
-// createSlack is how much later than its restore_date a restored database's
-// create_date may be: restore_date is the start of the RESTORE (Microsoft
-// Learn, msdb.dbo.restorehistory), create_date when that RESTORE created the
-// database, moments later.
-const createSlack = 2 * time.Second
+// clockSlack absorbs datetime's rounding (to 1/300 s) between two values
+// one verification instance reported: GETDATE() as the product read it and
+// a create_date or restore_date SQL Server stamped.
+const clockSlack = time.Second
 
-// createWindow is how late after its restore started the copy of set m may
-// have been created: createSlack plus the time the restore took, as the
-// manifest recorded it. Whether SQL Server stamps create_date when a
-// RESTORE begins or once it has allocated the files is not documented; a
-// multi-terabyte restore without instant file initialization takes minutes
-// to allocate, and its own copy must not be taken for another database.
-// (A database created after the restore ended is still caught: nothing can
-// create one of that name while the restore holds it.)
+// legacySlack is how much later than its restore_date a copy restored
+// before VerifyCopy was recorded may have been created (see createWindow).
+const legacySlack = 2 * time.Second
+
+// createWindow is how late after its restore started the copy of set m,
+// restored before the manifest recorded its VerifyCopy, may have been
+// created: legacySlack plus the time the restore took, as the manifest
+// recorded it. Whether SQL Server stamps create_date when a RESTORE begins
+// or once it has allocated the files is not documented; a set recorded
+// with its VerifyCopy is judged by the instance's own clock before and
+// after its RESTORE instead, whenever it stamped it.
 func createWindow(m *catalog.Manifest) time.Duration {
-	w := createSlack
+	w := legacySlack
 	if t, ok := m.Timings[catalog.StepRestore]; ok && t.DurationSeconds > 0 {
 		w += time.Duration(t.DurationSeconds * float64(time.Second))
 	}
@@ -44,25 +44,14 @@ func createWindow(m *catalog.Manifest) time.Duration {
 }
 
 // RestoreHeartbeat is the Restore activity's heartbeat details: its progress,
-// and StartedInto, "restore started into X", recorded before the RESTORE is
-// sent. A retry that finds X RESTORING knows it is its own restore cut short
-// (the instance or the worker died) and may replace it.
+// and StartedInto, "restore started into X", sent before the RESTORE is.
+// It is for people reading the run: what an earlier attempt left is judged
+// from the set's VerifyCopy and what the verification instance says, never
+// from heartbeat details (anything that can complete the activity's task
+// token can write them).
 type RestoreHeartbeat struct {
 	StepProgress
 	StartedInto string `json:"started_into,omitempty"`
-}
-
-// restoreStartedInto is the database an earlier attempt of this activity
-// started a RESTORE into, "" when none did.
-func restoreStartedInto(ctx context.Context) string {
-	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
-		return ""
-	}
-	var hb RestoreHeartbeat
-	if err := activity.GetHeartbeatDetails(ctx, &hb); err != nil {
-		return ""
-	}
-	return hb.StartedInto
 }
 
 // loadSet reads the set's manifest from srv.
@@ -121,9 +110,10 @@ func lastRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*m
 	return p, nil
 }
 
-// databaseState reads verifyDB's row of sys.databases (nil: no database).
+// databaseState reads verifyDB's row of sys.databases with this login's
+// SID and the server's GETDATE() (nil: no database).
 func databaseState(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.DatabaseState, error) {
-	q, args, err := tsql.DatabaseState(verifyDB)
+	q, args, err := tsql.CopyState(verifyDB)
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -157,13 +147,16 @@ func restoreMismatch(verifyDB, instance string, seq int64, db *config.Database, 
 }
 
 // proveRestored checks that verifyDB on instance is, right now, the copy
-// restored from the backup set want: its newest restore is of that set, it
-// is ONLINE, and it was not created after that restore (dropped and created
-// again under the same name). A copy that is gone is retryable
-// SQLHostUnreachable (the workflow restores again, as when the instance lost
-// it); anything else is RestoreMismatch.
+// restored from the backup set want, as set m recorded it: its newest
+// restore is of that set, it is ONLINE, and it is the database that restore
+// produced (not dropped and created again under the same name): the
+// restore-history row, database_id and owner m's VerifyCopy recorded,
+// created before that restore was confirmed. A set restored before
+// VerifyCopy was recorded is judged by createWindow. A copy that is gone
+// is retryable SQLHostUnreachable (the workflow restores again, as when the
+// instance lost it); anything else is RestoreMismatch.
 func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
-	window time.Duration) (*mssql.RestoreProof, error) {
+	m *catalog.Manifest) (*mssql.RestoreProof, error) {
 	st, err := databaseState(ctx, sqlDB, verifyDB)
 	if err != nil {
 		return nil, err
@@ -184,7 +177,23 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 	case st.State != "ONLINE":
 		return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 			fmt.Sprintf("it is %s: another restore into it has started", st.State))
-	case st.Created.After(p.RestoreDate.Add(window)):
+	}
+	if v := m.VerifyCopy; v.On(instance, verifyDB) && v.Confirmed() {
+		switch {
+		case p.HistoryID != v.RestoreHistoryID:
+			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
+				fmt.Sprintf("it was restored again (restore_history_id %d; this set's restore was %d)", p.HistoryID, v.RestoreHistoryID))
+		case st.ID != v.DatabaseID || st.Created.After(v.ConfirmedAt.Add(clockSlack)):
+			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
+				fmt.Sprintf("it was created at %s (database_id %d), after this set's restore ended at %s (database_id %d)",
+					st.Created.Format(time.DateTime), st.ID, v.ConfirmedAt.Format(time.DateTime), v.DatabaseID))
+		case st.OwnerSID != st.LoginSID:
+			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
+				fmt.Sprintf("it is owned by SID %s, not by this login (%s)", st.OwnerSID, st.LoginSID))
+		}
+		return p, nil
+	}
+	if st.Created.After(p.RestoreDate.Add(createWindow(m))) {
 		return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 			fmt.Sprintf("it was created at %s, after its last restore at %s", st.Created.Format(time.DateTime), p.RestoreDate.Format(time.DateTime)))
 	}
@@ -194,8 +203,8 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 // stillRestored checks, after a step ran on the copy, that nothing restored
 // it again meanwhile: the same restore (id) of the same set.
 func stillRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
-	window time.Duration, before *mssql.RestoreProof, step string) (*mssql.RestoreProof, error) {
-	after, err := proveRestored(ctx, sqlDB, instance, db, seq, verifyDB, want, window)
+	m *catalog.Manifest, before *mssql.RestoreProof, step string) (*mssql.RestoreProof, error) {
+	after, err := proveRestored(ctx, sqlDB, instance, db, seq, verifyDB, want, m)
 	if err != nil {
 		return nil, err
 	}
@@ -204,55 +213,4 @@ func stillRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 			fmt.Sprintf("it was restored again (restore_history_id %d, was %d) while %s ran", after.HistoryID, before.HistoryID, step))
 	}
 	return after, nil
-}
-
-// checkReplaceable is the guard before RESTORE ... WITH REPLACE: an
-// existing verifyDB may only be replaced when backupcycle restored it — its
-// newest restore is of a backup set named by this product (tsql.BackupSetName)
-// and it was not created after that restore — or when it is RESTORING from a
-// restore this activity's earlier attempt started (startedByUs). Anything
-// else is VerifyDatabaseInUse, and nothing is replaced.
-func checkReplaceable(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB string, startedByUs bool) error {
-	return checkOwnCopy(ctx, sqlDB, instance, verifyDB, startedByUs, "replaced")
-}
-
-// checkOwnCopy is checkReplaceable for any destructive action on verifyDB
-// ("replaced", "dropped"): nil when it does not exist or backupcycle
-// restored it.
-func checkOwnCopy(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB string, startedByUs bool, action string) error {
-	st, err := databaseState(ctx, sqlDB, verifyDB)
-	if err != nil || st == nil {
-		return err
-	}
-	if st.State == "RESTORING" && startedByUs {
-		return nil
-	}
-	p, err := lastRestoreProof(ctx, sqlDB, verifyDB)
-	if err != nil {
-		return err
-	}
-	// A RESTORE that failed or was cut short (corrupt media, a crash, an
-	// instance down past the retries) leaves the database RESTORING and
-	// created anew, with no new restore-history row. When the last restore
-	// that did finish into this name was backupcycle's, that is our own
-	// unfinished copy: nobody can use a RESTORING database, and refusing it
-	// would stop every later cycle. (Seen in the fault simulation.)
-	if st.State == "RESTORING" && p != nil && tsql.IsBackupSetName(p.BackupSetName) {
-		return nil
-	}
-	var why string
-	switch {
-	case p == nil:
-		why = fmt.Sprintf("%s, created %s, never restored", st.State, st.Created.Format(time.DateTime))
-	case !tsql.IsBackupSetName(p.BackupSetName):
-		why = fmt.Sprintf("%s, last restored from backup set %q (%s)", st.State, p.BackupSetName, p.BackupSetGUID)
-	case st.Created.After(p.RestoreDate.Add(createSlack)):
-		why = fmt.Sprintf("%s, created %s, after backupcycle's last restore at %s", st.State, st.Created.Format(time.DateTime),
-			p.RestoreDate.Format(time.DateTime))
-	default:
-		return nil
-	}
-	return nonRetryable(ErrVerifyDatabaseInUse, fmt.Errorf(
-		"database %q on %s exists and was not restored by backupcycle: nothing was %s; drop or rename it, or set verify_name (found: %s)",
-		verifyDB, instance, action, why))
 }

@@ -50,7 +50,9 @@ func (a *Activities) verifyTarget(in VerifyInput) (*config.Database, *config.Bac
 // restore is confirmed in msdb: a new restore-history row whose backup set
 // GUID is the one the manifest recorded (else RestoreMismatch). REPLACE only
 // ever replaces a copy backupcycle restored (else VerifyDatabaseInUse, and
-// nothing is replaced).
+// nothing is replaced, see owncopy.go); what it is about to restore is
+// recorded in the manifest before the RESTORE is sent, and the sessions in
+// the copy it replaces are forced out first, each one logged.
 func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, error) {
 	db, srv, inst, verifyDB, err := a.verifyTarget(in)
 	if err != nil {
@@ -84,12 +86,21 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, err
 	}
 	rep := a.newReporter(ctx, StepRestore, in.Sequence)
-	// startedInto is "restore started into X" for this attempt's heartbeats;
-	// an earlier attempt's carries over (its restore may still be the one
-	// that left X RESTORING).
-	prevStarted := restoreStartedInto(ctx)
+	// rec is this set's record of a RESTORE into the copy; unconfirmed, an
+	// earlier attempt or run sent it (or was about to), and it may still
+	// run or have ended unseen.
+	var rec *catalog.VerifyCopy
+	if m.VerifyCopy.On(inst.Name, verifyDB) && sameGUID(m.VerifyCopy.BackupSetGUID, want) {
+		rec = m.VerifyCopy
+	}
+	sentEarlier := rec != nil && !rec.Confirmed()
+	// startedInto is "restore started into X" for this attempt's
+	// heartbeats, for people reading the run.
 	var intoMu sync.Mutex
-	startedInto := prevStarted
+	startedInto := ""
+	if sentEarlier {
+		startedInto = verifyDB
+	}
 	details := func(p float64, b int64) any {
 		intoMu.Lock()
 		defer intoMu.Unlock()
@@ -120,10 +131,10 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		log: log}
 
 	restored := false
-	if isRetry(ctx) {
-		// An earlier attempt's RESTORE of this set into this copy may still
-		// run (worker stopped, Temporal away): follow it, never start a
-		// second one over it.
+	if isRetry(ctx) || sentEarlier {
+		// An earlier attempt's (or run's) RESTORE of this set into this
+		// copy may still run (worker stopped, Temporal away): follow it,
+		// never start a second one over it.
 		found, err := ls.find(ctx)
 		if err != nil {
 			return StepOutput{}, err
@@ -149,12 +160,14 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			// Whether it completed is read from msdb below, by GUID.
 			after, err := lastRestoreProof(ctx, sqlDB, verifyDB)
 			restored = err == nil && after != nil && (before == nil || after.HistoryID != before.HistoryID)
-		case prevStarted == verifyDB && before != nil && sameGUID(before.BackupSetGUID, want):
-			// The earlier attempt's RESTORE finished while no worker
-			// watched it: the copy's last restore is of this set and the
-			// copy is online. It is not restored twice (CHECKDB proves it
-			// again before it counts).
-			if st, err := databaseState(ctx, sqlDB, verifyDB); err == nil && st != nil && st.State == "ONLINE" {
+		case sentEarlier && before != nil && sameGUID(before.BackupSetGUID, want):
+			// The recorded RESTORE finished while no worker watched it: the
+			// copy online is the database it produced (owner, id, created
+			// after the record) and msdb recorded it after the record. It
+			// is not restored twice (CHECKDB proves it again before it
+			// counts).
+			if st, err := databaseState(ctx, sqlDB, verifyDB); err == nil && st != nil && st.State == "ONLINE" &&
+				st.OwnerSID == st.LoginSID && finishedBy(rec, st, before) {
 				log.Info("restore finished while no worker watched it: not running it again",
 					zap.Int64("restore_history_id", before.HistoryID))
 				restored = true
@@ -162,7 +175,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 		if restored {
 			before = nil
-		} else if prevStarted == verifyDB && found.local == nil && found.session == 0 && found.blind {
+		} else if sentEarlier && found.local == nil && found.session == 0 && found.blind {
 			// An earlier attempt started a RESTORE into this copy and it
 			// is still RESTORING: this login cannot see whether that
 			// RESTORE runs on, so no second one is sent over it.
@@ -221,8 +234,30 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		ls.text = stmt
 		// REPLACE destroys whatever has the name: only ever a copy
 		// backupcycle restored.
-		if err := checkReplaceable(ctx, sqlDB, inst.Name, verifyDB, prevStarted == verifyDB); err != nil {
+		old, err := a.guardCopy(ctx, sqlDB, db, inst.Name, verifyDB, "replaced", srv.Name)
+		if err != nil {
 			return StepOutput{}, err
+		}
+		// What is about to be restored is recorded first, where it
+		// outlives the verification instance and this worker.
+		intent, err := copyIntent(ctx, sqlDB, inst.Name, verifyDB, want, old, a.Cycle.now())
+		if err != nil {
+			return StepOutput{}, err
+		}
+		if _, err := a.updateManifest(ctx, db, in.Sequence, holders(m, srv.Name), []string{srv.Name}, func(m *catalog.Manifest) error {
+			if m == nil {
+				return storageError(srv.Name, fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
+			}
+			m.VerifyCopy = intent
+			return nil
+		}); err != nil {
+			return StepOutput{}, err
+		}
+		single := false
+		if old != nil && old.State == "ONLINE" {
+			if single, err = forceOut(ctx, sqlDB, inst.Name, verifyDB, log); err != nil {
+				return StepOutput{}, err
+			}
 		}
 		intoMu.Lock()
 		startedInto = verifyDB
@@ -231,10 +266,12 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		log.Info("restore starting", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
 		s, err := ls.start()
 		if err != nil {
+			undoSingleUser(ctx, sqlDB, single, old, inst.Name, verifyDB, log)
 			return StepOutput{}, err
 		}
 		res, err := a.wait(ctx, ls, running{local: s}, rep)
 		if err != nil && !restoredUnseen(ctx, sqlDB, verifyDB, before, err) {
+			undoSingleUser(ctx, sqlDB, single, old, inst.Name, verifyDB, log)
 			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
 				return StepOutput{}, apart
 			}
@@ -259,6 +296,17 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		return StepOutput{}, restoreMismatch(verifyDB, inst.Name, in.Sequence, db, want, after.BackupSetGUID,
 			fmt.Sprintf("restore_history_id %d, backup set %q", after.HistoryID, after.BackupSetName))
 	}
+	// The database the RESTORE produced, as the instance shows it now.
+	copied, err := databaseState(ctx, sqlDB, verifyDB)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	if copied == nil || copied.State != "ONLINE" {
+		return StepOutput{}, retryable(ErrSQLHostUnreachable, fmt.Errorf("restored copy %s is gone from %s, or not online (%+v): restore it again", verifyDB, inst.Name, copied))
+	}
+	if err := multiUser(ctx, sqlDB, copied, inst.Name, verifyDB, log); err != nil {
+		log.Warn("verification copy left as restored", zap.String("verify_db", verifyDB), zap.String("user_access", copied.UserAccess), zap.Error(err))
+	}
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()
 	now := a.Cycle.now()
@@ -267,6 +315,14 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			return storageError(srv.Name, fmt.Errorf("manifest of seq %d missing: %w", in.Sequence, storage.ErrNotFound))
 		}
 		m.VerifyDB = verifyDB
+		v := m.VerifyCopy
+		if !v.On(inst.Name, verifyDB) || !sameGUID(v.BackupSetGUID, want) {
+			// A RESTORE found rather than sent (recorded by an older
+			// build): its start on the instance's clock is not known.
+			v = &catalog.VerifyCopy{VerifyInstance: inst.Name, VerifyDatabase: verifyDB, BackupSetGUID: want, SentAt: now.UTC()}
+		}
+		v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = after.HistoryID, copied.ID, copied.Now
+		m.VerifyCopy = v
 		_ = m.SetTiming(catalog.StepRestore, now.Add(-out.Duration), now)
 		return advanceOrKeep(m, catalog.StateRestored, now)
 	})
@@ -276,6 +332,23 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
 	a.recorder().StepDone(metrics.StepRestore, db.Instance, db.Name, srv.Name, 0, out.Duration)
 	return out, nil
+}
+
+// undoSingleUser makes the copy MULTI_USER again when this attempt set it
+// SINGLE_USER (forceOut) and its RESTORE failed before touching it: the
+// copy old is still there, online, as it was. Best effort: the next
+// RESTORE replaces it anyway.
+func undoSingleUser(ctx context.Context, sqlDB *mssql.DB, single bool, old *mssql.DatabaseState, instance, verifyDB string, log *zap.Logger) {
+	if !single || ctx.Err() != nil {
+		return
+	}
+	st, err := databaseState(ctx, sqlDB, verifyDB)
+	if err != nil || st == nil || st.State != "ONLINE" || st.ID != old.ID || !st.Created.Equal(old.Created) {
+		return
+	}
+	if err := multiUser(ctx, sqlDB, st, instance, verifyDB, log); err != nil {
+		log.Warn("verification copy left SINGLE_USER after its replacement failed", zap.String("verify_db", verifyDB), zap.Error(err))
+	}
 }
 
 // locationApart is the configuration error behind a RESTORE that does not

@@ -59,14 +59,14 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 	stop := rep.every(a.Cycle.poll(), nil, nil)
 	defer stop()
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepSanity))
-	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m))
+	before, err := proveRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m)
 	if err != nil {
 		return StepOutput{}, err
 	}
 	// proven checks that the queries ran on this set's copy: a failed check
 	// is evidence about the content only then, and so is a passed one.
 	proven := func() (*mssql.RestoreProof, error) {
-		return stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, createWindow(m), before, "the sanity checks")
+		return stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m, before, "the sanity checks")
 	}
 	where := sanityWhere{db: db, instance: inst.Name, verifyDB: verifyDB, seq: in.Sequence}
 	sess, err := openSanitySession(ctx, sqlDB, db, where, log)

@@ -135,30 +135,32 @@ func TestProofNoticesAnotherRestore(t *testing.T) {
 	want := f.setGUID(seq)
 	sqlDB := f.verifySQL()
 	ctx := context.Background()
-	before, err := proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
+	m := f.load("bak02", seq)
+	before, err := proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack, before, "CHECKDB"); err != nil {
+	if _, err := stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, m, before, "CHECKDB"); err != nil {
 		t.Fatalf("nothing happened, yet: %v", err)
 	}
 	f.must(f.acts.Restore, verify, nil) // the same set restored again: a new restore
-	_, err = stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack, before, "CHECKDB")
+	_, err = stillRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, m, before, "CHECKDB")
 	if errorTypeOf(err) != ErrRestoreMismatch || !strings.Contains(err.Error(), "restored again") {
 		t.Fatalf("a restore between the two ends of CHECKDB: %v, want RestoreMismatch", err)
 	}
 	// Dropped and created again under the name: restore history still
 	// names this set, but the database is not that restore's.
+	m = f.load("bak02", seq)
 	f.must(f.acts.DropVerifyDB, verify, nil)
-	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
+	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, m)
 	if errorTypeOf(err) != ErrSQLHostUnreachable {
 		t.Fatalf("proof of a dropped copy: %v, want SQLHostUnreachable (restore again)", err)
 	}
-	time.Sleep(createSlack + 100*time.Millisecond) // created clearly after the last restore
+	time.Sleep(clockSlack + 500*time.Millisecond) // created clearly after the last restore
 	if err := f.verify.CreateDatabase(sqlsim.DatabaseSpec{Name: "Sales_verify", Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, createSlack)
+	_, err = proveRestored(ctx, sqlDB, "verify01", db, seq, "Sales_verify", want, m)
 	if errorTypeOf(err) != ErrRestoreMismatch || !strings.Contains(err.Error(), "created at") {
 		t.Fatalf("proof of a database created after the restore: %v, want RestoreMismatch", err)
 	}
@@ -232,7 +234,7 @@ func TestRestoreReplacesOnlyItsOwnCopies(t *testing.T) {
 
 	// Dropped and created again after backupcycle's restore.
 	drop()
-	time.Sleep(createSlack + 100*time.Millisecond)
+	time.Sleep(clockSlack + 500*time.Millisecond)
 	if err := f.verify.CreateDatabase(sqlsim.DatabaseSpec{Name: "Sales_verify", Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,9 +249,10 @@ func TestRestoreReplacesOnlyItsOwnCopies(t *testing.T) {
 
 // TestRestoreResumesItsOwnCutRestore: the verification instance crashed in
 // the middle of this activity's RESTORE, leaving the database RESTORING. The
-// retry, whose heartbeat details say "restore started into Sales_verify",
-// replaces it; an attempt without them (somebody else's RESTORE) does not.
-// The activity records the detail before it sends the RESTORE.
+// retry replaces it, whatever its heartbeat details say: the set's manifest
+// recorded the RESTORE before it was sent, and the instance shows the
+// database that RESTORE created. The heartbeat says "restore started into
+// Sales_verify" before the RESTORE is sent, for people reading the run.
 func TestRestoreResumesItsOwnCutRestore(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
 	_, verify := f.copiedSet()
@@ -288,20 +291,17 @@ func TestRestoreResumesItsOwnCutRestore(t *testing.T) {
 	if err != nil || st == nil || st.State != "RESTORING" {
 		t.Fatalf("after the crash: %+v %v, want RESTORING", st, err)
 	}
-	// Without the detail, a RESTORING database is somebody else's restore.
-	err = f.run(f.acts.Restore, verify, nil)
-	if errorTypeOf(err) != ErrVerifyDatabaseInUse || !strings.Contains(err.Error(), "RESTORING") {
-		t.Fatalf("restore over a RESTORING database it did not start: %v, want VerifyDatabaseInUse", err)
+	if m := f.load(verify.Server, verify.Sequence); m.VerifyCopy == nil || m.VerifyCopy.Confirmed() || m.VerifyCopy.VerifyDatabase != "Sales_verify" {
+		t.Fatalf("manifest after the cut restore records %+v, want the RESTORE into Sales_verify, unconfirmed", m.VerifyCopy)
 	}
-	// Another database's cut restore recorded: not this one.
+	// Heartbeat details naming another database change nothing.
 	f.env.SetHeartbeatDetails(RestoreHeartbeat{StepProgress: StepProgress{Step: StepRestore, Percent: 50}, StartedInto: "Other_verify"})
-	if err := f.run(f.acts.Restore, verify, nil); errorTypeOf(err) != ErrVerifyDatabaseInUse {
-		t.Fatalf("restore with another database's detail: %v, want VerifyDatabaseInUse", err)
-	}
-	f.env.SetHeartbeatDetails(RestoreHeartbeat{StepProgress: StepProgress{Step: StepRestore, Percent: 50}, StartedInto: "Sales_verify"})
 	var out StepOutput
 	f.must(f.acts.Restore, verify, &out)
 	f.must(f.acts.CheckDB, verify, nil)
+	if m := f.load(verify.Server, verify.Sequence); m.VerifyCopy == nil || !m.VerifyCopy.Confirmed() {
+		t.Fatalf("manifest after the restore records %+v, want it confirmed", m.VerifyCopy)
+	}
 }
 
 // TestRestoreRetryIgnoresAnotherSetsRestore: a retried Restore finds a
@@ -409,8 +409,8 @@ func TestRestoreReplacesItsOwnUnfinishedCopyNextCycle(t *testing.T) {
 	_, first := f.copiedSet()
 	f.must(f.acts.Restore, first, nil)
 	// The next night: the cut restore creates the copy anew well after the
-	// last restore that finished (createSlack is 2 s).
-	time.Sleep(createSlack + 500*time.Millisecond)
+	// last restore that finished.
+	time.Sleep(clockSlack + 500*time.Millisecond)
 	_, second := f.copiedSet()
 	f.verify.SetThrottle(2 << 20)
 	if err := f.verify.CrashAt(sqlsim.OpRestore, 50); err != nil {

@@ -298,7 +298,7 @@ func TestHealthChecksTheSite(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	dead := deadAddress(t)
+	dead, deadVerify := deadAddress(t), deadAddress(t) // two servers: a verification instance is never a source
 	t.Setenv("STARTER_HEALTH_PW", "Not-the-password1")
 	cfg := fmt.Sprintf(`sql_instances:
   - {name: sql01, address: "%s", user: sa, password_env: STARTER_HEALTH_PW}
@@ -308,7 +308,7 @@ backup_servers:
   - {name: bak02, unc_paths: ['\\10.0.4.2\backup'], location: %s, verify_instance: verify, restore_data_dir: 'D:\restore', restore_log_dir: 'L:\log'}
 databases:
   - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
-`, dead, dead, filepath.Join(dir, "bak01-not-mounted"), filepath.Join(dir, "bak02-not-mounted"))
+`, dead, deadVerify, filepath.Join(dir, "bak01-not-mounted"), filepath.Join(dir, "bak02-not-mounted"))
 	file := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,8 @@ import (
 // instance) are not read. Version 3 records, beside each date SQL Server
 // reported, the server's offset from UTC and the instant (Header, Proof),
 // the header's writer build, compression algorithm and TDE thumbprint, and
-// the case-safe file names (Naming) and the entry they were made for;
+// the case-safe file names (Naming) and the entry they were made for, and
+// the copy restored on the verification instance (VerifyCopy);
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it. Version 4 adds the
 // sanity checks' proof (SanityProof); a manifest without one is written as
@@ -263,6 +264,62 @@ type SanityProof struct {
 	Passed           bool      `json:"passed"`
 }
 
+// VerifyCopy is the copy of the set the product restores, or is about to
+// restore, on a verification instance: recorded before the RESTORE is sent,
+// completed once msdb confirms it. It is how the product knows its own copy
+// later (another cycle, a resume, a retry on another worker, the drop),
+// whatever the copy's state: a RESTORE cut short leaves a RESTORING
+// database with no restore-history row at all, and restore history alone
+// cannot tell the product's restore of a set from a DBA's restore of the
+// same set. The verification instance itself is asked before anything is
+// replaced or dropped; this record says what it must answer.
+//
+// InstanceTime, Replaces.Created and ConfirmedAt are the verification
+// server's datetime values as it reported them (wall clock, labelled UTC);
+// SentAt is the worker's clock.
+type VerifyCopy struct {
+	VerifyInstance string `json:"verify_instance"`
+	VerifyDatabase string `json:"verify_database"`
+	BackupSetGUID  string `json:"backup_set_guid"`
+	// SentAt is when the RESTORE was about to be sent (worker's clock).
+	SentAt time.Time `json:"sent_at"`
+	// InstanceTime is the instance's GETDATE() read just before the
+	// RESTORE: the database that RESTORE creates has a create_date, and its
+	// restore-history row a restore_date, no earlier. Zero for a copy
+	// whose RESTORE was found rather than sent (not known then).
+	InstanceTime time.Time `json:"instance_time,omitzero"`
+	// Replaces is the database that held the name then (the product's own
+	// copy, or the guard would have refused): a RESTORE ... REPLACE cut
+	// short may leave it as it was, or created anew.
+	Replaces *DatabaseRef `json:"replaces,omitempty"`
+	// OtherDatabaseIDs are the ids of every other database of the instance
+	// then: the database the RESTORE creates gets none of them. (SQL Server
+	// hands out the ids of dropped databases again, lowest first, so a
+	// newer database may well have a lower id than an older one.)
+	OtherDatabaseIDs []int64 `json:"other_database_ids,omitempty"`
+	// Set once msdb shows the RESTORE: its restore-history row, the id of
+	// the database it produced, and the instance's GETDATE() then (the
+	// copy was created before it).
+	RestoreHistoryID int64     `json:"restore_history_id,omitempty"`
+	DatabaseID       int64     `json:"database_id,omitempty"`
+	ConfirmedAt      time.Time `json:"confirmed_at,omitzero"`
+}
+
+// DatabaseRef is a database of a verification instance as sys.databases
+// showed it.
+type DatabaseRef struct {
+	ID      int64     `json:"database_id"`
+	Created time.Time `json:"create_date"`
+}
+
+// Confirmed reports whether msdb confirmed the RESTORE.
+func (v *VerifyCopy) Confirmed() bool { return v.RestoreHistoryID != 0 }
+
+// On reports whether v is the copy named verifyDB on instance.
+func (v *VerifyCopy) On(instance, verifyDB string) bool {
+	return v != nil && v.VerifyInstance == instance && v.VerifyDatabase == verifyDB
+}
+
 // Manifest describes one backup set. Field names are part of the on-disk
 // format: change them only with a new SchemaVersion. CreatedAt, UpdatedAt,
 // History, Timings, Failure and Proof.CheckedAt are the worker's clock
@@ -297,6 +354,8 @@ type Manifest struct {
 	Proof     *Proof          `json:"proof,omitempty"`
 	// SanityProof: the sanity checks held on Proof's restore.
 	SanityProof *SanityProof `json:"sanity_proof,omitempty"`
+	// VerifyCopy is the copy the product restores or restored (version 3).
+	VerifyCopy *VerifyCopy `json:"verify_copy,omitempty"`
 
 	// WorkflowID and RunID are the run that owns the set: it claimed the
 	// number (StatePending) and only it writes the set's files.
@@ -592,6 +651,14 @@ func (m *Manifest) Validate() error {
 	if p := m.Proof; p != nil {
 		checkInstants("proof", p.UTCOffsetMinutes, bad, reported{"restored_at", p.RestoredAt, p.RestoredAtUTC})
 	}
+	if v := m.VerifyCopy; v != nil {
+		if v.VerifyInstance == "" || tsql.CheckIdent(v.VerifyDatabase) != nil || v.BackupSetGUID == "" || v.SentAt.IsZero() {
+			bad("verify_copy needs verify_instance, a valid verify_database, backup_set_guid and sent_at")
+		}
+		if (v.RestoreHistoryID != 0) != (v.DatabaseID != 0) || (v.RestoreHistoryID != 0) == v.ConfirmedAt.IsZero() {
+			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
+		}
+	}
 	if f := m.version3Fields(); m.SchemaVersion < 3 && len(f) > 0 {
 		bad("schema_version %d cannot hold %s (version 3 does)", m.SchemaVersion, strings.Join(f, ", "))
 	}
@@ -651,8 +718,8 @@ func (m *Manifest) hasInstants() bool {
 
 // version3Fields are the fields of m that only version 3 has: an offset
 // from UTC, case-safe file names and the entry, the header's writer build,
-// compression algorithm and TDE thumbprint (builds reading only version 2
-// refuse unknown fields).
+// compression algorithm and TDE thumbprint, the verification copy (builds
+// reading only version 2 refuse unknown fields).
 func (m *Manifest) version3Fields() []string {
 	var out []string
 	add := func(set bool, name string) {
@@ -667,6 +734,7 @@ func (m *Manifest) version3Fields() []string {
 	add(h != nil && h.SoftwareVersion != "", "software_version")
 	add(h != nil && h.CompressionAlgorithm != "", "compression_algorithm")
 	add(h != nil && h.TDEThumbprint != "", "tde_thumbprint")
+	add(m.VerifyCopy != nil, "verify_copy")
 	return out
 }
 

@@ -410,3 +410,47 @@ func TestSanityProofIsVersion4(t *testing.T) {
 		t.Errorf("version 3 with a sanity proof: %v", err)
 	}
 }
+
+// TestVerifyCopyIsAVersion3Fact: a manifest recording the verification copy
+// is written as version 3 (a build reading only version 2 refuses unknown
+// fields), reads back as written, and is refused when incomplete.
+func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "manifest-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &VerifyCopy{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", BackupSetGUID: m.Header.BackupSetGUID, SentAt: t0,
+		InstanceTime: t0.Add(time.Hour), Replaces: &DatabaseRef{ID: 7, Created: t0.Add(-24 * time.Hour)}, OtherDatabaseIDs: []int64{1, 2, 3, 4, 5}}
+	m.VerifyCopy = v
+	out, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.SchemaVersion != 3 || back.VerifyCopy == nil || !back.VerifyCopy.On("verify01", "Sales_verify") || back.VerifyCopy.Confirmed() ||
+		back.VerifyCopy.Replaces.ID != 7 || len(back.VerifyCopy.OtherDatabaseIDs) != 5 || !back.VerifyCopy.InstanceTime.Equal(v.InstanceTime) {
+		t.Fatalf("read back as version %d: %+v", back.SchemaVersion, back.VerifyCopy)
+	}
+	if m.VerifyCopy.On("verify01", "sales_verify") || m.VerifyCopy.On("verify02", "Sales_verify") {
+		t.Error("On matches another copy")
+	}
+	v.RestoreHistoryID = 12 // without the database id and confirmed_at
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "recorded together") {
+		t.Errorf("half a confirmation: %v", err)
+	}
+	v.DatabaseID, v.ConfirmedAt = 9, t0.Add(2*time.Hour)
+	if _, err := Encode(m); err != nil || !v.Confirmed() {
+		t.Errorf("confirmed copy: %v", err)
+	}
+	v.SentAt = time.Time{}
+	if _, err := Encode(m); err == nil {
+		t.Error("a copy without sent_at was written")
+	}
+}

@@ -102,6 +102,67 @@ func (d *decoder) check(c *Config) {
 	}
 	d.checkChains(c)
 	d.checkPlatforms(c)
+	d.checkVerifyNotSource(c)
+}
+
+// checkVerifyNotSource refuses a verification instance at the address of a
+// source instance (the same SQL Server under a second name): its copies,
+// replaced and dropped every night, would live beside production databases.
+func (d *decoder) checkVerifyNotSource(c *Config) {
+	sources := map[string]bool{}
+	for _, db := range c.Databases {
+		sources[db.Instance] = true
+	}
+	for _, in := range c.SQLInstances {
+		if len(in.Databases) > 0 {
+			sources[in.Name] = true
+		}
+	}
+	for i, b := range c.BackupServers {
+		v, ok := c.SQLInstance(b.VerifyInstance)
+		if b.VerifyInstance == "" || !ok || sources[v.Name] { // a source as verify_instance: checkCopyTarget
+			continue
+		}
+		for _, in := range c.SQLInstances {
+			if !sources[in.Name] || in.Name == v.Name || !sameAddress(in.Address, v.Address) {
+				continue
+			}
+			path := fmt.Sprintf("backup_servers[%d]", i)
+			kp := join(path, "verify_instance")
+			d.errf(d.line(kp), kp, "%s: verify_instance %s is at %s, the address of source instance %s: a valid backup is restored on another SQL Server, at the remote site; point verify_instance at that server",
+				labelled(path, b.Name), v.Name, v.Address, in.Name)
+			break
+		}
+	}
+}
+
+// sameAddress reports whether two host:port addresses name one endpoint:
+// host names compared case-insensitively without a trailing dot, IP
+// addresses in their canonical form, every loopback name alike, ports as
+// numbers. (Names are not resolved: loading a configuration reaches no
+// server.)
+func sameAddress(a, b string) bool {
+	norm := func(addr string) (string, int, bool) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", 0, false
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return "", 0, false
+		}
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
+		if ip := net.ParseIP(host); ip != nil {
+			if ip.IsLoopback() {
+				return "localhost", p, true
+			}
+			return ip.String(), p, true
+		}
+		return host, p, true
+	}
+	ha, pa, oka := norm(a)
+	hb, pb, okb := norm(b)
+	return oka && okb && ha == hb && pa == pb
 }
 
 func (d *decoder) checkTemporal(c *Config) {
@@ -722,6 +783,12 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	}
 
 	d.checkPolicy(&db.Policy, path, owner, func(k string) bool { return d.given(join(path, k)) })
+	// A fixed name in an entry (as the long-name fix suggests) must still
+	// not be the database's own.
+	if kp := join(path, "verify_name"); db.Name != "" && d.given(kp) && !d.reported[kp] && !strings.Contains(db.VerifyName, "{seq}") &&
+		strings.EqualFold(strings.TrimRight(db.VerifyDatabaseName(0), " "), strings.TrimRight(db.Name, " ")) {
+		d.errf(d.line(kp), kp, "%s: verify_name %q names the copy like the database itself: use a name with a fixed prefix or suffix, e.g. \"{db}_verify\"", owner, db.VerifyName)
+	}
 	d.checkNames(db, path, owner, servers, targets)
 	d.checkMemory(&db.Policy, path, owner)
 	d.checkSanity(db, path, owner)
@@ -816,6 +883,14 @@ func (d *decoder) checkPolicy(p *Policy, path, owner string, only func(key strin
 			d.errf(l, kp, "%s: verify_name %q: only {db}, {instance} and {seq} are replaced", owner, p.VerifyName)
 		case strings.ContainsRune(rest, 0):
 			d.errf(l, kp, "%s: verify_name contains a NUL byte", owner)
+		case strings.TrimSpace(rest) == "":
+			// Placeholders alone name the copy like a database it is not:
+			// "{db}" is the source database's own name, which the
+			// verification instance may host (SQL Server also ignores
+			// trailing blanks when it compares names).
+			d.errf(l, kp, "%s: verify_name %q has no fixed prefix or suffix, so the copy could be named like a production database: add one, e.g. \"{db}_verify\"", owner, p.VerifyName)
+		case path == "defaults" && !strings.Contains(p.VerifyName, "{db}"):
+			d.errf(l, kp, "%s: verify_name %q does not contain {db}, so every database's copy would get one name: use e.g. \"{db}_verify\" (a fixed name belongs in one database's entry)", owner, p.VerifyName)
 		}
 	}
 }

@@ -200,3 +200,58 @@ func TestCheckNamesForConfigsBuiltInCode(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyNameNeedsAFixedAffix: a verify_name that is nothing but
+// placeholders would name the copy like a database that is not one (with
+// "{db}", the source database itself, e.g. on an instance that hosts
+// production too): refused at load, at its line, with the fix. Under
+// defaults it must contain {db}.
+func TestVerifyNameNeedsAFixedAffix(t *testing.T) {
+	for _, tc := range []struct{ where, verifyName, want string }{
+		{"db", "{db}", `databases[0] (Sales): verify_name "{db}" has no fixed prefix or suffix`},
+		{"db", "{db}{seq}", `verify_name "{db}{seq}" has no fixed prefix or suffix`},
+		{"db", "{instance}{db}", `verify_name "{instance}{db}" has no fixed prefix or suffix`},
+		{"db", "{db} ", `verify_name "{db} " has no fixed prefix or suffix`},
+		{"defaults", "{db}", `defaults: verify_name "{db}" has no fixed prefix or suffix`},
+		{"defaults", "verify_{seq}", `defaults: verify_name "verify_{seq}" does not contain {db}`},
+		{"db", "Sales", `databases[0] (Sales): verify_name "Sales" names the copy like the database itself`},
+	} {
+		y := base + "    verify_name: \"" + tc.verifyName + "\"\n"
+		line := lAfterDB
+		if tc.where == "defaults" {
+			y = "defaults:\n  verify_name: \"" + tc.verifyName + "\"\n" + base
+			line = 2
+		}
+		es := parseErrs(t, y)
+		if len(es) != 1 || es[0].Line != line || !strings.Contains(es[0].Msg, tc.want) || !strings.Contains(es[0].Msg, `"{db}_verify"`) {
+			t.Errorf("%s verify_name %q: %v, want one error at line %d: %s ... \"{db}_verify\"", tc.where, tc.verifyName, es, line, tc.want)
+		}
+	}
+	for _, ok := range []string{"{db}_verify", "v_{db}", "{instance}_{db}", "{db}_{seq}", "Stock_copy"} {
+		if es := parseErrs(t, base+"    verify_name: \""+ok+"\"\n"); es != nil {
+			t.Errorf("verify_name %q: %v", ok, es)
+		}
+	}
+}
+
+// TestVerifyInstanceAtASourceAddress: a verification instance whose
+// address is a source instance's (the same SQL Server under two names)
+// would restore, and drop, copies on a production server: refused at
+// load, at its verify_instance line.
+func TestVerifyInstanceAtASourceAddress(t *testing.T) {
+	for _, addr := range []string{"sql01:1433", "SQL01.:01433"} {
+		y := edit(t, "address: verify:1433", "address: "+addr)
+		es := parseErrs(t, y)
+		want := "backup_servers[0] (bak01): verify_instance verify is at " + addr + ", the address of source instance sql01"
+		if len(es) != 2 || es[0].Line != 14 || !strings.Contains(es[0].Msg, want) || !strings.Contains(es[1].Msg, "backup_servers[1] (bak02)") {
+			t.Errorf("verification instance at %s: %v, want errors at the verify_instance lines, first: %s", addr, es, want)
+		}
+	}
+	loop := strings.Replace(edit(t, "address: verify:1433", "address: 127.0.0.1:1433"), "address: sql01:1433", "address: localhost:1433", 1)
+	if es := parseErrs(t, loop); len(es) != 2 {
+		t.Errorf("localhost and 127.0.0.1 on one port: %v, want both verify_instance lines refused", es)
+	}
+	if es := parseErrs(t, edit(t, "address: verify:1433", "address: sql01:1434")); es != nil {
+		t.Errorf("another port of the same host (another instance): %v", es)
+	}
+}

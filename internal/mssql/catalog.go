@@ -3,6 +3,7 @@ package mssql
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -216,13 +217,20 @@ func (db *DB) LastRestoreProof(ctx context.Context, query string, args ...any) (
 	return p, err
 }
 
-// DatabaseState is a database's row of sys.databases (tsql.DatabaseState).
+// DatabaseState is a database's row of sys.databases (tsql.DatabaseState,
+// or tsql.CopyState with the columns after Created).
 type DatabaseState struct {
 	Name  string
 	State string // state_desc: ONLINE, RESTORING, RECOVERING, ...
 	// Created is create_date: for a restored database, when the RESTORE
 	// created it (server local time, labelled UTC like RestoreDate).
 	Created time.Time
+	ID      int64 // database_id
+	// OwnerSID is owner_sid and LoginSID the session's SUSER_SID(), as
+	// 0x... hex ("" when not read).
+	OwnerSID, LoginSID string
+	UserAccess         string    // user_access_desc: MULTI_USER, SINGLE_USER, RESTRICTED_USER
+	Now                time.Time // the server's GETDATE() as it read the row
 }
 
 // DatabaseState runs a database state query (tsql.DatabaseState) and returns
@@ -231,10 +239,37 @@ func (db *DB) DatabaseState(ctx context.Context, query string, args ...any) (*Da
 	var s *DatabaseState
 	err := db.scan(ctx, "read sys.databases", query, args, func(r row) {
 		if s == nil {
-			s = &DatabaseState{Name: r.str("name"), State: strings.TrimSpace(r.str("state_desc")), Created: r.time("create_date")}
+			s = &DatabaseState{Name: r.str("name"), State: strings.TrimSpace(r.str("state_desc")), Created: r.time("create_date"),
+				ID: r.int("database_id"), OwnerSID: r.hex("owner_sid"), LoginSID: r.hex("login_sid"),
+				UserAccess: strings.TrimSpace(r.str("user_access_desc")), Now: r.time("server_now")}
 		}
 	})
 	return s, err
+}
+
+// DatabaseIDs runs tsql.AllDatabaseIDs: every database's id and the
+// server's GETDATE().
+func (db *DB) DatabaseIDs(ctx context.Context, query string) (ids []int64, now time.Time, err error) {
+	err = db.scan(ctx, "read sys.databases", query, nil, func(r row) {
+		ids = append(ids, r.int("database_id"))
+		now = r.time("server_now")
+	})
+	return ids, now, err
+}
+
+// Session is a row of sys.dm_exec_sessions (tsql.SessionsIn).
+type Session struct {
+	ID                   int64
+	Login, Host, Program string
+}
+
+// Sessions runs a session query (tsql.SessionsIn).
+func (db *DB) Sessions(ctx context.Context, query string, args ...any) ([]Session, error) {
+	var out []Session
+	err := db.scan(ctx, "read sys.dm_exec_sessions", query, args, func(r row) {
+		out = append(out, Session{ID: r.int("session_id"), Login: r.str("login_name"), Host: r.str("host_name"), Program: r.str("program_name")})
+	})
+	return out, err
 }
 
 // LastGoodCheckDB runs a tsql.LastGoodCheckDB query: when the database's
@@ -398,6 +433,15 @@ func (r row) time(name string) time.Time {
 		return v
 	}
 	return time.Time{}
+}
+
+// hex reads a varbinary column as 0x... hex ("" for NULL or none).
+func (r row) hex(name string) string {
+	b, ok := r.get(name).([]byte)
+	if !ok || b == nil {
+		return ""
+	}
+	return "0x" + strings.ToUpper(hex.EncodeToString(b))
 }
 
 // thumbprint reads a varbinary thumbprint column as ThumbprintText.

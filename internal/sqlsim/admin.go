@@ -28,6 +28,9 @@ type RestoreSpec struct {
 	// IMMEDIATE, as a DBA restoring a busy database does; without it, other
 	// sessions in the database make the RESTORE fail with 3101.
 	RollbackOthers bool
+	// Login runs the RESTORE as that login of the instance (it owns the
+	// database the RESTORE creates); "" is sa.
+	Login string
 }
 
 // RestoreDatabase runs RESTORE DATABASE on the instance itself, as a DBA at
@@ -78,7 +81,15 @@ func (in *Instance) RestoreDatabase(ctx context.Context, spec RestoreSpec) error
 		b.WriteString("REPLACE, ")
 	}
 	b.WriteString("RECOVERY")
-	s := &session{in: in, login: tds.Login{User: "sa", AppName: "sqlsim RestoreDatabase"}, loginDB: "master", db: "master"}
+	user := "sa"
+	if spec.Login != "" {
+		l := in.principal(spec.Login)
+		if l == nil {
+			return fmt.Errorf("sqlsim: RestoreDatabase: login %q is not defined on %s", spec.Login, in.cfg.Name)
+		}
+		user = l.Name
+	}
+	s := &session{in: in, login: tds.Login{User: user, AppName: "sqlsim RestoreDatabase"}, loginDB: "master", db: "master"}
 	err := s.Exec(ctx, tds.Request{SQL: b.String(), Params: params, RPC: true}, discardWriter{})
 	switch {
 	case err == nil:

@@ -314,7 +314,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	x.in.mu.Unlock()
 	start := time.Now()
 	x.in.mu.Lock()
-	lastGood := d.LastGoodCheckDB
+	lastGood, access := d.LastGoodCheckDB, d.UserAccess
 	x.in.mu.Unlock()
 	mediaSet, backupSet := newGUID(), newGUID()
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
@@ -324,7 +324,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
 		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat,
-		LastGoodCheckDB: lastGood}
+		LastGoodCheckDB: lastGood, UserAccess: access}
 	if o.compression {
 		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
 	}

@@ -92,6 +92,21 @@ func (e *env) call(f *funcExpr) (any, error) {
 		// The login's name as defined on the server, whatever case the
 		// client typed it in.
 		return x.in.loginName(x.s.login.User), nil
+	case "SUSER_SID":
+		// The session's login, or the login named by the argument
+		// (https://learn.microsoft.com/en-us/sql/t-sql/functions/suser-sid-transact-sql).
+		name := x.s.login.User
+		if len(f.args) > 0 {
+			v, err := e.arg(f, 0)
+			if err != nil || v == nil {
+				return nil, err
+			}
+			name = toString(v)
+		}
+		if sid := x.in.loginSIDByName(name); sid != nil {
+			return append([]byte(nil), sid...), nil
+		}
+		return nil, nil
 	case "USER_NAME", "CURRENT_USER":
 		if l := x.impersonated(); l != nil && l.dbPrincipal {
 			return l.user, nil

@@ -342,10 +342,18 @@ func (in *Instance) createDatabase(spec DatabaseSpec, owner string) error {
 		in.mu.Unlock()
 		return fmt.Errorf("sqlsim: database %q already exists on %s; drop it first or pick another name", spec.Name, in.cfg.Name)
 	}
-	id := in.cat.NextDBID
-	in.cat.NextDBID++
+	id := in.newDatabaseIDLocked()
+	if in.pendingIDs == nil {
+		in.pendingIDs = map[int]bool{}
+	}
+	in.pendingIDs[id] = true // until the database is in the catalog
 	lsn := in.nextLSN(1000)
 	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.pendingIDs, id)
+		in.mu.Unlock()
+	}()
 	files, err := layoutFiles(spec, id, filepath.Join(in.cfg.DataDir, "data"))
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)

@@ -1,6 +1,8 @@
 package sqlsim
 
 import (
+	"slices"
+
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
@@ -85,10 +87,18 @@ func (in *Instance) restoringLocked(name string, self *session) bool {
 
 // alterDatabase handles SET SINGLE_USER/MULTI_USER/RESTRICTED_USER and
 // READ_ONLY/READ_WRITE [WITH ROLLBACK IMMEDIATE]: other sessions' requests
-// against the database are cancelled and their sessions moved to master.
+// against the database are cancelled, and the connections of the sessions
+// in it are closed, as KILL closes them: "If other users are connected to
+// the database at the time that you set the database to single-user mode,
+// their connections to the database will be closed without warning" ("Set
+// a database to single-user mode",
+// https://learn.microsoft.com/en-us/sql/relational-databases/databases/set-a-database-to-single-user-mode).
 // READ_ONLY and READ_WRITE need exclusive access: without ROLLBACK, another
 // session in the database fails the statement with 5070
 // (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-database-transact-sql-set-options#database_update).
+// On a RESTORING database the statement fails with 5052 and 5069; SQL
+// Server's exact answer there (the number, and whether the rest of the
+// batch runs) is not documented.
 func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	v, err := (&env{x: x}).eval(n.db)
 	if err != nil {
@@ -139,20 +149,28 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 		}
 	}
 	rolledBack := false
+	var closed []uint16
 	if exclusive {
+		for _, s := range x.in.sessions {
+			if s != x.s && x.in.sameName(s.Database(), d.Name) {
+				closed = append(closed, s.id)
+				// Out of the database at once, whenever its connection
+				// is seen closed.
+				s.setDatabase("master")
+			}
+		}
 		for r := range x.in.requests {
-			if r.dbID == d.ID && r.sessionID != int(x.s.id) {
+			if r.dbID == d.ID && r.sessionID != int(x.s.id) || slices.Contains(closed, uint16(r.sessionID)) {
+				if slices.Contains(closed, uint16(r.sessionID)) {
+					r.killed.Store(true)
+				}
 				r.cancel()
 				rolledBack = true
 			}
 		}
-		for _, s := range x.in.sessions {
-			if s != x.s && x.in.sameName(s.Database(), d.Name) {
-				s.setDatabase("master")
-				rolledBack = true
-			}
-		}
+		rolledBack = rolledBack || len(closed) > 0
 	}
+	srv := x.in.srv
 	switch n.option {
 	case "READ_ONLY":
 		d.ReadOnly = true
@@ -167,6 +185,11 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	}
 	err = x.in.saveCatalog()
 	x.in.mu.Unlock()
+	if srv != nil {
+		for _, id := range closed {
+			srv.DropConnection(id)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -48,10 +48,12 @@
 //	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
 //	    that (re)created it; state_desc RESTORING while a RESTORE runs into it or after one was cut short
-//	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE
+//	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE;
+//	    sys.databases.owner_sid (the login whose RESTORE created the database, 0x01 for sa; database_id:
+//	    the lowest free one, as dropped databases' ids are handed out again)
 //	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
 //	    UserAccess, Recovery, Updateability, LastGoodCheckDbTime), HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, IS_MEMBER,
-//	    SUSER_SNAME, ORIGINAL_LOGIN, GETDATE, GETUTCDATE,
+//	    SUSER_SNAME, SUSER_SID, ORIGINAL_LOGIN, GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
 //	    predicates: = <> < > <= >=, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (list), [NOT] LIKE, [NOT] EXISTS (SELECT ...)
 //	Generated tables (dbo.Orders, dbo.Customers, ...) answer only COUNT(*), COUNT_BIG(*), MAX(col) and
@@ -98,7 +100,9 @@
 //	DROP DATABASE [IF EXISTS] [x]; ALTER DATABASE [x] SET SINGLE_USER|MULTI_USER|READ_ONLY|READ_WRITE|
 //	    OFFLINE|ONLINE [WITH ROLLBACK IMMEDIATE]   (READ_ONLY, READ_WRITE and OFFLINE need the database to
 //	    themselves: another session in it is 5070 + 5069 unless WITH ROLLBACK; a READ_ONLY database refuses
-//	    writes with 3906 and still backs up); SET TRUSTWORTHY ON|OFF (sysadmin, else 15247 + 5069; a RESTORE
+//	    writes with 3906 and still backs up; the connections of the other sessions in the database are
+//	    closed, as KILL closes them; a RESTORE gives the copy the user access its source had at BACKUP);
+//	    SET TRUSTWORTHY ON|OFF (sysadmin, else 15247 + 5069; a RESTORE
 //	    leaves it OFF), SET PAGE_VERIFY CHECKSUM|TORN_PAGE_DETECTION|NONE
 //	RESTORE DATABASE ... WITH NEW_BROKER | ENABLE_BROKER | ERROR_BROKER_CONVERSATIONS   (sys.databases
 //	    .service_broker_guid and is_broker_enabled: without one the copy keeps its source's GUID, delivery off)
@@ -347,7 +351,8 @@
 // SetShareQuota emulate a dead, flaky or full backup server; SetTempdbFull
 // makes DBCC CHECKDB stop before checking (1105 + 8921, tempdb out of
 // space), CheckDBError makes the next one raise 7984-7988, 2537 or 211,
-// HoldCheckDB holds CHECKDBs in a phase; SetDataFileReadError makes a data
+// HoldCheckDB holds CHECKDBs in a phase, StampCreateLate makes the next
+// RESTORE create its database minutes after its restore_date; SetDataFileReadError makes a data
 // file unreadable (3203 with OS error 23 or 1117 on BACKUP); FailQueries
 // answers batches containing a text with an error of a state the emulator
 // does not model (6263, CLR off). Statements lists

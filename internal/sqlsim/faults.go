@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -35,6 +36,9 @@ type faultState struct {
 	checkDBError int32
 	dataRead     map[string]int // "db\x00fileID" -> OS error reading it (SetDataFileReadError)
 	queries      map[string]*tds.Error
+	// createLate is how long after its start the next RESTORE DATABASE
+	// creates its database (StampCreateLate), one-shot.
+	createLate time.Duration
 }
 
 func (f *faultState) init() {

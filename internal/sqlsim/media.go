@@ -137,6 +137,12 @@ type mediaHeader struct {
 	// BACKUP read it: wall-clock text on the source's clock (see
 	// database.LastGoodCheckDB); RESTORE gives it to the copy.
 	LastGoodCheckDB string `json:"last_good_checkdb,omitempty"`
+	// UserAccess is the source database's SINGLE_USER, RESTRICTED_USER or
+	// MULTI_USER at the time of the backup ("" reads as MULTI_USER): a
+	// database option, kept in the database itself, so a RESTORE gives it
+	// to the copy (HEADERONLY IsSingleUser: "1 = Database was single user
+	// at time of backup", "RESTORE Statements - HEADERONLY (Transact-SQL)").
+	UserAccess string `json:"user_access,omitempty"`
 }
 
 type mediaTrailer struct {

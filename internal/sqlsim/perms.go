@@ -1,6 +1,7 @@
 package sqlsim
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -393,18 +394,39 @@ func (x *execCtx) mayRestore(s *restoreStmt, op string) error {
 
 // restoredOwner is the owner of a database a RESTORE (re)creates: an
 // existing database keeps its owner, a new one is owned by the login that
-// restored it. in.mu is held by the caller.
+// restored it, sysadmin or not ("Your login information Security
+// Identifier (SID) is automatically saved when you create a database ... as
+// the database owner in the corresponding database row in the sys.databases
+// table", MSSQLSERVER_15517,
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-15517-database-engine-error).
+// Whether RESTORE ... REPLACE keeps the replaced database's owner is not
+// documented; the emulator keeps it. in.mu is held by the caller.
 func (x *execCtx) restoredOwner(existing *database) string {
 	if existing != nil {
 		return existing.Owner
 	}
-	if x.s.id == 0 {
-		return "" // the instance's own RESTORE: sa
-	}
-	if l := x.in.logins[strings.ToLower(x.s.login.User)]; l != nil && !l.Sysadmin {
+	if l := x.in.logins[strings.ToLower(x.s.login.User)]; l != nil && !strings.EqualFold(l.Name, "sa") {
 		return l.Name
 	}
 	return "" // sa
+}
+
+// saSID is the SID of the sa login: 0x01 ("sa ... SID 0x01", "Server-level
+// roles" and sys.server_principals on Microsoft Learn).
+var saSID = []byte{0x01}
+
+// loginSIDByName is the SID of the login named name (loginSID): 0x01 for
+// sa; nil for a name that is no login of the instance (SUSER_SID: "Returns
+// NULL" when the login is not found, https://learn.microsoft.com/en-us/sql/t-sql/functions/suser-sid-transact-sql).
+func (in *Instance) loginSIDByName(name string) []byte {
+	if name == "" || strings.EqualFold(name, "sa") {
+		return saSID
+	}
+	l := in.principal(name)
+	if l == nil {
+		return nil
+	}
+	return in.loginSID(l)
 }
 
 // mayCheckDB: DBCC CHECKDB needs sysadmin or db_owner (the owner counts)
@@ -763,4 +785,18 @@ func (in *Instance) offline(d *database) bool {
 // DATABASE or VIEW ANY DEFINITION.
 func (in *Instance) seesAllFiles(l *Login) bool {
 	return l.hasServer("CREATE ANY DATABASE") || l.hasServer("ALTER ANY DATABASE") || l.hasServer("VIEW ANY DEFINITION")
+}
+
+// ownerSID is sys.databases.owner_sid of d: its owner's SID, sa's for a
+// database without one (the system databases, CreateDatabase's). An owner
+// whose login was dropped keeps the SID it had.
+func (in *Instance) ownerSID(d *database) []byte {
+	if d.Owner == "" {
+		return saSID
+	}
+	if sid := in.loginSIDByName(d.Owner); sid != nil {
+		return sid
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(d.Owner)))
+	return sum[:16]
 }

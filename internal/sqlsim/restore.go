@@ -298,7 +298,7 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
 		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
 		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
-		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, false, h.Checksums, false, false,
+		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, false,
 		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
 		t.SetStored, int64(h.Containment), nil, nil, nil}
 	if newer {
@@ -571,7 +571,7 @@ func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bo
 func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) error {
 	// msdb.dbo.restorehistory.restore_date is the "Date and time of the start
 	// of the restore operation" (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/restorehistory-transact-sql).
-	began := time.Now()
+	began := x.in.serverTime(time.Now())
 	h := stripes[0].hdr
 	family := headerFamilyGUID(h)
 	v, err := (&env{x: x}).eval(s.db)
@@ -717,18 +717,28 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		x.in.mu.Unlock()
 		return opError(op, sqlErr(3154, 16, "The backup set holds a backup of a database other than the existing '%s' database.", name))
 	}
-	id := x.in.cat.NextDBID
+	if lag := x.in.faults.createLate; lag > 0 { // StampCreateLate
+		x.in.faults.createLate = 0
+		x.in.clockAhead.Add(int64(lag))
+	}
+	// A database RESTORE creates gets a free id; one it replaces keeps its
+	// own.
+	id := 0
 	if existing != nil {
 		id = existing.ID
 	} else {
-		x.in.cat.NextDBID++
+		id = x.in.newDatabaseIDLocked()
 	}
 	// RESTORE creates the database anew: sys.databases.create_date ("Date the
 	// database was created or renamed",
 	// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql)
 	// is now, not the source's, and state_desc is RESTORING until the last
 	// page is in (or for good, when the RESTORE is cut short).
-	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: "MULTI_USER", State: "RESTORING",
+	access := h.UserAccess
+	if access == "" {
+		access = "MULTI_USER"
+	}
+	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: access, State: "RESTORING",
 		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint, Containment: h.Containment, LastGoodCheckDB: h.LastGoodCheckDB}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
@@ -829,7 +839,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: stripes[0].trl.SetRawBytes,
 			CompSize: stripes[0].trl.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: family})
 	}
-	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: x.in.serverTime(began),
+	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: began,
 		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: !noRecovery})
 	x.in.cat.NextRestoreID++
 	serr = x.in.saveCatalog()

@@ -93,6 +93,9 @@ func (e *env) exprColumn(x expr, name string) tds.Column {
 		case "SYSDATETIME", "SYSUTCDATETIME":
 			c.Type = tds.TypeDateTime2
 			return c
+		case "SUSER_SID":
+			c.Type, c.Size = tds.TypeVarBinary, 85 // varbinary(85)
+			return c
 		}
 		c.Type, c.Size = tds.TypeNVarChar, 4000
 		return c

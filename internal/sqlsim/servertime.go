@@ -28,7 +28,22 @@ func (in *Instance) serverTime(t time.Time) time.Time {
 	if loc == nil {
 		loc = time.UTC
 	}
-	return t.In(loc)
+	return t.Add(time.Duration(in.clockAhead.Load())).In(loc)
+}
+
+// StampCreateLate makes the next RESTORE DATABASE create its database d
+// after the restore began, as a RESTORE does that first reads the headers
+// of many stripes and zeroes a large log without instant file
+// initialization: restorehistory.restore_date keeps the start, while
+// sys.databases.create_date, GETDATE() and every later time of the instance
+// are d later (its clock moves d ahead at that point and stays there).
+// Whether SQL Server stamps create_date when a RESTORE begins or once the
+// files exist is not documented (sys.databases: "Date the database was
+// created or renamed"); this is the late end of what it may do.
+func (in *Instance) StampCreateLate(d time.Duration) {
+	in.mu.Lock()
+	in.faults.createLate = d
+	in.mu.Unlock()
 }
 
 // wallClock is t's date and time of day as a datetime holds them, without

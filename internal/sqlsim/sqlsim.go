@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -118,6 +119,12 @@ type Instance struct {
 	// guarded by mu.
 	xpCmdShell bool
 	xpRuns     []XPCmdShellRun
+	// pendingIDs are database ids CreateDatabase holds while it writes the
+	// files, guarded by mu.
+	pendingIDs map[int]bool
+	// clockAhead is how far the server's clock runs ahead of the host's
+	// (StampCreateLate), in nanoseconds.
+	clockAhead atomic.Int64
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -603,6 +610,31 @@ func (in *Instance) allDatabases() []database {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// newDatabaseIDLocked is the database_id a database created now gets: the
+// lowest one no database has. SQL Server hands out the ids of dropped
+// databases again, lowest gap first; Microsoft Learn does not say how ids
+// are chosen (sys.databases: "ID of the database, unique within an instance
+// of SQL Server"), practitioners observe the reuse (e.g. "Does DB_ID use
+// identity column or Sequence?", jayanthkurup.com), so nothing may take a
+// higher id for a newer database. in.mu is held.
+func (in *Instance) newDatabaseIDLocked() int {
+	used := map[int]bool{}
+	for _, d := range systemDatabases {
+		used[d.ID] = true
+	}
+	for _, d := range in.cat.Databases {
+		used[d.ID] = true
+	}
+	id := 5
+	for used[id] || in.pendingIDs[id] {
+		id++
+	}
+	if id >= in.cat.NextDBID {
+		in.cat.NextDBID = id + 1
+	}
+	return id
 }
 
 // restoring reports whether d is in the middle of a RESTORE.

@@ -178,8 +178,8 @@ type metadata struct {
 	BrokerEnabled bool `json:"broker_enabled,omitempty"`
 	// ReadOnly is the READ_ONLY option as the database keeps it: a restored
 	// copy of a read-only database is read-only too.
-	ReadOnly bool `json:"read_only,omitempty"`
-	Views    []*viewDef  `json:"views,omitempty"` // CREATE VIEW (createdb.go)
+	ReadOnly bool       `json:"read_only,omitempty"`
+	Views    []*viewDef `json:"views,omitempty"` // CREATE VIEW (createdb.go)
 }
 
 type tableDef struct {

@@ -157,9 +157,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			col(qual, "is_encrypted", tds.TypeBit, 0),
 			// 0 NONE, 1 PARTIAL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql).
 			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60),
-			// Who owns it, whether it is trusted, how its pages are
-			// verified and Service Broker's state (security.go,
-			// restore.go): options a restore carries or resets.
+			// Who owns it ("SID (Security-Identifier) of the external owner
+			// of the database, as registered to the server": the login that
+			// created or restored it, sa for the system databases), whether
+			// it is trusted, how its pages are verified and Service Broker's
+			// state (security.go, restore.go): options a restore carries or
+			// resets.
 			col(qual, "owner_sid", tds.TypeVarBinary, 85), col(qual, "is_trustworthy_on", tds.TypeBit, 0),
 			col(qual, "page_verify_option_desc", tds.TypeNVarChar, 60), col(qual, "is_broker_enabled", tds.TypeBit, 0),
 			col(qual, "service_broker_guid", tds.TypeUniqueIdentifier, 0)}
@@ -185,10 +188,6 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if db.Containment == 1 {
 				containment = "PARTIAL"
 			}
-			owner := []byte{0x01}
-			if l := x.in.principal(db.Owner); db.Owner != "" && l != nil {
-				owner = x.in.loginSID(l)
-			}
 			verify, broker, brokerGUID := "CHECKSUM", db.Name == "msdb", any(nil)
 			if !db.system && state == 0 {
 				if md, err := x.in.readMetadata(&db); err == nil {
@@ -200,7 +199,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
 				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment,
-				owner, db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID})
+				x.in.ownerSID(&db), db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),

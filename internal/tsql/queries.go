@@ -68,17 +68,65 @@ func CheckDB(db string, opts ...CheckDBOption) (string, error) {
 }
 
 // DropDatabase builds one idempotent batch that drops db if it exists,
-// first forcing other sessions out (SET SINGLE_USER WITH ROLLBACK IMMEDIATE)
-// so a forgotten connection cannot keep the verification copy alive. Safe to
-// run again after a retry: a database that is already gone is not an error.
+// first forcing other sessions out of an ONLINE one (SET SINGLE_USER WITH
+// ROLLBACK IMMEDIATE) so a forgotten connection cannot keep the
+// verification copy alive. A RESTORING database (a RESTORE cut short) has
+// no sessions and cannot be altered, only dropped: the ALTER is not sent
+// to it ("ALTER DATABASE is not permitted while a database is in the
+// Restoring state"; DATABASEPROPERTYEX 'Status',
+// https://learn.microsoft.com/en-us/sql/t-sql/functions/databasepropertyex-transact-sql).
+// Safe to run again after a retry: a database that is already gone is not
+// an error.
 func DropDatabase(db string) (string, error) {
 	q, err := QuoteIdent(db)
 	if err != nil {
 		return "", fmt.Errorf("DROP DATABASE: %w", err)
 	}
 	return "IF DB_ID(" + QuoteString(db) + ") IS NOT NULL\nBEGIN\n" +
-		"    ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n" +
+		"    IF DATABASEPROPERTYEX(" + QuoteString(db) + ", 'Status') = N'ONLINE'\n" +
+		"        ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n" +
 		"    DROP DATABASE " + q + ";\nEND", nil
+}
+
+// SetSingleUser builds ALTER DATABASE [db] SET SINGLE_USER WITH ROLLBACK
+// IMMEDIATE: the other sessions in db are rolled back and their
+// connections closed ("If other users are connected to the database at the
+// time that you set the database to single-user mode, their connections to
+// the database will be closed without warning", "Set a database to
+// single-user mode",
+// https://learn.microsoft.com/en-us/sql/relational-databases/databases/set-a-database-to-single-user-mode),
+// so that a RESTORE ... REPLACE gets the exclusive access it needs (3101
+// otherwise).
+func SetSingleUser(db string) (string, error) {
+	q, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("ALTER DATABASE SET SINGLE_USER: %w", err)
+	}
+	return "ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE", nil
+}
+
+// SetMultiUser builds ALTER DATABASE [db] SET MULTI_USER: every user with
+// the right to connect may ("ALTER DATABASE SET Options", <db_user_access_option>,
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-database-transact-sql-set-options).
+func SetMultiUser(db string) (string, error) {
+	q, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("ALTER DATABASE SET MULTI_USER: %w", err)
+	}
+	return "ALTER DATABASE " + q + " SET MULTI_USER", nil
+}
+
+// SessionsIn returns the query for the other sessions whose database is db:
+// rows (session_id smallint, login_name, host_name, program_name nvarchar)
+// of sys.dm_exec_sessions. A login sees the other sessions only with VIEW
+// SERVER STATE
+// (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-sessions-transact-sql#permissions).
+func SessionsIn(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("session lookup: %w", err)
+	}
+	return "SELECT session_id, login_name, host_name, program_name FROM sys.dm_exec_sessions " +
+		"WHERE database_id = DB_ID(@p1) AND session_id <> @@SPID ORDER BY session_id", []any{db}, nil
 }
 
 // DatabaseExists returns the query for a database's id: one row
@@ -242,18 +290,23 @@ func DatabaseState(db string) (string, []any, error) {
 	return "SELECT name, state_desc, create_date FROM sys.databases WHERE name = @p1", []any{db}, nil
 }
 
-// IsBackupSetName reports whether name is a NAME = this product gives its
-// backup sets (BackupSetName of some sequence): how a database restored by
-// backupcycle is told from one somebody else restored or created.
-func IsBackupSetName(name string) bool {
-	digits, ok := strings.CutPrefix(name, strings.TrimSuffix(BackupSetName(0), fmt.Sprintf("%08d", 0)))
-	if !ok || len(digits) < 8 {
-		return false
+// CopyState returns the query for what a verification instance says about
+// a copy db before anything destructive is done to it: one row (name,
+// database_id int, state_desc, create_date datetime, owner_sid
+// varbinary(85), user_access_desc, login_sid varbinary(85) = SUSER_SID(),
+// server_now datetime = GETDATE()) or none. owner_sid is "SID
+// (Security-Identifier) of the external owner of the database" (sys.databases,
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql):
+// the login whose RESTORE created it; SUSER_SID() is this session's login
+// (https://learn.microsoft.com/en-us/sql/t-sql/functions/suser-sid-transact-sql).
+func CopyState(db string) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("database state lookup: %w", err)
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return "SELECT name, database_id, state_desc, create_date, owner_sid, user_access_desc, SUSER_SID() AS login_sid, " +
+		"GETDATE() AS server_now FROM sys.databases WHERE name = @p1", []any{db}, nil
 }
+
+// AllDatabaseIDs is the query for the id of every database with the
+// instance's GETDATE(): rows (database_id int, server_now datetime).
+const AllDatabaseIDs = "SELECT database_id, GETDATE() AS server_now FROM sys.databases"

@@ -36,16 +36,38 @@ func TestRestoreProofAndDatabaseState(t *testing.T) {
 	}
 }
 
-func TestIsBackupSetName(t *testing.T) {
-	for _, seq := range []int64{0, 1, 42, 99999999, 123456789} {
-		if n := BackupSetName(seq); !IsBackupSetName(n) {
-			t.Errorf("IsBackupSetName(%q) = false for the product's own name", n)
-		}
+// What the ownership guard reads and sends: the name is a parameter in
+// every query, and quoted in every statement.
+func TestOwnCopyQueries(t *testing.T) {
+	hostile := "Sales]; DROP DATABASE x--_verify"
+	q, args, err := CopyState(hostile)
+	if err != nil || q != "SELECT name, database_id, state_desc, create_date, owner_sid, user_access_desc, SUSER_SID() AS login_sid, "+
+		"GETDATE() AS server_now FROM sys.databases WHERE name = @p1" || len(args) != 1 || args[0] != hostile {
+		t.Fatalf("CopyState: %s %v %v", q, args, err)
 	}
-	for _, n := range []string{"", "backupcycle seq ", "backupcycle seq 0000001", "backupcycle seq 0000000x",
-		"Backupcycle seq 00000001", "x backupcycle seq 00000001", "Sales-Full Database Backup", "backupcycle seq 00000001 "} {
-		if IsBackupSetName(n) {
-			t.Errorf("IsBackupSetName(%q) = true", n)
+	q, args, err = SessionsIn(hostile)
+	if err != nil || q != "SELECT session_id, login_name, host_name, program_name FROM sys.dm_exec_sessions "+
+		"WHERE database_id = DB_ID(@p1) AND session_id <> @@SPID ORDER BY session_id" || len(args) != 1 || args[0] != hostile {
+		t.Fatalf("SessionsIn: %s %v %v", q, args, err)
+	}
+	if s, err := SetSingleUser(hostile); err != nil || s != "ALTER DATABASE [Sales]]; DROP DATABASE x--_verify] SET SINGLE_USER WITH ROLLBACK IMMEDIATE" {
+		t.Fatalf("SetSingleUser: %s %v", s, err)
+	}
+	if s, err := SetMultiUser(hostile); err != nil || s != "ALTER DATABASE [Sales]]; DROP DATABASE x--_verify] SET MULTI_USER" {
+		t.Fatalf("SetMultiUser: %s %v", s, err)
+	}
+	for _, bad := range []string{"", strings.Repeat("x", 129), "a\x00b"} {
+		if _, _, err := CopyState(bad); err == nil {
+			t.Errorf("CopyState(%q) accepted", bad)
+		}
+		if _, _, err := SessionsIn(bad); err == nil {
+			t.Errorf("SessionsIn(%q) accepted", bad)
+		}
+		if _, err := SetSingleUser(bad); err == nil {
+			t.Errorf("SetSingleUser(%q) accepted", bad)
+		}
+		if _, err := SetMultiUser(bad); err == nil {
+			t.Errorf("SetMultiUser(%q) accepted", bad)
 		}
 	}
 }

@@ -177,7 +177,8 @@ func TestCheckDBAndDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "IF DB_ID(N'O''Brien]') IS NOT NULL\nBEGIN\n    ALTER DATABASE [O'Brien]]] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n    DROP DATABASE [O'Brien]]];\nEND"
+	want := "IF DB_ID(N'O''Brien]') IS NOT NULL\nBEGIN\n    IF DATABASEPROPERTYEX(N'O''Brien]', 'Status') = N'ONLINE'\n" +
+		"        ALTER DATABASE [O'Brien]]] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n    DROP DATABASE [O'Brien]]];\nEND"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

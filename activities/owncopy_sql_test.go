@@ -1,0 +1,361 @@
+package activities
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// The product knows its own verification copy, and only its own: what it
+// is about to restore is recorded in the set's manifest before the RESTORE
+// is sent, and a copy counts as its own only when the verification
+// instance agrees (owner, database id, create_date, restore history).
+
+// reader opens a session in database db of the verification instance, as
+// a reporting tool on report01 would, and checks that it works.
+func (f *sqlFixture) reader(db string) *sql.Conn {
+	f.t.Helper()
+	pool, err := sql.Open("sqlserver", f.verify.DSN("sa", sqlPassword, db)+"&app+name=reporting-tool&workstation+id=report01")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { pool.Close() })
+	conn, err := pool.Conn(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "SELECT COUNT_BIG(*) FROM sys.databases"); err != nil {
+		f.t.Fatalf("reader in %s: %v", db, err)
+	}
+	return conn
+}
+
+// observe sends the activities' log to an observer.
+func (f *sqlFixture) observe() *observer.ObservedLogs {
+	core, logs := observer.New(zapcore.InfoLevel)
+	f.acts.Log = zap.New(core)
+	return logs
+}
+
+// cutRestore runs a Restore that the verification instance's crash cuts
+// short mid-RESTORE (no restore history row), and brings the instance back:
+// the copy is left RESTORING. What runs next is a new activity (no
+// heartbeat details).
+func (f *sqlFixture) cutRestore(verify VerifyInput) {
+	f.t.Helper()
+	f.verify.SetThrottle(2 << 20)
+	if err := f.verify.CrashAt(sqlsim.OpRestore, 50); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.run(f.acts.Restore, verify, nil); errorTypeOf(err) != ErrSQLHostUnreachable {
+		f.t.Fatalf("restore through a crash: %v, want SQLHostUnreachable", err)
+	}
+	if err := f.verify.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.verify.SetThrottle(0)
+	f.wantState("Sales_verify", "RESTORING")
+	f.env.SetHeartbeatDetails(nil)
+}
+
+// wantState checks a database's state on the verification instance.
+func (f *sqlFixture) wantState(name, state string) {
+	f.t.Helper()
+	st, err := databaseState(context.Background(), f.verifySQL(), name)
+	if err != nil || st == nil || st.State != state {
+		f.t.Fatalf("%s: %+v %v, want %s", name, st, err, state)
+	}
+}
+
+// foreignRestoring leaves a RESTORING Sales_verify from someone else's
+// RESTORE (login dba) of the set's stripes, cut short by a crash.
+func (f *sqlFixture) foreignRestoring(verify VerifyInput) {
+	f.t.Helper()
+	if err := f.verify.SetLogin(sqlsim.Login{Name: "dba", Password: sqlPassword, Sysadmin: true}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.verify.SetThrottle(2 << 20)
+	if err := f.verify.CrashAt(sqlsim.OpRestore, 50); err != nil {
+		f.t.Fatal(err)
+	}
+	err := f.verify.RestoreDatabase(context.Background(), sqlsim.RestoreSpec{Database: "Sales_verify", Stripes: f.stripes(verify),
+		Replace: true, Login: "dba", Move: map[string]string{"Sales'data": `D:\restore\dba.mdf`, "Sales'data_2": `D:\restore\dba.ndf`,
+			"Sales'data_log": `D:\restore\dba.ldf`}})
+	if err == nil {
+		f.t.Fatal("the DBA's restore was not cut short")
+	}
+	if err := f.verify.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.verify.SetThrottle(0)
+	f.wantState("Sales_verify", "RESTORING")
+}
+
+// stripes are the set's stripes on its remote server, as the verification
+// instance reaches them.
+func (f *sqlFixture) stripes(verify VerifyInput) []string {
+	f.t.Helper()
+	srv, _ := f.cfg.BackupServer(verify.Server)
+	m := f.load(verify.Server, verify.Sequence)
+	layout, err := tsql.Layout(srv.UNCPaths, m.Names(), verify.Sequence, len(m.Stripes))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tsql.Paths(layout)
+}
+
+// intendRestore records in the set's manifest the RESTORE into its copy an
+// earlier attempt was about to send, as Restore records it first.
+func (f *sqlFixture) intendRestore(verify VerifyInput) {
+	f.t.Helper()
+	ctx := context.Background()
+	db, srv, inst, verifyDB, err := f.acts.verifyTarget(verify)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	st, err := databaseState(ctx, f.verifySQL(), verifyDB)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	v, err := copyIntent(ctx, f.verifySQL(), inst.Name, verifyDB, f.setGUID(verify.Sequence), st, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.acts.updateManifest(ctx, db, verify.Sequence, []string{"bak01", "bak02"}, []string{srv.Name}, func(m *catalog.Manifest) error {
+		m.VerifyCopy = v
+		return nil
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// refusedIntact runs fn and wants VerifyDatabaseInUse, with no RESTORE or
+// DROP sent.
+func (f *sqlFixture) refusedIntact(what string, fn any, in VerifyInput) {
+	f.t.Helper()
+	restores, drops := f.verifyRestores(), len(statements(f.verify, "DROP DATABASE"))
+	err := f.run(fn, in, nil)
+	if errorTypeOf(err) != ErrVerifyDatabaseInUse || !strings.Contains(err.Error(), `"Sales_verify"`) {
+		f.t.Fatalf("%s: %v, want VerifyDatabaseInUse naming Sales_verify", what, err)
+	}
+	if n, d := f.verifyRestores(), len(statements(f.verify, "DROP DATABASE")); n != restores || d != drops {
+		f.t.Fatalf("%s: %d RESTORE and %d DROP statements ran", what, n-restores, d-drops)
+	}
+}
+
+// TestRestoreForcesReadersOutOfItsOwnCopy: a reporting session holds the
+// copy a previous cycle kept (keep_verify_db). The next cycle's RESTORE
+// ... REPLACE succeeds: the session is forced out first (SINGLE_USER WITH
+// ROLLBACK IMMEDIATE), and the log names it. The new copy is MULTI_USER.
+func TestRestoreForcesReadersOutOfItsOwnCopy(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	f.must(f.acts.Restore, first, nil)
+	conn := f.reader("Sales_verify")
+	logs := f.observe()
+	_, second := f.copiedSet()
+	if err := f.run(f.acts.Restore, second, nil); err != nil {
+		t.Fatalf("restore over its own copy with a reader in it: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err == nil {
+		t.Error("the reader's session survived the restore over its database")
+	}
+	found := false
+	for _, e := range logs.All() {
+		m := e.ContextMap()
+		if strings.Contains(e.Message, "disconnected") && m["login"] == "sa" && m["host"] == "report01" && m["program"] == "reporting-tool" &&
+			m["verify_db"] == "Sales_verify" {
+			found = true
+		}
+	}
+	if !found {
+		var msgs []string
+		for _, e := range logs.All() {
+			msgs = append(msgs, e.Message)
+		}
+		t.Errorf("no log line names the disconnected session (login sa, host report01, program reporting-tool): %q", msgs)
+	}
+	p, err := lastRestoreProof(context.Background(), f.verifySQL(), "Sales_verify")
+	if err != nil || p == nil || !sameGUID(p.BackupSetGUID, f.setGUID(second.Sequence)) {
+		t.Fatalf("restore history %+v %v, want the second set", p, err)
+	}
+	if v, _, err := f.verifySQL().QueryValue(context.Background(), "access", "SELECT user_access_desc FROM sys.databases WHERE name = N'Sales_verify'"); err != nil || v != "MULTI_USER" {
+		t.Fatalf("user access of the new copy: %v %v, want MULTI_USER", v, err)
+	}
+	f.reader("Sales_verify") // readers come back
+}
+
+// TestRestoreLeavesAForeignDatabaseWithAReader: a database of the copy's
+// name that backupcycle did not restore, with a session in it, is left
+// alone: VerifyDatabaseInUse, and the session still works.
+func TestRestoreLeavesAForeignDatabaseWithAReader(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, verify := f.copiedSet()
+	if err := f.verify.CreateDatabase(sqlsim.DatabaseSpec{Name: "Sales_verify", Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	conn := f.reader("Sales_verify")
+	f.refusedIntact("restore over a foreign database with a reader", f.acts.Restore, verify)
+	if _, err := conn.ExecContext(context.Background(), "SELECT 1"); err != nil {
+		t.Fatalf("the foreign database's session was disturbed: %v", err)
+	}
+}
+
+// TestRestoreMakesTheCopyMultiUser: a source backed up while
+// RESTRICTED_USER gives a RESTRICTED_USER copy (RESTORE gives the copy the
+// database's own options); the copy is made MULTI_USER, for keep_verify_db
+// readers.
+func TestRestoreMakesTheCopyMultiUser(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	src, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.src.Addr(), User: "sa", Password: sqlPassword, Encrypt: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Run(context.Background(), "ALTER", "ALTER DATABASE [Sales] SET RESTRICTED_USER WITH ROLLBACK IMMEDIATE", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, verify := f.copiedSet()
+	f.must(f.acts.Restore, verify, nil)
+	if v, _, err := f.verifySQL().QueryValue(context.Background(), "access", "SELECT user_access_desc FROM sys.databases WHERE name = N'Sales_verify'"); err != nil || v != "MULTI_USER" {
+		t.Fatalf("user access of the copy of a RESTRICTED_USER source: %v %v, want MULTI_USER", v, err)
+	}
+}
+
+// TestRestoreRecognisesItsCutFirstRestore: the first RESTORE into the name
+// was cut short by the verification instance's crash before msdb had any
+// restore into it. The next cycle (a new activity, no heartbeat) and a
+// resume of the same set recognise the RESTORING copy as their own and
+// restore over it; so does DropVerifyDB.
+func TestRestoreRecognisesItsCutFirstRestore(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	f.cutRestore(first)
+	if p, err := lastRestoreProof(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || p != nil {
+		t.Fatalf("restore history after the cut restore: %+v %v, want none", p, err)
+	}
+
+	// The set itself, resumed by a new run.
+	var res ResumeOutput
+	f.must(f.acts.ResumeSet, ResumeInput{Database: "Sales", Sequence: first.Sequence, Servers: []string{"bak01", "bak02"}}, &res)
+	if err := f.run(f.acts.Restore, first, nil); err != nil {
+		t.Fatalf("resumed restore over its own cut copy: %v", err)
+	}
+	f.must(f.acts.CheckDB, first, nil)
+
+	// The next cycle, over a copy cut short again.
+	_, second := f.copiedSet()
+	f.cutRestore(second)
+	_, third := f.copiedSet()
+	if err := f.run(f.acts.Restore, third, nil); err != nil {
+		t.Fatalf("next cycle's restore over its own cut copy: %v", err)
+	}
+	f.must(f.acts.CheckDB, third, nil)
+
+	// And a copy cut short is dropped by the cycle that cut it.
+	_, fourth := f.copiedSet()
+	f.cutRestore(fourth)
+	f.must(f.acts.DropVerifyDB, VerifyInput{Database: "Sales", Sequence: fourth.Sequence, Server: fourth.Server, OwnRestore: true}, nil)
+	if st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || st != nil {
+		t.Fatalf("after DropVerifyDB: %+v %v, want no database", st, err)
+	}
+}
+
+// TestRestoreRefusesAForeignCutRestore: after backupcycle's own restore
+// finished, a DBA's RESTORE (another login) into the name was cut short:
+// the RESTORING database is not backupcycle's. The next cycle, a retry
+// whose heartbeat says "restore started into Sales_verify", and
+// DropVerifyDB with OwnRestore all leave it alone.
+func TestRestoreRefusesAForeignCutRestore(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	f.must(f.acts.Restore, first, nil)
+	f.foreignRestoring(first)
+	_, second := f.copiedSet()
+	f.refusedIntact("next cycle over a DBA's cut restore", f.acts.Restore, second)
+	f.env.SetHeartbeatDetails(RestoreHeartbeat{StepProgress: StepProgress{Step: StepRestore, Sequence: second.Sequence, Percent: 50},
+		StartedInto: "Sales_verify"})
+	f.refusedIntact("a retry whose heartbeat claims the RESTORING copy", f.acts.Restore, second)
+	f.env.SetHeartbeatDetails(nil)
+	f.refusedIntact("DropVerifyDB{OwnRestore} of a DBA's RESTORING database", f.acts.DropVerifyDB,
+		VerifyInput{Database: "Sales", Sequence: second.Sequence, Server: second.Server, OwnRestore: true})
+	f.wantState("Sales_verify", "RESTORING")
+}
+
+// TestRestoreRefusesAForeignCutRestoreWithoutHistory: a DBA's RESTORE
+// (another login) cut short into a free name, and a forged heartbeat
+// claiming it: nothing is replaced or dropped.
+func TestRestoreRefusesAForeignCutRestoreWithoutHistory(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, verify := f.copiedSet()
+	f.foreignRestoring(verify)
+	f.env.SetHeartbeatDetails(RestoreHeartbeat{StepProgress: StepProgress{Step: StepRestore, Sequence: verify.Sequence, Percent: 50},
+		StartedInto: "Sales_verify"})
+	f.refusedIntact("a forged heartbeat over a DBA's cut restore", f.acts.Restore, verify)
+	f.env.SetHeartbeatDetails(nil)
+	f.refusedIntact("DropVerifyDB{OwnRestore} of a DBA's RESTORING database", f.acts.DropVerifyDB,
+		VerifyInput{Database: "Sales", Sequence: verify.Sequence, Server: verify.Server, OwnRestore: true})
+}
+
+// TestOwnCopyCreatedLate: the verification instance stamps the copy's
+// create_date minutes after restore_date (a RESTORE that zeroes a large log
+// before it creates the database). The copy is still backupcycle's: CHECKDB
+// proves it, the next cycle replaces it, DropVerifyDB drops it.
+func TestOwnCopyCreatedLate(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	f.verify.StampCreateLate(5 * time.Minute)
+	f.must(f.acts.Restore, first, nil)
+	f.must(f.acts.CheckDB, first, nil)
+	f.must(f.acts.SanityChecks, first, nil)
+	_, second := f.copiedSet()
+	f.verify.StampCreateLate(5 * time.Minute)
+	if err := f.run(f.acts.Restore, second, nil); err != nil {
+		t.Fatalf("restore over its own copy created late: %v", err)
+	}
+	f.must(f.acts.CheckDB, second, nil)
+	f.must(f.acts.DropVerifyDB, second, nil)
+	if st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || st != nil {
+		t.Fatalf("after DropVerifyDB: %+v %v, want no database", st, err)
+	}
+}
+
+// TestDBARestoreOfABackupcycleSetIsNotOurs: a DBA recovered a production
+// database from a backupcycle set, under the copy's name, with the same
+// login: its restore names a backupcycle backup set, but backupcycle did
+// not restore it. It is never replaced or dropped.
+func TestDBARestoreOfABackupcycleSetIsNotOurs(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	_, first := f.copiedSet()
+	moves := map[string]string{"Sales'data": `D:\restore\prod.mdf`, "Sales'data_2": `D:\restore\prod.ndf`, "Sales'data_log": `D:\restore\prod.ldf`}
+	if err := f.verify.RestoreDatabase(context.Background(), sqlsim.RestoreSpec{Database: "Sales_verify", Stripes: f.stripes(first), Move: moves}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lastRestoreProof(context.Background(), f.verifySQL(), "Sales_verify")
+	if err != nil || p == nil {
+		t.Fatalf("the DBA's restore: %+v %v", p, err)
+	}
+	if _, ours := tsql.ParseBackupSetName(p.BackupSetName); !ours {
+		t.Fatalf("the DBA's restore: %+v, want one of a backupcycle set", p)
+	}
+	_, second := f.copiedSet()
+	f.refusedIntact("restore over a DBA's restore of a backupcycle set", f.acts.Restore, second)
+	f.refusedIntact("DropVerifyDB of a DBA's restore of a backupcycle set", f.acts.DropVerifyDB, first)
+	f.refusedIntact("DropVerifyDB{OwnRestore} of a DBA's restore of a backupcycle set", f.acts.DropVerifyDB,
+		VerifyInput{Database: "Sales", Sequence: first.Sequence, Server: first.Server, OwnRestore: true})
+	f.wantState("Sales_verify", "ONLINE")
+}

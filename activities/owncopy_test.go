@@ -1,0 +1,80 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+)
+
+// TestOwnCopyRules: which database of the copy's name is the product's, by
+// its records and what the verification instance shows, rule by rule.
+func TestOwnCopyRules(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC) // the instance's clock before the RESTORE
+	const guid, other = "6330FD3B-58D4-4608-8C30-DA4E877D36BE", "11111111-2222-3333-4444-555555555555"
+	sent := func() *catalog.VerifyCopy { // about to restore; ids 1-6 taken by other databases
+		return &catalog.VerifyCopy{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", BackupSetGUID: guid, SentAt: t0,
+			InstanceTime: t0, OtherDatabaseIDs: []int64{1, 2, 3, 4, 5, 6}}
+	}
+	confirmed := func() *catalog.VerifyCopy {
+		v := sent()
+		v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = 40, 7, t0.Add(3*time.Hour)
+		return v
+	}
+	ours := func(state string, id int64, created time.Time) *mssql.DatabaseState {
+		return &mssql.DatabaseState{Name: "Sales_verify", State: state, ID: id, Created: created, OwnerSID: "0x01", LoginSID: "0x01"}
+	}
+	restore := func(id int64, g string, at time.Time) *mssql.RestoreProof {
+		return &mssql.RestoreProof{HistoryID: id, BackupSetGUID: g, RestoreDate: at, BackupSetName: "backupcycle seq 00000009"}
+	}
+	rec := func(v *catalog.VerifyCopy) []copyRecord { return []copyRecord{{seq: 9, vc: v}} }
+	late := t0.Add(2 * time.Hour) // created long after restore_date: a slow file allocation
+
+	for _, tc := range []struct {
+		name string
+		st   *mssql.DatabaseState
+		last *mssql.RestoreProof
+		recs []copyRecord
+		why  string // "" when ours
+	}{
+		{"finished, created late", ours("ONLINE", 7, late), restore(40, guid, t0.Add(time.Second)), rec(confirmed()), ""},
+		{"finished, another login owns it", func() *mssql.DatabaseState { s := ours("ONLINE", 7, late); s.OwnerSID = "0xAB"; return s }(),
+			restore(40, guid, t0), rec(confirmed()), "owned by SID 0xAB"},
+		{"a DBA's restore of the same set", ours("ONLINE", 7, late), restore(41, guid, t0.Add(4*time.Hour)), rec(confirmed()), "a restore no backupcycle set records"},
+		{"re-created after the restore ended", ours("ONLINE", 7, t0.Add(4*time.Hour)), restore(40, guid, t0), rec(confirmed()), "no backupcycle set records"},
+		{"another database id", ours("ONLINE", 8, late), restore(40, guid, t0), rec(confirmed()), "no backupcycle set records"},
+		{"finished unseen, unconfirmed", ours("ONLINE", 7, late), restore(40, guid, t0.Add(time.Minute)), rec(sent()), ""},
+		{"finished before the record", ours("ONLINE", 7, late), restore(40, guid, t0.Add(-time.Hour)), rec(sent()), "no backupcycle set records"},
+		{"never restored, online", ours("ONLINE", 7, late), nil, rec(sent()), "never restored"},
+		{"cut short", ours("RESTORING", 7, late), nil, rec(sent()), ""},
+		{"cut short, an id another database had then", ours("RESTORING", 6, late), nil, rec(sent()), "left by a RESTORE no backupcycle set records"},
+		{"cut short, created before the record", ours("RESTORING", 7, t0.Add(-time.Minute)), nil, rec(sent()), "left by a RESTORE"},
+		{"cut short, the database it replaced as it was", ours("RESTORING", 3, t0.Add(-24*time.Hour)), nil,
+			rec(func() *catalog.VerifyCopy {
+				v := sent()
+				v.Replaces = &catalog.DatabaseRef{ID: 3, Created: t0.Add(-24 * time.Hour)}
+				return v
+			}()), ""},
+		{"RESTORING after a confirmed restore", ours("RESTORING", 7, t0.Add(4*time.Hour)), restore(40, guid, t0), rec(confirmed()), "left by a RESTORE"},
+		{"RESTORING after a later restore", ours("RESTORING", 7, t0.Add(4*time.Hour)), restore(41, other, t0.Add(3*time.Hour)), rec(sent()), "left by a RESTORE"},
+		{"RESTORING, another login", func() *mssql.DatabaseState { s := ours("RESTORING", 7, late); s.OwnerSID = "0xAB"; return s }(),
+			nil, rec(sent()), "owned by SID 0xAB"},
+		{"RESTORING, only an older record unconfirmed", ours("RESTORING", 7, late), nil,
+			[]copyRecord{{seq: 10, vc: confirmed()}, {seq: 9, vc: sent()}}, "left by a RESTORE"},
+		{"no record at all", ours("RESTORING", 7, late), nil, nil, "left by a RESTORE no backupcycle set records"},
+		{"legacy proof", ours("ONLINE", 7, t0.Add(time.Second)), restore(40, guid, t0),
+			[]copyRecord{{seq: 9, proof: &catalog.Proof{RestoreHistoryID: 40, BackupSetGUID: guid}, window: 2 * time.Second}}, ""},
+		{"legacy proof, re-created", ours("ONLINE", 7, t0.Add(time.Minute)), restore(40, guid, t0),
+			[]copyRecord{{seq: 9, proof: &catalog.Proof{RestoreHistoryID: 40, BackupSetGUID: guid}, window: 2 * time.Second}}, "no backupcycle set records"},
+	} {
+		r, why := ownCopy(tc.st, tc.last, tc.recs)
+		switch {
+		case tc.why == "" && (r == nil || why != ""):
+			t.Errorf("%s: refused (%s), want it recognised", tc.name, why)
+		case tc.why != "" && (r != nil || !strings.Contains(why, tc.why)):
+			t.Errorf("%s: %v %q, want refused: %s", tc.name, r, why, tc.why)
+		}
+	}
+}
