@@ -51,6 +51,11 @@ var (
 	// ErrStopped: this process stopped the statement (Statement.Stop: a
 	// cancelled or failed cycle); its connection was not lost.
 	ErrStopped = errors.New("statement stopped")
+	// ErrSecondaryReplica: the statement is not supported on an
+	// availability group's secondary replica (a full backup without
+	// COPY_ONLY): the configuration or the group's backup preference,
+	// which no retry on that replica changes.
+	ErrSecondaryReplica = errors.New("not supported on a secondary replica")
 )
 
 // Failure is a classified failure of a connection or a statement.
@@ -196,6 +201,11 @@ var (
 	tempdbNumbers = []int32{1101, 1105, 9002, 3958, 3966, 3967}
 	// Transient server-side states: the instance is going away or busy.
 	unreachableNumbers = []int32{6005, 6006, 17142, 17187, 17188, 40613, 233, 10053, 10054, -2}
+	// 3059 "This BACKUP or RESTORE command is not supported on a database
+	// mirror or secondary replica." (KB4551221): a secondary takes only
+	// COPY_ONLY full backups ("Offload supported backups to secondary
+	// replicas of an availability group").
+	secondaryNumbers = []int32{3059}
 )
 
 // Windows system error codes a device message carries as "N(text)"; SQL
@@ -369,6 +379,8 @@ func classifyNumbers(errs []mssqldb.Error) error {
 		return ErrCheckDBFailed
 	case has(unreachableNumbers) || fatal:
 		return ErrUnreachable
+	case has(secondaryNumbers):
+		return ErrSecondaryReplica
 	}
 	return ErrStatement
 }

@@ -156,7 +156,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// last set by using the ALTER DATABASE SET ENCRYPTION clause)".
 			col(qual, "is_encrypted", tds.TypeBit, 0),
 			// 0 NONE, 1 PARTIAL (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-databases-transact-sql).
-			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60)}
+			col(qual, "containment", tds.TypeTinyInt, 0), col(qual, "containment_desc", tds.TypeNVarChar, 60),
+			// replica_id: "ID of the local availability group availability
+			// replica of the database"; NULL when the database is not part
+			// of an availability group; group_database_id: its id within
+			// the group (sys.databases).
+			col(qual, "replica_id", tds.TypeUniqueIdentifier, 0), col(qual, "group_database_id", tds.TypeUniqueIdentifier, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -179,8 +184,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			if db.Containment == 1 {
 				containment = "PARTIAL"
 			}
+			var replica, groupDB any
+			if s, ok := x.in.agOf(db.Name); ok {
+				replica, groupDB = [16]byte(s.replica), [16]byte(x.in.familyGUID(&db))
+			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
-				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment})
+				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment, replica, groupDB})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -286,6 +295,9 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		return x.encryptionKeysView(qual)
 	default:
 		if rel, ok, err := x.hostView(name, qual); ok {
+			return rel, err
+		}
+		if rel, ok, err := x.agView(name, qual); ok {
 			return rel, err
 		}
 		return nil, errInvalidObject("sys." + name)
@@ -419,6 +431,9 @@ func (x *execCtx) userDB(dbName string) (*database, error) {
 	}
 	if x.in.offline(d) {
 		return nil, errOffline(d.Name)
+	}
+	if e := x.in.agAccess(d); e != nil {
+		return nil, e
 	}
 	return d, nil
 }
