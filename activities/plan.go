@@ -39,10 +39,12 @@ const statsPercent = 5
 // updateability, its time zone, its build and TDE) the step timeouts and
 // how this run backs up (BackupMode); from the verification instances
 // whether they can read the sets (checkVerifiers: InvalidConfig before any
-// BACKUP when one cannot). A source that cannot be read is no reason to
-// fail here: the plan says so in Warnings and Unresolved, assumes
-// UnknownSizeBytes, and the workflow waits for the instance before it runs
-// anything.
+// BACKUP when one cannot). For a database of an availability group, the
+// replica it backs up on (chooseReplica; Plan.NotPreferred when none can,
+// and owns_backup_chain refused on a secondary, checkChainOnReplica). A
+// source that cannot be read is no reason to fail here: the plan says so
+// in Warnings and Unresolved, assumes UnknownSizeBytes, and the workflow
+// waits for the instance before it runs anything.
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
