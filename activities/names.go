@@ -55,21 +55,25 @@ func (d *CycleDeps) checkNames(db *config.Database) error {
 // it cannot be reached: a database a replica hosts in the configured group
 // is the group's (selection.GroupOf), keyed by the group whichever replica
 // resolved it.
-func (a *Activities) resolveDatabase(ctx context.Context, instance, name string) (db *config.Database, unresolved string, err error) {
+//
+// note is a warning for the plan: the database is an availability database
+// of an instance configured as no group's replica, so each replica
+// configured as an instance backs it up on its own.
+func (a *Activities) resolveDatabase(ctx context.Context, instance, name string) (db *config.Database, unresolved, note string, err error) {
 	d := &a.Cycle
 	cfg := d.config()
 	if cfg == nil {
-		return nil, "", errNotWired
+		return nil, "", "", errNotWired
 	}
 	if err := config.CheckDatabaseName(name); err != nil {
-		return nil, "", nonRetryable(ErrInvalidConfig, err)
+		return nil, "", "", nonRetryable(ErrInvalidConfig, err)
 	}
 	// The configuration as written must know the database (its entry in
 	// any case, or the selection): it names the instance to ask, and a
 	// name it does not know is refused before any SQL runs.
 	written, err := lookup(d, func(c *config.Config) (*config.Database, error) { return selection.Lookup(c, instance, name) })
 	if err != nil {
-		return nil, "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
+		return nil, "", "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 	}
 	if instance == "" {
 		instance = written.Instance
@@ -96,14 +100,14 @@ func (a *Activities) resolveDatabase(ctx context.Context, instance, name string)
 	for i, at := range asked {
 		inst, ierr := d.instance(at)
 		if ierr != nil {
-			return nil, "", ierr
+			return nil, "", "", ierr
 		}
 		names, rerr := a.readNames(ctx, inst, cfg, name)
 		if rerr != nil {
 			var appErr *temporal.ApplicationError
 			if errors.As(rerr, &appErr) && appErr.NonRetryable() {
 				if !isGroup && i == 0 {
-					return nil, "", rerr
+					return nil, "", "", rerr
 				}
 				broken = cmp.Or(broken, rerr)
 			}
@@ -121,9 +125,9 @@ func (a *Activities) resolveDatabase(ctx context.Context, instance, name string)
 			why = append(why, fmt.Sprintf("%s: %v", at, err))
 			continue
 		case errors.As(err, &missing):
-			return nil, "", nonRetryable(ErrDatabaseNotFound, err)
+			return nil, "", "", nonRetryable(ErrDatabaseNotFound, err)
 		case err != nil:
-			return nil, "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
+			return nil, "", "", nonRetryable(ErrInvalidConfig, d.notConfigured(err))
 		}
 		if (isGroup || i > 0) && !isGroupOf(cfg, res.Instance, at) {
 			// Not an availability database of the group on this replica
@@ -131,16 +135,36 @@ func (a *Activities) resolveDatabase(ctx context.Context, instance, name string)
 			why = append(why, fmt.Sprintf("%s: '%s' is not an availability database of %s there", at, tsql.Printable(res.Name), groupName(cfg, at)))
 			continue
 		}
-		return res, "", nil
+		return res, "", unconfiguredGroup(cfg, names, res, at), nil
 	}
 	switch {
 	case isGroup && unread == 0:
-		return nil, "", nonRetryable(ErrDatabaseNotFound, fmt.Errorf("database '%s' is not an availability database of %s on any of its replicas (%s): check the database name, or the group's replicas in the configuration",
+		return nil, "", "", nonRetryable(ErrDatabaseNotFound, fmt.Errorf("database '%s' is not an availability database of %s on any of its replicas (%s): check the database name, or the group's replicas in the configuration",
 			tsql.Printable(name), instance, strings.Join(why, "; ")))
 	case isGroup && unread == len(asked) && broken != nil:
-		return nil, "", broken
+		return nil, "", "", broken
 	}
-	return written, fmt.Sprintf("the name %q could not be resolved on %s: %s", name, instance, strings.Join(why, "; ")), nil
+	return written, fmt.Sprintf("the name %q could not be resolved on %s: %s", name, instance, strings.Join(why, "; ")), "", nil
+}
+
+// unconfiguredGroup is the plan's warning for db, resolved on instance at,
+// when it is an availability database there but not of a configured group
+// (two backups a night, two sequences).
+func unconfiguredGroup(cfg *config.Config, names selection.Names, db *config.Database, at string) string {
+	if db.Instance != at {
+		return ""
+	}
+	for _, d := range names.Databases {
+		if d.Name == db.Name && d.InAvailabilityGroup {
+			group := "an availability group"
+			if d.AvailabilityGroup != "" {
+				group = "availability group " + d.AvailabilityGroup
+			}
+			return fmt.Sprintf("availability group: %s is in %s on %s, which is no configured group: each of its replicas configured as an instance backs it up on its own, into its own sequence; list them under availability_groups, so that it is backed up once, on the replica SQL Server prefers",
+				db.ID(), group, at)
+		}
+	}
+	return ""
 }
 
 // isGroupOf reports whether key is the availability group replica is a

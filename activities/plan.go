@@ -48,7 +48,7 @@ const statsPercent = 5
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, unresolved, err := a.resolveDatabase(ctx, in.Instance, in.Database)
+	db, unresolved, note, err := a.resolveDatabase(ctx, in.Instance, in.Database)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -125,6 +125,9 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	src, warnings := a.readSource(ctx, db)
 	src.Role = choice.role
 	warnings = append(choice.warnings, warnings...)
+	if note != "" {
+		warnings = append(warnings, note)
+	}
 	mode, modeWarnings := backupMode(db, src)
 	warnings = append(warnings, modeWarnings...)
 	size := src.SizeBytes

@@ -376,6 +376,9 @@ func TestAGKeepsSetsWrittenBeforeTheGroup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cycle of %s/Sales before the group: %v", inst, err)
 		}
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "list them under availability_groups") }) {
+			t.Errorf("cycle of %s/Sales, an availability database of no configured group: warnings %v, want the one naming availability_groups", inst, res.Warnings)
+		}
 		before = append(before, res.Sequence)
 	}
 
