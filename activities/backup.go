@@ -32,11 +32,11 @@ type BackupHeartbeat struct {
 // finished unseen (RESTORE HEADERONLY), instead of starting another one.
 func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, error) {
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database, in.Entry)
+	db, err := d.sourceDatabase(in.Instance, in.Database, in.Entry, in.Replica)
 	if err != nil {
 		return BackupOutput{}, err
 	}
-	inst, err := d.instance(db.Instance)
+	inst, err := d.instance(db.Source())
 	if err != nil {
 		return BackupOutput{}, err
 	}

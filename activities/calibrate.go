@@ -72,10 +72,14 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
-	if _, err := d.instance(db.Instance); err != nil {
+	// A database of an availability group is calibrated on its first
+	// replica (sourceInstance): its BACKUPs are COPY_ONLY, which every
+	// replica takes.
+	inst, err := d.sourceInstance(db)
+	if err != nil {
 		return CalibrationPlan{}, err
 	}
-	nics := len(srv.PathsFor(db.Instance)) // the source's paths to the server
+	nics := len(srv.PathsFor(inst.Name)) // the source's paths to the server
 	grid := calibrate.DefaultGrid(nics)
 	if in.Grid != nil {
 		grid = *in.Grid
@@ -138,7 +142,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	if err != nil {
 		return res, err
 	}
-	inst, err := d.instance(db.Instance)
+	inst, err := d.sourceInstance(db)
 	if err != nil {
 		return res, err
 	}
@@ -336,7 +340,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 		if err != nil {
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}
-		inst, err := d.instance(db.Instance)
+		inst, err := d.sourceInstance(db)
 		if err != nil {
 			return out, err
 		}

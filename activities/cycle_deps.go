@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync"
 	"time"
 
@@ -130,6 +131,36 @@ func (d *CycleDeps) database(instance, name, entry string) (*config.Database, er
 	return db, nil
 }
 
+// sourceDatabase is database for the activities that read from the
+// source: replica is the plan's (Plan.Replica), the replica of the
+// database's availability group the cycle backs up on, "" for a database
+// of an instance. The result is a copy: Replica is set on it.
+func (d *CycleDeps) sourceDatabase(instance, name, entry, replica string) (*config.Database, error) {
+	db, err := d.database(instance, name, entry)
+	if err != nil || replica == "" {
+		return db, err
+	}
+	g, ok := d.config().AvailabilityGroup(db.Instance)
+	if !ok || !slices.Contains(g.Replicas, replica) {
+		return nil, nonRetryable(ErrInvalidConfig, d.notConfigured(fmt.Errorf(
+			"%s is not a replica of availability group %s in %s (its replicas changed while the cycle ran): the next cycle plans again", replica, db.Instance, d.config().File)))
+	}
+	c := *db
+	c.Replica = replica
+	return &c, nil
+}
+
+// sourceInstance is the SQL instance to ask about db's source: its
+// replica (db.Source), or, for a database of an availability group whose
+// cycle chose none, the group's first replica (what a source tells of
+// itself there, its build and certificates, every replica has).
+func (d *CycleDeps) sourceInstance(db *config.Database) (*config.SQLInstance, error) {
+	if g, ok := d.config().AvailabilityGroup(db.Source()); ok && len(g.Replicas) > 0 {
+		return d.instance(g.Replicas[0])
+	}
+	return d.instance(db.Source())
+}
+
 func (d *CycleDeps) server(name string) (*config.BackupServer, error) {
 	srv, err := lookup(d, func(c *config.Config) (*config.BackupServer, error) {
 		if srv, ok := c.BackupServer(name); ok {
@@ -253,6 +284,12 @@ func sqlError(err error, details ...any) error {
 	case errors.Is(err, mssql.ErrBackupPathInvalid):
 		return temporal.NewNonRetryableApplicationError(err.Error()+
 			": check the backup server's paths for this instance, its sql_paths or unc_paths (the directory must exist and SQL Server's service account must write there; SQL Server on Linux cannot open UNC paths)",
+			ErrInvalidConfig, err, details...)
+	case errors.Is(err, mssql.ErrSecondaryReplica):
+		// The plan refuses owns_backup_chain on a secondary before any
+		// BACKUP; this is a fail-over between the plan and the BACKUP.
+		return temporal.NewNonRetryableApplicationError(err.Error()+
+			": a secondary replica of an availability group takes only COPY_ONLY full backups: back up on the primary (ALTER AVAILABILITY GROUP ... SET (AUTOMATED_BACKUP_PREFERENCE = PRIMARY)) or remove owns_backup_chain; the next cycle plans on the replica preferred then",
 			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrShareFull):
 		return temporal.NewNonRetryableApplicationError(err.Error()+": free space on the backup share or let retention run", ErrShareFull, err, details...)

@@ -67,7 +67,19 @@ type Plan struct {
 	// collation): the cycle's workflow id, file names, manifests and search
 	// attributes use it, whatever spelling the cycle was started with.
 	Database string `json:"database"`
-	Instance string `json:"instance"` // source SQL instance (config key)
+	// Instance is the source's configuration key: the SQL instance, or the
+	// availability group of an availability database.
+	Instance string `json:"instance"`
+	// Replica is the SQL instance of Instance's availability group the
+	// cycle backs up on: the one sys.fn_hadr_backup_is_preferred_replica
+	// names (SQL Server's choice by the group's automated backup
+	// preference); "" for a database of an instance. Sequence, Backup,
+	// WriteManifest and StopStatements read from it.
+	Replica string `json:"replica,omitempty"`
+	// NotPreferred is set, and the cycle ends skipped with the reason
+	// SkipNotPreferredReplica, when no replica of the group can back the
+	// database up now: it says what each one answered.
+	NotPreferred string `json:"not_preferred,omitempty"`
 	// Entry is the databases: entry whose settings apply, when it is
 	// spelled otherwise than Database (an entry "sales" for the database
 	// Sales of a case-insensitive instance); every later activity gets it.
@@ -153,6 +165,8 @@ type SequenceInput struct {
 	// Method is the plan's sequence method for this run (Plan.Mode); ""
 	// means the configured one.
 	Method string `json:"method,omitempty"`
+	// Replica is the plan's (Plan.Replica).
+	Replica string `json:"replica,omitempty"`
 }
 
 // Stripe is one backup file of a set.
@@ -177,6 +191,8 @@ type BackupInput struct {
 	// Mode is the plan's (compression, COPY_ONLY); nil means the
 	// configured ones.
 	Mode *BackupMode `json:"mode,omitempty"`
+	// Replica is the plan's (Plan.Replica).
+	Replica string `json:"replica,omitempty"`
 }
 
 // BackupOutput is a finished backup.
@@ -212,6 +228,8 @@ type ManifestInput struct {
 	Sequence int64        `json:"seq"`
 	Server   string       `json:"server"`
 	Backup   BackupOutput `json:"backup"`
+	// Replica is the plan's (Plan.Replica): RESTORE HEADERONLY runs there.
+	Replica string `json:"replica,omitempty"`
 }
 
 // ManifestOutput describes the written manifest.

@@ -63,15 +63,27 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		return FleetPlan{}, errNotWired
 	}
 	log := a.loggerFor(ctx)
+	// An availability group narrows the run to its replicas.
+	var only []string
 	for _, name := range in.Instances {
-		if _, ok := cfg.SQLInstance(name); !ok {
-			return FleetPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("fleet: instance %q is not defined in sql_instances of %s", name, cfg.File))
+		if g, ok := cfg.AvailabilityGroup(name); ok {
+			only = append(only, g.Replicas...)
+			continue
 		}
+		if _, ok := cfg.SQLInstance(name); !ok {
+			return FleetPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("fleet: instance %q is not defined in sql_instances or availability_groups of %s", name, cfg.File))
+		}
+		only = append(only, name)
 	}
 	out := FleetPlan{Window: cfg.Fleet.Window, Limits: fleet.Limits{Total: cfg.Fleet.MaxConcurrent,
 		Instances: map[string]int{}, Servers: map[string]int{}}}
 	for _, s := range cfg.SQLInstances {
 		out.Limits.Instances[s.Name] = s.MaxConcurrent
+	}
+	// A group's cycles back up on one of its replicas each: they count
+	// against the group's own limit.
+	for _, g := range cfg.AvailabilityGroups {
+		out.Limits.Instances[g.Name] = g.MaxConcurrent
 	}
 	for _, s := range cfg.BackupServers {
 		out.Limits.Servers[s.Name] = s.MaxConcurrent
@@ -80,7 +92,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	var dbs []config.Database
 	sizes := map[string]int64{} // by Database.ID
 	for _, inst := range sources(cfg) {
-		if len(in.Instances) > 0 && !slices.Contains(in.Instances, inst) {
+		if len(only) > 0 && !slices.Contains(only, inst) {
 			continue
 		}
 		got, notRun, err := a.resolveInstance(ctx, cfg, inst, sizes)
@@ -92,9 +104,19 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			out.NotRun = append(out.NotRun, FleetNotRun{Instance: inst, Reason: err.Error(), Type: errorTypeOf(err)})
 			continue
 		}
-		dbs = append(dbs, got...)
+		// A database of an availability group comes from every replica
+		// that selects it: it runs once, as the group's.
+		for _, d := range got {
+			if !slices.ContainsFunc(dbs, func(o config.Database) bool { return o.ID() == d.ID() }) {
+				dbs = append(dbs, d)
+			}
+		}
 		out.NotRun = append(out.NotRun, notRun...)
 	}
+	out.NotRun = slices.DeleteFunc(out.NotRun, func(n FleetNotRun) bool {
+		g, ok := cfg.GroupOf(n.Instance)
+		return ok && n.Database != "" && slices.ContainsFunc(dbs, func(d config.Database) bool { return d.Instance == g.Name && d.Name == n.Database })
+	})
 
 	// One listing per backup server gives every database's last primary.
 	var manifests []*catalog.Manifest
@@ -149,13 +171,15 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 }
 
 // sources are the instances that have databases to back up: a selection,
-// or databases: entries naming them, in configuration order.
+// or databases: entries naming them (or, for a replica, its availability
+// group), in configuration order.
 func sources(cfg *config.Config) []string {
 	var out []string
 	for _, s := range cfg.SQLInstances {
 		used := len(s.Databases) > 0
+		g, replica := cfg.GroupOf(s.Name)
 		for _, d := range cfg.Databases {
-			used = used || d.Instance == s.Name
+			used = used || d.Instance == s.Name || replica && d.Instance == g.Name
 		}
 		if used {
 			out = append(out, s.Name)
@@ -235,9 +259,13 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 	}
 	var out []config.Database
 	for _, s := range res.Selected {
-		d, err := selection.DatabaseFor(cfg, name, s.Name, s.Entry)
+		key := name
+		if s.Group != "" {
+			key = s.Group // an availability database: the group's
+		}
+		d, err := selection.DatabaseFor(cfg, key, s.Name, s.Entry)
 		if err != nil {
-			notRun = append(notRun, FleetNotRun{Instance: name, Database: s.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			notRun = append(notRun, FleetNotRun{Instance: key, Database: s.Name, Reason: err.Error(), Type: ErrInvalidConfig})
 			continue
 		}
 		out = append(out, d)

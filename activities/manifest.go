@@ -20,11 +20,11 @@ import (
 func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (ManifestOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database, in.Entry)
+	db, err := d.sourceDatabase(in.Instance, in.Database, in.Entry, in.Replica)
 	if err != nil {
 		return ManifestOutput{}, err
 	}
-	inst, err := d.instance(db.Instance)
+	inst, err := d.instance(db.Source())
 	if err != nil {
 		return ManifestOutput{}, err
 	}

@@ -39,14 +39,16 @@ const statsPercent = 5
 // updateability, its time zone, its build and TDE) the step timeouts and
 // how this run backs up (BackupMode); from the verification instances
 // whether they can read the sets (checkVerifiers: InvalidConfig before any
-// BACKUP when one cannot). A source that cannot be read is no reason to
-// fail here: the plan says so in Warnings and Unresolved, assumes
-// UnknownSizeBytes, and the workflow waits for the instance before it runs
-// anything.
+// BACKUP when one cannot). For a database of an availability group, the
+// replica it backs up on (chooseReplica; Plan.NotPreferred when none can,
+// and owns_backup_chain refused on a secondary, checkChainOnReplica). A
+// source that cannot be read is no reason to fail here: the plan says so
+// in Warnings and Unresolved, assumes UnknownSizeBytes, and the workflow
+// waits for the instance before it runs anything.
 func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, unresolved, err := a.resolveDatabase(ctx, in.Instance, in.Database)
+	db, unresolved, note, err := a.resolveDatabase(ctx, in.Instance, in.Database)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -54,6 +56,23 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		return Plan{}, err
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name))
+	// A database of an availability group backs up on the replica SQL
+	// Server prefers (replica.go), or not at all this time.
+	var choice replicaChoice
+	if g, ok := d.config().AvailabilityGroup(db.Instance); ok && unresolved == "" {
+		choice = a.chooseReplica(ctx, g, db.Name)
+		if choice.replica == "" {
+			reason := choice.notPreferredReason(g, db.Name)
+			log.Warn("plan: "+reason, zap.String("instance", db.Instance))
+			return Plan{Database: db.Name, Instance: db.Instance, Entry: db.Entry, NotPreferred: reason, Warnings: choice.warnings}, nil
+		}
+		c := *db
+		c.Replica = choice.replica
+		db = &c
+		if err := checkChainOnReplica(db, g, choice.role); err != nil {
+			return Plan{}, err
+		}
+	}
 	last, source := in.LastServer, "caller"
 	unreachable := map[string]bool{}
 	// The manifests tell the last server and the measured throughputs. A
@@ -104,6 +123,11 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		return Plan{}, err
 	}
 	src, warnings := a.readSource(ctx, db)
+	src.Role = choice.role
+	warnings = append(choice.warnings, warnings...)
+	if note != "" {
+		warnings = append(warnings, note)
+	}
 	mode, modeWarnings := backupMode(db, src)
 	warnings = append(warnings, modeWarnings...)
 	size := src.SizeBytes
@@ -115,13 +139,13 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	if strings.EqualFold(src.Platform, hostcheck.Linux) {
 		for _, name := range rotation {
 			if b, _ := d.server(name); b != nil {
-				if err := checkHostPaths(db.Instance, hostcheck.Facts{Platform: src.Platform}, b); err != nil {
+				if err := checkHostPaths(db.Source(), hostcheck.Facts{Platform: src.Platform}, b); err != nil {
 					return Plan{}, err
 				}
 			}
 		}
 	}
-	nics := len(srv.PathsFor(db.Instance)) // the source's paths to its primary
+	nics := len(srv.PathsFor(db.Source())) // the source's paths to its primary
 	stripes := int(db.Stripes)
 	if db.Stripes == config.StripesAuto {
 		stripes, err = autoStripes(size, nics, db)
@@ -140,7 +164,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 
 	p := Plan{
-		Database: db.Name, Instance: db.Instance, Entry: db.Entry, Unresolved: unresolved,
+		Database: db.Name, Instance: db.Instance, Replica: db.Replica, Entry: db.Entry, Unresolved: unresolved,
 		Rotation: rotation, LastServer: last, LastServerSource: source,
 		Stripes: stripes, Remote: db.CopyTarget(primary), Remotes: map[string]string{},
 		KeepVerifyDB: db.KeepVerifyDB, MemoryBytes: plan.BackupMemory(tuning, 1),
@@ -252,6 +276,10 @@ type SourceFacts struct {
 	// Platform is the operating system SQL Server runs on (Windows,
 	// Linux; sys.dm_os_host_info), "" when not read.
 	Platform string `json:"platform,omitempty"`
+	// Role is the replica's role for a database of an availability group,
+	// RolePrimary or RoleSecondary ("" outside a group, or when the login
+	// may not read it: sys.dm_hadr_database_replica_states).
+	Role string `json:"role,omitempty"`
 }
 
 // ReadOnly reports whether the source database takes no writes.
@@ -286,12 +314,14 @@ type BackupMode struct {
 //     in the database, so such a run allocates from the catalog beside the
 //     manifests (`catalog`) instead.
 //
-// A readable secondary reports READ_ONLY updateability: "you cannot write
-// data to secondary databases" (Active Secondaries: Readable Secondary
-// Replicas). A non-readable secondary cannot be queried at all and is not
-// detected here (sys.fn_hadr_is_primary_replica would tell); its BACKUP is
-// COPY_ONLY by default all the same (copy_only is true unless
-// owns_backup_chain).
+// A database of a configured availability group backs up on the replica
+// the plan chose (Plan.Replica): COPY_ONLY unless that replica is the
+// primary (SourceFacts.Role; owns_backup_chain on a secondary is refused
+// before, checkChainOnReplica). Outside a configured group a readable
+// secondary reports READ_ONLY updateability: "you cannot write data to
+// secondary databases" (Active Secondaries: Readable Secondary Replicas);
+// its BACKUP is COPY_ONLY by default all the same (copy_only is true
+// unless owns_backup_chain).
 func backupMode(db *config.Database, src SourceFacts) (BackupMode, []string) {
 	m := BackupMode{Compression: db.Compression, CopyOnly: db.CopyOnly, Sequence: db.Sequence}
 	var warnings []string
@@ -314,6 +344,19 @@ func backupMode(db *config.Database, src SourceFacts) (BackupMode, []string) {
 				"max_transfer_size: %s is encrypted (TDE) and %s compresses it only with MAXTRANSFERSIZE above 64 KiB: sending MAXTRANSFERSIZE = %d; set max_transfer_size to say so",
 				db.ID(), srcVersion.Release(), n))
 		}
+	}
+	if db.Replica != "" && src.Role != RolePrimary {
+		// A secondary (or a replica whose role is unknown) takes only
+		// COPY_ONLY full backups; owns_backup_chain was refused there
+		// (checkChainOnReplica), and nothing may be written to it.
+		m.CopyOnly = true
+		if m.Sequence == config.SequenceTable {
+			m.Sequence = config.SequenceCatalog
+			warnings = append(warnings, fmt.Sprintf(
+				"sequence: %s backs up on %s, a secondary replica, whose DBBackup.Sequence table cannot be updated: this run takes its number from the manifests (sequence: catalog); configure sequence: catalog to make that permanent",
+				db.ID(), db.Replica))
+		}
+		return m, warnings
 	}
 	if src.ReadOnly() {
 		if !m.CopyOnly {
@@ -379,7 +422,7 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 		return []string{fmt.Sprintf("%s of %s not read (%v): timeouts assume %s, compression, copy_only and sequence as configured",
 			what, db.ID(), err, plan.FormatBytes(plan.UnknownSizeBytes))}
 	}
-	inst, err := a.Cycle.instance(db.Instance)
+	inst, err := a.Cycle.sourceInstance(db)
 	if err != nil {
 		return src, unknown("source instance", err)
 	}
@@ -416,7 +459,7 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 			inst.Name, inst.Platform, src.Platform))
 	}
 	if !updateability.Valid {
-		warnings = append(warnings, fmt.Sprintf("updateability of %s not read: the database is missing on %s or not visible to its login", db.ID(), db.Instance))
+		warnings = append(warnings, fmt.Sprintf("updateability of %s not read: the database is missing on %s or not visible to its login", db.ID(), inst.Name))
 	} else {
 		warnings = append(warnings, readEncryption(ctx, sqlDB, db, &src)...)
 	}

@@ -99,16 +99,18 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 // abandoned. It returns manifests with the healed ones updated.
 func (a *Activities) healVerified(ctx context.Context, db *config.Database, manifests []catalog.ServerManifest,
 	stores map[string]storage.Storage) []catalog.ServerManifest {
-	proven := map[int64]*catalog.Manifest{}
+	// By file name: a set's number may repeat under another instance key
+	// of the database (an availability group's replicas, catalog.DB).
+	proven := map[string]*catalog.Manifest{}
 	for _, sm := range manifests {
 		m := sm.Manifest
 		if m.Verified() && m.Proof != nil && m.Header != nil && sameGUID(m.Proof.BackupSetGUID, m.Header.BackupSetGUID) {
-			proven[m.Sequence] = m
+			proven[m.FileName()] = m
 		}
 	}
 	out := slices.Clone(manifests)
 	for i, sm := range out {
-		v := proven[sm.Manifest.Sequence]
+		v := proven[sm.Manifest.FileName()]
 		m := sm.Manifest
 		if v == nil || m.Verified() || m.State.Terminal() || m.State.Rank() < catalog.StateCopied.Rank() ||
 			m.RunID != v.RunID || m.Header == nil || !sameGUID(m.Header.BackupSetGUID, v.Header.BackupSetGUID) {

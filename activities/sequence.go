@@ -40,7 +40,7 @@ import (
 func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (int64, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database, in.Entry)
+	db, err := d.sourceDatabase(in.Instance, in.Database, in.Entry, in.Replica)
 	if err != nil {
 		return 0, err
 	}
@@ -84,9 +84,13 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 // catalogSequence is `sequence: catalog`: one more than the highest of
 // highest (the backup servers) and the source instance's backup history,
 // recorded in every reachable server's sequence file.
+//
+// For a database of an availability group the history is the replica's
+// the cycle backs up on: each replica records its own backups in its own
+// msdb; the servers' sequence files hold the group's numbers.
 func (a *Activities) catalogSequence(ctx context.Context, db *config.Database, highest int64, log *zap.Logger) (int64, error) {
 	d := &a.Cycle
-	inst, err := d.instance(db.Instance)
+	inst, err := d.instance(db.Source())
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +188,7 @@ func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Data
 		if err := json.Unmarshal(data, &r); err != nil {
 			return 0, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
 		}
-		if r.Instance != db.Instance || r.Database != n.Database || r.Sequence < 0 {
+		if r.Instance != n.Instance || r.Database != n.Database || r.Sequence < 0 {
 			return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
 		}
 		highest = max(highest, r.Sequence)
@@ -236,7 +240,7 @@ func (a *Activities) recordOn(ctx context.Context, db *config.Database, server s
 // kept above highest.
 func (a *Activities) tableSequence(ctx context.Context, db *config.Database, highest int64, log *zap.Logger) (int64, error) {
 	d := &a.Cycle
-	inst, err := d.instance(db.Instance)
+	inst, err := d.instance(db.Source())
 	if err != nil {
 		return 0, err
 	}

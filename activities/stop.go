@@ -23,6 +23,9 @@ type StopInput struct {
 	Sequence int64  `json:"seq"`
 	Server   string `json:"server,omitempty"`
 	Remote   string `json:"remote,omitempty"`
+	// Replica is the plan's (Plan.Replica): the replica of the
+	// database's availability group the BACKUP ran on.
+	Replica string `json:"replica,omitempty"`
 }
 
 // StopOutput says which statements were stopped and which could not be.
@@ -48,7 +51,7 @@ const stopWait = time.Minute
 func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database, in.Entry)
+	db, err := d.sourceDatabase(in.Instance, in.Database, in.Entry, in.Replica)
 	if err != nil {
 		return StopOutput{}, err
 	}
@@ -59,7 +62,7 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 		if err != nil {
 			return out, err
 		}
-		inst, err := d.instance(db.Instance)
+		inst, err := d.instance(db.Source())
 		if err != nil {
 			return out, err
 		}

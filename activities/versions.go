@@ -225,7 +225,7 @@ func (a *Activities) setVersion(ctx context.Context, db *config.Database, m *cat
 	if m.Header != nil && m.Header.SoftwareVersion != "" {
 		return plan.ParseVersion(m.Header.SoftwareVersion)
 	}
-	inst, err := a.Cycle.instance(db.Instance)
+	inst, err := a.Cycle.sourceInstance(db)
 	if err != nil {
 		return plan.Version{}, err
 	}
@@ -244,7 +244,7 @@ func (a *Activities) setVersion(ctx context.Context, db *config.Database, m *cat
 // sourceCertificate is the name of the certificate of thumbprint on db's
 // source instance, "" when it cannot tell.
 func (a *Activities) sourceCertificate(ctx context.Context, db *config.Database, thumbprint string) string {
-	inst, err := a.Cycle.instance(db.Instance)
+	inst, err := a.Cycle.sourceInstance(db)
 	if err != nil || thumbprint == "" {
 		return ""
 	}

@@ -29,12 +29,15 @@ type instanceDatabases struct {
 }
 
 type selectedDB struct {
-	Name       string   `json:"name"`
-	Configured bool     `json:"configured"`      // an explicit databases: entry, else defaults
-	Entry      string   `json:"entry,omitempty"` // the entry's name when spelled otherwise than the database
-	ReadOnly   bool     `json:"read_only,omitempty"`
-	Rotation   []string `json:"backup_servers,omitempty"`
-	CopyTo     string   `json:"copy_to,omitempty"`
+	Name       string `json:"name"`
+	Configured bool   `json:"configured"`      // an explicit databases: entry, else defaults
+	Entry      string `json:"entry,omitempty"` // the entry's name when spelled otherwise than the database
+	ReadOnly   bool   `json:"read_only,omitempty"`
+	// Group is the availability group the database belongs to: it is
+	// backed up as the group's, once, on the replica SQL Server prefers.
+	Group    string   `json:"availability_group,omitempty"`
+	Rotation []string `json:"backup_servers,omitempty"`
+	CopyTo   string   `json:"copy_to,omitempty"`
 	// Problem is why a cycle of it could not start (no rotation to inherit).
 	Problem string `json:"problem,omitempty"`
 }
@@ -106,7 +109,9 @@ func databasesCommand(e *env) *cobra.Command {
 func sourceInstances(cfg *config.Config) []string {
 	used := map[string]bool{}
 	for _, d := range cfg.Databases {
-		used[d.Instance] = true
+		for _, src := range cfg.Sources(d.Instance) {
+			used[src] = true
+		}
 	}
 	var out []string
 	for _, s := range cfg.SQLInstances {
@@ -132,8 +137,12 @@ func resolveInstance(ctx context.Context, cfg *config.Config, name string) insta
 		return out
 	}
 	for _, s := range res.Selected {
-		sd := selectedDB{Name: s.Name, Configured: s.Configured, Entry: s.Entry, ReadOnly: s.ReadOnly}
-		if db, err := selection.DatabaseFor(cfg, name, s.Name, s.Entry); err != nil {
+		sd := selectedDB{Name: s.Name, Configured: s.Configured, Entry: s.Entry, ReadOnly: s.ReadOnly, Group: s.Group}
+		key := name
+		if s.Group != "" {
+			key = s.Group
+		}
+		if db, err := selection.DatabaseFor(cfg, key, s.Name, s.Entry); err != nil {
 			sd.Problem = err.Error()
 		} else {
 			sd.Rotation, sd.CopyTo = db.BackupServers, db.CopyTo
@@ -186,6 +195,9 @@ func writeDatabases(w io.Writer, rep databasesReport) {
 			}
 			if s.ReadOnly {
 				how += ", read-only"
+			}
+			if s.Group != "" {
+				how += ", group " + s.Group
 			}
 			where := ""
 			switch {

@@ -91,6 +91,7 @@ type cycleResultJSON struct {
 	Deleted        []setRefJSON `json:"deleted,omitempty"`
 	Warnings       []string     `json:"warnings,omitempty"`
 	Skipped        string       `json:"skipped,omitempty"`
+	SkipReason     string       `json:"skip_reason,omitempty"` // not-preferred-replica
 	HeldBy         string       `json:"held_by,omitempty"`
 	RunBy          string       `json:"run_by,omitempty"`
 }
@@ -105,7 +106,7 @@ func cycleRunOf(r client.CycleRun) cycleRunJSON {
 	res := r.Result
 	out := cycleResultJSON{Database: res.Database, Instance: res.Instance, Sequence: res.Sequence, Server: res.Server, Remote: res.Remote,
 		VerifyDatabase: res.VerifyDatabase, Manifest: res.Manifest, Stripes: []stripeJSON{}, Locations: res.Locations,
-		Timings: timingsOf(res.Timings), Failed: res.Failed, Warnings: res.Warnings, Skipped: res.Skipped, HeldBy: res.HeldBy, RunBy: res.RunBy}
+		Timings: timingsOf(res.Timings), Failed: res.Failed, Warnings: res.Warnings, Skipped: res.Skipped, SkipReason: res.SkipReason, HeldBy: res.HeldBy, RunBy: res.RunBy}
 	if out.Locations == nil {
 		out.Locations = []string{}
 	}

@@ -55,9 +55,12 @@ type CycleResult struct {
 	// set (verification database not dropped, retention failed).
 	Warnings []string `json:"warnings,omitempty"`
 	// Skipped is set, and nothing else, when this start did not run a cycle
-	// because another cycle of the database holds its workflow id (HeldBy).
-	Skipped string `json:"skipped,omitempty"`
-	HeldBy  string `json:"held_by,omitempty"`
+	// because another cycle of the database holds its workflow id (HeldBy),
+	// or, with SkipReason activities.SkipNotPreferredReplica, because no
+	// replica of the database's availability group can back it up now.
+	Skipped    string `json:"skipped,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
+	HeldBy     string `json:"held_by,omitempty"`
 	// RunBy is the workflow id that ran the cycle when this start launched
 	// it under the database's own id.
 	RunBy string `json:"run_by,omitempty"`
@@ -152,6 +155,9 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	// (the plan resolved the start's name): its id, files, manifests and
 	// search attributes, whatever spelling started it.
 	c.rename(plan)
+	if plan.NotPreferred != "" {
+		return c.skipNotPreferred(ctx, plan), nil
+	}
 	if id := CycleWorkflowID(plan.Instance, c.in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
 		return c.launch(ctx, id, plan)
 	}
@@ -191,6 +197,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			Summary:                fmt.Sprintf("catalog %s seq %d on %s", in.Database, c.seq, c.server),
 		}), a.WriteManifest, activities.ManifestInput{
 			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server, Backup: backup,
+			Replica: c.replica,
 		}).Get(ctx, &manifest)
 		if err != nil {
 			return CycleResult{}, err
@@ -378,6 +385,20 @@ func (c *cycle) launch(ctx workflow.Context, id string, plan activities.Plan) (C
 	return res, nil
 }
 
+// skipNotPreferred ends a start whose plan found no replica of the
+// database's availability group that can back it up now: skipped, with the
+// reason, in the result, the search attributes and the cycle metric (type
+// not-preferred-replica); no set is touched and nothing is failed.
+func (c *cycle) skipNotPreferred(ctx workflow.Context, plan activities.Plan) CycleResult {
+	c.log(ctx).Warn("skipped: " + plan.NotPreferred)
+	c.progress.Error = plan.NotPreferred
+	c.outcome(ctx, OutcomeSkipped)
+	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeSkipped, activities.SkipNotPreferredReplica)
+	c.step(ctx, activities.StepDone)
+	return CycleResult{Database: c.in.Database, Instance: plan.Instance, Skipped: plan.NotPreferred,
+		SkipReason: activities.SkipNotPreferredReplica}
+}
+
 func (r CycleResult) outcome() string {
 	if r.Skipped != "" {
 		return OutcomeSkipped
@@ -454,12 +475,16 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	if err != nil {
 		return plan, err
 	}
+	c.instance = plan.Instance
+	if plan.NotPreferred != "" {
+		return plan, nil // no replica backs it up now: nothing else was planned
+	}
 	if len(plan.Rotation) == 0 || plan.Remote == "" || slices.Contains(plan.Rotation[:1], plan.Remote) {
 		return plan, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"plan for %s has no backup server (rotation %v) or no remote server distinct from the primary (%q): list them in the database's config",
 			c.in.Database, plan.Rotation, plan.Remote), activities.ErrInvalidConfig, nil)
 	}
-	c.instance = plan.Instance
+	c.replica = plan.Replica
 	c.hb = orDefault(plan.Limits.Heartbeat, longHeartbeat)
 	c.log(ctx).Info("cycle planned", "primary", plan.Rotation[0], "last_server", plan.LastServer,
 		"last_server_source", plan.LastServerSource, "stripes", plan.Stripes, "remote", plan.Remote,
@@ -502,7 +527,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 				RetryPolicy:            retry(5*time.Second, 5, activities.ErrSQLHostUnreachable, activities.ErrDatabaseUnavailable),
 				Summary:                "allocate the next sequence number of " + c.in.Database,
 			}), a.AllocateSequence, activities.SequenceInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry,
-				Method: plan.Mode.Sequence}).Get(ctx, &seq)
+				Method: plan.Mode.Sequence, Replica: c.replica}).Get(ctx, &seq)
 		}
 		if err != nil {
 			if t := errorType(err); t == activities.ErrSQLHostUnreachable || t == activities.ErrDatabaseUnavailable {
@@ -531,7 +556,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			Summary: fmt.Sprintf("BACKUP %s seq %d to %s, %d stripes", c.in.Database, seq, server, plan.Stripes),
 		}), a.Backup, activities.BackupInput{
 			Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: seq, Server: server, Stripes: plan.Stripes,
-			Mode: plan.RunMode(),
+			Mode: plan.RunMode(), Replica: c.replica,
 		}).Get(ctx, &out)
 		if err == nil {
 			c.backedUp = true

@@ -90,7 +90,8 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 		// while no attempt ran) is stopped before its copy is dropped and
 		// its files removed.
 		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
-			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server}
+			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server,
+				Replica: c.replica}
 			if c.restoreStarted {
 				stop.Remote = c.remoteOf()
 			}
@@ -213,7 +214,7 @@ func (c *cycle) stopFailedStep(ctx workflow.Context, step, typ string) []string 
 	if c.seq == 0 || c.verified || typ == activities.ErrSQLHostUnreachable {
 		return nil
 	}
-	stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq}
+	stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Replica: c.replica}
 	switch step {
 	case activities.StepBackup:
 		stop.Server = c.server

@@ -20,7 +20,8 @@ type cycle struct {
 	// in is the start's input; Database becomes the database's name as the
 	// plan resolved it (rename).
 	in       CycleInput
-	instance string // the source instance, from the plan
+	instance string // the source instance (or availability group), from the plan
+	replica  string // the replica of its group the cycle backs up on (Plan.Replica)
 	entry    string // the databases: entry spelled otherwise (Plan.Entry)
 	// renamed: the plan resolved the start's name to another spelling,
 	// which the next step's search attribute update records.

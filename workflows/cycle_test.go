@@ -39,6 +39,7 @@ type fakeCycle struct {
 	stop      func(activities.StopInput) (activities.StopOutput, error)
 
 	planIn      []activities.PlanInput
+	sequenceIn  []activities.SequenceInput
 	backupIn    []activities.BackupInput
 	copyIn      []activities.CopyInput
 	restoreIn   []activities.VerifyInput
@@ -145,8 +146,9 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 			return f.plan(in)
 		})
 	env.OnActivity(acts.AllocateSequence, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.SequenceInput) (int64, error) {
+		func(_ context.Context, in activities.SequenceInput) (int64, error) {
 			f.record("AllocateSequence")
+			f.sequenceIn = append(f.sequenceIn, in)
 			return f.sequence()
 		})
 	env.OnActivity(acts.Backup, mock.Anything, mock.Anything).Return(
@@ -1066,5 +1068,54 @@ func TestCycleFailedStepStopsItsStatement(t *testing.T) {
 				t.Errorf("calls %v: StopStatements must come before %s", f.calls, tc.beforeOf)
 			}
 		})
+	}
+}
+
+// A plan that finds no replica of the database's availability group able
+// to back it up ends the cycle skipped with the reason not-preferred-
+// replica: nothing after the plan runs, nothing is marked, no error.
+func TestCycleNotPreferredReplicaIsSkipped(t *testing.T) {
+	f := newFakeCycle()
+	f.plan = func(activities.PlanInput) (activities.Plan, error) {
+		return activities.Plan{Database: "Sales", Instance: "ag1",
+			NotPreferred: activities.SkipNotPreferredReplica + ": no replica of availability group ag1 can back up 'Sales' now (sql01: not the preferred backup replica)"}, nil
+	}
+	r := newCycleRun(t, f)
+	res, err := r.run(CycleInput{Database: "Sales"})
+	if err != nil {
+		t.Fatalf("skipped cycle returned %v", err)
+	}
+	if !slices.Equal(f.calls, []string{"PlanCycle"}) {
+		t.Errorf("activities ran %v, want the plan only", f.calls)
+	}
+	if res.SkipReason != activities.SkipNotPreferredReplica || !strings.Contains(res.Skipped, "sql01: not the preferred") || res.Instance != "ag1" {
+		t.Errorf("result %+v, want skipped as not-preferred-replica with each replica's answer", res)
+	}
+	if got := r.attr("BackupOutcome"); got != OutcomeSkipped {
+		t.Errorf("BackupOutcome = %v, want %s", got, OutcomeSkipped)
+	}
+}
+
+// The replica the plan chose is where the source steps run: sequence,
+// BACKUP and its manifest.
+func TestCycleReadsFromThePlansReplica(t *testing.T) {
+	f := newFakeCycle()
+	f.plan = func(activities.PlanInput) (activities.Plan, error) {
+		p := healthyPlan()
+		p.Instance, p.Replica = "ag1", "sql02"
+		return p, nil
+	}
+	var manIn activities.ManifestInput
+	manifest := f.manifest
+	f.manifest = func(in activities.ManifestInput) (activities.ManifestOutput, error) {
+		manIn = in
+		return manifest(in)
+	}
+	r := newCycleRun(t, f)
+	if _, err := r.run(CycleInput{Database: "Sales", Instance: "ag1"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.sequenceIn) != 1 || f.sequenceIn[0].Replica != "sql02" || manIn.Replica != "sql02" || len(f.backupIn) != 1 || f.backupIn[0].Replica != "sql02" || f.backupIn[0].Instance != "ag1" {
+		t.Errorf("sequence %+v, backup %+v, manifest %+v: want replica sql02 of ag1", f.sequenceIn, f.backupIn, manIn)
 	}
 }

@@ -35,6 +35,11 @@ const (
 	// OutcomeNotRun: the plan left it out (offline, snapshot, an instance
 	// that could not be read, a configuration problem); Reason says why.
 	OutcomeNotRun = "not-run"
+	// OutcomeNotPreferred: no replica of the database's availability
+	// group could back it up (none the preferred backup replica, or the
+	// one that is cannot back up); Reason says what each answered. Not a
+	// failure.
+	OutcomeNotPreferred = "skipped-" + activities.SkipNotPreferredReplica
 )
 
 // defaultStartsPerRun is how many cycles one run of the Fleet starts
@@ -67,7 +72,7 @@ type DatabaseOutcome struct {
 	Instance string `json:"instance"`
 	Database string `json:"database"`
 	// Outcome is verified, failed, cancelled, skipped-already-running,
-	// not-reached or not-run.
+	// skipped-not-preferred-replica, not-reached or not-run.
 	Outcome    string        `json:"outcome"`
 	Type       string        `json:"type,omitempty"` // the error type of a failure
 	Sequence   int64         `json:"seq,omitempty"`
@@ -233,6 +238,8 @@ func (f *fleetRun) start(ctx workflow.Context, sel workflow.Selector, it fleet.I
 		o := DatabaseOutcome{Instance: it.Instance, Database: it.Database, WorkflowID: id, SizeBytes: it.SizeBytes,
 			Duration: workflow.Now(ctx).Sub(began)}
 		switch {
+		case err == nil && res.SkipReason == activities.SkipNotPreferredReplica:
+			o.Outcome, o.Reason = OutcomeNotPreferred, capText(res.Skipped)
 		case err == nil:
 			o.Outcome, o.Sequence = OutcomeVerified, res.Sequence
 		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
@@ -288,7 +295,7 @@ func (f *fleetRun) details(ctx workflow.Context) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**fleet** · began %s · window ends %s\n\n", st.Began.Format(time.RFC3339), st.Deadline.Format(time.RFC3339))
 	var counts []string
-	for _, k := range []string{OutcomeVerified, OutcomeFailed, OutcomeRunning, "pending", OutcomeAlreadyRunning, OutcomeNotReached, OutcomeNotRun, OutcomeCancelled} {
+	for _, k := range []string{OutcomeVerified, OutcomeFailed, OutcomeRunning, "pending", OutcomeAlreadyRunning, OutcomeNotPreferred, OutcomeNotReached, OutcomeNotRun, OutcomeCancelled} {
 		if n := st.Counts[k]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%s **%d**", k, n))
 		}

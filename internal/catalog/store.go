@@ -108,21 +108,38 @@ func Save(ctx context.Context, fsys FS, m *Manifest) error {
 // resolved against sys.databases: its databases: entry's, when that
 // differs only in case on a case-insensitive instance. A set recorded under
 // one of them counts only when it was written before case-safe names
-// (Manifest.Naming "").
+// (Manifest.Naming ""). Instances are other instance keys its sets were
+// written under: for a database of an availability group (Instance is the
+// group's name), its replicas and aliases, whose sets from before the
+// group was configured count as the database's.
 type DB struct {
 	Instance, Database string
 	Also               []string
+	Instances          []string
 }
 
 // Of is DB{Instance: instance, Database: db}.
 func Of(instance, db string) DB { return DB{Instance: instance, Database: db} }
 
+// instances are Instance, then Instances.
+func (d DB) instances() []string { return append([]string{d.Instance}, d.Instances...) }
+
 // Names are every naming the database's files may have, current first.
 func (d DB) Names() []tsql.SetNames {
-	out := tsql.AllNamesOf(d.Instance, d.Database)
-	for _, a := range d.Also {
-		if n := tsql.LegacyNamesOf(d.Instance, a); a != d.Database && !slices.ContainsFunc(out, func(o tsql.SetNames) bool { return o.Owner() == n.Owner() }) {
+	var out []tsql.SetNames
+	add := func(n tsql.SetNames) {
+		if !slices.ContainsFunc(out, func(o tsql.SetNames) bool { return o.Owner() == n.Owner() }) {
 			out = append(out, n)
+		}
+	}
+	for _, inst := range d.instances() {
+		for _, n := range tsql.AllNamesOf(inst, d.Database) {
+			add(n)
+		}
+		for _, a := range d.Also {
+			if a != d.Database {
+				add(tsql.LegacyNamesOf(inst, a))
+			}
 		}
 	}
 	return out
@@ -131,9 +148,9 @@ func (d DB) Names() []tsql.SetNames {
 // Owns reports whether m is a set of the database: recorded under its name
 // (or, seen from a configuration without the server, under its databases:
 // entry's, Manifest.Entry), or a set written before case-safe names under
-// one of Also.
+// one of Also; by Instance or one of Instances.
 func (d DB) Owns(m *Manifest) bool {
-	if m.SourceInstance != d.Instance {
+	if !slices.Contains(d.instances(), m.SourceInstance) {
 		return false
 	}
 	return m.Database == d.Database || m.Entry != "" && m.Entry == d.Database ||

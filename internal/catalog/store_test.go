@@ -298,3 +298,30 @@ func TestListAndRotationHelpers(t *testing.T) {
 		t.Errorf("List all: %d manifests, %v", len(all.Manifests), err)
 	}
 }
+
+// A database of an availability group owns the sets its replicas wrote
+// under their own names, in every naming; not another database's.
+func TestDBInstancesOwnAliasSets(t *testing.T) {
+	d := DB{Instance: "ag1", Database: "Sales", Instances: []string{"sql01", "sql02"}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		m    *Manifest
+		want bool
+	}{
+		{New("ag1", "Sales", 5, at), true},
+		{New("sql01", "Sales", 3, at), true},
+		{New("sql02", "Sales", 3, at), true},
+		{New("sql03", "Sales", 3, at), false},
+		{New("sql01", "Local", 3, at), false},
+	} {
+		if got := d.Owns(c.m); got != c.want {
+			t.Errorf("Owns(%s/%s) = %v, want %v", c.m.SourceInstance, c.m.Database, got, c.want)
+		}
+		if p, ok := tsql.ParseManifestFileName(c.m.FileName()); !ok || d.OwnsName(p) != c.want {
+			t.Errorf("OwnsName(%s) = %v, want %v", c.m.FileName(), d.OwnsName(p), c.want)
+		}
+	}
+	if first := d.Names()[0]; first.Instance != "ag1" || first.Legacy {
+		t.Errorf("current naming first: %+v", first)
+	}
+}

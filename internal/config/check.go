@@ -91,6 +91,7 @@ func (d *decoder) check(c *Config) {
 		d.checkInstanceRotation(inst, path, servers)
 		selects = selects || len(inst.Databases) > 0
 	}
+	groups := d.checkGroups(c, instances, servers)
 	if len(c.Databases) == 0 && !selects {
 		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers), or select them per instance with sql_instances[].databases (e.g. [USER_DATABASES]) and sql_instances[].backup_servers")
 	}
@@ -98,7 +99,7 @@ func (d *decoder) check(c *Config) {
 	dbs := map[string]seenEntry{}
 	verifyNames := map[string]string{} // verify instance + name -> database
 	for i := range c.Databases {
-		d.checkDatabase(&c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, servers, dbs, verifyNames)
+		d.checkDatabase(c, &c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, groups, servers, dbs, verifyNames)
 	}
 	d.checkChains(c)
 	d.checkPlatforms(c)
@@ -654,7 +655,16 @@ func (d *decoder) checkPlatforms(c *Config) {
 	}
 	for _, db := range c.Databases {
 		for _, s := range db.BackupServers {
-			check(s, db.Instance)
+			for _, src := range c.Sources(db.Instance) {
+				check(s, src)
+			}
+		}
+	}
+	for _, g := range c.AvailabilityGroups {
+		for _, s := range g.BackupServers {
+			for _, r := range g.Replicas {
+				check(s, r)
+			}
 		}
 	}
 	for _, in := range c.SQLInstances {
@@ -727,7 +737,8 @@ func keys[T any](m map[string]*T) string {
 	return strings.Join(ks, ", ")
 }
 
-func (d *decoder) checkDatabase(db *Database, path string, instances map[string]*SQLInstance, servers map[string]*BackupServer, seen map[string]seenEntry, verifyNames map[string]string) {
+func (d *decoder) checkDatabase(c *Config, db *Database, path string, instances map[string]*SQLInstance, groups map[string]*AvailabilityGroup,
+	servers map[string]*BackupServer, seen map[string]seenEntry, verifyNames map[string]string) {
 	owner := labelled(path, db.Name)
 	if d.required(db.Name, path, "name", owner, "the database name on the instance") {
 		switch {
@@ -741,23 +752,34 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 			}
 		}
 	}
-	if d.required(db.Instance, path, "instance", owner, "the sql_instances name of the source") {
-		if _, ok := instances[db.Instance]; !ok {
+	sources := []string{db.Instance}
+	if d.required(db.Instance, path, "instance", owner, "the sql_instances (or availability_groups) name of the source") {
+		_, isInstance := instances[db.Instance]
+		g, isGroup := groups[db.Instance]
+		switch {
+		case isGroup:
+			sources, db.Aliases = g.Replicas, g.Former()
+		case !isInstance:
 			d.errf(d.line(join(path, "instance")), join(path, "instance"), "%s: instance %q is not defined in sql_instances (defined: %s)", owner, db.Instance, keys(instances))
 		}
 	}
 	// One entry per database ignoring case: on a case-insensitive instance
 	// DBA and dba are one database, which two entries would back up twice
-	// at once under two workflow ids.
-	key := db.Instance + "\x00" + strings.ToLower(db.Name)
-	if first, dup := seen[key]; dup && db.Name != "" {
+	// at once under two workflow ids. An entry on an availability group
+	// and one on its replica (or on two of its replicas) name one
+	// availability database too.
+	key := sourceKey(groups, c, db.Instance) + "\x00" + strings.ToLower(db.Name)
+	if first, dup := seen[key]; dup && db.Name != "" && first.instance != db.Instance {
+		d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s and %s %q on %s name one availability database of group %s if it is one: keep one entry, with instance: %s",
+			owner, db.Name, db.Instance, first.path, first.name, first.instance, sourceKey(groups, c, db.Instance), sourceKey(groups, c, db.Instance))
+	} else if dup && db.Name != "" {
 		if first.name == db.Name {
 			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s is already configured in %s at line %d", owner, db.Name, db.Instance, first.path, first.line)
 		} else {
 			d.errf(d.line(join(path, "name")), join(path, "name"), "%s: database %q on %s differs only in case from %s %q at line %d: SQL Server compares names case-insensitively by default, so both entries would name one database; keep one", owner, db.Name, db.Instance, first.path, first.name, first.line)
 		}
 	} else {
-		seen[key] = seenEntry{path: path, name: db.Name, line: d.line(join(path, "name"))}
+		seen[key] = seenEntry{path: path, name: db.Name, instance: db.Instance, line: d.line(join(path, "name"))}
 	}
 
 	rot := join(path, "backup_servers")
@@ -767,7 +789,11 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 	targets := d.checkRotation(db.BackupServers, db.CopyTo, rot, join(path, "copy_to"), owner, servers)
 	for _, t := range targets {
 		tp := fmt.Sprintf("%s.copy_target[%s]", path, t)
-		if !d.checkCopyTarget(t, servers[t], db.Instance, d.line(path), tp, owner) {
+		ok := true
+		for _, src := range sources {
+			ok = ok && d.checkCopyTarget(t, servers[t], src, d.line(path), tp, owner)
+		}
+		if !ok {
 			continue
 		}
 		s := servers[t]
@@ -789,15 +815,16 @@ func (d *decoder) checkDatabase(db *Database, path string, instances map[string]
 		strings.EqualFold(strings.TrimRight(db.VerifyDatabaseName(0), " "), strings.TrimRight(db.Name, " ")) {
 		d.errf(d.line(kp), kp, "%s: verify_name %q names the copy like the database itself: use a name with a fixed prefix or suffix, e.g. \"{db}_verify\"", owner, db.VerifyName)
 	}
-	d.checkNames(db, path, owner, servers, targets)
+	d.checkNames(db, path, owner, servers, targets, sources)
 	d.checkMemory(&db.Policy, path, owner)
 	d.checkSanity(db, path, owner)
 }
 
-// seenEntry is a databases: entry met earlier: its path, name and line.
+// seenEntry is a databases: entry met earlier: its path, name, instance
+// and line.
 type seenEntry struct {
-	path, name string
-	line       int
+	path, name, instance string
+	line                 int
 }
 
 // CheckDatabaseName refuses a database name with a leading or trailing

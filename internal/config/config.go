@@ -14,6 +14,7 @@
 //
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
 //	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
+//	availability_groups: availability_group = name, max_concurrent 1
 //	backup_servers: max_concurrent 2, smb port 445, bandwidth_limit 0 (unlimited)
 //	fleet:        max_concurrent 4, window 20h
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
@@ -31,12 +32,16 @@ import (
 
 // Config is a whole validated configuration, defaults applied.
 type Config struct {
-	Temporal      Temporal       `yaml:"temporal"`
-	Defaults      Policy         `yaml:"defaults"` // what every database inherits key by key
-	SQLInstances  []SQLInstance  `yaml:"sql_instances"`
-	BackupServers []BackupServer `yaml:"backup_servers"`
-	Databases     []Database     `yaml:"databases"`
-	Fleet         Fleet          `yaml:"fleet"`
+	Temporal     Temporal      `yaml:"temporal"`
+	Defaults     Policy        `yaml:"defaults"` // what every database inherits key by key
+	SQLInstances []SQLInstance `yaml:"sql_instances"`
+	// AvailabilityGroups are Always On availability groups whose replicas
+	// are configured instances: each availability database is backed up
+	// once, by the group, on the replica SQL Server prefers.
+	AvailabilityGroups []AvailabilityGroup `yaml:"availability_groups"`
+	BackupServers      []BackupServer      `yaml:"backup_servers"`
+	Databases          []Database          `yaml:"databases"`
+	Fleet              Fleet               `yaml:"fleet"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`
@@ -90,6 +95,42 @@ const (
 	PlatformWindows = "windows"
 	PlatformLinux   = "linux"
 )
+
+// AvailabilityGroup is an Always On availability group. Its databases (a
+// database on a replica whose sys.databases.replica_id is set) are planned,
+// numbered and named by the group: Name takes the place of the instance's
+// name in file names, manifests, workflow ids, schedules, status and
+// metrics, so the same database on two replicas is one database with one
+// sequence and one cycle at a time, whichever replica backs it up. Each
+// cycle asks the replicas, in the order listed, which one
+// sys.fn_hadr_backup_is_preferred_replica names, and backs up there. A
+// database of a replica that is not in an availability group is that
+// instance's, as without the group.
+type AvailabilityGroup struct {
+	// Name is the group's key, in the instances' namespace: unique ignoring
+	// case among sql_instances[].name and availability_groups[].name.
+	Name string `yaml:"name"`
+	// AvailabilityGroup is the group's name on SQL Server
+	// (sys.availability_groups.name); "" = Name. A replica's database in
+	// another group is not this group's.
+	AvailabilityGroup string `yaml:"availability_group"`
+	// Replicas are the sql_instances that host its replicas, asked in this
+	// order; an instance is a replica of one group at most.
+	Replicas []string `yaml:"replicas"`
+	// Aliases are other instance keys its databases' sets were written
+	// under before the group was configured (a listener configured as an
+	// instance); the replicas' names always count. Their sets are found,
+	// resumed, counted for the sequence and retained as the group's.
+	Aliases []string `yaml:"aliases"`
+	// BackupServers and CopyTo are the rotation of its databases without a
+	// databases: entry; empty = the replicas' sql_instances[].backup_servers,
+	// which must then agree.
+	BackupServers []string `yaml:"backup_servers"`
+	CopyTo        string   `yaml:"copy_to"`
+	// MaxConcurrent caps the group's cycles at once in a fleet run (each
+	// backs up on one replica); default 1.
+	MaxConcurrent int `yaml:"max_concurrent"`
+}
 
 // BackupServer is a file server that receives backups (over one or more NICs)
 // and, at the remote site, hosts the copies the verification instance restores.
@@ -168,6 +209,15 @@ type Database struct {
 	// for the database Sales of a case-insensitive instance; Name is then
 	// "Sales"). Never read from the file.
 	Entry string `yaml:"-"`
+	// Aliases are the other instance keys the sets of a database of an
+	// availability group (Instance is the group's name) may have been
+	// written under: the group's replicas and aliases. Never read from the
+	// file.
+	Aliases []string `yaml:"-"`
+	// Replica is the replica of Instance's group a cycle reads the
+	// database from, as its plan chose it; "" for a database of an
+	// instance. Never read from the file.
+	Replica string `yaml:"-"`
 }
 
 // Fleet is how the nightly Fleet workflow runs the selected databases.

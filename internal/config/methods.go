@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,4 +180,58 @@ func (l Location) String() string {
 		return u.String()
 	}
 	return (&url.URL{Scheme: "file", Path: l.Path}).String()
+}
+
+// AvailabilityGroup returns the availability group with that name.
+func (c *Config) AvailabilityGroup(name string) (*AvailabilityGroup, bool) {
+	for i := range c.AvailabilityGroups {
+		if c.AvailabilityGroups[i].Name == name {
+			return &c.AvailabilityGroups[i], true
+		}
+	}
+	return nil, false
+}
+
+// GroupOf returns the availability group instance is a replica of.
+func (c *Config) GroupOf(instance string) (*AvailabilityGroup, bool) {
+	for i := range c.AvailabilityGroups {
+		if slices.Contains(c.AvailabilityGroups[i].Replicas, instance) {
+			return &c.AvailabilityGroups[i], true
+		}
+	}
+	return nil, false
+}
+
+// Sources are the SQL instances a database of key is read from: the
+// replicas of the availability group key, in their order, or the instance
+// key itself.
+func (c *Config) Sources(key string) []string {
+	if g, ok := c.AvailabilityGroup(key); ok {
+		return g.Replicas
+	}
+	return []string{key}
+}
+
+// SQLName is the group's name on SQL Server (sys.availability_groups.name).
+func (g *AvailabilityGroup) SQLName() string {
+	if g.AvailabilityGroup != "" {
+		return g.AvailabilityGroup
+	}
+	return g.Name
+}
+
+// Former are the instance keys the sets of the group's databases may have
+// been written under before the group was configured: its replicas, then
+// its aliases.
+func (g *AvailabilityGroup) Former() []string {
+	return append(slices.Clone(g.Replicas), g.Aliases...)
+}
+
+// Source is the SQL instance a cycle of db reads from: the replica its
+// plan chose for a database of an availability group, else its instance.
+func (db *Database) Source() string {
+	if db.Replica != "" {
+		return db.Replica
+	}
+	return db.Instance
 }

@@ -32,7 +32,7 @@ type nameProblem struct{ key, msg string }
 // nameProblems checks the names derived for one database: the verification
 // database name and the file names and paths of its sets on every backup
 // server it writes to (rotation) or restores from (copy targets).
-func nameProblems(db *Database, servers func(string) *BackupServer, targets []string, verifyName bool) []nameProblem {
+func nameProblems(db *Database, servers func(string) *BackupServer, targets, sources []string, verifyName bool) []nameProblem {
 	if db.Name == "" || tsql.CheckIdent(db.Name) != nil || db.Instance == "" {
 		return nil // the name itself is reported already
 	}
@@ -49,12 +49,14 @@ func nameProblems(db *Database, servers func(string) *BackupServer, targets []st
 			"%v (sequence at its widest, %d digits), over the limit of a file name on Windows and Linux shares: use a shorter instance name under sql_instances",
 			e, len(fmt.Sprint(tsql.MaxSequence)))})
 	}
-	// The source writes to its rotation by its paths, the verification
-	// instance of a copy target reads by its own.
+	// The source (each replica of a group) writes to its rotation by its
+	// paths, the verification instance of a copy target reads by its own.
 	type use struct{ server, instance string }
 	var uses []use
 	for _, name := range db.BackupServers {
-		uses = append(uses, use{name, db.Instance})
+		for _, src := range sources {
+			uses = append(uses, use{name, src})
+		}
 	}
 	for _, name := range targets {
 		if s := servers(name); s != nil && s.VerifyInstance != "" {
@@ -85,11 +87,11 @@ func nameProblems(db *Database, servers func(string) *BackupServer, targets []st
 }
 
 // checkNames reports nameProblems at their lines.
-func (d *decoder) checkNames(db *Database, path, owner string, servers map[string]*BackupServer, targets []string) {
+func (d *decoder) checkNames(db *Database, path, owner string, servers map[string]*BackupServer, targets, sources []string) {
 	kp := join(path, "verify_name")
 	// A wrong pattern is reported as such, not also as too long.
 	verifyName := !d.reported[kp] && (d.given(kp) || !d.reported["defaults.verify_name"])
-	for _, p := range nameProblems(db, func(n string) *BackupServer { return servers[n] }, targets, verifyName) {
+	for _, p := range nameProblems(db, func(n string) *BackupServer { return servers[n] }, targets, sources, verifyName) {
 		line := d.line(path)
 		switch {
 		case p.key == "verify_name":
@@ -114,7 +116,11 @@ func (c *Config) CheckNames(db *Database) error {
 	}
 	servers := func(n string) *BackupServer { s, _ := c.BackupServer(n); return s }
 	var msgs []string
-	for _, p := range nameProblems(db, servers, targets, true) {
+	sources := c.Sources(db.Instance)
+	if db.Replica != "" {
+		sources = []string{db.Replica}
+	}
+	for _, p := range nameProblems(db, servers, targets, sources, true) {
 		msgs = append(msgs, p.msg)
 	}
 	seen := map[string]bool{}

@@ -54,6 +54,11 @@ var (
 	// ErrSourceDamaged: BACKUP met damage in the source database itself
 	// (see SourceDamage).
 	ErrSourceDamaged = errors.New("source database damaged")
+	// ErrSecondaryReplica: the statement is not supported on an
+	// availability group's secondary replica (a full backup without
+	// COPY_ONLY): the configuration or the group's backup preference,
+	// which no retry on that replica changes.
+	ErrSecondaryReplica = errors.New("not supported on a secondary replica")
 )
 
 // Failure is a classified failure of a connection or a statement.
@@ -200,6 +205,11 @@ var (
 	tempdbNumbers = []int32{1101, 1105, 9002, 3958, 3966, 3967}
 	// Transient server-side states: the instance is going away or busy.
 	unreachableNumbers = []int32{6005, 6006, 17142, 17187, 17188, 40613, 233, 10053, 10054, -2}
+	// 3059 "This BACKUP or RESTORE command is not supported on a database
+	// mirror or secondary replica." (KB4551221): a secondary takes only
+	// COPY_ONLY full backups ("Offload supported backups to secondary
+	// replicas of an availability group").
+	secondaryNumbers = []int32{3059}
 )
 
 // Windows system error codes a device message carries as "N(text)"; SQL
@@ -392,6 +402,8 @@ func classifyNumbers(errs []mssqldb.Error) error {
 		return ErrCheckDBFailed
 	case has(unreachableNumbers) || fatal:
 		return ErrUnreachable
+	case has(secondaryNumbers):
+		return ErrSecondaryReplica
 	}
 	return ErrStatement
 }

@@ -70,7 +70,9 @@ func resolve(o Options) (scope, error) {
 	s := scope{sources: map[string][]*config.Database{}, verifies: map[string][]string{}, stores: map[string][]*config.Database{}}
 	for i := range cfg.Databases {
 		db := &cfg.Databases[i]
-		if (o.Database == "" || db.Name == o.Database) && (o.Instance == "" || db.Instance == o.Instance) {
+		// --instance names the instance, or a replica of the database's
+		// availability group.
+		if (o.Database == "" || db.Name == o.Database) && (o.Instance == "" || db.Instance == o.Instance || slices.Contains(cfg.Sources(db.Instance), o.Instance)) {
 			s.dbs = append(s.dbs, db)
 		}
 	}
@@ -82,8 +84,12 @@ func resolve(o Options) (scope, error) {
 	}
 	usedServers, usedInstances := map[string]bool{}, map[string]bool{}
 	for _, db := range s.dbs {
-		s.sources[db.Instance] = append(s.sources[db.Instance], db)
-		usedInstances[db.Instance] = true
+		// A database of an availability group is checked on every
+		// replica: a fail-over moves its backup there.
+		for _, src := range cfg.Sources(db.Instance) {
+			s.sources[src] = append(s.sources[src], db)
+			usedInstances[src] = true
+		}
 		for _, b := range db.BackupServers {
 			holders := []string{b}
 			if t := db.CopyTarget(b); t != "" && t != b {
@@ -312,7 +318,18 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 				needs[d] = n
 			}
 		}
-		r.add(databaseChecks(d, sf, f)...)
+		g, inGroup := o.Config.AvailabilityGroup(d.Instance)
+		shown := d
+		if inGroup {
+			// Its checks on this replica are this replica's.
+			c := *d
+			c.Instance = in.Name
+			shown = &c
+		}
+		r.add(databaseChecks(shown, sf, f)...)
+		if inGroup && f.State == "ONLINE" {
+			r.add(availabilityChecks(qctx, db, in.Name, d, g, sf)...)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ func queryRow(ctx context.Context, q querier, what, query string, args []any, de
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		return fmt.Errorf("%s: no row", what)
+		return fmt.Errorf("%s: %w", what, errNoRow)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return fmt.Errorf("%s: %w", what, err)

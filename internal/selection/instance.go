@@ -24,17 +24,20 @@ func List(ctx context.Context, db *mssql.DB) ([]Database, error) {
 	var out []Database
 	for rows.Next() {
 		var (
-			d      Database
-			state  sql.NullString
-			source sql.NullInt64
-			ro     sql.NullBool
+			d       Database
+			state   sql.NullString
+			source  sql.NullInt64
+			ro      sql.NullBool
+			replica []byte
+			ag      sql.NullString
 		)
-		if err := rows.Scan(&d.Name, &d.ID, &state, &source, &ro); err != nil {
+		if err := rows.Scan(&d.Name, &d.ID, &state, &source, &ro, &replica, &ag); err != nil {
 			return nil, mssql.Classify(db.Target, op, err)
 		}
 		d.State = strings.TrimSpace(state.String)
 		d.IsSnapshot = source.Valid
 		d.ReadOnly = ro.Bool
+		d.InAvailabilityGroup, d.AvailabilityGroup = replica != nil, ag.String
 		d.IsSystem = SystemDatabase(d.Name)
 		out = append(out, d)
 	}
@@ -89,11 +92,14 @@ func ReadNames(ctx context.Context, db *mssql.DB, names []string) (Names, error)
 }
 
 // Asked are the names to resolve on instance for a start of names: those
-// and the names of the instance's databases: entries, each once.
+// and the names of the instance's databases: entries, each once; for a
+// replica of an availability group, the entries on the group and on its
+// other replicas too (they may name its availability databases).
 func Asked(cfg *config.Config, instance string, names ...string) []string {
 	out := slices.Clone(names)
+	g, replica := cfg.GroupOf(instance)
 	for _, c := range cfg.Databases {
-		if c.Instance == instance {
+		if c.Instance == instance || replica && inGroup(g, c.Instance) {
 			out = append(out, c.Name)
 		}
 	}
@@ -179,6 +185,23 @@ func (n Names) Resolve(cfg *config.Config, instance, name string) (config.Databa
 	if err := config.CheckDatabaseName(d.Name); err != nil {
 		return config.Database{}, fmt.Errorf("%s resolves %q to its database %q: %w", instance, name, d.Name, err)
 	}
+	if g, ok := GroupOf(cfg, instance, d); ok {
+		// An availability database: the group's, under its entry on the
+		// group or any replica.
+		e, err := n.groupEntryFor(cfg, g, d.ID)
+		if err != nil {
+			return config.Database{}, err
+		}
+		entry := ""
+		if e != nil {
+			entry = e.Name
+		}
+		db, err := configuredInGroup(cfg, g, d.Name, entry)
+		if err != nil {
+			return config.Database{}, fmt.Errorf("%s resolves %q to its database %q of availability group %s, which %w", instance, name, d.Name, g.Name, err)
+		}
+		return *db, nil
+	}
 	entry, err := n.entryFor(cfg, instance, d.ID)
 	if err != nil {
 		return config.Database{}, err
@@ -211,6 +234,9 @@ type Selected struct {
 	// than the database (the instance resolved it to this database).
 	Entry    string `json:"entry,omitempty"`
 	ReadOnly bool   `json:"read_only,omitempty"`
+	// Group is the availability group the database belongs to (GroupOf):
+	// it is backed up as the group's, once for all its replicas.
+	Group string `json:"availability_group,omitempty"`
 }
 
 // ForInstance resolves one configured instance: its databases: selection
@@ -231,13 +257,22 @@ func ForInstance(cfg *config.Config, instance string, n Names) (Result, error) {
 	for _, s := range selected {
 		chosen[s] = true
 	}
-	// Explicit entries join the selection when the database can be backed up.
+	// Explicit entries join the selection when the database can be backed
+	// up; on a replica, the entries on its group and its other replicas
+	// when they name one of the group's databases here.
+	g, replica := cfg.GroupOf(instance)
 	for _, c := range cfg.Databases {
-		if c.Instance != instance {
+		own := c.Instance == instance
+		if !own && !(replica && inGroup(g, c.Instance)) {
 			continue
 		}
 		id, found := n.IDs[c.Name]
 		d, _ := n.byID(id)
+		if !own {
+			if gg, ok := GroupOf(cfg, instance, d); !found || !ok || gg != g {
+				continue
+			}
+		}
 		if found {
 			if other, dup := explicit[id]; dup {
 				skipped = append(skipped, Skip{Name: c.Name, Reason: fmt.Sprintf("configured under databases: but names the database %q, as %q does: keep one entry", d.Name, other)})
@@ -265,6 +300,9 @@ func ForInstance(cfg *config.Config, instance string, n Names) (Result, error) {
 	for _, name := range selected {
 		d := byName[name]
 		s := Selected{Name: name, ReadOnly: d.ReadOnly}
+		if g, ok := GroupOf(cfg, instance, d); ok {
+			s.Group = g.Name
+		}
 		if e, ok := explicit[d.ID]; ok {
 			s.Configured = true
 			if e != name {
@@ -301,7 +339,15 @@ func replaceSkip(skipped []Skip, s Skip) []Skip {
 // rotation (sql_instances[].backup_servers, copy_to) or, without one, the
 // rotation the instance's configured databases share. Sanity checks are
 // never inherited: their queries are per database.
+//
+// instance may be an availability group's name: the entry is then looked
+// for on the group and its replicas, and the database is keyed by the
+// group (groupDatabaseFor).
 func DatabaseFor(cfg *config.Config, instance, name, entry string) (config.Database, error) {
+	if g, ok := cfg.AvailabilityGroup(instance); ok {
+		db, _, err := groupDatabaseFor(cfg, g, name, entry)
+		return db, err
+	}
 	if entry == "" {
 		entry = name
 	}
@@ -347,8 +393,12 @@ func DatabaseFor(cfg *config.Config, instance, name, entry string) (config.Datab
 }
 
 // Selects reports whether the instance's databases: selection picks name,
-// judged by the name alone (the state is checked when the night runs).
+// judged by the name alone (the state is checked when the night runs); for
+// an availability group, whether any replica's does.
 func Selects(cfg *config.Config, instance, name string) bool {
+	if g, ok := cfg.AvailabilityGroup(instance); ok {
+		return slices.ContainsFunc(g.Replicas, func(r string) bool { return Selects(cfg, r, name) })
+	}
 	inst, ok := cfg.SQLInstance(instance)
 	if !ok || len(inst.Databases) == 0 {
 		return false
@@ -371,6 +421,12 @@ func Lookup(cfg *config.Config, instance, name string) (*config.Database, error)
 	if err := config.CheckDatabaseName(name); err != nil {
 		return nil, err
 	}
+	if g, ok := cfg.AvailabilityGroup(instance); ok {
+		if e := foldedGroupEntry(cfg, g, name); e != nil {
+			return e, nil
+		}
+		return configuredInGroup(cfg, g, name, "")
+	}
 	db, err := cfg.Database(instance, name)
 	if err == nil {
 		return db, nil
@@ -378,14 +434,25 @@ func Lookup(cfg *config.Config, instance, name string) (*config.Database, error)
 	if e, ferr := foldedEntry(cfg, instance, name); e != nil || ferr != nil {
 		return e, ferr
 	}
-	if instance == "" || !Selects(cfg, instance, name) {
-		return db, err
+	if instance != "" && Selects(cfg, instance, name) {
+		sel, serr := DatabaseFor(cfg, instance, name, "")
+		if serr != nil {
+			return nil, serr
+		}
+		return &sel, nil
 	}
-	sel, serr := DatabaseFor(cfg, instance, name, "")
-	if serr != nil {
-		return nil, serr
+	// A start through a replica of a database the configuration knows
+	// only as its availability group's: the group's (the cycle confirms
+	// it on the replicas).
+	if g, ok := cfg.GroupOf(instance); ok {
+		if e := foldedGroupEntry(cfg, g, name); e != nil {
+			return e, nil
+		}
+		if Selects(cfg, g.Name, name) {
+			return configuredInGroup(cfg, g, name, "")
+		}
 	}
-	return &sel, nil
+	return db, err
 }
 
 // foldedEntry is the entry spelled as name but for case, on instance (any
@@ -399,14 +466,10 @@ func foldedEntry(cfg *config.Config, instance, name string) (*config.Database, e
 			found = append(found, c)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return found[0], nil
-	}
-	return nil, fmt.Errorf("database %q is configured on several instances in %s (as %s/%s and %s/%s): name the instance too",
-		name, cfg.File, found[0].Instance, found[0].Name, found[1].Instance, found[1].Name)
+	return theOne(found, func() error {
+		return fmt.Errorf("database %q is configured on several instances in %s (as %s/%s and %s/%s): name the instance too",
+			name, cfg.File, found[0].Instance, found[0].Name, found[1].Instance, found[1].Name)
+	})
 }
 
 // Configured is the configuration of a database whose name a cycle's plan
@@ -418,6 +481,9 @@ func foldedEntry(cfg *config.Config, instance, name string) (*config.Database, e
 func Configured(cfg *config.Config, instance, name, entry string) (*config.Database, error) {
 	if err := config.CheckDatabaseName(name); err != nil {
 		return nil, err
+	}
+	if g, ok := cfg.AvailabilityGroup(instance); ok {
+		return configuredInGroup(cfg, g, name, entry)
 	}
 	if entry != "" {
 		db, err := DatabaseFor(cfg, instance, name, entry)

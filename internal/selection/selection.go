@@ -31,6 +31,12 @@ type Database struct {
 	IsSnapshot bool   `json:"is_snapshot"` // source_database_id is not NULL
 	ReadOnly   bool   `json:"read_only"`
 	IsSystem   bool   `json:"is_system"` // master, model, msdb or tempdb
+	// InAvailabilityGroup: sys.databases.replica_id is set, the database
+	// is an availability database on this instance; AvailabilityGroup is
+	// its group's name (sys.availability_groups), "" when the login may
+	// not see it (VIEW ANY DEFINITION).
+	InAvailabilityGroup bool   `json:"in_availability_group,omitempty"`
+	AvailabilityGroup   string `json:"availability_group,omitempty"`
 }
 
 // Skip is a database that is not backed up, and why.

@@ -189,6 +189,9 @@ func (x *execCtx) backup(s *backupStmt) error {
 	if err != nil {
 		return err
 	}
+	if err := x.in.agBackup(d, o.copyOnly); err != nil {
+		return err
+	}
 	// Backup compression is an Enterprise/Standard/Developer feature: Web and
 	// Express refuse WITH COMPRESSION (1844 "%ls is not supported on %ls.",
 	// https://learn.microsoft.com/en-us/sql/sql-server/editions-and-components-of-sql-server-2022

@@ -68,8 +68,32 @@ func (e *env) call(f *funcExpr) (any, error) {
 		}
 		for _, d := range x.in.allDatabases() {
 			if x.in.sameName(d.Name, toString(v)) {
+				if strings.EqualFold(toString(pv), "Updateability") && x.in.secondary(&d) {
+					return "READ_ONLY", nil // a secondary database takes no writes (ag.go)
+				}
 				return databaseProperty(d, toString(pv), x.in.cfg.Collation), nil
 			}
+		}
+		return nil, nil
+	case "SYS.FN_HADR_BACKUP_IS_PREFERRED_REPLICA":
+		v, err := e.arg(f, 0)
+		if err != nil || v == nil {
+			return nil, err
+		}
+		return x.in.preferredBackupReplica(toString(v)) == 1, nil
+	case "SYS.FN_HADR_IS_PRIMARY_REPLICA":
+		// 1 on the primary, 0 on a secondary, NULL for a database that
+		// does not exist or is not in a group; VIEW SERVER STATE
+		// (https://learn.microsoft.com/en-us/sql/relational-databases/system-functions/sys-fn-hadr-is-primary-replica-transact-sql).
+		if err := x.serverStateDenied(); err != nil {
+			return nil, err
+		}
+		v, err := e.arg(f, 0)
+		if err != nil || v == nil {
+			return nil, err
+		}
+		if s, ok := x.in.agOf(toString(v)); ok && x.in.lookupDB(toString(v)) != nil {
+			return s.primary, nil
 		}
 		return nil, nil
 	case "SERVERPROPERTY":

@@ -51,7 +51,11 @@
 //	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE;
 //	    sys.databases.owner_sid (the login whose RESTORE created the database, 0x01 for sa; database_id:
 //	    the lowest free one, as dropped databases' ids are handed out again)
-//	    functions: DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
+//	    availability groups (ag.go): sys.databases.replica_id and group_database_id, sys.availability_groups,
+//	    sys.availability_replicas (rows with VIEW ANY DEFINITION), sys.dm_hadr_database_replica_states
+//	    (VIEW SERVER STATE, else 300 and 297)
+//	    functions: sys.fn_hadr_backup_is_preferred_replica, sys.fn_hadr_is_primary_replica,
+//	    DB_ID, DB_NAME, OBJECT_ID, SCHEMA_ID, SERVERPROPERTY, DATABASEPROPERTYEX (Status,
 //	    UserAccess, Recovery, Updateability, LastGoodCheckDbTime), HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, IS_MEMBER,
 //	    SUSER_SNAME, SUSER_SID, ORIGINAL_LOGIN, GETDATE, GETUTCDATE,
 //	    SYSDATETIME, ISNULL, COALESCE, LEN, UPPER, LOWER, LTRIM, RTRIM, QUOTENAME, LEFT, RIGHT, CAST
@@ -244,6 +248,9 @@
 //	    "CHECKDB found 0 allocation errors and N consistency errors in database 'x'."; clean with
 //	    NO_INFOMSGS: no message at all. CheckDBError: a system table pre-check (7984-7988, 16) ends it at
 //	    once with that error alone; 2537 (16) is counted in the 8989; 211 (23) ends it, its session kept
+//	3059 (16) + 3013 a full backup without COPY_ONLY on an availability group's secondary; 976 (14) a query,
+//	    USE or login into a secondary database that allows no connections, and (+ 3013) a BACKUP of a secondary
+//	    that does not synchronize (ag.go)
 //	3701 (11) DROP of an unknown database; 3702 (16) in use; 5011 + 5069 ALTER DATABASE of an unknown one;
 //	    5052 + 5069 ALTER DATABASE of a RESTORING one (DROP DATABASE works on it)
 //

@@ -351,7 +351,10 @@ func (c collation) compareValues(a, b any) (int, bool) {
 		if y, ok := b.([]byte); ok {
 			return bytes.Compare(x, y), true
 		}
-	case [16]byte: // uniqueidentifier (msdb's job_id joins)
+	case [16]byte:
+		// uniqueidentifier against uniqueidentifier (the availability
+		// group views joined on replica_id and group_id); equality is
+		// what matters, the order here is byte order, not SQL Server's.
 		if y, ok := b.([16]byte); ok {
 			return bytes.Compare(x[:], y[:]), true
 		}

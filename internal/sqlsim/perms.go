@@ -489,6 +489,9 @@ func (x *execCtx) mayUse(d *database) error {
 	if x.in.offline(d) {
 		return errOffline(d.Name)
 	}
+	if e := x.in.agAccess(d); e != nil {
+		return e
+	}
 	l := x.sessionLogin()
 	if x.in.dbUser(l, d) {
 		return nil
@@ -554,11 +557,13 @@ func errReadOnly(db string) *tds.Error {
 	return sqlErr(3906, 16, "Failed to update database \"%s\" because the database is read-only.", db)
 }
 
-// readOnly reports whether d is READ_ONLY.
+// readOnly reports whether d is READ_ONLY, or a secondary database of an
+// availability group (ag.go).
 func (in *Instance) readOnly(d *database) bool {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	return d.ReadOnly
+	ro := d.ReadOnly
+	in.mu.Unlock()
+	return ro || in.secondary(d)
 }
 
 // mayWrite checks DDL in d: not READ_ONLY (3906), and db_owner/db_ddladmin.

@@ -125,6 +125,7 @@ type Instance struct {
 	// clockAhead is how far the server's clock runs ahead of the host's
 	// (StampCreateLate), in nanoseconds.
 	clockAhead atomic.Int64
+	ag         *AvailabilityGroup // the group this instance is a replica of (ag.go), guarded by mu
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -803,6 +804,13 @@ func (in *Instance) Login(ctx context.Context, l tds.Login) (tds.Session, error)
 		}
 	}
 	d := in.lookupDB(db)
+	if d != nil && in.online(d) && in.dbUser(p, d) {
+		if e := in.agAccess(d); e != nil {
+			// A login into a secondary database that serves no reads is
+			// refused with 976 (ag.go).
+			return nil, localizeErrors(lang, tds.Errors{e, failed})
+		}
+	}
 	if d == nil || !in.online(d) || !in.dbUser(p, d) {
 		in.log.Info("login failed: database unavailable", zap.String("user", l.User), zap.String("db", db))
 		first := sqlErr(4060, 11, "Cannot open database \"%s\" requested by the login. The login failed.", db)

@@ -165,7 +165,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// resets.
 			col(qual, "owner_sid", tds.TypeVarBinary, 85), col(qual, "is_trustworthy_on", tds.TypeBit, 0),
 			col(qual, "page_verify_option_desc", tds.TypeNVarChar, 60), col(qual, "is_broker_enabled", tds.TypeBit, 0),
-			col(qual, "service_broker_guid", tds.TypeUniqueIdentifier, 0)}
+			col(qual, "service_broker_guid", tds.TypeUniqueIdentifier, 0),
+			// replica_id: "ID of the local availability group availability
+			// replica of the database"; NULL when the database is not part
+			// of an availability group; group_database_id: its id within
+			// the group (sys.databases).
+			col(qual, "replica_id", tds.TypeUniqueIdentifier, 0), col(qual, "group_database_id", tds.TypeUniqueIdentifier, 0)}
 		for _, db := range x.in.allDatabases() {
 			rm := "FULL"
 			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
@@ -197,9 +202,13 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 					broker, brokerGUID = md.BrokerEnabled, [16]byte(md.BrokerGUID)
 				}
 			}
+			var replica, groupDB any
+			if s, ok := x.in.agOf(db.Name); ok {
+				replica, groupDB = [16]byte(s.replica), [16]byte(x.in.familyGUID(&db))
+			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
 				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment,
-				x.in.ownerSID(&db), db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID})
+				x.in.ownerSID(&db), db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID, replica, groupDB})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
@@ -307,6 +316,9 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		return x.sqlLogins(qual), nil
 	default:
 		if rel, ok, err := x.hostView(name, qual); ok {
+			return rel, err
+		}
+		if rel, ok, err := x.agView(name, qual); ok {
 			return rel, err
 		}
 		return nil, errInvalidObject("sys." + name)
@@ -462,6 +474,9 @@ func (x *execCtx) userDB(dbName string) (*database, error) {
 	}
 	if x.in.offline(d) {
 		return nil, errOffline(d.Name)
+	}
+	if e := x.in.agAccess(d); e != nil {
+		return nil, e
 	}
 	return d, nil
 }

@@ -97,7 +97,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		all = append(all, f...)
 	}
 	targets, defaults := TargetsOf(c)
-	return Report{At: now.UTC(), Databases: Summarize(now, targets, defaults, all), Servers: servers}
+	return Report{At: now.UTC(), Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
 }
 
 func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (Server, []Found) {

@@ -24,7 +24,7 @@ type Prediction struct {
 
 // predict is the Prediction for the newest verified set of a database;
 // nil when its manifest has no size.
-func predict(k key, last *set, sets map[int64]*set) *Prediction {
+func predict(k key, last *set, sets map[setID]*set, former []string) *Prediction {
 	m := last.best
 	if m.Header == nil || m.Header.BackupSize <= 0 {
 		return nil
@@ -41,7 +41,8 @@ func predict(k key, last *set, sets map[int64]*set) *Prediction {
 		// The set's own factor: the restore reads its files.
 		c.Workload.CompressionFactor = max(1, float64(size)/float64(m.Header.CompressedBackupSize))
 	}
-	est, used, err := plan.Estimate(c, m.Options.Compression, plan.FromManifests(catalog.Of(k.instance, k.database), earlier))
+	est, used, err := plan.Estimate(c, m.Options.Compression,
+		plan.FromManifests(catalog.DB{Instance: k.instance, Database: k.database, Instances: former}, earlier))
 	if err != nil {
 		return nil
 	}

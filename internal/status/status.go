@@ -144,6 +144,46 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 
 type key struct{ instance, database string }
 
+// setID is one set of a database: its number under the instance key it
+// was written by (a database of an availability group also has the sets
+// its replicas wrote before the group was configured, whose numbers may
+// repeat between replicas).
+type setID struct {
+	instance string
+	seq      int64
+}
+
+// Aliases maps the instance keys the sets of an availability group's
+// databases may have been written under before the group was configured
+// (its replicas and aliases) to the group's name.
+type Aliases map[string]string
+
+// AliasesOf are c's availability groups' aliases.
+func AliasesOf(c *config.Config) Aliases {
+	out := Aliases{}
+	if c == nil {
+		return out
+	}
+	for _, g := range c.AvailabilityGroups {
+		for _, a := range g.Former() {
+			out[a] = g.Name
+		}
+	}
+	return out
+}
+
+// of are the aliases of group.
+func (a Aliases) of(group string) []string {
+	var out []string
+	for k, g := range a {
+		if g == group {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // set is one backup set as seen on every server that has its manifest.
 type set struct {
 	best    *catalog.Manifest // the most advanced copy of the manifest
@@ -158,13 +198,23 @@ type set struct {
 // case-insensitive instance) counts for that entry. now is the clock ages
 // are measured with.
 func Summarize(now time.Time, targets []Target, defaults Objectives, found []Found) []Database {
+	return SummarizeWith(now, targets, defaults, found, nil)
+}
+
+// SummarizeWith is Summarize where the sets a database of an availability
+// group's replica (or alias) wrote before the group was configured count
+// for the group's database of that name, when the group has it (configured
+// or found in manifests): one line per (group, database), as its cycles
+// see it. A database of that instance that is no group database (none of
+// the group's name) keeps its own line.
+func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found []Found, aliases Aliases) []Database {
 	objectives := map[key]Objectives{}
 	configured := map[key]bool{}
 	for _, t := range targets {
 		k := key{t.Instance, t.Database}
 		objectives[k], configured[k] = t.Objectives, true
 	}
-	sets := map[key]map[int64]*set{}
+	sets := map[key]map[setID]*set{}
 	for _, f := range found {
 		m := f.Manifest
 		if m == nil {
@@ -175,17 +225,32 @@ func Summarize(now time.Time, targets []Target, defaults Objectives, found []Fou
 			k = e
 		}
 		if sets[k] == nil {
-			sets[k] = map[int64]*set{}
+			sets[k] = map[setID]*set{}
 		}
-		s := sets[k][m.Sequence]
+		id := setID{m.SourceInstance, m.Sequence}
+		s := sets[k][id]
 		if s == nil {
 			s = &set{servers: map[catalog.State][]string{}}
-			sets[k][m.Sequence] = s
+			sets[k][id] = s
 		}
 		s.servers[m.State] = append(s.servers[m.State], f.Server)
 		if s.best == nil || advanced(m, s.best) {
 			s.best = m
 		}
+	}
+	for k, ss := range sets {
+		g := aliases[k.instance]
+		gk := key{g, k.database}
+		if g == "" || !configured[gk] && sets[gk] == nil {
+			continue
+		}
+		if sets[gk] == nil {
+			sets[gk] = map[setID]*set{}
+		}
+		for id, s := range ss {
+			sets[gk][id] = s
+		}
+		delete(sets, k)
 	}
 	keys := make([]key, 0, len(configured)+len(sets))
 	for k := range configured {
@@ -208,7 +273,7 @@ func Summarize(now time.Time, targets []Target, defaults Objectives, found []Fou
 		if !ok {
 			o = defaults
 		}
-		out = append(out, summarizeOne(now, k, configured[k], o, sets[k]))
+		out = append(out, summarizeOne(now, k, configured[k], o, sets[k], aliases.of(k.instance)))
 	}
 	return out
 }
@@ -228,7 +293,7 @@ func advanced(a, b *catalog.Manifest) bool {
 	return a.UpdatedAt.After(b.UpdatedAt)
 }
 
-func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[int64]*set) Database {
+func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setID]*set, former []string) Database {
 	d := Database{Instance: k.instance, Database: k.database, Configured: configured, Objectives: o}
 	var lastOK, lastBad *set
 	for _, s := range sets {
@@ -246,7 +311,7 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 	}
 	if lastOK != nil {
 		d.LastVerified = verifiedOf(now, lastOK)
-		d.LastVerified.Predicted = predict(k, lastOK, sets)
+		d.LastVerified.Predicted = predict(k, lastOK, sets, former)
 	}
 	// A failure older than the last verified set is history, not news.
 	if lastBad != nil && (lastOK == nil || lastBad.best.Newer(lastOK.best)) {

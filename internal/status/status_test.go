@@ -257,3 +257,26 @@ func TestAgeFromTheSourcesInstant(t *testing.T) {
 		}
 	}
 }
+
+// A replica's sets from before its availability group was configured
+// count for the group's database of that name, even with the same number
+// as another replica's; a database of the replica the group does not have
+// keeps its own line.
+func TestAvailabilityGroupAliases(t *testing.T) {
+	def := Objectives{RPO: Duration(26 * time.Hour)}
+	aliases := Aliases{"sql01": "ag1", "sql02": "ag1"}
+	got := SummarizeWith(now, []Target{{Instance: "ag1", Database: "Sales", Objectives: def}}, def, []Found{
+		{Server: "bak01", Manifest: verified(t, "sql01", "Sales", 3, now.Add(-50*time.Hour), time.Minute, time.Minute)},
+		{Server: "bak01", Manifest: verified(t, "sql02", "Sales", 3, now.Add(-30*time.Hour), time.Minute, time.Minute)},
+		{Server: "bak01", Manifest: failed(t, "sql02", "Sales", 4, now.Add(-2*time.Hour), catalog.StepCheckDB, catalog.EvidenceCheckDBFailed)},
+		{Server: "bak01", Manifest: verified(t, "sql01", "Local", 1, now.Add(-time.Hour), time.Minute, time.Minute)},
+	}, aliases)
+	if len(got) != 2 {
+		t.Fatalf("lines %+v, want ag1/Sales and sql01/Local", got)
+	}
+	d := find(t, got, "ag1", "Sales")
+	if d.LastVerified == nil || d.LastVerified.TakenAt != now.Add(-30*time.Hour) || d.LastFailure == nil || d.LastFailure.Sequence != 4 {
+		t.Errorf("ag1/Sales: %+v / %+v, want sql02's set 3 verified and its set 4 failed since", d.LastVerified, d.LastFailure)
+	}
+	find(t, got, "sql01", "Local")
+}

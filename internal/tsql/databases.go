@@ -14,7 +14,15 @@ import (
 // A login without ALTER ANY DATABASE or CREATE DATABASE does not see the
 // rows of OFFLINE databases, so such a database is simply absent rather
 // than reported as skipped; the login the cycle uses holds those rights.
-const DatabasesQuery = "SELECT name, database_id, state_desc, source_database_id, is_read_only FROM sys.databases ORDER BY name"
+//
+// replica_id is set for an availability database ("ID of the local
+// availability group availability replica of the database"), and the name
+// of its group comes from sys.availability_replicas and
+// sys.availability_groups, which show rows only to VIEW ANY DEFINITION
+// (NULL otherwise: the LEFT JOINs keep the database).
+const DatabasesQuery = "SELECT d.name, d.database_id, d.state_desc, d.source_database_id, d.is_read_only, d.replica_id, ag.name " +
+	"FROM sys.databases d LEFT JOIN sys.availability_replicas ar ON ar.replica_id = d.replica_id " +
+	"LEFT JOIN sys.availability_groups ag ON ag.group_id = ar.group_id ORDER BY d.name"
 
 // maxResolve bounds the names one DatabaseIDs query resolves, well within
 // the 2,100 parameters of a request ("Maximum capacity specifications for

@@ -136,7 +136,10 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	}
 	p := CyclePlan{Database: db.ID(), Rotation: db.BackupServers, LastServer: req.LastServer, Compression: db.Compression,
 		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions}
-	if inst, ok := cfg.SQLInstance(db.Instance); ok {
+	// A database of an availability group backs up on one of its
+	// replicas; the plan shows the first (they share the site).
+	source := cfg.Sources(db.Instance)[0]
+	if inst, ok := cfg.SQLInstance(source); ok {
 		p.Address = inst.Address
 	}
 	if p.Primary, err = plan.NextServer(db.BackupServers, req.LastServer, nil); err != nil {
@@ -146,7 +149,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 	if !ok {
 		return p, fmt.Errorf("database %s: backup server %q is not configured under backup_servers", db.ID(), p.Primary)
 	}
-	p.NICPaths = srv.PathsFor(db.Instance) // the source's paths to the server
+	p.NICPaths = srv.PathsFor(source) // the source's paths to the server
 	p.Remote = db.CopyTarget(p.Primary)
 	remote, ok := cfg.BackupServer(p.Remote)
 	if !ok || p.Remote == p.Primary {
