@@ -7,7 +7,10 @@ import (
 
 func (e *env) call(f *funcExpr) (any, error) {
 	x := e.x
-	if len(f.parts) > 1 {
+	// A schema-qualified name is a user-defined function, except the
+	// system functions of the sys schema (sys.fn_hadr_...), which the
+	// switch below answers.
+	if len(f.parts) > 1 && !(len(f.parts) == 2 && strings.EqualFold(f.parts[0], "sys")) {
 		return x.callFunction(f)
 	}
 	switch f.name {
