@@ -362,9 +362,10 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 		}
 		return m.Names(), true, nil // our own claim: a retry
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound):
-		// A manifest that cannot be read still protects its set.
+		// A manifest that cannot be read still protects its set, and so
+		// does anything else under its name (a link, a directory).
 		for _, n := range sets.Names() {
-			if _, serr := st.Stat(ctx, n.Manifest(seq)); serr == nil {
+			if _, serr := st.Stat(ctx, n.Manifest(seq)); serr == nil || errors.Is(serr, storage.ErrNotRegular) {
 				return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/calibrate"
-	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -373,7 +371,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 func removeCalibrationFiles(ctx context.Context, st storage.Storage, instance, db, token string) ([]string, error) {
 	var files []storage.FileInfo
 	for _, prefix := range tsql.CalibrationFilePrefixes(instance, db, token) {
-		more, err := st.List(ctx, prefix)
+		more, err := st.List(ctx, prefix, "")
 		if err != nil {
 			return nil, err
 		}
@@ -450,14 +448,8 @@ func writeReplacing(ctx context.Context, st storage.Storage, name string, data [
 	return nil
 }
 
-// hasCalibration reports a calibration report of db in a server's listing,
-// under either naming.
-func hasCalibration(l catalog.Listing, db *config.Database) bool {
-	names := tsql.CalibrationReportNames(db.Instance, db.Name)
-	return slices.ContainsFunc(l.Files, func(f catalog.FileInfo) bool { return slices.Contains(names, f.Name) })
-}
-
-// calibrations reads the calibration reports of db on servers, as the
+// calibrations reads the calibration reports of db on servers (each by its
+// names: a listing of the database's sets does not show them), as the
 // plan's measured backup rates (calibrate.Report.Throughput). A report that
 // cannot be read is only logged: the plan falls back to what else it knows.
 func (a *Activities) calibrations(ctx context.Context, db *config.Database, servers []string) []plan.Throughput {

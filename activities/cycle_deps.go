@@ -321,7 +321,10 @@ func storageError(server string, err error) error {
 	case errors.Is(err, storage.ErrNoSpace):
 		return nonRetryable(ErrShareFull, err)
 	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
-		errors.Is(err, storage.ErrInvalidName):
+		errors.Is(err, storage.ErrInvalidName), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrTooLarge):
+		// ErrNotRegular and ErrTooLarge: something else took a name of the
+		// set (a link, a huge file); a person removes it, and it says
+		// nothing about the set's content.
 		return nonRetryable(ErrInvalidConfig, err)
 	case errors.Is(err, storage.ErrCorrupt):
 		return nonRetryable(ErrCorruptBackup, err)

@@ -238,7 +238,7 @@ func partialStripes(ctx context.Context, st storage.Storage, names tsql.SetNames
 func setFiles(ctx context.Context, st storage.Storage, namings []tsql.SetNames, seq int64) ([]storage.FileInfo, error) {
 	var out []storage.FileInfo
 	for _, n := range namings {
-		files, err := st.List(ctx, n.SetPrefix(seq)+"_")
+		files, err := st.List(ctx, n.SetPrefix(seq)+"_", "")
 		if err != nil {
 			return nil, err
 		}

@@ -118,11 +118,23 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		return ok && n.Database != "" && slices.ContainsFunc(dbs, func(d config.Database) bool { return d.Instance == g.Name && d.Name == n.Database })
 	})
 
-	// One listing per backup server gives every database's last primary.
+	// One listing per backup server gives every database's last primary:
+	// the manifests of the fleet's instance keys, no others.
+	var instances []string
+	for _, d := range dbs {
+		for _, k := range append([]string{d.Instance}, d.Aliases...) {
+			if !slices.Contains(instances, k) {
+				instances = append(instances, k)
+			}
+		}
+	}
+	listFleet := func(ctx context.Context, fsys catalog.FS) (catalog.Listing, error) {
+		return catalog.ListInstances(ctx, fsys, instances)
+	}
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}
 	for _, name := range serversOf(dbs) {
-		l, err := a.listServer(ctx, name, nil)
+		l, err := a.listServer(ctx, name, listFleet)
 		if err != nil {
 			if ctx.Err() != nil {
 				return FleetPlan{}, ctx.Err()

@@ -79,7 +79,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	// caller that names the last server still gets the measurements, but a
 	// server it cannot read changes nothing else in its plan.
 	var all []*catalog.Manifest
-	var calibrated []string // servers holding a calibration report of the database
+	var readable []string // servers whose calibration reports of the database are read
 	for _, name := range db.BackupServers {
 		listing, err := a.listManifests(ctx, name, db)
 		var appErr *temporal.ApplicationError
@@ -97,9 +97,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 			continue
 		}
 		all = append(all, listing.Manifests...)
-		if hasCalibration(listing, db) {
-			calibrated = append(calibrated, name)
-		}
+		readable = append(readable, name)
 	}
 	if last == "" {
 		last, source = catalog.LastServer(setsOf(db), all), "manifests"
@@ -209,7 +207,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	warnings = append(warnings, vw...)
 
 	est, rates, err := measuredEstimate(size, nics, len(remote.UNCPaths), mode.Compression,
-		int64(remote.BandwidthLimit), plan.FromManifests(setsOf(db), all, a.calibrations(ctx, db, calibrated)...))
+		int64(remote.BandwidthLimit), plan.FromManifests(setsOf(db), all, a.calibrations(ctx, db, readable)...))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}

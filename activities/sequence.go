@@ -68,17 +68,27 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 	default:
 		n, err = a.tableSequence(ctx, db, highest, log)
 	}
+	if err == nil {
+		err = checkWidth(db, n)
+	}
 	if err != nil {
 		return 0, err
 	}
-	if n > tsql.MaxSequence {
-		// File and database names are checked for this many digits at most.
-		return 0, nonRetryable(ErrInvalidConfig, fmt.Errorf(
-			"sequence %d of %s is wider than %d digits, the widest that file and database names are checked for: a sequence table or a file on a backup server holds a number no cycle handed out; correct or remove it",
-			n, db.ID(), len(fmt.Sprint(tsql.MaxSequence))))
-	}
 	log.Info("sequence allocated", zap.Int64("seq", n), zap.Int64("highest_seen", highest))
 	return n, nil
+}
+
+// checkWidth refuses a number above tsql.MaxSequence: file and database
+// names are checked for that many digits at most. Numbers on the backup
+// servers above it are ignored (highestSequence), so only a sequence table
+// (or a server holding exactly the maximum) gets here.
+func checkWidth(db *config.Database, n int64) error {
+	if n <= tsql.MaxSequence {
+		return nil
+	}
+	return nonRetryable(ErrInvalidConfig, fmt.Errorf(
+		"sequence %d of %s is wider than %d digits, the widest that file and database names are checked for: the sequence table or a file on a backup server holds a number no cycle handed out; correct or remove it",
+		n, db.ID(), len(fmt.Sprint(tsql.MaxSequence))))
 }
 
 // catalogSequence is `sequence: catalog`: one more than the highest of
@@ -126,6 +136,11 @@ func (a *Activities) catalogSequence(ctx context.Context, db *config.Database, h
 		highest = history
 	}
 	n := highest + 1
+	// Checked before it is recorded: a number too wide for the names must
+	// not reach another server's sequence file.
+	if err := checkWidth(db, n); err != nil {
+		return 0, err
+	}
 	a.recordSequence(ctx, db, n, log)
 	return n, nil
 }
@@ -181,6 +196,11 @@ func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Data
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		if errors.Is(err, storage.ErrTooLarge) || errors.Is(err, storage.ErrNotRegular) {
+			// Not a file this product wrote: reported, and replaced by the
+			// next number recorded.
+			return 0, fmt.Errorf("%w: %w", errBadSequenceRecord, err)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -190,6 +210,11 @@ func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Data
 		}
 		if r.Instance != n.Instance || r.Database != n.Database || r.Sequence < 0 {
 			return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
+		}
+		if r.Sequence > tsql.MaxSequence {
+			// No cycle handed it out (checkWidth): ignored, and replaced by
+			// the next number recorded.
+			return 0, fmt.Errorf("%s: %w: sequence %d is above %d, the widest a cycle hands out", name, errBadSequenceRecord, r.Sequence, tsql.MaxSequence)
 		}
 		highest = max(highest, r.Sequence)
 	}
@@ -329,7 +354,7 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 		var files []storage.FileInfo
 		for _, n := range sets.Names() {
 			var more []storage.FileInfo
-			if more, err = st.List(ctx, n.DBPrefix()); err != nil {
+			if more, err = st.List(ctx, n.DBPrefix(), ""); err != nil {
 				break
 			}
 			files = append(files, more...)
@@ -356,6 +381,12 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 			}
 			if ok && sets.OwnsName(p) && p.Sequence > highest {
 				highest = p.Sequence
+			}
+			if p, wide := tsql.WideSequence(f.Name); wide && sets.OwnsName(p) {
+				// Someone else's file: counting it would stop every cycle
+				// (checkWidth), so it is ignored, and left where it is.
+				log.Warn("a file on the backup server is numbered above the widest sequence a cycle hands out: ignored, not counted and never deleted; remove it",
+					zap.String("server", name), zap.String("file", f.Name), zap.Int64("max_sequence", tsql.MaxSequence))
 			}
 		}
 	}

@@ -34,12 +34,14 @@ func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
 // listManifests reads the manifests of database on a backup server.
 func (a *Activities) listManifests(ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
 	sets := setsOf(db)
-	return a.listServer(ctx, server, &sets)
+	return a.listServer(ctx, server, func(ctx context.Context, fsys catalog.FS) (catalog.Listing, error) {
+		return catalog.List(ctx, fsys, &sets)
+	})
 }
 
-// listServer reads the manifests on a backup server: those of database d,
-// or every one when d is nil (catalog.List).
-func (a *Activities) listServer(ctx context.Context, server string, d *catalog.DB) (catalog.Listing, error) {
+// listServer reads manifests on a backup server with list: catalog.List of
+// one database, catalog.ListInstances of a fleet's.
+func (a *Activities) listServer(ctx context.Context, server string, list func(context.Context, catalog.FS) (catalog.Listing, error)) (catalog.Listing, error) {
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return catalog.Listing{}, err
@@ -49,7 +51,7 @@ func (a *Activities) listServer(ctx context.Context, server string, d *catalog.D
 		return catalog.Listing{}, err
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, d)
+	l, err := list(ctx, catalog.StorageFS{Storage: st})
 	if err != nil {
 		return catalog.Listing{}, storageError(server, err)
 	}

@@ -677,7 +677,7 @@ func TestSambaConfig(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "Unknown parameter") || strings.Contains(string(out), "Ignoring unknown") {
 		t.Fatalf("testparm rejects deploy/samba/smb.conf: %v\n%s", err, out)
 	}
-	for _, want := range []string{"[backup]", "valid users = backup", "server signing = required"} {
+	for _, want := range []string{"[backup]", "valid users = backup", "server signing = required", "follow symlinks = No", "hide special files = Yes"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("testparm output lacks %q:\n%s", want, out)
 		}

@@ -135,7 +135,8 @@ func keyOf(m *Manifest) dbSeq { return dbSeq{m.Names().Owner(), m.Sequence} }
 //     whatever KeepVerified and however old; nor a verified set of a higher
 //     sequence number, verified later, than either of those;
 //   - stripe files whose set has no manifest file on that server, and
-//     temporary files, older than DeleteOrphansAfter are deleted. A manifest
+//     temporary files, older than DeleteOrphansAfter are deleted. Names
+//     numbered above tsql.MaxSequence are no cycle's and never deleted. A manifest
 //     file that exists but cannot be decoded still protects its set: a broken
 //     manifest is for a human to look at, not a reason to delete.
 func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo, now time.Time, inFlight ...SetKey) ([]Deletion, error) {
@@ -277,6 +278,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 				continue
 			}
 			inner := strings.TrimPrefix(f.Name[:strings.Index(f.Name, tempMarker)], ".")
+			if _, wide := tsql.WideSequence(inner); wide {
+				continue // numbered above tsql.MaxSequence: no cycle wrote it
+			}
 			var k dbSeq
 			if p, ok := tsql.ParseManifestFileName(inner); ok {
 				k = dbSeq{p.Owner(), p.Sequence}

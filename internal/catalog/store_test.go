@@ -50,7 +50,7 @@ func (d *dirFS) Remove(_ context.Context, name string) error {
 	return os.Remove(filepath.Join(d.dir, name))
 }
 
-func (d *dirFS) List(context.Context) ([]FileInfo, error) {
+func (d *dirFS) List(_ context.Context, prefix, suffix string) ([]FileInfo, error) {
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func (d *dirFS) List(context.Context) ([]FileInfo, error) {
 	var out []FileInfo
 	for _, e := range entries {
 		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() {
+		if err != nil || !info.Mode().IsRegular() || !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), suffix) {
 			continue
 		}
 		out = append(out, FileInfo{Name: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
@@ -231,7 +231,7 @@ func TestLegacySetsStillFound(t *testing.T) {
 	for _, m := range l.Manifests {
 		sms = append(sms, ServerManifest{Server: "BAK01", Manifest: m, Database: sales.String()})
 	}
-	files, _ := d.List(ctx)
+	files, _ := d.List(ctx, "", "")
 	dels, err := Decide(Retention{KeepVerified: 2, DeleteFailedAfter: time.Hour, DeleteAbandonedAfter: 30 * 24 * time.Hour}, sms, map[string][]FileInfo{"BAK01": files}, t0.Add(5*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -277,8 +277,8 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if _, ok := l.Broken["sql01@Sales_00000004.manifest.json"]; !ok || len(l.Broken) != 1 {
 		t.Errorf("broken = %v", l.Broken)
 	}
-	if len(l.Files) != 6 {
-		t.Errorf("files = %d, want 6", len(l.Files))
+	if len(l.Files) != 5 {
+		t.Errorf("files = %d, want 5 (those of Sales)", len(l.Files))
 	}
 	if got := LastServer(Of("sql01", "Sales"), l.Manifests); got != "BAK01" {
 		t.Errorf("LastServer = %q, want BAK01 (seq 3, failed, still counts)", got)
@@ -293,9 +293,12 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if _, err := NewestVerified(Of("sql01", "Other"), l.Manifests); !errors.Is(err, ErrNotFound) {
 		t.Errorf("NewestVerified(Other) = %v", err)
 	}
-	all, err := List(ctx, d, nil)
+	if err := Save(ctx, d, New("sql02", "Sales", 1, t0)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ListInstances(ctx, d, []string{"sql01"})
 	if err != nil || len(all.Manifests) != 4 {
-		t.Errorf("List all: %d manifests, %v", len(all.Manifests), err)
+		t.Errorf("ListInstances(sql01): %d manifests, %v; want 4 (not sql02's)", len(all.Manifests), err)
 	}
 }
 

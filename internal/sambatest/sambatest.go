@@ -47,6 +47,12 @@ type Options struct {
 	MaxDiskSizeMiB int
 	// Global holds extra smb.conf lines for [global].
 	Global []string
+	// FollowSymlinks serves the shares with Samba's own defaults for
+	// symbolic links and special files (follow symlinks = yes, hide
+	// special files = no). Without it they get the settings the README
+	// asks of a backup share: follow symlinks = no, hide special files =
+	// yes.
+	FollowSymlinks bool
 	// MaxFileSizeMiB makes writes past this file size fail the way they fail
 	// on a full disk (smbd runs with RLIMIT_FSIZE and SIGXFSZ ignored, so
 	// it gets EFBIG and answers STATUS_DISK_FULL). 0 = no limit.
@@ -349,6 +355,12 @@ server min protocol = SMB2_10
 	}
 	if s.opts.MaxDiskSizeMiB > 0 {
 		fmt.Fprintf(&b, "max disk size = %d\n", s.opts.MaxDiskSizeMiB)
+	}
+	if !s.opts.FollowSymlinks {
+		// What README "Backup shares" asks of a backup share: a link
+		// another writer plants is not there for any SMB client, and
+		// neither is a FIFO.
+		fmt.Fprintf(&b, "follow symlinks = no\nhide special files = yes\n")
 	}
 	for _, l := range s.opts.Global {
 		fmt.Fprintln(&b, l)

@@ -83,12 +83,13 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	}
 	servers := make([]Server, len(c.BackupServers))
 	found := make([][]Found, len(c.BackupServers))
+	instances := InstancesOf(c)
 	var wg sync.WaitGroup
 	for i := range c.BackupServers {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open)
+			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open, instances)
 		}(i)
 	}
 	wg.Wait()
@@ -100,7 +101,37 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	return Report{At: now.UTC(), Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
 }
 
-func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (Server, []Found) {
+// InstancesOf are the instance keys whose sets c reports on: its SQL
+// instances, its availability groups with their former keys, and the
+// instance of every databases: entry. Manifests of any other instance on a
+// backup server (another installation's, or planted by anyone who can
+// write the share) are not read: no line, no alert, no metric.
+func InstancesOf(c *config.Config) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	for _, in := range c.SQLInstances {
+		add(in.Name)
+	}
+	for i := range c.AvailabilityGroups {
+		add(c.AvailabilityGroups[i].Name)
+		add(c.AvailabilityGroups[i].Former()...)
+	}
+	for _, db := range c.Databases {
+		add(db.Instance)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string) (Server, []Found) {
 	s := Server{Name: srv.Name, Location: srv.Loc.String()}
 	st, err := open(ctx, srv)
 	if err != nil {
@@ -108,7 +139,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (S
 		return s, nil
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, ReadOnlyFS(st), nil)
+	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), instances)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
 		return s, nil
@@ -145,8 +176,8 @@ func (f readFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	return storage.ReadFile(ctx, f.st, name)
 }
 
-func (f readFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
-	return catalog.ListStorage(ctx, f.st)
+func (f readFS) List(ctx context.Context, prefix, suffix string) ([]catalog.FileInfo, error) {
+	return catalog.ListStorage(ctx, f.st, prefix, suffix)
 }
 
 func (readFS) Create(context.Context, string) (io.WriteCloser, error) { return nil, ErrReadOnly }

@@ -158,3 +158,64 @@ func TestReadOnlyFSRefusesWrites(t *testing.T) {
 		t.Fatalf("Remove: %v", err)
 	}
 }
+
+// TestLoadOversizedManifestIsBrokenNotRead: a file named like a manifest
+// that is far too big for one (a sparse 64 GiB file costs its writer
+// nothing) is reported as broken, named, and never read whole: reading it
+// killed the worker (out of memory) and, with --metrics-addr, every worker
+// at start.
+func TestLoadOversizedManifestIsBrokenNotRead(t *testing.T) {
+	dir := t.TempDir()
+	c := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+`)
+	bak01 := filepath.Join(dir, "bak01")
+	save(t, verified(t, "sql01", "Sales", 10, now.Add(-time.Hour), time.Minute, time.Minute), bak01)
+	huge := "sql01@Sales~8de4e0ea_00000011.manifest.json"
+	f, err := os.Create(filepath.Join(bak01, huge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	r := Load(context.Background(), c, nil, now)
+
+	if why := r.Servers[0].Broken[huge]; !strings.Contains(why, "too large") {
+		t.Fatalf("bak01: %+v, want %s reported as too large", r.Servers[0], huge)
+	}
+	if v := find(t, r.Databases, "sql01", "Sales").LastVerified; v == nil || v.Sequence != 10 {
+		t.Fatalf("Sales: %+v, want set 10 still verified", v)
+	}
+}
+
+// TestLoadIgnoresInstancesNotConfigured: manifests of an instance the
+// configuration does not name (anyone who can write a share can put one
+// there) make no line, and so no alert and no metric.
+func TestLoadIgnoresInstancesNotConfigured(t *testing.T) {
+	dir := t.TempDir()
+	c := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+`)
+	bak01 := filepath.Join(dir, "bak01")
+	save(t, verified(t, "sql01", "Sales", 10, now.Add(-time.Hour), time.Minute, time.Minute), bak01)
+	save(t, verified(t, "sql01", "Found", 3, now.Add(-time.Hour), time.Minute, time.Minute), bak01)
+	save(t, failed(t, "rogue", "Sales", 7, now.Add(-time.Hour), catalog.StepCheckDB, catalog.EvidenceCheckDBFailed), bak01)
+
+	r := Load(context.Background(), c, nil, now)
+
+	var lines []string
+	for _, d := range r.Databases {
+		lines = append(lines, d.Instance+"/"+d.Database)
+	}
+	if got := strings.Join(lines, " "); got != "sql01/Found sql01/Sales" {
+		t.Fatalf("lines %q, want sql01/Found sql01/Sales (a database of a configured instance found in manifests counts; instance rogue is not configured)", got)
+	}
+	if r.Servers[0].Manifests != 2 {
+		t.Fatalf("bak01: %+v, want 2 manifests", r.Servers[0])
+	}
+}

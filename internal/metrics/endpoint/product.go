@@ -2,6 +2,8 @@ package endpoint
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,6 +165,7 @@ func (p *Product) Watch(ctx context.Context, cfg *config.Config, every time.Dura
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	named := map[[3]string]bool{} // broken manifests logged, once while they stay broken
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
 		r := p.Refresh(rctx, cfg, open)
@@ -174,6 +177,18 @@ func (p *Product) Watch(ctx context.Context, cfg *config.Config, every time.Dura
 			log.Warn("metrics: backup server not read: its databases keep their last known values", zap.String("server", s.Name),
 				zap.String("error", s.Error))
 		}
+		still := map[[3]string]bool{}
+		for _, s := range r.Servers {
+			for _, name := range slices.Sorted(maps.Keys(s.Broken)) {
+				k := [3]string{s.Name, name, s.Broken[name]}
+				still[k] = true
+				if !named[k] {
+					log.Warn("metrics: a manifest on the backup server cannot be read and is not counted: look at it", zap.String("server", s.Name),
+						zap.String("file", name), zap.String("error", s.Broken[name]))
+				}
+			}
+		}
+		named = still
 		select {
 		case <-ctx.Done():
 			return

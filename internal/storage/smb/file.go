@@ -92,8 +92,8 @@ func (f *file) openOnce(k int) (fresh bool, err error) {
 		return fresh, e
 	}
 	fi, err := h.Stat()
-	if err == nil && fi.IsDir() {
-		err = fmt.Errorf("is a directory: %w", fs.ErrNotExist)
+	if err == nil {
+		err = checkRegular(fi, f.s.full(f.name))
 	}
 	if err != nil {
 		_ = h.Close()
