@@ -182,7 +182,7 @@ func (d *decoder) checkTemporal(c *Config) {
 		d.errf(d.line("temporal.task_queue"), "temporal.task_queue", "temporal.task_queue %q must not contain spaces", t.TaskQueue)
 	}
 	if t.APIKeyEnv != "" {
-		d.checkEnvName(t.APIKeyEnv, "temporal.api_key_env")
+		d.checkEnvName(t.APIKeyEnv, "temporal.api_key_env", "temporal", "api_key_env", "API key")
 	}
 	if t.TLS != nil {
 		if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
@@ -217,14 +217,29 @@ func (d *decoder) checkHostPort(addr, path, example string) {
 	}
 }
 
-// checkEnvName does not echo a bad name: it may be a secret pasted by mistake.
-func (d *decoder) checkEnvName(name, path string) {
+// pasted is what a message about a reference that looks like the secret
+// (what: "password", "API key") says after the key. The value itself is
+// never echoed: it is in the file already, and must not reach a log too.
+func pasted(what string) string {
+	return "it looks like the " + what + " itself: if it is, take it out of this file, change the " + what +
+		" and put the new one where the reference points"
+}
+
+// checkEnvName checks the name of an environment variable holding a secret
+// (key, in owner, at path; what the secret is). It does not echo a bad name: it may be the
+// secret, pasted by mistake.
+func (d *decoder) checkEnvName(name, path, owner, key, what string) {
 	if !envRE.MatchString(name) {
-		d.errf(d.line(path), path, "%s is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): it names the variable that holds the secret, it is not the secret", path)
+		d.errf(d.line(path), path, "%s: %s is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): %s", owner, key, pasted(what))
 	}
 }
 
 // checkSecret checks a password reference at path (the mapping holding it).
+// A password_file is resolved against the configuration's directory; a
+// bare name (no directory in it) that names no file there is refused as a
+// password pasted in its place, since every error about the file would
+// quote it. A missing file with a directory in its path is not refused:
+// it may be mounted only where the worker runs (/run/secrets/...).
 func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
 	switch {
 	case r.Env != "" && r.File != "":
@@ -235,9 +250,14 @@ func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
 		}
 		d.errf(d.line(path), path, "missing required key \"password_env\" or \"password_file\" in %s: name the environment variable or file that holds the password", owner)
 	case r.Env != "":
-		d.checkEnvName(r.Env, join(path, "password_env"))
+		d.checkEnvName(r.Env, join(path, "password_env"), owner, "password_env", "password")
 	default:
+		bare := !strings.ContainsAny(r.File, `/\`)
 		r.File = d.relPath(r.File)
+		if _, err := os.Lstat(r.File); bare && err != nil {
+			fp := join(path, "password_file")
+			d.errf(d.line(fp), fp, "%s: password_file names no file next to the configuration and has no directory in it: %s", owner, pasted("password"))
+		}
 	}
 }
 
