@@ -40,7 +40,7 @@ func sql01With(t *testing.T, keys string) string {
 
 func TestSQLInstanceEncryptModes(t *testing.T) {
 	for in, want := range map[string]string{
-		"": "optional", "strict": "strict", "mandatory": "mandatory", "optional": "optional", "disable": "disable",
+		"": "mandatory", "strict": "strict", "mandatory": "mandatory", "optional": "optional", "disable": "disable",
 		`"true"`: "mandatory", `"false"`: "optional", "Mandatory": "mandatory",
 	} {
 		src := base
