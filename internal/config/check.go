@@ -160,7 +160,7 @@ func sameAddress(a, b string) bool {
 			return "", 0, false
 		}
 		host = strings.TrimSuffix(strings.ToLower(host), ".")
-		if loopbackHost(host) {
+		if LoopbackHost(host) {
 			return "localhost", p, true
 		}
 		if ip := net.ParseIP(host); ip != nil {
@@ -173,9 +173,9 @@ func sameAddress(a, b string) bool {
 	return oka && okb && ha == hb && pa == pb
 }
 
-// loopbackHost reports whether host (a name or IP address) is this
+// LoopbackHost reports whether host (a name or IP address) is this
 // machine's loopback interface, where traffic crosses no network.
-func loopbackHost(host string) bool {
+func LoopbackHost(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.IsLoopback()
@@ -183,10 +183,10 @@ func loopbackHost(host string) bool {
 	return host == "localhost" || strings.HasSuffix(host, ".localhost") // RFC 6761: always loopback
 }
 
-// loopbackAddr is loopbackHost of a host:port address.
+// loopbackAddr is LoopbackHost of a host:port address.
 func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	return err == nil && loopbackHost(host)
+	return err == nil && LoopbackHost(host)
 }
 
 func (d *decoder) checkTemporal(c *Config) {
@@ -651,7 +651,7 @@ func (d *decoder) checkSMBTransport(b *BackupServer, path, owner string) {
 	rp, ep := join(path, "require_signing"), join(path, "encrypt")
 	if !d.given(rp) {
 		b.SMB.RequireSigning = true
-	} else if !b.SMB.RequireSigning && !loopbackHost(b.Loc.Host) {
+	} else if !b.SMB.RequireSigning && !LoopbackHost(b.Loc.Host) {
 		d.warnf(d.line(rp), rp, "%s: require_signing: false lets the worker use unsigned SMB sessions with %s when the server allows them: "+
 			"whoever can intercept the traffic can change the files it copies and the manifests it reads and writes, or relay its login: "+
 			"leave require_signing out (true)", owner, b.Loc.Host)
