@@ -80,6 +80,9 @@ func TestTLSEncryptModes(t *testing.T) {
 		{"mandatory, CA file, certificate issued for the server name",
 			with(tlsTarget(on, "mandatory"), func(t *Target) { t.CAFile, t.HostNameInCertificate = onCA, "sql01" }), nil, ""},
 		{"mandatory, self-signed certificate not trusted", tlsTarget(on, "mandatory"), ErrInvalidTarget, "set ca_file"},
+		// optional checks the certificate of the login's TLS as well: the
+		// default mandatory refuses no server optional accepted.
+		{"optional, self-signed certificate not trusted", tlsTarget(on, "optional"), ErrInvalidTarget, "set ca_file"},
 		{"mandatory, certificate of another name",
 			with(tlsTarget(on, "mandatory"), func(t *Target) { t.CAFile, t.HostNameInCertificate = onCA, "sql99.example.internal" }),
 			ErrInvalidTarget, "hostname_in_certificate"},
