@@ -39,7 +39,7 @@ func runRemote(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	cfg := live.Config()
-	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, log)
+	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, o.metricsWebConfig, log)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,9 @@
 // `defaults:` section, which inherits these):
 //
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
-//	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
+//	sql_instances: encrypt mandatory, connect_timeout 30s, max_concurrent 1
 //	availability_groups: availability_group = name, max_concurrent 1
-//	backup_servers: max_concurrent 2, smb port 445, bandwidth_limit 0 (unlimited)
+//	backup_servers: max_concurrent 2, smb port 445, smb require_signing true, bandwidth_limit 0 (unlimited)
 //	fleet:        max_concurrent 4, window 20h
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
 //	copy_only true (false with owns_backup_chain true), sequence catalog, memory_budget 2GiB,
@@ -61,9 +61,11 @@ type SQLInstance struct {
 	// Password is a reference: exactly one of password_env / password_file.
 	Password SecretRef `yaml:",inline"`
 	// Encrypt is the TLS mode, go-mssqldb's encrypt setting: strict (TDS 8.0,
-	// TLS before anything else), mandatory (the whole session), optional (the
-	// login packet at least; the default) or disable. Parse normalises the
-	// older spellings true/false to mandatory/optional.
+	// TLS before anything else), mandatory (the whole session; the
+	// default), optional (the login packet at least) or disable. Parse
+	// normalises the older spellings true/false to mandatory/optional, and
+	// warns of optional, disable and trust_server_certificate towards an
+	// address that is not a loopback one.
 	Encrypt                string `yaml:"encrypt"`
 	TrustServerCertificate bool   `yaml:"trust_server_certificate"` // accept any certificate (test servers only)
 	HostNameInCertificate  string `yaml:"hostname_in_certificate"`  // when the cert names another host
@@ -173,11 +175,14 @@ type SMB struct {
 	User     string    `yaml:"user"`
 	Domain   string    `yaml:"domain"`
 	Password SecretRef `yaml:",inline"` // password_env / password_file
-	// RequireSigning makes the client insist on signed messages (what Windows
-	// file servers increasingly require); signing is always used when the
-	// server requires it.
+	// RequireSigning makes the client insist on signed messages, as
+	// Windows itself does by default since Windows 11 24H2; Parse sets it
+	// unless the file says false (a warning towards another host).
+	// Signing is always used when the server requires it.
 	RequireSigning bool `yaml:"require_signing"`
-	Encrypt        bool `yaml:"encrypt"` // SMB3 encryption of the session
+	// Encrypt may only be false: SMB 3 encryption is the server's or the
+	// share's setting, which the client follows whenever it is on.
+	Encrypt bool `yaml:"encrypt"`
 }
 
 // Location is a parsed BackupServer.Location.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -10,8 +11,13 @@ import (
 // SecretRef names where a secret lives: an environment variable or a file.
 // It is safe to pass in workflow inputs and to log: it never holds the value.
 type SecretRef struct {
-	Env  string `yaml:"password_env"`  // name of an environment variable
-	File string `yaml:"password_file"` // path of a file (first line, trailing newline dropped)
+	Env string `yaml:"password_env"` // name of an environment variable
+	// File is the path of a file holding the password on its first line
+	// (the line break dropped). It is read only when it is a regular file
+	// of at most MaxSecretFileSize that no other user may read or write,
+	// owned by the worker's user or root (the owner and mode are not
+	// checked on Windows, where they are ACLs).
+	File string `yaml:"password_file"`
 }
 
 // IsZero reports whether no reference is set.
@@ -49,14 +55,9 @@ func ResolveSecret(r SecretRef) (string, error) {
 		}
 		return v, nil
 	case r.File != "":
-		b, err := os.ReadFile(r.File)
+		v, err := readSecretFile(r.File)
 		if err != nil {
-			// The os error names the file and the cause (not found, permission), never contents.
-			return "", fmt.Errorf("%w: cannot read password_file: %w", ErrSecretUnavailable, err)
-		}
-		v := string(b)
-		if i := strings.IndexAny(v, "\r\n"); i >= 0 {
-			v = v[:i]
+			return "", fmt.Errorf("%w: %w", ErrSecretUnavailable, err)
 		}
 		if v == "" {
 			return "", fmt.Errorf("%w: password_file %s is empty: write the password on its first line", ErrSecretUnavailable, r.File)
@@ -72,3 +73,61 @@ func (r SecretRef) Resolve() (string, error) { return ResolveSecret(r) }
 // ResolveEnv reads a secret held in the named environment variable (e.g.
 // Temporal's api_key_env), with the same error rules as ResolveSecret.
 func ResolveEnv(name string) (string, error) { return ResolveSecret(SecretRef{Env: name}) }
+
+// MaxSecretFileSize is the most a password_file may hold: a password is a
+// line, and a larger file (a log, a key store, a device) is not one.
+const MaxSecretFileSize = 4 << 10
+
+// readSecretFile reads the first line of a password file after checking
+// that it is one: a regular file (a FIFO would block the read, a device
+// such as /dev/zero never end it), that only its owner may access (one
+// other users of the host can read has leaked; see checkSecretFileAccess)
+// and at most MaxSecretFileSize long. Errors name the file, never its
+// content.
+func readSecretFile(path string) (string, error) {
+	f, err := openSecretFile(path)
+	if err != nil {
+		// The os error names the file and the cause (not found, permission).
+		return "", fmt.Errorf("cannot read password_file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("cannot read password_file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("password_file %s is not a regular file (%s): give the file that holds the password", path, fileKind(fi.Mode()))
+	}
+	if err := checkSecretFileAccess(path, fi); err != nil {
+		return "", err
+	}
+	// One byte more than allowed tells a file at the limit from a longer
+	// one, also when it grew after Stat.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFileSize+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read password_file %s: %w", path, err)
+	}
+	if len(b) > MaxSecretFileSize {
+		return "", fmt.Errorf("password_file %s is larger than %d KiB: it holds the password on its first line and nothing else", path, MaxSecretFileSize>>10)
+	}
+	v := string(b)
+	if i := strings.IndexAny(v, "\r\n"); i >= 0 {
+		v = v[:i]
+	}
+	return v, nil
+}
+
+// fileKind names what a non-regular file is, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}

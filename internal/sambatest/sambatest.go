@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -590,4 +591,39 @@ func (s *Server) Stop() {
 	case <-time.After(5 * time.Second):
 	}
 	s.killLocked()
+}
+
+// Session is one SMB session smbd holds, as smbstatus reports it.
+type Session struct {
+	User string
+	// Signing and Encryption are the degree smbstatus reports: "full"
+	// (every message), "partial" (only what the protocol always signs,
+	// such as the SMB 3.1.1 session setup) or "none".
+	Signing, Encryption string
+}
+
+// Sessions lists the server's SMB sessions (smbstatus --json): tests check
+// with it what a client negotiated, e.g. that its messages are signed.
+func (s *Server) Sessions() ([]Session, error) {
+	cmd := exec.Command(smbBin("smbstatus"), "-s", s.conf(), "--json", "--brief")
+	cmd.Env = s.nssEnv
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("smbstatus: %w", err)
+	}
+	var st struct {
+		Sessions map[string]struct {
+			Username   string                  `json:"username"`
+			Signing    struct{ Degree string } `json:"signing"`
+			Encryption struct{ Degree string } `json:"encryption"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return nil, fmt.Errorf("smbstatus --json: %w: %s", err, out)
+	}
+	var ss []Session
+	for _, v := range st.Sessions {
+		ss = append(ss, Session{User: v.Username, Signing: v.Signing.Degree, Encryption: v.Encryption.Degree})
+	}
+	return ss, nil
 }

@@ -62,16 +62,7 @@ type OpenFunc func(ctx context.Context, srv *config.BackupServer) (storage.Stora
 // Open opens a backup server's directory as the configuration describes it,
 // resolving the SMB password reference at this moment.
 func Open(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-	creds, err := srv.Credentials()
-	if err != nil {
-		return nil, err
-	}
-	loc := srv.Location
-	if srv.Loc.Scheme == "file" && srv.Loc.Path != "" {
-		// Parse resolved a relative path against the config file's directory.
-		loc = srv.Loc.Path
-	}
-	return location.Open(ctx, loc, creds)
+	return location.OpenServer(ctx, srv)
 }
 
 // Load reads the manifests of every backup server of c (in parallel; open

@@ -115,7 +115,7 @@ type Writer interface {
 // location URL. String and GoString hide the password, so they are safe in logs.
 type Credentials struct {
 	User     string
-	Password string
+	Password string `json:"-"` // never encoded, nor printed (String, GoString)
 	Domain   string
 }
 

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +16,11 @@ import (
 
 func TestCredentialsHidePassword(t *testing.T) {
 	c := storage.Credentials{User: "bak", Password: "hunter2", Domain: "CORP"}
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)} {
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c), string(js)} {
 		if strings.Contains(s, "hunter2") || !strings.Contains(s, "bak") {
 			t.Fatalf("formatted credentials %q leak the password or lose the user", s)
 		}

@@ -117,9 +117,18 @@ func HealthDemo(ctx context.Context, c *client.Client, stdout io.Writer, workflo
 	return nil
 }
 
-// CheckFlags checks the flags both commands share: --metrics-addr and
-// --task-queue.
-func CheckFlags(metricsAddr, taskQueue string) error {
+// WebConfigUsage is the help of --metrics-web-config, which both commands
+// take.
+const WebConfigUsage = "with --metrics-addr: Prometheus web configuration file (tls_server_config: cert_file, key_file; " +
+	"basic_auth_users: user: bcrypt hash) to serve /metrics over TLS with basic authentication; " +
+	"format: https://prometheus.io/docs/prometheus/latest/configuration/https/"
+
+// CheckFlags checks the flags both commands share: --metrics-addr,
+// --metrics-web-config and --task-queue.
+func CheckFlags(metricsAddr, webConfig, taskQueue string) error {
+	if webConfig != "" && metricsAddr == "" {
+		return fmt.Errorf("--metrics-web-config needs --metrics-addr: it configures TLS and basic authentication of the metrics endpoint")
+	}
 	if taskQueue != "" && strings.TrimSpace(taskQueue) != taskQueue {
 		return fmt.Errorf("--task-queue %q: a task queue name has no leading or trailing spaces", taskQueue)
 	}
