@@ -67,7 +67,7 @@ func TestOpenServerSigning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.List(context.Background(), ""); err != nil {
+		if _, err := st.List(context.Background(), "", ""); err != nil {
 			t.Fatal(err)
 		}
 		ss, err := srv.Sessions()
