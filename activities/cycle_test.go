@@ -58,11 +58,17 @@ func newCycleFixtureOf(t *testing.T, o sitetest.Options) *cycleFixture {
 	return f
 }
 
+// The run the test environment's activities run for
+// (testsuite.TestActivityEnvironment's workflow execution).
+const testWorkflowID, testRunID = "default-test-workflow-id", "default-test-run-id"
+
 // writeSet puts a set's stripes (random-ish content) and its manifest on a
 // server, as BACKUP + WriteManifest would.
 func (f *cycleFixture) writeSet(server, db string, seq int64, state catalog.State, primary string, size int) *catalog.Manifest {
 	f.t.Helper()
 	m := catalog.New("sql01", db, seq, f.now.Add(-time.Duration(100-seq)*time.Hour))
+	// The run of the test environment's activities owns it.
+	m.WorkflowID, m.RunID = testWorkflowID, testRunID
 	m.PrimaryServer = primary
 	m.Servers = []string{primary}
 	for i := 1; i <= 2; i++ {

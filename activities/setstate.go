@@ -152,10 +152,11 @@ func runOf(ctx context.Context) (workflowID, runID string) {
 
 // ownedByThisRun refuses to touch a set another run claimed: after a
 // sequence rollback or with two entry points, a number can meet a set that
-// is not this run's, and its manifest and files must stay as they are.
+// is not this run's, and its manifest and files must stay as they are. A
+// manifest naming no run is no run's.
 func ownedByThisRun(ctx context.Context, m *catalog.Manifest, server string) error {
 	wid, rid := runOf(ctx)
-	if rid == "" || m.RunID == "" || m.OwnedBy(wid, rid) {
+	if rid == "" || m.OwnedBy(wid, rid) {
 		return nil
 	}
 	return nonRetryable(ErrSequenceInUse, fmt.Errorf(

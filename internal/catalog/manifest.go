@@ -413,9 +413,11 @@ func (m *Manifest) FileName() string { return m.Names().Manifest(m.Sequence) }
 // StripeFileName is the name of stripe i (1-based) of n of this set.
 func (m *Manifest) StripeFileName(i, n int) string { return m.Names().Stripe(m.Sequence, i, n) }
 
-// OwnedBy reports whether the run (workflowID, runID) owns the set.
+// OwnedBy reports whether the run (workflowID, runID) owns the set. A
+// manifest naming no run (an empty workflow or run id) is no run's: not
+// every run's.
 func (m *Manifest) OwnedBy(workflowID, runID string) bool {
-	return m.WorkflowID == workflowID && m.RunID == runID
+	return m.WorkflowID != "" && m.RunID != "" && m.WorkflowID == workflowID && m.RunID == runID
 }
 
 // TakenAt is the instant the set's backup was taken: the BACKUP's finish

@@ -454,3 +454,20 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 		t.Error("a copy without sent_at was written")
 	}
 }
+
+// A manifest that names no run (empty workflow or run id: planted by
+// anyone who can write the share) is owned by no run, not by every one.
+func TestOwnedByNeedsARun(t *testing.T) {
+	m := sample("Sales", 7)
+	if !m.OwnedBy("backup-Sales", "run-1") || m.OwnedBy("backup-Sales", "run-2") {
+		t.Errorf("OwnedBy of the run that claimed the set, and of another run: want true, false")
+	}
+	for _, ids := range [][2]string{{"", ""}, {"backup-Sales", ""}, {"", "run-1"}} {
+		m.WorkflowID, m.RunID = ids[0], ids[1]
+		for _, run := range [][2]string{{"backup-Sales", "run-1"}, ids} {
+			if m.OwnedBy(run[0], run[1]) {
+				t.Errorf("a manifest of workflow %q run %q is owned by workflow %q run %q, want by no run", ids[0], ids[1], run[0], run[1])
+			}
+		}
+	}
+}
