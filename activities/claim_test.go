@@ -34,7 +34,7 @@ func TestClaimIsExclusive(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			m := catalog.NewPending("sql01", "Sales", 12, time.Now(), "backup-sql01-Sales", fmt.Sprintf("run-%d", i))
-			errs[i] = createClaim(context.Background(), st, m)
+			errs[i] = createClaim(context.Background(), st, nil, m)
 		}()
 	}
 	wg.Wait()
@@ -49,7 +49,7 @@ func TestClaimIsExclusive(t *testing.T) {
 			t.Fatalf("run %d: %v, want ErrExists", i, err)
 		}
 	}
-	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, catalog.Of("sql01", "Sales"), 12)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, nil, catalog.Of("sql01", "Sales"), 12)
 	if err != nil || won < 0 || m.RunID != fmt.Sprintf("run-%d", won) {
 		t.Fatalf("claim on disk %+v, %v; want run-%d's", m, err, won)
 	}

@@ -101,9 +101,19 @@ func (f *cycleFixture) save(server string, m *catalog.Manifest) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, m); err != nil {
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), m); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// keys are the fixture's manifest keys (nil without manifest_keys).
+func (f *cycleFixture) keys() *catalog.Keys {
+	f.t.Helper()
+	keys, err := f.cfg.ManifestKeyRing()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return keys
 }
 
 func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
@@ -112,7 +122,7 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, catalog.Of("sql01", db), seq)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), catalog.Of("sql01", db), seq)
 	if err != nil {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}

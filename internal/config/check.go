@@ -24,6 +24,8 @@ import (
 var (
 	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// manifestKeyIDRE is catalog.NewKeys' rule for key ids.
+	manifestKeyIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // DefaultPolicy is what `defaults:` starts from (see the package doc).
@@ -68,6 +70,7 @@ const (
 // check validates the decoded configuration and fills in defaults.
 func (d *decoder) check(c *Config) {
 	d.checkTemporal(c)
+	d.checkManifestKeys(c)
 
 	// Inherit first so every database is checked with the values it will use.
 	d.inherit(reflect.ValueOf(&c.Defaults).Elem(), reflect.ValueOf(DefaultPolicy()), "defaults")

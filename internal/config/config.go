@@ -42,6 +42,11 @@ type Config struct {
 	BackupServers      []BackupServer      `yaml:"backup_servers"`
 	Databases          []Database          `yaml:"databases"`
 	Fleet              Fleet               `yaml:"fleet"`
+	// ManifestKeys authenticate the manifests and sequence files the
+	// workers write on the backup servers (HMAC-SHA256): the first signs,
+	// every one verifies. None: manifests are neither signed nor
+	// authenticated, and preflight warns.
+	ManifestKeys []ManifestKey `yaml:"manifest_keys"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`

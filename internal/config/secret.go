@@ -36,34 +36,41 @@ var ErrSecretUnavailable = errors.New("secret unavailable")
 // needed (activities call it right before connecting). Errors name the
 // variable or file and how to fix it, never the value.
 func ResolveSecret(r SecretRef) (string, error) {
+	return resolveRef(r.Env, r.File, "password_env", "password_file", "the password")
+}
+
+// resolveRef reads the secret in environment variable env or file file,
+// whose configuration keys are envKey and fileKey; what names the secret
+// in messages ("the password").
+func resolveRef(env, file, envKey, fileKey, what string) (string, error) {
 	switch {
-	case r.Env != "" && r.File != "":
-		return "", fmt.Errorf("%w: both password_env %s and password_file %s are set: keep one", ErrSecretUnavailable, r.Env, r.File)
-	case r.Env != "":
-		v, ok := os.LookupEnv(r.Env)
+	case env != "" && file != "":
+		return "", fmt.Errorf("%w: both %s %s and %s %s are set: keep one", ErrSecretUnavailable, envKey, env, fileKey, file)
+	case env != "":
+		v, ok := os.LookupEnv(env)
 		if !ok {
-			return "", fmt.Errorf("%w: environment variable %s is not set: export it in the worker's environment", ErrSecretUnavailable, r.Env)
+			return "", fmt.Errorf("%w: environment variable %s is not set: export it in the worker's environment", ErrSecretUnavailable, env)
 		}
 		if v == "" {
-			return "", fmt.Errorf("%w: environment variable %s is empty: set it to the password", ErrSecretUnavailable, r.Env)
+			return "", fmt.Errorf("%w: environment variable %s is empty: set it to %s", ErrSecretUnavailable, env, what)
 		}
 		return v, nil
-	case r.File != "":
-		b, err := os.ReadFile(r.File)
+	case file != "":
+		b, err := os.ReadFile(file)
 		if err != nil {
 			// The os error names the file and the cause (not found, permission), never contents.
-			return "", fmt.Errorf("%w: cannot read password_file: %w", ErrSecretUnavailable, err)
+			return "", fmt.Errorf("%w: cannot read %s: %w", ErrSecretUnavailable, fileKey, err)
 		}
 		v := string(b)
 		if i := strings.IndexAny(v, "\r\n"); i >= 0 {
 			v = v[:i]
 		}
 		if v == "" {
-			return "", fmt.Errorf("%w: password_file %s is empty: write the password on its first line", ErrSecretUnavailable, r.File)
+			return "", fmt.Errorf("%w: %s %s is empty: write %s on its first line", ErrSecretUnavailable, fileKey, file, what)
 		}
 		return v, nil
 	}
-	return "", fmt.Errorf("%w: no password_env or password_file given", ErrSecretUnavailable)
+	return "", fmt.Errorf("%w: no %s or %s given", ErrSecretUnavailable, envKey, fileKey)
 }
 
 // Resolve is ResolveSecret(r).
