@@ -207,7 +207,7 @@ func Load(ctx context.Context, fsys FS, keys *Keys, d DB, seq int64) (*Manifest,
 
 // Listing is what one backup directory holds.
 type Listing struct {
-	Files     []FileInfo  // every file, as listed
+	Files []FileInfo // every file, as listed
 	// Manifests are the manifests that decoded, per (instance, database)
 	// newest first (TakenAt), each authenticated (Manifest.Auth): an
 	// untrusted one is listed, for the caller to report, never to trust.

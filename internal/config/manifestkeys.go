@@ -26,6 +26,12 @@ func (k ManifestKey) String() string {
 	return fmt.Sprintf("manifest key %s (file %s)", k.ID, k.File)
 }
 
+// Resolve reads the key now, with ResolveSecret's rules (first line of the
+// file; an unset or empty variable is an error naming it, never a value).
+func (k ManifestKey) Resolve() (string, error) {
+	return resolveRef(k.Env, k.File, "key_env", "key_file", "the key")
+}
+
 // ManifestKeyRing resolves c's manifest keys now (activities and the
 // commands that read manifests call it when they need them): nil, nil
 // when none is configured (manifests are neither signed nor
@@ -36,7 +42,7 @@ func (c *Config) ManifestKeyRing() (*catalog.Keys, error) {
 	}
 	keys := make([]catalog.Key, len(c.ManifestKeys))
 	for i, k := range c.ManifestKeys {
-		v, err := resolveRef(k.Env, k.File, "key_env", "key_file", "the key")
+		v, err := k.Resolve()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}

@@ -400,7 +400,7 @@ databases:
 		t.Fatal(err)
 	}
 	cs := configChecks(cfg)
-	if len(cs) != 1 || cs[0].Kind != KindConfig || cs[0].Status != Warn || cs[0].Name != "defaults.heartbeat_timeout" ||
+	if len(cs) != 2 || cs[0].Kind != KindConfig || cs[0].Status != Warn || cs[0].Name != "defaults.heartbeat_timeout" ||
 		!strings.Contains(cs[0].Detail, "site.yaml:3") || !strings.Contains(cs[0].Fix, "heartbeat_timeout: 4m") {
 		t.Fatalf("config checks %+v", cs)
 	}
@@ -411,8 +411,44 @@ databases:
 	if err := r.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "\nconfiguration\n") || !strings.Contains(out.String(), "WARN") || r.Warnings != 1 || !r.OK {
+	if !strings.Contains(out.String(), "\nconfiguration\n") || !strings.Contains(out.String(), "WARN") || r.Warnings != 2 || !r.OK {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// Without manifest_keys preflight warns that manifests are not
+// authenticated; with them it says which key signs, and a key it cannot
+// read is missing (the worker could sign nothing), its value never shown.
+func TestManifestKeysCheck(t *testing.T) {
+	site := `sql_instances:
+  - {name: sql01, address: "127.0.0.1:1", user: sa, password_env: X, encrypt: disable}
+  - {name: sqlverify, address: "127.0.0.1:2", user: sa, password_env: X, encrypt: disable}
+backup_servers:
+  - {name: bak01, unc_paths: ['\\bak01\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
+  - {name: bak02, unc_paths: ['\\bak02\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
+databases:
+  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
+`
+	check := func(keys string) Check {
+		t.Helper()
+		cfg, err := config.Parse([]byte(keys+site), "site.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return manifestKeysCheck(cfg)
+	}
+	if c := check(""); c.Status != Warn || !strings.Contains(c.Detail, "neither signed nor authenticated") || !strings.Contains(c.Fix, "manifest_keys") {
+		t.Errorf("without keys: %+v, want a warning with the fix", c)
+	}
+	const value = "the key the workers sign with, 32 bytes or more"
+	t.Setenv("PREFLIGHT_TEST_MANIFEST_KEY", value)
+	keys := "manifest_keys:\n  - {id: k2, key_env: PREFLIGHT_TEST_MANIFEST_KEY}\n  - {id: k1, key_env: PREFLIGHT_TEST_MANIFEST_KEY}\n"
+	if c := check(keys); c.Status != OK || c.Detail != "HMAC-SHA256: key k2 signs, k1 still verify" {
+		t.Errorf("with keys: %+v", c)
+	}
+	t.Setenv("PREFLIGHT_TEST_MANIFEST_KEY", "")
+	if c := check(keys); c.Status != Missing || !strings.Contains(c.Detail, "PREFLIGHT_TEST_MANIFEST_KEY is empty") {
+		t.Errorf("key unreadable: %+v, want missing naming the variable", c)
 	}
 }
 
