@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +65,20 @@ func TestClaimWithoutRunIsNobodys(t *testing.T) {
 	planted := catalog.NewPending("sql01", "Sales", 9, f.now.Add(-time.Hour), "", "")
 	planted.PrimaryServer = "bak01"
 	f.save("bak01", planted)
-	stripe := filepath.Join(f.dirs["bak01"], tsql.StripeFileName("sql01", "Sales", 9, 1, 1))
+	f.checkNobodysClaim(9, "")
+	if m := f.load("bak01", "Sales", 9); m.State != catalog.StatePending {
+		t.Errorf("the claim of no run is now %s, want left pending", m.State)
+	}
+}
+
+// checkNobodysClaim checks that the claim of set seq of Sales on bak01,
+// with a stripe file beside it here, is no run's: claiming the number is
+// SequenceInUse (its message holding why), and the run's cancel leaves the
+// stripe where it is.
+func (f *cycleFixture) checkNobodysClaim(seq int64, why string) {
+	t := f.t
+	t.Helper()
+	stripe := filepath.Join(f.dirs["bak01"], tsql.StripeFileName("sql01", "Sales", seq, 1, 1))
 	if err := os.WriteFile(stripe, []byte("someone else's bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -72,26 +86,24 @@ func TestClaimWithoutRunIsNobodys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := fmt.Sprintf("claim-%d", seq)
 	f.env.RegisterActivityWithOptions(func(ctx context.Context) (bool, error) {
 		st, err := local.Open(ctx, f.dirs["bak01"])
 		if err != nil {
 			return false, err
 		}
 		defer st.Close()
-		_, resumed, err := f.acts.claimSet(ctx, st, db, "bak01", 9)
+		_, resumed, err := f.acts.claimSet(ctx, st, db, "bak01", seq)
 		return resumed, err
-	}, activity.RegisterOptions{Name: "claimNine"})
-	if _, err := f.env.ExecuteActivity("claimNine"); errorTypeOf(err) != ErrSequenceInUse {
-		t.Errorf("claiming set 9 over a claim of no run: %v, want %s (the cycle takes a new number)", err, ErrSequenceInUse)
+	}, activity.RegisterOptions{Name: name})
+	if _, err := f.env.ExecuteActivity(name); errorTypeOf(err) != ErrSequenceInUse || !strings.Contains(err.Error(), why) {
+		t.Errorf("claiming set %d over a claim that is no run's: %v, want %s (the cycle takes a new number) saying %q", seq, err, ErrSequenceInUse, why)
 	}
-	in := MarkInput{Database: "Sales", Sequence: 9, Servers: []string{"bak01"}, Step: StepBackup, Reason: "cancelled"}
+	in := MarkInput{Database: "Sales", Sequence: seq, Servers: []string{"bak01"}, Step: StepBackup, Reason: "cancelled"}
 	if _, err := f.env.ExecuteActivity(f.acts.MarkCancelled, in); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stripe); err != nil {
-		t.Errorf("the cancel of a cycle removed a file of a claim of no run: %v", err)
-	}
-	if m := f.load("bak01", "Sales", 9); m.State != catalog.StatePending {
-		t.Errorf("the claim of no run is now %s, want left pending", m.State)
+		t.Errorf("the cancel of a cycle removed a file of a claim that is no run's: %v", err)
 	}
 }

@@ -381,13 +381,9 @@ func TestSourceBackupHistoryGrant(t *testing.T) {
 	}
 }
 
-// The configuration's warnings (a heartbeat_timeout under 3 minutes) are
-// reported as warnings of the configuration file, with the fix.
-func TestConfigWarningsReported(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
-defaults:
-  heartbeat_timeout: 30s
-sql_instances:
+// twoServerSite is a site of two SQL instances and two backup servers
+// nobody reaches, with one database.
+const twoServerSite = `sql_instances:
   - {name: sql01, address: "127.0.0.1:1", user: sa, password_env: X, encrypt: disable}
   - {name: sqlverify, address: "127.0.0.1:2", user: sa, password_env: X, encrypt: disable}
 backup_servers:
@@ -395,7 +391,12 @@ backup_servers:
   - {name: bak02, unc_paths: ['\\bak02\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
 databases:
   - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
-`), "site.yaml")
+`
+
+// The configuration's warnings (a heartbeat_timeout under 3 minutes) are
+// reported as warnings of the configuration file, with the fix.
+func TestConfigWarningsReported(t *testing.T) {
+	cfg, err := config.Parse([]byte("\ndefaults:\n  heartbeat_timeout: 30s\n"+twoServerSite), "site.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,18 +421,9 @@ databases:
 // authenticated; with them it says which key signs, and a key it cannot
 // read is missing (the worker could sign nothing), its value never shown.
 func TestManifestKeysCheck(t *testing.T) {
-	site := `sql_instances:
-  - {name: sql01, address: "127.0.0.1:1", user: sa, password_env: X, encrypt: disable}
-  - {name: sqlverify, address: "127.0.0.1:2", user: sa, password_env: X, encrypt: disable}
-backup_servers:
-  - {name: bak01, unc_paths: ['\\bak01\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
-  - {name: bak02, unc_paths: ['\\bak02\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
-databases:
-  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
-`
 	check := func(keys string) Check {
 		t.Helper()
-		cfg, err := config.Parse([]byte(keys+site), "site.yaml")
+		cfg, err := config.Parse([]byte(keys+twoServerSite), "site.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
