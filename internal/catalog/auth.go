@@ -26,6 +26,10 @@ const MinKeyBytes = 32
 // keyIDRE is what a key id may be: it is written into every signature.
 var keyIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// ValidKeyID reports whether id may name a manifest key: 1-64 letters,
+// digits, '.', '_' or '-', starting with a letter or digit.
+func ValidKeyID(id string) bool { return keyIDRE.MatchString(id) }
+
 // Key is one manifest key: its id, written into every signature made with
 // it, and the secret.
 type Key struct {

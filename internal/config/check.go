@@ -24,8 +24,6 @@ import (
 var (
 	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// manifestKeyIDRE is catalog.NewKeys' rule for key ids.
-	manifestKeyIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // DefaultPolicy is what `defaults:` starts from (see the package doc).

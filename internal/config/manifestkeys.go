@@ -65,7 +65,7 @@ func (d *decoder) checkManifestKeys(c *Config) {
 		first, dup := seen[k.ID]
 		switch {
 		case !d.required(k.ID, path, "id", path, "the key's name, written into every signature it makes, e.g. \"2026-01\""):
-		case !manifestKeyIDRE.MatchString(k.ID):
+		case !catalog.ValidKeyID(k.ID):
 			d.errf(d.line(join(path, "id")), join(path, "id"), "%s.id %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. \"2026-01\")", path, k.ID)
 		case dup:
 			d.errf(d.line(join(path, "id")), join(path, "id"), "%s.id %q is also manifest_keys[%d]'s: every key needs its own id", path, k.ID, first)
