@@ -348,9 +348,12 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // naming of the set's files: the claim's. resumed: the claim was already
 // this run's (an earlier attempt or activity of this run began the set).
 func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (names tsql.SetNames, resumed bool, err error) {
-	fsys := catalog.StorageFS{Storage: st}
 	sets := setsOf(db)
-	m, err := catalog.Load(ctx, fsys, sets, seq)
+	keys, err := a.Cycle.manifestKeys()
+	if err != nil {
+		return names, false, err
+	}
+	m, err := a.Cycle.loadManifest(ctx, st, db, seq)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, server); err != nil {
@@ -385,9 +388,9 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	// The claim is created exclusively (Create never replaces; on SMB one
 	// CREATE request): of two runs racing for the number, one gets
 	// ErrExists and reads the other's claim.
-	err = createClaim(ctx, st, claim)
+	err = createClaim(ctx, st, keys, claim)
 	if errors.Is(err, storage.ErrExists) {
-		m, lerr := catalog.Load(ctx, fsys, sets, seq)
+		m, lerr := a.Cycle.loadManifest(ctx, st, db, seq)
 		if lerr != nil {
 			return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s: another run claimed the number at the same time (%v): this cycle takes a new number", seq, db.ID(), server, lerr))
@@ -400,9 +403,10 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	return claim.Names(), false, nil
 }
 
-// createClaim writes m as a new file, never over an existing one.
-func createClaim(ctx context.Context, st storage.Storage, m *catalog.Manifest) error {
-	data, err := catalog.Encode(m)
+// createClaim writes m, signed with keys, as a new file, never over an
+// existing one.
+func createClaim(ctx context.Context, st storage.Storage, keys *catalog.Keys, m *catalog.Manifest) error {
+	data, err := catalog.EncodeSigned(m, keys)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		return CopyOutput{}, err
 	}
 	defer src.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: src}, setsOf(db), in.Sequence)
+	m, err := d.loadManifest(ctx, src, db, in.Sequence)
 	if err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
 	}
@@ -63,7 +63,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	// The remote may hold a set of another run under this number (used
 	// while that server could not be read): never copy over it, never
 	// replace its manifest.
-	if rm, err := catalog.Load(ctx, catalog.StorageFS{Storage: dst}, setsOf(db), in.Sequence); err == nil {
+	if rm, err := d.loadManifest(ctx, dst, db, in.Sequence); err == nil {
 		if err := ownedByThisRun(ctx, rm, to.Name); err != nil {
 			return CopyOutput{}, err
 		}
@@ -151,10 +151,10 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	}
 	_ = m.SetTiming(catalog.StepCopy, now.Add(-out.Duration), now)
 	// Remote first: the manifest there is what says "this copy is complete".
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: dst}, m); err != nil {
+	if err := d.saveManifest(ctx, dst, m); err != nil {
 		return CopyOutput{}, storageError(to.Name, err)
 	}
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: src}, m); err != nil {
+	if err := d.saveManifest(ctx, src, m); err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
 	}
 	a.loggerFor(ctx).Info("set copied", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),

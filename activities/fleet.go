@@ -128,8 +128,8 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			}
 		}
 	}
-	listFleet := func(ctx context.Context, fsys catalog.FS) (catalog.Listing, error) {
-		return catalog.ListInstances(ctx, fsys, instances)
+	listFleet := func(ctx context.Context, fsys catalog.FS, keys *catalog.Keys) (catalog.Listing, error) {
+		return catalog.ListInstances(ctx, fsys, keys, instances)
 	}
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}

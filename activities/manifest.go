@@ -74,7 +74,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	now := d.now()
 	// The claim Backup wrote becomes the manifest; a manifest of another
 	// run is never replaced.
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), in.Sequence)
+	m, err := d.loadManifest(ctx, st, db, in.Sequence)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, srv.Name); err != nil {
@@ -119,7 +119,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}
 	_ = m.SetTiming(catalog.StepBackup, now.Add(-in.Backup.Duration), now)
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: st}, m); err != nil {
+	if err := d.saveManifest(ctx, st, m); err != nil {
 		return ManifestOutput{}, storageError(srv.Name, err)
 	}
 	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),

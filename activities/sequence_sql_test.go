@@ -67,7 +67,7 @@ func (f *sqlFixture) claimAs(server string, seq int64, workflowID, runID string)
 	defer st.Close()
 	claim := catalog.NewPending("sql01", f.db, seq, time.Now(), workflowID, runID)
 	claim.PrimaryServer = server
-	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, claim); err != nil {
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, nil, claim); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -34,7 +34,7 @@ for file in "$@"; do
     exit 1
   fi
   if [ ! -s "$file" ]; then
-    echo "install-secrets: $file is empty: write the password on its first line (deploy/make-secrets.sh does)" >&2
+    echo "install-secrets: $file is empty: write the secret on its first line (deploy/make-secrets.sh does)" >&2
     exit 1
   fi
   name="$(basename "$file")"

@@ -28,7 +28,7 @@ func runsWorker(s types.ServiceConfig) bool {
 
 // secretsUsed is every secret a service's processes read: /run/secrets/NAME
 // in its entrypoint, command, healthcheck and environment, and, for the
-// worker, the password_file entries of the configuration it runs with (the
+// worker, the password_file and key_file entries of the configuration it runs with (the
 // starter's run, status, schedule and health --worker-only only talk to
 // Temporal and never resolve them).
 func secretsUsed(t *testing.T, s types.ServiceConfig) map[string]bool {
@@ -56,6 +56,9 @@ func secretsUsed(t *testing.T, s types.ServiceConfig) map[string]bool {
 					if b.SMB != nil {
 						texts = append(texts, b.SMB.Password.File)
 					}
+				}
+				for _, k := range cfg.ManifestKeys {
+					texts = append(texts, k.File)
 				}
 			}
 		}

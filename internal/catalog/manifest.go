@@ -31,8 +31,13 @@ import (
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it. Version 4 adds the
 // sanity checks' proof (SanityProof); a manifest without one is written as
-// before.
-const SchemaVersion = 4
+// before. Version 5 adds the workers' signature (Signature, auth.go): a
+// manifest written with a manifest key configured is version 5, one
+// written without as before.
+const SchemaVersion = 5
+
+// SignedSchemaVersion is the version of a signed manifest.
+const SignedSchemaVersion = 5
 
 // minSchemaVersion is the oldest version this build reads.
 const minSchemaVersion = 2
@@ -363,6 +368,13 @@ type Manifest struct {
 	RunID      string    `json:"run_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
+
+	// Signature is the workers' HMAC over the rest of the manifest
+	// (version 5, auth.go); nil when written without a manifest key.
+	Signature *Signature `json:"signature,omitempty"`
+	// Auth is whether the manifest as read is the workers' own (never
+	// written: it is what the reader found, Keys.Authenticate).
+	Auth Auth `json:"-"`
 }
 
 // NamingCaseSafe is Manifest.Naming of sets named safely for
@@ -413,9 +425,11 @@ func (m *Manifest) FileName() string { return m.Names().Manifest(m.Sequence) }
 // StripeFileName is the name of stripe i (1-based) of n of this set.
 func (m *Manifest) StripeFileName(i, n int) string { return m.Names().Stripe(m.Sequence, i, n) }
 
-// OwnedBy reports whether the run (workflowID, runID) owns the set.
+// OwnedBy reports whether the run (workflowID, runID) owns the set. A
+// manifest naming no run (an empty workflow or run id) is no run's: not
+// every run's.
 func (m *Manifest) OwnedBy(workflowID, runID string) bool {
-	return m.WorkflowID == workflowID && m.RunID == runID
+	return m.WorkflowID != "" && m.RunID != "" && m.WorkflowID == workflowID && m.RunID == runID
 }
 
 // TakenAt is the instant the set's backup was taken: the BACKUP's finish
@@ -665,6 +679,14 @@ func (m *Manifest) Validate() error {
 	if m.SchemaVersion < 4 && m.SanityProof != nil {
 		bad("schema_version %d cannot hold sanity_proof (version 4 does)", m.SchemaVersion)
 	}
+	if g := m.Signature; g != nil {
+		if m.SchemaVersion < SignedSchemaVersion {
+			bad("schema_version %d cannot hold signature (version %d does)", m.SchemaVersion, SignedSchemaVersion)
+		}
+		if !keyIDRE.MatchString(g.KeyID) || !hexSHA256.MatchString(g.HMACSHA256) {
+			bad("signature needs a key_id and hmac_sha256 of 64 lower-case hex digits")
+		}
+	}
 	for step := range m.Timings {
 		if !step.Valid() {
 			bad("timings: unknown step %q", step)
@@ -739,12 +761,17 @@ func (m *Manifest) version3Fields() []string {
 }
 
 // Encode validates m and renders it as indented JSON with a final newline,
-// under the oldest schema version that holds its facts: 2 without any of
-// version 3's, 3 with them, 4 with a sanity proof, so that older builds keep
-// reading what they can. The output is deterministic (struct order, sorted
-// map keys).
-func Encode(m *Manifest) ([]byte, error) {
-	out := *m
+// unsigned (a signature m carries is dropped: it does not cover a changed
+// manifest), under the oldest schema version that holds its facts: 2
+// without any of version 3's, 3 with them, 4 with a sanity proof, so that
+// older builds keep reading what they can. The output is deterministic
+// (struct order, sorted map keys).
+func Encode(m *Manifest) ([]byte, error) { return EncodeSigned(m, nil) }
+
+// EncodeSigned is Encode, signed with the current key of keys (version 5,
+// the signature over the rest of the output); nil keys: Encode.
+func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
+	out := unsigned(m)
 	out.SchemaVersion = minSchemaVersion
 	if len(out.version3Fields()) > 0 {
 		out.SchemaVersion = 3
@@ -752,10 +779,23 @@ func Encode(m *Manifest) ([]byte, error) {
 	if out.SanityProof != nil {
 		out.SchemaVersion = 4
 	}
+	if keys != nil {
+		out.SchemaVersion = SignedSchemaVersion
+	}
 	if err := out.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(&out, "", "  ")
+	b, err := marshal(out)
+	if err != nil || keys == nil {
+		return b, err
+	}
+	out.Signature = keys.Sign(purposeManifest, b)
+	return marshal(out)
+}
+
+// marshal renders a manifest as Encode writes it, unchecked.
+func marshal(m *Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: encode: %w", m.FileName(), err)
 	}

@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 5`, 1), "schema_version 5 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 6`, 1), "schema_version 6 is not supported"},
 		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
@@ -452,5 +452,22 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 	v.SentAt = time.Time{}
 	if _, err := Encode(m); err == nil {
 		t.Error("a copy without sent_at was written")
+	}
+}
+
+// A manifest that names no run (empty workflow or run id: planted by
+// anyone who can write the share) is owned by no run, not by every one.
+func TestOwnedByNeedsARun(t *testing.T) {
+	m := sample("Sales", 7)
+	if !m.OwnedBy("backup-Sales", "run-1") || m.OwnedBy("backup-Sales", "run-2") {
+		t.Errorf("OwnedBy of the run that claimed the set, and of another run: want true, false")
+	}
+	for _, ids := range [][2]string{{"", ""}, {"backup-Sales", ""}, {"", "run-1"}} {
+		m.WorkflowID, m.RunID = ids[0], ids[1]
+		for _, run := range [][2]string{{"backup-Sales", "run-1"}, ids} {
+			if m.OwnedBy(run[0], run[1]) {
+				t.Errorf("a manifest of workflow %q run %q is owned by workflow %q run %q, want by no run", ids[0], ids[1], run[0], run[1])
+			}
+		}
 	}
 }

@@ -94,9 +94,10 @@ func WriteFileAtomic(ctx context.Context, fsys FS, name string, data []byte) (er
 	return nil
 }
 
-// Save encodes m and writes it atomically as m.FileName().
-func Save(ctx context.Context, fsys FS, m *Manifest) error {
-	data, err := Encode(m)
+// Save encodes m, signed with keys (unsigned with nil keys), and writes it
+// atomically as m.FileName().
+func Save(ctx context.Context, fsys FS, keys *Keys, m *Manifest) error {
+	data, err := EncodeSigned(m, keys)
 	if err != nil {
 		return err
 	}
@@ -175,9 +176,10 @@ func (d DB) String() string { return d.Instance + "/" + d.Database }
 
 // Load reads and strictly decodes the manifest of set seq of the database,
 // under whichever of its namings it was written (the current one first),
-// checking that the file really describes that set. When no naming has the
-// file, the error wraps the current name's not-exist error.
-func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
+// checking that the file really describes that set, and authenticates it
+// with keys (Manifest.Auth). When no naming has the file, the error wraps
+// the current name's not-exist error.
+func Load(ctx context.Context, fsys FS, keys *Keys, d DB, seq int64) (*Manifest, error) {
 	var first error
 	for _, n := range d.Names() {
 		name := n.Manifest(seq)
@@ -191,7 +193,7 @@ func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
 			}
 			return nil, fmt.Errorf("read manifest %s: %w", name, err)
 		}
-		m, err := Decode(data)
+		m, err := DecodeWith(data, keys)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -205,23 +207,26 @@ func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
 
 // Listing is what one backup directory holds.
 type Listing struct {
-	Files     []FileInfo  // every file, as listed
-	Manifests []*Manifest // manifests that decoded, per (instance, database) newest first (TakenAt)
+	Files []FileInfo // every file, as listed
+	// Manifests are the manifests that decoded, per (instance, database)
+	// newest first (TakenAt), each authenticated (Manifest.Auth): an
+	// untrusted one is listed, for the caller to report, never to trust.
+	Manifests []*Manifest
 	// Broken maps a manifest file name to why it could not be read. Its set is
 	// neither trusted nor deleted (retention leaves it to a human).
 	Broken map[string]error
 }
 
 // List reads the manifests of database d (not nil) in the directory, under
-// every naming of its sets; Files are every file of its sets (stripes, manifests,
-// partial copies). Only the names of its sets are listed, however many other
-// files the directory holds.
-func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
+// every naming of its sets, authenticated with keys; Files are every file of
+// its sets (stripes, manifests, partial copies). Only the names of its sets
+// are listed, however many other files the directory holds.
+func List(ctx context.Context, fsys FS, keys *Keys, d *DB) (Listing, error) {
 	var prefixes []string
 	for _, n := range d.Names() {
 		prefixes = append(prefixes, n.DBPrefix())
 	}
-	return list(ctx, fsys, prefixes, "", d.OwnsName, d.Owns)
+	return list(ctx, fsys, keys, prefixes, "", d.OwnsName, d.Owns)
 }
 
 // ListInstances reads the manifests of every database of the given
@@ -229,12 +234,13 @@ func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
 // groups, and the groups' former keys), under either naming. Manifests of
 // other instances are not even listed: a configuration reports on its own
 // sets only, whatever else the directory holds. Files are the manifests.
-func ListInstances(ctx context.Context, fsys FS, instances []string) (Listing, error) {
+// Manifests are authenticated with keys.
+func ListInstances(ctx context.Context, fsys FS, keys *Keys, instances []string) (Listing, error) {
 	var prefixes []string
 	for _, inst := range instances {
 		prefixes = append(prefixes, tsql.InstancePart(inst)+"@", tsql.LegacyInstancePart(inst)+"@")
 	}
-	return list(ctx, fsys, prefixes, manifestSuffix, func(tsql.ParsedName) bool { return true },
+	return list(ctx, fsys, keys, prefixes, manifestSuffix, func(tsql.ParsedName) bool { return true },
 		func(m *Manifest) bool { return slices.Contains(instances, m.SourceInstance) })
 }
 
@@ -243,7 +249,7 @@ const manifestSuffix = ".manifest.json"
 
 // list lists the files under each prefix (once each) and reads the
 // manifests whose names ownsName accepts, keeping those owns accepts.
-func list(ctx context.Context, fsys FS, prefixes []string, suffix string, ownsName func(tsql.ParsedName) bool,
+func list(ctx context.Context, fsys FS, keys *Keys, prefixes []string, suffix string, ownsName func(tsql.ParsedName) bool,
 	owns func(*Manifest) bool) (Listing, error) {
 	l := Listing{Broken: map[string]error{}}
 	listed, seen := map[string]bool{}, map[string]bool{}
@@ -277,7 +283,7 @@ func list(ctx context.Context, fsys FS, prefixes []string, suffix string, ownsNa
 			l.Broken[f.Name] = err
 			continue
 		}
-		m, err := Decode(data)
+		m, err := DecodeWith(data, keys)
 		if err == nil && m.FileName() != f.Name {
 			err = fmt.Errorf("manifest file %s describes set %d of %s/%s (%s)", f.Name, m.Sequence, m.SourceInstance, m.Database, m.FileName())
 		}
@@ -303,10 +309,11 @@ func list(ctx context.Context, fsys FS, prefixes []string, suffix string, ownsNa
 // taken) of the database among the given manifests (from every server of
 // the rotation), for plan.NextServer; "" when there is none. Failed sets
 // count: a cycle that failed on BAK01 still moves the rotation on to BAK02.
+// Untrusted manifests do not.
 func LastServer(d DB, manifests []*Manifest) string {
 	var best *Manifest
 	for _, m := range manifests {
-		if !d.Owns(m) || m.PrimaryServer == "" {
+		if !d.Owns(m) || m.PrimaryServer == "" || !m.Trusted() {
 			continue
 		}
 		if best == nil || m.Newer(best) {
@@ -322,11 +329,12 @@ func LastServer(d DB, manifests []*Manifest) string {
 // ErrNotFound is returned by NewestVerified when no verified set exists.
 var ErrNotFound = errors.New("no verified backup set")
 
-// NewestVerified returns the verified set of the database taken last.
+// NewestVerified returns the verified set of the database taken last, of
+// the trusted manifests.
 func NewestVerified(d DB, manifests []*Manifest) (*Manifest, error) {
 	var best *Manifest
 	for _, m := range manifests {
-		if d.Owns(m) && m.Verified() && (best == nil || m.Newer(best)) {
+		if d.Owns(m) && m.Verified() && m.Trusted() && (best == nil || m.Newer(best)) {
 			best = m
 		}
 	}

@@ -75,6 +75,7 @@ const (
 // check validates the decoded configuration and fills in defaults.
 func (d *decoder) check(c *Config) {
 	d.checkTemporal(c)
+	d.checkManifestKeys(c)
 
 	// Inherit first so every database is checked with the values it will use.
 	d.inherit(reflect.ValueOf(&c.Defaults).Elem(), reflect.ValueOf(DefaultPolicy()), "defaults")

@@ -7,7 +7,9 @@
 // of the configuration: it names an environment variable or a file
 // (password_env / password_file), and activities resolve the reference with
 // ResolveSecret at the moment they connect, so secrets never reach workflow
-// inputs, histories or logs.
+// inputs, histories or logs. The manifest keys (manifest_keys: key_env /
+// key_file) are resolved the same way, when manifests are signed or read
+// (ManifestKeyRing).
 //
 // Built-in defaults (applied after validation; every database inherits the
 // `defaults:` section, which inherits these):
@@ -42,6 +44,11 @@ type Config struct {
 	BackupServers      []BackupServer      `yaml:"backup_servers"`
 	Databases          []Database          `yaml:"databases"`
 	Fleet              Fleet               `yaml:"fleet"`
+	// ManifestKeys authenticate the manifests and sequence files the
+	// workers write on the backup servers (HMAC-SHA256): the first signs,
+	// every one verifies. None: manifests are neither signed nor
+	// authenticated, and preflight warns.
+	ManifestKeys []ManifestKey `yaml:"manifest_keys"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`

@@ -42,29 +42,36 @@ var ErrSecretUnavailable = errors.New("secret unavailable")
 // needed (activities call it right before connecting). Errors name the
 // variable or file and how to fix it, never the value.
 func ResolveSecret(r SecretRef) (string, error) {
+	return resolveRef(r.Env, r.File, "password_env", "password_file", "the password")
+}
+
+// resolveRef reads the secret in environment variable env or file file,
+// whose configuration keys are envKey and fileKey; what names the secret
+// in messages ("the password").
+func resolveRef(env, file, envKey, fileKey, what string) (string, error) {
 	switch {
-	case r.Env != "" && r.File != "":
-		return "", fmt.Errorf("%w: both password_env %s and password_file %s are set: keep one", ErrSecretUnavailable, r.Env, r.File)
-	case r.Env != "":
-		v, ok := os.LookupEnv(r.Env)
+	case env != "" && file != "":
+		return "", fmt.Errorf("%w: both %s %s and %s %s are set: keep one", ErrSecretUnavailable, envKey, env, fileKey, file)
+	case env != "":
+		v, ok := os.LookupEnv(env)
 		if !ok {
-			return "", fmt.Errorf("%w: environment variable %s is not set: export it in the worker's environment", ErrSecretUnavailable, r.Env)
+			return "", fmt.Errorf("%w: environment variable %s is not set: export it in the worker's environment", ErrSecretUnavailable, env)
 		}
 		if v == "" {
-			return "", fmt.Errorf("%w: environment variable %s is empty: set it to the password", ErrSecretUnavailable, r.Env)
+			return "", fmt.Errorf("%w: environment variable %s is empty: set it to %s", ErrSecretUnavailable, env, what)
 		}
 		return v, nil
-	case r.File != "":
-		v, err := readSecretFile(r.File)
+	case file != "":
+		v, err := readSecretFile(file, fileKey, what)
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", ErrSecretUnavailable, err)
 		}
 		if v == "" {
-			return "", fmt.Errorf("%w: password_file %s is empty: write the password on its first line", ErrSecretUnavailable, r.File)
+			return "", fmt.Errorf("%w: %s %s is empty: write %s on its first line", ErrSecretUnavailable, fileKey, file, what)
 		}
 		return v, nil
 	}
-	return "", fmt.Errorf("%w: no password_env or password_file given", ErrSecretUnavailable)
+	return "", fmt.Errorf("%w: no %s or %s given", ErrSecretUnavailable, envKey, fileKey)
 }
 
 // Resolve is ResolveSecret(r).
@@ -78,37 +85,38 @@ func ResolveEnv(name string) (string, error) { return ResolveSecret(SecretRef{En
 // line, and a larger file (a log, a key store, a device) is not one.
 const MaxSecretFileSize = 4 << 10
 
-// readSecretFile reads the first line of a password file after checking
+// readSecretFile reads the first line of a secret file (configuration key
+// key: password_file, key_file; what: "the password") after checking
 // that it is one: a regular file (a FIFO would block the read, a device
 // such as /dev/zero never end it), that only its owner may access (one
 // other users of the host can read has leaked; see checkSecretFileAccess)
 // and at most MaxSecretFileSize long. Errors name the file, never its
 // content.
-func readSecretFile(path string) (string, error) {
+func readSecretFile(path, key, what string) (string, error) {
 	f, err := openSecretFile(path)
 	if err != nil {
 		// The os error names the file and the cause (not found, permission).
-		return "", fmt.Errorf("cannot read password_file: %w", err)
+		return "", fmt.Errorf("cannot read %s: %w", key, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("cannot read password_file: %w", err)
+		return "", fmt.Errorf("cannot read %s: %w", key, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("password_file %s is not a regular file (%s): give the file that holds the password", path, fileKind(fi.Mode()))
+		return "", fmt.Errorf("%s %s is not a regular file (%s): give the file that holds %s", key, path, fileKind(fi.Mode()), what)
 	}
-	if err := checkSecretFileAccess(path, fi); err != nil {
+	if err := checkSecretFileAccess(key, path, fi); err != nil {
 		return "", err
 	}
 	// One byte more than allowed tells a file at the limit from a longer
 	// one, also when it grew after Stat.
 	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFileSize+1))
 	if err != nil {
-		return "", fmt.Errorf("cannot read password_file %s: %w", path, err)
+		return "", fmt.Errorf("cannot read %s %s: %w", key, path, err)
 	}
 	if len(b) > MaxSecretFileSize {
-		return "", fmt.Errorf("password_file %s is larger than %d KiB: it holds the password on its first line and nothing else", path, MaxSecretFileSize>>10)
+		return "", fmt.Errorf("%s %s is larger than %d KiB: it holds %s on its first line and nothing else", key, path, MaxSecretFileSize>>10, what)
 	}
 	v := string(b)
 	if i := strings.IndexAny(v, "\r\n"); i >= 0 {

@@ -29,10 +29,20 @@ type Server struct {
 
 // Report is the answer for every database of a configuration.
 type Report struct {
-	At        time.Time  `json:"at"`
-	Databases []Database `json:"databases"`
-	Servers   []Server   `json:"servers"`
+	At time.Time `json:"at"`
+	// Authentication is how the manifests were read: AuthenticationOff
+	// without manifest keys (every manifest is taken at its word), else
+	// AuthenticationHMAC (only the workers' signed manifests count).
+	Authentication string     `json:"manifest_authentication"`
+	Databases      []Database `json:"databases"`
+	Servers        []Server   `json:"servers"`
 }
+
+// Report.Authentication values.
+const (
+	AuthenticationOff  = "off"
+	AuthenticationHMAC = "hmac-sha256"
+)
 
 // OutOfObjectives lists the databases that are out of their objectives.
 func (r Report) OutOfObjectives() []Database {
@@ -66,8 +76,11 @@ func Open(ctx context.Context, srv *config.BackupServer) (storage.Storage, error
 }
 
 // Load reads the manifests of every backup server of c (in parallel; open
-// nil means Open) and summarizes them at now. A server that cannot be read
-// is reported in Report.Servers, not as an error: the others still answer.
+// nil means Open), authenticated with c's manifest keys resolved now, and
+// summarizes them at now. A server that cannot be read is reported in
+// Report.Servers, not as an error: the others still answer. When a
+// manifest key is configured but cannot be read here, no server is read:
+// without it no manifest can be told from a planted one.
 func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) Report {
 	if open == nil {
 		open = Open
@@ -75,12 +88,19 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	servers := make([]Server, len(c.BackupServers))
 	found := make([][]Found, len(c.BackupServers))
 	instances := InstancesOf(c)
+	keys, kerr := c.ManifestKeyRing()
 	var wg sync.WaitGroup
 	for i := range c.BackupServers {
+		if kerr != nil {
+			srv := &c.BackupServers[i]
+			servers[i] = Server{Name: srv.Name, Location: srv.Loc.String(), Error: fmt.Sprintf(
+				"manifests not read: %v: give this command the manifest keys the workers have (the same key_env or key_file), or no manifest can be authenticated", kerr)}
+			continue
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open, instances)
+			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys)
 		}(i)
 	}
 	wg.Wait()
@@ -89,7 +109,11 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		all = append(all, f...)
 	}
 	targets, defaults := TargetsOf(c)
-	return Report{At: now.UTC(), Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
+	auth := AuthenticationOff
+	if len(c.ManifestKeys) > 0 {
+		auth = AuthenticationHMAC
+	}
+	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
 }
 
 // InstancesOf are the instance keys whose sets c reports on: its SQL
@@ -122,7 +146,7 @@ func InstancesOf(c *config.Config) []string {
 	return out
 }
 
-func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string) (Server, []Found) {
+func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string, keys *catalog.Keys) (Server, []Found) {
 	s := Server{Name: srv.Name, Location: srv.Loc.String()}
 	st, err := open(ctx, srv)
 	if err != nil {
@@ -130,7 +154,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, in
 		return s, nil
 	}
 	defer st.Close()
-	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), instances)
+	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), keys, instances)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
 		return s, nil

@@ -584,7 +584,7 @@ func save(t *testing.T, m *catalog.Manifest, dirs ...string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := catalog.Save(context.Background(), dirFS(t, d), m); err != nil {
+		if err := catalog.Save(context.Background(), dirFS(t, d), nil, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -672,5 +672,46 @@ func TestWatchNamesBrokenManifestsOnce(t *testing.T) {
 	}
 	if named != 1 {
 		t.Errorf("%d log lines name %s as too large, want 1; logs: %v", named, huge, logs.All())
+	}
+}
+
+// A planted fresh "verified" manifest (unsigned) does not move the last
+// verified timestamp: the gauge keeps the real set's, so the RPO alert
+// (time() - last verified > rpo) fires, and the planted set is counted as
+// unauthenticated.
+func TestPlantedVerifiedManifestKeepsTheAlert(t *testing.T) {
+	dir := t.TempDir()
+	bak01 := filepath.Join(dir, "bak01")
+	cfg := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    rpo: 26h
+`)
+	key := filepath.Join(dir, "manifest.key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef-metrics-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ManifestKeys = []config.ManifestKey{{ID: "k1", File: key}}
+	keys, err := cfg.ManifestKeyRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	realTaken := time.Now().Add(-30 * time.Hour).UTC().Truncate(time.Second)
+	if err := os.MkdirAll(bak01, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Save(context.Background(), dirFS(t, bak01), keys, verifiedSet(t, "sql01", "Sales", 10, realTaken, time.Minute, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	save(t, verifiedSet(t, "sql01", "Sales", 11, time.Now().Add(-time.Hour).UTC(), time.Minute, time.Minute), bak01) // planted
+	e := newEndpoint(t)
+	e.Product().Refresh(context.Background(), cfg, nil)
+	s := scrapeHandler(t, e)
+	sales := labels("instance", "sql01", "database", "Sales")
+	if v := s.value(t, LastVerified, sales); v != float64(realTaken.Unix()) {
+		t.Errorf("%s = %v, want the real set's %d (30h ago, beyond the rpo)", LastVerified, v, realTaken.Unix())
+	}
+	if v := s.value(t, Unauthentic, sales); v != 1 {
+		t.Errorf("%s = %v, want 1", Unauthentic, v)
 	}
 }
