@@ -224,13 +224,25 @@ func (l *link) kill() {
 	}
 }
 
-// abandon drops conn i's link l after a call on it was cancelled while in
-// flight, and closes its TCP connection at once, without a logoff. The
-// library answers a cancelled call before its sender has written the
-// request, and the next call on the connection would encode into the buffer
-// being written (go-smb2 conn.sendWith, found by the race detector): no call
-// may follow on it. Calls still on it fail and redial (they are idempotent,
-// see do).
+// bind returns the context to hand the library for a call on conn i's link
+// l, and a stop to call when the call is over. The library never sees a
+// context that can end: it answers a cancelled call before its sender has
+// finished writing the request, and the next call on that connection, from
+// any goroutine and under any context, encodes into the buffer still being
+// sent (go-smb2 conn.sendWith; the race detector caught it, and the peer
+// smbd logged the garbled request as a duplicate message id). When ctx ends,
+// the link is abandoned instead: its TCP connection is closed, every call on
+// it fails with a transport error once the sender is done with its buffer,
+// and the next call dials a new link.
+func (s *Storage) bind(ctx context.Context, i int, l *link) (context.Context, func() bool) {
+	stop := context.AfterFunc(ctx, func() { s.abandon(i, l) })
+	return context.WithoutCancel(ctx), stop
+}
+
+// abandon drops conn i's link l after the context of a call on it ended
+// (see bind), and closes its TCP connection at once, without a logoff (which
+// would be another call on it). Calls still on it fail and redial (they are
+// idempotent, see do).
 func (s *Storage) abandon(i int, l *link) {
 	s.unset(i, l)
 	l.mu.Lock()
@@ -419,16 +431,20 @@ func (s *Storage) run(ctx context.Context, op, name string, retry bool, fn func(
 		if err != nil {
 			return err
 		}
-		err = fn(l.share.WithContext(ctx))
+		lctx, stop := s.bind(ctx, i, l)
+		err = fn(l.share.WithContext(lctx))
+		stop()
 		l.release()
 		if err == nil {
 			return nil
 		}
-		e := s.err(op, name, err)
 		if ctx.Err() != nil {
+			// The link was abandoned; the call's own error is the
+			// closed connection.
 			s.abandon(i, l)
-			return e
+			return s.err(op, name, ctx.Err())
 		}
+		e := s.err(op, name, err)
 		if failed(e, err) {
 			s.broken(i, l)
 			if retry && attempt == 0 && !fresh && ctx.Err() == nil {
