@@ -184,3 +184,31 @@ func runSequenceMethod(db *config.Database, method string) (string, error) {
 		"sequence method %q asked for %s; the configuration's is %q, and a run may only fall back to %q", method, db.ID(), db.Sequence,
 		config.SequenceCatalog))
 }
+
+// slotsOf are the slots a cycle of a database of instance (an SQL instance
+// or an availability group) with primary and remote occupies: its
+// instance's and each server's max_concurrent (the fleet's limits,
+// fleetLimits), in SlotOrder.
+func slotsOf(cfg *config.Config, instance, primary, remote string) []Slot {
+	limits := fleetLimits(cfg)
+	out := []Slot{{Kind: SlotInstance, Name: instance, Limit: max(limits.Instances[instance], 1)}}
+	for _, s := range []string{primary, remote} {
+		if s != "" && !slices.ContainsFunc(out, func(o Slot) bool { return o.Kind == SlotServer && o.Name == s }) {
+			out = append(out, Slot{Kind: SlotServer, Name: s, Limit: max(limits.Servers[s], 1)})
+		}
+	}
+	SlotOrder(out)
+	return out
+}
+
+// SlotOrder sorts slots into the one order every cycle takes them in
+// (kind, then name): a cycle waits for a slot only while it holds slots
+// that come before it, so no two cycles can wait for each other.
+func SlotOrder(slots []Slot) {
+	slices.SortFunc(slots, func(a, b Slot) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}

@@ -199,6 +199,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
+	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote)
 	// Before any BACKUP: can every verification instance read the sets?
 	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
 	if err != nil {
