@@ -13,12 +13,10 @@ import (
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-// TestE2ECyclesOfOneInstanceTakeTurns: two cycles of two databases of
-// sql01, whose max_concurrent is 1 (the default), started at once as two
-// `starter run` start them (each under its database's own workflow id, no
-// fleet run): the second waits for the first's slot, and the emulated SQL
-// Server never runs their BACKUPs at the same time; both end verified.
-func TestE2ECyclesOfOneInstanceTakeTurns(t *testing.T) {
+// twoDatabases is the site with a second database of sql01, Orders,
+// configured as Sales but without sanity checks.
+func twoDatabases(t *testing.T) *activities.SQLFixture {
+	t.Helper()
 	f := activities.NewSQLFixture(t, "Sales", "")
 	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Orders", Size: 4 << 20, DataFiles: 2}); err != nil {
 		t.Fatal(err)
@@ -27,6 +25,17 @@ func TestE2ECyclesOfOneInstanceTakeTurns(t *testing.T) {
 	orders := cfg.Databases[0]
 	orders.Name, orders.SanityChecks = "Orders", nil
 	cfg.Databases = append(cfg.Databases, orders)
+	return f
+}
+
+// TestE2ECyclesOfOneInstanceTakeTurns: two cycles of two databases of
+// sql01, whose max_concurrent is 1 (the default), started at once as two
+// `starter run` start them (each under its database's own workflow id, no
+// fleet run): the second waits for the first's slot, and the emulated SQL
+// Server never runs their BACKUPs at the same time; both end verified.
+func TestE2ECyclesOfOneInstanceTakeTurns(t *testing.T) {
+	f := twoDatabases(t)
+	cfg := f.Config()
 	if inst, _ := cfg.SQLInstance("sql01"); inst.MaxConcurrent != 1 {
 		t.Fatalf("sql01's max_concurrent is %d, want the default 1", inst.MaxConcurrent)
 	}
@@ -73,14 +82,7 @@ func TestE2ECyclesOfOneInstanceTakeTurns(t *testing.T) {
 // afterwards: the server terminates its slots with it, and the next cycle
 // of the instance runs at once.
 func TestE2EATerminatedCycleGivesItsSlotsBack(t *testing.T) {
-	f := activities.NewSQLFixture(t, "Sales", "")
-	if err := f.Source().CreateDatabase(sqlsim.DatabaseSpec{Name: "Orders", Size: 4 << 20, DataFiles: 2}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := f.Config()
-	orders := cfg.Databases[0]
-	orders.Name, orders.SanityChecks = "Orders", nil
-	cfg.Databases = append(cfg.Databases, orders)
+	f := twoDatabases(t)
 	f.Source().SetThrottle(64 << 10) // a BACKUP of about a minute
 	e := newE2E(t, f, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

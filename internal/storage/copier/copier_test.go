@@ -285,6 +285,19 @@ func crashedHalfway(t *testing.T, src storage.Storage, dst *faulty, name string,
 	return opts, last
 }
 
+// halfCopied puts a file of 20 chunks of random bytes (seed) into a new
+// source and copies it half-way to a new destination (crashedHalfway).
+func halfCopied(t *testing.T, seed uint64, name string, chunk int64, inFlight int) (storage.Storage, *faulty, string, []byte, copier.Options, *copier.Progress) {
+	t.Helper()
+	s0, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	dst := newFaulty(d0)
+	data := randBytes(seed, int(20*chunk))
+	put(t, sdir, name, data)
+	opts, last := crashedHalfway(t, s0, dst, name, len(data), chunk, inFlight)
+	return s0, dst, ddir, data, opts, last
+}
+
 // TestResumeCorruptPartial: a partial file changed behind the copier's back
 // no longer matches its checkpoint: the read-back finds it before the
 // rename and the file is copied again from the start in the same call
@@ -292,12 +305,7 @@ func crashedHalfway(t *testing.T, src storage.Storage, dst *faulty, name string,
 // blames the source.
 func TestResumeCorruptPartial(t *testing.T) {
 	const chunk = 64 << 10
-	s0, sdir := localStorage(t)
-	d0, ddir := localStorage(t)
-	dst := newFaulty(d0)
-	data := randBytes(8, 20*chunk)
-	put(t, sdir, "c.bak", data)
-	opts, last := crashedHalfway(t, s0, dst, "c.bak", len(data), chunk, 2)
+	s0, dst, ddir, data, opts, last := halfCopied(t, 8, "c.bak", chunk, 2)
 	partial := filepath.Join(ddir, "c.bak.partial")
 	b := read(t, ddir, "c.bak.partial")
 	b[10] ^= 0xff // inside the confirmed prefix
@@ -321,33 +329,26 @@ func TestResumeCorruptPartial(t *testing.T) {
 // the chunk size and read-back mode.
 func TestForgedCheckpointsAreNotTrusted(t *testing.T) {
 	const chunk = 64 << 10
+	emptyState := func(p *copier.Progress, size int64) {
+		p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
+	}
 	for _, tc := range []struct {
 		name   string
 		opts   copier.Options
 		forge  func(p *copier.Progress, size int64)
 		wantRB bool // the rejection is reported
 	}{
-		{"hash state of nothing", copier.Options{}, func(p *copier.Progress, size int64) {
-			p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
-		}, true},
+		{"hash state of nothing", copier.Options{}, emptyState, true},
 		{"offset at the end", copier.Options{}, func(p *copier.Progress, size int64) { p.Offset, p.Ahead = size, nil }, true},
 		{"chunk ahead never written", copier.Options{}, func(p *copier.Progress, size int64) {
 			p.Ahead = []int64{p.Offset + 2*chunk}
 		}, true},
-		{"read back after the copy", copier.Options{ReadBackAfterCopy: true}, func(p *copier.Progress, size int64) {
-			p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
-		}, true},
-		{"no read-back", copier.Options{SkipReadBack: true}, func(p *copier.Progress, size int64) {
-			p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
-		}, false}, // checked before the resume: a fresh copy from the start
+		{"read back after the copy", copier.Options{ReadBackAfterCopy: true}, emptyState, true},
+		// Checked before the resume: a fresh copy from the start.
+		{"no read-back", copier.Options{SkipReadBack: true}, emptyState, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s0, sdir := localStorage(t)
-			d0, ddir := localStorage(t)
-			dst := newFaulty(d0)
-			data := randBytes(11, 20*chunk)
-			put(t, sdir, "f.bak", data)
-			opts, last := crashedHalfway(t, s0, dst, "f.bak", len(data), chunk, 1)
+			s0, dst, ddir, data, opts, last := halfCopied(t, 11, "f.bak", chunk, 1)
 			if last.Offset == 0 {
 				t.Fatal("the first attempt confirmed nothing")
 			}
@@ -368,12 +369,7 @@ func TestForgedCheckpointsAreNotTrusted(t *testing.T) {
 		})
 	}
 	// The genuine checkpoint still resumes where it says.
-	s0, sdir := localStorage(t)
-	d0, ddir := localStorage(t)
-	dst := newFaulty(d0)
-	data := randBytes(12, 20*chunk)
-	put(t, sdir, "g.bak", data)
-	opts, last := crashedHalfway(t, s0, dst, "g.bak", len(data), chunk, 1)
+	s0, dst, ddir, data, opts, last := halfCopied(t, 12, "g.bak", chunk, 1)
 	resume := *last // opts.Progress keeps updating last
 	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "g.bak", Dst: "g.bak", Resume: &resume}})
 	if err != nil || resume.Offset == 0 || res[0].ResumedAt != resume.Offset || res[0].ResumeRejected || !bytes.Equal(read(t, ddir, "g.bak"), data) {
