@@ -40,18 +40,26 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if err != nil {
 		return BackupOutput{}, err
 	}
-	srv, err := d.server(in.Server)
+	// Only a server of the database's rotation, in the mode and with at
+	// most the stripes the configuration allows (inputs.go).
+	srv, err := d.rotationServer(db, "backup server", in.Server)
 	if err != nil {
 		return BackupOutput{}, err
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepBackup))
 	// The plan's mode: no COMPRESSION where the edition refuses it, COPY_ONLY
-	// for a read-only source (modeFor, backupMode).
-	mode := modeFor(db, in.Mode)
+	// for a read-only source (backupMode), never wider than configured.
+	mode, err := runMode(db, in.Mode)
+	if err != nil {
+		return BackupOutput{}, err
+	}
 	mts := int(db.MaxTransferSize)
 	if mode.MaxTransferSize > 0 { // a TDE database on 2016/2017 (backupMode)
 		mts = mode.MaxTransferSize
+	}
+	if err := checkStripes(db, in.Stripes, mts); err != nil {
+		return BackupOutput{}, err
 	}
 	// done records the MAXTRANSFERSIZE sent in a finished backup's output
 	// (the manifest's options).

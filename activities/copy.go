@@ -35,9 +35,13 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	if err != nil {
 		return CopyOutput{}, err
 	}
-	from, err := d.server(in.From)
+	// From a server of the rotation to its copy target, as configured.
+	from, err := d.rotationServer(db, "copy source", in.From)
 	if err != nil {
 		return CopyOutput{}, err
+	}
+	if target := db.CopyTarget(from.Name); in.To != target {
+		return CopyOutput{}, d.notOfDatabase(db, "copy target", in.To, "the copy target of "+from.Name, []string{target})
 	}
 	to, err := d.server(in.To)
 	if err != nil {
@@ -138,6 +142,13 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	}
 	out := CopyOutput{Duration: time.Since(start)}
 	for i, r := range results {
+		if r.ResumeRejected {
+			// The heartbeat's checkpoint is a hint: one that does not hold
+			// for the partial file on disk (a forged or stale heartbeat)
+			// costs a copy from the start, never an error.
+			a.loggerFor(ctx).Warn("copy checkpoint did not hold for the partial file: stripe copied again from the start",
+				zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", to.Name), zap.String("file", r.Dst))
+		}
 		m.Stripes[i].SHA256 = r.SHA256
 		out.Bytes += r.Size
 		out.Sent += r.BytesSent

@@ -333,6 +333,8 @@ func TestMarkFailedRecordsPartialSetAndNeverUnverifies(t *testing.T) {
 func TestMarkVerifiedCatchesUpEveryServer(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "")
 	m := f.writeSet("bak01", "Sales", 5, catalog.StateCopied, "bak01", 1)
+	m.Servers = []string{"bak01", "bak02"} // copied to bak02, as CopyToRemote records it
+	f.save("bak01", m)
 	// The remote missed "restored"; both must end verified.
 	m2 := *m
 	if err := advance(&m2, catalog.StateChecked, f.now); err != nil {

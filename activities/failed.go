@@ -30,6 +30,9 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	if err != nil {
 		return err
 	}
+	if err := d.databaseServerList(db, "MarkFailed's servers", in.Servers); err != nil {
+		return err
+	}
 	evidence := catalog.Evidence(in.Evidence)
 	if !evidence.Valid() {
 		return nonRetryable(ErrNoEvidence, fmt.Errorf(
@@ -104,6 +107,9 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 	d := &a.Cycle
 	db, err := d.database(in.Instance, in.Database, in.Entry)
 	if err != nil {
+		return err
+	}
+	if err := d.databaseServerList(db, "MarkCancelled's servers", in.Servers); err != nil {
 		return err
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence))

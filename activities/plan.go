@@ -199,6 +199,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
+	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote)
 	// Before any BACKUP: can every verification instance read the sets?
 	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
 	if err != nil {
@@ -321,7 +322,7 @@ type BackupMode struct {
 // its BACKUP is COPY_ONLY by default all the same (copy_only is true
 // unless owns_backup_chain).
 func backupMode(db *config.Database, src SourceFacts) (BackupMode, []string) {
-	m := BackupMode{Compression: db.Compression, CopyOnly: db.CopyOnly, Sequence: db.Sequence}
+	m := configuredMode(db)
 	var warnings []string
 	if m.Compression {
 		if ok, known := plan.CompressionSupported(src.EngineEdition, src.Edition); known && !ok {
@@ -380,22 +381,9 @@ func editionName(src SourceFacts) string {
 	return fmt.Sprintf("engine edition %d", src.EngineEdition)
 }
 
-// modeFor is the BACKUP mode of a run: the plan's, or the configuration's
-// for a caller that passes none.
-func modeFor(db *config.Database, m *BackupMode) BackupMode {
-	if m != nil {
-		return *m
-	}
+// configuredMode is the BACKUP mode the configuration gives the database.
+func configuredMode(db *config.Database) BackupMode {
 	return BackupMode{Compression: db.Compression, CopyOnly: db.CopyOnly, Sequence: db.Sequence}
-}
-
-// sequenceMethod is the sequence method of a run: the plan's (in.Method),
-// else the configured one.
-func sequenceMethod(db *config.Database, in SequenceInput) string {
-	if in.Method != "" {
-		return in.Method
-	}
-	return db.Sequence
 }
 
 // autoStripes is `stripes: auto` for a database of size bytes: the seed's

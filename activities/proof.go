@@ -79,6 +79,9 @@ func (a *Activities) setToProve(ctx context.Context, srv *config.BackupServer, d
 	if err != nil {
 		return nil, "", err
 	}
+	if err := remoteHolder(m, db, seq, srv.Name); err != nil {
+		return nil, "", err
+	}
 	want, err := expectedSetGUID(m, db, seq, srv.Name)
 	if err != nil {
 		return nil, "", err

@@ -47,6 +47,9 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 	if err != nil {
 		return ResumeOutput{}, err
 	}
+	if err := d.databaseServerList(db, "ResumeSet's servers", in.Servers); err != nil {
+		return ResumeOutput{}, err
+	}
 	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
 	defer closeAll()
 	var best *catalog.Manifest

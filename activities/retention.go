@@ -24,6 +24,10 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 	if err != nil {
 		return RetentionOutput{}, err
 	}
+	// Protect only ever keeps a set more: it is taken as given.
+	if err := d.databaseServerList(db, "retention's servers", in.Servers); err != nil {
+		return RetentionOutput{}, err
+	}
 	policy := catalog.Retention{
 		KeepVerified: db.Retention.KeepVerified, DeleteFailedAfter: db.Retention.DeleteFailedAfter,
 		DeleteAbandonedAfter: max(7*24*time.Hour, 2*db.CopyDeadline),

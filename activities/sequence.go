@@ -45,8 +45,12 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 		return 0, err
 	}
 	// The plan may have switched the mode for this run (a read-only source
-	// takes catalog numbers: nothing may be written to it).
-	method := sequenceMethod(db, in)
+	// takes catalog numbers: nothing may be written to it), never to one
+	// that writes where the configuration does not.
+	method, err := runSequenceMethod(db, in.Method)
+	if err != nil {
+		return 0, err
+	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("mode", method))
 	highest, unread := a.highestSequence(ctx, db, log)
 	if len(unread) > 0 {

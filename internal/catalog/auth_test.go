@@ -36,7 +36,7 @@ func verifiedSample(t *testing.T, db string, seq int64, at time.Time) *Manifest 
 	return m
 }
 
-// A signed manifest is version 5 and verifies under its key; changed by a
+// A signed manifest is version 6 and verifies under its key; changed by a
 // byte, signed with another key, or without a signature, it does not.
 func TestSignedManifestVerifies(t *testing.T) {
 	keys := testKeys(t, "2026-01")

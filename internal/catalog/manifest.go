@@ -31,13 +31,14 @@ import (
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it. Version 4 adds the
 // sanity checks' proof (SanityProof); a manifest without one is written as
-// before. Version 5 adds the workers' signature (Signature, auth.go): a
-// manifest written with a manifest key configured is version 5, one
-// written without as before.
-const SchemaVersion = 5
+// before. Version 5 adds the CHECKDB baseline of the recorded restore
+// (VerifyCopy.CheckDBBaseline). Version 6 adds the workers' signature
+// (Signature, auth.go): a manifest written with a manifest key configured is
+// version 6, one written without as before.
+const SchemaVersion = 6
 
 // SignedSchemaVersion is the version of a signed manifest.
-const SignedSchemaVersion = 5
+const SignedSchemaVersion = 6
 
 // minSchemaVersion is the oldest version this build reads.
 const minSchemaVersion = 2
@@ -308,6 +309,33 @@ type VerifyCopy struct {
 	RestoreHistoryID int64     `json:"restore_history_id,omitempty"`
 	DatabaseID       int64     `json:"database_id,omitempty"`
 	ConfirmedAt      time.Time `json:"confirmed_at,omitzero"`
+	// CheckDBBaseline is what the copy said right after msdb confirmed the
+	// RESTORE: the baseline a CHECKDB of it that ended while no worker
+	// watched is judged by (CheckDBBaseline.CleanSince). Recorded here,
+	// where it outlives the attempt, rather than in a heartbeat, which
+	// anyone polling the task queue can forge.
+	CheckDBBaseline *CheckDBBaseline `json:"checkdb_baseline,omitempty"`
+}
+
+// CheckDBBaseline is what a restored copy said before any CHECKDB of it,
+// all on the verification server's own clock: LastGood, its
+// LastGoodCheckDbTime (after the restore: the source's value, on the
+// source's clock, whatever its zone or skew), and At, the server's
+// GETDATE() read with it.
+type CheckDBBaseline struct {
+	LastGood time.Time `json:"last_good"`
+	At       time.Time `json:"at"`
+}
+
+// CleanSince reports whether lastGood, the copy's LastGoodCheckDbTime read
+// after b on the same server, says a CHECKDB of it ended clean since b: the
+// value changed (only a CHECKDB that finds nothing changes it) to a time at
+// or after b.At, both on the verification server's clock. The copy's value
+// alone proves nothing: after a restore it is its source's, on the
+// source's clock, which may run hours ahead (another zone, skew).
+// `starter conformance` checks on a real server that this holds.
+func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
+	return !lastGood.Equal(b.LastGood) && !lastGood.Before(b.At)
 }
 
 // DatabaseRef is a database of a verification instance as sys.databases
@@ -370,7 +398,7 @@ type Manifest struct {
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
 
 	// Signature is the workers' HMAC over the rest of the manifest
-	// (version 5, auth.go); nil when written without a manifest key.
+	// (version 6, auth.go); nil when written without a manifest key.
 	Signature *Signature `json:"signature,omitempty"`
 	// Auth is whether the manifest as read is the workers' own (never
 	// written: it is what the reader found, Keys.Authenticate).
@@ -672,12 +700,18 @@ func (m *Manifest) Validate() error {
 		if (v.RestoreHistoryID != 0) != (v.DatabaseID != 0) || (v.RestoreHistoryID != 0) == v.ConfirmedAt.IsZero() {
 			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
 		}
+		if b := v.CheckDBBaseline; b != nil && (!v.Confirmed() || b.At.IsZero()) {
+			bad("verify_copy.checkdb_baseline is recorded with a confirmed restore, and has its at")
+		}
 	}
 	if f := m.version3Fields(); m.SchemaVersion < 3 && len(f) > 0 {
 		bad("schema_version %d cannot hold %s (version 3 does)", m.SchemaVersion, strings.Join(f, ", "))
 	}
 	if m.SchemaVersion < 4 && m.SanityProof != nil {
 		bad("schema_version %d cannot hold sanity_proof (version 4 does)", m.SchemaVersion)
+	}
+	if m.SchemaVersion < 5 && m.VerifyCopy != nil && m.VerifyCopy.CheckDBBaseline != nil {
+		bad("schema_version %d cannot hold verify_copy.checkdb_baseline (version 5 does)", m.SchemaVersion)
 	}
 	if g := m.Signature; g != nil {
 		if m.SchemaVersion < SignedSchemaVersion {
@@ -763,12 +797,12 @@ func (m *Manifest) version3Fields() []string {
 // Encode validates m and renders it as indented JSON with a final newline,
 // unsigned (a signature m carries is dropped: it does not cover a changed
 // manifest), under the oldest schema version that holds its facts: 2
-// without any of version 3's, 3 with them, 4 with a sanity proof, so that
-// older builds keep reading what they can. The output is deterministic
-// (struct order, sorted map keys).
+// without any of version 3's, 3 with them, 4 with a sanity proof, 5 with a
+// CHECKDB baseline, so that older builds keep reading what they can. The
+// output is deterministic (struct order, sorted map keys).
 func Encode(m *Manifest) ([]byte, error) { return EncodeSigned(m, nil) }
 
-// EncodeSigned is Encode, signed with the current key of keys (version 5,
+// EncodeSigned is Encode, signed with the current key of keys (version 6,
 // the signature over the rest of the output); nil keys: Encode.
 func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
 	out := unsigned(m)
@@ -778,6 +812,9 @@ func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
 	}
 	if out.SanityProof != nil {
 		out.SchemaVersion = 4
+	}
+	if out.VerifyCopy != nil && out.VerifyCopy.CheckDBBaseline != nil {
+		out.SchemaVersion = 5
 	}
 	if keys != nil {
 		out.SchemaVersion = SignedSchemaVersion

@@ -80,7 +80,7 @@ type SQLInstance struct {
 	// chains to (relative to the config file); default: the system's roots.
 	CAFile         string        `yaml:"ca_file"`
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
-	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once
+	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once, whatever started them
 	// Databases selects this instance's databases the way Ola Hallengren's
 	// DatabaseBackup @Databases does: ALL_DATABASES, SYSTEM_DATABASES,
 	// USER_DATABASES, names with * and ? wildcards, "-" to exclude; resolved
@@ -136,8 +136,8 @@ type AvailabilityGroup struct {
 	// which must then agree.
 	BackupServers []string `yaml:"backup_servers"`
 	CopyTo        string   `yaml:"copy_to"`
-	// MaxConcurrent caps the group's cycles at once in a fleet run (each
-	// backs up on one replica); default 1.
+	// MaxConcurrent caps the group's cycles at once, whatever started them
+	// (each backs up on one replica); default 1.
 	MaxConcurrent int `yaml:"max_concurrent"`
 }
 

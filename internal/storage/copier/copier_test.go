@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -284,36 +285,95 @@ func crashedHalfway(t *testing.T, src storage.Storage, dst *faulty, name string,
 	return opts, last
 }
 
-// TestResumeCorruptPartial: a partial file changed behind the copier's back is
-// caught by the read-back before the rename, removed, and never renamed.
-func TestResumeCorruptPartial(t *testing.T) {
-	const chunk = 64 << 10
+// halfCopied puts a file of 20 chunks of random bytes (seed) into a new
+// source and copies it half-way to a new destination (crashedHalfway).
+func halfCopied(t *testing.T, seed uint64, name string, chunk int64, inFlight int) (storage.Storage, *faulty, string, []byte, copier.Options, *copier.Progress) {
+	t.Helper()
 	s0, sdir := localStorage(t)
 	d0, ddir := localStorage(t)
 	dst := newFaulty(d0)
-	data := randBytes(8, 20*chunk)
-	put(t, sdir, "c.bak", data)
-	opts, last := crashedHalfway(t, s0, dst, "c.bak", len(data), chunk, 2)
+	data := randBytes(seed, int(20*chunk))
+	put(t, sdir, name, data)
+	opts, last := crashedHalfway(t, s0, dst, name, len(data), chunk, inFlight)
+	return s0, dst, ddir, data, opts, last
+}
+
+// TestResumeCorruptPartial: a partial file changed behind the copier's back
+// no longer matches its checkpoint: the read-back finds it before the
+// rename and the file is copied again from the start in the same call
+// (ResumeRejected), never renamed with the change and never an error that
+// blames the source.
+func TestResumeCorruptPartial(t *testing.T) {
+	const chunk = 64 << 10
+	s0, dst, ddir, data, opts, last := halfCopied(t, 8, "c.bak", chunk, 2)
 	partial := filepath.Join(ddir, "c.bak.partial")
 	b := read(t, ddir, "c.bak.partial")
 	b[10] ^= 0xff // inside the confirmed prefix
 	if err := os.WriteFile(partial, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: last}})
-	if !errors.Is(err, storage.ErrCorrupt) {
-		t.Fatalf("resume over a corrupt partial: %v, want ErrCorrupt", err)
-	}
-	if _, err := os.Stat(filepath.Join(ddir, "c.bak")); !os.IsNotExist(err) {
-		t.Fatal("a corrupt copy was renamed to the final name")
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: last}})
+	if err != nil || !res[0].ResumeRejected || res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "c.bak"), data) {
+		t.Fatalf("resume over a corrupt partial: %+v, %v; want it copied again from the start", res, err)
 	}
 	if _, err := os.Stat(partial); !os.IsNotExist(err) {
 		t.Fatal("the corrupt partial file was left behind")
 	}
-	// The next attempt, with the same stale checkpoint, starts over and succeeds.
-	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: last}})
-	if err != nil || res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "c.bak"), data) {
-		t.Fatalf("copy after removing the corrupt partial: %+v, %v", res, err)
+}
+
+// TestForgedCheckpointsAreNotTrusted: a checkpoint comes back from an
+// activity's heartbeat, which anyone polling its task queue can forge. One
+// whose hash state is not that of the partial file's prefix, or that
+// counts a chunk as written that is not, costs a copy from the start and
+// nothing else: the file ends with the source's bytes and hash, whatever
+// the chunk size and read-back mode.
+func TestForgedCheckpointsAreNotTrusted(t *testing.T) {
+	const chunk = 64 << 10
+	emptyState := func(p *copier.Progress, size int64) {
+		p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   copier.Options
+		forge  func(p *copier.Progress, size int64)
+		wantRB bool // the rejection is reported
+	}{
+		{"hash state of nothing", copier.Options{}, emptyState, true},
+		{"offset at the end", copier.Options{}, func(p *copier.Progress, size int64) { p.Offset, p.Ahead = size, nil }, true},
+		{"chunk ahead never written", copier.Options{}, func(p *copier.Progress, size int64) {
+			p.Ahead = []int64{p.Offset + 2*chunk}
+		}, true},
+		{"read back after the copy", copier.Options{ReadBackAfterCopy: true}, emptyState, true},
+		// Checked before the resume: a fresh copy from the start.
+		{"no read-back", copier.Options{SkipReadBack: true}, emptyState, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s0, dst, ddir, data, opts, last := halfCopied(t, 11, "f.bak", chunk, 1)
+			if last.Offset == 0 {
+				t.Fatal("the first attempt confirmed nothing")
+			}
+			forged := *last
+			tc.forge(&forged, int64(len(data)))
+			opts.SkipReadBack, opts.ReadBackAfterCopy = tc.opts.SkipReadBack, tc.opts.ReadBackAfterCopy
+			res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "f.bak", Dst: "f.bak", Resume: &forged}})
+			if err != nil {
+				t.Fatalf("copy with a forged checkpoint: %v; want it copied from the start", err)
+			}
+			sum := sha256.Sum256(data)
+			if !bytes.Equal(read(t, ddir, "f.bak"), data) || res[0].SHA256 != hex.EncodeToString(sum[:]) || res[0].ResumedAt != 0 {
+				t.Fatalf("result %+v: want the source's bytes and hash, copied from 0", res[0])
+			}
+			if res[0].ResumeRejected != tc.wantRB {
+				t.Errorf("ResumeRejected = %v, want %v", res[0].ResumeRejected, tc.wantRB)
+			}
+		})
+	}
+	// The genuine checkpoint still resumes where it says.
+	s0, dst, ddir, data, opts, last := halfCopied(t, 12, "g.bak", chunk, 1)
+	resume := *last // opts.Progress keeps updating last
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "g.bak", Dst: "g.bak", Resume: &resume}})
+	if err != nil || resume.Offset == 0 || res[0].ResumedAt != resume.Offset || res[0].ResumeRejected || !bytes.Equal(read(t, ddir, "g.bak"), data) {
+		t.Fatalf("genuine resume: %+v, %v; want it resumed at %d", res, err, resume.Offset)
 	}
 }
 
