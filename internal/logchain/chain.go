@@ -144,7 +144,10 @@ func BreakOf(errorNumber int32) (BreakReason, bool) {
 type Chain struct {
 	ID    int64  // 1, 2, ... per database
 	Fulls []Full // Fulls[0] started the chain; the others follow, oldest first
-	Logs  []Log  // by Number, 1..n without holes
+	// Logs by Number (from 1 up; a number whose BACKUP LOG failed is
+	// missing, which is no hole: the next log starts where the last one
+	// made ended).
+	Logs  []Log
 	Break *Break
 }
 
@@ -155,7 +158,7 @@ func (c *Chain) Base() Full { return c.Fulls[0] }
 var ErrInvalidChain = errors.New("invalid log chain")
 
 // Validate checks the record's own consistency: a base, valid LSNs, each
-// log's range in order, logs numbered 1..n.
+// log's range in order, logs numbered from 1 up.
 func (c *Chain) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -187,8 +190,8 @@ func (c *Chain) Validate() error {
 		}
 	}
 	for i, l := range c.Logs {
-		if l.Number != int64(i+1) {
-			bad("log %d is listed at position %d: logs are numbered 1, 2, ... in order", l.Number, i+1)
+		if l.Number < 1 || i > 0 && l.Number <= c.Logs[i-1].Number {
+			bad("log %d is listed at position %d: logs are numbered from 1 up, in order", l.Number, i+1)
 		}
 		if err := CheckLSN(fmt.Sprintf("log %d first_lsn", l.Number), l.FirstLSN); err != nil {
 			bad("%v", err)

@@ -252,7 +252,7 @@ func TestHealth(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	c := genChain(rand.New(rand.NewPCG(3, 3)), 1, 4, 0)
-	c.Logs[2].Number = 7
+	c.Logs[2].Number = 1
 	c.Logs[1].LastLSN = "x"
 	err := c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "position 3") || !strings.Contains(err.Error(), "log 2 last_lsn") {
