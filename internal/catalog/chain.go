@@ -432,7 +432,9 @@ func LoadChain(ctx context.Context, fsys FS, keys *Keys, instance, db string, ch
 }
 
 // IsNotExist reports whether err says a file is not there.
-func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, storage.ErrNotFound) }
+func IsNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, storage.ErrNotFound)
+}
 
 // ChainListing is what one backup directory holds of a database's chains.
 type ChainListing struct {
