@@ -1,12 +1,10 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"slices"
 	"sort"
@@ -379,14 +377,9 @@ func DecodeChain(data []byte, keys *Keys) (*ChainRecord, error) {
 	if len(data) > MaxChainRecordBytes {
 		return nil, fmt.Errorf("decode chain record: %d bytes, more than the %d a record may have", len(data), MaxChainRecordBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var r ChainRecord
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("decode chain record: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("decode chain record %s: unexpected data after the JSON object", r.FileName())
+	if err := decodeStrict(data, &r, "chain record", r.FileName); err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err

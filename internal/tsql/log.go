@@ -85,15 +85,11 @@ const (
 // LogBackupMarker is the start of the BACKUP LOG that writes to firstDisk:
 // with the log backup's own file names it is unique to it.
 func LogBackupMarker(db, firstDisk string) (string, error) {
-	q, err := QuoteIdent(db)
+	m, err := BackupMarker(db, firstDisk)
 	if err != nil {
-		return "", fmt.Errorf("BACKUP LOG marker: %w", err)
+		return "", err
 	}
-	lit, err := Literal(firstDisk)
-	if err != nil {
-		return "", fmt.Errorf("BACKUP LOG marker: %w", err)
-	}
-	return "BACKUP LOG " + q + " TO DISK = " + lit, nil
+	return "BACKUP LOG" + strings.TrimPrefix(m, "BACKUP DATABASE"), nil
 }
 
 // LogRecovery is how a RESTORE LOG (or the seeding RESTORE DATABASE) leaves
