@@ -842,17 +842,26 @@ func marshal(m *Manifest) ([]byte, error) {
 // Decode parses a manifest strictly: unknown fields, trailing data, a newer
 // schema version or an inconsistent manifest are errors, never guessed at.
 func Decode(data []byte) (*Manifest, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("decode manifest: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("decode manifest %s: unexpected data after the JSON object", m.FileName())
+	if err := decodeStrict(data, &m, "manifest", m.FileName); err != nil {
+		return nil, err
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and
+// trailing data; what names the record (its file name) for messages.
+func decodeStrict(data []byte, v any, what string, name func() string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode %s: %w", what, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("decode %s %s: unexpected data after the JSON object", what, name())
+	}
+	return nil
 }

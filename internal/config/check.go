@@ -40,6 +40,7 @@ func DefaultPolicy() Policy {
 		Retention:        Retention{KeepVerified: 2, DeleteFailedAfter: 72 * time.Hour},
 		VerifyName:       "{db}_verify",
 		RPO:              DefaultRPO,
+		StandbyName:      "{db}_standby",
 	}
 }
 
@@ -110,6 +111,7 @@ func (d *decoder) check(c *Config) {
 		d.checkDatabase(c, &c.Databases[i], fmt.Sprintf("databases[%d]", i), instances, groups, servers, dbs, verifyNames)
 	}
 	d.checkChains(c)
+	d.checkLogs(c)
 	d.checkPlatforms(c)
 	d.checkVerifyNotSource(c)
 }

@@ -25,7 +25,9 @@
 //	copy_deadline, backup_timeout, restore_timeout, checkdb_timeout: derived from the size;
 //	heartbeat_timeout 4m,
 //	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false,
-//	rpo 26h, rto 0 (none).
+//	rpo 26h, rto 0 (none), log_backup none; with log_backup: log_proof nightly,
+//	log_proof_lag 15m (standby) / 26h (nightly), standby_name "{db}_standby",
+//	adopt_foreign_logs false, pit_proof {every 24h, checkdb false}.
 package config
 
 import (
@@ -286,6 +288,36 @@ type Policy struct {
 	// RTO is the recovery time objective, compared with the measured restore
 	// + CHECKDB time of the newest verified set; 0 = no objective.
 	RTO time.Duration `yaml:"rto"`
+	// LogBackup is the product's own log backups of the database (logs.go);
+	// every 0: none.
+	LogBackup LogBackup `yaml:"log_backup"`
+	// LogProof is how the log backups are proven on the verification
+	// instance: LogProofStandby or LogProofNightly; "" with log_backup:
+	// LogProofNightly.
+	LogProof string `yaml:"log_proof"`
+	// LogProofLag is how long a log backup may wait to be proven before
+	// status shows the database red; 0: 15m for standby, 26h for nightly.
+	LogProofLag time.Duration `yaml:"log_proof_lag"`
+	// StandbyName names the standby copy (log_proof: standby) on the
+	// verification instance; {db} and {instance} are replaced.
+	StandbyName string `yaml:"standby_name"`
+	// AdoptForeignLogs copies another tool's log backup, when the worker
+	// can read it, into the chain instead of leaving a hole in it.
+	AdoptForeignLogs bool `yaml:"adopt_foreign_logs"`
+	// PITProof is the point-in-time proof: a restore to a random point of
+	// the proven window, WITH STOPAT.
+	PITProof PITProof `yaml:"pit_proof"`
+}
+
+// LogBackup is `log_backup:`.
+type LogBackup struct {
+	Every time.Duration `yaml:"every"` // a BACKUP LOG this often; 0: no log backups
+}
+
+// PITProof is `pit_proof:`.
+type PITProof struct {
+	Every   time.Duration `yaml:"every"`   // how often; 0 with log_backup: DefaultPITEvery
+	CheckDB bool          `yaml:"checkdb"` // also DBCC CHECKDB the point-in-time copy
 }
 
 // Backoff is a bounded wait: retry after Initial, doubling up to MaxInterval,

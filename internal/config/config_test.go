@@ -88,7 +88,7 @@ func TestErrors(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the known keys",
 			yaml: func(t *testing.T) string { return base + "    colour: blue\n" },
-			want: []want{{lAfterDB, `unknown key "colour" in databases[0] (known keys: backup_server_wait, backup_servers,`}},
+			want: []want{{lAfterDB, `unknown key "colour" in databases[0] (known keys: adopt_foreign_logs, backup_server_wait, backup_servers,`}},
 		},
 		{
 			name: "unknown top-level key",

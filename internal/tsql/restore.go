@@ -59,7 +59,12 @@ type RestoreOptions struct {
 	// NoRecovery leaves the database RESTORING (for applying logs); the zero
 	// value restores WITH RECOVERY, which is what verification needs.
 	NoRecovery bool
-	Stats      int // STATS = n; 0 omits
+	// StandbyFile, when set, leaves the database read-only between log
+	// restores (STANDBY = N'undo file', as the restoring instance sees
+	// it) instead of RECOVERY or NORECOVERY: a standby copy that takes the
+	// log backups as they come ("RESTORE Statements - Arguments", STANDBY).
+	StandbyFile string
+	Stats       int // STATS = n; 0 omits
 	// NewBroker: NEW_BROKER, a Service Broker identifier of the copy's own;
 	// its source's conversations are removed without end-dialog messages,
 	// so nothing queued in the source is delivered from the copy ("RESTORE
@@ -73,7 +78,8 @@ type RestoreOptions struct {
 // RestoreDatabase builds
 //
 //	RESTORE DATABASE [db] FROM DISK = N'...', ...
-//	WITH MOVE N'logical' TO N'physical', ..., CHECKSUM, REPLACE, RECOVERY, NEW_BROKER, STATS = n
+//	WITH MOVE N'logical' TO N'physical', ..., CHECKSUM, REPLACE,
+//	{RECOVERY | NORECOVERY | STANDBY = N'...'}, NEW_BROKER, STATS = n
 //
 // (seed 000, "Restoring the Database to Test the Backup").
 func RestoreDatabase(o RestoreOptions) (string, error) {
@@ -118,9 +124,18 @@ func RestoreDatabase(o RestoreOptions) (string, error) {
 	if o.Replace {
 		with = append(with, "REPLACE")
 	}
-	if o.NoRecovery {
+	switch {
+	case o.StandbyFile != "" && o.NoRecovery:
+		return "", fmt.Errorf("RESTORE DATABASE %s: %w: STANDBY and NORECOVERY exclude each other", db, ErrInvalidOption)
+	case o.StandbyFile != "":
+		rec, err := recoveryClause(LogStandby, o.StandbyFile)
+		if err != nil {
+			return "", fmt.Errorf("RESTORE DATABASE %s: %w", db, err)
+		}
+		with = append(with, rec)
+	case o.NoRecovery:
 		with = append(with, "NORECOVERY")
-	} else {
+	default:
 		with = append(with, "RECOVERY")
 	}
 	if o.NewBroker {
