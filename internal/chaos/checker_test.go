@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // TestDrawReplays: the same seed and run give the same plan, every fault
@@ -39,8 +41,31 @@ func TestDrawReplays(t *testing.T) {
 		}
 	}
 	for _, fw := range faultWeights {
-		if !seen[fw.f] {
-			t.Errorf("fault %s never drawn in 500 runs", fw.f)
+		if !seen[fw.v] {
+			t.Errorf("fault %s never drawn in 500 runs", fw.v)
+		}
+	}
+	// The estates cover what the product must hold up against.
+	estates := map[string]bool{}
+	for i := range 500 {
+		e := Draw(7, i, "").Estate
+		estates[fmt.Sprintf("verify %d", major(e.BuildOf(Verify01)))] = true
+		estates[fmt.Sprintf("cert %v", e.TDECert)] = true
+		estates[fmt.Sprintf("spell %d", e.Spell)] = true
+		estates["via "+e.Via] = true
+		estates["sync "+e.AGSync] = true
+		estates["zone "+e.ZoneOf(Verify01)] = true
+		if major(e.BuildOf(Verify01)) < major(e.BuildOf(Sql01)) {
+			estates["verify older"] = true
+		}
+		if _, err := location(e.ZoneOf(Sql02)); err != nil {
+			t.Fatalf("run %d: zone %s: %v", i, e.ZoneOf(Sql02), err)
+		}
+	}
+	for _, w := range []string{"verify 15", "verify 16", "cert false", "cert true", "spell 0", "spell 2", "spell 3", "via " + AGroup,
+		"via " + Sql02, "sync NOT SYNCHRONIZING", "zone Asia/Kolkata", "verify older"} {
+		if !estates[w] {
+			t.Errorf("no estate with %s in 500 runs", w)
 		}
 	}
 	if Draw(7, 3, "") == Draw(8, 3, "") {
@@ -123,8 +148,9 @@ func TestCheckerFindsViolations(t *testing.T) {
 	// Another backup under the same number overwrites it on bak01 (I4, I1),
 	// which leaves the newest verified set intact on bak02 only (I3); a set
 	// whose BACKUP completed and that nobody damaged is failed as corrupt
-	// for an outage (I5), while a set the harness damaged may be (no
-	// violation); a password in a worker log (I6).
+	// for an outage (I5), while a set the harness damaged may be (no I5);
+	// both name an outage as their reason, not damage (I8); a password in a
+	// worker log (I6).
 	writeSet(t, f, Bak01, 1, "BBBBBBBB-0000-0000-0000-000000000002", catalog.StateWritten, "set two ", nil)
 	corrupt := func(m *catalog.Manifest) {
 		m.Failure = &catalog.Failure{Step: catalog.StepRestore, Evidence: catalog.EvidenceCorruptBackup,
@@ -148,8 +174,8 @@ func TestCheckerFindsViolations(t *testing.T) {
 	}
 	f.workers = []*Worker{{Identity: "w1", LogFile: log}}
 	vs, _ := c.Check(ctx, []string{"backup cycle failed"})
-	if got := invariants(vs); !slices.Equal(got, []int{1, 3, 4, 5, 6}) {
-		t.Errorf("invariants reported %v, want [1 3 4 5 6]:\n%+v", got, vs)
+	if got := invariants(vs); !slices.Equal(got, []int{1, 3, 4, 5, 6, 8}) {
+		t.Errorf("invariants reported %v, want [1 3 4 5 6 8]:\n%+v", got, vs)
 	}
 	for _, v := range vs {
 		if v.Invariant == 5 && !strings.Contains(v.Detail, "seq 2 ") {
@@ -173,5 +199,96 @@ func TestCheckerFindsViolations(t *testing.T) {
 	vs, _ = c.Check(ctx, nil)
 	if len(vs) != 1 || vs[0].Invariant != 3 || !strings.Contains(vs[0].Detail, "no manifest on any server") {
 		t.Errorf("after the last verified manifest went: %+v, want one I3 (no verified set left)", vs)
+	}
+}
+
+// TestCheckerI7I8: I7 finds a verified set whose clean CHECKDB ended only
+// after it was marked verified, and one whose proof names a restore an
+// earlier run sent; I8 finds sets failed for what is not their content:
+// damage evidence under an environment's type, a set condemned at its
+// RESTORE while the verification instance was older than its writer, a
+// BACKUP never sent failed as incomplete for a configuration error. A
+// source found damaged by a BACKUP that ran, and a set the harness damaged,
+// are not violations.
+func TestCheckerI7I8(t *testing.T) {
+	f := testFleet(t)
+	c := NewChecker(f)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	guid := func(seq int64) string { return fmt.Sprintf("%08d-0000-0000-0000-000000000000", seq) }
+	const copyDB = "DBA_verify"
+	var stmts []sqlsim.StatementRecord
+	var history []sqlsim.RestoreRecord
+	runs := map[string]time.Time{}
+	// verified: set seq restored in [rs, re] (restore_date rs+0.5), its
+	// CHECKDB in [cs, ce] with outcome, marked verified at v by a run that
+	// started at begun.
+	verified := func(seq int64, begun, rs, re, cs, ce, v float64, outcome string) {
+		id := int64(len(history) + 1)
+		history = append(history, sqlsim.RestoreRecord{ID: id, Database: copyDB, Date: at(rs + 0.5), BackupSetGUID: guid(seq)})
+		stmts = append(stmts,
+			sqlsim.StatementRecord{Kind: "RESTORE DATABASE", Database: copyDB, Start: at(rs), End: at(re), Outcome: "ok"},
+			sqlsim.StatementRecord{Kind: "DBCC CHECKDB", Database: copyDB, Start: at(cs), End: at(ce), Outcome: outcome,
+				SQL: "DBCC CHECKDB([DBA_verify]) WITH NO_INFOMSGS /* " + tsql.BackupSetName(seq) + " */"})
+		run := fmt.Sprintf("run-%d", seq)
+		runs[run] = at(begun)
+		for _, s := range Servers {
+			writeSet(t, f, s, seq, guid(seq), catalog.StateVerified, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+				m.VerifyDB, m.WorkflowID, m.RunID = copyDB, "backup-sql01-DBA", run
+				m.Proof = &catalog.Proof{VerifyInstance: Verify01, VerifyDatabase: copyDB, RestoreHistoryID: id, BackupSetGUID: guid(seq),
+					CheckedAt: at(ce)}
+				m.History = append(m.History, catalog.Transition{State: catalog.StateVerified, At: at(v)})
+			})
+		}
+	}
+	verified(1, 0, 1, 2, 3, 4, 5, "ok")       // clean
+	verified(2, 9, 10, 12, 13, 16, 15, "ok")  // marked verified before its CHECKDB ended
+	verified(3, 25, 20, 22, 23, 24, 26, "ok") // the restore is an earlier run's
+	failed := func(seq int64, step catalog.Step, ev catalog.Evidence, reason string, when float64) {
+		writeSet(t, f, Bak01, seq, guid(seq), catalog.StateFailed, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+			m.Header.SoftwareVersion = "16.0.4135"
+			m.Failure = &catalog.Failure{Step: step, Evidence: ev, Reason: reason, At: at(when)}
+		})
+	}
+	failed(4, catalog.StepRestore, catalog.EvidenceCorruptBackup, "InvalidConfig: verify01 cannot read it", 30)
+	failed(5, catalog.StepRestore, catalog.EvidenceCorruptBackup, "CorruptBackup: RESTORE failed: 3241", 40)
+	failed(6, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "InvalidConfig: the backup path is not mounted", 42)
+	failed(7, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "SourceDatabaseDamaged: 3043 on a data file", 44)
+	failed(8, catalog.StepRestore, catalog.EvidenceCorruptBackup, "CorruptBackup: RESTORE WITH CHECKSUM: 3183", 46)
+	c.Damaged(catalog.New(Sql01, SharedDB, 8, t0).StripeFileName(1, 2))
+	stmts7 := sqlsim.StatementRecord{Kind: "BACKUP DATABASE", Outcome: "error 3013",
+		SQL: `BACKUP DATABASE [DBA] TO DISK = N'\\bak01\backup\` + catalog.New(Sql01, SharedDB, 7, t0).StripeFileName(1, 2) + `'`}
+	c.stmts = func(instance string) []sqlsim.StatementRecord {
+		if instance == Verify01 {
+			return stmts
+		}
+		return []sqlsim.StatementRecord{stmts7}
+	}
+	c.restores = func() []sqlsim.RestoreRecord { return history }
+	c.runStart = func(_ context.Context, _, runID string) (time.Time, error) { return runs[runID], nil }
+	older := baseEstate
+	older.Build[estateIndex(Verify01)] = "15.0.4385.2"
+	c.EstateFrom(at(-3600), baseEstate)
+	c.EstateFrom(at(35), older)
+
+	vs, _ := c.Check(ctx, nil)
+	got := map[string]bool{}
+	for _, v := range vs {
+		t.Logf("I%d: %s", v.Invariant, v.Detail)
+		for seq := int64(1); seq <= 8; seq++ {
+			if strings.Contains(v.Detail, fmt.Sprintf("seq %d ", seq)) {
+				got[fmt.Sprintf("I%d seq %d", v.Invariant, seq)] = true
+			}
+		}
+	}
+	want := []string{"I7 seq 2", "I7 seq 3", "I8 seq 4", "I8 seq 5", "I8 seq 6"}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("no violation %s", w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("violations %v, want exactly %v", got, want)
 	}
 }

@@ -4,12 +4,28 @@
 //
 // The fleet (fleet.go): source instances sql01 and sql02 (emulated SQL
 // Server over TDS, internal/sqlsim), both holding a database DBA and one
-// other; backup servers bak01 and bak02 served by Samba over SMB
-// (internal/sambatest) and reached by SQL Server as \\bakNN\backup; a
-// verification instance verify01; the embedded Temporal server on a SQLite
-// file (so a restart keeps the workflows); real worker processes (the test
-// binary re-executed) whose zap logs go to files; the configuration as YAML,
-// loaded with internal/config, with short waits so a cycle takes seconds.
+// other (sales on sql01, HR on sql02, encrypted with TDE); sql02 and sql03
+// the replicas of the availability group agorders with its database
+// Orders; backup
+// servers bak01 and bak02 served by Samba over SMB (internal/sambatest) and
+// reached by SQL Server as \\bakNN\backup; a verification instance
+// verify01; the embedded Temporal server on a SQLite file (so a restart
+// keeps the workflows); real worker processes (the test binary re-executed)
+// whose zap logs go to files; the configuration as YAML, loaded with
+// internal/config, with short waits so a cycle takes seconds.
+//
+// Each run draws an estate (estate.go) beside its fault, and the fleet is
+// brought to it first: each instance's SQL Server build (2016 to 2022, the
+// verification instance now and then older than a source) and time zone
+// (instances restarted on their data), the TDE certificate on verify01 or
+// not, a start spelling the database otherwise (sales as SALES) and HR's
+// databases: entry spelled hr, the group's primary, backup preference,
+// readable secondary and synchronization state, the group's database started
+// through the group or a replica, and a DBA's CHECKDB of the source just
+// before. Before a run of sales, a database named like the set it is about
+// to make (sales_<seq:08d>, selected by sql01's sales*) may be created and
+// verified first (twin.go): the cancel, failure or retention of that set
+// must leave the other database's files alone.
 //
 // A run (sim.go) starts one cycle of a random (instance, database) through
 // a random entry point (the canonical id as `starter run` uses it, a Web UI
@@ -35,7 +51,17 @@
 //	I5 a set is failed only with content evidence, never because a server was away
 //	   (the evidence is checked: backup_incomplete only if no BACKUP of its files
 //	   completed, damage only if the harness damaged it or its BACKUP never completed);
-//	I6 no history, log line, manifest or error holds a configured password.
+//	I6 no history, log line, manifest or error holds a configured password;
+//	I7 no set is verified unless a CHECKDB of its copy, sent by the run that
+//	   verified it after the copy's RESTORE ended, ended clean on the
+//	   verification instance before the set was marked verified (the
+//	   verification instance's statement log and restore history, and the
+//	   proof the manifest names);
+//	I8 no set is failed for a reason outside its content: no environment,
+//	   version, permission or configuration error type marks a complete set
+//	   failed, damage evidence carries the type that proves it, and no set
+//	   is condemned while the estate made it unreadable on the
+//	   verification instance.
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
 // the seed, run and fault to replay it, and the output ends with
