@@ -285,6 +285,7 @@ func (s *Sim) OutcomeSummary() string {
 // EstateSummary says how the cycles ended whose verification instance
 // could not read their sets, and what the twins met.
 func (s *Sim) EstateSummary() string {
+	s.Twins.Removed = s.twinsRemoved()
 	return fmt.Sprintf("estates: cycles whose verification instance could not read their set: %s; twins: %s", counts(s.Unreadable), s.Twins)
 }
 

@@ -28,10 +28,35 @@ import (
 type TwinStats struct {
 	Made     int            // twins created and verified
 	Outcomes map[string]int // state of sales's set N after its run: cancelled, failed, verified, ...
+	// Removed counts the sets of sales named like a twin that retention
+	// has removed since, the twin's set still verified on both servers.
+	Removed int
+	seqs    map[int64]string // set number of sales -> its twin
 }
 
 func (t TwinStats) String() string {
-	return fmt.Sprintf("%d databases named like the set their run made, verified first; that set then: %s", t.Made, counts(t.Outcomes))
+	return fmt.Sprintf("%d databases named like the set their run made, verified first; that set then: %s; %d of those sets since removed by retention beside their twin's verified set",
+		t.Made, counts(t.Outcomes), t.Removed)
+}
+
+// twinsRemoved counts the sets of sales a twin is named after that no
+// manifest lists any more (retention removed them) while the twin's set is
+// verified on both servers.
+func (s *Sim) twinsRemoved() int {
+	files, _ := s.C.scan()
+	n := 0
+	for seq, twin := range s.Twins.seqs {
+		gone := true
+		for _, mf := range files {
+			if mf.ID.Instance == Sql01 && mf.ID.Database == SalesDB && mf.ID.Sequence == seq {
+				gone = false
+			}
+		}
+		if gone && s.verifiedOnBoth(twin) {
+			n++
+		}
+	}
+	return n
 }
 
 // twin creates and verifies the database named like the set r is about to
@@ -73,8 +98,9 @@ func (s *Sim) twin(ctx context.Context, r *run) error {
 	}
 	r.twin, r.twinSeq = name, seq
 	if s.Twins.Outcomes == nil {
-		s.Twins.Outcomes = map[string]int{}
+		s.Twins.Outcomes, s.Twins.seqs = map[string]int{}, map[int64]string{}
 	}
+	s.Twins.seqs[seq] = name
 	s.Twins.Made++
 	r.note("twin %s verified on both servers before set %d of %s", name, seq, p.Target)
 	return nil
