@@ -40,18 +40,26 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if err != nil {
 		return BackupOutput{}, err
 	}
-	srv, err := d.server(in.Server)
+	// Only a server of the database's rotation, in the mode and with at
+	// most the stripes the configuration allows (inputs.go).
+	srv, err := d.rotationServer(db, "backup server", in.Server)
 	if err != nil {
 		return BackupOutput{}, err
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", srv.Name),
 		zap.String("step", StepBackup))
 	// The plan's mode: no COMPRESSION where the edition refuses it, COPY_ONLY
-	// for a read-only source (modeFor, backupMode).
-	mode := modeFor(db, in.Mode)
+	// for a read-only source (backupMode), never wider than configured.
+	mode, err := runMode(db, in.Mode)
+	if err != nil {
+		return BackupOutput{}, err
+	}
 	mts := int(db.MaxTransferSize)
 	if mode.MaxTransferSize > 0 { // a TDE database on 2016/2017 (backupMode)
 		mts = mode.MaxTransferSize
+	}
+	if err := checkStripes(db, in.Stripes, mts); err != nil {
+		return BackupOutput{}, err
 	}
 	// done records the MAXTRANSFERSIZE sent in a finished backup's output
 	// (the manifest's options).
@@ -348,9 +356,12 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // naming of the set's files: the claim's. resumed: the claim was already
 // this run's (an earlier attempt or activity of this run began the set).
 func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (names tsql.SetNames, resumed bool, err error) {
-	fsys := catalog.StorageFS{Storage: st}
 	sets := setsOf(db)
-	m, err := catalog.Load(ctx, fsys, sets, seq)
+	keys, err := a.Cycle.manifestKeys()
+	if err != nil {
+		return names, false, err
+	}
+	m, err := a.Cycle.loadManifest(ctx, st, db, seq)
 	switch {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, server); err != nil {
@@ -362,9 +373,10 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 		}
 		return m.Names(), true, nil // our own claim: a retry
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound):
-		// A manifest that cannot be read still protects its set.
+		// A manifest that cannot be read still protects its set, and so
+		// does anything else under its name (a link, a directory).
 		for _, n := range sets.Names() {
-			if _, serr := st.Stat(ctx, n.Manifest(seq)); serr == nil {
+			if _, serr := st.Stat(ctx, n.Manifest(seq)); serr == nil || errors.Is(serr, storage.ErrNotRegular) {
 				return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf("set %d of %s on %s has a manifest that cannot be read (%v): it is left for a human; this cycle takes a new number", seq, db.ID(), server, err))
 			}
 		}
@@ -384,9 +396,9 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	// The claim is created exclusively (Create never replaces; on SMB one
 	// CREATE request): of two runs racing for the number, one gets
 	// ErrExists and reads the other's claim.
-	err = createClaim(ctx, st, claim)
+	err = createClaim(ctx, st, keys, claim)
 	if errors.Is(err, storage.ErrExists) {
-		m, lerr := catalog.Load(ctx, fsys, sets, seq)
+		m, lerr := a.Cycle.loadManifest(ctx, st, db, seq)
 		if lerr != nil {
 			return names, false, nonRetryable(ErrSequenceInUse, fmt.Errorf(
 				"set %d of %s on %s: another run claimed the number at the same time (%v): this cycle takes a new number", seq, db.ID(), server, lerr))
@@ -399,9 +411,10 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	return claim.Names(), false, nil
 }
 
-// createClaim writes m as a new file, never over an existing one.
-func createClaim(ctx context.Context, st storage.Storage, m *catalog.Manifest) error {
-	data, err := catalog.Encode(m)
+// createClaim writes m, signed with keys, as a new file, never over an
+// existing one.
+func createClaim(ctx context.Context, st storage.Storage, keys *catalog.Keys, m *catalog.Manifest) error {
+	data, err := catalog.EncodeSigned(m, keys)
 	if err != nil {
 		return err
 	}

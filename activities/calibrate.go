@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/calibrate"
-	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -68,7 +66,9 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 		}
 		name = db.BackupServers[0]
 	}
-	srv, err := d.server(name)
+	// A server the database backs up to, a grid no wider than the
+	// product's own (the start's input is anyone's).
+	srv, err := d.rotationServer(db, "calibration server", name)
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
@@ -84,7 +84,7 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 	if in.Grid != nil {
 		grid = *in.Grid
 	}
-	if err := grid.Check(nics); err != nil {
+	if err := grid.CheckBounds(nics); err != nil {
 		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
 	}
 	src, warnings := a.readSource(ctx, db)
@@ -146,10 +146,24 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	if err != nil {
 		return res, err
 	}
-	srv, err := d.server(in.Server)
+	srv, err := d.rotationServer(db, "calibration server", in.Server)
 	if err != nil {
 		return res, err
 	}
+	// The point is held to what a calibration may run (calibrate.Point.
+	// CheckBounds) and to the memory budget, and COMPRESSION to the
+	// configuration: the workflow's Explorer decides the same, but this
+	// input is anyone's.
+	if err := in.Point.CheckBounds(len(srv.PathsFor(inst.Name))); err != nil {
+		return res, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
+	}
+	if !in.Point.Null {
+		t := plan.Tuning{Stripes: in.Point.Stripes, BufferCount: in.Point.BufferCount, MaxTransferSize: in.Point.MaxTransferSize}
+		if err := plan.CheckTuning(t, 1, int64(db.MemoryBudget)); err != nil {
+			return res, nonRetryable(ErrInsufficientMemory, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+		}
+	}
+	compression := in.Compression && db.Compression
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
 		zap.String("step", StepCalibrate), zap.String("point", in.Point.String()))
 	marker, err := calibrationMarker(db.Name, in.Token)
@@ -166,7 +180,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	}
 	stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
 		Database: db.Name, Disks: disks, Checksum: true, Init: true, Format: true,
-		Compression: &in.Compression, CopyOnly: true,
+		Compression: &compression, CopyOnly: true,
 		BufferCount: in.Point.BufferCount, MaxTransferSize: in.Point.MaxTransferSize,
 		Name: tsql.CalibrationSetName(in.Token),
 	})
@@ -329,7 +343,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 	if err != nil {
 		return out, err
 	}
-	srv, err := d.server(in.Server)
+	srv, err := d.rotationServer(db, "calibration server", in.Server)
 	if err != nil {
 		return out, err
 	}
@@ -373,7 +387,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 func removeCalibrationFiles(ctx context.Context, st storage.Storage, instance, db, token string) ([]string, error) {
 	var files []storage.FileInfo
 	for _, prefix := range tsql.CalibrationFilePrefixes(instance, db, token) {
-		more, err := st.List(ctx, prefix)
+		more, err := st.List(ctx, prefix, "")
 		if err != nil {
 			return nil, err
 		}
@@ -406,10 +420,17 @@ type SaveCalibrationOutput struct {
 func (a *Activities) SaveCalibration(ctx context.Context, r calibrate.Report) (SaveCalibrationOutput, error) {
 	defer a.Cycle.keepAlive(ctx)()
 	d := &a.Cycle
-	srv, err := d.server(r.Server)
+	// A report of a configured database, kept on a server it backs up to:
+	// the plan reads its measurements from there.
+	db, err := d.database(r.Instance, r.Database, "")
 	if err != nil {
 		return SaveCalibrationOutput{}, err
 	}
+	srv, err := d.rotationServer(db, "calibration server", r.Server)
+	if err != nil {
+		return SaveCalibrationOutput{}, err
+	}
+	r.Instance, r.Database = db.Instance, db.Name
 	st, err := d.openStorage(ctx, srv)
 	if err != nil {
 		return SaveCalibrationOutput{}, err
@@ -450,14 +471,8 @@ func writeReplacing(ctx context.Context, st storage.Storage, name string, data [
 	return nil
 }
 
-// hasCalibration reports a calibration report of db in a server's listing,
-// under either naming.
-func hasCalibration(l catalog.Listing, db *config.Database) bool {
-	names := tsql.CalibrationReportNames(db.Instance, db.Name)
-	return slices.ContainsFunc(l.Files, func(f catalog.FileInfo) bool { return slices.Contains(names, f.Name) })
-}
-
-// calibrations reads the calibration reports of db on servers, as the
+// calibrations reads the calibration reports of db on servers (each by its
+// names: a listing of the database's sets does not show them), as the
 // plan's measured backup rates (calibrate.Report.Throughput). A report that
 // cannot be read is only logged: the plan falls back to what else it knows.
 func (a *Activities) calibrations(ctx context.Context, db *config.Database, servers []string) []plan.Throughput {

@@ -51,10 +51,13 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	ls := &longStatement{db: sqlDB, op: mssql.OpCheckDB, command: tsql.CommandCheckDB, text: stmt,
 		marker: mssql.Marker{Prefix: stmt, Whole: true},
 		log:    a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("step", StepCheckDB))}
-	// The baseline goes into the attempt's first heartbeat, which the SDK
-	// sends at once: a retry after a crash knows it.
+	// The baseline is the one Restore recorded with this restore in the
+	// manifest; a restore recorded without one (an older build) gets one
+	// read now, and a CHECKDB that ended unseen before it runs again.
+	// Heartbeats are never trusted for it: anyone polling the task queue
+	// can forge them.
 	earlier := checkDBHeartbeat(ctx)
-	base := earlier.Baseline
+	base := recordedBaseline(m, inst.Name, verifyDB, want)
 	if base == nil {
 		if base, err = checkDBBaseline(ctx, ls, verifyDB); err != nil {
 			return StepOutput{}, sqlError(err)
@@ -64,7 +67,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	var started atomic.Bool // this attempt sent its CHECKDB (heartbeats say so)
 	stop := rep.every(a.Cycle.poll(), nil, func(p float64, b int64) any {
 		return CheckDBHeartbeat{StepProgress: StepProgress{Step: StepCheckDB, Sequence: in.Sequence, Percent: p, Bytes: b},
-			Started: started.Load() || earlier.Started, Baseline: base}
+			Started: started.Load() || earlier.Started}
 	})
 	defer stop()
 	start := time.Now()
@@ -173,22 +176,27 @@ func checkDBEndedUnseen(ctx context.Context, ls *longStatement, verifyDB string,
 }
 
 // CheckDBHeartbeat is what CheckDB records in its heartbeats: Started once
-// an attempt has sent its CHECKDB (which may outlive the attempt), and the
-// Baseline a later attempt judges a CHECKDB that ended unseen by.
+// an attempt has sent its CHECKDB (which may outlive the attempt). It is a
+// hint: a forged Started only makes a login that cannot see other sessions
+// wait (StatementMayStillRun) or send a second CHECKDB, never counts a
+// CHECKDB as clean.
 type CheckDBHeartbeat struct {
 	StepProgress
-	Started  bool             `json:"started,omitempty"`
-	Baseline *CheckDBBaseline `json:"baseline,omitempty"`
+	Started bool `json:"started,omitempty"`
 }
 
-// CheckDBBaseline is what the copy said before the step's first CHECKDB,
-// all on the verification server's own clock: LastGood, its
-// LastGoodCheckDbTime (after the restore: the source's value, on the
-// source's clock, whatever its zone or skew), and At, the server's
-// GETDATE().
-type CheckDBBaseline struct {
-	LastGood time.Time `json:"last_good"`
-	At       time.Time `json:"at"`
+// CheckDBBaseline is what a copy said before any CHECKDB of it
+// (catalog.CheckDBBaseline).
+type CheckDBBaseline = catalog.CheckDBBaseline
+
+// recordedBaseline is the CHECKDB baseline Restore recorded with the
+// confirmed restore of this set into verifyDB on instance, or nil.
+func recordedBaseline(m *catalog.Manifest, instance, verifyDB, guid string) *CheckDBBaseline {
+	v := m.VerifyCopy
+	if !v.On(instance, verifyDB) || !v.Confirmed() || !sameGUID(v.BackupSetGUID, guid) {
+		return nil
+	}
+	return v.CheckDBBaseline
 }
 
 // checkDBHeartbeat is what an earlier attempt of this activity recorded.
@@ -229,15 +237,4 @@ func cleanSince(ctx context.Context, ls *longStatement, verifyDB string, base *C
 		return false
 	}
 	return base.CleanSince(now.LastGood)
-}
-
-// CleanSince reports whether lastGood, the copy's LastGoodCheckDbTime read
-// after b on the same server, says a CHECKDB of it ended clean since b: the
-// value changed (only a CHECKDB that finds nothing changes it) to a time at
-// or after b.At, both on the verification server's clock. The copy's value
-// alone proves nothing: after a restore it is its source's, on the
-// source's clock, which may run hours ahead (another zone, skew).
-// `starter conformance` checks on a real server that this holds.
-func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
-	return !lastGood.Equal(b.LastGood) && !lastGood.Before(b.At)
 }

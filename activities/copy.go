@@ -35,9 +35,13 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	if err != nil {
 		return CopyOutput{}, err
 	}
-	from, err := d.server(in.From)
+	// From a server of the rotation to its copy target, as configured.
+	from, err := d.rotationServer(db, "copy source", in.From)
 	if err != nil {
 		return CopyOutput{}, err
+	}
+	if target := db.CopyTarget(from.Name); in.To != target {
+		return CopyOutput{}, d.notOfDatabase(db, "copy target", in.To, "the copy target of "+from.Name, []string{target})
 	}
 	to, err := d.server(in.To)
 	if err != nil {
@@ -48,7 +52,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 		return CopyOutput{}, err
 	}
 	defer src.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: src}, setsOf(db), in.Sequence)
+	m, err := d.loadManifest(ctx, src, db, in.Sequence)
 	if err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
 	}
@@ -63,7 +67,7 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	// The remote may hold a set of another run under this number (used
 	// while that server could not be read): never copy over it, never
 	// replace its manifest.
-	if rm, err := catalog.Load(ctx, catalog.StorageFS{Storage: dst}, setsOf(db), in.Sequence); err == nil {
+	if rm, err := d.loadManifest(ctx, dst, db, in.Sequence); err == nil {
 		if err := ownedByThisRun(ctx, rm, to.Name); err != nil {
 			return CopyOutput{}, err
 		}
@@ -138,6 +142,13 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	}
 	out := CopyOutput{Duration: time.Since(start)}
 	for i, r := range results {
+		if r.ResumeRejected {
+			// The heartbeat's checkpoint is a hint: one that does not hold
+			// for the partial file on disk (a forged or stale heartbeat)
+			// costs a copy from the start, never an error.
+			a.loggerFor(ctx).Warn("copy checkpoint did not hold for the partial file: stripe copied again from the start",
+				zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.String("server", to.Name), zap.String("file", r.Dst))
+		}
 		m.Stripes[i].SHA256 = r.SHA256
 		out.Bytes += r.Size
 		out.Sent += r.BytesSent
@@ -151,10 +162,10 @@ func (a *Activities) CopyToRemote(ctx context.Context, in CopyInput) (CopyOutput
 	}
 	_ = m.SetTiming(catalog.StepCopy, now.Add(-out.Duration), now)
 	// Remote first: the manifest there is what says "this copy is complete".
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: dst}, m); err != nil {
+	if err := d.saveManifest(ctx, dst, m); err != nil {
 		return CopyOutput{}, storageError(to.Name, err)
 	}
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: src}, m); err != nil {
+	if err := d.saveManifest(ctx, src, m); err != nil {
 		return CopyOutput{}, storageError(from.Name, err)
 	}
 	a.loggerFor(ctx).Info("set copied", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),

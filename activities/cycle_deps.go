@@ -30,7 +30,7 @@ type CycleDeps struct {
 	// file needs no restart.
 	Live LiveConfig
 	// OpenStorage opens a backup server's directory as the worker reaches it
-	// (its location), credentials resolved inside. Default: location.Open.
+	// (its location), credentials resolved inside. Default: location.OpenServer.
 	OpenStorage func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error)
 	// OpenSQL connects to an instance with database as the initial one.
 	// Default: mssql.Open with the password resolved from the config.
@@ -210,15 +210,12 @@ func (d *CycleDeps) openSQL(ctx context.Context, inst *config.SQLInstance, datab
 func (d *CycleDeps) openStorage(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
 	open := d.OpenStorage
 	if open == nil {
-		open = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-			creds, err := srv.Credentials()
-			if err != nil {
-				return nil, nonRetryable(ErrInvalidConfig, err)
-			}
-			return location.Open(ctx, srv.Location, creds)
-		}
+		open = location.OpenServer
 	}
 	st, err := open(ctx, srv)
+	if errors.Is(err, config.ErrSecretUnavailable) {
+		return nil, nonRetryable(ErrInvalidConfig, err)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		// The server answers but the directory itself is missing: a wrong
 		// location, which no retry fixes (a missing FILE of a set is
@@ -321,7 +318,10 @@ func storageError(server string, err error) error {
 	case errors.Is(err, storage.ErrNoSpace):
 		return nonRetryable(ErrShareFull, err)
 	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
-		errors.Is(err, storage.ErrInvalidName):
+		errors.Is(err, storage.ErrInvalidName), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrTooLarge):
+		// ErrNotRegular and ErrTooLarge: something else took a name of the
+		// set (a link, a huge file); a person removes it, and it says
+		// nothing about the set's content.
 		return nonRetryable(ErrInvalidConfig, err)
 	case errors.Is(err, storage.ErrCorrupt):
 		return nonRetryable(ErrCorruptBackup, err)

@@ -116,6 +116,7 @@ func newE2E(t *testing.T, f *activities.SQLFixture, wrap map[string]any) *e2e {
 	start := func() worker.Worker {
 		w := worker.New(c, tq, worker.Options{})
 		w.RegisterWorkflowWithOptions(workflows.BackupCycle, workflow.RegisterOptions{Name: workflows.BackupCycleName})
+		w.RegisterWorkflowWithOptions(workflows.ConcurrencySlot, workflow.RegisterOptions{Name: workflows.SlotName})
 		if len(wrap) == 0 {
 			w.RegisterActivity(acts)
 		} else {

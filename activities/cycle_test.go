@@ -58,11 +58,17 @@ func newCycleFixtureOf(t *testing.T, o sitetest.Options) *cycleFixture {
 	return f
 }
 
+// The run the test environment's activities run for
+// (testsuite.TestActivityEnvironment's workflow execution).
+const testWorkflowID, testRunID = "default-test-workflow-id", "default-test-run-id"
+
 // writeSet puts a set's stripes (random-ish content) and its manifest on a
 // server, as BACKUP + WriteManifest would.
 func (f *cycleFixture) writeSet(server, db string, seq int64, state catalog.State, primary string, size int) *catalog.Manifest {
 	f.t.Helper()
 	m := catalog.New("sql01", db, seq, f.now.Add(-time.Duration(100-seq)*time.Hour))
+	// The run of the test environment's activities owns it.
+	m.WorkflowID, m.RunID = testWorkflowID, testRunID
 	m.PrimaryServer = primary
 	m.Servers = []string{primary}
 	for i := 1; i <= 2; i++ {
@@ -95,9 +101,19 @@ func (f *cycleFixture) save(server string, m *catalog.Manifest) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, m); err != nil {
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), m); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// keys are the fixture's manifest keys (nil without manifest_keys).
+func (f *cycleFixture) keys() *catalog.Keys {
+	f.t.Helper()
+	keys, err := f.cfg.ManifestKeyRing()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return keys
 }
 
 func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
@@ -106,7 +122,7 @@ func (f *cycleFixture) load(server, db string, seq int64) *catalog.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, catalog.Of("sql01", db), seq)
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), catalog.Of("sql01", db), seq)
 	if err != nil {
 		f.t.Fatalf("manifest of seq %d on %s: %v", seq, server, err)
 	}
@@ -317,6 +333,8 @@ func TestMarkFailedRecordsPartialSetAndNeverUnverifies(t *testing.T) {
 func TestMarkVerifiedCatchesUpEveryServer(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "")
 	m := f.writeSet("bak01", "Sales", 5, catalog.StateCopied, "bak01", 1)
+	m.Servers = []string{"bak01", "bak02"} // copied to bak02, as CopyToRemote records it
+	f.save("bak01", m)
 	// The remote missed "restored"; both must end verified.
 	m2 := *m
 	if err := advance(&m2, catalog.StateChecked, f.now); err != nil {

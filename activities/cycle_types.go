@@ -32,6 +32,9 @@ const (
 	StepFailed                 = "failed"
 	StepCancelled              = "cancelled"
 	StepResume                 = "resume"
+	// StepWaitingForSlot: the cycle waits for a slot of its instance or of
+	// a backup server (max_concurrent), which other cycles hold.
+	StepWaitingForSlot = "waiting-for-slot"
 )
 
 // ProgressSignal is the signal long activities send to their own workflow so
@@ -114,6 +117,11 @@ type Plan struct {
 	// the memory budget.
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
 	Limits      Limits `json:"limits"`
+	// Slots are what the cycle occupies while it runs, as a fleet run
+	// counts it: its instance (or availability group) and the primary and
+	// remote backup servers, each with its max_concurrent, in the one
+	// order every cycle takes them in (SlotOrder).
+	Slots []Slot `json:"slots,omitempty"`
 	// Source is what the plan read from the source instance, Mode how this
 	// run backs up, Budget the expected step durations and the timeouts
 	// derived from them (in Limits), Warnings what the plan changed or
@@ -355,6 +363,20 @@ type SetRef struct {
 	Server   string `json:"server"`
 	Sequence int64  `json:"seq"`
 	State    string `json:"state,omitempty"`
+}
+
+// Slot kinds: what a cycle occupies (Plan.Slots).
+const (
+	SlotInstance = "instance"
+	SlotServer   = "server"
+)
+
+// Slot is one resource a cycle occupies and how many cycles may occupy it
+// at once (its max_concurrent).
+type Slot struct {
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
 }
 
 // RemoteFor is the copy target of a set written to primary.

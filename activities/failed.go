@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"go.uber.org/zap"
@@ -29,6 +30,9 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	if err != nil {
 		return err
 	}
+	if err := d.databaseServerList(db, "MarkFailed's servers", in.Servers); err != nil {
+		return err
+	}
 	evidence := catalog.Evidence(in.Evidence)
 	if !evidence.Valid() {
 		return nonRetryable(ErrNoEvidence, fmt.Errorf(
@@ -46,7 +50,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
 	defer closeAll()
 	for _, o := range sets {
-		if o.m != nil && o.m.Verified() {
+		if o.m != nil && o.m.Verified() && o.m.Trusted() {
 			log.Warn("set is verified: not marked failed", zap.String("server", o.server), zap.String("reason", reason))
 			return nil
 		}
@@ -79,7 +83,7 @@ func (a *Activities) MarkFailed(ctx context.Context, in MarkInput) error {
 			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(ferr))
 			continue
 		}
-		if serr := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, m); serr != nil {
+		if serr := d.saveManifest(ctx, o.st, m); serr != nil {
 			log.Warn("set not marked failed", zap.String("server", o.server), zap.Error(serr))
 			continue
 		}
@@ -105,6 +109,9 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 	if err != nil {
 		return err
 	}
+	if err := d.databaseServerList(db, "MarkCancelled's servers", in.Servers); err != nil {
+		return err
+	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence))
 	now := d.now()
 	reason := in.Reason
@@ -114,7 +121,7 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
 	defer closeAll()
 	for _, o := range sets {
-		if o.m != nil && o.m.Verified() {
+		if o.m != nil && o.m.Verified() && o.m.Trusted() {
 			return nil
 		}
 	}
@@ -157,7 +164,7 @@ func (a *Activities) MarkCancelled(ctx context.Context, in MarkInput) error {
 		}
 		// Manifest first: a crash between the two leaves a cancelled record
 		// and orphan stripes retention removes, never a live-looking set.
-		if serr := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, m); serr != nil {
+		if serr := d.saveManifest(ctx, o.st, m); serr != nil {
 			errs = append(errs, storageError(o.server, serr))
 			continue
 		}
@@ -183,7 +190,8 @@ type openSet struct {
 }
 
 // openSets opens every reachable server of servers and loads the set's
-// manifest there; unreachable servers are skipped (logged).
+// manifest there, authenticated (Manifest.Auth); unreachable servers are
+// skipped (logged), and so is one whose manifest exists but cannot be read.
 func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int64, servers []string) ([]openSet, func()) {
 	var out []openSet
 	for _, s := range servers {
@@ -196,7 +204,14 @@ func (a *Activities) openSets(ctx context.Context, db *config.Database, seq int6
 			a.loggerFor(ctx).Warn("backup server unreachable", zap.String("server", s), zap.Error(err))
 			continue
 		}
-		m, _ := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
+		m, err := a.Cycle.loadManifest(ctx, st, db, seq)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, storage.ErrNotFound) {
+			// A manifest that cannot be read (or the manifest keys) leaves
+			// the set there as it is: nothing is written over it.
+			a.loggerFor(ctx).Warn("manifest not read: the set there is left as it is", zap.String("server", s), zap.Error(err))
+			st.Close()
+			continue
+		}
 		out = append(out, openSet{server: s, st: st, m: m})
 	}
 	return out, func() {
@@ -238,7 +253,7 @@ func partialStripes(ctx context.Context, st storage.Storage, names tsql.SetNames
 func setFiles(ctx context.Context, st storage.Storage, namings []tsql.SetNames, seq int64) ([]storage.FileInfo, error) {
 	var out []storage.FileInfo
 	for _, n := range namings {
-		files, err := st.List(ctx, n.SetPrefix(seq)+"_")
+		files, err := st.List(ctx, n.SetPrefix(seq)+"_", "")
 		if err != nil {
 			return nil, err
 		}

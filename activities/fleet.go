@@ -75,19 +75,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		}
 		only = append(only, name)
 	}
-	out := FleetPlan{Window: cfg.Fleet.Window, Limits: fleet.Limits{Total: cfg.Fleet.MaxConcurrent,
-		Instances: map[string]int{}, Servers: map[string]int{}}}
-	for _, s := range cfg.SQLInstances {
-		out.Limits.Instances[s.Name] = s.MaxConcurrent
-	}
-	// A group's cycles back up on one of its replicas each: they count
-	// against the group's own limit.
-	for _, g := range cfg.AvailabilityGroups {
-		out.Limits.Instances[g.Name] = g.MaxConcurrent
-	}
-	for _, s := range cfg.BackupServers {
-		out.Limits.Servers[s.Name] = s.MaxConcurrent
-	}
+	out := FleetPlan{Window: cfg.Fleet.Window, Limits: fleetLimits(cfg)}
 
 	var dbs []config.Database
 	sizes := map[string]int64{} // by Database.ID
@@ -118,11 +106,23 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		return ok && n.Database != "" && slices.ContainsFunc(dbs, func(d config.Database) bool { return d.Instance == g.Name && d.Name == n.Database })
 	})
 
-	// One listing per backup server gives every database's last primary.
+	// One listing per backup server gives every database's last primary:
+	// the manifests of the fleet's instance keys, no others.
+	var instances []string
+	for _, d := range dbs {
+		for _, k := range append([]string{d.Instance}, d.Aliases...) {
+			if !slices.Contains(instances, k) {
+				instances = append(instances, k)
+			}
+		}
+	}
+	listFleet := func(ctx context.Context, fsys catalog.FS, keys *catalog.Keys) (catalog.Listing, error) {
+		return catalog.ListInstances(ctx, fsys, keys, instances)
+	}
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}
 	for _, name := range serversOf(dbs) {
-		l, err := a.listServer(ctx, name, nil)
+		l, err := a.listServer(ctx, name, listFleet)
 		if err != nil {
 			if ctx.Err() != nil {
 				return FleetPlan{}, ctx.Err()
@@ -167,6 +167,105 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	}
 	fleet.Order(out.Items)
 	log.Info("fleet planned", zap.Int("databases", len(out.Items)), zap.Int("not_run", len(out.NotRun)))
+	return out, nil
+}
+
+// fleetLimits are the configuration's max_concurrent settings a fleet run
+// obeys.
+func fleetLimits(cfg *config.Config) fleet.Limits {
+	l := fleet.Limits{Total: cfg.Fleet.MaxConcurrent, Instances: map[string]int{}, Servers: map[string]int{}}
+	for _, s := range cfg.SQLInstances {
+		l.Instances[s.Name] = s.MaxConcurrent
+	}
+	// A group's cycles back up on one of its replicas each: they count
+	// against the group's own limit.
+	for _, g := range cfg.AvailabilityGroups {
+		l.Instances[g.Name] = g.MaxConcurrent
+	}
+	for _, s := range cfg.BackupServers {
+		l.Servers[s.Name] = s.MaxConcurrent
+	}
+	return l
+}
+
+// FleetCarryInput is what a Fleet run that continued as new carried over:
+// its instances, when the night began, its deadline and the databases not
+// started yet.
+type FleetCarryInput struct {
+	Instances []string     `json:"instances,omitempty"`
+	Began     time.Time    `json:"began"`
+	Deadline  time.Time    `json:"deadline"`
+	Pending   []fleet.Item `json:"pending"`
+}
+
+// FleetCarryCheck is the carried state held to the configuration in force.
+type FleetCarryCheck struct {
+	Limits   fleet.Limits  `json:"limits"`
+	Deadline time.Time     `json:"deadline"`
+	Pending  []fleet.Item  `json:"pending"`
+	NotRun   []FleetNotRun `json:"not_run,omitempty"`
+}
+
+// CheckFleetCarry holds what a Fleet run hands its continuation to the
+// configuration in force, since a continuation reads no configuration of
+// its own (a workflow cannot) and its input is recorded in a history
+// anyone with access to the namespace can start another run from: the
+// limits are the configuration's, the deadline no later than the window
+// after the night began (which is not after now), and only databases the
+// configuration backs up, of the run's instances, stay pending, once each,
+// on servers of their own rotation (the primary carried when it still is
+// one, with its copy target). A database left out is reported, not run.
+func (a *Activities) CheckFleetCarry(ctx context.Context, in FleetCarryInput) (FleetCarryCheck, error) {
+	cfg := a.Cycle.config()
+	if cfg == nil {
+		return FleetCarryCheck{}, errNotWired
+	}
+	out := FleetCarryCheck{Limits: fleetLimits(cfg), Deadline: in.Deadline}
+	began := in.Began
+	if now := a.Cycle.now(); began.After(now) || began.IsZero() {
+		began = now
+	}
+	if end := began.Add(cfg.Fleet.Window); out.Deadline.After(end) || out.Deadline.IsZero() {
+		out.Deadline = end
+	}
+	scope := map[string]bool{}
+	for _, name := range in.Instances {
+		scope[name] = true
+		if g, ok := cfg.GroupOf(name); ok {
+			scope[g.Name] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, it := range in.Pending {
+		notRun := func(why string) {
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: it.Instance, Database: it.Database, Type: ErrInvalidConfig,
+				Reason: "carried over from the previous run, but " + why})
+		}
+		switch {
+		case seen[it.Key()]:
+			continue // carried twice: it runs once
+		case len(scope) > 0 && !scope[it.Instance]:
+			notRun(fmt.Sprintf("%s is not among this run's instances %v", it.Instance, in.Instances))
+			continue
+		}
+		db, err := selection.Lookup(cfg, it.Instance, it.Database)
+		if err != nil || len(db.BackupServers) == 0 {
+			if err == nil {
+				err = fmt.Errorf("it has no backup servers")
+			}
+			notRun(fmt.Sprintf("the configuration does not back it up: %v", err))
+			continue
+		}
+		seen[it.Key()] = true
+		primary := db.BackupServers[0]
+		if len(it.Servers) > 0 && slices.Contains(db.BackupServers, it.Servers[0]) {
+			primary = it.Servers[0]
+		}
+		it.Servers = []string{primary, db.CopyTarget(primary)}
+		it.SizeBytes = max(it.SizeBytes, 0)
+		out.Pending = append(out.Pending, it)
+	}
+	fleet.Order(out.Pending)
 	return out, nil
 }
 

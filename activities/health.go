@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
 )
 
 // HealthInfo is what the Health activity reports about the worker that ran
@@ -19,6 +21,27 @@ type HealthInfo struct {
 	Version   string    `json:"version"`
 	GoVersion string    `json:"go_version"`
 	Time      time.Time `json:"time"`
+	// ManifestAuthentication is how this worker signs and checks manifests
+	// (ManifestAuthentication); "" from a build before it said.
+	ManifestAuthentication string `json:"manifest_authentication,omitempty"`
+}
+
+// AuthenticationOff is HealthInfo.ManifestAuthentication of a worker
+// without manifest_keys: it neither signs nor authenticates manifests.
+const AuthenticationOff = "off"
+
+// ManifestAuthentication says how the configuration's manifests are signed
+// and checked: "hmac-sha256, key <id> signs", AuthenticationOff without
+// manifest_keys, or why its keys cannot be read (never a key).
+func ManifestAuthentication(cfg *config.Config) string {
+	keys, err := cfg.ManifestKeyRing()
+	switch {
+	case err != nil:
+		return "unavailable: " + err.Error()
+	case keys == nil:
+		return AuthenticationOff
+	}
+	return "hmac-sha256, key " + keys.Current() + " signs"
 }
 
 // Health reports which worker process picked up the task, proving the round
@@ -30,17 +53,18 @@ func (a *Activities) Health(ctx context.Context) (HealthInfo, error) {
 		host = "unknown"
 	}
 	info := HealthInfo{
-		Host:      host,
-		PID:       os.Getpid(),
-		Version:   a.Version,
-		GoVersion: runtime.Version(),
-		Time:      time.Now().UTC(),
+		Host:                   host,
+		PID:                    os.Getpid(),
+		Version:                a.Version,
+		GoVersion:              runtime.Version(),
+		Time:                   time.Now().UTC(),
+		ManifestAuthentication: ManifestAuthentication(a.Cycle.config()),
 	}
 	if info.Version == "" {
 		info.Version = BuildVersion()
 	}
 	a.loggerFor(ctx).Info("health check", zap.String("host", info.Host), zap.Int("pid", info.PID),
-		zap.String("version", info.Version))
+		zap.String("version", info.Version), zap.String("manifest_authentication", info.ManifestAuthentication))
 	return info, nil
 }
 

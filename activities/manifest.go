@@ -11,6 +11,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -28,17 +29,38 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	if err != nil {
 		return ManifestOutput{}, err
 	}
-	srv, err := d.server(in.Server)
+	// The set's own stripes on a server of the rotation: their names and
+	// paths are derived here, never taken from the input (a path in it
+	// would make SQL Server open whatever it names).
+	srv, err := d.rotationServer(db, "manifest server", in.Server)
 	if err != nil {
 		return ManifestOutput{}, err
 	}
-	if len(in.Backup.Stripes) == 0 {
+	n := len(in.Backup.Stripes)
+	if n == 0 {
 		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("manifest of %s seq %d: the backup reported no stripes", db.ID(), in.Sequence))
 	}
-	paths := make([]string, len(in.Backup.Stripes))
-	for i, s := range in.Backup.Stripes {
-		paths[i] = s.Path
+	if n > maxStripes(db) {
+		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+			"manifest of %s seq %d: the backup reported %d stripes; the configuration allows at most %d", db.ID(), in.Sequence, n, maxStripes(db)))
 	}
+	st, err := d.openStorage(ctx, srv)
+	if err != nil {
+		return ManifestOutput{}, err
+	}
+	defer st.Close()
+	// The claim Backup wrote names the set's files (and becomes the
+	// manifest); a manifest of another run is never replaced.
+	m, loadErr := d.loadManifest(ctx, st, db, in.Sequence)
+	names := tsql.NamesOf(db.Instance, db.Name)
+	if loadErr == nil {
+		names = m.Names()
+	}
+	layout, err := tsql.Layout(srv.PathsFor(inst.Name), names, in.Sequence, n)
+	if err != nil {
+		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	paths := tsql.Paths(layout)
 	hq, err := tsql.RestoreHeaderOnly(paths)
 	if err != nil {
 		return ManifestOutput{}, nonRetryable(ErrInvalidConfig, err)
@@ -66,23 +88,20 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
 			"stripes of %s seq %d hold backup %q of database %q, not this set", db.ID(), in.Sequence, h.BackupName, h.DatabaseName))
 	}
-	st, err := d.openStorage(ctx, srv)
+	// What the worker sees of each stripe, measured again.
+	written, err := finishedBackup(ctx, st, srv, inst.Name, layout, in.Backup.Duration)
 	if err != nil {
 		return ManifestOutput{}, err
 	}
-	defer st.Close()
 	now := d.now()
-	// The claim Backup wrote becomes the manifest; a manifest of another
-	// run is never replaced.
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), in.Sequence)
-	switch {
+	switch err := loadErr; {
 	case err == nil:
 		if err := ownedByThisRun(ctx, m, srv.Name); err != nil {
 			return ManifestOutput{}, err
 		}
 		if m.State != catalog.StatePending {
 			// A retry after the manifest was saved: nothing to do.
-			return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, in.Backup.Stripes)}, nil
+			return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, written.Stripes)}, nil
 		}
 		if err := m.Advance(catalog.StateWritten, now); err != nil {
 			return ManifestOutput{}, nonRetryable(ErrSequenceInUse, err)
@@ -95,15 +114,17 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	}
 	m.PrimaryServer = srv.Name
 	m.Servers = []string{srv.Name}
-	for _, s := range in.Backup.Stripes {
+	for _, s := range written.Stripes {
 		m.Stripes = append(m.Stripes, catalog.Stripe{Name: s.Name, Size: s.Size})
 	}
 	// What the set is, as SQL Server reports it (the plan may have changed
 	// the configured options: no COMPRESSION on Express, COPY_ONLY for a
 	// read-only source).
-	mts := in.Backup.MaxTransferSize
-	if mts == 0 { // an output of a build before it said
-		mts = int(db.MaxTransferSize)
+	// The MAXTRANSFERSIZE Backup reports is recorded only where Backup may
+	// send one of its own (runMode): otherwise the configured one.
+	mts := int(db.MaxTransferSize)
+	if v := in.Backup.MaxTransferSize; db.MaxTransferSize == 0 && v == plan.DefaultMaxTransferSize {
+		mts = v
 	}
 	m.Options = catalog.Options{Compression: h.Compressed, Checksum: h.HasBackupChecksums, CopyOnly: h.IsCopyOnly,
 		BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize), Stripes: len(m.Stripes)}
@@ -119,12 +140,12 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}
 	_ = m.SetTiming(catalog.StepBackup, now.Add(-in.Backup.Duration), now)
-	if err := catalog.Save(ctx, catalog.StorageFS{Storage: st}, m); err != nil {
+	if err := d.saveManifest(ctx, st, m); err != nil {
 		return ManifestOutput{}, storageError(srv.Name, err)
 	}
 	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
 		zap.String("server", srv.Name), zap.String("manifest", m.FileName()))
-	return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, in.Backup.Stripes)}, nil
+	return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, written.Stripes)}, nil
 }
 
 // tdeThumbprint is the certificate a TDE set needs (FILELISTONLY

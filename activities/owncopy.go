@@ -106,6 +106,11 @@ func (a *Activities) copyRecords(ctx context.Context, db *config.Database, insta
 			continue
 		}
 		for _, m := range l.Manifests {
+			// Only the workers' own record says which database they
+			// restored: a planted one could name a DBA's database.
+			if !m.Trusted() {
+				continue
+			}
 			if r, ok := recordOf(m, instance, verifyDB); ok {
 				if old, seen := bySeq[m.Sequence]; !seen || r.after(old) {
 					bySeq[m.Sequence] = r

@@ -79,7 +79,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	// caller that names the last server still gets the measurements, but a
 	// server it cannot read changes nothing else in its plan.
 	var all []*catalog.Manifest
-	var calibrated []string // servers holding a calibration report of the database
+	var readable []string // servers whose calibration reports of the database are read
 	for _, name := range db.BackupServers {
 		listing, err := a.listManifests(ctx, name, db)
 		var appErr *temporal.ApplicationError
@@ -97,9 +97,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 			continue
 		}
 		all = append(all, listing.Manifests...)
-		if hasCalibration(listing, db) {
-			calibrated = append(calibrated, name)
-		}
+		readable = append(readable, name)
 	}
 	if last == "" {
 		last, source = catalog.LastServer(setsOf(db), all), "manifests"
@@ -201,6 +199,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
+	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote)
 	// Before any BACKUP: can every verification instance read the sets?
 	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
 	if err != nil {
@@ -209,7 +208,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	warnings = append(warnings, vw...)
 
 	est, rates, err := measuredEstimate(size, nics, len(remote.UNCPaths), mode.Compression,
-		int64(remote.BandwidthLimit), plan.FromManifests(setsOf(db), all, a.calibrations(ctx, db, calibrated)...))
+		int64(remote.BandwidthLimit), plan.FromManifests(setsOf(db), all, a.calibrations(ctx, db, readable)...))
 	if err != nil {
 		return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: %w", db.ID(), err))
 	}
@@ -323,7 +322,7 @@ type BackupMode struct {
 // its BACKUP is COPY_ONLY by default all the same (copy_only is true
 // unless owns_backup_chain).
 func backupMode(db *config.Database, src SourceFacts) (BackupMode, []string) {
-	m := BackupMode{Compression: db.Compression, CopyOnly: db.CopyOnly, Sequence: db.Sequence}
+	m := configuredMode(db)
 	var warnings []string
 	if m.Compression {
 		if ok, known := plan.CompressionSupported(src.EngineEdition, src.Edition); known && !ok {
@@ -382,22 +381,9 @@ func editionName(src SourceFacts) string {
 	return fmt.Sprintf("engine edition %d", src.EngineEdition)
 }
 
-// modeFor is the BACKUP mode of a run: the plan's, or the configuration's
-// for a caller that passes none.
-func modeFor(db *config.Database, m *BackupMode) BackupMode {
-	if m != nil {
-		return *m
-	}
+// configuredMode is the BACKUP mode the configuration gives the database.
+func configuredMode(db *config.Database) BackupMode {
 	return BackupMode{Compression: db.Compression, CopyOnly: db.CopyOnly, Sequence: db.Sequence}
-}
-
-// sequenceMethod is the sequence method of a run: the plan's (in.Method),
-// else the configured one.
-func sequenceMethod(db *config.Database, in SequenceInput) string {
-	if in.Method != "" {
-		return in.Method
-	}
-	return db.Sequence
 }
 
 // autoStripes is `stripes: auto` for a database of size bytes: the seed's

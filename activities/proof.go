@@ -54,16 +54,20 @@ type RestoreHeartbeat struct {
 	StartedInto string `json:"started_into,omitempty"`
 }
 
-// loadSet reads the set's manifest from srv.
+// loadSet reads the set's manifest from srv: one that is not
+// authenticated says nothing the cycle may restore, check or prove by.
 func (a *Activities) loadSet(ctx context.Context, srv *config.BackupServer, db *config.Database, seq int64) (*catalog.Manifest, error) {
 	st, err := a.Cycle.openStorage(ctx, srv)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
+	m, err := a.Cycle.loadManifest(ctx, st, db, seq)
 	if err != nil {
 		return nil, storageError(srv.Name, err)
+	}
+	if !m.Trusted() {
+		return nil, untrusted(m, srv.Name)
 	}
 	return m, nil
 }
@@ -73,6 +77,9 @@ func (a *Activities) loadSet(ctx context.Context, srv *config.BackupServer, db *
 func (a *Activities) setToProve(ctx context.Context, srv *config.BackupServer, db *config.Database, seq int64) (*catalog.Manifest, string, error) {
 	m, err := a.loadSet(ctx, srv, db, seq)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := remoteHolder(m, db, seq, srv.Name); err != nil {
 		return nil, "", err
 	}
 	want, err := expectedSetGUID(m, db, seq, srv.Name)

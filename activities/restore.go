@@ -26,7 +26,8 @@ func (a *Activities) verifyTarget(in VerifyInput) (*config.Database, *config.Bac
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
-	srv, err := d.server(in.Server)
+	// Only a copy target of the database verifies its sets.
+	srv, err := d.verifyServer(db, "verification server", in.Server)
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
@@ -66,6 +67,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	}
 	if m.State == catalog.StateFailed {
 		return StepOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("set %d of %s is marked failed on %s: it is never restored", in.Sequence, db.ID(), srv.Name))
+	}
+	if err := remoteHolder(m, db, in.Sequence, srv.Name); err != nil {
+		return StepOutput{}, err
 	}
 	want, err := expectedSetGUID(m, db, in.Sequence, srv.Name)
 	if err != nil {
@@ -307,6 +311,13 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err := multiUser(ctx, sqlDB, copied, inst.Name, verifyDB, log); err != nil {
 		log.Warn("verification copy left as restored", zap.String("verify_db", verifyDB), zap.String("user_access", copied.UserAccess), zap.Error(err))
 	}
+	// What the copy says before any CHECKDB of it, recorded with the
+	// restore: the baseline CheckDB judges a CHECKDB that ended unseen by.
+	base, err := checkDBBaseline(ctx, ls, verifyDB)
+	if err != nil {
+		log.Warn("CHECKDB baseline not read: a CHECKDB of the copy that ends unseen runs again", zap.String("verify_db", verifyDB), zap.Error(err))
+		base = nil
+	}
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()
 	now := a.Cycle.now()
@@ -322,6 +333,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			v = &catalog.VerifyCopy{VerifyInstance: inst.Name, VerifyDatabase: verifyDB, BackupSetGUID: want, SentAt: now.UTC()}
 		}
 		v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = after.HistoryID, copied.ID, copied.Now
+		v.CheckDBBaseline = base
 		m.VerifyCopy = v
 		_ = m.SetTiming(catalog.StepRestore, now.Add(-out.Duration), now)
 		return advanceOrKeep(m, catalog.StateRestored, now)

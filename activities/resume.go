@@ -47,12 +47,22 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 	if err != nil {
 		return ResumeOutput{}, err
 	}
+	if err := d.databaseServerList(db, "ResumeSet's servers", in.Servers); err != nil {
+		return ResumeOutput{}, err
+	}
 	sets, closeAll := a.openSets(ctx, db, in.Sequence, in.Servers)
 	defer closeAll()
 	var best *catalog.Manifest
 	for _, o := range sets {
 		if o.m == nil {
 			continue
+		}
+		if !o.m.Trusted() {
+			// Its state, stripes and hashes are anybody's: a worker takes
+			// over only a set a worker wrote.
+			return ResumeOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"set %d of %s on %s is not resumed: its manifest %s is not authenticated: %s; start a new cycle",
+				in.Sequence, db.ID(), o.server, o.m.FileName(), o.m.Auth.Why()))
 		}
 		switch o.m.State {
 		case catalog.StateVerified, catalog.StateFailed, catalog.StateCancelled, catalog.StatePending:
@@ -87,7 +97,7 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 			continue
 		}
 		o.m.WorkflowID, o.m.RunID = wid, rid
-		if err := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, o.m); err != nil {
+		if err := d.saveManifest(ctx, o.st, o.m); err != nil {
 			return ResumeOutput{}, storageError(o.server, err)
 		}
 	}

@@ -24,6 +24,10 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 	if err != nil {
 		return RetentionOutput{}, err
 	}
+	// Protect only ever keeps a set more: it is taken as given.
+	if err := d.databaseServerList(db, "retention's servers", in.Servers); err != nil {
+		return RetentionOutput{}, err
+	}
 	policy := catalog.Retention{
 		KeepVerified: db.Retention.KeepVerified, DeleteFailedAfter: db.Retention.DeleteFailedAfter,
 		DeleteAbandonedAfter: max(7*24*time.Hour, 2*db.CopyDeadline),
@@ -37,6 +41,10 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 		}
 	}()
 	sets := setsOf(db)
+	keys, err := d.manifestKeys()
+	if err != nil {
+		return RetentionOutput{}, err
+	}
 	for _, s := range in.Servers {
 		srv, err := d.server(s)
 		if err != nil {
@@ -48,7 +56,7 @@ func (a *Activities) ApplyRetention(ctx context.Context, in RetentionInput) (Ret
 			continue
 		}
 		stores[s] = st
-		l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, &sets)
+		l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, keys, &sets)
 		if err != nil {
 			return RetentionOutput{}, storageError(s, err)
 		}
@@ -104,7 +112,7 @@ func (a *Activities) healVerified(ctx context.Context, db *config.Database, mani
 	proven := map[string]*catalog.Manifest{}
 	for _, sm := range manifests {
 		m := sm.Manifest
-		if m.Verified() && m.Proof != nil && m.Header != nil && sameGUID(m.Proof.BackupSetGUID, m.Header.BackupSetGUID) {
+		if m.Verified() && m.Trusted() && m.Proof != nil && m.Header != nil && sameGUID(m.Proof.BackupSetGUID, m.Header.BackupSetGUID) {
 			proven[m.FileName()] = m
 		}
 	}
@@ -112,12 +120,12 @@ func (a *Activities) healVerified(ctx context.Context, db *config.Database, mani
 	for i, sm := range out {
 		v := proven[sm.Manifest.FileName()]
 		m := sm.Manifest
-		if v == nil || m.Verified() || m.State.Terminal() || m.State.Rank() < catalog.StateCopied.Rank() ||
+		if v == nil || !m.Trusted() || m.Verified() || m.State.Terminal() || m.State.Rank() < catalog.StateCopied.Rank() ||
 			m.RunID != v.RunID || m.Header == nil || !sameGUID(m.Header.BackupSetGUID, v.Header.BackupSetGUID) {
 			continue
 		}
 		healed := *v
-		if err := catalog.Save(ctx, catalog.StorageFS{Storage: stores[sm.Server]}, &healed); err != nil {
+		if err := a.Cycle.saveManifest(ctx, stores[sm.Server], &healed); err != nil {
 			a.loggerFor(ctx).Warn("verified state not caught up", zap.String("server", sm.Server), zap.Int64("seq", m.Sequence), zap.Error(err))
 			continue
 		}

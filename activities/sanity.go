@@ -381,29 +381,61 @@ func sanityMismatchAt(c config.SanityCheck, v any, found bool, m *catalog.Manife
 		// max_age is measured from the backup's finish, which RESTORE
 		// HEADERONLY gives in the source server's local time (the manifest
 		// records its instant); without it (an old manifest) from now.
-		// The value is the source's local time too: the plan's offset (read
-		// before the backup) converts it, else the manifest's.
-		ref := now
+		// The value is the source's local time too, converted by the
+		// manifest's offset. The plan's offset (read before the backup)
+		// may convert it instead when it is within a clock change of the
+		// manifest's: a value written before a DST change. It comes with
+		// the activity's input, so next to the manifest's it only ever
+		// makes the check more lenient (the smaller age counts), by that
+		// hour at most: an input cannot fail a fresh copy. Only a
+		// manifest that records no offset (written by an older build)
+		// takes the input's alone.
 		var h *catalog.Header
 		if m != nil {
 			h = m.Header
 		}
-		if h != nil && !h.BackupFinish.IsZero() {
-			if offsetMinutes == nil {
-				offsetMinutes = h.UTCOffsetMinutes
-			}
-			ref = serverInstant(h.BackupFinish, offsetMinutes)
-			if !h.BackupFinishUTC.IsZero() {
-				ref = h.BackupFinishUTC
+		offsets := []*int{nil}
+		if o := offsetMinutes; o != nil && abs(*o) <= catalog.MaxUTCOffsetMinutes {
+			offsets[0] = o
+		}
+		if h != nil && h.UTCOffsetMinutes != nil {
+			r := h.UTCOffsetMinutes
+			offsets[0] = r
+			if o := offsetMinutes; o != nil && *o != *r && abs(*o-*r) <= maxClockChangeMinutes {
+				offsets = append(offsets, o)
 			}
 		}
-		if age := ref.Sub(serverInstant(t, offsetMinutes)); age > c.MaxAge {
+		var age time.Duration
+		for i, off := range offsets {
+			ref := now
+			if h != nil && !h.BackupFinish.IsZero() {
+				ref = serverInstant(h.BackupFinish, off)
+				if !h.BackupFinishUTC.IsZero() {
+					ref = h.BackupFinishUTC
+				}
+			}
+			if a := ref.Sub(serverInstant(t, off)); i == 0 || a < age {
+				age = a
+			}
+		}
+		if age > c.MaxAge {
 			return want, fmt.Sprintf("returned %s, %s older than the backup", t.Format(time.RFC3339), age.Round(time.Second))
 		}
 	default:
 		return fmt.Sprintf("has no expectation (%q)", c.Expect), ""
 	}
 	return "", ""
+}
+
+// maxClockChangeMinutes is the most a zone's offset from UTC moves at a
+// clock change (daylight saving time: one hour).
+const maxClockChangeMinutes = 60
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // serverInstant reads a date/time value of the source server: datetime,

@@ -45,8 +45,12 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 		return 0, err
 	}
 	// The plan may have switched the mode for this run (a read-only source
-	// takes catalog numbers: nothing may be written to it).
-	method := sequenceMethod(db, in)
+	// takes catalog numbers: nothing may be written to it), never to one
+	// that writes where the configuration does not.
+	method, err := runSequenceMethod(db, in.Method)
+	if err != nil {
+		return 0, err
+	}
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("mode", method))
 	highest, unread := a.highestSequence(ctx, db, log)
 	if len(unread) > 0 {
@@ -68,17 +72,27 @@ func (a *Activities) AllocateSequence(ctx context.Context, in SequenceInput) (in
 	default:
 		n, err = a.tableSequence(ctx, db, highest, log)
 	}
+	if err == nil {
+		err = checkWidth(db, n)
+	}
 	if err != nil {
 		return 0, err
 	}
-	if n > tsql.MaxSequence {
-		// File and database names are checked for this many digits at most.
-		return 0, nonRetryable(ErrInvalidConfig, fmt.Errorf(
-			"sequence %d of %s is wider than %d digits, the widest that file and database names are checked for: a sequence table or a file on a backup server holds a number no cycle handed out; correct or remove it",
-			n, db.ID(), len(fmt.Sprint(tsql.MaxSequence))))
-	}
 	log.Info("sequence allocated", zap.Int64("seq", n), zap.Int64("highest_seen", highest))
 	return n, nil
+}
+
+// checkWidth refuses a number above tsql.MaxSequence: file and database
+// names are checked for that many digits at most. Numbers on the backup
+// servers above it are ignored (highestSequence), so only a sequence table
+// (or a server holding exactly the maximum) gets here.
+func checkWidth(db *config.Database, n int64) error {
+	if n <= tsql.MaxSequence {
+		return nil
+	}
+	return nonRetryable(ErrInvalidConfig, fmt.Errorf(
+		"sequence %d of %s is wider than %d digits, the widest that file and database names are checked for: the sequence table or a file on a backup server holds a number no cycle handed out; correct or remove it",
+		n, db.ID(), len(fmt.Sprint(tsql.MaxSequence))))
 }
 
 // catalogSequence is `sequence: catalog`: one more than the highest of
@@ -126,6 +140,11 @@ func (a *Activities) catalogSequence(ctx context.Context, db *config.Database, h
 		highest = history
 	}
 	n := highest + 1
+	// Checked before it is recorded: a number too wide for the names must
+	// not reach another server's sequence file.
+	if err := checkWidth(db, n); err != nil {
+		return 0, err
+	}
 	a.recordSequence(ctx, db, n, log)
 	return n, nil
 }
@@ -163,6 +182,26 @@ type sequenceRecord struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowID string    `json:"workflow_id,omitempty"`
 	RunID      string    `json:"run_id,omitempty"`
+	// Signature is the workers' HMAC over the rest of the record
+	// (catalog.PurposeSequence); nil when written without a manifest key.
+	Signature *catalog.Signature `json:"signature,omitempty"`
+}
+
+// body is what the record's signature covers: the record as written,
+// without the signature.
+func (r sequenceRecord) body() ([]byte, error) {
+	r.Signature = nil
+	return json.MarshalIndent(r, "", "  ")
+}
+
+// encodeSequenceRecord renders r signed with keys (unsigned with nil keys).
+func encodeSequenceRecord(r sequenceRecord, keys *catalog.Keys) ([]byte, error) {
+	body, err := r.body()
+	if err != nil || keys == nil {
+		return body, err
+	}
+	r.Signature = keys.Sign(catalog.PurposeSequence, body)
+	return json.MarshalIndent(r, "", "  ")
 }
 
 // errBadSequenceRecord is a sequence file that was read but does not hold
@@ -171,29 +210,48 @@ var errBadSequenceRecord = errors.New("not a sequence file of this database")
 
 // readSequenceRecord is the highest number in a server's sequence files of
 // db, under every naming of its sets (a file written before names were
-// made case-safe counts too); 0 when there is none.
-func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Database) (int64, error) {
+// made case-safe counts too); 0 when there is none. unauthenticated names
+// the files whose signature does not verify under keys (none without
+// keys): their numbers count all the same, as file names of the database
+// do, since a number counted as used is never one a cycle overwrites; a
+// number above tsql.MaxSequence never counts.
+func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Database, keys *catalog.Keys) (highest int64, unauthenticated []string, err error) {
 	sets := setsOf(db)
-	var highest int64
 	for _, n := range sets.Names() {
 		name := n.SequenceFile()
 		data, err := catalog.StorageFS{Storage: st}.ReadFile(ctx, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		if errors.Is(err, storage.ErrTooLarge) || errors.Is(err, storage.ErrNotRegular) {
+			// Not a file this product wrote: reported, and replaced by the
+			// next number recorded.
+			return 0, nil, fmt.Errorf("%w: %w", errBadSequenceRecord, err)
+		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		var r sequenceRecord
 		if err := json.Unmarshal(data, &r); err != nil {
-			return 0, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
+			return 0, nil, fmt.Errorf("%s: %w: %v", name, errBadSequenceRecord, err)
 		}
 		if r.Instance != n.Instance || r.Database != n.Database || r.Sequence < 0 {
-			return 0, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
+			return 0, nil, fmt.Errorf("%s: %w: it describes %s/%s sequence %d", name, errBadSequenceRecord, r.Instance, r.Database, r.Sequence)
+		}
+		if r.Sequence > tsql.MaxSequence {
+			// No cycle handed it out (checkWidth): ignored, and replaced by
+			// the next number recorded.
+			return 0, nil, fmt.Errorf("%s: %w: sequence %d is above %d, the widest a cycle hands out", name, errBadSequenceRecord, r.Sequence, tsql.MaxSequence)
+		}
+		if keys != nil {
+			body, err := r.body()
+			if auth := keys.Verify(catalog.PurposeSequence, body, r.Signature); err != nil || !auth.Trusted() {
+				unauthenticated = append(unauthenticated, name)
+			}
 		}
 		highest = max(highest, r.Sequence)
 	}
-	return highest, nil
+	return highest, unauthenticated, nil
 }
 
 // recordSequence writes n into the sequence file of every reachable server
@@ -202,15 +260,20 @@ func readSequenceRecord(ctx context.Context, st storage.Storage, db *config.Data
 // the next allocation that reads the server moves it on.
 func (a *Activities) recordSequence(ctx context.Context, db *config.Database, n int64, log *zap.Logger) {
 	wid, rid := runOf(ctx)
-	data, err := json.MarshalIndent(sequenceRecord{Instance: db.Instance, Database: db.Name, Sequence: n,
-		UpdatedAt: a.Cycle.now().UTC(), WorkflowID: wid, RunID: rid}, "", "  ")
+	keys, err := a.Cycle.manifestKeys()
+	if err != nil {
+		log.Warn("sequence file not written", zap.Error(err))
+		return
+	}
+	data, err := encodeSequenceRecord(sequenceRecord{Instance: db.Instance, Database: db.Name, Sequence: n,
+		UpdatedAt: a.Cycle.now().UTC(), WorkflowID: wid, RunID: rid}, keys)
 	if err != nil {
 		log.Warn("sequence file not encoded", zap.Error(err))
 		return
 	}
 	var missed []string
 	for _, name := range sequenceServers(db) {
-		if err := a.recordOn(ctx, db, name, n, data); err != nil {
+		if err := a.recordOn(ctx, db, name, n, data, keys); err != nil {
 			missed = append(missed, name)
 			log.Warn("sequence file not written", zap.String("server", name), zap.Error(err))
 		}
@@ -220,7 +283,7 @@ func (a *Activities) recordSequence(ctx context.Context, db *config.Database, n 
 	}
 }
 
-func (a *Activities) recordOn(ctx context.Context, db *config.Database, server string, n int64, data []byte) error {
+func (a *Activities) recordOn(ctx context.Context, db *config.Database, server string, n int64, data []byte, keys *catalog.Keys) error {
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return err
@@ -230,7 +293,7 @@ func (a *Activities) recordOn(ctx context.Context, db *config.Database, server s
 		return err
 	}
 	defer st.Close()
-	if have, err := readSequenceRecord(ctx, st, db); err == nil && have >= n {
+	if have, _, err := readSequenceRecord(ctx, st, db, keys); err == nil && have >= n {
 		return nil
 	}
 	return catalog.WriteFileAtomic(ctx, catalog.StorageFS{Storage: st}, tsql.SequenceFileName(db.Instance, db.Name), data)
@@ -315,6 +378,12 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 	var highest int64
 	var unread []string
 	sets := setsOf(db)
+	keys, kerr := a.Cycle.manifestKeys()
+	if kerr != nil {
+		// Without the keys no record can be checked: they all count, as
+		// file names do.
+		log.Warn("sequence files not authenticated", zap.Error(kerr))
+	}
 	for _, name := range sequenceServers(db) {
 		srv, err := a.Cycle.server(name)
 		if err != nil {
@@ -329,14 +398,20 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 		var files []storage.FileInfo
 		for _, n := range sets.Names() {
 			var more []storage.FileInfo
-			if more, err = st.List(ctx, n.DBPrefix()); err != nil {
+			if more, err = st.List(ctx, n.DBPrefix(), ""); err != nil {
 				break
 			}
 			files = append(files, more...)
 		}
 		var recorded int64
 		if err == nil {
-			recorded, err = readSequenceRecord(ctx, st, db)
+			var unauth []string
+			recorded, unauth, err = readSequenceRecord(ctx, st, db, keys)
+			for _, file := range unauth {
+				log.Warn("sequence file not authenticated (no signature of the manifest keys): its number counts as used, as a file name would, "+
+					"and the next number recorded replaces it with a signed one; if no worker wrote it, someone else writes to the backup share",
+					zap.String("server", name), zap.String("file", file), zap.Int64("recorded", recorded))
+			}
 			if errors.Is(err, errBadSequenceRecord) {
 				// A damaged file does not hide the sets beside it.
 				log.Warn("sequence file not readable: the sets on the server still count", zap.String("server", name), zap.Error(err))
@@ -356,6 +431,12 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 			}
 			if ok && sets.OwnsName(p) && p.Sequence > highest {
 				highest = p.Sequence
+			}
+			if p, wide := tsql.WideSequence(f.Name); wide && sets.OwnsName(p) {
+				// Someone else's file: counting it would stop every cycle
+				// (checkWidth), so it is ignored, and left where it is.
+				log.Warn("a file on the backup server is numbered above the widest sequence a cycle hands out: ignored, not counted and never deleted; remove it",
+					zap.String("server", name), zap.String("file", f.Name), zap.Int64("max_sequence", tsql.MaxSequence))
 			}
 		}
 	}

@@ -3,11 +3,14 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zapcore"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/mssql"
@@ -64,7 +67,7 @@ func (f *sqlFixture) claimAs(server string, seq int64, workflowID, runID string)
 	defer st.Close()
 	claim := catalog.NewPending("sql01", f.db, seq, time.Now(), workflowID, runID)
 	claim.PrimaryServer = server
-	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, claim); err != nil {
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, nil, claim); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -231,5 +234,78 @@ func TestCatalogSequenceClaimsAndFailover(t *testing.T) {
 				t.Errorf("with bak01 gone: %d, want %d", got, k+1)
 			}
 		})
+	}
+}
+
+// TestSequenceIgnoresNumbersNoCycleHandsOut: an empty file named like a
+// stripe of the database but numbered above tsql.MaxSequence (anyone who
+// can write a share can put it there), and a sequence file holding such a
+// number, stop no cycle: they are reported, naming the file, and ignored;
+// the poisoned number is never written to another server's sequence file,
+// and the files are left where they are.
+func TestSequenceIgnoresNumbersNoCycleHandsOut(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	first := f.allocate()
+	planted := tsql.OwnerOf("sql01", "Sales") + "_999999999999999999_1of1.bak"
+	if err := os.WriteFile(filepath.Join(f.dirs["bak02"], planted), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(f.dirs["bak01"], tsql.SequenceFileName("sql01", "Sales"))
+	if err := os.WriteFile(record, []byte(`{"instance":"sql01","database":"Sales","sequence":999999999999999999}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := f.observe()
+	var next int64
+	if err := f.run(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &next); err != nil {
+		t.Errorf("AllocateSequence beside a number no cycle hands out: %v", err)
+	}
+	if next != first+1 {
+		t.Errorf("next number %d, want %d", next, first+1)
+	}
+	for _, s := range []string{"bak01", "bak02"} {
+		if got := f.recorded(s); got != first+1 {
+			t.Errorf("sequence file on %s holds %d, want %d", s, got, first+1)
+		}
+	}
+	for _, want := range []string{planted, tsql.SequenceFileName("sql01", "Sales")} {
+		found := false
+		for _, e := range logs.FilterLevelExact(zapcore.WarnLevel).All() {
+			if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no warning names %s; warnings: %v", want, logs.FilterLevelExact(zapcore.WarnLevel).All())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dirs["bak02"], planted)); err != nil {
+		t.Errorf("the planted file: %v, want it left alone", err)
+	}
+}
+
+// TestPlantedLinkAtTheNextManifestTakesANewNumber: a symbolic link under
+// the name of the next set's manifest (never followed) holds the number
+// like an unreadable manifest does: the BACKUP gets SequenceInUse and the
+// cycle takes the next number, instead of failing on the link.
+func TestPlantedLinkAtTheNextManifestTakesANewNumber(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	n := f.allocate()
+	next := tsql.ManifestFileName("sql01", "Sales", n+1)
+	if err := os.Symlink("/etc/hostname", filepath.Join(f.dirs["bak01"], next)); err != nil {
+		t.Fatal(err)
+	}
+	seq := f.allocate()
+	if seq != n+1 {
+		t.Fatalf("allocated %d, want %d", seq, n+1)
+	}
+	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 1}, nil)
+	if ae := appErrorOf(t, err); ae.Type() != ErrSequenceInUse {
+		t.Fatalf("Backup under a planted link: %v, want %s", err, ErrSequenceInUse)
+	}
+	if got := f.allocate(); got != seq+1 {
+		t.Errorf("after SequenceInUse: %d, want %d", got, seq+1)
+	}
+	if fi, err := os.Lstat(filepath.Join(f.dirs["bak01"], next)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the planted link: %v, %v; want it left alone", fi, err)
 	}
 }

@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -31,15 +33,54 @@ func advance(m *catalog.Manifest, to catalog.State, at time.Time) error {
 	return nil
 }
 
+// manifestKeys are the configuration's manifest keys, resolved now (nil
+// without any: manifests are then neither signed nor authenticated). A key
+// that cannot be read is InvalidConfig: nothing is written unsigned, nor
+// trusted unauthenticated, in its stead.
+func (d *CycleDeps) manifestKeys() (*catalog.Keys, error) {
+	keys, err := d.config().ManifestKeyRing()
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: every worker needs the manifest_keys of %s", err, d.config().File))
+	}
+	return keys, nil
+}
+
+// loadManifest is catalog.Load of set seq of db on st, authenticated with
+// the manifest keys.
+func (d *CycleDeps) loadManifest(ctx context.Context, st storage.Storage, db *config.Database, seq int64) (*catalog.Manifest, error) {
+	keys, err := d.manifestKeys()
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Load(ctx, catalog.StorageFS{Storage: st}, keys, setsOf(db), seq)
+}
+
+// saveManifest is catalog.Save of m on st, signed with the manifest keys.
+func (d *CycleDeps) saveManifest(ctx context.Context, st storage.Storage, m *catalog.Manifest) error {
+	keys, err := d.manifestKeys()
+	if err != nil {
+		return err
+	}
+	return catalog.Save(ctx, catalog.StorageFS{Storage: st}, keys, m)
+}
+
 // listManifests reads the manifests of database on a backup server.
 func (a *Activities) listManifests(ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
 	sets := setsOf(db)
-	return a.listServer(ctx, server, &sets)
+	return a.listServer(ctx, server, func(ctx context.Context, fsys catalog.FS, keys *catalog.Keys) (catalog.Listing, error) {
+		return catalog.List(ctx, fsys, keys, &sets)
+	})
 }
 
-// listServer reads the manifests on a backup server: those of database d,
-// or every one when d is nil (catalog.List).
-func (a *Activities) listServer(ctx context.Context, server string, d *catalog.DB) (catalog.Listing, error) {
+// listServer reads manifests on a backup server with list: catalog.List of
+// one database, catalog.ListInstances of a fleet's, authenticated with the
+// manifest keys.
+func (a *Activities) listServer(ctx context.Context, server string,
+	list func(context.Context, catalog.FS, *catalog.Keys) (catalog.Listing, error)) (catalog.Listing, error) {
+	keys, err := a.Cycle.manifestKeys()
+	if err != nil {
+		return catalog.Listing{}, err
+	}
 	srv, err := a.Cycle.server(server)
 	if err != nil {
 		return catalog.Listing{}, err
@@ -49,7 +90,7 @@ func (a *Activities) listServer(ctx context.Context, server string, d *catalog.D
 		return catalog.Listing{}, err
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, catalog.StorageFS{Storage: st}, d)
+	l, err := list(ctx, catalog.StorageFS{Storage: st}, keys)
 	if err != nil {
 		return catalog.Listing{}, storageError(server, err)
 	}
@@ -101,7 +142,10 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 			continue
 		}
 		opened = append(opened, open{name, st})
-		m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
+		m, err := d.loadManifest(ctx, st, db, seq)
+		if isAppError(err) {
+			return nil, err // the manifest keys
+		}
 		if err != nil {
 			continue // not there (yet): written below
 		}
@@ -123,7 +167,7 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 	}
 	saved := 0
 	for _, o := range opened {
-		if err := catalog.Save(ctx, catalog.StorageFS{Storage: o.st}, best); err != nil {
+		if err := d.saveManifest(ctx, o.st, best); err != nil {
 			if slices.Contains(required, o.name) {
 				return nil, storageError(o.name, err)
 			}
@@ -150,15 +194,35 @@ func runOf(ctx context.Context) (workflowID, runID string) {
 
 // ownedByThisRun refuses to touch a set another run claimed: after a
 // sequence rollback or with two entry points, a number can meet a set that
-// is not this run's, and its manifest and files must stay as they are.
+// is not this run's, and its manifest and files must stay as they are. A
+// manifest naming no run, and one that is not authenticated (its run ids
+// are anybody's to write), are no run's.
 func ownedByThisRun(ctx context.Context, m *catalog.Manifest, server string) error {
+	if !m.Trusted() {
+		return untrusted(m, server)
+	}
 	wid, rid := runOf(ctx)
-	if rid == "" || m.RunID == "" || m.OwnedBy(wid, rid) {
+	if rid == "" || m.OwnedBy(wid, rid) {
 		return nil
 	}
 	return nonRetryable(ErrSequenceInUse, fmt.Errorf(
-		"set %d of %s/%s on %s belongs to run %s of %s (state %s), not to this run: it is left untouched and this cycle takes a new number",
+		"set %d of %s/%s on %s belongs to run %q of %q (state %s), not to this run: it is left untouched and this cycle takes a new number",
 		m.Sequence, m.SourceInstance, m.Database, server, m.RunID, m.WorkflowID, m.State))
+}
+
+// untrusted is the SequenceInUse of a set whose manifest is not
+// authenticated: it is no run's, and nothing of it is touched.
+func untrusted(m *catalog.Manifest, server string) error {
+	return nonRetryable(ErrSequenceInUse, fmt.Errorf(
+		"set %d of %s/%s on %s: manifest %s is not authenticated: %s; it is no run's and is left untouched, and this cycle takes a new number",
+		m.Sequence, m.SourceInstance, m.Database, server, m.FileName(), m.Auth.Why()))
+}
+
+// isAppError reports whether err is already one of the cycle's typed
+// errors (a configuration problem, not a missing file).
+func isAppError(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr)
 }
 
 // holders are the servers a manifest says hold the set, plus server.
@@ -178,8 +242,8 @@ func (a *Activities) holdersOn(ctx context.Context, srv *config.BackupServer, db
 		return []string{srv.Name}
 	}
 	defer st.Close()
-	m, err := catalog.Load(ctx, catalog.StorageFS{Storage: st}, setsOf(db), seq)
-	if err != nil {
+	m, err := a.Cycle.loadManifest(ctx, st, db, seq)
+	if err != nil || !m.Trusted() {
 		return []string{srv.Name}
 	}
 	return holders(m, srv.Name)

@@ -58,7 +58,7 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.Int64("seq", in.Sequence))
 	var out StopOutput
 	if in.Server != "" {
-		srv, err := d.server(in.Server)
+		srv, err := d.rotationServer(db, "backup server", in.Server)
 		if err != nil {
 			return out, err
 		}

@@ -25,6 +25,9 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 	if err != nil {
 		return err
 	}
+	if err := a.Cycle.databaseServerList(db, "MarkVerified's servers", in.Servers); err != nil {
+		return err
+	}
 	now := a.Cycle.now()
 	vm, err := a.updateManifest(ctx, db, in.Sequence, in.Servers, in.Servers, func(m *catalog.Manifest) error {
 		if m == nil {
@@ -39,6 +42,14 @@ func (a *Activities) MarkVerified(ctx context.Context, in MarkInput) error {
 		}
 		if err := sanityProven(m, db, in.Sequence); err != nil {
 			return err
+		}
+		// Verified is written only where the set's files are: the
+		// servers its manifest says hold it.
+		for _, s := range in.Servers {
+			if !slices.Contains(m.Servers, s) {
+				return nonRetryable(ErrInvalidConfig, fmt.Errorf(
+					"set %d of %s is held by %v, not by %s: it is marked verified only where its files are", in.Sequence, db.ID(), m.Servers, s))
+			}
 		}
 		if in.Timings.Sanity > 0 {
 			_ = m.SetTiming(catalog.StepSanity, now.Add(-in.Timings.Sanity), now)

@@ -34,7 +34,7 @@ const root = ".." // the repository root, where docker-compose.yml lives
 // The services the README, config.example.yaml and deploy/config.compose.yaml rely on.
 var requiredServices = []string{
 	"postgresql", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui",
-	"bak01", "bak02", "sql-primary", "sql-verify", "demo-database", "source-login", "verify-login", "worker", "starter",
+	"bak01", "bak02", "sql-primary", "sql-verify", "demo-database", "source-login", "verify-login", "worker-secrets", "worker", "starter",
 }
 
 // finalStep is the one-shot service nothing waits for: the last thing the stack does.
@@ -354,7 +354,7 @@ func TestInitStepsOrder(t *testing.T) {
 		{"worker", "temporal-namespace", done}, {"worker", "demo-database", done},
 		{"worker", "source-login", done}, {"worker", "verify-login", done},
 		{"worker", "sql-primary", healthy}, {"worker", "sql-verify", healthy},
-		{"worker", "bak01", healthy}, {"worker", "bak02", healthy},
+		{"worker", "bak01", healthy}, {"worker", "bak02", healthy}, {"worker", "worker-secrets", done},
 		{"starter", "temporal-namespace", done}, {"starter", "worker", healthy},
 	}
 	for _, e := range edges {
@@ -384,6 +384,7 @@ func TestInitStepsOrder(t *testing.T) {
 		{"postgresql", "temporal-schema", "temporal", "temporal-namespace", "worker", "starter"},
 		{"bak01", "sql-primary", "demo-database", "source-login", "worker"},
 		{"sql-verify", "verify-login", "worker"},
+		{"worker-secrets", "worker"},
 	} {
 		for i := 1; i < len(chain); i++ {
 			if pos[chain[i-1]] >= pos[chain[i]] {
@@ -406,6 +407,7 @@ func TestInitStepsRun(t *testing.T) {
 		"demo-database":      "deploy/sql/demo-database.sql",
 		"source-login":       "deploy/sql/login-source.sql",
 		"verify-login":       "deploy/sql/login-verify.sql",
+		"worker-secrets":     "deploy/install-secrets.sh",
 	} {
 		s := service(t, p, svc)
 		found := false
@@ -677,7 +679,7 @@ func TestSambaConfig(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "Unknown parameter") || strings.Contains(string(out), "Ignoring unknown") {
 		t.Fatalf("testparm rejects deploy/samba/smb.conf: %v\n%s", err, out)
 	}
-	for _, want := range []string{"[backup]", "valid users = backup", "server signing = required"} {
+	for _, want := range []string{"[backup]", "valid users = backup", "server signing = required", "follow symlinks = No", "hide special files = Yes"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("testparm output lacks %q:\n%s", want, out)
 		}

@@ -163,6 +163,11 @@ func passwordEnvNames(t *testing.T) map[string]bool {
 			names[b.SMB.Password.Env] = true
 		}
 	}
+	for _, k := range cfg.ManifestKeys {
+		if k.Env != "" {
+			names[k.Env] = true
+		}
+	}
 	if len(names) == 0 {
 		t.Fatal("config.example.yaml names no password_env")
 	}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make-secrets.sh [DIR]: writes one random password per compose secret into DIR (default deploy/secrets/, which git
-# ignores), each file on its own so that docker-compose.yml can give every service only the secrets it uses.
+# ignores), each file on its own so that docker-compose.yml can give every service only the secrets it uses. The
+# worker's manifest key (manifest_key) is one of them: 36 characters holding 128 random bits, enough for HMAC-SHA256.
 #
 # An existing file is kept: SQL Server and PostgreSQL take their password on the first start of an empty volume,
 # so a new value would no longer match. To change one, change it in the service first, then in its file; or start
@@ -11,7 +12,7 @@
 set -eu
 
 dir="${1:-$(dirname "$0")/secrets}"
-names="postgres_password sql_primary_sa_password sql_verify_sa_password sql_primary_backupcycle_password sql_verify_backupcycle_password bak01_smb_password bak02_smb_password"
+names="postgres_password sql_primary_sa_password sql_verify_sa_password sql_primary_backupcycle_password sql_verify_backupcycle_password bak01_smb_password bak02_smb_password manifest_key"
 
 # 16 random bytes as hex, behind a fixed prefix that gives SQL Server's policy its upper case, lower case, digit and
 # symbol whatever the random part holds.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode"
 
@@ -27,7 +28,7 @@ func runsWorker(s types.ServiceConfig) bool {
 
 // secretsUsed is every secret a service's processes read: /run/secrets/NAME
 // in its entrypoint, command, healthcheck and environment, and, for the
-// worker, the password_file entries of the configuration it runs with (the
+// worker, the password_file and key_file entries of the configuration it runs with (the
 // starter's run, status, schedule and health --worker-only only talk to
 // Temporal and never resolve them).
 func secretsUsed(t *testing.T, s types.ServiceConfig) map[string]bool {
@@ -55,6 +56,9 @@ func secretsUsed(t *testing.T, s types.ServiceConfig) map[string]bool {
 					if b.SMB != nil {
 						texts = append(texts, b.SMB.Password.File)
 					}
+				}
+				for _, k := range cfg.ManifestKeys {
+					texts = append(texts, k.File)
 				}
 			}
 		}
@@ -225,13 +229,29 @@ type container struct {
 	secrets string            // directory standing for /run/secrets
 	tools   map[string]string // absolute container path or command name -> stand-in
 	bin     string            // directory of stand-ins put first on PATH
+	volumes map[string]string // named volume -> directory standing for it
 	env     []string
 }
 
 func newContainer(t *testing.T, svc types.ServiceConfig) *container {
+	return newContainerWith(t, svc, map[string]string{})
+}
+
+// newContainerWith is newContainer with named volumes standing in
+// directories shared with other containers (volume name -> directory,
+// created and added when missing).
+func newContainerWith(t *testing.T, svc types.ServiceConfig, volumes map[string]string) *container {
 	t.Helper()
 	dir := t.TempDir()
-	c := &container{t: t, svc: svc, secrets: filepath.Join(dir, "secrets"), bin: filepath.Join(dir, "bin"), tools: map[string]string{}}
+	c := &container{t: t, svc: svc, secrets: filepath.Join(dir, "secrets"), bin: filepath.Join(dir, "bin"), tools: map[string]string{}, volumes: volumes}
+	for _, m := range svc.Volumes {
+		if m.Type == types.VolumeTypeVolume && volumes[m.Source] == "" {
+			volumes[m.Source] = filepath.Join(t.TempDir(), m.Source)
+			if err := os.MkdirAll(volumes[m.Source], 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, d := range []string{c.secrets, c.bin} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -278,6 +298,9 @@ func (c *container) mapPath(a string) string {
 	if strings.HasPrefix(a, "/") {
 		if hp := hostPath(c.t, c.svc, a); hp != "" {
 			return hp
+		}
+		if m, ok := mountFor(c.svc, a); ok && m.Type == types.VolumeTypeVolume {
+			return filepath.Join(c.volumes[m.Source], filepath.FromSlash(strings.TrimPrefix(a, path.Clean(m.Target))))
 		}
 	}
 	return a
@@ -404,6 +427,144 @@ func TestSecretEnv(t *testing.T) {
 		}
 		if strings.Contains(out, "s3cr3t") || strings.Contains(out, "x-Other-1") {
 			t.Errorf("secret-env.sh %q printed a password: %q", tc.args, out)
+		}
+	}
+}
+
+// nonrootUID is the uid of distroless' nonroot user, which the worker image
+// runs as (USER nonroot:nonroot).
+const nonrootUID = 65532
+
+// The worker reads a password_file only when no other user may read it and
+// it belongs to the worker's user (or root), and compose mounts a secret
+// file with the owner and mode it has on the host (0644, so that the images
+// running as other users can read theirs). So every password file of the
+// worker's configuration lies in a volume it mounts read-only, where a
+// one-shot step it waits for installs it: the right secret, owned by the
+// image's user, mode 0400, in a directory only that user may list.
+func TestWorkerPasswordFiles(t *testing.T) {
+	p := loadCompose(t)
+	w := service(t, p, "worker")
+	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^USER nonroot:nonroot$`).Match(df) {
+		t.Fatalf("Dockerfile: the worker image no longer runs as nonroot:nonroot (uid %d), which the password files belong to", nonrootUID)
+	}
+	cfg := loadConfig(t, "deploy/config.compose.yaml")
+	var files []string
+	for _, si := range cfg.SQLInstances {
+		files = append(files, si.Password.File)
+	}
+	for _, b := range cfg.BackupServers {
+		if b.SMB != nil {
+			files = append(files, b.SMB.Password.File)
+		}
+	}
+	volumes := map[string]string{}
+	installed := map[string]bool{} // one-shot services run
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		m, ok := mountFor(w, f)
+		if !ok || m.Type != types.VolumeTypeVolume {
+			t.Errorf("worker: password_file %s is not in a volume a one-shot step installs it into: compose would mount it as it is on the host (0644), which the worker refuses", f)
+			continue
+		}
+		if !m.ReadOnly {
+			t.Errorf("worker mounts volume %s read-write: its password files are the install step's to write", m.Source)
+		}
+		var step string
+		for name, s := range p.Services {
+			if oneShot(s) && slices.ContainsFunc(s.Volumes, func(v types.ServiceVolumeConfig) bool {
+				return v.Type == types.VolumeTypeVolume && v.Source == m.Source && !v.ReadOnly
+			}) {
+				step = name
+			}
+		}
+		if step == "" {
+			t.Errorf("worker: no one-shot service writes volume %s, where password_file %s lies", m.Source, f)
+			continue
+		}
+		if d, ok := w.DependsOn[step]; !ok || d.Condition != types.ServiceConditionCompletedSuccessfully {
+			t.Errorf("worker does not wait for %s to complete, which installs its password files", step)
+		}
+		if !installed[step] {
+			installed[step] = true
+			s := service(t, p, step)
+			c := newContainerWith(t, s, volumes)
+			for run := 1; run <= 2; run++ { // every `docker compose up` runs it again
+				if out, err := c.run(s.Entrypoint); err != nil {
+					t.Fatalf("%s, run %d: %q: %v\n%s", step, run, s.Entrypoint, err, out)
+				}
+			}
+		}
+		host := filepath.Join(volumes[m.Source], filepath.FromSlash(strings.TrimPrefix(f, path.Clean(m.Target))))
+		fi, err := os.Stat(host)
+		if err != nil {
+			t.Errorf("%s did not install password_file %s: %v", step, f, err)
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != 0o400 || st.Uid != nonrootUID || st.Gid != nonrootUID {
+			t.Errorf("%s: mode %v, owner %d:%d; want 0400 and the worker's %d:%d", f, fi.Mode().Perm(), st.Uid, st.Gid, nonrootUID, nonrootUID)
+		}
+		if b, _ := os.ReadFile(host); strings.TrimSuffix(string(b), "\n") != testPassword(path.Base(f)) {
+			t.Errorf("%s holds %q, want the secret %s", f, b, path.Base(f))
+		}
+		dfi, err := os.Stat(filepath.Dir(host))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dst := dfi.Sys().(*syscall.Stat_t); dfi.Mode().Perm() != 0o500 || dst.Uid != nonrootUID {
+			t.Errorf("%s: directory mode %v, owner %d; want 0500 and the worker's", path.Dir(f), dfi.Mode().Perm(), dst.Uid)
+		}
+	}
+}
+
+// deploy/install-secrets.sh: each failure names the file and the fix,
+// never a value, and installs nothing half-way.
+func TestInstallSecretsErrors(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(root, "deploy/install-secrets.sh")
+	good := filepath.Join(dir, "good")
+	empty := filepath.Join(dir, "empty")
+	for p, content := range map[string]string{good: "s3cr3t-Value\n", empty: ""} {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := filepath.Join(dir, "dest")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"65532:65532", dest, filepath.Join(dir, "missing")}, 1, "cannot read " + filepath.Join(dir, "missing")},
+		{[]string{"65532:65532", dest, empty}, 1, empty + " is empty"},
+		{[]string{"65532:65532", dest, dir}, 1, "cannot read " + dir},
+		{[]string{"nonroot", dest, good}, 2, "usage"},
+		{[]string{"65532", dest, good}, 2, "usage"},
+		{[]string{"65532:65532", dest}, 2, "usage"},
+	} {
+		out, err := exec.Command("sh", append([]string{script}, tc.args...)...).CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("install-secrets.sh %q: exit %d, %q; want exit %d and %q", tc.args, code, out, tc.code, tc.want)
+		}
+		if strings.Contains(string(out), "s3cr3t") {
+			t.Errorf("install-secrets.sh %q prints a password: %q", tc.args, out)
+		}
+		if entries, _ := os.ReadDir(dest); len(entries) != 0 {
+			t.Errorf("install-secrets.sh %q left %d files in %s", tc.args, len(entries), dest)
 		}
 	}
 }

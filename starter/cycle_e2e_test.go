@@ -16,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -126,6 +127,15 @@ func TestRunWaitAndStatusWithARealCycle(t *testing.T) {
 		if c.Status != "Completed" || c.Outcome != "verified" || c.Duration == nil || *c.Duration <= 0 || *c.Duration > 600 || c.ClosedAt == "" {
 			t.Errorf("closed cycle: %+v", c)
 		}
+	}
+
+	// The site signs its manifests (manifest_keys): every set the cycles
+	// wrote is authenticated, and counts.
+	code, out, errs = on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests", "--json")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil || r.Authentication != status.AuthenticationHMAC || len(r.Databases) != 1 ||
+		r.Databases[0].LastVerified == nil || r.Databases[0].LastVerified.Sequence != 3 || len(r.Databases[0].Unauthenticated) != 0 {
+		t.Errorf("status --from-manifests: exit %d %v %s\n%s", code, err, errs, out)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/preflight"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
@@ -30,6 +31,9 @@ type workerJSON struct {
 	Version   string `json:"version"`
 	GoVersion string `json:"go_version"`
 	Time      string `json:"time"`
+	// ManifestAuthentication is how the worker signs and checks manifests
+	// ("off": it does not); "" from an older worker.
+	ManifestAuthentication string `json:"manifest_authentication,omitempty"`
 }
 
 func healthCommand(e *env) *cobra.Command {
@@ -59,7 +63,8 @@ cannot be reached fails only the first cycle. Exit 1 when either part fails.`,
 			}
 			out := healthJSON{WorkflowID: res.WorkflowID, RunID: res.RunID, Namespace: c.Namespace(), TaskQueue: c.TaskQueue()}
 			w := res.Result.Worker
-			out.Worker = workerJSON{Host: w.Host, PID: w.PID, Version: w.Version, GoVersion: w.GoVersion, Time: rfc3339(w.Time)}
+			out.Worker = workerJSON{Host: w.Host, PID: w.PID, Version: w.Version, GoVersion: w.GoVersion, Time: rfc3339(w.Time),
+				ManifestAuthentication: w.ManifestAuthentication}
 			switch {
 			case workerOnly:
 				out.SiteNote = fmt.Sprintf("not checked (--worker-only): this only proves a worker polls task queue %s; `starter preflight` checks the SQL instances and backup servers", c.TaskQueue())
@@ -98,6 +103,12 @@ cannot be reached fails only the first cycle. Exit 1 when either part fails.`,
 func writeHealth(w io.Writer, h healthJSON) {
 	fmt.Fprintf(w, "worker:  health check %s completed (namespace %s, task queue %s)\n", h.WorkflowID, h.Namespace, h.TaskQueue)
 	fmt.Fprintf(w, "  host=%s pid=%d version=%s go=%s time=%s\n", h.Worker.Host, h.Worker.PID, h.Worker.Version, h.Worker.GoVersion, h.Worker.Time)
+	switch a := h.Worker.ManifestAuthentication; {
+	case a == activities.AuthenticationOff:
+		fmt.Fprintln(w, "  WARNING manifests are not authenticated (no manifest_keys): anyone who can write a backup share can make a database look verified (README \"Authenticated manifests\")")
+	case a != "":
+		fmt.Fprintf(w, "  manifests: %s\n", a)
+	}
 	if h.Site == nil {
 		fmt.Fprintf(w, "site:    %s\n", h.SiteNote)
 		return

@@ -34,6 +34,10 @@ func lastProven(ctx context.Context, e *env, c *config.Config, database string, 
 	ctx, cancel := e.withTimeout(ctx, defaultTimeout)
 	defer cancel()
 	r := status.Load(ctx, c, nil, time.Now())
+	if r.Authentication == status.AuthenticationOff {
+		fmt.Fprintf(e.stderr, "status: warning: manifests are not authenticated (no manifest_keys in %s): anyone who can write a backup share "+
+			"can make a database look verified here; configure manifest_keys (README, \"Authenticated manifests\")\n", c.File)
+	}
 	if database != "" {
 		var keep []status.Database
 		for _, d := range r.Databases {
@@ -105,6 +109,10 @@ func provenLine(d status.Database) string {
 	}
 	if f := d.LastFailure; f != nil {
 		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))
+	}
+	if u := d.Unauthenticated; len(u) > 0 {
+		fmt.Fprintf(&b, "; %d set(s) with unauthenticated manifests, not counted (newest seq %d claims %s on %s, %s)",
+			len(u), u[0].Sequence, u[0].State, strings.Join(u[0].Servers, ", "), u[0].Auth)
 	}
 	if !d.Configured {
 		b.WriteString("; not in the config")

@@ -188,3 +188,30 @@ func TestProvenLineSaysOffsetUnknown(t *testing.T) {
 		t.Errorf("line %q says unknown for a set with its offset", got)
 	}
 }
+
+// The line names the sets whose manifests are not authenticated, which
+// count for nothing, and JSON lists them.
+func TestProvenLineNamesUnauthenticatedSets(t *testing.T) {
+	d := status.Database{Instance: "sql01", Database: "Sales", Configured: true, OutOfObjectives: true,
+		LastVerified: &status.Verified{Sequence: 10, TakenAt: time.Now().Add(-30 * time.Hour), Servers: []string{"bak01"}},
+		Unauthenticated: []status.Unauthenticated{{Sequence: 12, State: catalog.StateVerified, Auth: catalog.AuthUnsigned, Servers: []string{"bak02"}},
+			{Sequence: 11, State: catalog.StateFailed, Auth: catalog.AuthInvalid, Servers: []string{"bak01"}}},
+		Reasons: []string{"last verified set is 30h old, above the RPO of 26h"}}
+	got := provenLine(d)
+	for _, want := range []string{"RED  sql01 / Sales: verified seq 10", "; 2 set(s) with unauthenticated manifests, not counted (newest seq 12 claims verified on bak02, unsigned)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line %q lacks %q", got, want)
+		}
+	}
+}
+
+// Without manifest_keys, status says on stderr that the manifests are
+// taken at their word; the answer itself is unchanged.
+func TestStatusWarnsWithoutManifestKeys(t *testing.T) {
+	file, bak01, _ := provenSite(t, "  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}\n")
+	provenSet(t, "Sales", 1, time.Hour, bak01)
+	code, out, errs := runStarter(t, "status", "--config", file, "--from-manifests")
+	if code != exitOK || !strings.Contains(out, "OK   sql01 / Sales: verified seq 1") || !strings.Contains(errs, "manifests are not authenticated (no manifest_keys") {
+		t.Errorf("exit %d\n%s\nstderr: %s", code, out, errs)
+	}
+}

@@ -5,7 +5,8 @@
 //	worker --config FILE --demo  the same, run the health check once and exit
 //	worker --version             module version and VCS revision of this build
 //
-// --metrics-addr HOST:PORT serves Prometheus metrics at /metrics;
+// --metrics-addr HOST:PORT serves Prometheus metrics at /metrics (with
+// TLS and basic authentication from --metrics-web-config FILE);
 // --task-queue NAME polls another task queue than the config's (a worker
 // next to a backup server polls that server's task_queue).
 //
@@ -46,10 +47,12 @@ const devCommand = "go run ./internal/devenv/cmd/devworker"
 type options struct {
 	configFile string
 	demo       bool
-	// metricsAddr serves /metrics when set; taskQueue overrides
+	// metricsAddr serves /metrics when set, with TLS and basic
+	// authentication from metricsWebConfig; taskQueue overrides
 	// temporal.task_queue.
-	metricsAddr string
-	taskQueue   string
+	metricsAddr      string
+	metricsWebConfig string
+	taskQueue        string
 	// replayOpen replays the open workflows' histories and exits.
 	replayOpen bool
 }
@@ -70,7 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.configFile, "config", "", "backupcycle YAML config: run the worker against the Temporal cluster of its temporal: section (re-read when it changes and on SIGHUP)")
 	fs.BoolVar(&o.demo, "demo", false, "run the health-check workflow once after start, print the result and exit")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090 on every interface, 127.0.0.1:9090 on loopback only); off when empty")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9090 on loopback only, :9090 on every interface); off when empty")
+	fs.StringVar(&o.metricsWebConfig, "metrics-web-config", "", workerhost.WebConfigUsage)
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of the config's temporal.task_queue (default "+workflows.TaskQueue+"); a worker next to a backup server polls that server's task_queue")
 	fs.BoolVar(&showVersion, "version", false, "print the module version and VCS revision of this build and exit")
 	fs.BoolVar(&o.replayOpen, "replay-open", false, "replay the history of every open workflow on the task queue with this build, print the outcome per workflow and exit (1 when one does not replay): run it before rolling out a new worker")
@@ -87,7 +91,8 @@ It re-reads FILE when it changes and on SIGHUP: databases, instances and backup
 servers added there need no restart (the temporal: section does). A file that
 does not load is logged with its errors and the configuration in force stays.
 --metrics-addr serves Prometheus metrics (the Temporal SDK's and backupcycle_*,
-alert rules in deploy/prometheus/alerts.yml).
+alert rules in deploy/prometheus/alerts.yml); --metrics-web-config adds TLS and
+basic authentication (Prometheus' web configuration file).
 SIGINT/SIGTERM stop it gracefully. Log level: %s=debug|info|warn|error.
 The embedded Temporal server, Web UI and emulated site: make demo, or
 %s --help.
@@ -124,10 +129,10 @@ func (o options) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unexpected argument %q: see `worker --help`", fs.Arg(0))
 	case o.configFile == "":
 		return fmt.Errorf("say where Temporal is: --config FILE (its temporal: section); to try it out without a cluster: make demo, or %s", devCommand)
-	case o.replayOpen && (o.demo || o.metricsAddr != ""):
+	case o.replayOpen && (o.demo || o.metricsAddr != "" || o.metricsWebConfig != ""):
 		return errors.New("--replay-open only replays and exits: it takes neither --demo nor --metrics-addr")
 	}
-	return workerhost.CheckFlags(o.metricsAddr, o.taskQueue)
+	return workerhost.CheckFlags(o.metricsAddr, o.metricsWebConfig, o.taskQueue)
 }
 
 // devOnly are the development worker's flags.

@@ -113,6 +113,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--config", cfg, "--task-queue", " bak01 "}, exitUsage, `--task-queue " bak01 ": a task queue name has no leading or trailing spaces`},
 		// A port in use is reported before the worker dials Temporal (127.0.0.1:1 would fail later).
 		{[]string{"--config", cfg, "--metrics-addr", busy}, exitFail, "--metrics-addr " + busy + ": listen tcp"},
+		{[]string{"--help"}, exitOK, "-metrics-web-config string"},
+		{[]string{"--config", cfg, "--metrics-web-config", "web.yml"}, exitUsage, "--metrics-web-config needs --metrics-addr"},
+		// A web configuration that does not load stops the start too, before Temporal is dialled.
+		{[]string{"--config", cfg, "--metrics-addr", "127.0.0.1:0", "--metrics-web-config", "/nonexistent/web.yml"}, exitFail,
+			"--metrics-web-config /nonexistent/web.yml: "},
 		// The development worker's flags say where that worker is.
 		{[]string{"--dev"}, exitUsage, "--dev belongs to the development worker (embedded Temporal server, Web UI, emulated site): run `make demo`, or `go run ./internal/devenv/cmd/devworker --help`"},
 		{[]string{"--config", cfg, "--state-dir=.demo"}, exitUsage, "--state-dir belongs to the development worker"},
@@ -169,7 +174,7 @@ sql_instances:
     user: backup
     password_env: BACKUPCYCLE_TEST_UNSET
   - name: verify
-    address: 127.0.0.1:1
+    address: 127.0.0.1:2
     user: backup
     password_env: BACKUPCYCLE_TEST_UNSET
 backup_servers:

@@ -11,6 +11,7 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/internal/preflight"
@@ -39,7 +40,7 @@ func runRemote(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	cfg := live.Config()
-	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, log)
+	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, o.metricsWebConfig, log)
 	if err != nil {
 		return err
 	}
@@ -69,6 +70,12 @@ func runRemote(ctx context.Context, o options, stdout io.Writer) error {
 				workerhost.Since(began), c.Address(), c.Namespace(), c.TaskQueue())
 			fmt.Fprintf(stdout, "  build:   %s\n", version.String())
 			fmt.Fprintf(stdout, "  config:  %s (re-read when it changes and on SIGHUP)\n", live.File())
+			if auth := activities.ManifestAuthentication(live.Config()); auth == activities.AuthenticationOff {
+				fmt.Fprintf(stdout, "  WARNING: manifests are not authenticated (no manifest_keys in %s): anyone who can write a backup share can make a database look verified\n", live.File())
+				log.Warn("manifests are not authenticated: no manifest_keys configured; see README \"Authenticated manifests\"")
+			} else {
+				fmt.Fprintf(stdout, "  manifests: %s\n", auth)
+			}
 			if metricsURL != "" {
 				fmt.Fprintf(stdout, "  metrics: %s\n", metricsURL)
 			}

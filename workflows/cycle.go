@@ -161,6 +161,13 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	if id := CycleWorkflowID(plan.Instance, c.in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
 		return c.launch(ctx, id, plan)
 	}
+	// Within its instance's and servers' max_concurrent, whatever started
+	// it (slots.go).
+	if len(plan.Slots) > 0 && workflow.GetVersion(ctx, "concurrency-slots", workflow.DefaultVersion, 1) == 1 {
+		if err := c.acquire(ctx, plan); err != nil {
+			return CycleResult{}, c.end(ctx, err)
+		}
+	}
 	res, err := c.run(ctx, plan)
 	if err != nil {
 		return CycleResult{}, c.end(ctx, err)

@@ -53,7 +53,9 @@ type FleetInput struct {
 	// StartsPerRun bounds the cycles one workflow run starts before it
 	// continues as new (default 100).
 	StartsPerRun int `json:"starts_per_run,omitempty"`
-	// Carry is what a run hands to its continuation; never set it.
+	// Carry is what a run hands to its continuation when it continues as
+	// new. A start with it is refused, and a continuation holds it to the
+	// configuration in force (CheckFleetCarry): never set it.
 	Carry *FleetCarry `json:"carry,omitempty"`
 }
 
@@ -128,7 +130,10 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 		return FleetResult{}, fmt.Errorf("register %s query: %w", FleetQuery, err)
 	}
 	if in.Carry != nil {
-		f.carry = *in.Carry
+		var err error
+		if f.carry, err = f.continued(ctx, in); err != nil {
+			return FleetResult{}, err
+		}
 	} else {
 		var p activities.FleetPlan
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
@@ -198,6 +203,41 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 	res := FleetResult{Began: f.carry.Began, Ended: workflow.Now(ctx), Counts: f.counts(), Outcomes: f.carry.Outcomes}
 	workflow.GetLogger(ctx).Info("fleet run done", "counts", res.Counts)
 	return res, nil
+}
+
+// continued is the state a run continuing as new works from. The carried
+// state is only accepted from the previous run of this chain (a start from
+// the Web UI or a client with a carry is refused: it would set its own
+// limits, window and databases), and is held to the configuration in
+// force by an activity: the configuration's limits, a deadline within its
+// window, only the databases it backs up.
+func (f *fleetRun) continued(ctx workflow.Context, in FleetInput) (FleetCarry, error) {
+	carry := *in.Carry
+	if workflow.GetVersion(ctx, "fleet-carry-checked", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return carry, nil
+	}
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		return carry, temporal.NewNonRetryableApplicationError(
+			"Fleet input has a carry: only a Fleet run continuing as new hands one over; start a Fleet with {} or {\"instances\": [\"sql01\"]}",
+			activities.ErrInvalidConfig, nil)
+	}
+	var chk activities.FleetCarryCheck
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    5 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline,
+		RetryPolicy:            retry(10*time.Second, 5),
+		Summary:                "hold the continued run to the configuration",
+	}), a.CheckFleetCarry, activities.FleetCarryInput{Instances: in.Instances, Began: carry.Began, Deadline: carry.Deadline,
+		Pending: carry.Pending}).Get(ctx, &chk)
+	if err != nil {
+		return carry, err
+	}
+	carry.Limits, carry.Deadline, carry.Pending = chk.Limits, chk.Deadline, chk.Pending
+	for _, n := range chk.NotRun {
+		carry.Outcomes = append(carry.Outcomes, DatabaseOutcome{Instance: n.Instance, Database: n.Database,
+			Outcome: OutcomeNotRun, Type: n.Type, Reason: capText(n.Reason)})
+	}
+	return carry, nil
 }
 
 // fleetRun is the state of one Fleet workflow run.

@@ -26,6 +26,9 @@ type fleetFake struct {
 	took     map[string]time.Duration // by instance/database
 	fail     map[string]string        // error type by instance/database
 	interval []span
+	// check answers CheckFleetCarry; nil: the carry as it is, with the
+	// plan's limits.
+	check func(activities.FleetCarryInput) (activities.FleetCarryCheck, error)
 }
 
 type span struct {
@@ -82,6 +85,23 @@ func fleetEnv(t *testing.T, p activities.FleetPlan, f *fleetFake) *testsuite.Tes
 	var acts *activities.Activities
 	env.RegisterActivity(acts.PlanFleet)
 	env.OnActivity(acts.PlanFleet, mock.Anything, mock.Anything).Return(p, nil)
+	// A continuation's carry, held to a configuration whose limits and
+	// window are the plan's.
+	env.RegisterActivity(acts.CheckFleetCarry)
+	env.OnActivity(acts.CheckFleetCarry, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FleetCarryInput) (activities.FleetCarryCheck, error) {
+			if f.check != nil {
+				return f.check(in)
+			}
+			return activities.FleetCarryCheck{Limits: p.Limits, Deadline: in.Deadline, Pending: in.Pending}, nil
+		})
+	return env
+}
+
+// continuation is the environment of the run a Fleet run continued as.
+func continuation(t *testing.T, p activities.FleetPlan, f *fleetFake) *testsuite.TestWorkflowEnvironment {
+	env := fleetEnv(t, p, f)
+	env.SetContinuedExecutionRunID("previous-run")
 	return env
 }
 
@@ -211,7 +231,7 @@ func TestFleetContinuesAsNewAndKeepsOutcomes(t *testing.T) {
 		t.Fatalf("carry %+v: want 4 pending, 3 outcomes + 1 not-run", next.Carry)
 	}
 	// The continuation finishes the rest without planning again.
-	env2 := fleetEnv(t, p, f)
+	env2 := continuation(t, p, f)
 	env2.ExecuteWorkflow(FleetName, FleetInput{Carry: next.Carry})
 	var res FleetResult
 	for {
@@ -219,7 +239,7 @@ func TestFleetContinuesAsNewAndKeepsOutcomes(t *testing.T) {
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 				t.Fatal(err)
 			}
-			env2 = fleetEnv(t, p, f)
+			env2 = continuation(t, p, f)
 			env2.ExecuteWorkflow(FleetName, next)
 			continue
 		}
@@ -235,6 +255,67 @@ func TestFleetContinuesAsNewAndKeepsOutcomes(t *testing.T) {
 			t.Errorf("%s/%s has two outcomes", o.Instance, o.Database)
 		}
 		seen[o.Instance+"/"+o.Database] = true
+	}
+}
+
+// TestFleetRefusesACarryAtStart: anyone with access to the namespace can
+// start a Fleet with any input from the Web UI. A carry (the state a run
+// hands its continuation: limits, window, databases) in a start is
+// refused; nothing is planned or started.
+func TestFleetRefusesACarryAtStart(t *testing.T) {
+	p, f := twoSiteFleet(6)
+	wide := fleet.Limits{Total: 100, Instances: map[string]int{"sql01": 100, "sql02": 100},
+		Servers: map[string]int{"bak01": 100, "bak02": 100, "bak03": 100}}
+	env := fleetEnv(t, p, f)
+	env.ExecuteWorkflow(FleetName, FleetInput{Carry: &FleetCarry{Limits: wide, Pending: p.Items,
+		Deadline: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	err := env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrInvalidConfig || !strings.Contains(err.Error(), "carry") {
+		t.Fatalf("Fleet started with a carry: %v, want InvalidConfig naming the carry", err)
+	}
+	if len(f.interval) != 0 {
+		t.Errorf("%d cycles ran under a carried state", len(f.interval))
+	}
+}
+
+// TestFleetContinuationKeepsToTheConfiguration: a run continuing as new
+// takes the limits, deadline and databases the configuration allows now
+// (CheckFleetCarry), not those its input carries: a carry that lifts every
+// limit runs one cycle at a time when the configuration says so, and a
+// database the configuration no longer backs up is reported, not run.
+func TestFleetContinuationKeepsToTheConfiguration(t *testing.T) {
+	p, f := twoSiteFleet(6)
+	p.Limits = fleet.Limits{Total: 1, Instances: map[string]int{"sql01": 1, "sql02": 1},
+		Servers: map[string]int{"bak01": 1, "bak02": 1, "bak03": 1}}
+	wide := fleet.Limits{Total: 100, Instances: map[string]int{"sql01": 100, "sql02": 100},
+		Servers: map[string]int{"bak01": 100, "bak02": 100, "bak03": 100}}
+	dropped := p.Items[0]
+	var asked activities.FleetCarryInput
+	f.check = func(in activities.FleetCarryInput) (activities.FleetCarryCheck, error) {
+		asked = in
+		return activities.FleetCarryCheck{Limits: p.Limits, Deadline: in.Began.Add(p.Window), Pending: in.Pending[1:],
+			NotRun: []activities.FleetNotRun{{Instance: dropped.Instance, Database: dropped.Database, Type: activities.ErrInvalidConfig,
+				Reason: "carried over from the previous run, but the configuration does not back it up"}}}, nil
+	}
+	env := continuation(t, p, f)
+	began := env.Now()
+	env.ExecuteWorkflow(FleetName, FleetInput{Carry: &FleetCarry{Began: began, Limits: wide, Pending: p.Items,
+		Deadline: began.Add(1000 * time.Hour)}})
+	res := fleetResult(t, env)
+	if len(asked.Pending) != len(p.Items) || !asked.Began.Equal(began) {
+		t.Errorf("CheckFleetCarry asked %+v, want the carried state", asked)
+	}
+	if n := peak(f.interval, func(fleet.Item) bool { return true }); n != 1 {
+		t.Errorf("peak %d cycles at once, want the configuration's 1 (the carry said 100)", n)
+	}
+	if res.Counts[OutcomeVerified] != len(p.Items)-1 || res.Counts[OutcomeNotRun] != 1 {
+		t.Errorf("counts %v, want %d verified and the dropped database not run", res.Counts, len(p.Items)-1)
+	}
+	for _, s := range f.interval {
+		if s.item.Key() == dropped.Key() {
+			t.Errorf("%s ran, though the configuration no longer backs it up", dropped.Key())
+		}
 	}
 }
 

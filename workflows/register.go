@@ -23,4 +23,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(BackupCycle, workflow.RegisterOptions{Name: BackupCycleName})
 	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: FleetName})
 	r.RegisterWorkflowWithOptions(Calibrate, workflow.RegisterOptions{Name: CalibrateName})
+	r.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
 }

@@ -148,6 +148,60 @@ func (g Grid) Check(nics int) error {
 	return nil
 }
 
+// Bounds of what a calibration may run against a backup server with nics
+// NIC paths: DefaultGrid's largest values. A grid or a point beyond them
+// would load the production instance and its backup network more than any
+// calibration the product proposes, so neither a start's grid (the Web UI
+// takes any input) nor a point is taken past them.
+func bounds(nics int) (stripes, buffersPerStripe int) {
+	d := DefaultGrid(nics)
+	return slices.Max(d.Stripes), slices.Max(d.BuffersPerStripe)
+}
+
+// CheckBounds checks g against the bounds of a calibration on a backup
+// server with nics NIC paths, after Check.
+func (g Grid) CheckBounds(nics int) error {
+	if err := g.Check(nics); err != nil {
+		return err
+	}
+	top, perStripe := bounds(nics)
+	for _, s := range g.Stripes {
+		if s > top {
+			return fmt.Errorf("calibration grid: %d stripes is more than a calibration runs on %d NIC paths (at most %d, 4 per path)", s, max(nics, 1), top)
+		}
+	}
+	for _, b := range g.BuffersPerStripe {
+		if b > perStripe {
+			return fmt.Errorf("calibration grid: %d buffers per stripe is more than a calibration tries (at most %d)", b, perStripe)
+		}
+	}
+	return nil
+}
+
+// CheckBounds checks that p is a point a calibration on a backup server
+// with nics NIC paths may run: 1 to the bound's stripes (or the read to
+// NUL), a MAXTRANSFERSIZE SQL Server takes, and at most the bound's
+// buffers per stripe.
+func (p Point) CheckBounds(nics int) error {
+	top, perStripe := bounds(nics)
+	if p.Null {
+		if p.Stripes != 1 || p.BufferCount != 0 || p.MaxTransferSize != 0 {
+			return fmt.Errorf("calibration point %s: the read to NUL takes no stripes or buffer settings", p)
+		}
+		return nil
+	}
+	if p.Stripes < 1 || p.Stripes > top {
+		return fmt.Errorf("calibration point %s: a calibration on %d NIC paths runs 1 to %d stripes", p, max(nics, 1), top)
+	}
+	if p.BufferCount < 0 || p.BufferCount > perStripe*p.Stripes {
+		return fmt.Errorf("calibration point %s: BUFFERCOUNT %d is beyond %d per stripe", p, p.BufferCount, perStripe)
+	}
+	if err := tsql.CheckTuning(p.BufferCount, p.MaxTransferSize, 0); err != nil {
+		return fmt.Errorf("calibration point %s: %w", p, err)
+	}
+	return nil
+}
+
 // Clearly worse and not better: a branch of the grid stops at a point below
 // (1-Worse) of the best so far, or after Flat points in a row that do not
 // beat the best by Gain. Backups on a busy site vary by a few percent from

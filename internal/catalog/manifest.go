@@ -32,8 +32,14 @@ import (
 // a manifest without those facts is still written as version 2, so that
 // builds reading only version 2 keep reading it. Version 4 adds the
 // sanity checks' proof (SanityProof); a manifest without one is written as
-// before.
-const SchemaVersion = 4
+// before. Version 5 adds the CHECKDB baseline of the recorded restore
+// (VerifyCopy.CheckDBBaseline). Version 6 adds the workers' signature
+// (Signature, auth.go): a manifest written with a manifest key configured is
+// version 6, one written without as before.
+const SchemaVersion = 6
+
+// SignedSchemaVersion is the version of a signed manifest.
+const SignedSchemaVersion = 6
 
 // minSchemaVersion is the oldest version this build reads.
 const minSchemaVersion = 2
@@ -312,6 +318,33 @@ type VerifyCopy struct {
 	// written before.
 	UTCOffsetMinutes *int      `json:"utc_offset_minutes,omitempty"`
 	InstanceTimeUTC  time.Time `json:"instance_time_utc,omitzero"`
+	// CheckDBBaseline is what the copy said right after msdb confirmed the
+	// RESTORE: the baseline a CHECKDB of it that ended while no worker
+	// watched is judged by (CheckDBBaseline.CleanSince). Recorded here,
+	// where it outlives the attempt, rather than in a heartbeat, which
+	// anyone polling the task queue can forge.
+	CheckDBBaseline *CheckDBBaseline `json:"checkdb_baseline,omitempty"`
+}
+
+// CheckDBBaseline is what a restored copy said before any CHECKDB of it,
+// all on the verification server's own clock: LastGood, its
+// LastGoodCheckDbTime (after the restore: the source's value, on the
+// source's clock, whatever its zone or skew), and At, the server's
+// GETDATE() read with it.
+type CheckDBBaseline struct {
+	LastGood time.Time `json:"last_good"`
+	At       time.Time `json:"at"`
+}
+
+// CleanSince reports whether lastGood, the copy's LastGoodCheckDbTime read
+// after b on the same server, says a CHECKDB of it ended clean since b: the
+// value changed (only a CHECKDB that finds nothing changes it) to a time at
+// or after b.At, both on the verification server's clock. The copy's value
+// alone proves nothing: after a restore it is its source's, on the
+// source's clock, which may run hours ahead (another zone, skew).
+// `starter conformance` checks on a real server that this holds.
+func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
+	return !lastGood.Equal(b.LastGood) && !lastGood.Before(b.At)
 }
 
 // SetUTCOffset records the verification instance's offset from UTC with
@@ -379,6 +412,13 @@ type Manifest struct {
 	RunID      string    `json:"run_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"` // last transition; retention ages sets by it
+
+	// Signature is the workers' HMAC over the rest of the manifest
+	// (version 6, auth.go); nil when written without a manifest key.
+	Signature *Signature `json:"signature,omitempty"`
+	// Auth is whether the manifest as read is the workers' own (never
+	// written: it is what the reader found, Keys.Authenticate).
+	Auth Auth `json:"-"`
 }
 
 // NamingCaseSafe is Manifest.Naming of sets named safely for
@@ -429,9 +469,11 @@ func (m *Manifest) FileName() string { return m.Names().Manifest(m.Sequence) }
 // StripeFileName is the name of stripe i (1-based) of n of this set.
 func (m *Manifest) StripeFileName(i, n int) string { return m.Names().Stripe(m.Sequence, i, n) }
 
-// OwnedBy reports whether the run (workflowID, runID) owns the set.
+// OwnedBy reports whether the run (workflowID, runID) owns the set. A
+// manifest naming no run (an empty workflow or run id) is no run's: not
+// every run's.
 func (m *Manifest) OwnedBy(workflowID, runID string) bool {
-	return m.WorkflowID == workflowID && m.RunID == runID
+	return m.WorkflowID != "" && m.RunID != "" && m.WorkflowID == workflowID && m.RunID == runID
 }
 
 // TakenAt is the instant the set's backup was taken: the BACKUP's finish
@@ -675,12 +717,26 @@ func (m *Manifest) Validate() error {
 			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
 		}
 		checkInstants("verify_copy", v.UTCOffsetMinutes, bad, reported{"instance_time", v.InstanceTime, v.InstanceTimeUTC})
+		if b := v.CheckDBBaseline; b != nil && (!v.Confirmed() || b.At.IsZero()) {
+			bad("verify_copy.checkdb_baseline is recorded with a confirmed restore, and has its at")
+		}
 	}
 	if f := m.version3Fields(); m.SchemaVersion < 3 && len(f) > 0 {
 		bad("schema_version %d cannot hold %s (version 3 does)", m.SchemaVersion, strings.Join(f, ", "))
 	}
 	if m.SchemaVersion < 4 && m.SanityProof != nil {
 		bad("schema_version %d cannot hold sanity_proof (version 4 does)", m.SchemaVersion)
+	}
+	if m.SchemaVersion < 5 && m.VerifyCopy != nil && m.VerifyCopy.CheckDBBaseline != nil {
+		bad("schema_version %d cannot hold verify_copy.checkdb_baseline (version 5 does)", m.SchemaVersion)
+	}
+	if g := m.Signature; g != nil {
+		if m.SchemaVersion < SignedSchemaVersion {
+			bad("schema_version %d cannot hold signature (version %d does)", m.SchemaVersion, SignedSchemaVersion)
+		}
+		if !keyIDRE.MatchString(g.KeyID) || !hexSHA256.MatchString(g.HMACSHA256) {
+			bad("signature needs a key_id and hmac_sha256 of 64 lower-case hex digits")
+		}
 	}
 	for step := range m.Timings {
 		if !step.Valid() {
@@ -756,12 +812,17 @@ func (m *Manifest) version3Fields() []string {
 }
 
 // Encode validates m and renders it as indented JSON with a final newline,
-// under the oldest schema version that holds its facts: 2 without any of
-// version 3's, 3 with them, 4 with a sanity proof, so that older builds keep
-// reading what they can. The output is deterministic (struct order, sorted
-// map keys).
-func Encode(m *Manifest) ([]byte, error) {
-	out := *m
+// unsigned (a signature m carries is dropped: it does not cover a changed
+// manifest), under the oldest schema version that holds its facts: 2
+// without any of version 3's, 3 with them, 4 with a sanity proof, 5 with a
+// CHECKDB baseline, so that older builds keep reading what they can. The
+// output is deterministic (struct order, sorted map keys).
+func Encode(m *Manifest) ([]byte, error) { return EncodeSigned(m, nil) }
+
+// EncodeSigned is Encode, signed with the current key of keys (version 6,
+// the signature over the rest of the output); nil keys: Encode.
+func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
+	out := unsigned(m)
 	out.SchemaVersion = minSchemaVersion
 	if len(out.version3Fields()) > 0 {
 		out.SchemaVersion = 3
@@ -769,10 +830,26 @@ func Encode(m *Manifest) ([]byte, error) {
 	if out.SanityProof != nil {
 		out.SchemaVersion = 4
 	}
+	if out.VerifyCopy != nil && out.VerifyCopy.CheckDBBaseline != nil {
+		out.SchemaVersion = 5
+	}
+	if keys != nil {
+		out.SchemaVersion = SignedSchemaVersion
+	}
 	if err := out.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(&out, "", "  ")
+	b, err := marshal(out)
+	if err != nil || keys == nil {
+		return b, err
+	}
+	out.Signature = keys.Sign(purposeManifest, b)
+	return marshal(out)
+}
+
+// marshal renders a manifest as Encode writes it, unchecked.
+func marshal(m *Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: encode: %w", m.FileName(), err)
 	}

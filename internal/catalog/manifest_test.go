@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 5`, 1), "schema_version 5 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 7`, 1), "schema_version 7 is not supported"},
 		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
@@ -411,6 +411,34 @@ func TestSanityProofIsVersion4(t *testing.T) {
 	}
 }
 
+// A confirmed restore's CHECKDB baseline is a version 5 fact: builds that
+// read only version 4 list the manifest as unreadable instead of dropping
+// the baseline; a baseline without a confirmed restore is refused.
+func TestCheckDBBaselineIsVersion5(t *testing.T) {
+	m := sample("Sales", 9)
+	m.VerifyCopy = &VerifyCopy{VerifyInstance: "verify01", VerifyDatabase: "Sales_verify", BackupSetGUID: "5d1f0c2e-aaaa-4bbb-8ccc-0123456789ab",
+		SentAt: t0, RestoreHistoryID: 4, DatabaseID: 7, ConfirmedAt: t0.Add(time.Hour),
+		CheckDBBaseline: &CheckDBBaseline{LastGood: t0.Add(-time.Hour), At: t0.Add(time.Hour)}}
+	data := mustEncode(t, m)
+	for _, field := range []string{`"schema_version": 5`, `"checkdb_baseline": {`, `"last_good": `} {
+		if !bytes.Contains(data, []byte(field)) {
+			t.Errorf("encoded manifest lacks %s:\n%s", field, data)
+		}
+	}
+	got, err := Decode(data)
+	if err != nil || got.VerifyCopy.CheckDBBaseline == nil || !got.VerifyCopy.CheckDBBaseline.At.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := Decode(bytes.Replace(data, []byte(`"schema_version": 5`), []byte(`"schema_version": 4`), 1)); err == nil ||
+		!strings.Contains(err.Error(), "cannot hold verify_copy.checkdb_baseline") {
+		t.Errorf("version 4 with a baseline: %v", err)
+	}
+	m.VerifyCopy.RestoreHistoryID, m.VerifyCopy.DatabaseID, m.VerifyCopy.ConfirmedAt = 0, 0, time.Time{}
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "checkdb_baseline") {
+		t.Errorf("a baseline without a confirmed restore: %v", err)
+	}
+}
+
 // TestVerifyCopyIsAVersion3Fact: a manifest recording the verification copy
 // is written as version 3 (a build reading only version 2 refuses unknown
 // fields), reads back as written, and is refused when incomplete.
@@ -472,5 +500,22 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 	v.SentAt = time.Time{}
 	if _, err := Encode(m); err == nil {
 		t.Error("a copy without sent_at was written")
+	}
+}
+
+// A manifest that names no run (empty workflow or run id: planted by
+// anyone who can write the share) is owned by no run, not by every one.
+func TestOwnedByNeedsARun(t *testing.T) {
+	m := sample("Sales", 7)
+	if !m.OwnedBy("backup-Sales", "run-1") || m.OwnedBy("backup-Sales", "run-2") {
+		t.Errorf("OwnedBy of the run that claimed the set, and of another run: want true, false")
+	}
+	for _, ids := range [][2]string{{"", ""}, {"backup-Sales", ""}, {"", "run-1"}} {
+		m.WorkflowID, m.RunID = ids[0], ids[1]
+		for _, run := range [][2]string{{"backup-Sales", "run-1"}, ids} {
+			if m.OwnedBy(run[0], run[1]) {
+				t.Errorf("a manifest of workflow %q run %q is owned by workflow %q run %q, want by no run", ids[0], ids[1], run[0], run[1])
+			}
+		}
 	}
 }

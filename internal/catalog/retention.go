@@ -135,9 +135,23 @@ func keyOf(m *Manifest) dbSeq { return dbSeq{m.Names().Owner(), m.Sequence} }
 //     whatever KeepVerified and however old; nor a verified set of a higher
 //     sequence number, verified later, than either of those;
 //   - stripe files whose set has no manifest file on that server, and
-//     temporary files, older than DeleteOrphansAfter are deleted. A manifest
+//     temporary files, older than DeleteOrphansAfter are deleted. Names
+//     numbered above tsql.MaxSequence are no cycle's and never deleted. A manifest
 //     file that exists but cannot be decoded still protects its set: a broken
 //     manifest is for a human to look at, not a reason to delete.
+//
+// Only trusted manifests (Manifest.Trusted: signed by a worker, or read
+// with no manifest key configured) count for the rules above: an
+// untrusted one claiming a newer verified set protects nothing and
+// supersedes nothing, and one claiming its set failed or abandoned deletes
+// nothing. An untrusted manifest's set is kept (it may be a set written
+// before manifest keys were configured) until its number is below those of
+// the newest KeepVerified trusted verified sets on its server and of the
+// newest trusted verified set of the database: numbers are handed out
+// upwards (never again), so such a set was written before all of them and
+// would be superseded if it were trusted (ReasonSuperseded). That decision
+// rests on the trusted sets and on the set's file name alone, never on
+// what the untrusted manifest says.
 func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo, now time.Time, inFlight ...SetKey) ([]Deletion, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -159,7 +173,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	newestOnServer := map[[2]string]*Manifest{}
 	for _, sm := range manifests {
 		m := sm.Manifest
-		if m == nil || !m.Verified() {
+		if m == nil || !m.Verified() || !m.Trusted() {
 			continue
 		}
 		owner := sm.group()
@@ -179,13 +193,13 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	}
 	protected := func(server, owner string, m *Manifest) bool {
 		g, s := newestGlobal[owner], newestOnServer[[2]string{server, owner}]
-		return m.Verified() && (isNewest(g, m) || isNewest(s, m) || after(g, m) || after(s, m))
+		return m.Verified() && m.Trusted() && (isNewest(g, m) || isNewest(s, m) || after(g, m) || after(s, m))
 	}
 
 	// Verified sets per (server, instance, database), newest first, for KeepVerified.
 	rank := map[[2]string][]*Manifest{}
 	for _, sm := range manifests {
-		if m := sm.Manifest; m != nil && m.Verified() {
+		if m := sm.Manifest; m != nil && m.Verified() && m.Trusted() {
 			k := [2]string{sm.Server, sm.group()}
 			rank[k] = append(rank[k], m)
 		}
@@ -229,6 +243,13 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		if busy[key] {
 			continue
 		}
+		if !m.Trusted() {
+			if detail, ok := untrustedSuperseded(r, m, newestGlobal[group], rank[[2]string{sm.Server, group}], sm.Server); ok {
+				out = append(out, Deletion{Server: sm.Server, Set: SetKey{m.SourceInstance, m.Database, m.Sequence},
+					Reason: ReasonSuperseded, Detail: detail, Files: setFiles(m, stripesOf[sm.Server][key])})
+			}
+			continue
+		}
 		if protected(sm.Server, group, m) {
 			continue
 		}
@@ -256,16 +277,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 			}
 			reason, detail = ReasonAbandoned, fmt.Sprintf("stuck in %s for %s", m.State, age.Round(time.Second))
 		}
-		names := map[string]bool{}
-		for _, s := range m.Stripes {
-			names[s.Name] = true
-		}
-		for _, f := range stripesOf[sm.Server][key] {
-			names[f.Name] = true // also partial stripes the manifest does not list
-		}
 		out = append(out, Deletion{
 			Server: sm.Server, Set: SetKey{m.SourceInstance, m.Database, m.Sequence}, Reason: reason, Detail: detail,
-			Files: append(sorted(names), m.FileName()),
+			Files: setFiles(m, stripesOf[sm.Server][key]),
 		})
 	}
 
@@ -277,6 +291,9 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 				continue
 			}
 			inner := strings.TrimPrefix(f.Name[:strings.Index(f.Name, tempMarker)], ".")
+			if _, wide := tsql.WideSequence(inner); wide {
+				continue // numbered above tsql.MaxSequence: no cycle wrote it
+			}
 			var k dbSeq
 			if p, ok := tsql.ParseManifestFileName(inner); ok {
 				k = dbSeq{p.Owner(), p.Sequence}
@@ -322,6 +339,38 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		return a.Reason < b.Reason
 	})
 	return out, nil
+}
+
+// setFiles are the files of m's set on a server: the stripes it lists and
+// those found under its name (also partial stripes it does not list), then
+// the manifest. Every name is the set's own (Validate, keyOf).
+func setFiles(m *Manifest, found []FileInfo) []string {
+	names := map[string]bool{}
+	for _, s := range m.Stripes {
+		names[s.Name] = true
+	}
+	for _, f := range found {
+		names[f.Name] = true
+	}
+	return append(sorted(names), m.FileName())
+}
+
+// untrustedSuperseded says whether the set of untrusted manifest m on
+// server goes (see Decide): its number is below those of the newest
+// trusted verified set of the database (newest) and of the newest
+// KeepVerified trusted verified sets on the server (ranked, newest first).
+func untrustedSuperseded(r Retention, m, newest *Manifest, ranked []*Manifest, server string) (string, bool) {
+	keep := max(r.KeepVerified, 1)
+	if newest == nil || m.Sequence >= newest.Sequence || len(ranked) < keep {
+		return "", false
+	}
+	for _, k := range ranked[:keep] {
+		if m.Sequence >= k.Sequence {
+			return "", false
+		}
+	}
+	return fmt.Sprintf("set %d's manifest is not authenticated (%s), and its number is below those of the newest %d authenticated verified sets on %s",
+		m.Sequence, m.Auth, keep, server), true
 }
 
 func indexOf(s []*Manifest, m *Manifest) int {

@@ -346,3 +346,29 @@ func TestRetentionKeepsASetNewerInSequenceAndVerification(t *testing.T) {
 		t.Errorf("deletions %v, want the older set 9 only", s)
 	}
 }
+
+// TestRetentionLeavesNumbersNoCycleHandsOut: a file named like a set of the
+// database but numbered above tsql.MaxSequence was not written by a cycle
+// (none hands such a number out): retention never deletes it, however old,
+// whatever it is (an orphan stripe, a manifest's temporary file).
+func TestRetentionLeavesNumbersNoCycleHandsOut(t *testing.T) {
+	day := 24 * time.Hour
+	owner := tsql.OwnerOf("sql01", "Sales")
+	files := map[string][]FileInfo{"BAK01": {
+		file(owner+"_999999999999999999_1of1.bak", 30*day),
+		file(owner+"_100000000000000_1of2.bak", 30*day),
+		file("."+owner+"_999999999999999999.manifest.json.tmp-0a1b2c3d4e5f", 30*day),
+		file(owner+"_00000007_1of1.bak", 30*day), // an orphan of a set of ours: deleted
+	}}
+	got, err := Decide(Retention{DeleteAbandonedAfter: day}, nil, files, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, d := range got {
+		deleted = append(deleted, d.Files...)
+	}
+	if want := []string{owner + "_00000007_1of1.bak"}; !reflect.DeepEqual(deleted, want) {
+		t.Errorf("deleted %v, want only %v", deleted, want)
+	}
+}

@@ -32,14 +32,16 @@ type FileInfo struct {
 // Contract: names are base names inside the directory. Create creates or
 // truncates. Rename must atomically replace newName if it exists (os.Rename
 // semantics; on SMB a rename with ReplaceIfExists). ReadFile of a missing file
-// returns an error wrapping io/fs.ErrNotExist. List returns the plain files
-// of the directory (no subdirectories).
+// returns an error wrapping io/fs.ErrNotExist; it reads small files only
+// (storage.MaxSmallFile). List returns the plain files of the directory (no
+// subdirectories) whose names start with prefix and end with suffix: only
+// those are read from the server (storage.Storage.List).
 type FS interface {
 	ReadFile(ctx context.Context, name string) ([]byte, error)
 	Create(ctx context.Context, name string) (io.WriteCloser, error)
 	Rename(ctx context.Context, oldName, newName string) error
 	Remove(ctx context.Context, name string) error
-	List(ctx context.Context) ([]FileInfo, error)
+	List(ctx context.Context, prefix, suffix string) ([]FileInfo, error)
 }
 
 // tempMarker is in every temporary name, so listings can skip (and
@@ -92,9 +94,10 @@ func WriteFileAtomic(ctx context.Context, fsys FS, name string, data []byte) (er
 	return nil
 }
 
-// Save encodes m and writes it atomically as m.FileName().
-func Save(ctx context.Context, fsys FS, m *Manifest) error {
-	data, err := Encode(m)
+// Save encodes m, signed with keys (unsigned with nil keys), and writes it
+// atomically as m.FileName().
+func Save(ctx context.Context, fsys FS, keys *Keys, m *Manifest) error {
+	data, err := EncodeSigned(m, keys)
 	if err != nil {
 		return err
 	}
@@ -173,9 +176,10 @@ func (d DB) String() string { return d.Instance + "/" + d.Database }
 
 // Load reads and strictly decodes the manifest of set seq of the database,
 // under whichever of its namings it was written (the current one first),
-// checking that the file really describes that set. When no naming has the
-// file, the error wraps the current name's not-exist error.
-func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
+// checking that the file really describes that set, and authenticates it
+// with keys (Manifest.Auth). When no naming has the file, the error wraps
+// the current name's not-exist error.
+func Load(ctx context.Context, fsys FS, keys *Keys, d DB, seq int64) (*Manifest, error) {
 	var first error
 	for _, n := range d.Names() {
 		name := n.Manifest(seq)
@@ -189,7 +193,7 @@ func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
 			}
 			return nil, fmt.Errorf("read manifest %s: %w", name, err)
 		}
-		m, err := Decode(data)
+		m, err := DecodeWith(data, keys)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -203,25 +207,72 @@ func Load(ctx context.Context, fsys FS, d DB, seq int64) (*Manifest, error) {
 
 // Listing is what one backup directory holds.
 type Listing struct {
-	Files     []FileInfo  // every file, as listed
-	Manifests []*Manifest // manifests that decoded, per (instance, database) newest first (TakenAt)
+	Files []FileInfo // every file, as listed
+	// Manifests are the manifests that decoded, per (instance, database)
+	// newest first (TakenAt), each authenticated (Manifest.Auth): an
+	// untrusted one is listed, for the caller to report, never to trust.
+	Manifests []*Manifest
 	// Broken maps a manifest file name to why it could not be read. Its set is
 	// neither trusted nor deleted (retention leaves it to a human).
 	Broken map[string]error
 }
 
-// List reads every manifest in the directory: only those of database d, or
-// every one when d is nil.
-func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
-	all := d == nil
-	files, err := fsys.List(ctx)
-	if err != nil {
-		return Listing{}, fmt.Errorf("list backup directory: %w", err)
+// List reads the manifests of database d (not nil) in the directory, under
+// every naming of its sets, authenticated with keys; Files are every file of
+// its sets (stripes, manifests, partial copies). Only the names of its sets
+// are listed, however many other files the directory holds.
+func List(ctx context.Context, fsys FS, keys *Keys, d *DB) (Listing, error) {
+	var prefixes []string
+	for _, n := range d.Names() {
+		prefixes = append(prefixes, n.DBPrefix())
 	}
-	l := Listing{Files: files, Broken: map[string]error{}}
-	for _, f := range files {
+	return list(ctx, fsys, keys, prefixes, "", d.OwnsName, d.Owns)
+}
+
+// ListInstances reads the manifests of every database of the given
+// instance keys (configuration names of SQL instances and availability
+// groups, and the groups' former keys), under either naming. Manifests of
+// other instances are not even listed: a configuration reports on its own
+// sets only, whatever else the directory holds. Files are the manifests.
+// Manifests are authenticated with keys.
+func ListInstances(ctx context.Context, fsys FS, keys *Keys, instances []string) (Listing, error) {
+	var prefixes []string
+	for _, inst := range instances {
+		prefixes = append(prefixes, tsql.InstancePart(inst)+"@", tsql.LegacyInstancePart(inst)+"@")
+	}
+	return list(ctx, fsys, keys, prefixes, manifestSuffix, func(tsql.ParsedName) bool { return true },
+		func(m *Manifest) bool { return slices.Contains(instances, m.SourceInstance) })
+}
+
+// manifestSuffix ends every manifest name (tsql.SetNames.Manifest).
+const manifestSuffix = ".manifest.json"
+
+// list lists the files under each prefix (once each) and reads the
+// manifests whose names ownsName accepts, keeping those owns accepts.
+func list(ctx context.Context, fsys FS, keys *Keys, prefixes []string, suffix string, ownsName func(tsql.ParsedName) bool,
+	owns func(*Manifest) bool) (Listing, error) {
+	l := Listing{Broken: map[string]error{}}
+	listed, seen := map[string]bool{}, map[string]bool{}
+	for _, prefix := range prefixes {
+		if listed[prefix] {
+			continue
+		}
+		listed[prefix] = true
+		files, err := fsys.List(ctx, prefix, suffix)
+		if err != nil {
+			return Listing{}, fmt.Errorf("list backup directory: %w", err)
+		}
+		for _, f := range files {
+			if !seen[f.Name] { // a prefix may start another (sql01@Sales_ and sql01@Sales_2024_)
+				seen[f.Name] = true
+				l.Files = append(l.Files, f)
+			}
+		}
+	}
+	sort.Slice(l.Files, func(i, j int) bool { return l.Files[i].Name < l.Files[j].Name })
+	for _, f := range l.Files {
 		p, ok := tsql.ParseManifestFileName(f.Name)
-		if !ok || (!all && !d.OwnsName(p)) {
+		if !ok || !ownsName(p) {
 			continue
 		}
 		data, err := fsys.ReadFile(ctx, f.Name)
@@ -232,7 +283,7 @@ func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
 			l.Broken[f.Name] = err
 			continue
 		}
-		m, err := Decode(data)
+		m, err := DecodeWith(data, keys)
 		if err == nil && m.FileName() != f.Name {
 			err = fmt.Errorf("manifest file %s describes set %d of %s/%s (%s)", f.Name, m.Sequence, m.SourceInstance, m.Database, m.FileName())
 		}
@@ -240,7 +291,7 @@ func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
 			l.Broken[f.Name] = err
 			continue
 		}
-		if all || d.Owns(m) {
+		if owns(m) {
 			l.Manifests = append(l.Manifests, m)
 		}
 	}
@@ -258,10 +309,11 @@ func List(ctx context.Context, fsys FS, d *DB) (Listing, error) {
 // taken) of the database among the given manifests (from every server of
 // the rotation), for plan.NextServer; "" when there is none. Failed sets
 // count: a cycle that failed on BAK01 still moves the rotation on to BAK02.
+// Untrusted manifests do not.
 func LastServer(d DB, manifests []*Manifest) string {
 	var best *Manifest
 	for _, m := range manifests {
-		if !d.Owns(m) || m.PrimaryServer == "" {
+		if !d.Owns(m) || m.PrimaryServer == "" || !m.Trusted() {
 			continue
 		}
 		if best == nil || m.Newer(best) {
@@ -277,11 +329,12 @@ func LastServer(d DB, manifests []*Manifest) string {
 // ErrNotFound is returned by NewestVerified when no verified set exists.
 var ErrNotFound = errors.New("no verified backup set")
 
-// NewestVerified returns the verified set of the database taken last.
+// NewestVerified returns the verified set of the database taken last, of
+// the trusted manifests.
 func NewestVerified(d DB, manifests []*Manifest) (*Manifest, error) {
 	var best *Manifest
 	for _, m := range manifests {
-		if d.Owns(m) && m.Verified() && (best == nil || m.Newer(best)) {
+		if d.Owns(m) && m.Verified() && m.Trusted() && (best == nil || m.Newer(best)) {
 			best = m
 		}
 	}
@@ -292,9 +345,13 @@ func NewestVerified(d DB, manifests []*Manifest) (*Manifest, error) {
 }
 
 // ListStorage lists the files directly in st's directory (not those in
-// subdirectories): the List of an FS over a backup server.
-func ListStorage(ctx context.Context, st storage.Storage) ([]FileInfo, error) {
-	files, err := st.List(ctx, "")
+// subdirectories) whose names start with prefix and end with suffix: the
+// List of an FS over a backup server.
+func ListStorage(ctx context.Context, st storage.Storage, prefix, suffix string) ([]FileInfo, error) {
+	if strings.Contains(prefix, "/") {
+		return nil, fmt.Errorf("list %q: %w", prefix, storage.ErrInvalidName)
+	}
+	files, err := st.List(ctx, prefix, suffix)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +389,9 @@ func (f StorageFS) Rename(ctx context.Context, oldName, newName string) error {
 
 func (f StorageFS) Remove(ctx context.Context, name string) error { return f.Storage.Remove(ctx, name) }
 
-func (f StorageFS) List(ctx context.Context) ([]FileInfo, error) { return ListStorage(ctx, f.Storage) }
+func (f StorageFS) List(ctx context.Context, prefix, suffix string) ([]FileInfo, error) {
+	return ListStorage(ctx, f.Storage, prefix, suffix)
+}
 
 // bufWriter collects a small file (a manifest) and writes it on Close.
 type bufWriter struct {

@@ -50,7 +50,7 @@ func (d *dirFS) Remove(_ context.Context, name string) error {
 	return os.Remove(filepath.Join(d.dir, name))
 }
 
-func (d *dirFS) List(context.Context) ([]FileInfo, error) {
+func (d *dirFS) List(_ context.Context, prefix, suffix string) ([]FileInfo, error) {
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func (d *dirFS) List(context.Context) ([]FileInfo, error) {
 	var out []FileInfo
 	for _, e := range entries {
 		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() {
+		if err != nil || !info.Mode().IsRegular() || !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), suffix) {
 			continue
 		}
 		out = append(out, FileInfo{Name: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
@@ -92,13 +92,13 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 	ctx := context.Background()
 	d := &dirFS{dir: t.TempDir()}
 	m := sample("Sales", 5)
-	if err := Save(ctx, d, m); err != nil {
+	if err := Save(ctx, d, nil, m); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(t, d.dir); len(got) != 1 || got[0] != "sql01@Sales~8de4e0ea_00000005.manifest.json" {
 		t.Fatalf("directory holds %v, want only the manifest", got)
 	}
-	loaded, err := Load(ctx, d, Of("sql01", "Sales"), 5)
+	loaded, err := Load(ctx, d, nil, Of("sql01", "Sales"), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fault := range []*dirFS{{dir: d.dir, failWrite: true}, {dir: d.dir, failRename: true}} {
-		if err := Save(ctx, fault, m); err == nil {
+		if err := Save(ctx, fault, nil, m); err == nil {
 			t.Fatalf("save with fault %+v succeeded", fault)
 		}
-		again, err := Load(ctx, d, Of("sql01", "Sales"), 5)
+		again, err := Load(ctx, d, nil, Of("sql01", "Sales"), 5)
 		if err != nil || again.State != StateWritten {
 			t.Errorf("after a failed save the manifest is %v, %v; want the old written one", again, err)
 		}
@@ -123,26 +123,26 @@ func TestSaveLoadAndAtomicReplace(t *testing.T) {
 			t.Errorf("after a failed save the directory holds %v", got)
 		}
 	}
-	if err := Save(ctx, d, m); err != nil {
+	if err := Save(ctx, d, nil, m); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := Load(ctx, d, Of("sql01", "Sales"), 5); again.State != StateCopied {
+	if again, _ := Load(ctx, d, nil, Of("sql01", "Sales"), 5); again.State != StateCopied {
 		t.Errorf("replaced manifest state %s, want copied", again.State)
 	}
 
-	if _, err := Load(ctx, d, Of("sql01", "Sales"), 6); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Load(ctx, d, nil, Of("sql01", "Sales"), 6); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing manifest: %v, want fs.ErrNotExist", err)
 	}
 	// A manifest under the wrong name is not trusted.
 	data, _ := os.ReadFile(filepath.Join(d.dir, "sql01@Sales~8de4e0ea_00000005.manifest.json"))
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales~8de4e0ea_00000009.manifest.json"), data, 0o644)
-	if _, err := Load(ctx, d, Of("sql01", "Sales"), 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
+	if _, err := Load(ctx, d, nil, Of("sql01", "Sales"), 9); err == nil || !strings.Contains(err.Error(), "not set 9") {
 		t.Errorf("misnamed manifest: %v", err)
 	}
 	// Nor is a current manifest under its set's legacy name.
 	seven, _ := Encode(sample("Sales", 7))
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000007.manifest.json"), seven, 0o644)
-	if _, err := Load(ctx, d, Of("sql01", "Sales"), 7); err == nil || !strings.Contains(err.Error(), "not set 7") {
+	if _, err := Load(ctx, d, nil, Of("sql01", "Sales"), 7); err == nil || !strings.Contains(err.Error(), "not set 7") {
 		t.Errorf("current manifest under a legacy name: %v", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestLegacySetsStillFound(t *testing.T) {
 		legacySet(t, "sales", 4, StateVerified, t0.Add(time.Hour)), // by the entry's spelling
 		legacySet(t, "Sales", 5, StateWritten, t0.Add(2*time.Hour)),
 	} {
-		if err := Save(ctx, d, m); err != nil {
+		if err := Save(ctx, d, nil, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +188,7 @@ func TestLegacySetsStillFound(t *testing.T) {
 	for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
 		_ = m6.Advance(s, t0.Add(3*time.Hour))
 	}
-	if err := Save(ctx, d, m6); err != nil {
+	if err := Save(ctx, d, nil, m6); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"sql01@Sales_00000003.manifest.json", "sql01@Sales_00000005.manifest.json", "sql01@Sales~8de4e0ea_00000006.manifest.json", "sql01@sales_00000004.manifest.json"}
@@ -196,7 +196,7 @@ func TestLegacySetsStillFound(t *testing.T) {
 		t.Fatalf("directory holds %v, want %v", got, want)
 	}
 	sales := DB{Instance: "sql01", Database: "Sales", Also: []string{"sales"}}
-	l, err := List(ctx, d, &sales)
+	l, err := List(ctx, d, nil, &sales)
 	if err != nil || len(l.Broken) > 0 {
 		t.Fatalf("list: %v %v", err, l.Broken)
 	}
@@ -208,16 +208,16 @@ func TestLegacySetsStillFound(t *testing.T) {
 	if !reflect.DeepEqual(seqs, []int64{3, 4, 5, 6}) {
 		t.Errorf("sets of Sales (and of its entry sales): %v, want 3 4 5 6", seqs)
 	}
-	if l, _ := List(ctx, d, &DB{Instance: "sql01", Database: "Sales"}); len(l.Manifests) != 3 {
+	if l, _ := List(ctx, d, nil, &DB{Instance: "sql01", Database: "Sales"}); len(l.Manifests) != 3 {
 		t.Errorf("without Also, %d sets, want 3 (not the one recorded as sales)", len(l.Manifests))
 	}
 	// A legacy set is updated under its own name and version.
-	m5, err := Load(ctx, d, sales, 5)
+	m5, err := Load(ctx, d, nil, sales, 5)
 	if err != nil || m5.Naming != "" {
 		t.Fatalf("load legacy set 5: %+v %v", m5, err)
 	}
 	_ = m5.Advance(StateCopied, t0.Add(4*time.Hour))
-	if err := Save(ctx, d, m5); err != nil {
+	if err := Save(ctx, d, nil, m5); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(t, d.dir); !reflect.DeepEqual(got, want) {
@@ -231,7 +231,7 @@ func TestLegacySetsStillFound(t *testing.T) {
 	for _, m := range l.Manifests {
 		sms = append(sms, ServerManifest{Server: "BAK01", Manifest: m, Database: sales.String()})
 	}
-	files, _ := d.List(ctx)
+	files, _ := d.List(ctx, "", "")
 	dels, err := Decide(Retention{KeepVerified: 2, DeleteFailedAfter: time.Hour, DeleteAbandonedAfter: 30 * 24 * time.Hour}, sms, map[string][]FileInfo{"BAK01": files}, t0.Add(5*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -257,17 +257,17 @@ func TestListAndRotationHelpers(t *testing.T) {
 		} else {
 			_ = m.Fail(StepBackup, EvidenceBackupIncomplete, "SQL host lost at 40 %", t0)
 		}
-		if err := Save(ctx, d, m); err != nil {
+		if err := Save(ctx, d, nil, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := Save(ctx, d, sample("Other", 1)); err != nil {
+	if err := Save(ctx, d, nil, sample("Other", 1)); err != nil {
 		t.Fatal(err)
 	}
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000004.manifest.json"), []byte("{half"), 0o644)
 	_ = os.WriteFile(filepath.Join(d.dir, "sql01@Sales_00000001_1of2.bak"), []byte("x"), 0o644)
 
-	l, err := List(ctx, d, &DB{Instance: "sql01", Database: "Sales"})
+	l, err := List(ctx, d, nil, &DB{Instance: "sql01", Database: "Sales"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +277,8 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if _, ok := l.Broken["sql01@Sales_00000004.manifest.json"]; !ok || len(l.Broken) != 1 {
 		t.Errorf("broken = %v", l.Broken)
 	}
-	if len(l.Files) != 6 {
-		t.Errorf("files = %d, want 6", len(l.Files))
+	if len(l.Files) != 5 {
+		t.Errorf("files = %d, want 5 (those of Sales)", len(l.Files))
 	}
 	if got := LastServer(Of("sql01", "Sales"), l.Manifests); got != "BAK01" {
 		t.Errorf("LastServer = %q, want BAK01 (seq 3, failed, still counts)", got)
@@ -293,9 +293,12 @@ func TestListAndRotationHelpers(t *testing.T) {
 	if _, err := NewestVerified(Of("sql01", "Other"), l.Manifests); !errors.Is(err, ErrNotFound) {
 		t.Errorf("NewestVerified(Other) = %v", err)
 	}
-	all, err := List(ctx, d, nil)
+	if err := Save(ctx, d, nil, New("sql02", "Sales", 1, t0)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ListInstances(ctx, d, nil, []string{"sql01"})
 	if err != nil || len(all.Manifests) != 4 {
-		t.Errorf("List all: %d manifests, %v", len(all.Manifests), err)
+		t.Errorf("ListInstances(sql01): %d manifests, %v; want 4 (not sql02's)", len(all.Manifests), err)
 	}
 }
 

@@ -49,10 +49,17 @@ const DefaultRPO = 26 * time.Hour
 
 // Defaults of the other sections.
 const (
-	DefaultTemporalAddress   = "127.0.0.1:7233"
-	DefaultNamespace         = "default"
-	DefaultTaskQueue         = "backupcycle"
-	DefaultEncrypt           = "optional"
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultTaskQueue       = "backupcycle"
+	// DefaultEncrypt is TLS for the whole session with the certificate
+	// checked, as Microsoft's own drivers default to since ODBC Driver 18
+	// ("Major version differences",
+	// https://learn.microsoft.com/sql/connect/odbc/major-version-differences).
+	// It breaks nothing optional did not: go-mssqldb checks the
+	// certificate of the login's TLS too, and every SQL Server since 2005
+	// offers TLS (with a self-signed certificate when none is configured).
+	DefaultEncrypt           = "mandatory"
 	DefaultConnectTimeout    = 30 * time.Second
 	DefaultSQLMaxConcurrent  = 1
 	DefaultServerConcurrency = 2
@@ -68,6 +75,7 @@ const (
 // check validates the decoded configuration and fills in defaults.
 func (d *decoder) check(c *Config) {
 	d.checkTemporal(c)
+	d.checkManifestKeys(c)
 
 	// Inherit first so every database is checked with the values it will use.
 	d.inherit(reflect.ValueOf(&c.Defaults).Elem(), reflect.ValueOf(DefaultPolicy()), "defaults")
@@ -153,10 +161,10 @@ func sameAddress(a, b string) bool {
 			return "", 0, false
 		}
 		host = strings.TrimSuffix(strings.ToLower(host), ".")
+		if LoopbackHost(host) {
+			return "localhost", p, true
+		}
 		if ip := net.ParseIP(host); ip != nil {
-			if ip.IsLoopback() {
-				return "localhost", p, true
-			}
 			return ip.String(), p, true
 		}
 		return host, p, true
@@ -164,6 +172,22 @@ func sameAddress(a, b string) bool {
 	ha, pa, oka := norm(a)
 	hb, pb, okb := norm(b)
 	return oka && okb && ha == hb && pa == pb
+}
+
+// LoopbackHost reports whether host (a name or IP address) is this
+// machine's loopback interface, where traffic crosses no network.
+func LoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") // RFC 6761: always loopback
+}
+
+// loopbackAddr is LoopbackHost of a host:port address.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && LoopbackHost(host)
 }
 
 func (d *decoder) checkTemporal(c *Config) {
@@ -182,7 +206,14 @@ func (d *decoder) checkTemporal(c *Config) {
 		d.errf(d.line("temporal.task_queue"), "temporal.task_queue", "temporal.task_queue %q must not contain spaces", t.TaskQueue)
 	}
 	if t.APIKeyEnv != "" {
-		d.checkEnvName(t.APIKeyEnv, "temporal.api_key_env")
+		d.checkEnvName(t.APIKeyEnv, "temporal.api_key_env", "temporal", "api_key_env", "API key")
+	}
+	// An API key makes the SDK use TLS by itself. A plaintext cluster on a
+	// private network is common, so this warns rather than refuses.
+	if t.TLS == nil && t.APIKeyEnv == "" && !loopbackAddr(t.Address) {
+		d.warnf(d.line("temporal.address"), "temporal.address", "temporal: address %s is not a loopback address and temporal.tls is not set: "+
+			"the workflows' inputs and results (database, instance and server names, paths, errors) and every call to the cluster cross the network in clear, "+
+			"and nothing proves the frontend is the cluster: set temporal.tls (ca_file, and cert_file and key_file where the cluster requires client certificates)", t.Address)
 	}
 	if t.TLS != nil {
 		if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
@@ -217,14 +248,29 @@ func (d *decoder) checkHostPort(addr, path, example string) {
 	}
 }
 
-// checkEnvName does not echo a bad name: it may be a secret pasted by mistake.
-func (d *decoder) checkEnvName(name, path string) {
+// pasted is what a message about a reference that looks like the secret
+// (what: "password", "API key") says after the key. The value itself is
+// never echoed: it is in the file already, and must not reach a log too.
+func pasted(what string) string {
+	return "it looks like the " + what + " itself: if it is, take it out of this file, change the " + what +
+		" and put the new one where the reference points"
+}
+
+// checkEnvName checks the name of an environment variable holding a secret
+// (key, in owner, at path; what the secret is). It does not echo a bad name: it may be the
+// secret, pasted by mistake.
+func (d *decoder) checkEnvName(name, path, owner, key, what string) {
 	if !envRE.MatchString(name) {
-		d.errf(d.line(path), path, "%s is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): it names the variable that holds the secret, it is not the secret", path)
+		d.errf(d.line(path), path, "%s: %s is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): %s", owner, key, pasted(what))
 	}
 }
 
 // checkSecret checks a password reference at path (the mapping holding it).
+// A password_file is resolved against the configuration's directory; a
+// bare name (no directory in it) that names no file there is refused as a
+// password pasted in its place, since every error about the file would
+// quote it. A missing file with a directory in its path is not refused:
+// it may be mounted only where the worker runs (/run/secrets/...).
 func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
 	switch {
 	case r.Env != "" && r.File != "":
@@ -235,9 +281,14 @@ func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
 		}
 		d.errf(d.line(path), path, "missing required key \"password_env\" or \"password_file\" in %s: name the environment variable or file that holds the password", owner)
 	case r.Env != "":
-		d.checkEnvName(r.Env, join(path, "password_env"))
+		d.checkEnvName(r.Env, join(path, "password_env"), owner, "password_env", "password")
 	default:
+		bare := !strings.ContainsAny(r.File, `/\`)
 		r.File = d.relPath(r.File)
+		if _, err := os.Lstat(r.File); bare && err != nil {
+			fp := join(path, "password_file")
+			d.errf(d.line(fp), fp, "%s: password_file names no file next to the configuration and has no directory in it: %s", owner, pasted("password"))
+		}
 	}
 }
 
@@ -453,6 +504,7 @@ func (d *decoder) checkTLS(s *SQLInstance, path, owner string) {
 		tp := join(path, "trust_server_certificate")
 		d.errf(d.line(tp), tp, "%s: trust_server_certificate: true skips the check ca_file is for: keep one of them", owner)
 	}
+	d.warnTLS(s, path, owner)
 	if s.CAFile == "" {
 		return
 	}
@@ -469,6 +521,29 @@ func (d *decoder) checkTLS(s *SQLInstance, path, owner string) {
 			why = err.Error()
 		}
 		d.errf(d.line(cp), cp, "%s: ca_file %s: %s: give the PEM file of the CA that signed SQL Server's certificate", owner, s.CAFile, why)
+	}
+}
+
+// warnTLS warns of the settings that let an instance's traffic be read or
+// its server be impersonated, unless the address is a loopback one, where
+// the traffic crosses no network.
+func (d *decoder) warnTLS(s *SQLInstance, path, owner string) {
+	if loopbackAddr(s.Address) {
+		return
+	}
+	ep, tp := join(path, "encrypt"), join(path, "trust_server_certificate")
+	switch s.Encrypt {
+	case "disable":
+		d.warnf(d.line(ep), ep, "%s: encrypt: disable sends the login's password and every statement and result in clear to %s: "+
+			"leave encrypt out (mandatory: TLS for the whole session, the certificate checked) or use strict", owner, s.Address)
+	case "optional":
+		d.warnf(d.line(ep), ep, "%s: encrypt: optional encrypts the login only: the statements and their results (database names, paths, "+
+			"the sanity checks' values) cross the network to %s in clear: leave encrypt out (mandatory) or use strict", owner, s.Address)
+	}
+	if s.TrustServerCertificate {
+		d.warnf(d.line(tp), tp, "%s: trust_server_certificate: true accepts any certificate, so whoever can intercept the traffic to %s can pose as "+
+			"the server and read the login's password: set ca_file to the CA that signed the server's certificate (a self-signed certificate "+
+			"is its own CA) and remove trust_server_certificate", owner, s.Address)
 	}
 }
 
@@ -545,6 +620,7 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 			sp := join(path, "smb")
 			d.required(b.SMB.User, sp, "user", owner+".smb", "the SMB user")
 			d.checkSecret(&b.SMB.Password, sp, owner+".smb")
+			d.checkSMBTransport(b, sp, owner+".smb")
 		}
 	} else if b.SMB != nil && b.Loc.Scheme != "" {
 		d.errf(d.line(join(path, "smb")), join(path, "smb"), "%s: smb: is only used with an smb:// location; remove it or change location", owner)
@@ -562,6 +638,33 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	b.MaxConcurrent = d.positive(b.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultServerConcurrency)
 	if strings.ContainsAny(b.TaskQueue, " \t\n") {
 		d.errf(d.line(join(path, "task_queue")), join(path, "task_queue"), "%s: task_queue %q must not contain spaces", owner, b.TaskQueue)
+	}
+}
+
+// checkSMBTransport defaults require_signing to true, as Windows 11 24H2
+// and Windows Server 2025 do ("Overview of Server Message Block signing",
+// https://learn.microsoft.com/windows-server/storage/file-server/smb-signing-overview):
+// signed, the session's messages (the copies, the manifests, the
+// deletions) cannot be altered in flight, nor the login relayed. It warns
+// when that is turned off towards another host, and refuses encrypt: true,
+// which the client cannot enforce.
+func (d *decoder) checkSMBTransport(b *BackupServer, path, owner string) {
+	rp, ep := join(path, "require_signing"), join(path, "encrypt")
+	if !d.given(rp) {
+		b.SMB.RequireSigning = true
+	} else if !b.SMB.RequireSigning && !LoopbackHost(b.Loc.Host) {
+		d.warnf(d.line(rp), rp, "%s: require_signing: false lets the worker use unsigned SMB sessions with %s when the server allows them: "+
+			"whoever can intercept the traffic can change the files it copies and the manifests it reads and writes, or relay its login: "+
+			"leave require_signing out (true)", owner, b.Loc.Host)
+	}
+	// SMB 3 encryption is the server's (or the share's) setting: the
+	// client learns it when the session is set up and then encrypts every
+	// message, which the worker's SMB client does; no client setting asks
+	// for it ([MS-SMB2] 3.3.5.2.9, Session.EncryptData).
+	if b.SMB.Encrypt {
+		d.errf(d.line(ep), ep, "%s: encrypt: true cannot be enforced by the worker: SMB 3 encryption is the server's setting, and the worker "+
+			"encrypts whenever the server or the share asks for it: turn it on there (Windows: Set-SmbShare -Name <share> -EncryptData $true; "+
+			"Samba: smb encrypt = required) and remove encrypt from this file", owner)
 	}
 }
 

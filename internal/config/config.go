@@ -7,15 +7,17 @@
 // of the configuration: it names an environment variable or a file
 // (password_env / password_file), and activities resolve the reference with
 // ResolveSecret at the moment they connect, so secrets never reach workflow
-// inputs, histories or logs.
+// inputs, histories or logs. The manifest keys (manifest_keys: key_env /
+// key_file) are resolved the same way, when manifests are signed or read
+// (ManifestKeyRing).
 //
 // Built-in defaults (applied after validation; every database inherits the
 // `defaults:` section, which inherits these):
 //
 //	temporal:     address 127.0.0.1:7233, namespace default, task_queue backupcycle
-//	sql_instances: encrypt optional, connect_timeout 30s, max_concurrent 1
+//	sql_instances: encrypt mandatory, connect_timeout 30s, max_concurrent 1
 //	availability_groups: availability_group = name, max_concurrent 1
-//	backup_servers: max_concurrent 2, smb port 445, bandwidth_limit 0 (unlimited)
+//	backup_servers: max_concurrent 2, smb port 445, smb require_signing true, bandwidth_limit 0 (unlimited)
 //	fleet:        max_concurrent 4, window 20h
 //	stripes auto, compression true, buffer_count / max_transfer_size / block_size 0 (= SQL Server chooses),
 //	copy_only true (false with owns_backup_chain true), sequence catalog, memory_budget 2GiB,
@@ -42,6 +44,11 @@ type Config struct {
 	BackupServers      []BackupServer      `yaml:"backup_servers"`
 	Databases          []Database          `yaml:"databases"`
 	Fleet              Fleet               `yaml:"fleet"`
+	// ManifestKeys authenticate the manifests and sequence files the
+	// workers write on the backup servers (HMAC-SHA256): the first signs,
+	// every one verifies. None: manifests are neither signed nor
+	// authenticated, and preflight warns.
+	ManifestKeys []ManifestKey `yaml:"manifest_keys"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`
@@ -61,9 +68,11 @@ type SQLInstance struct {
 	// Password is a reference: exactly one of password_env / password_file.
 	Password SecretRef `yaml:",inline"`
 	// Encrypt is the TLS mode, go-mssqldb's encrypt setting: strict (TDS 8.0,
-	// TLS before anything else), mandatory (the whole session), optional (the
-	// login packet at least; the default) or disable. Parse normalises the
-	// older spellings true/false to mandatory/optional.
+	// TLS before anything else), mandatory (the whole session; the
+	// default), optional (the login packet at least) or disable. Parse
+	// normalises the older spellings true/false to mandatory/optional, and
+	// warns of optional, disable and trust_server_certificate towards an
+	// address that is not a loopback one.
 	Encrypt                string `yaml:"encrypt"`
 	TrustServerCertificate bool   `yaml:"trust_server_certificate"` // accept any certificate (test servers only)
 	HostNameInCertificate  string `yaml:"hostname_in_certificate"`  // when the cert names another host
@@ -71,7 +80,7 @@ type SQLInstance struct {
 	// chains to (relative to the config file); default: the system's roots.
 	CAFile         string        `yaml:"ca_file"`
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
-	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once
+	MaxConcurrent  int           `yaml:"max_concurrent"` // cycles backing up from this host at once, whatever started them
 	// Databases selects this instance's databases the way Ola Hallengren's
 	// DatabaseBackup @Databases does: ALL_DATABASES, SYSTEM_DATABASES,
 	// USER_DATABASES, names with * and ? wildcards, "-" to exclude; resolved
@@ -127,8 +136,8 @@ type AvailabilityGroup struct {
 	// which must then agree.
 	BackupServers []string `yaml:"backup_servers"`
 	CopyTo        string   `yaml:"copy_to"`
-	// MaxConcurrent caps the group's cycles at once in a fleet run (each
-	// backs up on one replica); default 1.
+	// MaxConcurrent caps the group's cycles at once, whatever started them
+	// (each backs up on one replica); default 1.
 	MaxConcurrent int `yaml:"max_concurrent"`
 }
 
@@ -173,11 +182,14 @@ type SMB struct {
 	User     string    `yaml:"user"`
 	Domain   string    `yaml:"domain"`
 	Password SecretRef `yaml:",inline"` // password_env / password_file
-	// RequireSigning makes the client insist on signed messages (what Windows
-	// file servers increasingly require); signing is always used when the
-	// server requires it.
+	// RequireSigning makes the client insist on signed messages, as
+	// Windows itself does by default since Windows 11 24H2; Parse sets it
+	// unless the file says false (a warning towards another host).
+	// Signing is always used when the server requires it.
 	RequireSigning bool `yaml:"require_signing"`
-	Encrypt        bool `yaml:"encrypt"` // SMB3 encryption of the session
+	// Encrypt may only be false: SMB 3 encryption is the server's or the
+	// share's setting, which the client follows whenever it is on.
+	Encrypt bool `yaml:"encrypt"`
 }
 
 // Location is a parsed BackupServer.Location.

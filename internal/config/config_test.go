@@ -141,10 +141,31 @@ func TestErrors(t *testing.T) {
 			never: "hunter2",
 		},
 		{
-			name:  "a secret pasted into password_env is not echoed",
-			yaml:  func(t *testing.T) string { return edit(t, "password_env: SQL01_PASSWORD", "password_env: 'S3cr#t!'") },
-			want:  []want{{lPassEnv, `sql_instances[0].password_env is not an environment variable name`}},
+			name: "a secret pasted into password_env is not echoed",
+			yaml: func(t *testing.T) string { return edit(t, "password_env: SQL01_PASSWORD", "password_env: 'S3cr#t!'") },
+			want: []want{{lPassEnv, `sql_instances[0] (sql01): password_env is not an environment variable name (letters, digits, _; e.g. SQL01_PASSWORD): ` +
+				`it looks like the password itself`}},
 			never: "S3cr#t!",
+		},
+		{
+			name: "a secret pasted into password_file is not echoed",
+			yaml: func(t *testing.T) string {
+				return edit(t, "password_file: secrets/verify.txt", "password_file: 'S3cr3t!pass'")
+			},
+			want:  []want{{lUser + 5, `sql_instances[1] (verify): password_file names no file next to the configuration and has no directory in it: it looks like the password itself`}},
+			never: "S3cr3t!pass",
+		},
+		{
+			name:  "a secret pasted into the SMB password_env is not echoed",
+			yaml:  func(t *testing.T) string { return edit(t, "password_env: BAK_PW", "password_env: 'hunter2!'") },
+			want:  []want{{lBak02Loc + 1, `backup_servers[1] (bak02).smb: password_env is not an environment variable name`}},
+			never: "hunter2!",
+		},
+		{
+			name:  "a secret pasted into api_key_env is not echoed",
+			yaml:  func(t *testing.T) string { return "temporal: {api_key_env: 'k3y-V@lue'}\n" + base },
+			want:  []want{{1, `temporal: api_key_env is not an environment variable name`}},
+			never: "k3y-V@lue",
 		},
 		{
 			name: "both password_env and password_file",
@@ -513,7 +534,7 @@ func TestDefaultsApply(t *testing.T) {
 		t.Errorf("temporal defaults: %+v", c.Temporal)
 	}
 	sql := c.SQLInstances[0]
-	if sql.Encrypt != "optional" || sql.ConnectTimeout != 30*time.Second || sql.MaxConcurrent != 1 {
+	if sql.Encrypt != "mandatory" || sql.ConnectTimeout != 30*time.Second || sql.MaxConcurrent != 1 {
 		t.Errorf("sql instance defaults: %+v", sql)
 	}
 	if got := c.SQLInstances[1].Password.File; got != "/etc/backupcycle/secrets/verify.txt" {

@@ -111,9 +111,9 @@ func TestConnStringParsesInDriver(t *testing.T) {
 		!got.TrustServerCertificate || got.DialTimeout != 3*time.Second || got.AppName != "backupcycle" {
 		t.Errorf("driver read %+v", got)
 	}
-	// Defaults: encrypt=false is login-only encryption, which the emulator and SQL Server both accept.
+	// Defaults: the whole session encrypted, the certificate checked.
 	def, err := msdsn.Parse(c.SQLInstances[1].ConnString("x", ""))
-	if err != nil || def.Encryption != msdsn.EncryptionOff || def.DialTimeout != 30*time.Second {
+	if err != nil || def.Encryption != msdsn.EncryptionRequired || def.TrustServerCertificate || def.DialTimeout != 30*time.Second {
 		t.Errorf("defaults: %+v %v", def, err)
 	}
 }

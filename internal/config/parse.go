@@ -197,6 +197,8 @@ var inlineSecretKeys = map[string]string{
 	"pass":     "inline password is not allowed: use password_env: VARIABLE (an environment variable of the worker) or password_file: PATH",
 	"pwd":      "inline password is not allowed: use password_env: VARIABLE (an environment variable of the worker) or password_file: PATH",
 	"api_key":  "inline API key is not allowed: use api_key_env: VARIABLE (an environment variable of the worker)",
+	"key":      "inline key is not allowed: use key_env: VARIABLE (an environment variable of the worker) or key_file: PATH",
+	"secret":   "inline key is not allowed: use key_env: VARIABLE (an environment variable of the worker) or key_file: PATH",
 }
 
 // movedKeys are keys that now live elsewhere, with where to put them.

@@ -1,37 +1,15 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-)
 
-// testCAPEM is a freshly generated self-signed CA certificate in PEM.
-func testCAPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
+	"github.com/backupcycle/backupcycle/internal/testcert"
+)
 
 // sql01With is base with extra keys under sql_instances[0] (after user:).
 func sql01With(t *testing.T, keys string) string {
@@ -40,7 +18,7 @@ func sql01With(t *testing.T, keys string) string {
 
 func TestSQLInstanceEncryptModes(t *testing.T) {
 	for in, want := range map[string]string{
-		"": "optional", "strict": "strict", "mandatory": "mandatory", "optional": "optional", "disable": "disable",
+		"": "mandatory", "strict": "strict", "mandatory": "mandatory", "optional": "optional", "disable": "disable",
 		`"true"`: "mandatory", `"false"`: "optional", "Mandatory": "mandatory",
 	} {
 		src := base
@@ -61,7 +39,7 @@ func TestSQLInstanceEncryptModes(t *testing.T) {
 func TestSQLInstanceCAFile(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), testCAPEM(t), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), testcert.Write(t, t.TempDir()).CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A relative ca_file is relative to the config file; any extension.

@@ -10,6 +10,7 @@ type configValues struct {
 	temporal, namespace string
 	source, verify      string // host:port of the emulators
 	passwordFile        string
+	manifestKeyFile     string // the workers' manifest key
 	uncs                map[string][]string
 	locations           map[string]string // per backup server: smb:// URL or directory
 	smbPasswords        map[string]string // password file per Samba-served server
@@ -41,6 +42,11 @@ func configText(v configValues) string {
 			w("  namespace: %s\n", v.namespace)
 		}
 	}
+	w(`
+manifest_keys:                    # the workers sign every manifest (README "Authenticated manifests")
+  - id: dev
+    key_file: %s   # generated on the first start
+`, yq(v.manifestKeyFile))
 	w(`
 defaults:
   stripes: 4                      # 2 per NIC path of each backup server

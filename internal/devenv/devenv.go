@@ -164,6 +164,7 @@ type Site struct {
 type layout struct {
 	root, secrets, password string
 	adminPassword           string
+	manifestKey             string // the workers' manifest key (manifest_keys)
 	srcData, verifyData     string
 	volumes                 []string // the source's two data volumes
 	restore                 string   // the verify instance's restore volume
@@ -176,6 +177,7 @@ func newLayout(root string) layout {
 		smbDir: map[string]string{}, smbPassword: map[string]string{}}
 	l.password = filepath.Join(l.secrets, "sql.password")
 	l.adminPassword = filepath.Join(l.secrets, "sa.password")
+	l.manifestKey = filepath.Join(l.secrets, "manifest.key")
 	l.srcData = filepath.Join(root, SourceInstance)
 	l.verifyData = filepath.Join(root, VerifyInstance)
 	// Two "volumes" of the source host, like D: and E: on a real one.
@@ -250,6 +252,11 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	}
 	adminPassword, err := ensurePassword(l.adminPassword)
 	if err != nil {
+		return nil, err
+	}
+	// The demo signs its manifests, as a production site should; the key
+	// is kept, so sets of earlier runs stay authenticated.
+	if _, err := ensureSecret(l.manifestKey, "", 32); err != nil {
 		return nil, err
 	}
 
@@ -329,7 +336,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	s.ConfigFile = filepath.Join(root, ConfigFile)
 	text := configText(configValues{
 		temporal: o.TemporalAddress, namespace: o.Namespace,
-		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password,
+		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
 		fleet: len(s.FleetDatabases) > 0,
 	})
@@ -456,19 +463,23 @@ func lockState(root string) (*os.File, error) {
 }
 
 // ensurePassword returns the site's SQL password, generating it on first use.
-func ensurePassword(path string) (string, error) {
+func ensurePassword(path string) (string, error) { return ensureSecret(path, "Dev-", 12) }
+
+// ensureSecret returns the secret kept in path, generating it on first use:
+// prefix and n random bytes in hex.
+func ensureSecret(path, prefix string, n int) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		if pw := strings.TrimSpace(string(b)); pw != "" {
 			return pw, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("devenv: read %s: %w (remove it to get a new password)", path, err)
+		return "", fmt.Errorf("devenv: read %s: %w (remove it to get a new one)", path, err)
 	}
-	var raw [12]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("devenv: generate a password: %w", err)
+	raw := make([]byte, n)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("devenv: generate a secret: %w", err)
 	}
-	pw := "Dev-" + hex.EncodeToString(raw[:])
+	pw := prefix + hex.EncodeToString(raw)
 	if err := writeFileAtomic(path, []byte(pw+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("devenv: write %s: %w", path, err)
 	}

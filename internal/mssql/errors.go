@@ -326,10 +326,14 @@ func Classify(t Target, op string, err error) error {
 		// The server forces encryption (ENCRYPT_REQ) and go-mssqldb then
 		// fails the handshake it did not prepare.
 		f.Kind = ErrInvalidTarget
-		f.Err = fmt.Errorf("%w: the server requires encryption: set encrypt: optional, mandatory or strict (with ca_file)", err)
+		f.Err = fmt.Errorf("%w: the server requires encryption: leave encrypt out (mandatory) or set strict, with ca_file", err)
 	case strings.Contains(err.Error(), "server does not support encryption"):
 		f.Kind = ErrInvalidTarget
-		f.Err = fmt.Errorf("%w: encrypt is mandatory but the server offers no TLS: give SQL Server a certificate or set encrypt: optional", err)
+		// Every SQL Server since 2005 offers TLS, with a self-signed
+		// certificate when none is configured: a server that offers none is
+		// not one, or a test double started without it.
+		f.Err = fmt.Errorf("%w: encrypt is mandatory (the default) but the server offers no TLS, which every SQL Server does: check that address is a SQL Server; "+
+			"a test server without TLS needs encrypt: disable", err)
 	default:
 		f.Kind = ErrUnreachable
 		if !isTransport(err) {

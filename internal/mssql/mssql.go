@@ -41,8 +41,9 @@ type Target struct {
 	Instance string // configuration name, for messages
 	Address  string // host:port
 	// User is a SQL login, or DOMAIN\user for a Windows login (NTLM).
-	User     string
-	Password string
+	User string
+	// Password is never encoded (json "-") nor printed (String, GoString).
+	Password string `json:"-"`
 	Database string // initial database; "" = the login's default
 	// Encrypt is go-mssqldb's encrypt setting: "strict" (TDS 8.0, TLS
 	// before anything else), "mandatory" (the whole session), "optional"
@@ -66,6 +67,9 @@ func (t Target) String() string {
 	}
 	return fmt.Sprintf("%s (%s)", t.Instance, t.Address)
 }
+
+// GoString is String for %#v, which would otherwise print every field.
+func (t Target) GoString() string { return "mssql.Target{" + t.String() + ", password hidden}" }
 
 // TargetFor builds the Target of a configured instance, resolving its
 // password reference now.

@@ -80,6 +80,9 @@ func TestTLSEncryptModes(t *testing.T) {
 		{"mandatory, CA file, certificate issued for the server name",
 			with(tlsTarget(on, "mandatory"), func(t *Target) { t.CAFile, t.HostNameInCertificate = onCA, "sql01" }), nil, ""},
 		{"mandatory, self-signed certificate not trusted", tlsTarget(on, "mandatory"), ErrInvalidTarget, "set ca_file"},
+		// optional checks the certificate of the login's TLS as well: the
+		// default mandatory refuses no server optional accepted.
+		{"optional, self-signed certificate not trusted", tlsTarget(on, "optional"), ErrInvalidTarget, "set ca_file"},
 		{"mandatory, certificate of another name",
 			with(tlsTarget(on, "mandatory"), func(t *Target) { t.CAFile, t.HostNameInCertificate = onCA, "sql99.example.internal" }),
 			ErrInvalidTarget, "hostname_in_certificate"},
@@ -90,7 +93,7 @@ func TestTLSEncryptModes(t *testing.T) {
 		// strict ignores trust_server_certificate: it always verifies.
 		{"strict, trust_server_certificate", with(tlsTarget(strict, "strict"), func(t *Target) { t.TrustServerCertificate = true }),
 			ErrInvalidTarget, "set ca_file"},
-		{"mandatory against a server without TLS", tlsTarget(plain, "mandatory"), ErrInvalidTarget, "encrypt: optional"},
+		{"mandatory against a server without TLS", tlsTarget(plain, "mandatory"), ErrInvalidTarget, "a test server without TLS needs encrypt: disable"},
 		{"disable against a server that requires TLS", tlsTarget(on, "disable"), ErrInvalidTarget, "server requires encryption"},
 		{"CA file that is gone", with(tlsTarget(on, "mandatory"), func(t *Target) { t.CAFile = onCA + ".old" }), ErrInvalidTarget, "ca_file"},
 	} {

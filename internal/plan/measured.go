@@ -198,14 +198,15 @@ func newest(t Throughput) time.Time {
 }
 
 // FromManifests is the combined measurement (Combine) of the verified sets
-// of database d among manifests, which may hold the same set once per
+// of database d among the trusted manifests (catalog.Manifest.Trusted: an
+// untrusted one's timings are anybody's), which may hold the same set once per
 // backup server (each set counts once, by its copy with the most timings),
 // and of more: measurements made elsewhere, such as a calibration's
 // (Throughput{Backup: StepRate{Source: SourceCalibration, ...}}).
 func FromManifests(d catalog.DB, manifests []*catalog.Manifest, more ...Throughput) Throughput {
 	best := map[int64]*catalog.Manifest{}
 	for _, m := range manifests {
-		if m == nil || !d.Owns(m) || !m.Verified() {
+		if m == nil || !d.Owns(m) || !m.Verified() || !m.Trusted() {
 			continue
 		}
 		if b := best[m.Sequence]; b == nil || len(m.Timings) > len(b.Timings) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -326,7 +327,12 @@ func shopConfig(t *testing.T, src, srcAddr, user, verifyAddr string) *config.Con
 // shopConfigAt is shopConfig with both backup servers' location in bak.
 func shopConfigAt(t *testing.T, src, srcAddr, user, verifyAddr, bak string) *config.Config {
 	t.Helper()
+	key := filepath.Join(t.TempDir(), "manifest.key")
+	if err := os.WriteFile(key, []byte("the manifest key of the Shop site, 32 bytes or more\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := config.Parse([]byte(`
+manifest_keys: [{id: shop, key_file: '`+key+`'}]
 sql_instances:
   - {name: `+src+`, address: "`+srcAddr+`", user: `+user+`, password_env: `+srcPwEnv+`, encrypt: disable}
   - {name: sqlverify, address: "`+verifyAddr+`", user: sa, password_env: `+srcPwEnv+`, encrypt: disable}

@@ -385,6 +385,11 @@ func redact(r *Report, cfg *config.Config) {
 			add(b.SMB.Password)
 		}
 	}
+	for _, k := range cfg.ManifestKeys {
+		if v, err := k.Resolve(); err == nil && v != "" {
+			secrets = append(secrets, v)
+		}
+	}
 	if len(secrets) == 0 {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -371,7 +372,36 @@ func configChecks(cfg *config.Config) []Check {
 		}
 		cs = append(cs, c)
 	}
-	return cs
+	return append(cs, manifestKeysCheck(cfg))
+}
+
+// manifestKeysCheck says whether the manifests the workers write are
+// signed, and whether the keys can be read from here: the worker signs
+// with them and status and the plan read manifests with them.
+func manifestKeysCheck(cfg *config.Config) Check {
+	c := Check{Kind: KindConfig, Name: "manifest_keys",
+		For: "manifests count only when a worker signed them: retention, status, metrics, the plan, ownership"}
+	keys, err := cfg.ManifestKeyRing()
+	switch {
+	case err != nil:
+		c.Status, c.Detail = Missing, err.Error()
+		c.Fix = "give every worker (and this command) the manifest keys: the variable or file each key_env / key_file names, " +
+			fmt.Sprintf("each holding at least %d random bytes (openssl rand -base64 48)", catalog.MinKeyBytes)
+	case keys == nil:
+		c.Status = Warn
+		c.Detail = "no manifest_keys: manifests and sequence files are neither signed nor authenticated, so anyone who can write a " +
+			"backup share can plant one that makes a database look verified (silencing its RPO alert), moves the rotation, " +
+			"shortens the timeouts or makes retention delete the real newest verified set"
+		c.Fix = "add manifest_keys with one key (id, key_env or key_file) given to every worker; sets written before stay readable, " +
+			"shown as unauthenticated (README \"Authenticated manifests\")"
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("HMAC-SHA256: key %s signs", keys.Current())
+		if ids := keys.IDs(); len(ids) > 1 {
+			c.Detail += fmt.Sprintf(", %s still verify", strings.Join(ids[1:], ", "))
+		}
+	}
+	return c
 }
 
 // pageVerifyCheck warns of a database whose pages carry no checksum

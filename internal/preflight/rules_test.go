@@ -381,13 +381,9 @@ func TestSourceBackupHistoryGrant(t *testing.T) {
 	}
 }
 
-// The configuration's warnings (a heartbeat_timeout under 3 minutes) are
-// reported as warnings of the configuration file, with the fix.
-func TestConfigWarningsReported(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
-defaults:
-  heartbeat_timeout: 30s
-sql_instances:
+// twoServerSite is a site of two SQL instances and two backup servers
+// nobody reaches, with one database.
+const twoServerSite = `sql_instances:
   - {name: sql01, address: "127.0.0.1:1", user: sa, password_env: X, encrypt: disable}
   - {name: sqlverify, address: "127.0.0.1:2", user: sa, password_env: X, encrypt: disable}
 backup_servers:
@@ -395,12 +391,17 @@ backup_servers:
   - {name: bak02, unc_paths: ['\\bak02\backup'], location: /srv/backup, verify_instance: sqlverify, restore_data_dir: 'R:\data', restore_log_dir: 'R:\log'}
 databases:
   - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}
-`), "site.yaml")
+`
+
+// The configuration's warnings (a heartbeat_timeout under 3 minutes) are
+// reported as warnings of the configuration file, with the fix.
+func TestConfigWarningsReported(t *testing.T) {
+	cfg, err := config.Parse([]byte("\ndefaults:\n  heartbeat_timeout: 30s\n"+twoServerSite), "site.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := configChecks(cfg)
-	if len(cs) != 1 || cs[0].Kind != KindConfig || cs[0].Status != Warn || cs[0].Name != "defaults.heartbeat_timeout" ||
+	if len(cs) != 2 || cs[0].Kind != KindConfig || cs[0].Status != Warn || cs[0].Name != "defaults.heartbeat_timeout" ||
 		!strings.Contains(cs[0].Detail, "site.yaml:3") || !strings.Contains(cs[0].Fix, "heartbeat_timeout: 4m") {
 		t.Fatalf("config checks %+v", cs)
 	}
@@ -411,8 +412,35 @@ databases:
 	if err := r.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "\nconfiguration\n") || !strings.Contains(out.String(), "WARN") || r.Warnings != 1 || !r.OK {
+	if !strings.Contains(out.String(), "\nconfiguration\n") || !strings.Contains(out.String(), "WARN") || r.Warnings != 2 || !r.OK {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// Without manifest_keys preflight warns that manifests are not
+// authenticated; with them it says which key signs, and a key it cannot
+// read is missing (the worker could sign nothing), its value never shown.
+func TestManifestKeysCheck(t *testing.T) {
+	check := func(keys string) Check {
+		t.Helper()
+		cfg, err := config.Parse([]byte(keys+twoServerSite), "site.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return manifestKeysCheck(cfg)
+	}
+	if c := check(""); c.Status != Warn || !strings.Contains(c.Detail, "neither signed nor authenticated") || !strings.Contains(c.Fix, "manifest_keys") {
+		t.Errorf("without keys: %+v, want a warning with the fix", c)
+	}
+	const value = "the key the workers sign with, 32 bytes or more"
+	t.Setenv("PREFLIGHT_TEST_MANIFEST_KEY", value)
+	keys := "manifest_keys:\n  - {id: k2, key_env: PREFLIGHT_TEST_MANIFEST_KEY}\n  - {id: k1, key_env: PREFLIGHT_TEST_MANIFEST_KEY}\n"
+	if c := check(keys); c.Status != OK || c.Detail != "HMAC-SHA256: key k2 signs, k1 still verify" {
+		t.Errorf("with keys: %+v", c)
+	}
+	t.Setenv("PREFLIGHT_TEST_MANIFEST_KEY", "")
+	if c := check(keys); c.Status != Missing || !strings.Contains(c.Detail, "PREFLIGHT_TEST_MANIFEST_KEY is empty") {
+		t.Errorf("key unreadable: %+v, want missing naming the variable", c)
 	}
 }
 

@@ -64,14 +64,6 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 	defer st.Close()
 	var cs []Check
 
-	ls := check("list", "find the manifests and sets (round robin, retention)")
-	if files, err := st.List(ctx, ""); err != nil {
-		ls.Status, ls.Detail, ls.Fix = Missing, err.Error(), storageFix(srv, err)
-	} else {
-		ls.Status, ls.Detail = OK, fmt.Sprintf("%d files at %s", len(files), st.Location())
-	}
-	cs = append(cs, ls)
-
 	var raw [8]byte
 	_, _ = rand.Read(raw[:])
 	name := ProbePrefix + hex.EncodeToString(raw[:]) + ".tmp"
@@ -88,6 +80,7 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 		wr.Status, wr.Detail = OK, fmt.Sprintf("wrote %s (%s)", name, plan.FormatBytes(probeSize))
 	}
 	cs = append(cs, wr)
+	cs = append([]Check{listProbe(ctx, st, check("list", "find the manifests and sets by their names (round robin, retention)"), srv, name, werr == nil)}, cs...)
 	if werr == nil {
 		if err := readProbe(ctx, st, name, data); err != nil {
 			rd.Status, rd.Detail, rd.Fix = Missing, err.Error(), storageFix(srv, err)
@@ -110,6 +103,30 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 	}
 	cs = append(cs, del)
 	return append(cs, freeSpaceCheck(ctx, st, check("free space", "tonight's sets"), n))
+}
+
+// listProbe lists the location by a pattern, as every step does: by the
+// probe's own name when it was written (the server must return it, and
+// only what matches), else by the probe prefix.
+func listProbe(ctx context.Context, st storage.Storage, c Check, srv *config.BackupServer, name string, written bool) Check {
+	pattern := ProbePrefix
+	if written {
+		pattern = name
+	}
+	files, err := st.List(ctx, pattern, "")
+	switch {
+	case err != nil:
+		c.Status, c.Detail, c.Fix = Missing, err.Error(), storageFix(srv, err)
+	case written && (len(files) != 1 || files[0].Name != name):
+		c.Status = Missing
+		c.Detail = fmt.Sprintf("listing %s by the pattern %s* returned %d files, not the probe file just written", st.Location(), pattern, len(files))
+		c.Fix = "the server must answer a directory query with a search pattern (SMB2 QUERY_DIRECTORY)"
+	case written:
+		c.Status, c.Detail = OK, fmt.Sprintf("found the probe file at %s by the pattern %s*", st.Location(), pattern)
+	default:
+		c.Status, c.Detail = OK, fmt.Sprintf("listed %s by the pattern %s*", st.Location(), pattern)
+	}
+	return c
 }
 
 // writeProbe creates name with data; created says whether the file exists

@@ -97,7 +97,7 @@ func TestProbeWritableStorage(t *testing.T) {
 	}
 	cs := probeStorage(context.Background(), bak01, opener(st), need{Databases: []string{"sql01/Sales"}, Planned: 1 << 20, Worst: 4 << 20})
 	allOK(t, "writable", cs)
-	if c := find(t, cs, "list"); !strings.Contains(c.Detail, "1 files") {
+	if c := find(t, cs, "list"); !strings.Contains(c.Detail, "found the probe file") {
 		t.Errorf("list: %q", c.Detail)
 	}
 	noProbeLeft(t, dir)

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -47,6 +48,12 @@ type Options struct {
 	MaxDiskSizeMiB int
 	// Global holds extra smb.conf lines for [global].
 	Global []string
+	// FollowSymlinks serves the shares with Samba's own defaults for
+	// symbolic links and special files (follow symlinks = yes, hide
+	// special files = no). Without it they get the settings the README
+	// asks of a backup share: follow symlinks = no, hide special files =
+	// yes.
+	FollowSymlinks bool
 	// MaxFileSizeMiB makes writes past this file size fail the way they fail
 	// on a full disk (smbd runs with RLIMIT_FSIZE and SIGXFSZ ignored, so
 	// it gets EFBIG and answers STATUS_DISK_FULL). 0 = no limit.
@@ -350,6 +357,12 @@ server min protocol = SMB2_10
 	if s.opts.MaxDiskSizeMiB > 0 {
 		fmt.Fprintf(&b, "max disk size = %d\n", s.opts.MaxDiskSizeMiB)
 	}
+	if !s.opts.FollowSymlinks {
+		// What README "Backup shares" asks of a backup share: a link
+		// another writer plants is not there for any SMB client, and
+		// neither is a FIFO.
+		fmt.Fprintf(&b, "follow symlinks = no\nhide special files = yes\n")
+	}
 	for _, l := range s.opts.Global {
 		fmt.Fprintln(&b, l)
 	}
@@ -578,4 +591,39 @@ func (s *Server) Stop() {
 	case <-time.After(5 * time.Second):
 	}
 	s.killLocked()
+}
+
+// Session is one SMB session smbd holds, as smbstatus reports it.
+type Session struct {
+	User string
+	// Signing and Encryption are the degree smbstatus reports: "full"
+	// (every message), "partial" (only what the protocol always signs,
+	// such as the SMB 3.1.1 session setup) or "none".
+	Signing, Encryption string
+}
+
+// Sessions lists the server's SMB sessions (smbstatus --json): tests check
+// with it what a client negotiated, e.g. that its messages are signed.
+func (s *Server) Sessions() ([]Session, error) {
+	cmd := exec.Command(smbBin("smbstatus"), "-s", s.conf(), "--json", "--brief")
+	cmd.Env = s.nssEnv
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("smbstatus: %w", err)
+	}
+	var st struct {
+		Sessions map[string]struct {
+			Username   string                  `json:"username"`
+			Signing    struct{ Degree string } `json:"signing"`
+			Encryption struct{ Degree string } `json:"encryption"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return nil, fmt.Errorf("smbstatus --json: %w: %s", err, out)
+	}
+	var ss []Session
+	for _, v := range st.Sessions {
+		ss = append(ss, Session{User: v.Username, Signing: v.Signing.Degree, Encryption: v.Encryption.Degree})
+	}
+	return ss, nil
 }

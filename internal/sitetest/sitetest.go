@@ -7,7 +7,9 @@ package sitetest
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -100,6 +102,11 @@ type Options struct {
 	// Collation is both instances' server collation (sqlsim.Config);
 	// empty: the emulator's default, case-insensitive.
 	Collation string
+	// ManifestKeys configures manifest keys (manifest_keys): their ids,
+	// the first signing, each key a random one in a file under Root
+	// (Site.KeyFile). None: manifests are neither signed nor
+	// authenticated.
+	ManifestKeys []string
 }
 
 // Site is a running emulated site.
@@ -235,6 +242,12 @@ func New(t testing.TB, o Options) *Site {
 	}
 
 	var y strings.Builder
+	if len(o.ManifestKeys) > 0 {
+		y.WriteString("manifest_keys:\n")
+		for _, id := range o.ManifestKeys {
+			fmt.Fprintf(&y, "  - id: %s\n    key_file: '%s'\n", id, s.writeKey(id))
+		}
+	}
 	y.WriteString("sql_instances:\n")
 	for _, in := range [][2]string{{o.Instance, srcAddr}, {VerifyInstance, verifyAddr}} {
 		fmt.Fprintf(&y, "  - name: %s\n    address: %s\n    user: sa\n    password_env: %s\n    encrypt: disable\n", in[0], in[1], PasswordEnv)
@@ -269,6 +282,24 @@ func New(t testing.TB, o Options) *Site {
 	s.ConfigPath = filepath.Join(s.Root, "backupcycle.yaml")
 	s.write(y.String())
 	return s
+}
+
+// KeyFile is the file holding manifest key id (Options.ManifestKeys).
+func (s *Site) KeyFile(id string) string { return filepath.Join(s.Root, "manifest-key-"+id) }
+
+// writeKey writes a random manifest key id into KeyFile(id) and returns
+// the file.
+func (s *Site) writeKey(id string) string {
+	s.t.Helper()
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		s.t.Fatal(err)
+	}
+	f := s.KeyFile(id)
+	if err := os.WriteFile(f, []byte(hex.EncodeToString(raw[:])+"\n"), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return f
 }
 
 // write replaces the configuration file with y and loads it.

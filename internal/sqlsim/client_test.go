@@ -260,8 +260,16 @@ func TestRestoreRequestDatabaseID(t *testing.T) {
 		done <- err
 	}()
 	rec := waitRunning(t, e.in, "RESTORE DATABASE")
-	cmd, _, dbID, ok := requestOf(t, e, rec.Session)
-	if !ok || cmd != "RESTORE DATABASE" || dbID != 5 {
+	// The statement log shows the RESTORE a moment before the request
+	// publishes its command: wait for the request, then check its database.
+	var cmd string
+	var dbID int64
+	var ok bool
+	waitFor(t, func() bool {
+		cmd, _, dbID, ok = requestOf(t, e, rec.Session)
+		return ok && cmd == "RESTORE DATABASE"
+	})
+	if dbID != 5 {
 		t.Fatalf("request of the restore: %q database_id %d (found %v); want RESTORE DATABASE in Sales (5)", cmd, dbID, ok)
 	}
 	if err := <-done; err != nil {

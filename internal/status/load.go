@@ -29,10 +29,20 @@ type Server struct {
 
 // Report is the answer for every database of a configuration.
 type Report struct {
-	At        time.Time  `json:"at"`
-	Databases []Database `json:"databases"`
-	Servers   []Server   `json:"servers"`
+	At time.Time `json:"at"`
+	// Authentication is how the manifests were read: AuthenticationOff
+	// without manifest keys (every manifest is taken at its word), else
+	// AuthenticationHMAC (only the workers' signed manifests count).
+	Authentication string     `json:"manifest_authentication"`
+	Databases      []Database `json:"databases"`
+	Servers        []Server   `json:"servers"`
 }
+
+// Report.Authentication values.
+const (
+	AuthenticationOff  = "off"
+	AuthenticationHMAC = "hmac-sha256"
+)
 
 // OutOfObjectives lists the databases that are out of their objectives.
 func (r Report) OutOfObjectives() []Database {
@@ -62,33 +72,35 @@ type OpenFunc func(ctx context.Context, srv *config.BackupServer) (storage.Stora
 // Open opens a backup server's directory as the configuration describes it,
 // resolving the SMB password reference at this moment.
 func Open(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-	creds, err := srv.Credentials()
-	if err != nil {
-		return nil, err
-	}
-	loc := srv.Location
-	if srv.Loc.Scheme == "file" && srv.Loc.Path != "" {
-		// Parse resolved a relative path against the config file's directory.
-		loc = srv.Loc.Path
-	}
-	return location.Open(ctx, loc, creds)
+	return location.OpenServer(ctx, srv)
 }
 
 // Load reads the manifests of every backup server of c (in parallel; open
-// nil means Open) and summarizes them at now. A server that cannot be read
-// is reported in Report.Servers, not as an error: the others still answer.
+// nil means Open), authenticated with c's manifest keys resolved now, and
+// summarizes them at now. A server that cannot be read is reported in
+// Report.Servers, not as an error: the others still answer. When a
+// manifest key is configured but cannot be read here, no server is read:
+// without it no manifest can be told from a planted one.
 func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) Report {
 	if open == nil {
 		open = Open
 	}
 	servers := make([]Server, len(c.BackupServers))
 	found := make([][]Found, len(c.BackupServers))
+	instances := InstancesOf(c)
+	keys, kerr := c.ManifestKeyRing()
 	var wg sync.WaitGroup
 	for i := range c.BackupServers {
+		if kerr != nil {
+			srv := &c.BackupServers[i]
+			servers[i] = Server{Name: srv.Name, Location: srv.Loc.String(), Error: fmt.Sprintf(
+				"manifests not read: %v: give this command the manifest keys the workers have (the same key_env or key_file), or no manifest can be authenticated", kerr)}
+			continue
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open)
+			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys)
 		}(i)
 	}
 	wg.Wait()
@@ -97,10 +109,44 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		all = append(all, f...)
 	}
 	targets, defaults := TargetsOf(c)
-	return Report{At: now.UTC(), Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
+	auth := AuthenticationOff
+	if len(c.ManifestKeys) > 0 {
+		auth = AuthenticationHMAC
+	}
+	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
 }
 
-func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (Server, []Found) {
+// InstancesOf are the instance keys whose sets c reports on: its SQL
+// instances, its availability groups with their former keys, and the
+// instance of every databases: entry. Manifests of any other instance on a
+// backup server (another installation's, or planted by anyone who can
+// write the share) are not read: no line, no alert, no metric.
+func InstancesOf(c *config.Config) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	for _, in := range c.SQLInstances {
+		add(in.Name)
+	}
+	for i := range c.AvailabilityGroups {
+		add(c.AvailabilityGroups[i].Name)
+		add(c.AvailabilityGroups[i].Former()...)
+	}
+	for _, db := range c.Databases {
+		add(db.Instance)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string, keys *catalog.Keys) (Server, []Found) {
 	s := Server{Name: srv.Name, Location: srv.Loc.String()}
 	st, err := open(ctx, srv)
 	if err != nil {
@@ -108,7 +154,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc) (S
 		return s, nil
 	}
 	defer st.Close()
-	l, err := catalog.List(ctx, ReadOnlyFS(st), nil)
+	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), keys, instances)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
 		return s, nil
@@ -145,8 +191,8 @@ func (f readFS) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	return storage.ReadFile(ctx, f.st, name)
 }
 
-func (f readFS) List(ctx context.Context) ([]catalog.FileInfo, error) {
-	return catalog.ListStorage(ctx, f.st)
+func (f readFS) List(ctx context.Context, prefix, suffix string) ([]catalog.FileInfo, error) {
+	return catalog.ListStorage(ctx, f.st, prefix, suffix)
 }
 
 func (readFS) Create(context.Context, string) (io.WriteCloser, error) { return nil, ErrReadOnly }

@@ -8,6 +8,7 @@ package status
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -72,6 +73,17 @@ type Failure struct {
 	Servers []string  `json:"servers"`
 }
 
+// Unauthenticated is a set of a database whose manifests are not
+// authenticated (catalog.Manifest.Trusted: a manifest key is configured
+// and no worker's signature verifies): what they claim is shown, and
+// counted for nothing.
+type Unauthenticated struct {
+	Sequence int64         `json:"sequence"`
+	State    catalog.State `json:"state"`   // what the manifest claims
+	Auth     catalog.Auth  `json:"auth"`    // unsigned or invalid
+	Servers  []string      `json:"servers"` // where such a manifest of the set is
+}
+
 // Database is the answer for one (instance, database).
 type Database struct {
 	Instance   string `json:"instance"`
@@ -80,6 +92,9 @@ type Database struct {
 	Objectives
 	LastVerified *Verified `json:"last_verified"` // nil: never verified
 	LastFailure  *Failure  `json:"last_failure,omitempty"`
+	// Unauthenticated are the sets whose manifests are not authenticated,
+	// newest number first; they count for nothing above.
+	Unauthenticated []Unauthenticated `json:"unauthenticated,omitempty"`
 	// OutOfObjectives is true when the database has no verified set, its age
 	// exceeds the RPO or its time to recover exceeds the RTO; Reasons say which.
 	OutOfObjectives bool     `json:"out_of_objectives"`
@@ -185,9 +200,17 @@ func (a Aliases) of(group string) []string {
 }
 
 // set is one backup set as seen on every server that has its manifest.
+// An untrusted manifest makes a set of its own (untrusted), never the
+// trusted one's.
 type set struct {
 	best    *catalog.Manifest // the most advanced copy of the manifest
 	servers map[catalog.State][]string
+}
+
+// setKey is a set of a database: trusted or not.
+type setKey struct {
+	setID
+	untrusted bool
 }
 
 // Summarize answers for every target and every (instance, database) found
@@ -214,7 +237,7 @@ func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found [
 		k := key{t.Instance, t.Database}
 		objectives[k], configured[k] = t.Objectives, true
 	}
-	sets := map[key]map[setID]*set{}
+	sets := map[key]map[setKey]*set{}
 	for _, f := range found {
 		m := f.Manifest
 		if m == nil {
@@ -225,9 +248,9 @@ func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found [
 			k = e
 		}
 		if sets[k] == nil {
-			sets[k] = map[setID]*set{}
+			sets[k] = map[setKey]*set{}
 		}
-		id := setID{m.SourceInstance, m.Sequence}
+		id := setKey{setID{m.SourceInstance, m.Sequence}, !m.Trusted()}
 		s := sets[k][id]
 		if s == nil {
 			s = &set{servers: map[catalog.State][]string{}}
@@ -245,7 +268,7 @@ func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found [
 			continue
 		}
 		if sets[gk] == nil {
-			sets[gk] = map[setID]*set{}
+			sets[gk] = map[setKey]*set{}
 		}
 		for id, s := range ss {
 			sets[gk][id] = s
@@ -293,11 +316,17 @@ func advanced(a, b *catalog.Manifest) bool {
 	return a.UpdatedAt.After(b.UpdatedAt)
 }
 
-func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setID]*set, former []string) Database {
+func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setKey]*set, former []string) Database {
 	d := Database{Instance: k.instance, Database: k.database, Configured: configured, Objectives: o}
 	var lastOK, lastBad *set
-	for _, s := range sets {
+	trusted := map[setID]*set{}
+	for id, s := range sets {
 		m := s.best
+		if id.untrusted {
+			d.Unauthenticated = append(d.Unauthenticated, unauthenticatedOf(s))
+			continue
+		}
+		trusted[id.setID] = s
 		switch {
 		case m.State == catalog.StateVerified:
 			if lastOK == nil || m.Newer(lastOK.best) {
@@ -309,15 +338,19 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 			}
 		}
 	}
+	sort.Slice(d.Unauthenticated, func(i, j int) bool { return d.Unauthenticated[i].Sequence > d.Unauthenticated[j].Sequence })
 	if lastOK != nil {
 		d.LastVerified = verifiedOf(now, lastOK)
-		d.LastVerified.Predicted = predict(k, lastOK, sets, former)
+		d.LastVerified.Predicted = predict(k, lastOK, trusted, former)
 	}
 	// A failure older than the last verified set is history, not news.
 	if lastBad != nil && (lastOK == nil || lastBad.best.Newer(lastOK.best)) {
 		d.LastFailure = failureOf(lastBad)
 	}
 	switch v := d.LastVerified; {
+	case v == nil && len(d.Unauthenticated) > 0:
+		d.Reasons = append(d.Reasons, fmt.Sprintf("no authenticated verified backup set on any backup server (the manifests of %d set(s) are not authenticated and count for nothing)",
+			len(d.Unauthenticated)))
 	case v == nil:
 		d.Reasons = append(d.Reasons, "no verified backup set on any backup server")
 	default:
@@ -351,6 +384,17 @@ func verifiedOf(now time.Time, s *set) *Verified {
 		v.VerifyInstance = m.Proof.VerifyInstance
 	}
 	return v
+}
+
+// unauthenticatedOf is an untrusted set as its manifests claim it.
+func unauthenticatedOf(s *set) Unauthenticated {
+	u := Unauthenticated{Sequence: s.best.Sequence, State: s.best.State, Auth: s.best.Auth}
+	for _, servers := range s.servers {
+		u.Servers = append(u.Servers, servers...)
+	}
+	sort.Strings(u.Servers)
+	u.Servers = slices.Compact(u.Servers)
+	return u
 }
 
 func failureOf(s *set) *Failure {

@@ -24,6 +24,13 @@ var (
 	// ErrCorrupt: content differs from what was written or expected (hash or
 	// size mismatch). Not retryable as such: the copier removes what is bad.
 	ErrCorrupt = errors.New("content mismatch")
+	// ErrNotRegular: the name is there, but not as a regular file: a
+	// symbolic link, a directory, a FIFO, a device, a socket. Another
+	// writer of the share put it there; it is never followed, read or
+	// written through.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge: ReadFile of a file bigger than MaxSmallFile.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Error is a failed storage operation. Its message names the location (server,
@@ -85,13 +92,17 @@ func hint(kind error) string {
 		return "grant the backup user read/write access to the directory"
 	case ErrConnection:
 		return "check that the server is up and reachable; retried automatically"
+	case ErrNotRegular:
+		return "the worker never follows links nor opens special files in a backup directory; remove it"
+	case ErrTooLarge:
+		return "the product never writes such a file; look at it and remove it"
 	}
 	return ""
 }
 
 // permanent are the kinds retrying cannot fix, most telling first.
 var permanent = []error{ErrAuth, ErrShareNotFound, ErrNoSpace, ErrPermission, ErrInvalidName,
-	ErrCorrupt, ErrExists, ErrNotFound}
+	ErrNotRegular, ErrTooLarge, ErrCorrupt, ErrExists, ErrNotFound}
 
 // IsRetryable reports whether retrying the operation may succeed: connection
 // failures, timeouts and unclassified I/O errors are; bad input (auth, share,
@@ -128,7 +139,8 @@ func Kind(err error) error {
 // ErrorType is a stable name for err's kind, for activities' application
 // error types: "StorageConnection", "StorageAuth", "StorageShareNotFound",
 // "StorageNotFound", "StorageExists", "StorageNoSpace", "StoragePermission",
-// "StorageInvalidName", "StorageCorrupt", or "StorageError" for the rest.
+// "StorageInvalidName", "StorageNotRegular", "StorageTooLarge",
+// "StorageCorrupt", or "StorageError" for the rest.
 func ErrorType(err error) string {
 	switch Kind(err) {
 	case ErrConnection:
@@ -147,6 +159,10 @@ func ErrorType(err error) string {
 		return "StoragePermission"
 	case ErrInvalidName:
 		return "StorageInvalidName"
+	case ErrNotRegular:
+		return "StorageNotRegular"
+	case ErrTooLarge:
+		return "StorageTooLarge"
 	case ErrCorrupt:
 		return "StorageCorrupt"
 	}

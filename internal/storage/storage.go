@@ -20,6 +20,18 @@ import (
 //
 // Implementations are safe for concurrent use; so are ReadAt and WriteAt on one
 // Reader or Writer (that is how the copier keeps several requests in flight).
+//
+// Other tools and people may write the directory too. Only regular files are
+// files: a name that is a symbolic link (to a file inside the directory or
+// outside it), a directory, a FIFO, a device or a socket is never listed, and
+// Stat, OpenRead and OpenWrite refuse it (ErrNotRegular, or ErrNotFound where
+// the server hides it), never following a link; Create never creates a file
+// where a link points (ErrExists or ErrNotRegular: a name that is taken is
+// never ErrNotFound), and Remove removes a link itself, never its target. An
+// SMB server decides what it shows: the client refuses what the protocol
+// tells (directories, links it is asked to follow), and the server's settings
+// do the rest (README "Backup shares"). Every implementation passes the
+// conformance suite's checks of this (package storagetest).
 type Storage interface {
 	// Location names the directory for messages, e.g.
 	// "smb://bak01:445/backup/sql" or "file:///srv/bak01". It never holds
@@ -40,10 +52,14 @@ type Storage interface {
 	// truncating it (to resume a partial copy); ErrNotFound when missing.
 	OpenWrite(ctx context.Context, name string) (Writer, error)
 
-	// List returns the regular files whose names start with prefix, sorted by
-	// name. The directory part of prefix ("sql/db_" lists "sql") is the
-	// directory listed, without recursion; a missing directory lists nothing.
-	List(ctx context.Context, prefix string) ([]FileInfo, error)
+	// List returns the regular files whose names start with prefix and end
+	// with suffix, sorted by name. The directory part of prefix ("sql/db_"
+	// lists "sql") is the directory listed, without recursion; a missing
+	// directory lists nothing. Matching is exact (case-sensitive) whatever
+	// the server does. Only matching entries cost more than reading the
+	// directory: an SMB server is sent the pattern (QUERY_DIRECTORY), so a
+	// directory of many unrelated files is not transferred.
+	List(ctx context.Context, prefix, suffix string) ([]FileInfo, error)
 
 	// Rename moves oldName to newName. It never replaces: ErrExists when
 	// newName exists (on SMB the check and the rename are two requests, so two
@@ -99,7 +115,7 @@ type Writer interface {
 // location URL. String and GoString hide the password, so they are safe in logs.
 type Credentials struct {
 	User     string
-	Password string
+	Password string `json:"-"` // never encoded, nor printed (String, GoString)
 	Domain   string
 }
 
@@ -113,8 +129,16 @@ func (c Credentials) String() string {
 // GoString keeps %#v from printing the password.
 func (c Credentials) GoString() string { return "storage.Credentials{" + c.String() + "}" }
 
-// ReadFile reads a whole (small) file, e.g. a manifest. A missing file is
-// ErrNotFound and fs.ErrNotExist both, for callers that speak io/fs.
+// MaxSmallFile is the most ReadFile reads. Manifests and sequence files
+// are kilobytes (a manifest that lists every database of a verification
+// instance stays far below it); a bigger file under such a name was put
+// there by someone else, and a sparse one costs its writer nothing.
+const MaxSmallFile = 1 << 20
+
+// ReadFile reads a whole small file, e.g. a manifest: at most MaxSmallFile
+// bytes, a bigger file is ErrTooLarge and none of it is read. A missing
+// file is ErrNotFound and fs.ErrNotExist both, for callers that speak
+// io/fs.
 func ReadFile(ctx context.Context, st Storage, name string) ([]byte, error) {
 	r, err := st.OpenRead(ctx, name)
 	if err != nil {
@@ -124,6 +148,10 @@ func ReadFile(ctx context.Context, st Storage, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
+	if r.Size() > MaxSmallFile {
+		return nil, &Error{Op: "read", Location: st.Location(), Name: name, Kind: ErrTooLarge,
+			Err: fmt.Errorf("%d bytes, over the %d a manifest or sequence file may have; not read", r.Size(), MaxSmallFile)}
+	}
 	buf := make([]byte, r.Size())
 	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

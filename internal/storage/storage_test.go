@@ -2,17 +2,25 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
 )
 
 func TestCredentialsHidePassword(t *testing.T) {
 	c := storage.Credentials{User: "bak", Password: "hunter2", Domain: "CORP"}
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)} {
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c), string(js)} {
 		if strings.Contains(s, "hunter2") || !strings.Contains(s, "bak") {
 			t.Fatalf("formatted credentials %q leak the password or lose the user", s)
 		}
@@ -38,6 +46,8 @@ func TestIsRetryable(t *testing.T) {
 		{wrap(storage.ErrPermission), false},
 		{wrap(storage.ErrInvalidName), false},
 		{wrap(storage.ErrCorrupt), false},
+		{wrap(storage.ErrNotRegular), false},
+		{wrap(storage.ErrTooLarge), false},
 		{context.Canceled, false},
 		{nil, false},
 		{errors.Join(wrap(storage.ErrConnection), wrap(storage.ErrExists)), false},
@@ -80,5 +90,36 @@ func TestCheckName(t *testing.T) {
 		if !errors.Is(err, storage.ErrInvalidName) || !strings.Contains(err.Error(), "file:///x") {
 			t.Errorf("CheckName(%q) = %v, want ErrInvalidName naming the location", bad, err)
 		}
+	}
+}
+
+// TestReadFileRefusesLargeFiles: ReadFile is for small files (manifests,
+// sequence files): one over MaxSmallFile is refused with StorageTooLarge,
+// naming it, before any of it is read; a sparse 64 GiB file costs its
+// writer nothing and must not cost the reader its memory.
+func TestReadFileRefusesLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := local.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for name, size := range map[string]int64{"huge.manifest.json": 64 << 30, "over.manifest.json": 1<<20 + 1, "fits.manifest.json": 1 << 20} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(filepath.Join(dir, name), size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"huge.manifest.json", "over.manifest.json"} {
+		_, err := storage.ReadFile(ctx, st, name)
+		if storage.ErrorType(err) != "StorageTooLarge" || !strings.Contains(err.Error(), name) || storage.IsRetryable(err) {
+			t.Errorf("ReadFile(%s) = %v (%s), want a non-retryable StorageTooLarge naming it", name, err, storage.ErrorType(err))
+		}
+	}
+	if data, err := storage.ReadFile(ctx, st, "fits.manifest.json"); err != nil || len(data) != 1<<20 {
+		t.Errorf("ReadFile of 1 MiB: %d bytes, %v", len(data), err)
 	}
 }

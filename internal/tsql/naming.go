@@ -309,58 +309,101 @@ func NamesFor(p ParsedName, instance, db string) (SetNames, bool) {
 }
 
 // ParseStripeFileName recognises names made by StripeFileName:
-// <instpart>@<dbpart>_<8 to 18 digits>_<i>of<n>.bak with 1 <= i <= n. (Hand-written
+// <instpart>@<dbpart>_<8 to 14 digits>_<i>of<n>.bak with 1 <= i <= n. A
+// wider number is no cycle's (MaxSequence): see WideSequence. (Hand-written
 // rather than a regexp: retention parses every file of every share.)
 func ParseStripeFileName(name string) (ParsedName, bool) {
+	p, seq, ok := splitStripe(name)
+	if !ok || len(seq) > maxSeqDigits {
+		return ParsedName{}, false
+	}
+	p.Sequence, _ = digits(seq, minSeqDigits, maxSeqDigits)
+	return p, true
+}
+
+// ParseManifestFileName recognises names made by ManifestFileName:
+// <instpart>@<dbpart>_<8 to 14 digits>.manifest.json.
+func ParseManifestFileName(name string) (ParsedName, bool) {
+	p, seq, ok := splitManifest(name)
+	if !ok || len(seq) > maxSeqDigits {
+		return ParsedName{}, false
+	}
+	p.Sequence, _ = digits(seq, minSeqDigits, maxSeqDigits)
+	return p, true
+}
+
+// WideSequence recognises a stripe or manifest name of the product's shape
+// whose number has more digits than MaxSequence: no cycle handed it out
+// (AllocateSequence refuses it), so the parsers above do not recognise it
+// and nothing counts, resumes or deletes it; callers report it. Sequence is
+// 0 (the number may not even fit an int64).
+func WideSequence(name string) (ParsedName, bool) {
+	p, seq, ok := splitStripe(name)
+	if !ok {
+		p, seq, ok = splitManifest(name)
+	}
+	if !ok || len(seq) <= maxSeqDigits {
+		return ParsedName{}, false
+	}
+	return p, true
+}
+
+// minSeqDigits and maxSeqDigits bound the number in a set's file names:
+// %08d, and the digits of MaxSequence.
+const minSeqDigits, maxSeqDigits = 8, 14
+
+// splitStripe splits a stripe name into its owner, index and count, and the
+// digits of its sequence (at least 8, unbounded).
+func splitStripe(name string) (ParsedName, string, bool) {
 	rest, ok := strings.CutSuffix(name, ".bak")
 	if !ok {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
 	u := strings.LastIndexByte(rest, '_')
 	if u < 0 {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
 	is, ns, ok := strings.Cut(rest[u+1:], "of")
 	i, okI := digits(is, 1, 9)
 	n, okN := digits(ns, 1, 9)
 	if !ok || !okI || !okN || i < 1 || n < 1 || i > n {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
 	inst, db, seq, ok := splitSeq(rest[:u])
 	if !ok {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
-	return ParsedName{InstancePart: inst, DBPart: db, Sequence: seq, Index: int(i), Count: int(n)}, true
+	return ParsedName{InstancePart: inst, DBPart: db, Index: int(i), Count: int(n)}, seq, true
 }
 
-// ParseManifestFileName recognises names made by ManifestFileName:
-// <instpart>@<dbpart>_<8 to 18 digits>.manifest.json.
-func ParseManifestFileName(name string) (ParsedName, bool) {
+// splitManifest is splitStripe for a manifest name.
+func splitManifest(name string) (ParsedName, string, bool) {
 	rest, ok := strings.CutSuffix(name, ".manifest.json")
 	if !ok {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
 	inst, db, seq, ok := splitSeq(rest)
 	if !ok {
-		return ParsedName{}, false
+		return ParsedName{}, "", false
 	}
-	return ParsedName{InstancePart: inst, DBPart: db, Sequence: seq}, true
+	return ParsedName{InstancePart: inst, DBPart: db}, seq, true
 }
 
-// splitSeq splits "<instpart>@<dbpart>_<8..18 digits>": the sequence at the
-// last underscore, the instance at the first '@' (InstancePart encodes '@').
-func splitSeq(s string) (string, string, int64, bool) {
+// splitSeq splits "<instpart>@<dbpart>_<8 or more digits>": the sequence at
+// the last underscore, the instance at the first '@' (InstancePart encodes
+// '@').
+func splitSeq(s string) (string, string, string, bool) {
 	u := strings.LastIndexByte(s, '_')
 	if u < 1 {
-		return "", "", 0, false
+		return "", "", "", false
 	}
-	seq, ok := digits(s[u+1:], 8, 18)
-	if !ok {
-		return "", "", 0, false
+	seq := s[u+1:]
+	if len(seq) < minSeqDigits || strings.ContainsFunc(seq, func(r rune) bool { return r < '0' || r > '9' }) {
+		return "", "", "", false
 	}
 	inst, db, ok := strings.Cut(s[:u], "@")
 	if !ok || inst == "" || db == "" {
-		return "", "", 0, false
+		return "", "", "", false
 	}
 	return inst, db, seq, true
 }
@@ -416,7 +459,7 @@ func ParseBackupSetName(name string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return digits(rest, 8, 18)
+	return digits(rest, minSeqDigits, maxSeqDigits)
 }
 
 // SequenceFileName is the file that `sequence: catalog` keeps beside the
@@ -511,7 +554,8 @@ const (
 	// MaxSequence is the widest sequence number the checks assume: 14
 	// digits, a `sequence: utc` number (yyyymmddhhmmss); table and catalog
 	// numbers count cycles and stay far below. AllocateSequence refuses
-	// anything above it.
+	// anything above it, and file names with more digits are no set of
+	// the product's (WideSequence).
 	MaxSequence int64 = 99_999_999_999_999
 )
 

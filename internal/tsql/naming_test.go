@@ -1,6 +1,7 @@
 package tsql
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -243,5 +244,47 @@ func TestPrintable(t *testing.T) {
 		if got := Printable(n); got != want {
 			t.Errorf("Printable(%q) = %s, want %s", n, got, want)
 		}
+	}
+}
+
+// TestParseRefusesSequencesAboveMaxSequence: a name with a number wider than
+// any cycle hands out (tsql.MaxSequence, 14 digits) is not a set of ours:
+// it never counts for the next number nor for retention, and WideSequence
+// recognises it, so that it can be reported.
+func TestParseRefusesSequencesAboveMaxSequence(t *testing.T) {
+	widest := StripeFileName("sql01", "Sales", MaxSequence, 1, 1)
+	if p, ok := ParseStripeFileName(widest); !ok || p.Sequence != MaxSequence {
+		t.Fatalf("ParseStripeFileName(%q) = %+v, %v; want sequence %d", widest, p, ok, MaxSequence)
+	}
+	if p, ok := ParseManifestFileName(ManifestFileName("sql01", "Sales", MaxSequence)); !ok || p.Sequence != MaxSequence {
+		t.Fatalf("ParseManifestFileName of the widest number = %+v, %v", p, ok)
+	}
+	owner := OwnerOf("sql01", "Sales")
+	for _, n := range []string{owner + "_999999999999999999_1of1.bak", owner + "_100000000000000_1of1.bak",
+		owner + "_999999999999999999.manifest.json", owner + "_000000000000042_1of1.bak"} {
+		if p, ok := ParseStripeFileName(n); ok {
+			t.Errorf("ParseStripeFileName(%q) accepted: %+v", n, p)
+		}
+		if p, ok := ParseManifestFileName(n); ok {
+			t.Errorf("ParseManifestFileName(%q) accepted: %+v", n, p)
+		}
+		p, ok := WideSequence(n)
+		if !ok || p.Owner() != owner {
+			t.Errorf("WideSequence(%q) = %+v, %v; want a name of %s", n, p, ok, owner)
+		}
+	}
+	for _, n := range []string{widest, owner + "_00000042.manifest.json", "notes.txt", owner + "_1234x678901234567_1of1.bak"} {
+		if p, ok := WideSequence(n); ok {
+			t.Errorf("WideSequence(%q) = %+v, want false", n, p)
+		}
+	}
+	if n, ok := ParseBackupSetName("backupcycle seq 999999999999999999"); ok {
+		t.Errorf("ParseBackupSetName of 18 digits = %d, want refused", n)
+	}
+}
+
+func TestMaxSequenceDigits(t *testing.T) {
+	if n := len(strconv.FormatInt(MaxSequence, 10)); n != maxSeqDigits {
+		t.Fatalf("MaxSequence has %d digits, the parsers accept %d", n, maxSeqDigits)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -42,16 +43,14 @@ type Run struct {
 // Keep, until RunDemo is done.
 func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, log *zap.Logger, r Run, stdout io.Writer) error {
 	fatal := make(chan error, 1)
-	w := worker.New(c.SDK(), c.TaskQueue(), worker.Options{
-		// In-flight activities get this long to finish on SIGTERM; the rest
-		// are retried by Temporal on another (or the restarted) worker.
-		WorkerStopTimeout: 10 * time.Second,
-		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
-		// by default (48 s for the copy's 1 min): a worker killed in between
-		// loses the copy's checkpoints and the retry starts the stripe over.
-		MaxHeartbeatThrottleInterval: 2 * time.Second,
-		OnFatalError:                 func(err error) { fatal <- err },
-	})
+	cfg := acts.Cycle.Config
+	if acts.Cycle.Live != nil {
+		cfg = acts.Cycle.Live.Config()
+	}
+	opts := WorkerOptions(cfg)
+	opts.OnFatalError = func(err error) { fatal <- err }
+	w := worker.New(c.SDK(), c.TaskQueue(), opts)
+	log.Info("worker options", zap.Int("max_concurrent_activities", opts.MaxConcurrentActivityExecutionSize))
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
@@ -98,6 +97,49 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	}
 }
 
+// ActivityHeadroom is how many activities a worker runs at once beyond its
+// cycles' (ActivityConcurrency): a fleet run's plan, calibrations, health
+// checks, the plans of starts that wait for a slot, and the cleanup of
+// cycles that end.
+const ActivityHeadroom = 8
+
+// ActivityConcurrency is how many activities a worker of cfg runs at once.
+// A running cycle holds a slot of its instance (or availability group) and
+// runs one activity at a time, so the sum of every SQL instance's and
+// availability group's max_concurrent bounds the cycles' activities;
+// ActivityHeadroom is added for the rest. It is read when the worker
+// starts: a change to max_concurrent takes a restart to change it.
+func ActivityConcurrency(cfg *config.Config) int {
+	n := ActivityHeadroom
+	if cfg == nil {
+		return n
+	}
+	for _, s := range cfg.SQLInstances {
+		n += max(s.MaxConcurrent, 1)
+	}
+	for _, g := range cfg.AvailabilityGroups {
+		n += max(g.MaxConcurrent, 1)
+	}
+	return n
+}
+
+// WorkerOptions are the options of a worker of cfg.
+func WorkerOptions(cfg *config.Config) worker.Options {
+	return worker.Options{
+		// In-flight activities get this long to finish on SIGTERM; the rest
+		// are retried by Temporal on another (or the restarted) worker.
+		WorkerStopTimeout: 10 * time.Second,
+		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
+		// by default (48 s for the copy's 1 min): a worker killed in between
+		// loses the copy's checkpoints and the retry starts the stripe over.
+		MaxHeartbeatThrottleInterval: 2 * time.Second,
+		// Within the configuration's limits (the SDK's default is 1,000):
+		// activities beyond them wait in Temporal's task queue, where
+		// another worker may take them.
+		MaxConcurrentActivityExecutionSize: ActivityConcurrency(cfg),
+	}
+}
+
 // HealthDemo runs the health-check workflow once and prints its result;
 // workflowURL, when not nil, links it in the Web UI.
 func HealthDemo(ctx context.Context, c *client.Client, stdout io.Writer, workflowURL func(id, run string) string) error {
@@ -117,9 +159,18 @@ func HealthDemo(ctx context.Context, c *client.Client, stdout io.Writer, workflo
 	return nil
 }
 
-// CheckFlags checks the flags both commands share: --metrics-addr and
-// --task-queue.
-func CheckFlags(metricsAddr, taskQueue string) error {
+// WebConfigUsage is the help of --metrics-web-config, which both commands
+// take.
+const WebConfigUsage = "with --metrics-addr: Prometheus web configuration file (tls_server_config: cert_file, key_file; " +
+	"basic_auth_users: user: bcrypt hash) to serve /metrics over TLS with basic authentication; " +
+	"format: https://prometheus.io/docs/prometheus/latest/configuration/https/"
+
+// CheckFlags checks the flags both commands share: --metrics-addr,
+// --metrics-web-config and --task-queue.
+func CheckFlags(metricsAddr, webConfig, taskQueue string) error {
+	if webConfig != "" && metricsAddr == "" {
+		return fmt.Errorf("--metrics-web-config needs --metrics-addr: it configures TLS and basic authentication of the metrics endpoint")
+	}
 	if taskQueue != "" && strings.TrimSpace(taskQueue) != taskQueue {
 		return fmt.Errorf("--task-queue %q: a task queue name has no leading or trailing spaces", taskQueue)
 	}

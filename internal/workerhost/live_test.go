@@ -26,7 +26,7 @@ sql_instances:
     user: backup
     password_env: BACKUPCYCLE_TEST_UNSET
   - name: verify
-    address: 127.0.0.1:1
+    address: 127.0.0.1:2
     user: backup
     password_env: BACKUPCYCLE_TEST_UNSET
 backup_servers:

@@ -2,6 +2,8 @@ package workerhost
 
 import (
 	"context"
+	"net"
+	"strings"
 	"time"
 
 	sdkclient "go.temporal.io/sdk/client"
@@ -11,10 +13,13 @@ import (
 	"github.com/backupcycle/backupcycle/internal/metrics/endpoint"
 )
 
-// StartMetrics serves /metrics on addr; nil (and no URL) when addr is
-// empty. Called before anything else starts, so a port in use is reported
-// at once.
-func StartMetrics(addr string, log *zap.Logger) (*endpoint.Endpoint, string, error) {
+// StartMetrics serves /metrics on addr, with the web configuration file
+// webConfig when set (TLS, basic authentication); nil (and no URL) when
+// addr is empty. Called before anything else starts, so a port in use or a
+// bad web configuration is reported at once. Served on an address other
+// hosts reach without TLS and authentication, it logs a warning: the
+// metrics hold no secret, but name every database, instance and server.
+func StartMetrics(addr, webConfig string, log *zap.Logger) (*endpoint.Endpoint, string, error) {
 	if addr == "" {
 		return nil, "", nil
 	}
@@ -22,10 +27,22 @@ func StartMetrics(addr string, log *zap.Logger) (*endpoint.Endpoint, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	url, err := e.Listen(addr)
+	url, err := e.ListenWeb(addr, webConfig)
 	if err != nil {
 		_ = e.Close()
 		return nil, "", err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	switch {
+	case config.LoopbackHost(host) || strings.HasPrefix(url, "https://"):
+	case webConfig != "":
+		log.Warn("metrics: the web configuration sets no TLS, so its basic authentication sends the password in clear to an address other hosts can reach: "+
+			"add tls_server_config to "+webConfig, zap.String("addr", addr), zap.String("url", url))
+	default:
+		log.Warn("metrics: /metrics is served without TLS or authentication on an address other hosts can reach: "+
+			"whoever reaches it reads the names of the databases, instances and backup servers and the state of their backups; "+
+			"bind it to 127.0.0.1, keep the port closed in the firewall, or give --metrics-web-config (TLS and basic authentication)",
+			zap.String("addr", addr), zap.String("url", url))
 	}
 	return e, url, nil
 }

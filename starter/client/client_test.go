@@ -1,22 +1,15 @@
 package client
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/testcert"
 )
 
 func TestOptionsAPIKeyFromEnv(t *testing.T) {
@@ -52,8 +45,8 @@ func TestOptionsTLSFiles(t *testing.T) {
 		t.Errorf("cert without key: err = %v", err)
 	}
 
-	certFile, keyFile := writeSelfSigned(t, dir)
-	opts, err := Options(config.Temporal{TLS: &config.TLS{CAFile: certFile, CertFile: certFile, KeyFile: keyFile, ServerName: "temporal.example"}}, nil)
+	c := testcert.Write(t, dir)
+	opts, err := Options(config.Temporal{TLS: &config.TLS{CAFile: c.CertFile, CertFile: c.CertFile, KeyFile: c.KeyFile, ServerName: "temporal.example"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,27 +78,4 @@ func TestMissingSearchAttributesErrorSaysHowToAdd(t *testing.T) {
 	if typeName(enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST) != "KeywordList" {
 		t.Errorf("typeName(KEYWORD_LIST) = %q", typeName(enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST))
 	}
-}
-
-func writeSelfSigned(t *testing.T, dir string) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-	return certFile, keyFile
 }

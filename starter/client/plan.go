@@ -305,13 +305,18 @@ type Measured struct {
 
 // MeasuredThroughput reads the manifests of a configured database on its
 // backup servers and their copy targets (open nil means status.Open) and
-// combines the rates of its verified sets. It only reads. A server that
-// cannot be read is reported in Unread, not as an error: the others still
-// answer.
+// combines the rates of its verified sets, of the manifests its manifest
+// keys authenticate (those it cannot are an error, as the workers would
+// make them). It only reads. A server that cannot be read is reported in
+// Unread, not as an error: the others still answer.
 func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, database string, open status.OpenFunc) (Measured, error) {
 	db, err := selection.Lookup(cfg, instance, database)
 	if err != nil {
 		return Measured{}, err
+	}
+	keys, err := cfg.ManifestKeyRing()
+	if err != nil {
+		return Measured{}, fmt.Errorf("%w: the measured rates come from the manifests, which the workers' manifest keys authenticate: give this command the same key_env or key_file", err)
 	}
 	if open == nil {
 		open = status.Open
@@ -330,7 +335,7 @@ func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, datab
 		if !ok {
 			continue // the configuration check names it
 		}
-		l, cal, err := readManifests(ctx, srv, db, open)
+		l, cal, err := readManifests(ctx, srv, db, open, keys)
 		if err != nil {
 			if out.Unread == nil {
 				out.Unread = map[string]string{}
@@ -350,7 +355,8 @@ func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, datab
 
 // readManifests reads a server's manifests of db, and the backup rate of
 // its calibration report when there is one (`starter calibrate`).
-func readManifests(ctx context.Context, srv *config.BackupServer, db *config.Database, open status.OpenFunc) ([]*catalog.Manifest, plan.Throughput, error) {
+func readManifests(ctx context.Context, srv *config.BackupServer, db *config.Database, open status.OpenFunc,
+	keys *catalog.Keys) ([]*catalog.Manifest, plan.Throughput, error) {
 	st, err := open(ctx, srv)
 	if err != nil {
 		return nil, plan.Throughput{}, fmt.Errorf("open backup server %s (%s): %w: check that it is reachable and its location and credentials in the config",
@@ -358,7 +364,7 @@ func readManifests(ctx context.Context, srv *config.BackupServer, db *config.Dat
 	}
 	defer st.Close()
 	sets := catalog.Of(db.Instance, db.Name)
-	l, err := catalog.List(ctx, status.ReadOnlyFS(st), &sets)
+	l, err := catalog.List(ctx, status.ReadOnlyFS(st), keys, &sets)
 	if err != nil {
 		return nil, plan.Throughput{}, fmt.Errorf("list manifests of %s on backup server %s: %w", db.ID(), srv.Name, err)
 	}

@@ -10,18 +10,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdkclient "go.temporal.io/sdk/client"
 	sdkotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.uber.org/zap"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/backupcycle/backupcycle/internal/metrics"
 )
@@ -109,10 +113,29 @@ func (e *Endpoint) Handler() http.Handler {
 }
 
 // Listen serves Handler at Path on addr (host:port; port 0 picks a free
-// one) and returns the URL to scrape.
-func (e *Endpoint) Listen(addr string) (string, error) {
+// one) over plain HTTP and returns the URL to scrape.
+func (e *Endpoint) Listen(addr string) (string, error) { return e.ListenWeb(addr, "") }
+
+// ListenWeb is Listen with a web configuration file (webConfig, "" for
+// none): the Prometheus exporter toolkit's format, which Prometheus'
+// own exporters read with --web.config.file: TLS (tls_server_config,
+// certificates re-read for each new connection, so a renewed one needs
+// no restart) and basic authentication (basic_auth_users, bcrypt
+// hashes). It is checked before anything listens; the URL is https when
+// it sets TLS.
+func (e *Endpoint) ListenWeb(addr, webConfig string) (string, error) {
 	if e.server != nil {
 		return "", errors.New("metrics: endpoint already listening")
+	}
+	scheme := "http"
+	if webConfig != "" {
+		tls, err := checkWebConfig(webConfig)
+		if err != nil {
+			return "", fmt.Errorf("--metrics-web-config %s: %w (the format: https://prometheus.io/docs/prometheus/latest/configuration/https/)", webConfig, err)
+		}
+		if tls {
+			scheme = "https"
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -122,21 +145,50 @@ func (e *Endpoint) Listen(addr string) (string, error) {
 	mux.Handle(Path, e.Handler())
 	e.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	e.served = make(chan error, 1)
-	go func() { e.served <- e.server.Serve(ln) }()
-	return URL(ln.Addr()), nil
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: new(bool), WebConfigFile: &webConfig}
+	// The toolkit logs through slog: its lines (listening, TLS on or off,
+	// a refused login) go to the worker's log at info level.
+	slogger := slog.New(slog.NewTextHandler(zap.NewStdLog(e.log).Writer(), nil))
+	go func() { e.served <- web.Serve(ln, e.server, flags, slogger) }()
+	return urlOf(scheme, ln.Addr()), nil
 }
 
-// URL is the address to scrape a listener on: an unspecified host
-// (listening on every interface) is shown as 127.0.0.1.
-func URL(a net.Addr) string {
+// checkWebConfig validates a web configuration file as the toolkit will
+// read it (users' hashes, certificate and key) and reports whether it
+// serves TLS.
+func checkWebConfig(file string) (tls bool, err error) {
+	if err := web.Validate(file); err != nil {
+		return false, err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false, err
+	}
+	var c struct {
+		TLS struct {
+			CertFile string `yaml:"cert_file"`
+			Cert     string `yaml:"cert"`
+		} `yaml:"tls_server_config"`
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return false, err
+	}
+	return c.TLS.CertFile != "" || c.TLS.Cert != "", nil
+}
+
+// URL is the address to scrape a plain HTTP listener on: an unspecified
+// host (listening on every interface) is shown as 127.0.0.1.
+func URL(a net.Addr) string { return urlOf("http", a) }
+
+func urlOf(scheme string, a net.Addr) string {
 	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return "http://" + a.String() + Path
+		return scheme + "://" + a.String() + Path
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + Path
+	return scheme + "://" + net.JoinHostPort(host, port) + Path
 }
 
 // Close stops the HTTP server (a scrape in progress gets a few seconds)

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,9 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
@@ -580,7 +584,7 @@ func save(t *testing.T, m *catalog.Manifest, dirs ...string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := catalog.Save(context.Background(), dirFS(t, d), m); err != nil {
+		if err := catalog.Save(context.Background(), dirFS(t, d), nil, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -625,5 +629,89 @@ func TestLastVerifiedIsTheInstant(t *testing.T) {
 	e.Product().Refresh(context.Background(), cfg, nil)
 	if v := scrapeHandler(t, e).value(t, LastVerified, labels("instance", "sql01", "database", "Sales")); v != float64(taken.Unix()) {
 		t.Errorf("%s = %v, want %d (the instant), not the source's wall clock %d", LastVerified, v, taken.Unix(), taken.Add(2*time.Hour).Unix())
+	}
+}
+
+// TestWatchNamesBrokenManifestsOnce: a file named like a manifest that is
+// not one (a sparse 64 GiB file, a torn write) is named in the worker's
+// log, once, and never read whole; the gauges come from the others.
+func TestWatchNamesBrokenManifestsOnce(t *testing.T) {
+	dir := t.TempDir()
+	bak01 := filepath.Join(dir, "bak01")
+	cfg := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+`)
+	t1 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+	save(t, verifiedSet(t, "sql01", "Sales", 1, t1, time.Minute, time.Minute), bak01)
+	huge := "sql01@Sales~8de4e0ea_00000002.manifest.json"
+	if err := os.WriteFile(filepath.Join(bak01, huge), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(bak01, huge), 64<<30); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	e := newEndpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Product().Watch(ctx, cfg, 50*time.Millisecond, nil, zap.New(core))
+	}()
+	sales := labels("instance", "sql01", "database", "Sales")
+	waitFor(t, func() bool { return valueOr(scrapeHandler(t, e), LastVerified, sales) == float64(t1.Unix()) })
+	time.Sleep(200 * time.Millisecond) // a few more reads
+	cancel()
+	<-done
+	var named int
+	for _, l := range logs.All() {
+		if l.ContextMap()["file"] == huge && strings.Contains(fmt.Sprint(l.ContextMap()["error"]), "too large") {
+			named++
+		}
+	}
+	if named != 1 {
+		t.Errorf("%d log lines name %s as too large, want 1; logs: %v", named, huge, logs.All())
+	}
+}
+
+// A planted fresh "verified" manifest (unsigned) does not move the last
+// verified timestamp: the gauge keeps the real set's, so the RPO alert
+// (time() - last verified > rpo) fires, and the planted set is counted as
+// unauthenticated.
+func TestPlantedVerifiedManifestKeepsTheAlert(t *testing.T) {
+	dir := t.TempDir()
+	bak01 := filepath.Join(dir, "bak01")
+	cfg := siteConfig(t, dir, `  - name: Sales
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    rpo: 26h
+`)
+	key := filepath.Join(dir, "manifest.key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef-metrics-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ManifestKeys = []config.ManifestKey{{ID: "k1", File: key}}
+	keys, err := cfg.ManifestKeyRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	realTaken := time.Now().Add(-30 * time.Hour).UTC().Truncate(time.Second)
+	if err := os.MkdirAll(bak01, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Save(context.Background(), dirFS(t, bak01), keys, verifiedSet(t, "sql01", "Sales", 10, realTaken, time.Minute, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	save(t, verifiedSet(t, "sql01", "Sales", 11, time.Now().Add(-time.Hour).UTC(), time.Minute, time.Minute), bak01) // planted
+	e := newEndpoint(t)
+	e.Product().Refresh(context.Background(), cfg, nil)
+	s := scrapeHandler(t, e)
+	sales := labels("instance", "sql01", "database", "Sales")
+	if v := s.value(t, LastVerified, sales); v != float64(realTaken.Unix()) {
+		t.Errorf("%s = %v, want the real set's %d (30h ago, beyond the rpo)", LastVerified, v, realTaken.Unix())
+	}
+	if v := s.value(t, Unauthentic, sales); v != 1 {
+		t.Errorf("%s = %v, want 1", Unauthentic, v)
 	}
 }

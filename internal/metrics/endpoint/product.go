@@ -2,6 +2,8 @@ package endpoint
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,6 +29,7 @@ const (
 	LastFailure    = "backupcycle_last_failure_timestamp_seconds"
 	ManifestsRead  = "backupcycle_manifests_read_timestamp_seconds"
 	ServerReadable = "backupcycle_backup_server_readable"
+	Unauthentic    = "backupcycle_unauthenticated_sets"
 	SourceDamaged  = "backupcycle_source_damaged_total"
 	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
 )
@@ -163,6 +166,7 @@ func (p *Product) Watch(ctx context.Context, cfg *config.Config, every time.Dura
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	named := map[[3]string]bool{} // broken manifests logged, once while they stay broken
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
 		r := p.Refresh(rctx, cfg, open)
@@ -174,6 +178,18 @@ func (p *Product) Watch(ctx context.Context, cfg *config.Config, every time.Dura
 			log.Warn("metrics: backup server not read: its databases keep their last known values", zap.String("server", s.Name),
 				zap.String("error", s.Error))
 		}
+		still := map[[3]string]bool{}
+		for _, s := range r.Servers {
+			for _, name := range slices.Sorted(maps.Keys(s.Broken)) {
+				k := [3]string{s.Name, name, s.Broken[name]}
+				still[k] = true
+				if !named[k] {
+					log.Warn("metrics: a manifest on the backup server cannot be read and is not counted: look at it", zap.String("server", s.Name),
+						zap.String("file", name), zap.String("error", s.Broken[name]))
+				}
+			}
+		}
+		named = still
 		select {
 		case <-ctx.Done():
 			return
@@ -189,6 +205,7 @@ type row struct {
 	rpo, rto      time.Duration
 	failureAt     time.Time // newest failed/cancelled set after it; zero: none
 	failureType   string
+	unauthentic   int // sets whose manifests are not authenticated
 }
 
 type dbKey struct{ instance, database string }
@@ -204,7 +221,7 @@ type manifestState struct {
 	servers map[string]bool
 	readAt  time.Time
 
-	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable *prometheus.Desc
+	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable, unauthentic *prometheus.Desc
 }
 
 func newManifestState() *manifestState {
@@ -227,6 +244,9 @@ func newManifestState() *manifestState {
 			"Unix time the worker last finished reading the manifests of every backup server.", nil, nil),
 		readable: prometheus.NewDesc(ServerReadable,
 			"1 when the last read of the backup server's manifests succeeded, 0 when it could not be listed.", []string{"server"}, nil),
+		unauthentic: prometheus.NewDesc(Unauthentic,
+			"Backup sets of the database whose manifests are not authenticated (manifest_keys configured, and no worker's signature "+
+				"verifies): written before the keys were configured, or by someone else. They count for nothing above.", db, nil),
 	}
 }
 
@@ -270,6 +290,7 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 		if f := d.LastFailure; f != nil {
 			n.failureAt, n.failureType = f.At, f.Type
 		}
+		n.unauthentic = len(d.Unauthenticated)
 		if old, ok := s.rows[k]; ok && !complete && old.takenAt.After(n.takenAt) {
 			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = old.takenAt, old.timeToRecover, old.failureAt, old.failureType
 		}
@@ -296,7 +317,7 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable} {
+	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic} {
 		ch <- d
 	}
 }
@@ -318,6 +339,7 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			taken = unixSeconds(r.takenAt)
 		}
 		gauge(s.lastVerified, taken, k.instance, k.database)
+		gauge(s.unauthentic, float64(r.unauthentic), k.instance, k.database)
 		if r.timeToRecover > 0 {
 			gauge(s.timeToRecover, r.timeToRecover.Seconds(), k.instance, k.database)
 		}

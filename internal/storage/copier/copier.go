@@ -117,11 +117,22 @@ type Result struct {
 	BytesSent    int64  // written to the destination by this call
 	ResumedAt    int64  // offset this call continued from
 	AlreadyThere bool   // the destination already held this content
-	Err          error
+	// ResumeRejected: Job.Resume did not hold for the partial file (its
+	// hash state is not that of the bytes on disk, or a chunk it counts as
+	// written is not there): the file was copied again from the start.
+	ResumeRejected bool
+	Err            error
 }
 
 // DefaultTempSuffix is appended to a file's name while it is copied.
 const DefaultTempSuffix = ".partial"
+
+// errResumeRejected: a resumed file's checkpoint did not hold for the
+// partial file on disk. The checkpoint comes back from whoever kept it (an
+// activity's heartbeat, which anyone polling its task queue can forge): the
+// file is copied again from the start, and the mismatch says nothing about
+// the source.
+var errResumeRejected = errors.New("the resume checkpoint does not hold for the partial file")
 
 // ErrDifferentContent: the final destination file exists with other content;
 // it is never overwritten. The error that wraps it also wraps
@@ -238,7 +249,21 @@ func (f *fileCopy) reportChecked(n int64) {
 	f.report(p)
 }
 
-func (f *fileCopy) run(ctx context.Context) (res Result) {
+// run copies the file, resuming from Job.Resume when it holds; a
+// checkpoint found not to hold (errResumeRejected) costs a copy from the
+// start, never an error.
+func (f *fileCopy) run(ctx context.Context) Result {
+	res := f.attempt(ctx)
+	if errors.Is(res.Err, errResumeRejected) && ctx.Err() == nil {
+		f.job.Resume = nil
+		f.checked.Store(0)
+		res = f.attempt(ctx)
+		res.ResumeRejected = true
+	}
+	return res
+}
+
+func (f *fileCopy) attempt(ctx context.Context) (res Result) {
 	res = Result{Src: f.job.Src, Dst: f.job.Dst}
 	defer func() { res.BytesSent = f.sent.Load() }()
 	fi, err := f.src.Stat(ctx, f.job.Src)
@@ -270,9 +295,10 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		return res
 	}
 	res.ResumedAt = st.offset
+	resumed := st.offset > 0 || len(st.ahead) > 0
 	var rb *readBack
 	if !f.c.opts.SkipReadBack && !f.c.opts.ReadBackAfterCopy {
-		rb, err = f.startReadBack(ctx, cancel, w, st.offset)
+		rb, err = f.startReadBack(ctx, cancel, w, st)
 		if err != nil {
 			_ = w.Close()
 			f.dropIfNoSpace(ctx, err)
@@ -304,6 +330,12 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 			_, _ = rb.stop() // its handle would keep the file from being removed
 		}
 		_ = f.dst.Remove(ctx, f.tmp)
+		if resumed {
+			// The hash continued from the checkpoint's state: it says
+			// nothing about the source.
+			res.Err = fmt.Errorf("%w: sha256 %s continued from it, the catalog expects %s", errResumeRejected, res.SHA256, f.job.SHA256)
+			return res
+		}
 		res.Err = &storage.Error{Op: "copy", Location: f.src.Location(), Name: f.job.Src, Kind: storage.ErrCorrupt,
 			Err: fmt.Errorf("source sha256 %s, the catalog expects %s; not copying it", res.SHA256, f.job.SHA256)}
 		return res
@@ -314,7 +346,7 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 		if rb != nil {
 			got, err = rb.wait()
 		} else {
-			got, err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, nil, f.reportChecked)
+			got, err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, nil, f.reportChecked, nil)
 		}
 		if err == nil {
 			// The reader saw the size of the file when it opened: the file
@@ -331,8 +363,13 @@ func (f *fileCopy) run(ctx context.Context) (res Result) {
 			return res
 		}
 		if !slices.Equal(got, streamed) {
-			// The partial file is bad; start over next time.
+			// The partial file is bad; start over next time (now, when it
+			// was resumed from a checkpoint that did not hold).
 			_ = f.dst.Remove(ctx, f.tmp)
+			if resumed {
+				res.Err = fmt.Errorf("%w: destination sha256 %x, streamed from the checkpoint %x", errResumeRejected, got, streamed)
+				return res
+			}
 			res.Err = &storage.Error{Op: "verify", Location: f.dst.Location(), Name: f.tmp, Kind: storage.ErrCorrupt,
 				Err: fmt.Errorf("destination sha256 %x differs from the source's %x; removed it, the next attempt copies again", got, streamed)}
 			return res
@@ -392,7 +429,7 @@ func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done 
 		defer wg.Done()
 		dsum, derr = hashFile(ctx, f.dst, name, f.size, chunk, f.c.opts.InFlight, nil, func(n int64) {
 			f.report(Progress{File: f.job.Dst, Size: f.size, Checked: n})
-		})
+		}, nil)
 	}()
 	if f.job.SHA256 != "" {
 		ssum, serr = hex.DecodeString(f.job.SHA256)
@@ -400,7 +437,7 @@ func (f *fileCopy) existing(ctx context.Context, name string) (sum string, done 
 			serr = fmt.Errorf("copier: expected sha256 %q of %q is not hex: %w", f.job.SHA256, f.job.Src, storage.ErrInvalidName)
 		}
 	} else {
-		ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight, nil, nil)
+		ssum, serr = hashFile(ctx, f.src, f.job.Src, f.size, chunk, f.c.opts.InFlight, nil, nil, nil)
 	}
 	wg.Wait()
 	if err := errors.Join(serr, derr); err != nil {
@@ -418,6 +455,16 @@ type state struct {
 	offset int64
 	h      hash.Hash
 	ahead  map[int64]bool // chunk offsets already written beyond offset
+	// hashState is h's state at offset as the checkpoint gave it: the
+	// read-back of the partial file must reach the same (checkpoint).
+	hashState []byte
+}
+
+// checkpoint is what the read-back of a resumed file must find: the
+// SHA-256 state of its first offset bytes.
+type checkpoint struct {
+	offset int64
+	state  []byte
 }
 
 // prepare opens the temporary destination file: the partial file of the
@@ -447,8 +494,10 @@ func (f *fileCopy) resume(ctx context.Context) (state, storage.Writer, bool) {
 		return state{}, nil, false // no or stale checkpoint (the source changed): start over
 	}
 	h := sha256.New()
-	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.HashState); err != nil {
-		return state{}, nil, false
+	if p.Offset > 0 {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.HashState); err != nil {
+			return state{}, nil, false
+		}
 	}
 	need := p.Offset
 	ahead := map[int64]bool{}
@@ -463,12 +512,43 @@ func (f *fileCopy) resume(ctx context.Context) (state, storage.Writer, bool) {
 	if err != nil || fi.Size < need {
 		return state{}, nil, false // partial file gone or shorter than confirmed
 	}
+	if f.c.opts.SkipReadBack && p.Offset > 0 {
+		// Nothing reads the file back: the checkpoint is checked against
+		// the partial file before it is trusted.
+		got, err := hashPrefix(ctx, f.dst, f.tmp, p.Offset, p.ChunkSize, f.c.opts.InFlight)
+		if err != nil || !slices.Equal(got, p.HashState) {
+			return state{}, nil, false
+		}
+	}
 	w, err := f.dst.OpenWrite(ctx, f.tmp)
 	if err != nil {
 		return state{}, nil, false
 	}
 	f.chunk = p.ChunkSize
-	return state{offset: p.Offset, h: h, ahead: ahead}, w, true
+	st := state{offset: p.Offset, h: h, ahead: ahead}
+	if p.Offset > 0 {
+		st.hashState = p.HashState
+	}
+	return st, w, true
+}
+
+// hashPrefix is the marshalled SHA-256 state of the first n bytes of a file.
+func hashPrefix(ctx context.Context, s storage.Storage, name string, n, chunkSize int64, inFlight int) ([]byte, error) {
+	r, err := s.OpenRead(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := sha256.New()
+	err = pipeline(ctx, r, n, 0, chunkSize, inFlight, nil, nil, func(c *chunk, inOrder bool) {
+		if inOrder {
+			h.Write(c.buf[:c.n])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.(encoding.BinaryMarshaler).MarshalBinary()
 }
 
 // stream copies [st.offset, size) chunk by chunk, InFlight at a time, hashing
@@ -545,11 +625,14 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state, rb *r
 // hashFile reads a whole file with inFlight chunks in flight and returns its
 // sha256; the file must have exactly size bytes. ready, if not nil, is waited
 // on before each read, for the bytes up to the end of that read. progress, if
-// not nil, gets the bytes hashed so far.
+// not nil, gets the bytes hashed so far. expect, if not nil, is the state the
+// hash must have after its first expect.offset bytes (a chunk boundary):
+// errResumeRejected as soon as it has another.
 func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSize int64, inFlight int,
-	ready func(ctx context.Context, end int64) error, progress func(hashed int64)) ([]byte, error) {
+	ready func(ctx context.Context, end int64) error, progress func(hashed int64), expect *checkpoint) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var rejected error
 	r, err := s.OpenRead(ctx, name)
 	if err != nil {
 		return nil, err
@@ -562,14 +645,25 @@ func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSi
 	h := sha256.New()
 	var hashed int64
 	err = pipeline(ctx, r, size, 0, chunkSize, inFlight, ready, nil, func(c *chunk, inOrder bool) {
-		if inOrder {
-			h.Write(c.buf[:c.n])
-			hashed += int64(c.n)
-			if progress != nil {
-				progress(hashed)
+		if !inOrder || rejected != nil {
+			return
+		}
+		h.Write(c.buf[:c.n])
+		hashed += int64(c.n)
+		if expect != nil && hashed == expect.offset {
+			if got, _ := h.(encoding.BinaryMarshaler).MarshalBinary(); !slices.Equal(got, expect.state) {
+				rejected = fmt.Errorf("%w: the first %d bytes of %s hash otherwise", errResumeRejected, hashed, name)
+				cancel()
+				return
 			}
 		}
+		if progress != nil {
+			progress(hashed)
+		}
 	})
+	if rejected != nil {
+		return nil, rejected
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -717,18 +811,25 @@ type readBack struct {
 
 // startReadBack extends the destination to its final size (a reader sees the
 // size the file has when it opens) and starts reading it back from offset 0;
-// [0, from) was written by an earlier attempt. A read-back that fails calls
-// abort, which stops the streaming.
-func (f *fileCopy) startReadBack(ctx context.Context, abort context.CancelFunc, w storage.Writer, from int64) (*readBack, error) {
+// [0, st.offset) was written by an earlier attempt, and must hash to the
+// checkpoint's state. A read-back that fails calls abort, which stops the
+// streaming.
+func (f *fileCopy) startReadBack(ctx context.Context, abort context.CancelFunc, w storage.Writer, st state) (*readBack, error) {
 	if err := w.Truncate(f.size); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	rb := &readBack{cancel: cancel, done: make(chan struct{})}
-	rb.written.set(from)
+	rb.written.set(st.offset)
+	var expect *checkpoint
+	if st.hashState != nil {
+		// The resumed prefix is read first: its hash must be the
+		// checkpoint's before the checkpoint counts for anything.
+		expect = &checkpoint{offset: st.offset, state: st.hashState}
+	}
 	go func() {
 		defer close(rb.done)
-		rb.sum, rb.err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, rb.written.wait, f.reportChecked)
+		rb.sum, rb.err = hashFile(ctx, f.dst, f.tmp, f.size, f.chunk, f.c.opts.InFlight, rb.written.wait, f.reportChecked, expect)
 		if rb.err != nil && ctx.Err() == nil {
 			// Failed on its own (not stopped): stop the streaming too. A
 			// stopped read-back must not cancel the file's context, which

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -165,7 +166,7 @@ func TestCopyFiles(t *testing.T) {
 			t.Errorf("%s: last progress %+v, want Done at %d", jobs[i].Dst, p, len(data))
 		}
 	}
-	if left, _ := dst.List(context.Background(), ""); len(left) != len(sizes) {
+	if left, _ := dst.List(context.Background(), "", ""); len(left) != len(sizes) {
 		t.Errorf("destination holds %d files, want %d (no .partial left)", len(left), len(sizes))
 	}
 	if calls < 3<<20/(64<<10) {
@@ -268,42 +269,111 @@ func TestResumeAfterCrash(t *testing.T) {
 	}
 }
 
-// TestResumeCorruptPartial: a partial file changed behind the copier's back is
-// caught by the read-back before the rename, removed, and never renamed.
-func TestResumeCorruptPartial(t *testing.T) {
-	const chunk = 64 << 10
+// crashedHalfway runs a copy of name from src to dst that fails half-way
+// (dst's writes stop), as an attempt that crashed leaves it, and returns the
+// options (chunk, in flight, progress) and its last checkpoint, which the
+// options keep updating.
+func crashedHalfway(t *testing.T, src storage.Storage, dst *faulty, name string, size int, chunk int64, inFlight int) (copier.Options, *copier.Progress) {
+	t.Helper()
+	last := new(copier.Progress)
+	opts := copier.Options{ChunkSize: chunk, InFlight: inFlight, Progress: func(p copier.Progress) { *last = p }}
+	dst.failAfter.Store(int64(size / 2))
+	if _, err := copier.New(opts).Copy(context.Background(), src, dst, []copier.Job{{Src: name, Dst: name}}); err == nil {
+		t.Fatal("first attempt succeeded despite the injected failure")
+	}
+	dst.failAfter.Store(-1)
+	return opts, last
+}
+
+// halfCopied puts a file of 20 chunks of random bytes (seed) into a new
+// source and copies it half-way to a new destination (crashedHalfway).
+func halfCopied(t *testing.T, seed uint64, name string, chunk int64, inFlight int) (storage.Storage, *faulty, string, []byte, copier.Options, *copier.Progress) {
+	t.Helper()
 	s0, sdir := localStorage(t)
 	d0, ddir := localStorage(t)
 	dst := newFaulty(d0)
-	data := randBytes(8, 20*chunk)
-	put(t, sdir, "c.bak", data)
-	var last copier.Progress
-	opts := copier.Options{ChunkSize: chunk, InFlight: 2, Progress: func(p copier.Progress) { last = p }}
-	dst.failAfter.Store(int64(len(data) / 2))
-	if _, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak"}}); err == nil {
-		t.Fatal("first attempt succeeded despite the injected failure")
-	}
+	data := randBytes(seed, int(20*chunk))
+	put(t, sdir, name, data)
+	opts, last := crashedHalfway(t, s0, dst, name, len(data), chunk, inFlight)
+	return s0, dst, ddir, data, opts, last
+}
+
+// TestResumeCorruptPartial: a partial file changed behind the copier's back
+// no longer matches its checkpoint: the read-back finds it before the
+// rename and the file is copied again from the start in the same call
+// (ResumeRejected), never renamed with the change and never an error that
+// blames the source.
+func TestResumeCorruptPartial(t *testing.T) {
+	const chunk = 64 << 10
+	s0, dst, ddir, data, opts, last := halfCopied(t, 8, "c.bak", chunk, 2)
 	partial := filepath.Join(ddir, "c.bak.partial")
 	b := read(t, ddir, "c.bak.partial")
 	b[10] ^= 0xff // inside the confirmed prefix
 	if err := os.WriteFile(partial, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dst.failAfter.Store(-1)
-	_, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: &last}})
-	if !errors.Is(err, storage.ErrCorrupt) {
-		t.Fatalf("resume over a corrupt partial: %v, want ErrCorrupt", err)
-	}
-	if _, err := os.Stat(filepath.Join(ddir, "c.bak")); !os.IsNotExist(err) {
-		t.Fatal("a corrupt copy was renamed to the final name")
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: last}})
+	if err != nil || !res[0].ResumeRejected || res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "c.bak"), data) {
+		t.Fatalf("resume over a corrupt partial: %+v, %v; want it copied again from the start", res, err)
 	}
 	if _, err := os.Stat(partial); !os.IsNotExist(err) {
 		t.Fatal("the corrupt partial file was left behind")
 	}
-	// The next attempt, with the same stale checkpoint, starts over and succeeds.
-	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "c.bak", Dst: "c.bak", Resume: &last}})
-	if err != nil || res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "c.bak"), data) {
-		t.Fatalf("copy after removing the corrupt partial: %+v, %v", res, err)
+}
+
+// TestForgedCheckpointsAreNotTrusted: a checkpoint comes back from an
+// activity's heartbeat, which anyone polling its task queue can forge. One
+// whose hash state is not that of the partial file's prefix, or that
+// counts a chunk as written that is not, costs a copy from the start and
+// nothing else: the file ends with the source's bytes and hash, whatever
+// the chunk size and read-back mode.
+func TestForgedCheckpointsAreNotTrusted(t *testing.T) {
+	const chunk = 64 << 10
+	emptyState := func(p *copier.Progress, size int64) {
+		p.HashState, _ = sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   copier.Options
+		forge  func(p *copier.Progress, size int64)
+		wantRB bool // the rejection is reported
+	}{
+		{"hash state of nothing", copier.Options{}, emptyState, true},
+		{"offset at the end", copier.Options{}, func(p *copier.Progress, size int64) { p.Offset, p.Ahead = size, nil }, true},
+		{"chunk ahead never written", copier.Options{}, func(p *copier.Progress, size int64) {
+			p.Ahead = []int64{p.Offset + 2*chunk}
+		}, true},
+		{"read back after the copy", copier.Options{ReadBackAfterCopy: true}, emptyState, true},
+		// Checked before the resume: a fresh copy from the start.
+		{"no read-back", copier.Options{SkipReadBack: true}, emptyState, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s0, dst, ddir, data, opts, last := halfCopied(t, 11, "f.bak", chunk, 1)
+			if last.Offset == 0 {
+				t.Fatal("the first attempt confirmed nothing")
+			}
+			forged := *last
+			tc.forge(&forged, int64(len(data)))
+			opts.SkipReadBack, opts.ReadBackAfterCopy = tc.opts.SkipReadBack, tc.opts.ReadBackAfterCopy
+			res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "f.bak", Dst: "f.bak", Resume: &forged}})
+			if err != nil {
+				t.Fatalf("copy with a forged checkpoint: %v; want it copied from the start", err)
+			}
+			sum := sha256.Sum256(data)
+			if !bytes.Equal(read(t, ddir, "f.bak"), data) || res[0].SHA256 != hex.EncodeToString(sum[:]) || res[0].ResumedAt != 0 {
+				t.Fatalf("result %+v: want the source's bytes and hash, copied from 0", res[0])
+			}
+			if res[0].ResumeRejected != tc.wantRB {
+				t.Errorf("ResumeRejected = %v, want %v", res[0].ResumeRejected, tc.wantRB)
+			}
+		})
+	}
+	// The genuine checkpoint still resumes where it says.
+	s0, dst, ddir, data, opts, last := halfCopied(t, 12, "g.bak", chunk, 1)
+	resume := *last // opts.Progress keeps updating last
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "g.bak", Dst: "g.bak", Resume: &resume}})
+	if err != nil || resume.Offset == 0 || res[0].ResumedAt != resume.Offset || res[0].ResumeRejected || !bytes.Equal(read(t, ddir, "g.bak"), data) {
+		t.Fatalf("genuine resume: %+v, %v; want it resumed at %d", res, err, resume.Offset)
 	}
 }
 
@@ -316,7 +386,7 @@ func TestNoSpace(t *testing.T) {
 	if !errors.Is(err, storage.ErrNoSpace) || storage.IsRetryable(err) {
 		t.Fatalf("copy to a full destination: %v, want non-retryable ErrNoSpace", err)
 	}
-	if left, _ := d0.List(context.Background(), ""); len(left) != 0 {
+	if left, _ := d0.List(context.Background(), "", ""); len(left) != 0 {
 		t.Fatalf("a copy that cannot fit left files: %v", left)
 	}
 }
@@ -454,20 +524,14 @@ func TestResumeAfterSourceChanged(t *testing.T) {
 	dst := newFaulty(d0)
 	old := randBytes(13, 16*chunk)
 	put(t, sdir, "s.bak", old)
-	var last copier.Progress
-	opts := copier.Options{ChunkSize: chunk, InFlight: 2, Progress: func(p copier.Progress) { last = p }}
-	dst.failAfter.Store(int64(len(old) / 2))
-	if _, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak"}}); err == nil {
-		t.Fatal("first attempt succeeded despite the injected failure")
-	}
-	dst.failAfter.Store(-1)
+	opts, last := crashedHalfway(t, s0, dst, "s.bak", len(old), chunk, 2)
 	newer := randBytes(14, len(old))
 	put(t, sdir, "s.bak", newer)
 	mt := time.Unix(0, last.SrcModTime).Add(time.Second)
 	if err := os.Chtimes(filepath.Join(sdir, "s.bak"), mt, mt); err != nil {
 		t.Fatal(err)
 	}
-	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak", Resume: &last}})
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s.bak", Dst: "s.bak", Resume: last}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +553,7 @@ func TestExpectedHash(t *testing.T) {
 	if !errors.Is(err, storage.ErrCorrupt) {
 		t.Fatalf("source not matching the catalog: %v, want ErrCorrupt", err)
 	}
-	if left, _ := dst.List(context.Background(), ""); len(left) != 0 {
+	if left, _ := dst.List(context.Background(), "", ""); len(left) != 0 {
 		t.Fatalf("a source not matching the catalog left %v", left)
 	}
 	if _, err := copier.New(copier.Options{}).Copy(context.Background(), src, dst, []copier.Job{{Src: "e.bak", Dst: "e.bak", SHA256: sum(data)}}); err != nil {
@@ -502,5 +566,71 @@ func TestExpectedHash(t *testing.T) {
 	}
 	if !bytes.Equal(read(t, ddir, "e.bak"), data) {
 		t.Fatal("content differs")
+	}
+}
+
+// TestPlantedPartialLinkIsNeverWrittenThrough: between two attempts,
+// someone who can write the destination share replaces the partial file by
+// a symbolic link to a file outside it. The resumed copy writes nothing
+// through the link: it starts over in a partial file of its own, and the
+// file outside keeps its bytes.
+func TestPlantedPartialLinkIsNeverWrittenThrough(t *testing.T) {
+	const chunk = 64 << 10
+	s0, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	dst := newFaulty(d0)
+	data := randBytes(11, 16*chunk)
+	put(t, sdir, "s_1of8.bak", data)
+	opts, last := crashedHalfway(t, s0, dst, "s_1of8.bak", len(data), chunk, 1)
+	victim := filepath.Join(t.TempDir(), "victim")
+	before := bytes.Repeat([]byte("VICTIM"), len(data)/6+1)
+	if err := os.WriteFile(victim, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(ddir, "s_1of8.bak"+copier.DefaultTempSuffix)
+	if err := os.Remove(partial); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, partial); err != nil {
+		t.Fatal(err)
+	}
+	resume := *last
+	res, err := copier.New(opts).Copy(context.Background(), s0, dst, []copier.Job{{Src: "s_1of8.bak", Dst: "s_1of8.bak", Resume: &resume}})
+	if after, _ := os.ReadFile(victim); !bytes.Equal(after, before) {
+		t.Errorf("the file the planted link points to was written")
+	}
+	if err != nil {
+		t.Fatalf("resumed copy: %v", err)
+	}
+	if res[0].ResumedAt != 0 || !bytes.Equal(read(t, ddir, "s_1of8.bak"), data) {
+		t.Errorf("resumed copy: %+v, want a fresh copy of the source", res[0])
+	}
+	if fi, err := os.Lstat(filepath.Join(ddir, "s_1of8.bak")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("destination: %v, %v; want a regular file", fi, err)
+	}
+}
+
+// TestSourceLinkIsNotCopied: a stripe name on the source share that is a
+// symbolic link to a secret of the worker's machine is refused, not read
+// and copied to the remote site.
+func TestSourceLinkIsNotCopied(t *testing.T) {
+	s0, sdir := localStorage(t)
+	d0, ddir := localStorage(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(sdir, "s_1of1.bak")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := copier.New(copier.Options{}).Copy(context.Background(), s0, d0, []copier.Job{{Src: "s_1of1.bak", Dst: "s_1of1.bak"}})
+	if storage.ErrorType(err) != "StorageNotRegular" || storage.IsRetryable(err) {
+		t.Errorf("copy of a link: %v (%s), want a non-retryable StorageNotRegular", err, storage.ErrorType(err))
+	}
+	entries, _ := os.ReadDir(ddir)
+	for _, e := range entries {
+		if b, _ := os.ReadFile(filepath.Join(ddir, e.Name())); bytes.Contains(b, []byte("SECRET")) {
+			t.Errorf("the secret reached the destination in %s", e.Name())
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,5 +274,37 @@ func TestShareFullWhileWriting(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(b.Dir("backup")); len(entries) != 0 {
 		t.Fatalf("a copy that failed for space left %d files (its partial file takes space others need)", len(entries))
+	}
+}
+
+// TestPlantedPartialLinkOnSamba: on a Samba share served as README "Backup
+// shares" asks (follow symlinks = no), a link someone planted on the server
+// under a copy's partial name is not there for the worker, and the server
+// refuses to create the name: the copy fails with StorageNotRegular naming
+// it (not a missing file, which would count against the set), and nothing
+// is written where the link points.
+func TestPlantedPartialLinkOnSamba(t *testing.T) {
+	srv := sambatest.Start(t, sambatest.Options{})
+	s0, sdir := localStorage(t)
+	put(t, sdir, "x_1of1.bak", randBytes(3, 300000))
+	out, err := os.MkdirTemp("", "copier-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(out)
+	_ = os.Chmod(out, 0o777)
+	victim := filepath.Join(out, "victim")
+	if err := os.WriteFile(victim, []byte("VICTIM"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(srv.Dir("backup"), "x_1of1.bak"+copier.DefaultTempSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = copier.New(copier.Options{}).Copy(context.Background(), s0, openSMB(t, srv, "backup"), []copier.Job{{Src: "x_1of1.bak", Dst: "x_1of1.bak"}})
+	if storage.ErrorType(err) != "StorageNotRegular" || storage.IsRetryable(err) || !strings.Contains(err.Error(), "x_1of1.bak.partial") {
+		t.Errorf("copy onto a planted partial link: %v (%s), want a non-retryable StorageNotRegular naming the partial file", err, storage.ErrorType(err))
+	}
+	if v, _ := os.ReadFile(victim); string(v) != "VICTIM" {
+		t.Errorf("the file the link points to now holds %q", v)
 	}
 }

@@ -15,7 +15,7 @@ func (s *Storage) FreeSpace(ctx context.Context) (int64, bool, error) {
 		return 0, false, err
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(s.root, &st); err != nil {
+	if err := unix.Statfs(s.dir, &st); err != nil {
 		return 0, false, s.err("statfs", "", err)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), true, nil

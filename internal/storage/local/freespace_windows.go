@@ -13,7 +13,7 @@ func (s *Storage) FreeSpace(ctx context.Context) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	dir, err := windows.UTF16PtrFromString(s.root)
+	dir, err := windows.UTF16PtrFromString(s.dir)
 	if err != nil {
 		return 0, false, s.err("free space", "", err)
 	}

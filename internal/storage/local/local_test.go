@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, storagetest.Options{})
+	}, storagetest.Options{Dir: dir})
 }
 
 func TestOpenMissingDir(t *testing.T) {

@@ -66,12 +66,27 @@ func Open(ctx context.Context, raw string, creds storage.Credentials) (storage.S
 	return smb.Open(ctx, cfg, creds)
 }
 
-// OpenServer opens a configured backup server's location with its
-// configured credentials, as the worker reaches it.
+// OpenServer opens a configured backup server's location as the worker
+// reaches it: its SMB password reference resolved now (an error wrapping
+// config.ErrSecretUnavailable when it cannot be), its smb: settings
+// applied (require_signing), a relative local path as Parse resolved it
+// against the configuration's directory.
 func OpenServer(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
 	creds, err := srv.Credentials()
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, srv.Location, creds)
+	if srv.Loc.Scheme == "file" && srv.Loc.Path != "" {
+		return Open(ctx, srv.Loc.Path, creds)
+	}
+	if srv.SMB == nil || !strings.HasPrefix(srv.Location, "smb://") {
+		return Open(ctx, srv.Location, creds)
+	}
+	cfg, err := smb.ParseURL(srv.Location)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", storage.ErrInvalidName, err)
+	}
+	// ?sign=required in the location asks for signing too.
+	cfg.RequireSigning = cfg.RequireSigning || srv.SMB.RequireSigning
+	return smb.Open(ctx, cfg, creds)
 }

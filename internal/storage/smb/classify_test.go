@@ -59,3 +59,25 @@ func TestClassify(t *testing.T) {
 		t.Fatal("a timeout must be retryable")
 	}
 }
+
+// TestCheckRegular covers what no Samba shows: a Windows server reports a
+// symbolic link (STATUS_STOPPED_ON_SYMLINK) and the library opens the
+// target instead, whose name its answer then carries.
+func TestCheckRegular(t *testing.T) {
+	for _, tc := range []struct {
+		fi   *smb2.FileStat
+		full string
+		ok   bool
+	}{
+		{&smb2.FileStat{FileName: "a_1of1.bak", FileAttributes: 0x80}, "sql/a_1of1.bak", true},
+		// A deduplicated file is a reparse point of its own name: a file.
+		{&smb2.FileStat{FileName: "a_1of1.bak", FileAttributes: 0x400}, "a_1of1.bak", true},
+		{&smb2.FileStat{FileName: "secret", FileAttributes: 0x80}, "sql/a_1of1.bak", false},
+		{&smb2.FileStat{FileName: "a_1of1.bak", FileAttributes: 0x10}, "a_1of1.bak", false},
+	} {
+		err := checkRegular(tc.fi, tc.full)
+		if (err == nil) != tc.ok || (err != nil && (!errors.Is(err, storage.ErrNotRegular) || Classify(err) != storage.ErrNotRegular)) {
+			t.Errorf("checkRegular(%s as %s, attributes %#x) = %v, want ok=%v (else ErrNotRegular)", tc.fi.FileName, tc.full, tc.fi.FileAttributes, err, tc.ok)
+		}
+	}
+}

@@ -80,20 +80,25 @@ func (f *file) openOnce(k int) (fresh bool, err error) {
 		return true, err
 	}
 	defer l.release()
-	h, err := l.share.WithContext(f.ctx).OpenFile(f.s.full(f.name), f.flag, 0o644)
+	// The handle's calls run under a context that never ends; f.ctx ending
+	// abandons the link instead (see Storage.bind, and call).
+	lctx, stop := f.s.bind(f.ctx, i, l)
+	defer stop()
+	h, err := l.share.WithContext(lctx).OpenFile(f.s.full(f.name), f.flag, 0o644)
 	if err != nil {
-		e := f.s.err("open", f.name, err)
-		switch {
-		case f.ctx.Err() != nil:
+		if f.ctx.Err() != nil {
 			f.s.abandon(i, l)
-		case failed(e, err):
+			return fresh, f.s.err("open", f.name, f.ctx.Err())
+		}
+		e := f.s.err("open", f.name, err)
+		if failed(e, err) {
 			f.s.broken(i, l)
 		}
 		return fresh, e
 	}
 	fi, err := h.Stat()
-	if err == nil && fi.IsDir() {
-		err = fmt.Errorf("is a directory: %w", fs.ErrNotExist)
+	if err == nil {
+		err = checkRegular(fi, f.s.full(f.name))
 	}
 	if err != nil {
 		_ = h.Close()
@@ -150,16 +155,18 @@ func (f *file) call(k int, op string, fn func(h *smb2.File) error) error {
 		if err != nil {
 			return err
 		}
+		stop := context.AfterFunc(f.ctx, func() { f.s.abandon(conn, l) })
 		err = fn(h)
+		stop()
 		l.release()
 		if err == nil {
 			return nil
 		}
-		e := f.s.err(op, f.name, err)
 		if f.ctx.Err() != nil {
 			f.s.abandon(conn, l)
-			return e
+			return f.s.err(op, f.name, f.ctx.Err())
 		}
+		e := f.s.err(op, f.name, err)
 		if failed(e, err) {
 			f.s.broken(conn, l)
 			if attempt == 0 && !fresh && f.ctx.Err() == nil {
@@ -322,6 +329,9 @@ func (f *file) closeSlot(sl *slot) error {
 		return nil
 	}
 	defer sl.l.release()
+	conn, l := sl.conn, sl.l
+	stop := context.AfterFunc(f.ctx, func() { f.s.abandon(conn, l) })
+	defer stop()
 	if err := h.Close(); err != nil {
 		e := f.s.err("close", f.name, err)
 		if failed(e, err) {

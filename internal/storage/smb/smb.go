@@ -224,13 +224,25 @@ func (l *link) kill() {
 	}
 }
 
-// abandon drops conn i's link l after a call on it was cancelled while in
-// flight, and closes its TCP connection at once, without a logoff. The
-// library answers a cancelled call before its sender has written the
-// request, and the next call on the connection would encode into the buffer
-// being written (go-smb2 conn.sendWith, found by the race detector): no call
-// may follow on it. Calls still on it fail and redial (they are idempotent,
-// see do).
+// bind returns the context to hand the library for a call on conn i's link
+// l, and a stop to call when the call is over. The library never sees a
+// context that can end: it answers a cancelled call before its sender has
+// finished writing the request, and the next call on that connection, from
+// any goroutine and under any context, encodes into the buffer still being
+// sent (go-smb2 conn.sendWith; the race detector caught it, and the peer
+// smbd logged the garbled request as a duplicate message id). When ctx ends,
+// the link is abandoned instead: its TCP connection is closed, every call on
+// it fails with a transport error once the sender is done with its buffer,
+// and the next call dials a new link.
+func (s *Storage) bind(ctx context.Context, i int, l *link) (context.Context, func() bool) {
+	stop := context.AfterFunc(ctx, func() { s.abandon(i, l) })
+	return context.WithoutCancel(ctx), stop
+}
+
+// abandon drops conn i's link l after the context of a call on it ended
+// (see bind), and closes its TCP connection at once, without a logoff (which
+// would be another call on it). Calls still on it fail and redial (they are
+// idempotent, see do).
 func (s *Storage) abandon(i int, l *link) {
 	s.unset(i, l)
 	l.mu.Lock()
@@ -419,16 +431,20 @@ func (s *Storage) run(ctx context.Context, op, name string, retry bool, fn func(
 		if err != nil {
 			return err
 		}
-		err = fn(l.share.WithContext(ctx))
+		lctx, stop := s.bind(ctx, i, l)
+		err = fn(l.share.WithContext(lctx))
+		stop()
 		l.release()
 		if err == nil {
 			return nil
 		}
-		e := s.err(op, name, err)
 		if ctx.Err() != nil {
+			// The link was abandoned; the call's own error is the
+			// closed connection.
 			s.abandon(i, l)
-			return e
+			return s.err(op, name, ctx.Err())
 		}
+		e := s.err(op, name, err)
 		if failed(e, err) {
 			s.broken(i, l)
 			if retry && attempt == 0 && !fresh && ctx.Err() == nil {
@@ -488,6 +504,8 @@ func Classify(err error) error {
 	var te *smb2.TransportError
 	var ne net.Error
 	switch {
+	case errors.Is(err, storage.ErrNotRegular):
+		return storage.ErrNotRegular
 	case errors.Is(err, fs.ErrNotExist):
 		return storage.ErrNotFound
 	case errors.Is(err, fs.ErrExist):
@@ -534,12 +552,9 @@ func (s *Storage) Stat(ctx context.Context, name string) (storage.FileInfo, erro
 	}
 	var out storage.FileInfo
 	err := s.do(ctx, "stat", name, func(sh *smb2.Share) error {
-		fi, err := sh.Stat(s.full(name))
+		fi, err := regular(sh, s.full(name))
 		if err != nil {
 			return err
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("is a directory: %w", fs.ErrNotExist)
 		}
 		out = storage.FileInfo{Name: name, Size: fi.Size(), ModTime: fi.ModTime()}
 		return nil
@@ -566,6 +581,12 @@ func (s *Storage) Create(ctx context.Context, name string) (storage.Writer, erro
 		return nil, err
 	}
 	f, err := s.newFile(ctx, name, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	if errors.Is(err, storage.ErrNotFound) {
+		// Its directory exists (mkdirParent): Samba answers so for a name
+		// held by a link it does not follow or show.
+		return nil, &storage.Error{Op: "create", Location: s.loc, Name: name, Kind: storage.ErrNotRegular,
+			Err: errors.New("the server refuses to create it in an existing directory: the name is held by an entry it does not show, such as a symbolic link (follow symlinks = no)")}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +618,13 @@ func (s *Storage) OpenWrite(ctx context.Context, name string) (storage.Writer, e
 	return f, nil
 }
 
-func (s *Storage) List(ctx context.Context, prefix string) ([]storage.FileInfo, error) {
+// List sends the server the pattern <base>*<suffix> (SMB2 QUERY_DIRECTORY
+// carries one, through the library's Glob), so only matching names travel,
+// then stats each match for its size and time, keeping regular files of
+// exactly that name (see regular). The directory is opened first, which
+// proves the right to list it: Glob itself treats a directory it cannot
+// open as empty.
+func (s *Storage) List(ctx context.Context, prefix, suffix string) ([]storage.FileInfo, error) {
 	dir, base := path.Split(prefix)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir != "" {
@@ -605,29 +632,131 @@ func (s *Storage) List(ctx context.Context, prefix string) ([]storage.FileInfo, 
 			return nil, err
 		}
 	}
+	if bs := base + suffix; bs != "" {
+		if err := s.check("list", bs); err != nil || strings.Contains(suffix, "/") {
+			return nil, &storage.Error{Op: "list", Location: s.loc, Name: prefix + "*" + suffix, Kind: storage.ErrInvalidName,
+				Err: errors.New("not a file name pattern")}
+		}
+	}
 	var out []storage.FileInfo
 	err := s.do(ctx, "list", prefix, func(sh *smb2.Share) error {
-		out = out[:0]
-		entries, err := sh.ReadDir(s.full(dir))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.IsDir() || !e.Mode().IsRegular() || !strings.HasPrefix(e.Name(), base) {
-				continue
-			}
-			out = append(out, storage.FileInfo{Name: path.Join(dir, e.Name()), Size: e.Size(), ModTime: e.ModTime()})
-		}
-		return nil
+		var err error
+		out, err = s.list(sh, dir, base, suffix)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+func (s *Storage) list(sh *smb2.Share, dir, base, suffix string) ([]storage.FileInfo, error) {
+	full := s.full(dir)
+	d, err := sh.Open(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		return nil, err
+	}
+	// '[' and ']' make a character class for the library's matching; '?'
+	// stands for them on both sides, and the names are compared exactly
+	// below. (Names have no '*' or '?', CheckName.)
+	wild := strings.NewReplacer("[", "?", "]", "?")
+	pattern := wild.Replace(base) + "*" + wild.Replace(suffix)
+	if full != "" {
+		pattern = wild.Replace(full) + "/" + pattern
+	}
+	matches, err := sh.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	// The handle still answers: the connection held through the Glob.
+	if _, err := d.Stat(); err != nil {
+		return nil, err
+	}
+	want := strings.ReplaceAll(full, "/", `\`)
+	var names []string
+	for _, m := range matches {
+		i := strings.LastIndexByte(m, '\\')
+		mdir, name := "", m
+		if i >= 0 {
+			mdir, name = m[:i], m[i+1:]
+		}
+		if mdir == want && len(name) >= len(base)+len(suffix) && strings.HasPrefix(name, base) && strings.HasSuffix(name, suffix) {
+			names = append(names, name)
+		}
+	}
+	// The stats go out together (the connection carries several requests
+	// at once): a listing costs a few round trips, not two per file, on a
+	// link to a remote site too.
+	infos := make([]fs.FileInfo, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, statsInFlight)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			infos[i], errs[i] = regular(sh, path.Join(full, name))
+		}()
+	}
+	wg.Wait()
+	var out []storage.FileInfo
+	for i, name := range names {
+		if errors.Is(errs[i], fs.ErrNotExist) || errors.Is(errs[i], storage.ErrNotRegular) {
+			continue // removed since, or no regular file
+		}
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, storage.FileInfo{Name: path.Join(dir, name), Size: infos[i].Size(), ModTime: infos[i].ModTime()})
+	}
+	return out, nil
+}
+
+// statsInFlight bounds the stats one listing has in flight.
+const statsInFlight = 16
+
+// notRegular is why regular refused a name; it is a storage.ErrNotRegular.
+type notRegular string
+
+func (e notRegular) Error() string      { return string(e) }
+func (notRegular) Is(target error) bool { return target == storage.ErrNotRegular }
+
+// regular stats full as the server presents it and refuses what is not a
+// regular file of that name: a directory (a junction is one), or a symbolic
+// link the server reports instead of following it (Windows answers
+// STATUS_STOPPED_ON_SYMLINK; the library then opens the target, whose name
+// its answer carries). Samba follows or hides links itself, by its
+// settings; a FIFO or device it shows as an empty file, or hides ("hide
+// special files").
+func regular(sh *smb2.Share, full string) (fs.FileInfo, error) {
+	fi, err := sh.Stat(full)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRegular(fi, full); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// checkRegular is regular's test of what the server answered for full.
+func checkRegular(fi fs.FileInfo, full string) error {
+	switch {
+	case fi.IsDir():
+		return notRegular("it is a directory")
+	case fi.Name() != path.Base(full):
+		return notRegular(fmt.Sprintf("it is a symbolic link (to %q)", fi.Name()))
+	}
+	return nil
 }
 
 // Rename checks that newName is free, then renames (the library always asks
@@ -680,12 +809,13 @@ func (s *Storage) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	return s.doOnce(ctx, "remove", name, func(sh *smb2.Share) error {
-		fi, err := sh.Stat(s.full(name))
+		// Lstat and Remove open the entry itself (a link, not its target).
+		fi, err := sh.Lstat(s.full(name))
 		if err != nil {
 			return err
 		}
 		if fi.IsDir() {
-			return fmt.Errorf("is a directory: %w", fs.ErrNotExist)
+			return notRegular("it is a directory")
 		}
 		return sh.Remove(s.full(name))
 	})

@@ -47,8 +47,9 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := sambatest.Start(t, tc.opts)
-			url := srv.URL("backup")
+			url, dir := srv.URL("backup"), srv.Dir("backup")
 			if tc.dir != "" {
+				dir = filepath.Join(dir, tc.dir)
 				if err := os.MkdirAll(filepath.Join(srv.Dir("backup"), tc.dir), 0o777); err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +67,7 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				return s
-			}, storagetest.Options{Secret: srv.Password()})
+			}, storagetest.Options{Secret: srv.Password(), Dir: dir})
 		})
 	}
 }

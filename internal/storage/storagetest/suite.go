@@ -22,6 +22,11 @@ type Options struct {
 	// Secret must never appear in a Location or an error message (the
 	// password of the storage under test).
 	Secret string
+	// Dir is the directory behind the Storage on this machine (the local
+	// directory, or the one a test SMB server serves), where the suite
+	// plants what another writer of the share could: symbolic links to
+	// files inside and outside it, FIFOs.
+	Dir string
 }
 
 // Run runs every conformance test as a subtest of t. newStorage returns a
@@ -45,6 +50,8 @@ func Run(t *testing.T, newStorage func(t *testing.T) storage.Storage, opts Optio
 		{"FreeSpace", testFreeSpace},
 		{"InvalidNames", testInvalidNames},
 		{"ConcurrentIO", testConcurrentIO},
+		{"Symlinks", testSymlinks},
+		{"SpecialFiles", testSpecialFiles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,31 +264,46 @@ func testNotFound(t *testing.T, s storage.Storage, _ Options) {
 
 func testList(t *testing.T, s storage.Storage, _ Options) {
 	ctx := context.Background()
-	for i, n := range []string{"ls/db_2.bak", "ls/db_1.bak", "ls/other.bak", "ls/db_sub/x.bak", "lsx.bak"} {
+	for i, n := range []string{"ls/db_2.bak", "ls/db_1.bak", "ls/other.bak", "ls/db_sub/x.bak", "lsx.bak",
+		"ls/db_1.manifest.json", "ls/DB_3.manifest.json", "ls/db_.json", "ls/a[1]_1.bak", "ls/a1_1.bak", "ls/a%1_1.bak"} {
 		put(t, s, n, randBytes(uint64(10+i), 10+i))
 	}
-	got, err := s.List(ctx, "ls/db_")
-	if err != nil {
-		t.Fatal(err)
+	list := func(prefix, suffix string) string {
+		t.Helper()
+		got, err := s.List(ctx, prefix, suffix)
+		if err != nil {
+			t.Fatalf("List(%q, %q): %v", prefix, suffix, err)
+		}
+		var names []string
+		for _, fi := range got {
+			if fi.ModTime.IsZero() {
+				t.Errorf("List(%q, %q): %s has no modification time", prefix, suffix, fi.Name)
+			}
+			names = append(names, fmt.Sprintf("%s:%d", fi.Name, fi.Size))
+		}
+		return strings.Join(names, " ")
 	}
-	var names []string
-	for _, fi := range got {
-		names = append(names, fmt.Sprintf("%s:%d", fi.Name, fi.Size))
+	for _, tc := range []struct{ prefix, suffix, want string }{
+		{"ls/db_", "", "ls/db_.json:17 ls/db_1.bak:11 ls/db_1.manifest.json:15 ls/db_2.bak:10"},
+		{"ls/db_", ".bak", "ls/db_1.bak:11 ls/db_2.bak:10"},
+		// Exact case, whatever case the server matches in.
+		{"ls/db_", ".manifest.json", "ls/db_1.manifest.json:15"},
+		{"ls/DB_", "", "ls/DB_3.manifest.json:16"},
+		// A prefix and a suffix that meet in the name count once.
+		{"ls/db_", "_.json", ""},
+		// Brackets and percent signs are plain characters.
+		{"ls/a[1]_", "", "ls/a[1]_1.bak:18"},
+		{"ls/a%1", "", "ls/a%1_1.bak:20"},
+		{"lsx", "", "lsx.bak:14"},
+		{"ls/", ".json", "ls/DB_3.manifest.json:16 ls/db_.json:17 ls/db_1.manifest.json:15"},
+		{"missing-dir/db_", "", ""},
+	} {
+		if got := list(tc.prefix, tc.suffix); got != tc.want {
+			t.Errorf("List(%q, %q) = %q, want %q (regular files only, sorted, with sizes)", tc.prefix, tc.suffix, got, tc.want)
+		}
 	}
-	if want := "ls/db_1.bak:11 ls/db_2.bak:10"; strings.Join(names, " ") != want {
-		t.Fatalf("List(ls/db_) = %v, want %s (regular files only, sorted, with sizes)", names, want)
-	}
-	got, err = s.List(ctx, "ls/")
-	if err != nil || len(got) != 3 {
-		t.Fatalf("List(ls/) = %v, %v; want 3 files", got, err)
-	}
-	got, err = s.List(ctx, "lsx")
-	if err != nil || len(got) != 1 || got[0].Name != "lsx.bak" {
-		t.Fatalf("List(lsx) = %v, %v", got, err)
-	}
-	got, err = s.List(ctx, "missing-dir/db_")
-	if err != nil || len(got) != 0 {
-		t.Fatalf("List in a missing directory = %v, %v; want nothing, no error", got, err)
+	if got := list("ls/", ""); strings.Count(got, " ")+1 != 9 {
+		t.Errorf("List(ls/) = %s; want 9 files, not the subdirectory", got)
 	}
 }
 

@@ -42,7 +42,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer closeLog()
-	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, log)
+	mx, metricsURL, err := workerhost.StartMetrics(o.metricsAddr, o.metricsWebConfig, log)
 	if err != nil {
 		if fresh {
 			// Nothing started: leave no state directory behind.

@@ -46,10 +46,12 @@ type options struct {
 	keep      bool
 	devDBSize config.Size
 	devFleet  int
-	// metricsAddr serves /metrics when set; taskQueue overrides the task
+	// metricsAddr serves /metrics when set, with TLS and basic
+	// authentication from metricsWebConfig; taskQueue overrides the task
 	// queue of the site's configuration.
-	metricsAddr string
-	taskQueue   string
+	metricsAddr      string
+	metricsWebConfig string
+	taskQueue        string
 }
 
 func main() {
@@ -71,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(sizeFlag{&o.devDBSize}, "dev-db-size", "size of the emulated database Sales when the state directory is new (e.g. 320MiB, 16MiB)")
 	fs.IntVar(&o.devFleet, "dev-fleet", 0, fmt.Sprintf("also hold this many small databases on sql01 (0 to %d), selected with USER_DATABASES, for starter fleet", len(devenv.FleetDatabaseNames)))
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9090); off when empty")
+	fs.StringVar(&o.metricsWebConfig, "metrics-web-config", "", workerhost.WebConfigUsage)
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of "+workflows.TaskQueue)
 	fs.BoolVar(&showVersion, "version", false, "print the module version and VCS revision of this build and exit")
 	fs.Usage = func() {
@@ -104,5 +107,5 @@ func (o options) check(fs *flag.FlagSet) error {
 	case o.uiPort < devserver.NoUI:
 		return fmt.Errorf("--ui-port %d: use a port, 0 for a free one or -1 for no UI", o.uiPort)
 	}
-	return workerhost.CheckFlags(o.metricsAddr, o.taskQueue)
+	return workerhost.CheckFlags(o.metricsAddr, o.metricsWebConfig, o.taskQueue)
 }

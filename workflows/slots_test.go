@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+)
+
+// startCycles is a start of several cycles at once under their own ids, as
+// several `starter run`, Web UI starts and schedules make them.
+func startCycles(ctx workflow.Context, dbs []string) ([]CycleResult, error) {
+	var futures []workflow.ChildWorkflowFuture
+	for _, db := range dbs {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: CycleWorkflowID("sql01", db)})
+		futures = append(futures, workflow.ExecuteChildWorkflow(cctx, BackupCycleName, CycleInput{Database: db, Instance: "sql01"}))
+	}
+	out := make([]CycleResult, len(futures))
+	for i, f := range futures {
+		if err := f.Get(ctx, &out[i]); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// TestCyclesKeepToTheInstancesLimit: cycles of two databases of one
+// instance whose max_concurrent is 1, started at once by anything but a
+// fleet run, take turns: the second waits for the first's slot (step
+// waiting-for-slot) and never backs up, copies or restores while the first
+// runs; both end verified. With a limit of 2 they run side by side.
+func TestCyclesKeepToTheInstancesLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit, want int
+	}{{1, 1}, {2, 2}} {
+		f := newFakeCycle()
+		var mu sync.Mutex
+		running, peak := map[string]bool{}, 0
+		f.plan = func(in activities.PlanInput) (activities.Plan, error) {
+			p := healthyPlan()
+			p.Database = in.Database
+			p.Slots = []activities.Slot{{Kind: activities.SlotServer, Name: "remote01", Limit: 4},
+				{Kind: activities.SlotInstance, Name: "sql01", Limit: tc.limit}, {Kind: activities.SlotServer, Name: "bak01", Limit: 4}}
+			return p, nil
+		}
+		f.backup = func(in activities.BackupInput) (activities.BackupOutput, error) {
+			mu.Lock()
+			running[in.Database] = true
+			peak = max(peak, len(running))
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond) // the other cycle gets every chance to start its own
+			return activities.BackupOutput{Stripes: []activities.Stripe{{Name: in.Database + "_1of1.bak"}}, Bytes: 1, Duration: time.Minute}, nil
+		}
+		f.retention = func(in activities.RetentionInput) (activities.RetentionOutput, error) {
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			delete(running, in.Database)
+			mu.Unlock()
+			return activities.RetentionOutput{}, nil
+		}
+		r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+			env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
+			env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
+		})
+		r.env.ExecuteWorkflow("startCycles", []string{"Sales", "Orders"})
+		if err := r.env.GetWorkflowError(); err != nil {
+			t.Fatalf("limit %d: cycles failed: %v", tc.limit, err)
+		}
+		var res []CycleResult
+		if err := r.env.GetWorkflowResult(&res); err != nil || len(res) != 2 || res[0].Sequence == 0 || res[1].Sequence == 0 {
+			t.Fatalf("limit %d: results %+v, %v; want both verified", tc.limit, res, err)
+		}
+		if peak != tc.want {
+			t.Errorf("limit %d: %d cycles ran at once, want %d", tc.limit, peak, tc.want)
+		}
+		if tc.limit == 1 && f.count("ApplyRetention") != 2 {
+			t.Errorf("limit 1: retention ran %d times, want once per cycle", f.count("ApplyRetention"))
+		}
+		r.mu.Lock()
+		waited := false
+		for _, s := range r.steps {
+			waited = waited || s == activities.StepWaitingForSlot
+		}
+		r.mu.Unlock()
+		if waited != (tc.limit == 1) {
+			t.Errorf("limit %d: a cycle waited for a slot: %v (steps %v)", tc.limit, waited, r.steps)
+		}
+	}
+}
