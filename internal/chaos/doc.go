@@ -34,7 +34,16 @@
 // frozen, Temporal restarted, smbd killed or frozen, the emulator crashed
 // or its connections cut at a percent of BACKUP/RESTORE/CHECKDB,
 // the source database restored from an older verified set, a second start
-// of the same database, cancel, a stripe byte flipped, a share full. Every
+// of the same database, cancel, a stripe byte flipped, a share full, or
+// files a share writer plants on one share, bak02, at a moment of the run
+// (hostile.go): a stripe-named symbolic link and a `.partial` one to a file
+// outside the share, a 64 GiB sparse file named like a manifest, a real
+// manifest altered to say verified (fresh time, another run id, "" or the
+// running cycle's; unsigned or signed with another key), an empty stripe
+// numbered 999999999999999999; they stay on the share. The manifests are
+// signed (manifest_keys), so only what a worker wrote is trusted, by the
+// product and by the checker alike. A Web UI start now and then types the
+// name with a leading or trailing blank. Every
 // choice comes from a generator seeded by (seed, run), so a seed replays
 // (what the product does with them may still vary with timing). A cycle
 // stuck on an activity of a killed worker that is not retried before its
@@ -61,7 +70,24 @@
 //	   version, permission or configuration error type marks a complete set
 //	   failed, damage evidence carries the type that proves it, and no set
 //	   is condemned while the estate made it unreadable on the
-//	   verification instance.
+//	   verification instance;
+//	I12 what a share writer planted neither leaks nor steers: the file the
+//	   planted links point to, outside the share, keeps its content, size
+//	   and mtime, and no file on either share holds its content; the
+//	   product's status (status.Load over SMB) counts no set as verified
+//	   that only an unauthenticated manifest calls verified, and reports the
+//	   planted manifests it reads (unauthenticated, or broken); no
+//	   database's cycles fail the same way StuckAfter times in a row while
+//	   files planted for it lie on the share (when the estate can read its
+//	   sets);
+//	I13 no worker process ends unless the harness killed it, and no worker
+//	   log holds a Go runtime panic;
+//	I14 every trusted manifest was written by its database's own cycle
+//	   (workflows.CycleWorkflowID), and a Web UI start that typed the name
+//	   with a blank launched that cycle, was skipped for it or was refused
+//	   with InvalidConfig, never ran a cycle under its own id.
+//
+// (I9 to I11 are kept for the log chain.)
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
 // the seed, run and fault to replay it, and the output ends with

@@ -27,6 +27,12 @@ const (
 	FaultFlipNew         Fault = "stripe-flip-new"     // a byte of the stripe being written flipped during BACKUP
 	FaultShareFullSQL    Fault = "share-full-backup"   // the share SQL Server writes to has no room (emulator quota)
 	FaultShareFullSMB    Fault = "share-full-copy"     // the share reports no free space over SMB (Samba max disk size)
+	// Files a share writer plants on HostileServer at a moment of the run
+	// (hostile.go); they stay there.
+	FaultPlantLink    Fault = "plant-symlinks"        // stripe-named and .partial symlinks to a file outside the share
+	FaultPlantHuge    Fault = "plant-huge-manifest"   // a 64 GiB sparse file named like a manifest
+	FaultPlantForged  Fault = "plant-forged-manifest" // a real manifest altered to say verified, not signed by a worker
+	FaultPlantWideSeq Fault = "plant-wide-sequence"   // an empty stripe numbered 999999999999999999
 )
 
 // faultWeights: how often each fault is drawn (out of their sum).
@@ -35,6 +41,17 @@ var faultWeights = []weighted[Fault]{
 	{FaultSMBKill, 2}, {FaultSMBFreeze, 2}, {FaultSQLCrash, 3}, {FaultSQLLostConn, 2},
 	{FaultRollback, 2}, {FaultSecondStart, 3}, {FaultCancel, 2}, {FaultFlipOld, 1},
 	{FaultFlipNew, 1}, {FaultShareFullSQL, 1}, {FaultShareFullSMB, 1},
+	{FaultPlantLink, 2}, {FaultPlantHuge, 2}, {FaultPlantForged, 2}, {FaultPlantWideSeq, 2},
+}
+
+// plantSteps: a file is planted at any moment of a cycle.
+var plantSteps = []string{activities.StepPlan, activities.StepSequence, activities.StepBackup, activities.StepCatalog,
+	activities.StepCopy, activities.StepRestore, activities.StepCheckDB, activities.StepSanity, activities.StepVerified,
+	activities.StepRetention}
+
+// isPlant reports whether f plants files on HostileServer.
+func isPlant(f Fault) bool {
+	return f == FaultPlantLink || f == FaultPlantHuge || f == FaultPlantForged || f == FaultPlantWideSeq
 }
 
 // weighted is a choice and how often it is drawn (out of the sum of its
@@ -106,7 +123,11 @@ var faultSteps = map[Fault][]string{
 		activities.StepCheckDB, activities.StepSanity},
 	FaultCancel: {activities.StepPlan, activities.StepBackup, activities.StepCatalog, activities.StepCopy, activities.StepRestore,
 		activities.StepCheckDB, activities.StepSanity, activities.StepVerified, activities.StepRetention},
-	FaultFlipNew: {activities.StepBackup},
+	FaultFlipNew:      {activities.StepBackup},
+	FaultPlantLink:    plantSteps,
+	FaultPlantHuge:    plantSteps,
+	FaultPlantForged:  plantSteps,
+	FaultPlantWideSeq: plantSteps,
 }
 
 // armed reports whether the plan's fault is armed in the emulator before
@@ -147,6 +168,22 @@ type Plan struct {
 	// Twin: before a run of sales, a database named like the set the run
 	// is about to make is created and verified (Sim.twin).
 	Twin bool
+	// Blank: a Web UI start types the name with a leading ("lead"),
+	// trailing ("trail") or both blanks ("both"); "" types it as Spell says.
+	Blank string
+}
+
+// blanked is name as a start with blank types it.
+func blanked(name, blank string) string {
+	switch blank {
+	case "lead":
+		return " " + name
+	case "trail":
+		return name + " "
+	case "both":
+		return " " + name + " "
+	}
+	return name
 }
 
 // Draw makes run i's plan from seed. Every draw is made in the same order
@@ -196,6 +233,7 @@ func Draw(seed uint64, run int, force Fault) Plan {
 	// estate.
 	p.Estate = drawEstate(r)
 	p.Twin = r.IntN(2) == 0
+	p.Blank = []string{"lead", "trail", "both", "", "", "", "", "", "", ""}[r.IntN(10)]
 	if p.Target.Database == SharedDB {
 		p.NoInst = false // the name alone is ambiguous: the Web UI user names the instance
 	}
@@ -238,6 +276,9 @@ func (p Plan) String() string {
 			s += " on " + p.Server
 		case FaultSecondStart:
 			s += " via " + p.Second
+		}
+		if isPlant(p.Fault) {
+			s += " on " + HostileServer
 		}
 	}
 	return s

@@ -17,6 +17,7 @@ import (
 	_ "github.com/microsoft/go-mssqldb" // driver "sqlserver" for the harness's own queries
 	sdkclient "go.temporal.io/sdk/client"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
@@ -52,6 +53,10 @@ const (
 	tdeCert    = "TDECert"
 	taskQueue  = "chaos"
 	share      = "backup"
+	// manifestKeyEnv holds the workers' manifest key (manifest_keys): what
+	// a share writer plants is not signed with it (hostile.go).
+	manifestKeyEnv = "BC_CHAOS_MANIFEST_KEY"
+	manifestKeyID  = "chaos-1"
 )
 
 // agReplicas are the availability group's replicas, in the configuration's
@@ -136,6 +141,9 @@ type Fleet struct {
 	tdeCert    sqlsim.Certificate
 	retired    map[string][]sqlsim.StatementRecord
 	entryLower bool
+	// keys is the manifest key ring the workers sign with: the checker
+	// trusts a manifest as the product does (catalog.Manifest.Trusted).
+	keys *catalog.Keys
 }
 
 // Secrets are every configured password: none may reach a workflow
@@ -191,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err := os.Chmod(f.Root, 0o755); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb"} {
+	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir} {
 		f.dirs[d] = filepath.Join(f.Root, d)
 		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
 			return nil, err
@@ -263,6 +271,11 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err := f.buildGroup(baseEstate); err != nil {
 		return nil, err
 	}
+	// The manifest key is a secret like the passwords (I6).
+	f.passwords[manifestKeyEnv] = secret("Key-") + secret("")
+	if f.keys, err = catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(f.passwords[manifestKeyEnv])}); err != nil {
+		return nil, err
+	}
 	for k, v := range f.passwords {
 		if err := os.Setenv(k, v); err != nil {
 			return nil, err
@@ -329,6 +342,7 @@ func (f *Fleet) entryName(db string) string {
 func (f *Fleet) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "temporal:\n  address: %s\n  namespace: %s\n  task_queue: %s\n", f.frontend(), devserver.DefaultNamespace, taskQueue)
+	fmt.Fprintf(&b, "manifest_keys:\n  - {id: %s, key_env: %s}\n", manifestKeyID, manifestKeyEnv)
 	b.WriteString(`defaults:
   stripes: 2
   compression: false

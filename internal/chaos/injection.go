@@ -238,6 +238,14 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 			return
 		}
 		r.at += " (" + what + ")"
+	case FaultPlantLink, FaultPlantHuge, FaultPlantForged, FaultPlantWideSeq:
+		what, err := s.plant(r)
+		if err != nil || what == "" {
+			r.injected, r.missed = false, true
+			r.note("nothing planted on %s: %v", HostileServer, err)
+			return
+		}
+		r.at += " (" + what + ")"
 	default:
 		r.injected, r.missed = false, true
 	}

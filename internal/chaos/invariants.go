@@ -28,7 +28,7 @@ import (
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int    // 1..8
+	Invariant int    // 1..8, 12..14
 	Detail    string // what, where; never a secret
 	key       string // the same finding is reported once
 }
@@ -89,6 +89,11 @@ type Checker struct {
 	lastScan     int
 	checkedI7    map[setID]bool // I7 passed once
 	estates      []estateSpan   // the estate of each run, from its start (I8)
+	hostile      hostile        // what the plant faults left (I12)
+	untrusted    []manifestFile // the unauthenticated manifests of the last scan (I12)
+	// later are checks the simulation queued during a run (I12 poisoning,
+	// I14 starts), run by the next Check.
+	later []func(addFunc)
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
 	// nil reads the fleet.
@@ -131,8 +136,9 @@ func (c *Checker) Stats() string {
 	for _, n := range c.logOffsets {
 		logBytes += n
 	}
-	return fmt.Sprintf("checked %d manifests in the last scan, %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs",
-		c.lastScan, len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20)
+	return fmt.Sprintf("checked %d manifests in the last scan (%d more not authenticated), %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs; %d files planted on %s, %d of them reported (status or a worker's log)",
+		c.lastScan, len(c.untrusted), len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20,
+		len(c.hostile.files), HostileServer, len(c.hostile.reported))
 }
 
 // Notes are problems of the fleet the checker ran into that are not
@@ -170,12 +176,40 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	n = c.checkI7(ctx, files, add)
 	notes = append(notes, n...)
 	c.checkI8(files, add)
+	n = c.checkI12(ctx, add)
+	notes = append(notes, n...)
+	c.checkI13(add)
+	c.checkI14(files, add)
+	for _, f := range c.later {
+		f(add)
+	}
+	c.later = nil
 	return out, notes
 }
 
-// scan reads every manifest of both servers.
+// MaxManifestRead is how much of a manifest the checker reads, as the
+// product (storage.MaxSmallFile): a bigger file is no manifest.
+const MaxManifestRead = 1 << 20
+
+// readManifest reads at most MaxManifestRead bytes of path; too big is an
+// error.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxManifestRead+1))
+	if err == nil && len(raw) > MaxManifestRead {
+		err = fmt.Errorf("over %d bytes: no manifest", MaxManifestRead)
+	}
+	return raw, err
+}
+
+// scan reads every manifest of both servers that the product trusts
+// (signed with the workers' key); the others are in c.untrusted.
 func (c *Checker) scan() ([]manifestFile, Notes) {
-	var out []manifestFile
+	var out, untrusted []manifestFile
 	var notes Notes
 	for _, s := range Servers {
 		entries, err := os.ReadDir(c.f.ShareDir(s))
@@ -188,14 +222,18 @@ func (c *Checker) scan() ([]manifestFile, Notes) {
 			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".manifest.json") || strings.HasPrefix(name, ".") {
 				continue
 			}
-			raw, err := os.ReadFile(filepath.Join(c.f.ShareDir(s), name))
+			raw, err := readManifest(filepath.Join(c.f.ShareDir(s), name))
 			if err != nil {
-				notes = append(notes, fmt.Sprintf("cannot read %s/%s: %v", s, name, err))
+				if !c.isPlanted(s, name) {
+					notes = append(notes, fmt.Sprintf("cannot read %s/%s: %v", s, name, err))
+				}
 				continue
 			}
-			m, err := catalog.Decode(raw)
+			m, err := catalog.DecodeWith(raw, c.f.keys)
 			if err != nil {
-				notes = append(notes, fmt.Sprintf("manifest %s/%s does not decode: %v", s, name, err))
+				if !c.isPlanted(s, name) {
+					notes = append(notes, fmt.Sprintf("manifest %s/%s does not decode: %v", s, name, err))
+				}
 				continue
 			}
 			mf := manifestFile{Server: s, File: name, M: m, Raw: raw,
@@ -203,9 +241,14 @@ func (c *Checker) scan() ([]manifestFile, Notes) {
 			if m.Header != nil {
 				mf.ID.GUID = normGUID(m.Header.BackupSetGUID)
 			}
+			if !m.Trusted() {
+				untrusted = append(untrusted, mf)
+				continue
+			}
 			out = append(out, mf)
 		}
 	}
+	c.untrusted = untrusted
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Server != out[j].Server {
 			return out[i].Server < out[j].Server
@@ -920,6 +963,10 @@ func (c *Checker) scanLog(path string, add addFunc) string {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			off += int64(len(line))
+			c.reportedIn(line)
+			if panicLine(line) {
+				add(13, "panic|"+filepath.Base(path)+"|"+fmt.Sprint(off), "a worker crashed: %s: %s", filepath.Base(path), strings.TrimSpace(string(line)))
+			}
 			if env := c.secretIn(line); env != "" {
 				add(6, "log|"+env+"|"+filepath.Base(path)+"|"+fmt.Sprint(off), "the password of %s is in %s: %s",
 					env, filepath.Base(path), strings.TrimSpace(string(line)))

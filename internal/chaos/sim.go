@@ -197,7 +197,9 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		}
 	}
 	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
-	if n := spell(p.Target.Database, p.Estate.Spell); n != p.Target.Database && p.Entry != EntrySchedule {
+	if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
+		desc += fmt.Sprintf(" (as %q)", blanked(n, p.Blank))
+	} else if n != p.Target.Database && p.Entry != EntrySchedule {
 		desc += fmt.Sprintf(" (as %q)", n)
 	}
 	if p.Fault != FaultNone {
@@ -255,6 +257,10 @@ func (s *Sim) tally(r *run, classes []string) {
 		st.n++
 		if st.n == StuckAfter {
 			r.note("stuck: the last %d cycles of %s (runs %d..%d) all %s", st.n, t, st.from, r.plan.Run, st.class)
+			if r.unreadable == "" {
+				from, run, class := st.from, r.plan.Run, st.class
+				s.C.later = append(s.C.later, func(add addFunc) { s.C.poisoned(t, from, run, class, add) })
+			}
 		}
 	}
 	s.streak[t] = st
@@ -543,6 +549,8 @@ func (s *Sim) startCycle(ctx context.Context, entry string, p Plan, suffix strin
 		if p.NoInst {
 			in.Instance = ""
 		}
+		// A Web UI user types the name, blanks and all.
+		in.Database = blanked(in.Database, p.Blank)
 		run, err := c.ExecuteWorkflow(sctx, sdkclient.StartWorkflowOptions{ID: p.WebID + suffix, TaskQueue: taskQueue},
 			workflows.BackupCycleName, in)
 		if err != nil {
@@ -730,6 +738,18 @@ func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []strin
 		err := c.GetWorkflow(gctx, ref.ID, ref.RunID).Get(gctx, &res)
 		cancel()
 		name := ref.Entry
+		if ref.Entry == EntryWebUI {
+			typ := ""
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				typ = app.Type()
+			}
+			var got *workflows.CycleResult
+			if err == nil {
+				got = &res
+			}
+			s.C.startRanAs(r.plan, ref, got, typ, r.injected)
+		}
 		if err != nil {
 			errs = append(errs, err.Error())
 			var canceled *temporal.CanceledError
