@@ -27,9 +27,10 @@ import (
 // "Security model": share writers). The plant faults do so on one share,
 // HostileServer, at a random moment of a run, and leave the files there:
 //
-//   - plant-symlinks: a stripe-named symbolic link (<inst>@<db>_<seq>_1of1.bak)
-//     and a half-copied stripe's name (<inst>@<db>_<seq>_1of8.bak.partial),
-//     both pointing to a file outside the share;
+//   - plant-symlinks: stripe-named symbolic links (<inst>@<db>_<seq>_1of1.bak,
+//     and _2of2.bak, the name the set of that number gets) and a
+//     half-copied stripe's name (<inst>@<db>_<seq>_1of8.bak.partial), all
+//     pointing to a file outside the share;
 //   - plant-huge-manifest: a 64 GiB sparse file named like a manifest of a
 //     configured database (no disk is used);
 //   - plant-forged-manifest: a copy of a real manifest altered to say
@@ -175,6 +176,9 @@ func (s *Sim) plant(r *run) (string, error) {
 		for _, name := range []func(int64) string{
 			func(seq int64) string { return names.Stripe(seq, 1, 1) },
 			func(seq int64) string { return names.Stripe(seq, 1, 8) + ".partial" },
+			// The name the set of that number gets (stripes: 2): SQL
+			// Server would write through it, and the copy read it.
+			func(seq int64) string { return names.Stripe(seq, 2, 2) },
 		} {
 			seq, n, ok := pickSeq(name)
 			if !ok {
