@@ -256,6 +256,10 @@ func TestCheckerI7I8(t *testing.T) {
 	failed(6, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "InvalidConfig: the backup path is not mounted", 42)
 	failed(7, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "SourceDatabaseDamaged: 3043 on a data file", 44)
 	failed(8, catalog.StepRestore, catalog.EvidenceCorruptBackup, "CorruptBackup: RESTORE WITH CHECKSUM: 3183", 46)
+	// Refused by SQL Server before its first page (a planted link): it ran
+	// and did not complete, though no statement record shows it.
+	failed(9, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "InvalidConfig: BACKUP DATABASE on sql01: backup path invalid: "+
+		"Cannot open backup device. Operating system error 5(Access is denied.). (error 3201); BACKUP DATABASE is terminating abnormally. (error 3013)", 48)
 	c.Damaged(catalog.New(Sql01, SharedDB, 8, t0).StripeFileName(1, 2))
 	stmts7 := sqlsim.StatementRecord{Kind: "BACKUP DATABASE", Outcome: "error 3013",
 		SQL: `BACKUP DATABASE [DBA] TO DISK = N'\\bak01\backup\` + catalog.New(Sql01, SharedDB, 7, t0).StripeFileName(1, 2) + `'`}
@@ -276,7 +280,7 @@ func TestCheckerI7I8(t *testing.T) {
 	got := map[string]bool{}
 	for _, v := range vs {
 		t.Logf("I%d: %s", v.Invariant, v.Detail)
-		for seq := int64(1); seq <= 8; seq++ {
+		for seq := int64(1); seq <= 9; seq++ {
 			if strings.Contains(v.Detail, fmt.Sprintf("seq %d ", seq)) {
 				got[fmt.Sprintf("I%d seq %d", v.Invariant, seq)] = true
 			}
@@ -291,4 +295,95 @@ func TestCheckerI7I8(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("violations %v, want exactly %v", got, want)
 	}
+}
+
+// TestCheckerHostile: I12 finds the file outside the share written and its
+// content on a share, I13 a worker's panic in its log, I14 a set written
+// by another workflow than its database's cycle; a set written by its
+// database's cycle, and the unsigned manifest a share writer planted
+// (never trusted), are none.
+func TestCheckerHostile(t *testing.T) {
+	f := testFleet(t)
+	if err := os.MkdirAll(filepath.Join(f.Root, outsideDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(strings.Repeat("k", 40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys = keys
+	c := NewChecker(f)
+	sign := func(m *catalog.Manifest) []byte {
+		b, err := catalog.EncodeSigned(m, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for seq, wid := range map[int64]string{1: "backup-sql01-DBA", 2: "3f1c9a4e-web-ui-id"} {
+		m := catalog.New(Sql01, SharedDB, seq, time.Date(2026, 1, 1, 0, 0, int(seq), 0, time.UTC))
+		m.WorkflowID, m.RunID = wid, "run"
+		if err := os.WriteFile(filepath.Join(f.ShareDir(Bak01), m.FileName()), sign(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Planted: unsigned, another workflow: not the product's, so no I14.
+	forged := catalog.New(Sql01, SharedDB, 3, time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC))
+	forged.WorkflowID = "forged"
+	raw, err := catalog.Encode(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ShareDir(HostileServer), forged.FileName()), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := c.outsideFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := os.ReadFile(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _ := c.Check(context.Background(), nil)
+	if len(vs) != 1 || vs[0].Invariant != 14 || !strings.Contains(vs[0].Detail, "seq 2 ") {
+		t.Fatalf("violations %+v, want one I14 of seq 2", vs)
+	}
+	if len(c.untrusted) != 1 {
+		t.Errorf("untrusted manifests %d, want the planted one", len(c.untrusted))
+	}
+
+	// The content read into a set on bak01, the file written through a
+	// link, a worker's panic.
+	if err := os.WriteFile(filepath.Join(f.ShareDir(Bak01), "sql01@x_00000009_1of1.bak"), append([]byte("head"), content[1000:3000]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(outside, []byte("overwritten by a BACKUP"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(f.dirs["logs"], "worker-01.log")
+	if err := os.WriteFile(log, []byte("{\"level\":\"info\"}\npanic: runtime error: index out of range\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.workers = append(f.workers, &Worker{Identity: "w1", LogFile: log, done: closedChan(), killed: true})
+	vs, _ = c.Check(context.Background(), nil)
+	var got []string
+	for _, v := range vs {
+		got = append(got, fmt.Sprintf("I%d %s", v.Invariant, v.Detail))
+	}
+	for _, want := range []string{"I12 the file outside the share", "I12 bak01/sql01@x_00000009_1of1.bak holds the content", "I13 a worker crashed"} {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {
+			t.Errorf("no violation %q in %q", want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("violations %q, want 3", got)
+	}
+}
+
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }

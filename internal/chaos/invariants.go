@@ -885,7 +885,11 @@ func (c *Checker) checkI8(files []manifestFile, add addFunc) {
 			add(8, key+"|step", "%s on %s is failed as %s at step %s, after its BACKUP: %s", mf.ID, mf.Server, f.Evidence, f.Step, f.Reason)
 			continue
 		case f.Evidence == catalog.EvidenceBackupIncomplete && slices.Contains(environmentTypes, typ):
-			if outcomes := c.backupOutcomes(mf); len(outcomes) == 0 || slices.Contains(outcomes, "ok") {
+			// A BACKUP SQL Server refused at once (3013, its devices not
+			// opened) ran and did not complete, though the emulator's
+			// statement log, which starts with the first page, lacks it.
+			abnormal := strings.Contains(f.Reason, "(error 3013)")
+			if outcomes := c.backupOutcomes(mf); len(outcomes) == 0 && !abnormal || slices.Contains(outcomes, "ok") {
 				add(8, key+"|env", "%s on %s is failed as %s for %s, but no BACKUP of it ran and stopped half-way (statements %v): %s",
 					mf.ID, mf.Server, f.Evidence, typ, outcomes, f.Reason)
 				continue
