@@ -65,12 +65,16 @@ func recordOf(m *catalog.Manifest, instance, verifyDB string) (copyRecord, bool)
 }
 
 // after reports whether r was written after o: a VerifyCopy by the
-// instance's clock, a confirmed one before an unconfirmed one of the same
-// RESTORE, and any VerifyCopy after a legacy proof.
+// instance's clock (the instants when both records have them: its wall
+// clock runs back when its time zone changes or daylight saving time
+// ends), a confirmed one before an unconfirmed one of the same RESTORE, and
+// any VerifyCopy after a legacy proof.
 func (r copyRecord) after(o copyRecord) bool {
 	switch {
 	case r.vc == nil || o.vc == nil:
 		return r.vc != nil
+	case r.vc.UTCOffsetMinutes != nil && o.vc.UTCOffsetMinutes != nil && !r.vc.InstanceTimeUTC.Equal(o.vc.InstanceTimeUTC):
+		return r.vc.InstanceTimeUTC.After(o.vc.InstanceTimeUTC)
 	case !r.vc.InstanceTime.Equal(o.vc.InstanceTime):
 		return r.vc.InstanceTime.After(o.vc.InstanceTime)
 	case !r.vc.SentAt.Equal(o.vc.SentAt):
@@ -170,8 +174,11 @@ func ownCopy(st *mssql.DatabaseState, last *mssql.RestoreProof, recs []copyRecor
 		if len(recs) > 0 && recs[0].vc != nil {
 			v := recs[0].vc
 			// msdb recorded a RESTORE after this one was sent: the
-			// RESTORING database is a later RESTORE's.
-			restoredSince := last != nil && !v.InstanceTime.IsZero() && last.RestoreDate.After(v.InstanceTime.Add(clockSlack))
+			// RESTORING database is a later RESTORE's. A restore an
+			// earlier record confirmed is not one, whatever its date
+			// says (the instance's wall clock may have run back since).
+			restoredSince := last != nil && !v.InstanceTime.IsZero() && last.RestoreDate.After(v.InstanceTime.Add(clockSlack)) &&
+				!confirmedBy(recs[1:], last)
 			if !v.Confirmed() && !restoredSince && madeBy(v, st) {
 				return &recs[0], ""
 			}
@@ -192,6 +199,20 @@ func ownCopy(st *mssql.DatabaseState, last *mssql.RestoreProof, recs []copyRecor
 	}
 	return nil, fmt.Sprintf("%s, last restored from backup set %q (%s, restore_history_id %d), a restore no backupcycle set records",
 		what, last.BackupSetName, last.BackupSetGUID, last.HistoryID)
+}
+
+// confirmedBy reports whether one of recs confirmed the restore last (its
+// restore-history row and backup set).
+func confirmedBy(recs []copyRecord, last *mssql.RestoreProof) bool {
+	for _, r := range recs {
+		switch {
+		case r.vc != nil && r.vc.Confirmed() && r.vc.RestoreHistoryID == last.HistoryID && sameGUID(r.vc.BackupSetGUID, last.BackupSetGUID):
+			return true
+		case r.proof != nil && r.proof.RestoreHistoryID == last.HistoryID && sameGUID(r.proof.BackupSetGUID, last.BackupSetGUID):
+			return true
+		}
+	}
+	return false
 }
 
 // guardCopy is the guard before anything destructive is done to verifyDB
@@ -223,8 +244,9 @@ func (a *Activities) guardCopy(ctx context.Context, sqlDB *mssql.DB, db *config.
 }
 
 // copyIntent is the VerifyCopy recorded before a RESTORE into verifyDB on
-// instance of backup set guid: the instance's clock and the ids of every
-// database but st (the one the name holds, nil for none), read now.
+// instance of backup set guid: the instance's clock with its offset from
+// UTC and the ids of every database but st (the one the name holds, nil for
+// none), read now.
 func copyIntent(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB, guid string, st *mssql.DatabaseState, sentAt time.Time) (*catalog.VerifyCopy, error) {
 	ids, now, err := sqlDB.DatabaseIDs(ctx, tsql.AllDatabaseIDs)
 	if err != nil {
@@ -233,7 +255,12 @@ func copyIntent(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB, guid s
 	if now.IsZero() {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("%s did not report its GETDATE(): nothing is restored without a record of it", instance), "SQLError")
 	}
+	off, err := serverOffset(ctx, sqlDB)
+	if err != nil {
+		return nil, err
+	}
 	v := &catalog.VerifyCopy{VerifyInstance: instance, VerifyDatabase: verifyDB, BackupSetGUID: guid, SentAt: sentAt.UTC(), InstanceTime: now}
+	v.SetUTCOffset(off)
 	for _, id := range ids {
 		if st == nil || id != st.ID {
 			v.OtherDatabaseIDs = append(v.OtherDatabaseIDs, id)

@@ -359,3 +359,40 @@ func TestDBARestoreOfABackupcycleSetIsNotOurs(t *testing.T) {
 		VerifyInput{Database: "Sales", Sequence: first.Sequence, Server: first.Server, OwnRestore: true})
 	f.wantState("Sales_verify", "ONLINE")
 }
+
+// TestOwnCutRestoreAfterTheClockWentBack: the verification instance's
+// clock goes back between two cycles (its time zone changed: the host
+// moved, or a container was rebuilt on UTC; a fall-back to winter time does
+// it by an hour), so the copy an earlier cycle restored, while the instance
+// ran 13 hours ahead, records a later GETDATE() than the RESTORE the next
+// cycle was cut in. The RESTORING copy is still the product's own: the
+// cycle that cut it drops it, and the next restore replaces it.
+func TestOwnCutRestoreAfterTheClockWentBack(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	auckland, err := time.LoadLocation("Pacific/Auckland")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = auckland })
+	_, first := f.copiedSet()
+	f.must(f.acts.Restore, first, nil)
+	f.must(f.acts.CheckDB, first, nil)
+	f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.UTC })
+
+	_, second := f.copiedSet()
+	f.cutRestore(second)
+	if err := f.run(f.acts.DropVerifyDB, VerifyInput{Database: "Sales", Sequence: second.Sequence, Server: second.Server, OwnRestore: true}, nil); err != nil {
+		t.Fatalf("drop of the copy its own RESTORE left RESTORING, the instance's clock behind the earlier copy's record: %v", err)
+	}
+	if st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || st != nil {
+		t.Fatalf("after DropVerifyDB: %+v %v, want no database", st, err)
+	}
+
+	_, third := f.copiedSet()
+	f.cutRestore(third)
+	_, fourth := f.copiedSet()
+	if err := f.run(f.acts.Restore, fourth, nil); err != nil {
+		t.Fatalf("next cycle's restore over its own cut copy: %v", err)
+	}
+	f.must(f.acts.CheckDB, fourth, nil)
+}

@@ -24,7 +24,8 @@ import (
 // (instance, database), adds the pending and cancelled states, the failure's
 // evidence and the restore proof; version 1 manifests (names without the
 // instance) are not read. Version 3 records, beside each date SQL Server
-// reported, the server's offset from UTC and the instant (Header, Proof),
+// reported, the server's offset from UTC and the instant (Header, Proof,
+// VerifyCopy's instance time),
 // the header's writer build, compression algorithm and TDE thumbprint, and
 // the case-safe file names (Naming) and the entry they were made for, and
 // the copy restored on the verification instance (VerifyCopy);
@@ -309,6 +310,14 @@ type VerifyCopy struct {
 	RestoreHistoryID int64     `json:"restore_history_id,omitempty"`
 	DatabaseID       int64     `json:"database_id,omitempty"`
 	ConfirmedAt      time.Time `json:"confirmed_at,omitzero"`
+	// UTCOffsetMinutes is the instance's offset from UTC read with
+	// InstanceTime, InstanceTimeUTC the instant InstanceTime names: the
+	// records of copies restored before and after the instance's clock
+	// moved (its time zone changed, daylight saving time ended) are ordered
+	// by it, as its wall clock may run back. Nil and zero in records
+	// written before.
+	UTCOffsetMinutes *int      `json:"utc_offset_minutes,omitempty"`
+	InstanceTimeUTC  time.Time `json:"instance_time_utc,omitzero"`
 	// CheckDBBaseline is what the copy said right after msdb confirmed the
 	// RESTORE: the baseline a CHECKDB of it that ended while no worker
 	// watched is judged by (CheckDBBaseline.CleanSince). Recorded here,
@@ -336,6 +345,13 @@ type CheckDBBaseline struct {
 // `starter conformance` checks on a real server that this holds.
 func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
 	return !lastGood.Equal(b.LastGood) && !lastGood.Before(b.At)
+}
+
+// SetUTCOffset records the verification instance's offset from UTC with
+// which InstanceTime was reported, and the instant it names.
+func (v *VerifyCopy) SetUTCOffset(minutes int) {
+	v.UTCOffsetMinutes = &minutes
+	v.InstanceTimeUTC = Instant(v.InstanceTime, minutes)
 }
 
 // DatabaseRef is a database of a verification instance as sys.databases
@@ -700,6 +716,7 @@ func (m *Manifest) Validate() error {
 		if (v.RestoreHistoryID != 0) != (v.DatabaseID != 0) || (v.RestoreHistoryID != 0) == v.ConfirmedAt.IsZero() {
 			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
 		}
+		checkInstants("verify_copy", v.UTCOffsetMinutes, bad, reported{"instance_time", v.InstanceTime, v.InstanceTimeUTC})
 		if b := v.CheckDBBaseline; b != nil && (!v.Confirmed() || b.At.IsZero()) {
 			bad("verify_copy.checkdb_baseline is recorded with a confirmed restore, and has its at")
 		}

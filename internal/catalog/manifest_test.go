@@ -477,6 +477,26 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 	if _, err := Encode(m); err != nil || !v.Confirmed() {
 		t.Errorf("confirmed copy: %v", err)
 	}
+	// The instance 13 hours ahead of UTC: the instant is its wall clock
+	// minus that, read back as written; an instant without its offset, or
+	// one that does not follow from it, is refused.
+	v.SetUTCOffset(13 * 60)
+	if out, err = Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = Decode(out); err != nil || *back.VerifyCopy.UTCOffsetMinutes != 780 ||
+		!back.VerifyCopy.InstanceTimeUTC.Equal(t0.Add(time.Hour-13*time.Hour)) {
+		t.Errorf("copy with its offset read back: %+v %v", back.VerifyCopy, err)
+	}
+	v.InstanceTimeUTC = v.InstanceTime
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "verify_copy.instance_time_utc") {
+		t.Errorf("an instant that is not the wall clock minus the offset: %v", err)
+	}
+	v.UTCOffsetMinutes = nil
+	if _, err := Encode(m); err == nil {
+		t.Error("an instant without its offset was written")
+	}
+	v.InstanceTimeUTC = time.Time{}
 	v.SentAt = time.Time{}
 	if _, err := Encode(m); err == nil {
 		t.Error("a copy without sent_at was written")

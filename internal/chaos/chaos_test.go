@@ -90,6 +90,7 @@ func TestChaos(t *testing.T) {
 	fmt.Printf("chaos: %d runs took %s (%.1fs per run)\n", sim.Runs, time.Since(began).Round(time.Second),
 		time.Since(began).Seconds()/float64(max(sim.Runs, 1)))
 	fmt.Printf("chaos: %s\n", sim.OutcomeSummary())
+	fmt.Printf("chaos: %s\n", sim.EstateSummary())
 	fmt.Printf("chaos: %s\n", sim.C.Stats())
 	if sim.Violations > 0 {
 		t.Fail()

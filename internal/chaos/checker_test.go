@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // TestDrawReplays: the same seed and run give the same plan, every fault
@@ -39,8 +41,31 @@ func TestDrawReplays(t *testing.T) {
 		}
 	}
 	for _, fw := range faultWeights {
-		if !seen[fw.f] {
-			t.Errorf("fault %s never drawn in 500 runs", fw.f)
+		if !seen[fw.v] {
+			t.Errorf("fault %s never drawn in 500 runs", fw.v)
+		}
+	}
+	// The estates cover what the product must hold up against.
+	estates := map[string]bool{}
+	for i := range 500 {
+		e := Draw(7, i, "").Estate
+		estates[fmt.Sprintf("verify %d", major(e.BuildOf(Verify01)))] = true
+		estates[fmt.Sprintf("cert %v", e.TDECert)] = true
+		estates[fmt.Sprintf("spell %d", e.Spell)] = true
+		estates["via "+e.Via] = true
+		estates["sync "+e.AGSync] = true
+		estates["zone "+e.ZoneOf(Verify01)] = true
+		if major(e.BuildOf(Verify01)) < major(e.BuildOf(Sql01)) {
+			estates["verify older"] = true
+		}
+		if _, err := location(e.ZoneOf(Sql02)); err != nil {
+			t.Fatalf("run %d: zone %s: %v", i, e.ZoneOf(Sql02), err)
+		}
+	}
+	for _, w := range []string{"verify 15", "verify 16", "cert false", "cert true", "spell 0", "spell 2", "spell 3", "via " + AGroup,
+		"via " + Sql02, "sync NOT SYNCHRONIZING", "zone Asia/Kolkata", "verify older"} {
+		if !estates[w] {
+			t.Errorf("no estate with %s in 500 runs", w)
 		}
 	}
 	if Draw(7, 3, "") == Draw(8, 3, "") {
@@ -123,8 +148,9 @@ func TestCheckerFindsViolations(t *testing.T) {
 	// Another backup under the same number overwrites it on bak01 (I4, I1),
 	// which leaves the newest verified set intact on bak02 only (I3); a set
 	// whose BACKUP completed and that nobody damaged is failed as corrupt
-	// for an outage (I5), while a set the harness damaged may be (no
-	// violation); a password in a worker log (I6).
+	// for an outage (I5), while a set the harness damaged may be (no I5);
+	// both name an outage as their reason, not damage (I8); a password in a
+	// worker log (I6).
 	writeSet(t, f, Bak01, 1, "BBBBBBBB-0000-0000-0000-000000000002", catalog.StateWritten, "set two ", nil)
 	corrupt := func(m *catalog.Manifest) {
 		m.Failure = &catalog.Failure{Step: catalog.StepRestore, Evidence: catalog.EvidenceCorruptBackup,
@@ -148,8 +174,8 @@ func TestCheckerFindsViolations(t *testing.T) {
 	}
 	f.workers = []*Worker{{Identity: "w1", LogFile: log}}
 	vs, _ := c.Check(ctx, []string{"backup cycle failed"})
-	if got := invariants(vs); !slices.Equal(got, []int{1, 3, 4, 5, 6}) {
-		t.Errorf("invariants reported %v, want [1 3 4 5 6]:\n%+v", got, vs)
+	if got := invariants(vs); !slices.Equal(got, []int{1, 3, 4, 5, 6, 8}) {
+		t.Errorf("invariants reported %v, want [1 3 4 5 6 8]:\n%+v", got, vs)
 	}
 	for _, v := range vs {
 		if v.Invariant == 5 && !strings.Contains(v.Detail, "seq 2 ") {
@@ -174,4 +200,190 @@ func TestCheckerFindsViolations(t *testing.T) {
 	if len(vs) != 1 || vs[0].Invariant != 3 || !strings.Contains(vs[0].Detail, "no manifest on any server") {
 		t.Errorf("after the last verified manifest went: %+v, want one I3 (no verified set left)", vs)
 	}
+}
+
+// TestCheckerI7I8: I7 finds a verified set whose clean CHECKDB ended only
+// after it was marked verified, and one whose proof names a restore an
+// earlier run sent; I8 finds sets failed for what is not their content:
+// damage evidence under an environment's type, a set condemned at its
+// RESTORE while the verification instance was older than its writer, a
+// BACKUP never sent failed as incomplete for a configuration error. A
+// source found damaged by a BACKUP that ran, and a set the harness damaged,
+// are not violations.
+func TestCheckerI7I8(t *testing.T) {
+	f := testFleet(t)
+	c := NewChecker(f)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	guid := func(seq int64) string { return fmt.Sprintf("%08d-0000-0000-0000-000000000000", seq) }
+	const copyDB = "DBA_verify"
+	var stmts []sqlsim.StatementRecord
+	var history []sqlsim.RestoreRecord
+	runs := map[string]time.Time{}
+	// verified: set seq restored in [rs, re] (restore_date rs+0.5), its
+	// CHECKDB in [cs, ce] with outcome, marked verified at v by a run that
+	// started at begun.
+	verified := func(seq int64, begun, rs, re, cs, ce, v float64, outcome string) {
+		id := int64(len(history) + 1)
+		history = append(history, sqlsim.RestoreRecord{ID: id, Database: copyDB, Date: at(rs + 0.5), BackupSetGUID: guid(seq)})
+		stmts = append(stmts,
+			sqlsim.StatementRecord{Kind: "RESTORE DATABASE", Database: copyDB, Start: at(rs), End: at(re), Outcome: "ok"},
+			sqlsim.StatementRecord{Kind: "DBCC CHECKDB", Database: copyDB, Start: at(cs), End: at(ce), Outcome: outcome,
+				SQL: "DBCC CHECKDB([DBA_verify]) WITH NO_INFOMSGS /* " + tsql.BackupSetName(seq) + " */"})
+		run := fmt.Sprintf("run-%d", seq)
+		runs[run] = at(begun)
+		for _, s := range Servers {
+			writeSet(t, f, s, seq, guid(seq), catalog.StateVerified, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+				m.VerifyDB, m.WorkflowID, m.RunID = copyDB, "backup-sql01-DBA", run
+				m.Proof = &catalog.Proof{VerifyInstance: Verify01, VerifyDatabase: copyDB, RestoreHistoryID: id, BackupSetGUID: guid(seq),
+					CheckedAt: at(ce)}
+				m.History = append(m.History, catalog.Transition{State: catalog.StateVerified, At: at(v)})
+			})
+		}
+	}
+	verified(1, 0, 1, 2, 3, 4, 5, "ok")       // clean
+	verified(2, 9, 10, 12, 13, 16, 15, "ok")  // marked verified before its CHECKDB ended
+	verified(3, 25, 20, 22, 23, 24, 26, "ok") // the restore is an earlier run's
+	failed := func(seq int64, step catalog.Step, ev catalog.Evidence, reason string, when float64) {
+		writeSet(t, f, Bak01, seq, guid(seq), catalog.StateFailed, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+			m.Header.SoftwareVersion = "16.0.4135"
+			m.Failure = &catalog.Failure{Step: step, Evidence: ev, Reason: reason, At: at(when)}
+		})
+	}
+	failed(4, catalog.StepRestore, catalog.EvidenceCorruptBackup, "InvalidConfig: verify01 cannot read it", 30)
+	failed(5, catalog.StepRestore, catalog.EvidenceCorruptBackup, "CorruptBackup: RESTORE failed: 3241", 40)
+	failed(6, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "InvalidConfig: the backup path is not mounted", 42)
+	failed(7, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "SourceDatabaseDamaged: 3043 on a data file", 44)
+	failed(8, catalog.StepRestore, catalog.EvidenceCorruptBackup, "CorruptBackup: RESTORE WITH CHECKSUM: 3183", 46)
+	// Refused by SQL Server before its first page (a planted link): it ran
+	// and did not complete, though no statement record shows it.
+	failed(9, catalog.StepBackup, catalog.EvidenceBackupIncomplete, "InvalidConfig: BACKUP DATABASE on sql01: backup path invalid: "+
+		"Cannot open backup device. Operating system error 5(Access is denied.). (error 3201); BACKUP DATABASE is terminating abnormally. (error 3013)", 48)
+	c.Damaged(catalog.New(Sql01, SharedDB, 8, t0).StripeFileName(1, 2))
+	stmts7 := sqlsim.StatementRecord{Kind: "BACKUP DATABASE", Outcome: "error 3013",
+		SQL: `BACKUP DATABASE [DBA] TO DISK = N'\\bak01\backup\` + catalog.New(Sql01, SharedDB, 7, t0).StripeFileName(1, 2) + `'`}
+	c.stmts = func(instance string) []sqlsim.StatementRecord {
+		if instance == Verify01 {
+			return stmts
+		}
+		return []sqlsim.StatementRecord{stmts7}
+	}
+	c.restores = func() []sqlsim.RestoreRecord { return history }
+	c.runStart = func(_ context.Context, _, runID string) (time.Time, error) { return runs[runID], nil }
+	older := baseEstate
+	older.Build[estateIndex(Verify01)] = "15.0.4385.2"
+	c.EstateFrom(at(-3600), baseEstate)
+	c.EstateFrom(at(35), older)
+
+	vs, _ := c.Check(ctx, nil)
+	got := map[string]bool{}
+	for _, v := range vs {
+		t.Logf("I%d: %s", v.Invariant, v.Detail)
+		for seq := int64(1); seq <= 9; seq++ {
+			if strings.Contains(v.Detail, fmt.Sprintf("seq %d ", seq)) {
+				got[fmt.Sprintf("I%d seq %d", v.Invariant, seq)] = true
+			}
+		}
+	}
+	want := []string{"I7 seq 2", "I7 seq 3", "I8 seq 4", "I8 seq 5", "I8 seq 6"}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("no violation %s", w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("violations %v, want exactly %v", got, want)
+	}
+}
+
+// TestCheckerHostile: I12 finds the file outside the share written and its
+// content on a share, I13 a worker's panic in its log, I14 a set written
+// by another workflow than its database's cycle; a set written by its
+// database's cycle, and the unsigned manifest a share writer planted
+// (never trusted), are none.
+func TestCheckerHostile(t *testing.T) {
+	f := testFleet(t)
+	if err := os.MkdirAll(filepath.Join(f.Root, outsideDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(strings.Repeat("k", 40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys = keys
+	c := NewChecker(f)
+	sign := func(m *catalog.Manifest) []byte {
+		b, err := catalog.EncodeSigned(m, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for seq, wid := range map[int64]string{1: "backup-sql01-DBA", 2: "3f1c9a4e-web-ui-id"} {
+		m := catalog.New(Sql01, SharedDB, seq, time.Date(2026, 1, 1, 0, 0, int(seq), 0, time.UTC))
+		m.WorkflowID, m.RunID = wid, "run"
+		if err := os.WriteFile(filepath.Join(f.ShareDir(Bak01), m.FileName()), sign(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Planted: unsigned, another workflow: not the product's, so no I14.
+	forged := catalog.New(Sql01, SharedDB, 3, time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC))
+	forged.WorkflowID = "forged"
+	raw, err := catalog.Encode(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ShareDir(HostileServer), forged.FileName()), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := c.outsideFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := os.ReadFile(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _ := c.Check(context.Background(), nil)
+	if len(vs) != 1 || vs[0].Invariant != 14 || !strings.Contains(vs[0].Detail, "seq 2 ") {
+		t.Fatalf("violations %+v, want one I14 of seq 2", vs)
+	}
+	if len(c.untrusted) != 1 {
+		t.Errorf("untrusted manifests %d, want the planted one", len(c.untrusted))
+	}
+
+	// The content read into a set on bak01, the file written through a
+	// link, a worker's panic.
+	if err := os.WriteFile(filepath.Join(f.ShareDir(Bak01), "sql01@x_00000009_1of1.bak"), append([]byte("head"), content[1000:3000]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(outside, []byte("overwritten by a BACKUP"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(f.dirs["logs"], "worker-01.log")
+	if err := os.WriteFile(log, []byte("{\"level\":\"info\"}\npanic: runtime error: index out of range\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.workers = append(f.workers, &Worker{Identity: "w1", LogFile: log, done: closedChan(), killed: true})
+	vs, _ = c.Check(context.Background(), nil)
+	var got []string
+	for _, v := range vs {
+		got = append(got, fmt.Sprintf("I%d %s", v.Invariant, v.Detail))
+	}
+	for _, want := range []string{"I12 the file outside the share", "I12 bak01/sql01@x_00000009_1of1.bak holds the content", "I13 a worker crashed"} {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {
+			t.Errorf("no violation %q in %q", want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("violations %q, want 3", got)
+	}
+}
+
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }

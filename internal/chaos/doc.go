@@ -4,12 +4,28 @@
 //
 // The fleet (fleet.go): source instances sql01 and sql02 (emulated SQL
 // Server over TDS, internal/sqlsim), both holding a database DBA and one
-// other; backup servers bak01 and bak02 served by Samba over SMB
-// (internal/sambatest) and reached by SQL Server as \\bakNN\backup; a
-// verification instance verify01; the embedded Temporal server on a SQLite
-// file (so a restart keeps the workflows); real worker processes (the test
-// binary re-executed) whose zap logs go to files; the configuration as YAML,
-// loaded with internal/config, with short waits so a cycle takes seconds.
+// other (sales on sql01, HR on sql02, encrypted with TDE); sql02 and sql03
+// the replicas of the availability group agorders with its database
+// Orders; backup
+// servers bak01 and bak02 served by Samba over SMB (internal/sambatest) and
+// reached by SQL Server as \\bakNN\backup; a verification instance
+// verify01; the embedded Temporal server on a SQLite file (so a restart
+// keeps the workflows); real worker processes (the test binary re-executed)
+// whose zap logs go to files; the configuration as YAML, loaded with
+// internal/config, with short waits so a cycle takes seconds.
+//
+// Each run draws an estate (estate.go) beside its fault, and the fleet is
+// brought to it first: each instance's SQL Server build (2016 to 2022, the
+// verification instance now and then older than a source) and time zone
+// (instances restarted on their data), the TDE certificate on verify01 or
+// not, a start spelling the database otherwise (sales as SALES) and HR's
+// databases: entry spelled hr, the group's primary, backup preference,
+// readable secondary and synchronization state, the group's database started
+// through the group or a replica, and a DBA's CHECKDB of the source just
+// before. Before a run of sales, a database named like the set it is about
+// to make (sales_<seq:08d>, selected by sql01's sales*) may be created and
+// verified first (twin.go): the cancel, failure or retention of that set
+// must leave the other database's files alone.
 //
 // A run (sim.go) starts one cycle of a random (instance, database) through
 // a random entry point (the canonical id as `starter run` uses it, a Web UI
@@ -18,7 +34,16 @@
 // frozen, Temporal restarted, smbd killed or frozen, the emulator crashed
 // or its connections cut at a percent of BACKUP/RESTORE/CHECKDB,
 // the source database restored from an older verified set, a second start
-// of the same database, cancel, a stripe byte flipped, a share full. Every
+// of the same database, cancel, a stripe byte flipped, a share full, or
+// files a share writer plants on one share, bak02, at a moment of the run
+// (hostile.go): a stripe-named symbolic link and a `.partial` one to a file
+// outside the share, a 64 GiB sparse file named like a manifest, a real
+// manifest altered to say verified (fresh time, another run id, "" or the
+// running cycle's; unsigned or signed with another key), an empty stripe
+// numbered 999999999999999999; they stay on the share. The manifests are
+// signed (manifest_keys), so only what a worker wrote is trusted, by the
+// product and by the checker alike. A Web UI start now and then types the
+// name with a leading or trailing blank. Every
 // choice comes from a generator seeded by (seed, run), so a seed replays
 // (what the product does with them may still vary with timing). A cycle
 // stuck on an activity of a killed worker that is not retried before its
@@ -35,7 +60,34 @@
 //	I5 a set is failed only with content evidence, never because a server was away
 //	   (the evidence is checked: backup_incomplete only if no BACKUP of its files
 //	   completed, damage only if the harness damaged it or its BACKUP never completed);
-//	I6 no history, log line, manifest or error holds a configured password.
+//	I6 no history, log line, manifest or error holds a configured password;
+//	I7 no set is verified unless a CHECKDB of its copy, sent by the run that
+//	   verified it after the copy's RESTORE ended, ended clean on the
+//	   verification instance before the set was marked verified (the
+//	   verification instance's statement log and restore history, and the
+//	   proof the manifest names);
+//	I8 no set is failed for a reason outside its content: no environment,
+//	   version, permission or configuration error type marks a complete set
+//	   failed, damage evidence carries the type that proves it, and no set
+//	   is condemned while the estate made it unreadable on the
+//	   verification instance;
+//	I12 what a share writer planted neither leaks nor steers: the file the
+//	   planted links point to, outside the share, keeps its content, size
+//	   and mtime, and no file on either share holds its content; the
+//	   product's status (status.Load over SMB) counts no set as verified
+//	   that only an unauthenticated manifest calls verified, and reports the
+//	   planted manifests it reads (unauthenticated, or broken); no
+//	   database's cycles fail the same way StuckAfter times in a row while
+//	   files planted for it lie on the share (when the estate can read its
+//	   sets);
+//	I13 no worker process ends unless the harness killed it, and no worker
+//	   log holds a Go runtime panic;
+//	I14 every trusted manifest was written by its database's own cycle
+//	   (workflows.CycleWorkflowID), and a Web UI start that typed the name
+//	   with a blank launched that cycle, was skipped for it or was refused
+//	   with InvalidConfig, never ran a cycle under its own id.
+//
+// (I9 to I11 are kept for the log chain.)
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
 // the seed, run and fault to replay it, and the output ends with

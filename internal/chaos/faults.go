@@ -27,17 +27,54 @@ const (
 	FaultFlipNew         Fault = "stripe-flip-new"     // a byte of the stripe being written flipped during BACKUP
 	FaultShareFullSQL    Fault = "share-full-backup"   // the share SQL Server writes to has no room (emulator quota)
 	FaultShareFullSMB    Fault = "share-full-copy"     // the share reports no free space over SMB (Samba max disk size)
+	// Files a share writer plants on HostileServer at a moment of the run
+	// (hostile.go); they stay there.
+	FaultPlantLink    Fault = "plant-symlinks"        // stripe-named and .partial symlinks to a file outside the share
+	FaultPlantHuge    Fault = "plant-huge-manifest"   // a 64 GiB sparse file named like a manifest
+	FaultPlantForged  Fault = "plant-forged-manifest" // a real manifest altered to say verified, not signed by a worker
+	FaultPlantWideSeq Fault = "plant-wide-sequence"   // an empty stripe numbered 999999999999999999
 )
 
 // faultWeights: how often each fault is drawn (out of their sum).
-var faultWeights = []struct {
-	f Fault
-	w int
-}{
+var faultWeights = []weighted[Fault]{
 	{FaultNone, 4}, {FaultWorkerKill, 3}, {FaultWorkerFreeze, 2}, {FaultTemporalRestart, 2},
 	{FaultSMBKill, 2}, {FaultSMBFreeze, 2}, {FaultSQLCrash, 3}, {FaultSQLLostConn, 2},
 	{FaultRollback, 2}, {FaultSecondStart, 3}, {FaultCancel, 2}, {FaultFlipOld, 1},
 	{FaultFlipNew, 1}, {FaultShareFullSQL, 1}, {FaultShareFullSMB, 1},
+	{FaultPlantLink, 2}, {FaultPlantHuge, 2}, {FaultPlantForged, 2}, {FaultPlantWideSeq, 2},
+}
+
+// plantSteps: a file is planted at any moment of a cycle.
+var plantSteps = []string{activities.StepPlan, activities.StepSequence, activities.StepBackup, activities.StepCatalog,
+	activities.StepCopy, activities.StepRestore, activities.StepCheckDB, activities.StepSanity, activities.StepVerified,
+	activities.StepRetention}
+
+// isPlant reports whether f plants files on HostileServer.
+func isPlant(f Fault) bool {
+	return f == FaultPlantLink || f == FaultPlantHuge || f == FaultPlantForged || f == FaultPlantWideSeq
+}
+
+// weighted is a choice and how often it is drawn (out of the sum of its
+// list's weights).
+type weighted[T any] struct {
+	v T
+	w int
+}
+
+// pick draws one of ws by weight (one draw of r).
+func pick[T any](r *rand.Rand, ws []weighted[T]) T {
+	total := 0
+	for _, x := range ws {
+		total += x.w
+	}
+	n := r.IntN(total)
+	for _, x := range ws {
+		if n < x.w {
+			return x.v
+		}
+		n -= x.w
+	}
+	return ws[len(ws)-1].v
 }
 
 // Entry points that start a cycle.
@@ -86,7 +123,11 @@ var faultSteps = map[Fault][]string{
 		activities.StepCheckDB, activities.StepSanity},
 	FaultCancel: {activities.StepPlan, activities.StepBackup, activities.StepCatalog, activities.StepCopy, activities.StepRestore,
 		activities.StepCheckDB, activities.StepSanity, activities.StepVerified, activities.StepRetention},
-	FaultFlipNew: {activities.StepBackup},
+	FaultFlipNew:      {activities.StepBackup},
+	FaultPlantLink:    plantSteps,
+	FaultPlantHuge:    plantSteps,
+	FaultPlantForged:  plantSteps,
+	FaultPlantWideSeq: plantSteps,
 }
 
 // armed reports whether the plan's fault is armed in the emulator before
@@ -122,6 +163,27 @@ type Plan struct {
 	Second  string        // entry point of the second start
 	Pick    uint64        // chooses among candidates found at run time (set, worker, resume)
 	Offset  uint64        // byte offset of a flip, modulo the file size
+	// Estate is the SQL Server estate the run happens in (estate.go).
+	Estate Estate
+	// Twin: before a run of sales, a database named like the set the run
+	// is about to make is created and verified (Sim.twin).
+	Twin bool
+	// Blank: a Web UI start types the name with a leading ("lead"),
+	// trailing ("trail") or both blanks ("both"); "" types it as Spell says.
+	Blank string
+}
+
+// blanked is name as a start with blank types it.
+func blanked(name, blank string) string {
+	switch blank {
+	case "lead":
+		return " " + name
+	case "trail":
+		return name + " "
+	case "both":
+		return " " + name + " "
+	}
+	return name
 }
 
 // Draw makes run i's plan from seed. Every draw is made in the same order
@@ -136,18 +198,7 @@ func Draw(seed uint64, run int, force Fault) Plan {
 	p.WebID = fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xfff,
 		r.Uint32()&0x3fff|0x8000, r.Uint64()&0xffffffffffff)
 	p.NoInst = r.IntN(2) == 0
-	total := 0
-	for _, fw := range faultWeights {
-		total += fw.w
-	}
-	n := r.IntN(total)
-	for _, fw := range faultWeights {
-		if n < fw.w {
-			p.Fault = fw.f
-			break
-		}
-		n -= fw.w
-	}
+	p.Fault = pick(r, faultWeights)
 	if force != "" {
 		p.Fault = force
 	}
@@ -178,6 +229,11 @@ func Draw(seed uint64, run int, force Fault) Plan {
 		}
 	}
 	p.Second = others[second]
+	// Drawn last, so that the draws above are those of builds before the
+	// estate.
+	p.Estate = drawEstate(r)
+	p.Twin = r.IntN(2) == 0
+	p.Blank = []string{"lead", "trail", "both", "", "", "", "", "", "", ""}[r.IntN(10)]
 	if p.Target.Database == SharedDB {
 		p.NoInst = false // the name alone is ambiguous: the Web UI user names the instance
 	}
@@ -187,13 +243,13 @@ func Draw(seed uint64, run int, force Fault) Plan {
 // ParseFault checks a fault name.
 func ParseFault(s string) (Fault, error) {
 	for _, fw := range faultWeights {
-		if string(fw.f) == s {
-			return fw.f, nil
+		if string(fw.v) == s {
+			return fw.v, nil
 		}
 	}
 	var names []string
 	for _, fw := range faultWeights {
-		names = append(names, string(fw.f))
+		names = append(names, string(fw.v))
 	}
 	return "", fmt.Errorf("unknown fault %q: use one of %v", s, names)
 }
@@ -220,6 +276,9 @@ func (p Plan) String() string {
 			s += " on " + p.Server
 		case FaultSecondStart:
 			s += " via " + p.Second
+		}
+		if isPlant(p.Fault) {
+			s += " on " + HostileServer
 		}
 	}
 	return s

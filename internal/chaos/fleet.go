@@ -17,6 +17,7 @@ import (
 	_ "github.com/microsoft/go-mssqldb" // driver "sqlserver" for the harness's own queries
 	sdkclient "go.temporal.io/sdk/client"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
@@ -25,18 +26,42 @@ import (
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
-// Names of the fleet. DBA exists on both source instances (the same name on
-// two instances is one of the paths under test); each has one other database.
+// Names of the fleet. DBA exists on sql01 and sql02 (the same name on two
+// instances is one of the paths under test); each has one other database:
+// sales on sql01 (a lower-case name, whose files carry it as it is), HR on
+// sql02 (encrypted with TDE). Orders is on sql02 and sql03, the database of
+// the availability group agorders (AG_Orders on SQL Server) whose replicas
+// they are. (Not sql01 and sql02: a DBA database on each of two replicas
+// cannot have a databases: entry on each, which the configuration refuses
+// as two entries of one possible availability database.) sql01 also
+// selects every database named sales* (the fleet's selection): the
+// databases named like a set of sales that the simulation creates (twins,
+// see Sim.twin) are part of the fleet that way.
 const (
-	Sql01     = "sql01"
-	Sql02     = "sql02"
-	Verify01  = "verify01"
-	Bak01     = "bak01"
-	Bak02     = "bak02"
-	SharedDB  = "DBA"
-	taskQueue = "chaos"
-	share     = "backup"
+	Sql01      = "sql01"
+	Sql02      = "sql02"
+	Sql03      = "sql03"
+	Verify01   = "verify01"
+	Bak01      = "bak01"
+	Bak02      = "bak02"
+	SharedDB   = "DBA"
+	SalesDB    = "sales"
+	TDETarget  = "HR"
+	AGroup     = "agorders"
+	AGName     = "AG_Orders"
+	AGDatabase = "Orders"
+	tdeCert    = "TDECert"
+	taskQueue  = "chaos"
+	share      = "backup"
+	// manifestKeyEnv holds the workers' manifest key (manifest_keys): what
+	// a share writer plants is not signed with it (hostile.go).
+	manifestKeyEnv = "BC_CHAOS_MANIFEST_KEY"
+	manifestKeyID  = "chaos-1"
 )
+
+// agReplicas are the availability group's replicas, in the configuration's
+// order.
+var agReplicas = []string{Sql02, Sql03}
 
 // Servers are the backup servers, in a stable order.
 var Servers = []string{Bak01, Bak02}
@@ -49,8 +74,14 @@ type Target struct {
 
 func (t Target) String() string { return t.Instance + "/" + t.Database }
 
-// Targets are the configured databases, in a stable order.
-var Targets = []Target{{Sql01, SharedDB}, {Sql01, "Sales"}, {Sql02, SharedDB}, {Sql02, "HR"}}
+// Targets are the configured databases, in a stable order. The group's
+// database is keyed by the group, as the product keys it.
+var Targets = []Target{{Sql01, SharedDB}, {Sql01, SalesDB}, {Sql02, SharedDB}, {Sql02, TDETarget}, {AGroup, AGDatabase}}
+
+// baseEstate is the estate the fleet starts in: every instance the newest
+// build, on UTC, the certificate on verify01, sql02 the group's primary.
+var baseEstate = Estate{Build: [4]string{"16.0.4135.4", "16.0.4135.4", "16.0.4135.4", "16.0.4135.4"},
+	Zone: [4]string{"UTC", "UTC", "UTC", "UTC"}, TDECert: true, AGPrimary: Sql02, AGPreference: "SECONDARY", AGSync: "SYNCHRONIZED", Via: AGroup}
 
 // UNC is the path SQL Server uses for a backup server's share.
 func UNC(server string) string { return `\\` + server + `\` + share }
@@ -99,6 +130,20 @@ type Fleet struct {
 
 	workers    []*Worker
 	nextWorker int
+
+	// The estate the fleet is in (ApplyEstate), the availability group over
+	// the source instances, the TDE certificate of HR (exported from
+	// sql02), statements of instances replaced since (retire), and how the
+	// configuration spells HR's entry.
+	estate     Estate
+	estateSet  bool
+	group      *sqlsim.AvailabilityGroup
+	tdeCert    sqlsim.Certificate
+	retired    map[string][]sqlsim.StatementRecord
+	entryLower bool
+	// keys is the manifest key ring the workers sign with: the checker
+	// trusts a manifest as the product does (catalog.Manifest.Trusted).
+	keys *catalog.Keys
 }
 
 // Secrets are every configured password: none may reach a workflow
@@ -135,7 +180,8 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f := &Fleet{opts: opts, dirs: map[string]string{}, Instances: map[string]*sqlsim.Instance{},
-		SMB: map[string]*sambatest.Server{}, smbExtra: map[string]string{}, passwords: map[string]string{}}
+		SMB: map[string]*sambatest.Server{}, smbExtra: map[string]string{}, passwords: map[string]string{},
+		retired: map[string][]sqlsim.StatementRecord{}, estate: baseEstate}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -153,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err := os.Chmod(f.Root, 0o755); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Verify01, "logs", "smb"} {
+	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir} {
 		f.dirs[d] = filepath.Join(f.Root, d)
 		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
 			return nil, err
@@ -178,18 +224,15 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		f.SMB[name] = srv
 	}
 
-	shares := map[string]string{UNC(Bak01): f.dirs[Bak01], UNC(Bak02): f.dirs[Bak02]}
-	for _, name := range []string{Sql01, Sql02, Verify01} {
-		env := "BC_CHAOS_" + strings.ToUpper(name) + "_PASSWORD"
-		f.passwords[env] = secret("Sql-")
-		sh := map[string]string{}
-		for k, v := range shares {
-			sh[k] = v
+	f.dirs["restore"] = filepath.Join(f.Root, "restore")
+	for _, name := range estateInstances {
+		f.passwords[passwordEnv(name)] = secret("Sql-")
+		i := estateIndex(name)
+		cfg, err := f.instanceConfig(name, baseEstate.Build[i], baseEstate.Zone[i])
+		if err != nil {
+			return nil, err
 		}
-		if name == Verify01 {
-			sh[`D:\restore`] = filepath.Join(f.Root, "restore")
-		}
-		in, err := sqlsim.New(sqlsim.Config{Name: name, DataDir: f.dirs[name], Logins: map[string]string{"sa": f.passwords[env]}, Shares: sh})
+		in, err := sqlsim.New(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -200,9 +243,38 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		in.SetThrottle(opts.Throttle)
 	}
 	for _, t := range Targets {
-		if err := f.Instances[t.Instance].CreateDatabase(sqlsim.DatabaseSpec{Name: t.Database, Size: opts.DBSize, DataFiles: 2}); err != nil {
-			return nil, err
+		on := []string{t.Instance}
+		if t.Instance == AGroup {
+			on = agReplicas // every replica holds a copy of the group's database
 		}
+		for _, name := range on {
+			if err := f.Instances[name].CreateDatabase(sqlsim.DatabaseSpec{Name: t.Database, Size: opts.DBSize, DataFiles: 2}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// HR is encrypted (TDE) by a certificate of sql02 whose private key
+	// was backed up; verify01 holds it as the estate says.
+	src := f.Instances[Sql02]
+	if _, err := src.CreateCertificate(tdeCert, "TDE certificate of "+TDETarget); err != nil {
+		return nil, err
+	}
+	if err := src.EnableTDE(TDETarget, tdeCert); err != nil {
+		return nil, err
+	}
+	if f.tdeCert, err = src.ExportCertificate(tdeCert); err != nil {
+		return nil, err
+	}
+	if err := f.Instances[Verify01].ImportCertificate(f.tdeCert); err != nil {
+		return nil, err
+	}
+	if err := f.buildGroup(baseEstate); err != nil {
+		return nil, err
+	}
+	// The manifest key is a secret like the passwords (I6).
+	f.passwords[manifestKeyEnv] = secret("Key-") + secret("")
+	if f.keys, err = catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(f.passwords[manifestKeyEnv])}); err != nil {
+		return nil, err
 	}
 	for k, v := range f.passwords {
 		if err := os.Setenv(k, v); err != nil {
@@ -221,11 +293,8 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	}
 
 	f.CfgPath = filepath.Join(f.Root, "backupcycle.yaml")
-	if err := os.WriteFile(f.CfgPath, []byte(f.yaml()), 0o600); err != nil {
+	if err := f.writeConfig(); err != nil {
 		return nil, err
-	}
-	if f.Cfg, err = config.Load(f.CfgPath); err != nil {
-		return nil, fmt.Errorf("chaos: configuration: %w", err)
 	}
 
 	// One schedule per database, as `starter schedule` makes them; paused,
@@ -247,11 +316,33 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	return f, nil
 }
 
+// writeConfig writes the configuration file and loads it into Cfg.
+func (f *Fleet) writeConfig() error {
+	if err := os.WriteFile(f.CfgPath, []byte(f.yaml()), 0o600); err != nil {
+		return err
+	}
+	cfg, err := config.Load(f.CfgPath)
+	if err != nil {
+		return fmt.Errorf("chaos: configuration: %w", err)
+	}
+	f.Cfg = cfg
+	return nil
+}
+
+// entryName is how the configuration's databases: entry spells db.
+func (f *Fleet) entryName(db string) string {
+	if db == TDETarget && f.entryLower {
+		return strings.ToLower(db)
+	}
+	return db
+}
+
 // yaml is the configuration: short waits and deadlines so that a cycle
 // takes seconds and a fault minutes at most.
 func (f *Fleet) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "temporal:\n  address: %s\n  namespace: %s\n  task_queue: %s\n", f.frontend(), devserver.DefaultNamespace, taskQueue)
+	fmt.Fprintf(&b, "manifest_keys:\n  - {id: %s, key_env: %s}\n", manifestKeyID, manifestKeyEnv)
 	b.WriteString(`defaults:
   stripes: 2
   compression: false
@@ -263,10 +354,14 @@ func (f *Fleet) yaml() string {
   retention: {keep_verified: 2, delete_failed_after: 2m}
 sql_instances:
 `)
-	for _, name := range []string{Sql01, Sql02, Verify01} {
+	for _, name := range estateInstances {
 		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n    user: sa\n    password_env: BC_CHAOS_%s_PASSWORD\n    encrypt: disable\n    connect_timeout: 5s\n",
 			name, f.Instances[name].Addr(), strings.ToUpper(name))
+		if name == Sql01 {
+			b.WriteString("    databases: [\"" + SalesDB + "*\"]\n    backup_servers: [bak01, bak02]\n")
+		}
 	}
+	fmt.Fprintf(&b, "availability_groups:\n  - name: %s\n    availability_group: %s\n    replicas: [%s]\n", AGroup, AGName, strings.Join(agReplicas, ", "))
 	b.WriteString("backup_servers:\n")
 	for _, name := range Servers {
 		fmt.Fprintf(&b, `  - name: %s
@@ -290,7 +385,7 @@ sql_instances:
       - name: orders-present
         query: SELECT COUNT_BIG(*) FROM dbo.Orders
         at_least: 1
-`, t.Database, t.Instance)
+`, f.entryName(t.Database), t.Instance)
 		if t.Instance == Sql02 {
 			// Both DBA copies restore on verify01: the second needs its own name.
 			b.WriteString("    verify_name: \"{instance}_{db}_verify\"\n")
@@ -384,6 +479,15 @@ func (f *Fleet) StartWorker() (*Worker, error) {
 	return w, nil
 }
 
+// RestartWorkers replaces every worker process by a new one (they read the
+// configuration when they start); no cycle may run meanwhile.
+func (f *Fleet) RestartWorkers() error {
+	for _, w := range f.Workers() {
+		w.Kill()
+	}
+	return f.EnsureWorkers()
+}
+
 // Workers are the worker processes still alive, oldest first.
 func (f *Fleet) Workers() []*Worker {
 	var out []*Worker
@@ -471,7 +575,10 @@ func dirBytes(dir string) (int64, error) {
 // through the proxy the product uses).
 func (f *Fleet) DB(instance string) (*sql.DB, error) {
 	in := f.Instances[instance]
-	db, err := sql.Open("sqlserver", in.DSN("sa", f.passwords["BC_CHAOS_"+strings.ToUpper(instance)+"_PASSWORD"], "master"))
+	if in == nil {
+		return nil, fmt.Errorf("chaos: no instance %s", instance)
+	}
+	db, err := sql.Open("sqlserver", in.DSN("sa", f.passwords[passwordEnv(instance)], "master"))
 	if err != nil {
 		return nil, err
 	}

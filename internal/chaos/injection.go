@@ -40,6 +40,9 @@ func (s *Sim) watch(ctx context.Context, r *run) {
 					r.step, r.stepSince = pr.Step, time.Now()
 				}
 				r.pct, r.seq = pr.Percent, pr.Sequence
+				if r.plan.Estate.VerifySwap && !r.swapped && r.step == activities.StepCopy {
+					s.swapVerify(r)
+				}
 				if !r.injected && s.due(r) {
 					s.inject(ctx, r, ref)
 				}
@@ -192,8 +195,13 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 		r.later(p.Heal, "thaw smbd of "+p.Server, func() error { srv.Thaw(); return nil })
 	case FaultSQLLostConn:
 		// Between statements: every session to the source drops at once.
-		s.F.Instances[p.Target.Instance].DropConnections()
-		r.at += " (every connection to " + p.Target.Instance + " dropped)"
+		if r.source == "" {
+			r.injected, r.missed = false, true
+			r.note("no replica backs %s up: no connection to drop", p.Target)
+			return
+		}
+		s.F.Instances[r.source].DropConnections()
+		r.at += " (every connection to " + r.source + " dropped)"
 	case FaultSecondStart:
 		ref, err := s.startCycle(ctx, p.Second, p, "-b")
 		if err != nil {
@@ -217,7 +225,7 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 			r.at += " (" + ref.ID + ")"
 		}
 	case FaultFlipNew:
-		what, err := s.flipWriting(p)
+		what, err := s.flipWriting(p, r.source)
 		if err != nil || what == "" {
 			r.injected = false
 			if r.step != activities.StepBackup || err != nil {
@@ -227,6 +235,14 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 					r.note("no BACKUP being written to damage: %v", err)
 				}
 			}
+			return
+		}
+		r.at += " (" + what + ")"
+	case FaultPlantLink, FaultPlantHuge, FaultPlantForged, FaultPlantWideSeq:
+		what, err := s.plant(r)
+		if err != nil || what == "" {
+			r.injected, r.missed = false, true
+			r.note("nothing planted on %s: %v", HostileServer, err)
 			return
 		}
 		r.at += " (" + what + ")"
@@ -268,10 +284,15 @@ func (s *Sim) activeWorker(ctx context.Context, ref wfRef, pick uint64) *Worker 
 var diskRE = regexp.MustCompile(`DISK\s*=\s*N'((?:[^']|'')*)'`)
 
 // flipWriting flips one byte already written of a stripe of the BACKUP
-// running for the target (the set being made is never verified yet).
-func (s *Sim) flipWriting(p Plan) (string, error) {
+// running for the target on source (the set being made is never verified
+// yet).
+func (s *Sim) flipWriting(p Plan, source string) (string, error) {
+	in := s.F.Instances[source]
+	if in == nil {
+		return "", nil
+	}
 	var stmt *sqlsim.StatementRecord
-	for _, st := range s.F.Instances[p.Target.Instance].Statements() {
+	for _, st := range in.Statements() {
 		if st.Kind == "BACKUP DATABASE" && st.Outcome == "running" && strings.EqualFold(st.Database, p.Target.Database) {
 			stmt = &st
 		}

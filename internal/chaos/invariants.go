@@ -16,18 +16,19 @@ import (
 	"strings"
 	"time"
 
-	mssqldb "github.com/microsoft/go-mssqldb"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int    // 1..6
+	Invariant int    // 1..8, 12..14
 	Detail    string // what, where; never a secret
 	key       string // the same finding is reported once
 }
@@ -86,15 +87,47 @@ type Checker struct {
 	scanned      map[string]bool  // closed workflow runs whose history was read (I6)
 	logOffsets   map[string]int64 // worker log bytes already scanned (I6)
 	lastScan     int
-	// stmts replaces the emulators' statement logs (tests); nil reads them.
-	stmts func(instance string) []sqlsim.StatementRecord
+	checkedI7    map[setID]bool // I7 passed once
+	estates      []estateSpan   // the estate of each run, from its start (I8)
+	hostile      hostile        // what the plant faults left (I12)
+	untrusted    []manifestFile // the unauthenticated manifests of the last scan (I12)
+	// later are checks the simulation queued during a run (I12 poisoning,
+	// I14 starts), run by the next Check.
+	later []func(addFunc)
+	// stmts replaces the emulators' statement logs, restores verify01's
+	// restore history and runStart the start of a workflow run (tests);
+	// nil reads the fleet.
+	stmts    func(instance string) []sqlsim.StatementRecord
+	restores func() []sqlsim.RestoreRecord
+	runStart func(ctx context.Context, workflowID, runID string) (time.Time, error)
+}
+
+// estateSpan is the estate from an instant on.
+type estateSpan struct {
+	from time.Time
+	e    Estate
+}
+
+// EstateFrom records that the fleet is in estate e from t on.
+func (c *Checker) EstateFrom(t time.Time, e Estate) {
+	c.estates = append(c.estates, estateSpan{from: t, e: e})
+}
+
+// estateAt is the estate at t (false before the first run).
+func (c *Checker) estateAt(t time.Time) (Estate, bool) {
+	for i := len(c.estates) - 1; i >= 0; i-- {
+		if !c.estates[i].from.After(t) {
+			return c.estates[i].e, true
+		}
+	}
+	return Estate{}, false
 }
 
 // NewChecker starts with nothing seen.
 func NewChecker(f *Fleet) *Checker {
 	return &Checker{f: f, guids: map[setKey]string{}, verified: map[setID]map[string]map[string][32]byte{},
 		proven: map[setID]bool{}, everVerified: map[Target]bool{}, reported: map[string]bool{}, damaged: map[string]bool{},
-		scanned: map[string]bool{}, logOffsets: map[string]int64{}}
+		scanned: map[string]bool{}, logOffsets: map[string]int64{}, checkedI7: map[setID]bool{}}
 }
 
 // Stats says how much the checks covered, for the report.
@@ -103,8 +136,9 @@ func (c *Checker) Stats() string {
 	for _, n := range c.logOffsets {
 		logBytes += n
 	}
-	return fmt.Sprintf("checked %d manifests in the last scan, %d sets seen verified, %d set numbers, %d workflow histories, %d MiB of worker logs",
-		c.lastScan, len(c.verified), len(c.guids), len(c.scanned), logBytes>>20)
+	return fmt.Sprintf("checked %d manifests in the last scan (%d more not authenticated), %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs; %d files planted on %s, %d of them reported (status or a worker's log)",
+		c.lastScan, len(c.untrusted), len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20,
+		len(c.hostile.files), HostileServer, len(c.hostile.reported))
 }
 
 // Notes are problems of the fleet the checker ran into that are not
@@ -139,12 +173,43 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	c.checkI5(files, add)
 	n = c.checkI6(ctx, files, errs, add)
 	notes = append(notes, n...)
+	n = c.checkI7(ctx, files, add)
+	notes = append(notes, n...)
+	c.checkI8(files, add)
+	n = c.checkI12(ctx, add)
+	notes = append(notes, n...)
+	c.checkI13(add)
+	c.checkI14(files, add)
+	for _, f := range c.later {
+		f(add)
+	}
+	c.later = nil
 	return out, notes
 }
 
-// scan reads every manifest of both servers.
+// MaxManifestRead is how much of a manifest the checker reads, as the
+// product (storage.MaxSmallFile): a bigger file is no manifest.
+const MaxManifestRead = 1 << 20
+
+// readManifest reads at most MaxManifestRead bytes of path; too big is an
+// error.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxManifestRead+1))
+	if err == nil && len(raw) > MaxManifestRead {
+		err = fmt.Errorf("over %d bytes: no manifest", MaxManifestRead)
+	}
+	return raw, err
+}
+
+// scan reads every manifest of both servers that the product trusts
+// (signed with the workers' key); the others are in c.untrusted.
 func (c *Checker) scan() ([]manifestFile, Notes) {
-	var out []manifestFile
+	var out, untrusted []manifestFile
 	var notes Notes
 	for _, s := range Servers {
 		entries, err := os.ReadDir(c.f.ShareDir(s))
@@ -157,14 +222,18 @@ func (c *Checker) scan() ([]manifestFile, Notes) {
 			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".manifest.json") || strings.HasPrefix(name, ".") {
 				continue
 			}
-			raw, err := os.ReadFile(filepath.Join(c.f.ShareDir(s), name))
+			raw, err := readManifest(filepath.Join(c.f.ShareDir(s), name))
 			if err != nil {
-				notes = append(notes, fmt.Sprintf("cannot read %s/%s: %v", s, name, err))
+				if !c.isPlanted(s, name) {
+					notes = append(notes, fmt.Sprintf("cannot read %s/%s: %v", s, name, err))
+				}
 				continue
 			}
-			m, err := catalog.Decode(raw)
+			m, err := catalog.DecodeWith(raw, c.f.keys)
 			if err != nil {
-				notes = append(notes, fmt.Sprintf("manifest %s/%s does not decode: %v", s, name, err))
+				if !c.isPlanted(s, name) {
+					notes = append(notes, fmt.Sprintf("manifest %s/%s does not decode: %v", s, name, err))
+				}
 				continue
 			}
 			mf := manifestFile{Server: s, File: name, M: m, Raw: raw,
@@ -172,9 +241,14 @@ func (c *Checker) scan() ([]manifestFile, Notes) {
 			if m.Header != nil {
 				mf.ID.GUID = normGUID(m.Header.BackupSetGUID)
 			}
+			if !m.Trusted() {
+				untrusted = append(untrusted, mf)
+				continue
+			}
 			out = append(out, mf)
 		}
 	}
+	c.untrusted = untrusted
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Server != out[j].Server {
 			return out[i].Server < out[j].Server
@@ -304,73 +378,62 @@ func (c *Checker) checkI1(files []manifestFile, add addFunc) {
 // restoreRow is one msdb.dbo.restorehistory row joined to msdb.dbo.backupset.
 type restoreRow struct {
 	ID   int64
-	Date time.Time
+	Date time.Time // restore_date as an instant
 	Dest string
 	GUID string
 }
 
-// restoreHistory reads the verification instance's restore history with
-// the GUID of each restored backup set.
-func (c *Checker) restoreHistory(ctx context.Context) ([]restoreRow, error) {
-	db, err := c.f.DB(Verify01)
-	if err != nil {
-		return nil, err
+// restoreHistory is the verification instance's restore history with the
+// GUID of each restored backup set, oldest first. It comes from the
+// emulator, whose rows keep the instant (msdb's restore_date is the wall
+// clock of a zone that may have changed since).
+func (c *Checker) restoreHistory() ([]restoreRow, error) {
+	var recs []sqlsim.RestoreRecord
+	switch {
+	case c.restores != nil:
+		recs = c.restores()
+	case c.f.Instances[Verify01] != nil:
+		recs = c.f.Instances[Verify01].RestoreHistory()
+	default:
+		return nil, errors.New("no verification instance")
 	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	rows, err := db.QueryContext(ctx, "SELECT rh.restore_history_id, rh.restore_date, rh.destination_database_name, bs.backup_set_uuid "+
-		"FROM msdb.dbo.restorehistory rh JOIN msdb.dbo.backupset bs ON bs.backup_set_id = rh.backup_set_id")
-	if err != nil {
-		return nil, fmt.Errorf("read the restore history of %s: %w", Verify01, err)
-	}
-	defer rows.Close()
-	var out []restoreRow
-	for rows.Next() {
-		var r restoreRow
-		var u mssqldb.UniqueIdentifier
-		if err := rows.Scan(&r.ID, &r.Date, &r.Dest, &u); err != nil {
-			return nil, err
-		}
-		r.GUID = normGUID(u.String())
-		out = append(out, r)
+	out := make([]restoreRow, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, restoreRow{ID: r.ID, Date: r.Date, Dest: r.Database, GUID: normGUID(r.BackupSetGUID)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, rows.Err()
+	return out, nil
 }
 
-// wall drops the location: DATETIME carries none, and the emulator's
-// statement log is in local time.
-func wall(t time.Time) time.Time {
-	t = t.Local()
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-}
-
-func wallUTC(t time.Time) time.Time {
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+// unproven are the verified manifests of sets an invariant (inv) has not
+// proven yet (done), with the verification instance's restore history and
+// statements to prove them by; none, with a note, when the history cannot
+// be read.
+func (c *Checker) unproven(files []manifestFile, done map[setID]bool, inv string) ([]manifestFile, []restoreRow, []sqlsim.StatementRecord, Notes) {
+	var todo []manifestFile
+	for _, mf := range files {
+		if mf.M.State == catalog.StateVerified && !done[mf.ID] {
+			todo = append(todo, mf)
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil, nil, nil
+	}
+	history, err := c.restoreHistory()
+	if err != nil {
+		return nil, nil, nil, Notes{fmt.Sprintf("%s not checked: %v", inv, err)}
+	}
+	return todo, history, c.statements(Verify01), nil
 }
 
 // I2: every verified manifest's set was restored from its own backup (its
 // GUID in the verification instance's restore history) and a clean CHECKDB
 // ran on that restored copy before anything replaced it.
 func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc) Notes {
-	var todo []manifestFile
-	for _, mf := range files {
-		if mf.M.State == catalog.StateVerified && !c.proven[mf.ID] {
-			todo = append(todo, mf)
-		}
-	}
+	todo, history, stmts, notes := c.unproven(files, c.proven, "I2")
 	if len(todo) == 0 {
-		return nil
+		return notes
 	}
-	if c.f.Instances[Verify01] == nil {
-		return Notes{"I2 not checked: no verification instance"}
-	}
-	history, err := c.restoreHistory(ctx)
-	if err != nil {
-		return Notes{fmt.Sprintf("I2 not checked: %v", err)}
-	}
-	stmts := c.f.Instances[Verify01].Statements()
 	const slack = 20 * time.Millisecond
 	for _, mf := range todo {
 		id := mf.ID
@@ -394,11 +457,11 @@ func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc
 			if mf.M.VerifyDB != "" && !strings.EqualFold(r.Dest, mf.M.VerifyDB) {
 				continue
 			}
-			restoredAt := wallUTC(r.Date)
+			restoredAt := r.Date
 			var next time.Time // the next restore into the same database
 			for _, o := range history {
 				if o.ID > r.ID && strings.EqualFold(o.Dest, r.Dest) {
-					next = wallUTC(o.Date)
+					next = o.Date
 					break
 				}
 			}
@@ -406,7 +469,7 @@ func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc
 				if s.Kind != "DBCC CHECKDB" || s.Outcome != "ok" || !strings.EqualFold(s.Database, r.Dest) {
 					continue
 				}
-				start, end := wall(s.Start), wall(s.End)
+				start, end := s.Start, s.End
 				if start.Before(restoredAt.Add(-slack)) || (!next.IsZero() && !start.Before(next)) {
 					continue
 				}
@@ -414,7 +477,7 @@ func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc
 				clean := true
 				for _, o := range stmts {
 					if o.Kind == "RESTORE DATABASE" && strings.EqualFold(o.Database, r.Dest) {
-						ostart := wall(o.Start)
+						ostart := o.Start
 						if ostart.After(restoredAt.Add(slack)) && ostart.Before(end) {
 							clean = false
 						}
@@ -551,16 +614,21 @@ func (c *Checker) checkI3(files []manifestFile, add addFunc) {
 	}
 }
 
-// statements is what an instance ran (its emulator's statement log).
+// statements is what an instance ran (its emulator's statement log, with
+// the BACKUP, RESTORE and CHECKDB statements of its earlier lives); for the
+// group, what its replicas ran.
 func (c *Checker) statements(instance string) []sqlsim.StatementRecord {
 	if c.stmts != nil {
 		return c.stmts(instance)
 	}
-	in := c.f.Instances[instance]
-	if in == nil {
-		return nil
+	if instance == AGroup {
+		var out []sqlsim.StatementRecord
+		for _, r := range agReplicas {
+			out = append(out, c.f.Statements(r)...)
+		}
+		return out
 	}
-	return in.Statements()
+	return c.f.Statements(instance)
 }
 
 // Damaged records that the harness flipped a byte of a stripe file (by
@@ -618,6 +686,225 @@ func (c *Checker) checkI5(files []manifestFile, add addFunc) {
 		case ev != catalog.EvidenceBackupIncomplete && completed:
 			add(5, fmt.Sprintf("%s|%s|nodamage", mf.Server, mf.File), "%s on %s is failed as %s (step %s) but nothing damaged it and its BACKUP completed (statements %v): %s",
 				mf.ID, mf.Server, ev, step, outcomes, reason)
+		}
+	}
+}
+
+// verifiedAt is when mf's manifest says its set became verified (the
+// worker's clock).
+func verifiedAt(m *catalog.Manifest) time.Time {
+	for _, t := range m.History {
+		if t.State == catalog.StateVerified {
+			return t.At
+		}
+	}
+	return m.UpdatedAt
+}
+
+// started is when a workflow run started (Temporal), for I7.
+func (c *Checker) started(ctx context.Context, workflowID, runID string) (time.Time, error) {
+	if c.runStart != nil {
+		return c.runStart(ctx, workflowID, runID)
+	}
+	cl := c.f.Client()
+	if cl == nil {
+		return time.Time{}, errors.New("Temporal is down")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := cl.DescribeWorkflowExecution(dctx, workflowID, runID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStartTime().AsTime(), nil
+}
+
+// I7: no set is verified unless a CHECKDB of its copy, sent by the run
+// that verified it after the copy's RESTORE ended, ended clean on the
+// verification instance before the set was marked verified. The restore is
+// the one the set's proof names (its restore-history row); the RESTORE
+// statement that wrote that row, in verify01's statement log, was sent
+// after that run started; a CHECKDB naming the set (its batch carries the
+// set's name) of the same database started after the RESTORE ended and
+// ended "ok" (DBCC CHECKDB finished and found nothing: not cut, killed,
+// dropped or failed) before the manifest's transition to verified, with no
+// other RESTORE into that database in between. A CHECKDB of an earlier
+// restore, of another set, one that ended with errors or never ended, or
+// the source's LastGoodCheckDbTime carried into the copy, is no proof.
+func (c *Checker) checkI7(ctx context.Context, files []manifestFile, add addFunc) Notes {
+	todo, history, stmts, notes := c.unproven(files, c.checkedI7, "I7")
+	for _, mf := range todo {
+		id, p := mf.ID, mf.M.Proof
+		if p == nil {
+			add(7, fmt.Sprintf("%v|%s|noproof", id, mf.Server), "verified %s on %s names no restore (no proof): no CHECKDB can be tied to it", id, mf.Server)
+			continue
+		}
+		var rec *restoreRow
+		for i := range history {
+			if history[i].ID == p.RestoreHistoryID {
+				rec = &history[i]
+			}
+		}
+		if rec == nil {
+			add(7, fmt.Sprintf("%v|%s|norow", id, mf.Server), "verified %s on %s: its proof's restore (history id %d) is not in %s's restore history",
+				id, mf.Server, p.RestoreHistoryID, Verify01)
+			continue
+		}
+		// The RESTORE that wrote the row: restore_date is taken while it runs.
+		var restore *sqlsim.StatementRecord
+		for i := range stmts {
+			st := &stmts[i]
+			if st.Kind == "RESTORE DATABASE" && st.Outcome == "ok" && strings.EqualFold(st.Database, rec.Dest) &&
+				!st.Start.After(rec.Date) && !st.End.Before(rec.Date) {
+				restore = st
+			}
+		}
+		if restore == nil {
+			notes = append(notes, fmt.Sprintf("I7 not checked for %s: the RESTORE of restore history %d is not in %s's statement log", id, rec.ID, Verify01))
+			continue
+		}
+		done := verifiedAt(mf.M)
+		if begun, err := c.started(ctx, mf.M.WorkflowID, mf.M.RunID); err != nil {
+			notes = append(notes, fmt.Sprintf("I7 for %s: start of run %s/%s not known (%v): its RESTORE not checked to be its own", id, mf.M.WorkflowID, mf.M.RunID, err))
+		} else if restore.Start.Before(begun) {
+			add(7, fmt.Sprintf("%v|oldrestore", id), "verified %s (manifest on %s, run %s): the restore its proof names (history id %d, RESTORE sent %s) was sent before that run started (%s)",
+				id, mf.Server, mf.M.WorkflowID, rec.ID, restore.Start.Format(time.RFC3339Nano), begun.Format(time.RFC3339Nano))
+			continue
+		}
+		marker := tsql.BackupSetName(id.Sequence)
+		var seen []string
+		ok := false
+		for _, st := range stmts {
+			if st.Kind != "DBCC CHECKDB" || !strings.EqualFold(st.Database, rec.Dest) || st.Start.Before(restore.End) || st.Start.After(done) {
+				continue
+			}
+			seen = append(seen, fmt.Sprintf("%s %s-%s", st.Outcome, st.Start.Format("15:04:05.000"), st.End.Format("15:04:05.000")))
+			if st.Outcome != "ok" || !strings.Contains(st.SQL, marker) || st.End.After(done) {
+				continue
+			}
+			over := false
+			for _, o := range stmts {
+				if o.Kind == "RESTORE DATABASE" && strings.EqualFold(o.Database, rec.Dest) && o.Start.After(restore.End) && o.Start.Before(st.End) {
+					over = true
+				}
+			}
+			if !over {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			add(7, fmt.Sprintf("%v|nocheck", id), "verified %s (manifest on %s, verified %s): no CHECKDB of %q naming the set ended clean after its RESTORE ended (%s) and before it was marked verified; CHECKDBs of the copy in between: %v",
+				id, mf.Server, done.Format(time.RFC3339Nano), rec.Dest, restore.End.Format(time.RFC3339Nano), seen)
+			continue
+		}
+		c.checkedI7[id] = true
+	}
+	return notes
+}
+
+// contentTypes are the error types that are evidence about a set's
+// content, by the evidence they give (activities.Evidence).
+var contentTypes = map[catalog.Evidence]string{
+	catalog.EvidenceCorruptBackup: activities.ErrCorruptBackup,
+	catalog.EvidenceCheckDBFailed: activities.ErrCheckDBFailed,
+	catalog.EvidenceSanityFailed:  activities.ErrSanityCheckFailed,
+	catalog.EvidenceHashMismatch:  activities.ErrHashMismatch,
+}
+
+// environmentTypes are the error types of the environment, a version, a
+// permission or the configuration: none says anything about a set's
+// content. One may end a BACKUP half-way (the set is then incomplete,
+// backup_incomplete), never condemn a set that was complete.
+var environmentTypes = []string{activities.ErrInvalidConfig, activities.ErrVerifyInstanceFull, activities.ErrSanityCheckCouldNotRun,
+	activities.ErrNoSanityProof, activities.ErrCheckDBCouldNotRun, activities.ErrLoginFailed, activities.ErrInsufficientMemory,
+	activities.ErrVerifyDatabaseInUse, activities.ErrRestoreMismatch, activities.ErrStatementMayStillRun, activities.ErrFileSystemLimit,
+	activities.ErrDatabaseNotFound, activities.ErrDatabaseUnavailable, activities.ErrCopyDeadlineExceeded, activities.ErrNoEvidence,
+	activities.ErrSourceDatabaseDamaged}
+
+// failureType is the error type a failure's reason starts with
+// (MarkFailed writes "<type>: <reason>"); "" when it names none.
+func failureType(reason string) string {
+	t, _, ok := strings.Cut(reason, ": ")
+	if !ok || t == "" {
+		return ""
+	}
+	for _, r := range t {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z') {
+			return ""
+		}
+	}
+	return t
+}
+
+// unreadable says why verify01 could not read set m in estate e ("" when
+// it could): a build of an older major version than the one that wrote
+// it, or no certificate of its TDE thumbprint.
+func unreadable(m *catalog.Manifest, e Estate) string {
+	h := m.Header
+	if h == nil {
+		return ""
+	}
+	if v, w := major(e.BuildOf(Verify01)), major(h.SoftwareVersion); v > 0 && w > v {
+		return fmt.Sprintf("%s ran %s, older than the set's writer %s", Verify01, e.BuildOf(Verify01), h.SoftwareVersion)
+	}
+	if h.TDEThumbprint != "" && !e.TDECert {
+		return fmt.Sprintf("%s lacked the TDE certificate %s", Verify01, h.TDEThumbprint)
+	}
+	return ""
+}
+
+// I8: no set is failed for a reason that lies outside its content. I5 asks
+// whether the evidence is true; I8 asks whether the failure's reason is
+// content at all: a failure whose type is the environment's (a version, a
+// certificate, a permission, the configuration, a host's capacity) marks a
+// set failed only as incomplete, at its BACKUP, when a BACKUP of it ran and
+// did not complete; damage evidence carries the type that proves it
+// (corrupt_backup from CorruptBackup, ...); backup_incomplete is found at
+// the BACKUP step only; and no set is condemned at its RESTORE, CHECKDB or
+// sanity checks while the estate made it unreadable on the verification
+// instance (an older version, a missing TDE certificate), unless the
+// harness damaged it.
+func (c *Checker) checkI8(files []manifestFile, add addFunc) {
+	for _, mf := range files {
+		f := mf.M.Failure
+		if mf.M.State != catalog.StateFailed || f == nil {
+			continue
+		}
+		key := fmt.Sprintf("%s|%s", mf.Server, mf.File)
+		typ := failureType(f.Reason)
+		damaged := false
+		for _, st := range mf.M.Stripes {
+			damaged = damaged || c.damaged[st.Name]
+		}
+		switch want, isDamage := contentTypes[f.Evidence]; {
+		case isDamage && typ != want:
+			add(8, key+"|type", "%s on %s is failed as %s at %s for %q, not for %s: %s", mf.ID, mf.Server, f.Evidence, f.Step, typ, want, f.Reason)
+			continue
+		case f.Evidence == catalog.EvidenceBackupIncomplete && f.Step != catalog.StepBackup:
+			add(8, key+"|step", "%s on %s is failed as %s at step %s, after its BACKUP: %s", mf.ID, mf.Server, f.Evidence, f.Step, f.Reason)
+			continue
+		case f.Evidence == catalog.EvidenceBackupIncomplete && slices.Contains(environmentTypes, typ):
+			// A BACKUP SQL Server refused at once (3013, its devices not
+			// opened) ran and did not complete, though the emulator's
+			// statement log, which starts with the first page, lacks it.
+			abnormal := strings.Contains(f.Reason, "(error 3013)")
+			if outcomes := c.backupOutcomes(mf); len(outcomes) == 0 && !abnormal || slices.Contains(outcomes, "ok") {
+				add(8, key+"|env", "%s on %s is failed as %s for %s, but no BACKUP of it ran and stopped half-way (statements %v): %s",
+					mf.ID, mf.Server, f.Evidence, typ, outcomes, f.Reason)
+				continue
+			}
+		}
+		switch f.Step {
+		case catalog.StepRestore, catalog.StepCheckDB, catalog.StepSanity:
+		default:
+			continue
+		}
+		if e, ok := c.estateAt(f.At); ok && !damaged {
+			if why := unreadable(mf.M, e); why != "" {
+				add(8, key+"|estate", "%s on %s is failed as %s at %s while %s: the environment, not its content: %s",
+					mf.ID, mf.Server, f.Evidence, f.Step, why, f.Reason)
+			}
 		}
 	}
 }
@@ -680,6 +967,10 @@ func (c *Checker) scanLog(path string, add addFunc) string {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			off += int64(len(line))
+			c.reportedIn(line)
+			if panicLine(line) {
+				add(13, "panic|"+filepath.Base(path)+"|"+fmt.Sprint(off), "a worker crashed: %s: %s", filepath.Base(path), strings.TrimSpace(string(line)))
+			}
 			if env := c.secretIn(line); env != "" {
 				add(6, "log|"+env+"|"+filepath.Base(path)+"|"+fmt.Sprint(off), "the password of %s is in %s: %s",
 					env, filepath.Base(path), strings.TrimSpace(string(line)))

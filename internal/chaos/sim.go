@@ -48,6 +48,11 @@ type Sim struct {
 	Force Fault
 
 	Runs, Faults, Violations int
+	// Unreadable counts how the cycles of runs ended whose verification
+	// instance could not read their sets.
+	Unreadable map[string]int
+	// Twins counts the databases named like a set (twin.go).
+	Twins TwinStats
 	// Outcomes counts the cycles by how they ended ("verified", "failed
 	// <type>", "cancelled", "skipped", "terminated").
 	Outcomes map[string]int
@@ -89,6 +94,18 @@ type run struct {
 
 	lastStallCheck time.Time
 	missed         bool // the fault could not be applied at its point: not tried again
+
+	// source is the instance the target's BACKUP runs on (a replica for
+	// the group's database; "" when no replica would back it up).
+	source string
+	// twin is the database named like the set this run makes, created
+	// before it (Sim.twin), and that set's number.
+	twin    string
+	twinSeq int64
+	// unreadable says why the estate keeps verify01 from reading the
+	// run's sets ("" when it can); swapped: Estate.VerifySwap was applied.
+	unreadable string
+	swapped    bool
 }
 
 type heal struct {
@@ -115,7 +132,31 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	p := r.plan
 	s.Runs++
 
+	changes, err := s.F.ApplyEstate(ctx, p.Estate)
+	if err != nil {
+		return fmt.Errorf("chaos: estate of run %d: %w", i, err)
+	}
+	if len(changes) > 0 {
+		r.note("estate: %s", strings.Join(changes, "; "))
+	}
+	if p.Target.Instance == AGroup {
+		r.note("group: %s", p.Estate.Group())
+	}
+	s.C.EstateFrom(time.Now(), p.Estate)
+	r.source = s.sourceOf(ctx, p)
+	r.unreadable = unreadableWhy(p, p.Estate, r.source)
+	if p.Estate.SourceCheckDB && r.source != "" {
+		if err := s.F.IntegrityCheck(ctx, r.source, p.Target.Database); err != nil {
+			r.note("DBA's CHECKDB of %s on %s: %v", p.Target.Database, r.source, err)
+		}
+	}
 	if err := s.before(ctx, r); err != nil {
+		return err
+	}
+	if err := s.twin(ctx, r); err != nil {
+		return err
+	}
+	if err := s.arm(r); err != nil {
 		return err
 	}
 	ref, err := s.startCycle(ctx, p.Entry, p, "")
@@ -144,6 +185,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	if r.injected {
 		s.Faults++
 	}
+	s.twinMet(r)
 	outcomes, errs, classes := s.outcomes(ctx, r)
 	s.tally(r, classes)
 	vs, notes := s.C.Check(ctx, errs)
@@ -155,6 +197,11 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		}
 	}
 	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
+	if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
+		desc += fmt.Sprintf(" (as %q)", blanked(n, p.Blank))
+	} else if n != p.Target.Database && p.Entry != EntrySchedule {
+		desc += fmt.Sprintf(" (as %q)", n)
+	}
 	if p.Fault != FaultNone {
 		desc += fmt.Sprintf(", fault %s at %s", p.Fault, at)
 	}
@@ -188,6 +235,15 @@ func (s *Sim) tally(r *run, classes []string) {
 	}
 	for _, c := range classes {
 		s.Outcomes[c]++
+		if r.unreadable != "" {
+			if s.Unreadable == nil {
+				s.Unreadable = map[string]int{}
+			}
+			s.Unreadable[c]++
+		}
+	}
+	if r.unreadable != "" {
+		r.note("estate: %s", r.unreadable)
 	}
 	t := r.plan.Target
 	st := s.streak[t]
@@ -201,6 +257,10 @@ func (s *Sim) tally(r *run, classes []string) {
 		st.n++
 		if st.n == StuckAfter {
 			r.note("stuck: the last %d cycles of %s (runs %d..%d) all %s", st.n, t, st.from, r.plan.Run, st.class)
+			if r.unreadable == "" {
+				from, run, class := st.from, r.plan.Run, st.class
+				s.C.later = append(s.C.later, func(add addFunc) { s.C.poisoned(t, from, run, class, add) })
+			}
 		}
 	}
 	s.streak[t] = st
@@ -228,6 +288,27 @@ func (s *Sim) OutcomeSummary() string {
 	return "cycles: " + strings.Join(parts, ", ")
 }
 
+// EstateSummary says how the cycles ended whose verification instance
+// could not read their sets, and what the twins met.
+func (s *Sim) EstateSummary() string {
+	s.Twins.Removed = s.twinsRemoved()
+	return fmt.Sprintf("estates: cycles whose verification instance could not read their set: %s; twins: %s", counts(s.Unreadable), s.Twins)
+}
+
+// counts lists a tally as "n key" by key.
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Summary is the simulation's last line.
 func (s *Sim) Summary() string {
 	return fmt.Sprintf("chaos: %d runs, %d faults, %d invariant violations (seed %d)", s.Runs, s.Faults, s.Violations, s.Seed)
@@ -238,6 +319,13 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 	p := r.plan
 	switch p.Fault {
 	case FaultRollback:
+		if p.Target.Instance == AGroup {
+			// A database of an availability group is restored over only
+			// after it left the group (ALTER AVAILABILITY GROUP ... REMOVE
+			// DATABASE), which the simulation does not model.
+			r.note("%s is an availability database: not restored over", p.Target)
+			break
+		}
 		at, err := s.rollback(ctx, p)
 		if err != nil {
 			return err
@@ -257,12 +345,26 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 		} else {
 			r.note("no unverified set with stripes on %s to damage", p.Server)
 		}
+	}
+	return nil
+}
+
+// arm applies the faults that wait for the cycle in the fleet: a share
+// without room, a crash or a lost connection armed at a percent of a
+// statement.
+func (s *Sim) arm(r *run) error {
+	p := r.plan
+	switch p.Fault {
 	case FaultShareFullSQL:
 		used, err := dirBytes(s.F.ShareDir(p.Server))
 		if err != nil {
 			return err
 		}
-		s.F.Instances[p.Target.Instance].SetShareQuota(UNC(p.Server), used+256<<10)
+		if r.source == "" {
+			r.note("no replica backs %s up: no share quota", p.Target)
+			return nil
+		}
+		s.F.Instances[r.source].SetShareQuota(UNC(p.Server), used+256<<10)
 		r.injected, r.at = true, "before-start ("+p.Server+" quota)"
 	case FaultShareFullSMB:
 		if err := s.F.SetShareFull(p.Server, true); err != nil {
@@ -271,12 +373,16 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 		r.injected, r.at = true, "before-start ("+p.Server+" max disk size)"
 	}
 	if armed(p) {
-		r.armedOp, r.armedOn = sqlsim.OpBackup, p.Target.Instance
+		r.armedOp, r.armedOn = sqlsim.OpBackup, r.source
 		switch p.Step {
 		case activities.StepRestore:
 			r.armedOp, r.armedOn = sqlsim.OpRestore, Verify01
 		case activities.StepCheckDB:
 			r.armedOp, r.armedOn = sqlsim.OpCheckDB, Verify01
+		}
+		if r.armedOn == "" {
+			r.note("no replica backs %s up: nothing armed", p.Target)
+			return nil
 		}
 		in := s.F.Instances[r.armedOn]
 		if p.Fault == FaultSQLCrash {
@@ -306,6 +412,11 @@ func (s *Sim) rollback(ctx context.Context, p Plan) (string, error) {
 			continue
 		}
 		if ok, _ := s.C.intactOn(files, mf.Server, mf); !ok {
+			continue
+		}
+		// No SQL Server restores a backup of a newer major version (3169):
+		// a DBA restores the source from a set its build reads.
+		if h := mf.M.Header; h != nil && major(h.SoftwareVersion) > major(s.F.estate.BuildOf(p.Target.Instance)) {
 			continue
 		}
 		seen[mf.ID] = true
@@ -373,19 +484,51 @@ func (s *Sim) flipOld(p Plan) (string, error) {
 	return fmt.Sprintf("before-start (%s on %s, byte %d)", c.what, p.Server, off), nil
 }
 
+// sourceOf is the instance the BACKUP of p.Target runs on: its instance, or
+// for the group's database the first replica (in the configuration's
+// order) sys.fn_hadr_backup_is_preferred_replica names, as the product asks
+// them; "" when none does.
+func (s *Sim) sourceOf(ctx context.Context, p Plan) string {
+	if p.Target.Instance != AGroup {
+		return p.Target.Instance
+	}
+	for _, name := range agReplicas {
+		db, err := s.F.DB(name)
+		if err != nil {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var preferred bool
+		err = db.QueryRowContext(qctx, "SELECT sys.fn_hadr_backup_is_preferred_replica(@p1)", p.Target.Database).Scan(&preferred)
+		cancel()
+		db.Close()
+		if err == nil && preferred {
+			return name
+		}
+	}
+	return ""
+}
+
 // startCycle starts a cycle of p.Target through entry. A refused start
-// (already running, skipped by the schedule) is a note, not an error.
+// (already running, skipped by the schedule) is a note, not an error. A
+// start the user types (starter run, the Web UI) spells the name as the
+// estate says and names the group's database through the group or a
+// replica; a resume names the set's database as its manifests do.
 func (s *Sim) startCycle(ctx context.Context, entry string, p Plan, suffix string) (wfRef, error) {
 	c := s.F.Client()
 	if c == nil {
 		return wfRef{}, nil
 	}
-	in := workflows.CycleInput{Database: p.Target.Database, Instance: p.Target.Instance}
+	in := workflows.CycleInput{Database: spell(p.Target.Database, p.Estate.Spell), Instance: p.Target.Instance}
+	if in.Instance == AGroup {
+		in.Instance = p.Estate.Via
+	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if entry == EntryStarter && suffix == "" && p.Pick%3 == 0 {
 		if seq := s.unfinished(p); seq > 0 {
 			entry, in.Resume = EntryResume, seq
+			in.Database, in.Instance = p.Target.Database, p.Target.Instance
 		}
 	}
 	switch entry {
@@ -406,6 +549,8 @@ func (s *Sim) startCycle(ctx context.Context, entry string, p Plan, suffix strin
 		if p.NoInst {
 			in.Instance = ""
 		}
+		// A Web UI user types the name, blanks and all.
+		in.Database = blanked(in.Database, p.Blank)
 		run, err := c.ExecuteWorkflow(sctx, sdkclient.StartWorkflowOptions{ID: p.WebID + suffix, TaskQueue: taskQueue},
 			workflows.BackupCycleName, in)
 		if err != nil {
@@ -593,6 +738,18 @@ func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []strin
 		err := c.GetWorkflow(gctx, ref.ID, ref.RunID).Get(gctx, &res)
 		cancel()
 		name := ref.Entry
+		if ref.Entry == EntryWebUI {
+			typ := ""
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				typ = app.Type()
+			}
+			var got *workflows.CycleResult
+			if err == nil {
+				got = &res
+			}
+			s.C.startRanAs(r.plan, ref, got, typ, r.injected)
+		}
 		if err != nil {
 			errs = append(errs, err.Error())
 			var canceled *temporal.CanceledError
@@ -618,6 +775,9 @@ func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []strin
 			continue
 		}
 		switch {
+		case res.Skipped != "" && res.SkipReason != "":
+			out = append(out, fmt.Sprintf("%s skipped %s: %s", name, res.SkipReason, short(res.Skipped)))
+			classes = append(classes, "skipped "+res.SkipReason)
 		case res.Skipped != "":
 			out = append(out, fmt.Sprintf("%s skipped (held by %s)", name, res.HeldBy))
 			classes = append(classes, "skipped")

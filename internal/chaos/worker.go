@@ -81,6 +81,10 @@ type Worker struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
 	frozen   bool
+	// killed: the harness killed it (a fault, a heal, the end); exit is how
+	// the process ended (I13: no worker ends on its own).
+	killed bool
+	exit   error
 }
 
 // startWorker starts the test binary (bin) in worker mode with its output
@@ -100,7 +104,7 @@ func startWorker(bin, cfgPath, identity, logFile string) (*Worker, error) {
 		return nil, fmt.Errorf("chaos: start worker %s: %w", identity, err)
 	}
 	w := &Worker{Identity: identity, LogFile: logFile, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(w.done) }()
+	go func() { w.exit = cmd.Wait(); close(w.done) }()
 	return w, nil
 }
 
@@ -116,6 +120,7 @@ func (w *Worker) Alive() bool {
 
 // Kill is a crash: SIGKILL, nothing reported to Temporal or SQL Server.
 func (w *Worker) Kill() {
+	w.killed = true
 	_ = w.cmd.Process.Signal(syscall.SIGKILL)
 	select {
 	case <-w.done:
@@ -133,6 +138,18 @@ func (w *Worker) Freeze() {
 func (w *Worker) Thaw() {
 	_ = w.cmd.Process.Signal(syscall.SIGCONT)
 	w.frozen = false
+}
+
+// Crashed says how the process ended when it ended without the harness
+// killing it ("" while it runs, or when the harness killed it).
+func (w *Worker) Crashed() string {
+	if w.Alive() || w.killed {
+		return ""
+	}
+	if w.exit == nil {
+		return "exited with status 0"
+	}
+	return w.exit.Error()
 }
 
 func workerLogName(dir string, n int) string {

@@ -213,6 +213,21 @@ func (g *AvailabilityGroup) SetBackupPriority(in *Instance, n int) error {
 	return fmt.Errorf("sqlsim: %s is not a replica of availability group %s", in.cfg.Name, g.name)
 }
 
+// SetReadable is ALTER AVAILABILITY GROUP ... MODIFY REPLICA ON ... WITH
+// (SECONDARY_ROLE (ALLOW_CONNECTIONS = ALL)) when readable, (ALLOW_CONNECTIONS
+// = NO) otherwise ("ALTER AVAILABILITY GROUP (Transact-SQL)",
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-availability-group-transact-sql):
+// it applies while the replica holds the secondary role.
+func (g *AvailabilityGroup) SetReadable(in *Instance, readable bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.replicaLocked(in); r != nil {
+		r.readable = readable
+		return nil
+	}
+	return fmt.Errorf("sqlsim: %s is not a replica of availability group %s", in.cfg.Name, g.name)
+}
+
 // SetSynchronizationState sets the state of database db on replica in:
 // Synchronized, Synchronizing or NotSynchronizing (data movement
 // suspended, or the secondary cut off from the primary).

@@ -207,3 +207,22 @@ func TestAGPermissions(t *testing.T) {
 		t.Errorf("preferred on the primary with PRIMARY: %v (%v)", v, err)
 	}
 }
+
+// SetReadable turns a secondary's read access on and off, as ALTER
+// AVAILABILITY GROUP ... MODIFY REPLICA ... SECONDARY_ROLE does.
+func TestAGSetReadable(t *testing.T) {
+	p := newAGPair(t, PreferSecondary, false)
+	mustFail(t, p.dbB, 976, "SELECT name FROM [Sales].sys.database_files")
+	if err := p.g.SetReadable(p.b.in, true); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, p.dbB, "SELECT name FROM [Sales].sys.database_files")
+	if err := p.g.SetReadable(p.b.in, false); err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, p.dbB, 976, "SELECT name FROM [Sales].sys.database_files")
+	other := newEnv(t, func(c *Config) { c.Name = "sqlC" })
+	if err := p.g.SetReadable(other.in, true); err == nil {
+		t.Error("SetReadable of an instance outside the group: no error")
+	}
+}

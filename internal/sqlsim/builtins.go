@@ -7,9 +7,10 @@ import (
 
 func (e *env) call(f *funcExpr) (any, error) {
 	x := e.x
-	// A schema-qualified name is a user-defined function, except the
-	// system functions of the sys schema (sys.fn_hadr_...), which the
-	// switch below answers.
+	// A schema-qualified call is a user-defined function, except in the
+	// sys schema, which holds the system functions (sys.fn_hadr_...) and
+	// where no user creates one ("System functions for Transact-SQL",
+	// https://learn.microsoft.com/en-us/sql/relational-databases/system-functions/system-functions-for-transact-sql).
 	if len(f.parts) > 1 && !(len(f.parts) == 2 && strings.EqualFold(f.parts[0], "sys")) {
 		return x.callFunction(f)
 	}

@@ -34,6 +34,18 @@ func (in *Instance) resolve(p string) (target, string) {
 	if st, err := os.Stat(filepath.Dir(t.local)); err != nil || !st.IsDir() {
 		return t, in.osMissing()
 	}
+	if t.share != nil && strings.HasPrefix(t.share.prefix, `\\`) {
+		// A file server serves no symbolic link out of its share: Samba
+		// refuses it ("wide links = no", the default; "follow symlinks =
+		// no" refuses every link), and the Windows SMB client evaluates a
+		// remote-to-remote link only when that is enabled, which it is not
+		// by default ("fsutil behavior set SymlinkEvaluation", Microsoft
+		// Learn; smb.conf(5)). SQL Server then cannot open the device:
+		// operating system error 5.
+		if fi, err := os.Lstat(t.local); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return t, osAccessDenied
+		}
+	}
 	return t, ""
 }
 

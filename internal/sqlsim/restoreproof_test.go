@@ -318,3 +318,43 @@ func TestRestoreOverAnotherDatabase(t *testing.T) {
 		t.Fatal("a restored copy's backup has another FamilyGUID than its source's")
 	}
 }
+
+// TestRestoreHistoryRecords: RestoreHistory lists what msdb's restore
+// history shows (id, destination, backup set GUID as a client reads it)
+// with restore_date as an instant, the server's wall clock in its zone,
+// and still after a restart in another zone.
+func TestRestoreHistoryRecords(t *testing.T) {
+	src := newEnv(t)
+	src.create(t, DatabaseSpec{Name: "Sales", Size: 1 << 20})
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := src.peer(t, "verify01")
+	verify.restartWith(t, func(c *Config) { c.TimeZone = kolkata })
+	from := disks(stripeNames("Sales", 1))
+	mustRun(t, src.db, "BACKUP DATABASE [Sales] TO "+from+" WITH INIT, FORMAT")
+	before := time.Now()
+	mustRun(t, verify.db, "RESTORE DATABASE [Sales_verify] FROM "+from+" WITH "+movesFor(t, verify, from, "Sales_verify"))
+	after := time.Now()
+	p, ok := proof(t, verify.db, "Sales_verify")
+	recs := verify.in.RestoreHistory()
+	if !ok || len(recs) != 1 {
+		t.Fatalf("restore history: %+v (proof %+v, %v), want one row", recs, p, ok)
+	}
+	r := recs[0]
+	if r.ID != p.id || r.Database != "Sales_verify" || r.BackupSetGUID != p.guid {
+		t.Errorf("record %+v, want what msdb shows: %+v", r, p)
+	}
+	if r.Date.Before(before.Add(-time.Millisecond)) || r.Date.After(after) {
+		t.Errorf("record's date %v outside the RESTORE's run [%v, %v]", r.Date, before, after)
+	}
+	inZone := r.Date.In(kolkata)
+	if w := time.Date(inZone.Year(), inZone.Month(), inZone.Day(), inZone.Hour(), inZone.Minute(), inZone.Second(), 0, time.UTC); p.date.Truncate(time.Second) != w {
+		t.Errorf("restore_date %v, want the Kolkata wall clock of the record, %v", p.date, w)
+	}
+	verify.restartWith(t, func(c *Config) { c.TimeZone = nil })
+	if again := verify.in.RestoreHistory(); len(again) != 1 || !again[0].Date.Equal(r.Date) {
+		t.Errorf("after a restart in UTC: %+v, want the same instant %v", again, r.Date)
+	}
+}

@@ -112,6 +112,36 @@ func (in *Instance) Statements() []StatementRecord {
 	return out
 }
 
+// RestoreRecord is one row of msdb.dbo.restorehistory with the backup set
+// it restored, for tests that check what was restored when.
+type RestoreRecord struct {
+	ID       int64
+	Database string // destination_database_name
+	// Date is restore_date as an instant (the restore's start; SQL Server
+	// shows it on the server's wall clock of then).
+	Date time.Time
+	// BackupSetGUID is msdb.dbo.backupset.backup_set_uuid as text, lower
+	// case (as a client's uniqueidentifier prints it).
+	BackupSetGUID string
+	User          string
+}
+
+// RestoreHistory returns msdb's restore history, oldest first; it survives
+// restarts of the instance (it is in DataDir), unlike Statements.
+func (in *Instance) RestoreHistory() []RestoreRecord {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	sets := map[int64]string{}
+	for _, b := range in.cat.BackupSets {
+		sets[b.ID] = guid(b.GUID).String()
+	}
+	out := make([]RestoreRecord, 0, len(in.cat.RestoreHistory))
+	for _, r := range in.cat.RestoreHistory {
+		out = append(out, RestoreRecord{ID: r.ID, Database: r.Database, Date: r.Date, BackupSetGUID: sets[r.BackupSetID], User: r.User})
+	}
+	return out
+}
+
 const maxStatementLog = 100000
 
 // startRecord logs a statement as running and returns its record.

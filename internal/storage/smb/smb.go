@@ -782,9 +782,25 @@ func (s *Storage) Rename(ctx context.Context, oldName, newName string) error {
 	if err := s.mkdirParent(ctx, "rename", newName); err != nil {
 		return err
 	}
-	return s.doOnce(ctx, "rename", oldName, func(sh *smb2.Share) error {
+	return s.hiddenTarget(ctx, "rename", oldName, newName, s.doOnce(ctx, "rename", oldName, func(sh *smb2.Share) error {
 		return sh.Rename(s.full(oldName), s.full(newName))
-	})
+	}))
+}
+
+// hiddenTarget is err of a rename of oldName to newName, except that a
+// "not found" while oldName is still there is newName's: Samba answers so
+// for a name held by a link it does not follow or show (follow symlinks =
+// no), as it does for a Create. A caller must not read it as a file of the
+// set missing (the copier renames the .partial file it just wrote).
+func (s *Storage) hiddenTarget(ctx context.Context, op, oldName, newName string, err error) error {
+	if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if _, serr := s.Stat(ctx, oldName); serr != nil {
+		return err
+	}
+	return &storage.Error{Op: op, Location: s.loc, Name: newName, Kind: storage.ErrNotRegular,
+		Err: fmt.Errorf("the server refuses to give %q this name, which is held by an entry it does not show, such as a symbolic link (follow symlinks = no)", oldName)}
 }
 
 // Replace is one SMB2 SET_INFO FileRenameInformation with ReplaceIfExists,
@@ -799,9 +815,9 @@ func (s *Storage) Replace(ctx context.Context, oldName, newName string) error {
 	if err := s.mkdirParent(ctx, "replace", newName); err != nil {
 		return err
 	}
-	return s.doOnce(ctx, "replace", oldName, func(sh *smb2.Share) error {
+	return s.hiddenTarget(ctx, "replace", oldName, newName, s.doOnce(ctx, "replace", oldName, func(sh *smb2.Share) error {
 		return sh.Rename(s.full(oldName), s.full(newName))
-	})
+	}))
 }
 
 func (s *Storage) Remove(ctx context.Context, name string) error {

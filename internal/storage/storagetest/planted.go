@@ -142,8 +142,22 @@ func testSymlinks(t *testing.T, s storage.Storage, o Options) {
 		}
 	}
 	put(t, s, "sym/new.partial", []byte("NEW"))
-	_ = s.Rename(ctx, "sym/new.partial", "sym/victim_1of1.bak.partial")
-	_ = s.Rename(ctx, "sym/new.partial", "sym/in_1of1.bak")
+	for _, dst := range []string{"sym/victim_1of1.bak.partial", "sym/in_1of1.bak", "sym/out_1of1.bak"} {
+		err := s.Rename(ctx, "sym/new.partial", dst)
+		refused(t, "Rename onto link "+dst, err)
+		if errors.Is(err, storage.ErrNotFound) {
+			// The copier renames its finished .partial file: ErrNotFound
+			// would read as a file of the set missing (an incomplete set).
+			t.Errorf("Rename onto link %s: %v; a name that is taken is ErrExists or ErrNotRegular, not ErrNotFound", dst, err)
+		}
+		// A manifest is written by Replace: over a link, never through it.
+		if err := s.Replace(ctx, "sym/new.partial", dst); errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Replace onto link %s: %v; not ErrNotFound (the file replacing it is there)", dst, err)
+		}
+		if _, err := s.Stat(ctx, "sym/new.partial"); err != nil {
+			put(t, s, "sym/new.partial", []byte("NEW"))
+		}
+	}
 
 	for path, want := range map[string][]byte{filepath.Join(out, "secret"): secret, filepath.Join(out, "victim"): []byte("VICTIM"),
 		filepath.Join(dir, "real.bak"): inside} {
