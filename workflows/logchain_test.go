@@ -112,6 +112,23 @@ func continuedWith(t *testing.T, env *testsuite.TestWorkflowEnvironment) LogChai
 	return in
 }
 
+// queryAt queries the chain's status at d after the start; the result is
+// filled in when the run has passed d.
+func queryAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration) *LogChainStatus {
+	t.Helper()
+	st := &LogChainStatus{}
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(LogChainQuery)
+		if err == nil {
+			err = v.Get(st)
+		}
+		if err != nil {
+			t.Errorf("query at %s: %v", d, err)
+		}
+	}, d)
+	return st
+}
+
 func TestLogChainTicksOnItsPhaseAndContinuesAsNewWithItsCursor(t *testing.T) {
 	f := newFakeChain()
 	env := chainRun(t, f)
@@ -171,19 +188,10 @@ func TestLogChainQueryShowsLastLogLagAndCopies(t *testing.T) {
 			Every: time.Minute}, nil
 	}
 	env := chainRun(t, f)
-	var st LogChainStatus
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(LogChainQuery)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := v.Get(&st); err != nil {
-			t.Fatal(err)
-		}
-	}, 2*time.Minute+30*time.Second)
+	st := queryAt(t, env, 2*time.Minute+30*time.Second)
 	env.ExecuteWorkflow(LogChainName, LogChainInput{Database: "Sales", Instance: "sql01", Chain: 3, Last: 40, TicksPerRun: 4})
 	continuedWith(t, env)
-	if st.State != ChainOK || st.Chain != 3 || st.LastLog < 41 || st.LastLSN != "900" || st.Lag <= 0 || st.CopiedThrough == 0 ||
+	if st := *st; st.State != ChainOK || st.Chain != 3 || st.LastLog < 41 || st.LastLSN != "900" || st.Lag <= 0 || st.CopiedThrough == 0 ||
 		st.CopyTo != "bak02" || st.Every != time.Minute {
 		t.Fatalf("query: %+v", st)
 	}
@@ -202,17 +210,13 @@ func TestLogChainBrokenStartsOneCycleForANewFull(t *testing.T) {
 		return logs.BackupLogOutput{Chain: 1, Break: br, NeedFull: true, Every: time.Minute}, nil
 	}
 	env := chainRun(t, f)
-	var st LogChainStatus
-	env.RegisterDelayedCallback(func() {
-		v, _ := env.QueryWorkflow(LogChainQuery)
-		_ = v.Get(&st)
-	}, 4*time.Minute+30*time.Second)
+	st := queryAt(t, env, 4*time.Minute+30*time.Second)
 	env.ExecuteWorkflow(LogChainName, LogChainInput{Database: "Sales", Instance: "sql01", TicksPerRun: 6})
 	in := continuedWith(t, env)
 	if len(f.cycles) != 1 || f.cycles[0] != CycleWorkflowID("sql01", "Sales") {
 		t.Fatalf("cycles started %v, want one under %s", f.cycles, CycleWorkflowID("sql01", "Sales"))
 	}
-	if st.State != ChainBroken || st.Break == nil || st.Break.Reason != br.Reason || st.FullRequested == "" {
+	if st := *st; st.State != ChainBroken || st.Break == nil || st.Break.Reason != br.Reason || st.FullRequested == "" {
 		t.Fatalf("query while broken: %+v", st)
 	}
 	if in.Chain != 1 || in.Last != 9 {
@@ -232,14 +236,10 @@ func TestLogChainFailedBackupDegradesUntilTheNextTick(t *testing.T) {
 		return logs.BackupLogOutput{Chain: 1, Number: int64(n), Every: time.Minute}, nil
 	}
 	env := chainRun(t, f)
-	var mid LogChainStatus
-	env.RegisterDelayedCallback(func() {
-		v, _ := env.QueryWorkflow(LogChainQuery)
-		_ = v.Get(&mid)
-	}, 2*time.Minute+30*time.Second)
+	mid := queryAt(t, env, 2*time.Minute+30*time.Second)
 	env.ExecuteWorkflow(LogChainName, LogChainInput{Database: "Sales", Instance: "sql01", TicksPerRun: 3})
 	in := continuedWith(t, env)
-	if mid.State != ChainDegraded || !strings.Contains(mid.LastError, "SET RECOVERY FULL") {
+	if mid := *mid; mid.State != ChainDegraded || !strings.Contains(mid.LastError, "SET RECOVERY FULL") {
 		t.Fatalf("after the failed tick: %+v", mid)
 	}
 	if len(f.backups) != 3 || in.Last != 3 {
