@@ -16,6 +16,10 @@ type reporter struct {
 	ctx  context.Context
 	step string
 	seq  int64
+	// quiet: heartbeats only, no ProgressSignal (a workflow without the
+	// `progress` query, such as the log chain's, would only pile them up
+	// in its history).
+	quiet bool
 
 	mu         sync.Mutex
 	percent    float64
@@ -29,6 +33,13 @@ const signalEvery = time.Minute
 
 func (a *Activities) newReporter(ctx context.Context, step string, seq int64) *reporter {
 	return &reporter{a: a, ctx: ctx, step: step, seq: seq, lastPct: -1}
+}
+
+// newQuietReporter is a reporter that never signals its workflow.
+func (a *Activities) newQuietReporter(ctx context.Context, step string, seq int64) *reporter {
+	r := a.newReporter(ctx, step, seq)
+	r.quiet = true
+	return r
 }
 
 func (r *reporter) setPercent(p float64) {
@@ -53,7 +64,7 @@ func (r *reporter) get() (float64, int64) {
 // maybeSignal signals the workflow when the percent moved by 10 or more, or
 // signalEvery passed; force signals anyway.
 func (r *reporter) maybeSignal(force bool) {
-	if r.a.Cycle.Signal == nil || !activity.IsActivity(r.ctx) {
+	if r.quiet || r.a.Cycle.Signal == nil || !activity.IsActivity(r.ctx) {
 		return
 	}
 	r.mu.Lock()

@@ -5,15 +5,19 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/logs"
 )
 
 // Register registers every workflow and activity of the product on a worker.
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
-// activities are methods of *activities.Activities and come for free.
+// activities are methods of *activities.Activities (or, for the log chain,
+// of *logs.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWorkflows(r)
 	// All exported methods of *Activities, under their method names.
 	r.RegisterActivity(acts)
+	// The log chain's, over the same dependencies (package activities/logs).
+	r.RegisterActivity(logs.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;
@@ -24,4 +28,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: FleetName})
 	r.RegisterWorkflowWithOptions(Calibrate, workflow.RegisterOptions{Name: CalibrateName})
 	r.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
+	r.RegisterWorkflowWithOptions(LogChain, workflow.RegisterOptions{Name: LogChainName})
 }

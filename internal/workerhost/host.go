@@ -55,6 +55,16 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
 	}
+	// Every database with log_backup has its log chain running: started
+	// now if it is not (one workflow id per database, an existing one
+	// kept).
+	if cfg != nil {
+		if ids, err := c.EnsureLogChains(ctx, cfg); err != nil {
+			log.Warn("log chains not all started: the next start of the worker tries again", zap.Error(err))
+		} else if len(ids) > 0 {
+			log.Info("log chains running", zap.Strings("workflow_ids", ids))
+		}
+	}
 	stopped := false
 	stop := func() {
 		if !stopped {

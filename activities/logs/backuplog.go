@@ -1,0 +1,565 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/logchain"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// logFiles is how many files a BACKUP LOG writes: a tick's log is small.
+const logFiles = 1
+
+// BackupLog takes the next log backup of the database's chain: it checks
+// the recovery model, reads the chain record on the chain's backup server
+// (starting a new chain on the newest full backup when there is none or
+// the last one broke), names other tools' log backups msdb lists since the
+// chain's last one (a break, or adopted with adopt_foreign_logs), claims
+// the next number in the record (never one another run holds), runs BACKUP
+// LOG with its marker (re-attaching to one an earlier attempt left running,
+// recognising one that finished unseen), and records its LSNs, instants
+// (with the source's offset from UTC) and files (size, SHA-256). A BACKUP
+// LOG that fails with 4208 or 4214 breaks the chain: the record says why,
+// and the output asks for a full backup.
+func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLogOutput, error) {
+	d := &a.Base.Cycle
+	db, err := d.Database(in.Instance, in.Database)
+	if err != nil {
+		return BackupLogOutput{}, err
+	}
+	if !db.LogBackups() {
+		return BackupLogOutput{}, nil // off: the workflow ends
+	}
+	out := BackupLogOutput{Every: db.LogBackup.Every}
+	inst, err := d.Instance(db.Source())
+	if err != nil {
+		return out, err
+	}
+	server := chainServer(db)
+	srv, err := d.Server(server)
+	if err != nil {
+		return out, err
+	}
+	out.Server = server
+	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance),
+		zap.String("server", server), zap.String("step", StepBackupLog))
+	stopBeat := d.KeepAlive(ctx)
+	defer stopBeat()
+
+	st, err := d.OpenServer(ctx, srv)
+	if err != nil {
+		return out, err
+	}
+	defer st.Close()
+	fsys := catalog.StorageFS{Storage: st}
+	keys, err := d.ManifestKeys()
+	if err != nil {
+		return out, err
+	}
+	sqlDB, err := d.ConnectSQL(ctx, inst, "master")
+	if err != nil {
+		return out, err
+	}
+	defer sqlDB.Close()
+
+	rec, err := newest(ctx, fsys, keys, db, server)
+	if err != nil {
+		return out, err
+	}
+	// SIMPLE has no log backups; the chain (if any) ended with the switch.
+	q, args, err := tsql.RecoveryModel(db.Name)
+	if err != nil {
+		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	rs, err := sqlDB.RecoveryStatus(ctx, q, args...)
+	if err != nil {
+		return out, activities.SQLError(err)
+	}
+	if !rs.Found {
+		return out, activities.NonRetryable(activities.ErrDatabaseNotFound, fmt.Errorf(
+			"database %s is not on %s: check the database name in the config (names are exact)", db.Name, inst.Name))
+	}
+	if strings.EqualFold(rs.Model, "SIMPLE") {
+		fix, _ := tsql.SimpleRecoveryFix(db.Name)
+		if rec != nil && rec.Break == nil {
+			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakSimple), At: d.Clock().UTC(),
+				Detail: fmt.Sprintf("%s was found in the SIMPLE recovery model", db.Name)}
+			if err := save(ctx, d, fsys, server, rec); err != nil {
+				return out, err
+			}
+		}
+		return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+			"database %s on %s is in the SIMPLE recovery model, which has no log backups: run %s (then the next full backup starts the log chain), or remove log_backup from its configuration in %s",
+			db.Name, inst.Name, fix, d.ConfigFile()))
+	}
+
+	if rec == nil || rec.Break != nil {
+		var prev int64
+		var br *catalog.ChainBreak
+		if rec != nil {
+			prev, br = rec.Chain, rec.Break
+		}
+		started, err := a.startChain(ctx, fsys, sqlDB, inst, db, prev, br, log)
+		if err != nil {
+			return out, err
+		}
+		if started == nil {
+			out.Chain, out.NeedFull = prev, true
+			if br != nil {
+				out.Break = &Break{Reason: br.Reason, Detail: br.Detail, At: br.At}
+			} else {
+				out.Break = &Break{Reason: "no_chain", Detail: "no full backup of the database to start a log chain from", At: d.Clock().UTC()}
+			}
+			return out, nil
+		}
+		rec = started
+	}
+	out.Chain = rec.Chain
+	wid, rid := activities.RunOf(ctx)
+
+	// Other tools' log backups since the chain's last one.
+	if stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log); err != nil || stop {
+		return out, err
+	}
+
+	// The number: a claim this chain's workflow left pending (an attempt,
+	// or a run that continued as new, cut short), else the next one.
+	n, rec, resumed, err := a.claim(ctx, fsys, d, server, rec, wid, rid)
+	if err != nil {
+		return out, err
+	}
+	names := rec.Names()
+	layout := make([]string, logFiles)
+	fileNames := make([]string, logFiles)
+	for i := range layout {
+		fileNames[i] = names.LogStripe(rec.Chain, n, i+1, logFiles)
+		layout[i] = tsql.JoinPath(srv.PathsFor(inst.Name)[i%len(srv.PathsFor(inst.Name))], fileNames[i])
+	}
+	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: db.Name, Disks: layout, Chain: rec.Chain, Number: n,
+		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize)})
+	if err != nil {
+		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	marker, err := tsql.LogBackupMarker(db.Name, layout[0])
+	if err != nil {
+		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	s := activities.Statement{DB: sqlDB, Op: "BACKUP LOG", Command: tsql.CommandBackupLog, Text: stmt, Marker: marker,
+		Log: log.With(zap.Int64("seq", n)), Step: StepBackupLog, Number: n}
+
+	hs, done := a.finished(ctx, sqlDB, layout, rec.Chain, n)
+	if !done && resumed {
+		waited, _, werr := activities.AwaitEarlier(a.Base, ctx, s)
+		if werr != nil && !activities.IsEndedUnseen(werr) {
+			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, werr, &out, log)
+		}
+		if waited {
+			out.Reattached = true
+			hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n)
+		}
+	} else if done {
+		out.Reattached = true
+	}
+	if !done {
+		log.Info("log backup starting", zap.Int64("chain", rec.Chain), zap.Int64("seq", n))
+		_, rerr := activities.RunStatement(a.Base, ctx, s)
+		if rerr != nil && !activities.IsEndedUnseen(rerr) {
+			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
+		}
+		if hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n); !done {
+			if rerr == nil {
+				rerr = errors.New("BACKUP LOG reported success but its files hold no complete log backup of this number")
+			}
+			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
+		}
+	}
+	off, err := activities.ServerOffset(ctx, sqlDB)
+	if err != nil {
+		return out, err
+	}
+	l := rec.Log(n)
+	l.State, l.BackupSetGUID = catalog.LogWritten, hs.BackupSetGUID
+	l.FirstLSN, l.LastLSN, l.DatabaseBackupLSN = hs.FirstLSN, hs.LastLSN, hs.DatabaseBackupLSN
+	l.BackupStart, l.BackupFinish = hs.BackupStartDate, hs.BackupFinishDate
+	l.SetUTCOffset(off)
+	l.Files = nil
+	for _, name := range fileNames {
+		size, sum, err := hashFile(ctx, st, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+				"backup server %s: SQL Server wrote %s (%s) but the worker does not see %s in %s (location): they must be the same directory",
+				server, layout[0], srv.PathsKey(inst.Name), name, st.Location()))
+		}
+		if err != nil {
+			return out, activities.StorageError(server, err)
+		}
+		l.Files = append(l.Files, catalog.Stripe{Name: name, Size: size, SHA256: sum})
+		out.Bytes += size
+	}
+	l.Servers = []string{server}
+	l.UpdatedAt = d.Clock().UTC()
+	if err := save(ctx, d, fsys, server, rec); err != nil {
+		return out, err
+	}
+	out.Number, out.FirstLSN, out.LastLSN = n, l.FirstLSN, l.LastLSN
+	out.Start, out.Finish, out.Files = l.BackupStartUTC, l.BackupFinishUTC, len(l.Files)
+	log.Info("log backup done", zap.Int64("chain", rec.Chain), zap.Int64("seq", n), zap.String("last_lsn", l.LastLSN),
+		zap.Int64("bytes", out.Bytes), zap.Bool("reattached", out.Reattached))
+	activities.Recorder(a.Base).StepDone(StepBackupLog, db.Instance, db.Name, server, out.Bytes, l.BackupFinishUTC.Sub(l.BackupStartUTC))
+	return out, nil
+}
+
+// finished reads the log backup's header: complete and of this number
+// (its NAME), or not.
+func (a *Activities) finished(ctx context.Context, sqlDB *mssql.DB, layout []string, chain, n int64) (mssql.BackupHeader, bool) {
+	hq, err := tsql.RestoreHeaderOnly(layout)
+	if err != nil {
+		return mssql.BackupHeader{}, false
+	}
+	hs, err := sqlDB.HeaderOnly(ctx, hq)
+	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupLogName(chain, n) || hs[0].BackupFinishDate.IsZero() ||
+		!logchain.LSN(hs[0].FirstLSN).Valid() || !logchain.LSN(hs[0].LastLSN).Valid() {
+		return mssql.BackupHeader{}, false
+	}
+	return hs[0], true
+}
+
+// backupLogFailed records a BACKUP LOG that did not complete. 4208 and
+// 4214 break the chain (a full backup starts the next one: the output
+// asks for it, and no error is returned). A statement left running keeps
+// its claim for the next attempt. Anything else marks the number failed
+// (never used again) and returns the classified error.
+func (a *Activities) backupLogFailed(ctx context.Context, d *activities.CycleDeps, fsys catalog.FS, server string,
+	rec *catalog.ChainRecord, n int64, err error, out *BackupLogOutput, log *zap.Logger) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var te interface{ Type() string }
+	if errors.As(err, &te) && (te.Type() == activities.ErrStatementLeftRunning || te.Type() == activities.ErrStatementMayStillRun) {
+		return err
+	}
+	l := rec.Log(n)
+	now := d.Clock().UTC()
+	l.State, l.Failure, l.UpdatedAt = catalog.LogFailed, truncate(err.Error(), 1024), now
+	if num, ok := errorNumber(err); ok {
+		if reason, broke := logchain.BreakOf(num); broke {
+			rec.Break = &catalog.ChainBreak{Reason: string(reason), At: now,
+				Detail: fmt.Sprintf("BACKUP LOG of log %d failed with error %d: %s", n, num, truncate(err.Error(), 512))}
+			if serr := save(ctx, d, fsys, server, rec); serr != nil {
+				return serr
+			}
+			log.Warn("log chain broken: a full backup starts the next one", zap.Int64("chain", rec.Chain), zap.Int32("error", num))
+			out.Break = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: now}
+			out.NeedFull = true
+			return nil
+		}
+	}
+	if serr := save(ctx, d, fsys, server, rec); serr != nil {
+		log.Warn("failed log backup not recorded", zap.Error(serr))
+	}
+	log.Warn("log backup failed", zap.Int64("seq", n), zap.Error(err))
+	return activities.SQLError(err)
+}
+
+// errorNumber is the first SQL Server error number err carries.
+func errorNumber(err error) (int32, bool) {
+	var f *mssql.Failure
+	if errors.As(err, &f) {
+		for _, e := range f.Errors {
+			if _, ok := logchain.BreakOf(e.Number); ok {
+				return e.Number, true
+			}
+		}
+		if len(f.Errors) > 0 {
+			return f.Errors[0].Number, true
+		}
+	}
+	return 0, false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// claim is the number this run writes: the newest log of rec when it is a
+// pending claim of this chain's workflow id (only one run of that id is
+// open at a time, so a claim of an earlier run of it is this chain's own
+// unfinished log backup), else the next number, claimed and saved before
+// anything is written (a new part when rec is full). part is the record
+// part that holds n; resumed: the claim was there already.
+func (a *Activities) claim(ctx context.Context, fsys catalog.FS, d *activities.CycleDeps, server string,
+	rec *catalog.ChainRecord, wid, rid string) (n int64, part *catalog.ChainRecord, resumed bool, err error) {
+	if k := len(rec.Logs); k > 0 {
+		last := &rec.Logs[k-1]
+		if last.State == catalog.LogPending && last.WorkflowID != "" && last.WorkflowID == wid {
+			last.RunID, last.UpdatedAt = rid, d.Clock().UTC()
+			return last.Number, rec, true, save(ctx, d, fsys, server, rec)
+		}
+	}
+	n = rec.NextNumber()
+	part = rec
+	if catalog.PartOf(n) != rec.Part {
+		part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+	}
+	if _, err := part.Claim(n, wid, rid, d.Clock()); err != nil {
+		return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	if err := save(ctx, d, fsys, server, part); err != nil {
+		return 0, nil, false, err
+	}
+	return n, part, false, nil
+}
+
+// startChain starts chain prev+1 on the newest full backup of db that
+// finished after the break (any full when there was no chain): a set of
+// the product's with its header recorded (written or later, never failed
+// or cancelled), on any server of the rotation. nil when there is none
+// yet.
+func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
+	prev int64, br *catalog.ChainBreak, log *zap.Logger) (*catalog.ChainRecord, error) {
+	d := &a.Base.Cycle
+	var best *catalog.Manifest
+	var bestServer string
+	for _, s := range db.BackupServers {
+		l, err := activities.ListManifests(a.Base, ctx, s, db)
+		if err != nil {
+			log.Warn("manifests not read while looking for a full backup to start the log chain", zap.String("server", s), zap.Error(err))
+			continue
+		}
+		for _, m := range l.Manifests {
+			if !m.Trusted() || m.State.Rank() < catalog.StateWritten.Rank() || m.State == catalog.StateFailed ||
+				m.State == catalog.StateCancelled || m.Header == nil {
+				continue
+			}
+			fin := m.Header.BackupFinishUTC
+			if br != nil && !fin.After(br.At) || best != nil && !fin.After(best.Header.BackupFinishUTC) {
+				continue
+			}
+			best, bestServer = m, s
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	h := best.Header
+	// The manifest has no checkpoint LSN: the full's own header has.
+	srv, err := d.Server(bestServer)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := tsql.Layout(srv.PathsFor(inst.Name), best.Names(), best.Sequence, len(best.Stripes))
+	if err != nil {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
+	if err != nil {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	hs, err := sqlDB.HeaderOnly(ctx, hq)
+	if err != nil {
+		return nil, activities.SQLError(err)
+	}
+	if len(hs) == 0 || hs[0].BackupSetGUID != h.BackupSetGUID {
+		return nil, nil // not the manifest's backup any more: no base
+	}
+	r := catalog.NewChainRecord(db.Instance, db.Name, prev+1, 1, d.Clock())
+	r.Fulls = []catalog.ChainFull{{Sequence: best.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
+		CheckpointLSN: hs[0].CheckpointLSN, DatabaseBackupLSN: h.DatabaseBackupLSN, FinishUTC: h.BackupFinishUTC, CopyOnly: best.Options.CopyOnly}}
+	if err := save(ctx, d, fsys, chainServer(db), r); err != nil {
+		return nil, err
+	}
+	log.Info("log chain started", zap.Int64("chain", r.Chain), zap.Int64("full", best.Sequence))
+	return r, nil
+}
+
+// errForeign is the detail of a foreign log backup not adopted.
+func foreignDetail(f ForeignLog, first, last string) string {
+	return fmt.Sprintf("a log backup by another tool (%s, user %s) at %s to %s, LSN %s to %s: the log it holds is not in the chain; "+
+		"stop that tool's log backups (owns_backup_chain), or set adopt_foreign_logs: true", orUnknown(f.Tool), orUnknown(f.User),
+		f.Path, f.Start.UTC().Format(time.RFC3339), first, last)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// foreignLogs reads msdb for log backups after the chain's end that are
+// not the product's: each is recorded in the chain at its place (the hole
+// is named there); with adopt_foreign_logs one whose files the worker
+// reaches on a backup server is copied into the chain (hashed) and the
+// chain goes on through it; otherwise the chain breaks (stop: the output
+// asks for a full backup).
+func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, fsys catalog.FS, db *config.Database,
+	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (stop bool, err error) {
+	d := &a.Base.Cycle
+	after := chainEnd(rec)
+	if after == "" {
+		return false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
+	}
+	q, args, err := tsql.LogBackupsAfter(db.Name, after)
+	if err != nil {
+		return false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	rows, err := sqlDB.LogBackupHistory(ctx, q, args...)
+	if err != nil {
+		return false, activities.SQLError(err)
+	}
+	off, err := activities.ServerOffset(ctx, sqlDB)
+	if err != nil {
+		return false, err
+	}
+	for _, set := range groupSets(rows) {
+		r := set[0]
+		if r.CopyOnly {
+			continue // "has no effect on the log chain"
+		}
+		if c, _, ok := tsql.ParseBackupLogName(r.Name); ok && c == rec.Chain {
+			continue // ours (a pending claim finished unseen is read from its own files)
+		}
+		tool := r.Name
+		if tool == "" {
+			tool = r.Description
+		}
+		f := ForeignLog{Path: r.Path, Start: catalog.Instant(r.Start, off), Tool: tool, User: r.User}
+		paths := make([]string, len(set))
+		for i, fr := range set {
+			paths[i] = fr.Path
+		}
+		n := rec.NextNumber()
+		if catalog.PartOf(n) != rec.Part {
+			// The foreign log opens the next part: recorded there.
+			rec = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+		}
+		lb := catalog.LogBackup{Number: n, State: catalog.LogWritten, BackupSetGUID: r.GUID, FirstLSN: r.FirstLSN, LastLSN: r.LastLSN,
+			BackupStart: r.Start, BackupFinish: r.Finish, Foreign: &catalog.ForeignLog{Tool: tool, User: r.User, Path: strings.Join(paths, ", ")},
+			UpdatedAt: d.Clock().UTC()}
+		lb.SetUTCOffset(off)
+		if db.AdoptForeignLogs {
+			files, aerr := a.adopt(ctx, st, db, inst, rec, n, paths)
+			if aerr == nil {
+				lb.Files, lb.Servers, lb.Foreign.Adopted, f.Adopted = files, []string{chainServer(db)}, true, true
+			} else {
+				log.Warn("foreign log backup not adopted", zap.String("file", r.Path), zap.Error(aerr))
+			}
+		}
+		rec.Logs = append(rec.Logs, lb)
+		out.Foreign = append(out.Foreign, f)
+		if !f.Adopted {
+			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakForeign), Detail: foreignDetail(f, r.FirstLSN, r.LastLSN), At: d.Clock().UTC()}
+		}
+		if err := save(ctx, d, fsys, chainServer(db), rec); err != nil {
+			return false, err
+		}
+		if rec.Break != nil {
+			log.Warn("log chain broken by another tool's log backup", zap.String("file", r.Path), zap.String("tool", tool))
+			out.Break = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: rec.Break.At}
+			out.NeedFull = true
+			return true, nil
+		}
+		log.Info("another tool's log backup adopted into the chain", zap.String("file", r.Path), zap.Int64("seq", n))
+	}
+	return false, nil
+}
+
+// chainEnd is the LSN the chain's next log backup starts at: the last
+// written log's LastLSN, else the base full's LastLSN.
+func chainEnd(rec *catalog.ChainRecord) string {
+	for i := len(rec.Logs) - 1; i >= 0; i-- {
+		if l := rec.Logs[i]; l.State == catalog.LogWritten || l.State == catalog.LogCopied {
+			return l.LastLSN
+		}
+	}
+	if len(rec.Fulls) > 0 {
+		return rec.Fulls[0].LastLSN
+	}
+	return ""
+}
+
+// groupSets groups msdb rows (one per file) by backup set, in order.
+func groupSets(rows []mssql.LogBackupRow) [][]mssql.LogBackupRow {
+	var out [][]mssql.LogBackupRow
+	for _, r := range rows {
+		if k := len(out); k > 0 && out[k-1][0].SetID == r.SetID {
+			out[k-1] = append(out[k-1], r)
+			continue
+		}
+		out = append(out, []mssql.LogBackupRow{r})
+	}
+	return out
+}
+
+// adopt copies a foreign log backup's files into the chain, when the
+// worker reaches them: each path must lie in a directory the instance
+// reaches one of the database's backup servers by (its sql_paths or
+// unc_paths); the copy is named as the chain's own log n and hashed.
+func (a *Activities) adopt(ctx context.Context, dst storage.Storage, db *config.Database, inst *config.SQLInstance,
+	rec *catalog.ChainRecord, n int64, paths []string) ([]catalog.Stripe, error) {
+	d := &a.Base.Cycle
+	var files []catalog.Stripe
+	for i, p := range paths {
+		srvName, rel, ok := locate(d, db, inst, p)
+		if !ok {
+			return nil, fmt.Errorf("%s is on no backup server of %s the worker reaches", p, db.ID())
+		}
+		srv, err := d.Server(srvName)
+		if err != nil {
+			return nil, err
+		}
+		src, err := d.OpenServer(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		name := rec.LogFileName(n, i+1, len(paths))
+		err = copyFile(ctx, src, dst, rel, name)
+		src.Close()
+		if err != nil {
+			return nil, err
+		}
+		size, sum, err := hashFile(ctx, dst, name)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, catalog.Stripe{Name: name, Size: size, SHA256: sum})
+	}
+	return files, nil
+}
+
+// locate maps a path SQL Server wrote to a backup server of db and the
+// file's name there.
+func locate(d *activities.CycleDeps, db *config.Database, inst *config.SQLInstance, p string) (server, name string, ok bool) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "/", `\`)) }
+	for _, s := range slices.Concat(db.BackupServers, []string{db.CopyTo}) {
+		if s == "" {
+			continue
+		}
+		srv, err := d.Server(s)
+		if err != nil {
+			continue
+		}
+		for _, dir := range srv.PathsFor(inst.Name) {
+			prefix := norm(strings.TrimRight(dir, `\/`)) + `\`
+			if rest, found := strings.CutPrefix(norm(p), prefix); found && !strings.ContainsAny(rest, `\`) {
+				return s, p[len(prefix):], true
+			}
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,143 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
+)
+
+// CopyLogs copies every log backup of the chain that is written and not
+// yet copied from the chain's server to its copy target (the database's
+// copy target of that server), each file checked against the SHA-256 the
+// chain record holds, and records the copy (state copied, the target among
+// the log's servers) in the record on both servers, the remote one first.
+// It is idempotent: a file already there with that content is not sent
+// again, and a log already copied is skipped.
+func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOutput, error) {
+	d := &a.Base.Cycle
+	db, err := d.Database(in.Instance, in.Database)
+	if err != nil {
+		return CopyLogsOutput{}, err
+	}
+	from := chainServer(db)
+	to := db.CopyTarget(from)
+	out := CopyLogsOutput{Chain: in.Chain, From: from, To: to}
+	if to == "" || to == from {
+		return out, d.NotOfDatabase(db, "log copy target", to, "a copy target other than "+from, []string{to})
+	}
+	if in.Chain < 1 {
+		return out, nil
+	}
+	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance),
+		zap.String("server", to), zap.String("step", StepCopyLogs))
+	stopBeat := d.KeepAlive(ctx)
+	defer stopBeat()
+	fromSrv, err := d.Server(from)
+	if err != nil {
+		return out, err
+	}
+	toSrv, err := d.Server(to)
+	if err != nil {
+		return out, err
+	}
+	src, err := d.OpenServer(ctx, fromSrv)
+	if err != nil {
+		return out, err
+	}
+	defer src.Close()
+	dst, err := d.OpenServer(ctx, toSrv)
+	if err != nil {
+		return out, err
+	}
+	defer dst.Close()
+	keys, err := d.ManifestKeys()
+	if err != nil {
+		return out, err
+	}
+	l, err := catalog.ListChains(ctx, catalog.StorageFS{Storage: src}, keys, catalog.Of(db.Instance, db.Name))
+	if err != nil {
+		return out, activities.StorageError(from, err)
+	}
+	c := copier.New(copier.Options{})
+	whole := true // every log so far is copied: Through moves on
+	for _, r := range l.Records {
+		if r.Chain != in.Chain {
+			continue
+		}
+		if !r.Trusted() {
+			return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+				"log chain record %s on %s is not trusted (%s): its log backups are not copied on its word", r.FileName(), from, r.Auth.Why()))
+		}
+		changed := false
+		for i := range r.Logs {
+			lb := &r.Logs[i]
+			if lb.State != catalog.LogWritten || len(lb.Files) == 0 {
+				continue
+			}
+			jobs := make([]copier.Job, len(lb.Files))
+			for j, f := range lb.Files {
+				jobs[j] = copier.Job{Src: f.Name, Dst: f.Name, SHA256: f.SHA256}
+			}
+			res, err := c.Copy(ctx, src, dst, jobs)
+			if err != nil {
+				if errors.Is(err, copier.ErrDifferentContent) {
+					return out, activities.NonRetryable(activities.ErrHashMismatch, fmt.Errorf(
+						"log %d of chain %d of %s: %w; the file on %s is left untouched", lb.Number, r.Chain, db.ID(), err, to))
+				}
+				return out, activities.StorageError(to, err)
+			}
+			for _, x := range res {
+				out.Bytes += x.BytesSent
+			}
+			lb.State, lb.UpdatedAt = catalog.LogCopied, d.Clock().UTC()
+			if !slices.Contains(lb.Servers, to) {
+				lb.Servers = append(lb.Servers, to)
+			}
+			out.Copied = append(out.Copied, lb.Number)
+			changed = true
+		}
+		if changed {
+			// Remote first: the record there is what says its copies are complete.
+			if err := save(ctx, d, catalog.StorageFS{Storage: dst}, to, r); err != nil {
+				return out, err
+			}
+			if err := save(ctx, d, catalog.StorageFS{Storage: src}, from, r); err != nil {
+				return out, err
+			}
+		}
+		for _, lb := range r.Logs {
+			switch {
+			case !whole:
+			case lb.State == catalog.LogCopied:
+				out.Through = lb.Number
+			case lb.State == catalog.LogWritten:
+				whole = false // not copied (a foreign log not adopted): the copies stop being whole here
+			}
+		}
+	}
+	if len(out.Copied) > 0 {
+		log.Info("log backups copied", zap.Int64("chain", in.Chain), zap.Int64s("logs", out.Copied), zap.Int64("bytes", out.Bytes))
+		activities.Recorder(a.Base).StepDone(StepCopyLogs, db.Instance, db.Name, to, out.Bytes, 0)
+	}
+	return out, nil
+}
+
+// copyFile copies one file between backup servers, hashed at both ends.
+func copyFile(ctx context.Context, src, dst storage.Storage, srcName, dstName string) error {
+	res, err := copier.New(copier.Options{}).Copy(ctx, src, dst, []copier.Job{{Src: srcName, Dst: dstName}})
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || res[0].Err != nil {
+		return fmt.Errorf("copy %s: %v", srcName, res)
+	}
+	return nil
+}

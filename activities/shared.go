@@ -1,0 +1,163 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/metrics"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/storage"
+)
+
+// The plumbing the log chain's activities (package activities/logs) share
+// with the cycle's: the same configuration lookups, openers, error
+// classification and long-statement handling, exported as small helpers
+// rather than copied. They are methods of CycleDeps or functions, never
+// exported methods of Activities (each of which would be registered as an
+// activity).
+
+// Logger is the worker logger tagged with the running activity and its
+// workflow.
+func Logger(a *Activities, ctx context.Context) *zap.Logger { return a.loggerFor(ctx) }
+
+// Recorder is a's metrics recorder (one that records nothing without).
+func Recorder(a *Activities) metrics.Recorder { return a.recorder() }
+
+// Database is the configured database (instance, name) the configuration in
+// force names, a missing one InvalidConfig naming the fix.
+func (d *CycleDeps) Database(instance, name string) (*config.Database, error) {
+	return d.database(instance, name, "")
+}
+
+// Instance is the configured SQL instance of that name (InvalidConfig when
+// missing).
+func (d *CycleDeps) Instance(name string) (*config.SQLInstance, error) { return d.instance(name) }
+
+// Server is the configured backup server of that name (InvalidConfig when
+// missing).
+func (d *CycleDeps) Server(name string) (*config.BackupServer, error) { return d.server(name) }
+
+// ConnectSQL opens a connection to inst, failures classified.
+func (d *CycleDeps) ConnectSQL(ctx context.Context, inst *config.SQLInstance, database string) (*mssql.DB, error) {
+	return d.openSQL(ctx, inst, database)
+}
+
+// OpenServer opens a backup server's directory, failures classified.
+func (d *CycleDeps) OpenServer(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	return d.openStorage(ctx, srv)
+}
+
+// ConfigFile is the configuration file in force, for messages.
+func (d *CycleDeps) ConfigFile() string { return d.config().File }
+
+// ManifestKeys are the configuration's manifest keys (nil without any).
+func (d *CycleDeps) ManifestKeys() (*catalog.Keys, error) { return d.manifestKeys() }
+
+// Clock is the clock of records and retention.
+func (d *CycleDeps) Clock() time.Time { return d.now() }
+
+// PollEvery is how often statements are polled and idle heartbeats sent.
+func (d *CycleDeps) PollEvery() time.Duration { return d.poll() }
+
+// KeepAlive heartbeats until stop is called (see keepAlive).
+func (d *CycleDeps) KeepAlive(ctx context.Context) (stop func()) { return d.keepAlive(ctx) }
+
+// NotOfDatabase is the InvalidConfig of an input naming a backup server the
+// database does not use as what.
+func (d *CycleDeps) NotOfDatabase(db *config.Database, input, server, what string, allowed []string) error {
+	return d.notOfDatabase(db, input, server, what, allowed)
+}
+
+// ListManifests reads the database's manifests on a backup server.
+func ListManifests(a *Activities, ctx context.Context, server string, db *config.Database) (catalog.Listing, error) {
+	return a.listManifests(ctx, server, db)
+}
+
+// SQLError maps a SQL failure to the stable error types.
+func SQLError(err error) error { return sqlError(err) }
+
+// StorageError maps a backup server's storage failure to the stable types.
+func StorageError(server string, err error) error { return storageError(server, err) }
+
+// NonRetryable wraps err as a non-retryable ApplicationError of type typ.
+func NonRetryable(typ string, err error) error { return nonRetryable(typ, err) }
+
+// Retryable wraps err as a retryable ApplicationError of type typ.
+func Retryable(typ string, err error) error { return retryable(typ, err) }
+
+// Heartbeat records details when running as an activity.
+func Heartbeat(ctx context.Context, details any) { heartbeat(ctx, details) }
+
+// IsRetry reports an attempt after the first (or one with heartbeat
+// details): an earlier attempt may have left work behind.
+func IsRetry(ctx context.Context) bool { return isRetry(ctx) }
+
+// RunOf is the running activity's workflow and run id ("" outside one).
+func RunOf(ctx context.Context) (workflowID, runID string) { return runOf(ctx) }
+
+// ServerOffset reads a server's offset from UTC now, in minutes.
+func ServerOffset(ctx context.Context, sqlDB *mssql.DB) (int, error) { return serverOffset(ctx, sqlDB) }
+
+// Statement is a long statement another package's step runs under the
+// cycle's rules (statement.go): sent without STATS and not bound to the
+// attempt, found again by its marker after a worker crash instead of sent
+// twice, stopped only on cancel.
+type Statement struct {
+	DB      *mssql.DB
+	Op      string // e.g. "BACKUP LOG": errors are classified by it
+	Command string // its sys.dm_exec_requests.command (tsql.CommandBackupLog)
+	Text    string
+	Marker  string // the start of the batch only this statement has
+	Log     *zap.Logger
+	Step    string // for the heartbeats' progress
+	Number  int64
+}
+
+func (s Statement) long() *longStatement {
+	return &longStatement{db: s.DB, op: s.Op, command: s.Command, text: s.Text, marker: mssql.Marker{Prefix: s.Marker}, log: s.Log}
+}
+
+// AwaitEarlier looks for the statement an earlier attempt sent, still
+// running in this process or on the instance, and waits for it to end.
+// waited: one was found (res and err are its outcome when it was this
+// process's; otherwise the caller reads what it left). A login that cannot
+// see other sessions gets StatementMayStillRun, naming the grant.
+func AwaitEarlier(a *Activities, ctx context.Context, s Statement) (waited bool, res mssql.Result, err error) {
+	ls := s.long()
+	found, err := ls.find(ctx)
+	if err != nil {
+		return false, res, err
+	}
+	rep := a.newQuietReporter(ctx, s.Step, s.Number)
+	switch {
+	case found.local != nil:
+		res, err = a.wait(ctx, ls, found, rep)
+		return true, res, err
+	case found.session > 0:
+		_, err = a.wait(ctx, ls, found, rep)
+		return true, mssql.Result{Percent: -1}, err
+	case found.blind:
+		return false, res, blindError(ls, nil)
+	}
+	return false, res, nil
+}
+
+// RunStatement sends the statement and waits for it (see wait): a lost
+// connection is followed on the instance (IsEndedUnseen: read what it
+// left), the end of the attempt leaves it running (StatementLeftRunning).
+func RunStatement(a *Activities, ctx context.Context, s Statement) (mssql.Result, error) {
+	ls := s.long()
+	st, err := ls.start()
+	if err != nil {
+		return mssql.Result{}, err
+	}
+	return a.wait(ctx, ls, running{local: st}, a.newQuietReporter(ctx, s.Step, s.Number))
+}
+
+// IsEndedUnseen reports a statement that ended on the instance after its
+// connection was lost: only what it left tells whether it completed.
+func IsEndedUnseen(err error) bool { return isEndedUnseen(err) }

@@ -1,0 +1,59 @@
+package mssql
+
+import (
+	"context"
+	"time"
+)
+
+// RecoveryStatus is what tsql.RecoveryModel reads of a database.
+type RecoveryStatus struct {
+	Found bool   // the database is on the instance
+	Model string // recovery_model_desc: FULL, BULK_LOGGED, SIMPLE
+	State string // state_desc
+	// LastLogBackupLSN is where the next log backup starts; "" (NULL)
+	// when no log backup can be taken: SIMPLE, or no full backup yet.
+	LastLogBackupLSN string
+}
+
+// RecoveryStatus runs a tsql.RecoveryModel query.
+func (db *DB) RecoveryStatus(ctx context.Context, query string, args ...any) (RecoveryStatus, error) {
+	var out RecoveryStatus
+	err := db.scan(ctx, "recovery model", query, args, func(r row) {
+		out = RecoveryStatus{Found: true, Model: r.str("recovery_model_desc"), State: r.str("state_desc"),
+			LastLogBackupLSN: r.str("last_log_backup_lsn")}
+	})
+	return out, err
+}
+
+// LogBackupRow is one file of a log backup msdb recorded
+// (tsql.LogBackupsAfter).
+type LogBackupRow struct {
+	SetID       int64
+	GUID        string
+	Name        string
+	Description string
+	User        string
+	Server      string
+	FirstLSN    string
+	LastLSN     string
+	Start       time.Time // the server's wall clock, labelled UTC
+	Finish      time.Time
+	TimeZone    int64 // 15-minute units; 127 unknown
+	CopyOnly    bool
+	Family      int64
+	Path        string
+	DeviceType  int64
+}
+
+// LogBackupHistory runs a tsql.LogBackupsAfter query.
+func (db *DB) LogBackupHistory(ctx context.Context, query string, args ...any) ([]LogBackupRow, error) {
+	var out []LogBackupRow
+	err := db.scan(ctx, "log backup history", query, args, func(r row) {
+		out = append(out, LogBackupRow{SetID: r.int("backup_set_id"), GUID: r.guid("backup_set_uuid"), Name: r.str("name"),
+			Description: r.str("description"), User: r.str("user_name"), Server: r.str("server_name"),
+			FirstLSN: r.str("first_lsn"), LastLSN: r.str("last_lsn"), Start: r.time("backup_start_date"),
+			Finish: r.time("backup_finish_date"), TimeZone: r.int("time_zone"), CopyOnly: r.bool("is_copy_only"),
+			Family: r.int("family_sequence_number"), Path: r.str("physical_device_name"), DeviceType: r.int("device_type")})
+	})
+	return out, err
+}
