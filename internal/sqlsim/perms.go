@@ -369,7 +369,7 @@ func (x *execCtx) mayRestore(s *restoreStmt, op string) error {
 	l := x.sessionLogin()
 	canCreate := l.hasServer("CREATE ANY DATABASE")
 	denied := opError(op, errPermDenied("CREATE DATABASE", "master"))
-	if s.kind != "DATABASE" {
+	if s.kind != "DATABASE" && s.kind != "LOG" {
 		if canCreate {
 			return nil
 		}
