@@ -119,7 +119,7 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	case "RECOVERY":
 		x.in.mu.Lock()
 		defer x.in.mu.Unlock()
-		if d.State == "RESTORING" {
+		if d.State == "RESTORING" || d.Standby {
 			return tds.Errors{sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."), failed}
 		}
 		m, _ := checkRecoveryModel(n.value)

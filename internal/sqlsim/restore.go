@@ -631,6 +631,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// and msdb.dbo.restorehistory records the restore with recovery 0.
 	_, noRecovery := s.opts["NORECOVERY"]
 	_, standby := s.opts["STANDBY"]
+	if h.Type == 2 {
+		return opError(op, errNotSupported("RESTORE DATABASE from a log backup; use RESTORE LOG"))
+	}
 	stop, err := x.stopTarget(s)
 	if err != nil {
 		return err

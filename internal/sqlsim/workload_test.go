@@ -67,18 +67,20 @@ func TestWorkloadFullBackupHoldsRowsToItsEnd(t *testing.T) {
 // interrupted step).
 func TestCrashDuringRestoreLog(t *testing.T) {
 	e := newEnv(t)
-	logDB(t, e, "Sales")
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 2 << 20, CommitLog: true, CommitLogRows: 30000})
 	commitMany(t, e, "Sales", 5)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT`)
 	commitMany(t, e, "Sales", 10)
 	mustRun(t, e.db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\l1.trn' WITH INIT`)
-	commitMany(t, e, "Sales", 3000)
+	// Eight blocks of 64 KB, so that progress messages come before the
+	// crash at 50 %.
+	commitMany(t, e, "Sales", 20000)
 	mustRun(t, e.db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\l2.trn' WITH INIT, MAXTRANSFERSIZE = 65536`)
 	all := commitRows(t, e.db, "Sales")
 	logs := backupRows(t, e.db, "Sales")[1:]
 	mustRun(t, e.db, `RESTORE DATABASE [V] FROM DISK = N'\\bak01\backup\full.bak' WITH NORECOVERY, `+restoreMoves("v"))
 	mustRun(t, e.db, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\l1.trn' WITH NORECOVERY`)
-	e.in.SetThrottle(40 << 10)
+	e.in.SetThrottle(512 << 10)
 	e.in.CrashAt(OpRestore, 50)
 	_, err := run(testCtx(t), e.db, nil, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\l2.trn' WITH RECOVERY, STATS = 10`)
 	if err == nil {
