@@ -195,15 +195,7 @@ func TestLogBackupChainInMsdbAndHeaders(t *testing.T) {
 	}
 	// HEADERONLY of a log backup.
 	r = mustRun(t, e.db, `RESTORE HEADERONLY FROM DISK = N'\\bak01\backup\l1a.trn'`)
-	col := func(name string) any {
-		for i, c := range r.cols {
-			if c == name {
-				return r.rows[0][i]
-			}
-		}
-		t.Fatalf("HEADERONLY has no column %s", name)
-		return nil
-	}
+	col := func(name string) any { return r.value(t, name) }
 	if asInt(col("BackupType")) != 2 || col("BackupTypeDescription") != "Transaction Log" || lsnString(col("FirstLSN")) != l1.first ||
 		lsnString(col("LastLSN")) != l1.last || lsnString(col("DatabaseBackupLSN")) != full.checkpoint || col("BeginsLogChain") != true ||
 		col("RecoveryModel") != "FULL" || col("BackupName") != "log one" {
@@ -365,6 +357,15 @@ func TestPointInTimeRestoreRowByRow(t *testing.T) {
 	sameRows(t, "standby after log 2", commitRows(t, e.db, "S"), upTo2)
 	if res := mustFail(t, e.db, 3013, `BACKUP DATABASE [S] TO DISK = N'\\bak01\backup\s.bak' WITH INIT`); res.errs[0].Number != 3036 {
 		t.Fatalf("BACKUP of a standby database: %v", res.errNums())
+	}
+	// A STOPAT before the point the database has reached: 4335.
+	early := all[0].at.Format("2006-01-02 15:04:05.9999999")
+	if res := mustFail(t, e.db, 3013, `RESTORE LOG [S] FROM `+dev("l3")+` WITH NORECOVERY, STOPAT = '`+early+`'`); res.errs[0].Number != 4335 {
+		t.Fatalf("STOPAT before the restore point: %v", res.errNums())
+	}
+	// STOPAT on RESTORE DATABASE before the data backup's end: 4338.
+	if res := mustFail(t, e.db, 3013, `RESTORE DATABASE [Q] FROM DISK = N'\\bak01\backup\full.bak' WITH STOPAT = '`+early+`', `+restoreMoves("q")); res.errs[0].Number != 4338 {
+		t.Fatalf("RESTORE DATABASE WITH STOPAT before the backup's end: %v", res.errNums())
 	}
 	mustRun(t, e.db, `RESTORE LOG [S] FROM `+dev("l3")+` WITH NORECOVERY`)
 	if st, sb := dbState(t, e.db, "S"); st != "RESTORING" || sb {

@@ -91,7 +91,7 @@ func (in *Instance) commitLog(d *database) *commitLogState {
 	}
 	md, err := in.readMetadata(d)
 	if err != nil {
-		return nil
+		return nil // not cached: the files may be being restored
 	}
 	for _, t := range md.Tables {
 		if t.CommitLog && len(t.Extents) == 1 {
@@ -255,6 +255,9 @@ func (in *Instance) commitOne(name string) error {
 	if d == nil || d.system {
 		return fmt.Errorf("database %s does not exist", name)
 	}
+	if !in.writable(d) {
+		return nil // the application's commit waits
+	}
 	st := in.commitLog(d)
 	if st == nil {
 		return fmt.Errorf("database %s has no dbo.CommitLog (DatabaseSpec.CommitRate or CommitLog)", name)
@@ -267,9 +270,9 @@ func (in *Instance) commitOne(name string) error {
 		}
 	}
 	in.mu.Lock()
-	if d.State != "" || d.Standby || d.ReadOnly || in.lookupDBLocked(name) != d {
+	if !writableLocked(d) || in.lookupDBLocked(name) != d {
 		in.mu.Unlock()
-		return nil // not writable now: the application's commit waits
+		return nil
 	}
 	lsn := in.advanceLogLocked(d, 1)
 	// committed_at is datetime2(7): 100 ns.
@@ -282,6 +285,16 @@ func (in *Instance) commitOne(name string) error {
 	st.count = r.ID
 	return nil
 }
+
+// writable reports whether the workload can commit in d now (not
+// RESTORING, STANDBY, READ_ONLY or OFFLINE).
+func (in *Instance) writable(d *database) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return writableLocked(d)
+}
+
+func writableLocked(d *database) bool { return d.State == "" && !d.Standby && !d.ReadOnly }
 
 // CommitNow commits one transaction of the workload in db at once (a test
 // that needs a commit at a known moment).

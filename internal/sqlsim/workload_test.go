@@ -124,3 +124,37 @@ func TestMissingLogBackup(t *testing.T) {
 		t.Fatalf("the log after a missing one: %v %v", r.errNums(), r.errs)
 	}
 }
+
+// The workload commits at its rate, pauses with the instance and resumes
+// after a restart, and stops on StopWorkload.
+func TestWorkloadRateAndRestart(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 2 << 20, CommitRate: 100, CommitLogRows: 10000})
+	time.Sleep(500 * time.Millisecond)
+	n1 := len(commitRows(t, e.db, "Sales"))
+	if n1 < 20 || n1 > 80 {
+		t.Fatalf("%d rows after 500 ms at 100 a second", n1)
+	}
+	e.in.Crash()
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.open(t, "master")
+	time.Sleep(300 * time.Millisecond)
+	n2 := len(commitRows(t, db, "Sales"))
+	if n2 <= n1 {
+		t.Fatalf("no commits after the restart: %d then %d rows", n1, n2)
+	}
+	e.in.StopWorkload("Sales")
+	n3 := len(commitRows(t, db, "Sales"))
+	time.Sleep(100 * time.Millisecond)
+	if n4 := len(commitRows(t, db, "Sales")); n4 != n3 {
+		t.Fatalf("commits after StopWorkload: %d then %d rows", n3, n4)
+	}
+	rows := commitRows(t, db, "Sales")
+	for i := 1; i < len(rows); i++ {
+		if rows[i].id != rows[i-1].id+1 || rows[i].at.Before(rows[i-1].at) {
+			t.Fatalf("rows %v and %v are not in commit order", rows[i-1], rows[i])
+		}
+	}
+}
