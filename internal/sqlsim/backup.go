@@ -399,10 +399,10 @@ func (x *execCtx) backup(s *backupStmt) error {
 	// Trailers: the set is complete only now. A data backup ends where the
 	// log ended when its copy did, and carries the log records written
 	// meanwhile (the redo part of a full backup).
-	finish := time.Now()
 	if !s.log {
 		lastLSN, lsns.redo = x.in.endDataBackup(d, firstLSN)
 	}
+	finish := time.Now()
 	var setRaw, setStored int64
 	for _, so := range outs {
 		setRaw += so.raw

@@ -388,3 +388,53 @@ func containsNum(nums []int32, n int32) bool {
 	}
 	return false
 }
+
+// A log backup runs while a full backup does ("You can back up the log
+// while any full backup is running", SQL Server transaction log
+// architecture and management guide); it is based on the previous full
+// until that one has finished, and the chain goes on through both.
+func TestLogBackupDuringFullBackup(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 8 << 20, CommitLog: true, CommitLogRows: 5000})
+	commit(t, e, "Sales", 3)
+	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full1.bak' WITH INIT`)
+	commit(t, e, "Sales", 3)
+	e.in.SetThrottle(8 << 20)
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(testCtx(t), e.db, nil, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full2.bak' WITH INIT, STATS = 10`)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the full backup ended before the log backup could run beside it: %v", err)
+	default:
+	}
+	mustRun(t, e.db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\during.trn' WITH INIT`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.in.SetThrottle(0)
+	commit(t, e, "Sales", 3)
+	mustRun(t, e.db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\after.trn' WITH INIT`)
+	rows := backupRows(t, e.db, "Sales")
+	if len(rows) != 4 {
+		t.Fatalf("%d backupset rows: %+v", len(rows), rows)
+	}
+	full1, during, full2, after := rows[0], rows[1], rows[2], rows[3]
+	if during.typ != "L" || full2.typ != "D" {
+		t.Fatalf("rows out of order: %+v", rows)
+	}
+	if during.dbBackup != full1.checkpoint || after.dbBackup != full2.checkpoint || after.first != during.last || full2.dbBackup != full1.checkpoint {
+		t.Fatalf("database_backup_lsn / chain: full1 %+v, log during %+v, full2 %+v, log after %+v", full1, during, full2, after)
+	}
+	// Restore the second full and the log after it: the log taken during
+	// it ended before its end and is too early (4326).
+	mustRun(t, e.db, `RESTORE DATABASE [V] FROM DISK = N'\\bak01\backup\full2.bak' WITH NORECOVERY, `+restoreMoves("v"))
+	if r := mustFail(t, e.db, 3013, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\during.trn' WITH NORECOVERY`); r.errs[0].Number != 4326 {
+		t.Fatalf("the log taken during the full, after it: %v", r.errNums())
+	}
+	mustRun(t, e.db, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\after.trn' WITH RECOVERY`)
+	sameRows(t, "full 2 + the log after it", commitRows(t, e.db, "V"), commitRows(t, e.db, "Sales"))
+}
