@@ -131,7 +131,7 @@ type Instance struct {
 	// guarded by mu.
 	rowsMu     sync.RWMutex
 	commitLogs map[*database]*commitLogState
-	workloads  map[string]context.CancelFunc
+	workloads  map[string]workload
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -545,13 +545,14 @@ func (in *Instance) Stop() error {
 	}
 	srv := in.srv
 	in.running = false
-	in.stopWorkloadsLocked()
+	stopped := in.stopWorkloadsLocked()
 	// Running statements end now (they would outlive their closed
 	// connections otherwise, see client.go).
 	for r := range in.requests {
 		r.cancel()
 	}
 	in.mu.Unlock()
+	waitWorkloads(stopped)
 	err := srv.Close()
 	in.ops.Wait()
 	return err
@@ -581,10 +582,11 @@ func (in *Instance) markCrashed(msg string) *tds.Server {
 		return nil
 	}
 	in.running = false
-	in.stopWorkloadsLocked()
+	stopped := in.stopWorkloadsLocked()
 	close(in.crashed)
 	srv := in.srv
 	in.mu.Unlock()
+	waitWorkloads(stopped)
 	in.log.Warn(msg)
 	return srv
 }

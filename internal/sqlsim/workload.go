@@ -331,24 +331,43 @@ func (in *Instance) StopWorkload(db string) {
 		in.saveCatalog()
 	}
 	key := strings.ToLower(db)
-	if stop, ok := in.workloads[key]; ok {
-		stop()
-		delete(in.workloads, key)
+	w, ok := in.workloads[key]
+	delete(in.workloads, key)
+	if ok {
+		// No commit after StopWorkload returns; the goroutine's last
+		// commit needs in.mu.
+		in.mu.Unlock()
+		w.stop()
+		in.mu.Lock()
 	}
+}
+
+// workload is a running workload goroutine.
+type workload struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// stop ends the goroutine and waits for it; in.mu is not held.
+func (w workload) stop() {
+	w.cancel()
+	<-w.done
 }
 
 func (in *Instance) startWorkloadLocked(name string, perSecond float64) {
 	key := strings.ToLower(name)
-	if stop, ok := in.workloads[key]; ok {
-		stop()
+	if w, ok := in.workloads[key]; ok {
+		w.cancel() // it ends at its next tick
 	}
 	if in.workloads == nil {
-		in.workloads = map[string]context.CancelFunc{}
+		in.workloads = map[string]workload{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	in.workloads[key] = cancel
+	w := workload{cancel: cancel, done: make(chan struct{})}
+	in.workloads[key] = w
 	interval := time.Duration(float64(time.Second) / perSecond)
 	go func() {
+		defer close(w.done)
 		tick := time.NewTicker(max(interval, time.Millisecond))
 		defer tick.Stop()
 		start, done := time.Now(), int64(0)
@@ -359,7 +378,7 @@ func (in *Instance) startWorkloadLocked(name string, perSecond float64) {
 			case now := <-tick.C:
 				// At rates above the ticker's, several commits per tick.
 				due := int64(now.Sub(start).Seconds() * perSecond)
-				for ; done < due; done++ {
+				for ; done < due && ctx.Err() == nil; done++ {
 					if err := in.commitOne(name); err != nil {
 						in.log.Warn("workload commit failed", zap.String("db", name), zap.Error(err))
 						break
@@ -372,11 +391,21 @@ func (in *Instance) startWorkloadLocked(name string, perSecond float64) {
 }
 
 // stopWorkloadsLocked ends every workload goroutine (Stop, Crash); the
-// databases keep their CommitRate for Start.
-func (in *Instance) stopWorkloadsLocked() {
-	for k, stop := range in.workloads {
-		stop()
+// databases keep their CommitRate for Start. The caller waits for the
+// returned workloads once it has released in.mu.
+func (in *Instance) stopWorkloadsLocked() []workload {
+	var out []workload
+	for k, w := range in.workloads {
+		w.cancel()
+		out = append(out, w)
 		delete(in.workloads, k)
+	}
+	return out
+}
+
+func waitWorkloads(ws []workload) {
+	for _, w := range ws {
+		<-w.done
 	}
 }
 
