@@ -117,6 +117,11 @@ func TestRecoveryModelsAndLogChainStart(t *testing.T) {
 		e0.Message != "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE." {
 		t.Fatalf("BACKUP LOG under SIMPLE: %d %q", e0.Number, e0.Message)
 	}
+	// STOPAT of a SIMPLE database's backup: 3145.
+	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\simple.bak' WITH INIT`)
+	if res := mustFail(t, e.db, 3013, `RESTORE DATABASE [Q] FROM DISK = N'\\bak01\backup\simple.bak' WITH STOPAT = '2099-01-01 00:00:00', `+restoreMoves("q")); res.errs[0].Number != 3145 {
+		t.Fatalf("STOPAT under SIMPLE: %v", res.errNums())
+	}
 	// Back to FULL: still no chain until a full backup.
 	mustRun(t, e.db, `ALTER DATABASE [Sales] SET RECOVERY FULL`)
 	if res := mustFail(t, e.db, 3013, fmt.Sprintf(bl, 5)); res.errs[0].Number != 4214 {

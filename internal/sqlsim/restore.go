@@ -638,6 +638,10 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	if err != nil {
 		return err
 	}
+	if stop.given && strings.EqualFold(h.RecoveryModel, "SIMPLE") {
+		// 3145 (Database Engine events and errors 3000 to 3999).
+		return opError(op, sqlErr(3145, 16, "The STOPAT option is not supported for databases that use the SIMPLE recovery model."))
+	}
 	if stop.given && stop.lsn == 0 {
 		// STOPAT on RESTORE DATABASE only checks that the data backup is
 		// not too recent for the target ("the complete data backup is

@@ -233,12 +233,10 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	// Read the log records (checksums verified like any RESTORE).
 	var recs []logRec
-	var bad error
 	sink := func(bh blockHeader, pages []byte) error {
 		for i := 0; i+PageSize <= len(pages); i += PageSize {
 			pg := pages[i : i+PageSize]
 			if readPageHeader(pg).Type != pageLog {
-				bad = fmt.Errorf("page %d is not a log page", bh.PageID)
 				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st0.path)}}
 			}
 			x.in.mu.Lock() // the workers run in parallel
@@ -255,9 +253,6 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 		// stays RESTORING where the previous step left it; the same RESTORE
 		// LOG can be run again.
 		return tds.ErrKillConnection
-	}
-	if bad != nil {
-		x.in.log.Warn("log backup damaged", zap.Error(bad))
 	}
 	// Redo from the restore point up to the stop.
 	var apply []logRec
