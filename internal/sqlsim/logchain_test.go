@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// logDB creates a small database with the workload table.
-func logDB(t *testing.T, e *testEnv, name string) {
+// logDB creates a database of size bytes with the workload table for rows
+// rows.
+func logDB(t *testing.T, e *testEnv, name string, size, rows int64) {
 	t.Helper()
-	e.create(t, DatabaseSpec{Name: name, Size: 2 << 20, CommitLog: true, CommitLogRows: 5000})
+	e.create(t, DatabaseSpec{Name: name, Size: size, CommitLog: true, CommitLogRows: rows})
 }
 
 // commit commits n workload rows a few milliseconds apart.
@@ -76,7 +77,7 @@ func lastLogBackupLSN(t *testing.T, db *sql.DB, dbName string) string {
 // models (SQL Server)", MSSQLSERVER_4214, error 4208).
 func TestRecoveryModelsAndLogChainStart(t *testing.T) {
 	e := newEnv(t)
-	logDB(t, e, "Sales")
+	logDB(t, e, "Sales", 2<<20, 5000)
 	r := mustRun(t, e.db, `SELECT recovery_model, recovery_model_desc FROM sys.databases WHERE name = N'Sales'`)
 	if asInt(r.rows[0][0]) != 1 || r.rows[0][1] != "FULL" {
 		t.Fatalf("recovery model %v, want 1 FULL", r.rows[0])
@@ -156,7 +157,7 @@ func TestRecoveryModelsAndLogChainStart(t *testing.T) {
 // msdb shows who took each (backupset (Transact-SQL), "Copy-only backups").
 func TestLogBackupChainInMsdbAndHeaders(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Logins["tool"] = testPass })
-	logDB(t, e, "Sales")
+	logDB(t, e, "Sales", 2<<20, 5000)
 	commit(t, e, "Sales", 3)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT, CHECKSUM`)
 	commit(t, e, "Sales", 3)
@@ -275,7 +276,7 @@ func dbState(t *testing.T, db *sql.DB, dbName string) (string, bool) {
 // LOG are SQL Server's (4305, 4326, 3117, 3153).
 func TestPointInTimeRestoreRowByRow(t *testing.T) {
 	e := newEnv(t)
-	logDB(t, e, "Sales")
+	logDB(t, e, "Sales", 2<<20, 5000)
 	commit(t, e, "Sales", 5)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT, CHECKSUM`)
 	atFull := commitRows(t, e.db, "Sales")
@@ -400,7 +401,7 @@ func containsNum(nums []int32, n int32) bool {
 // until that one has finished, and the chain goes on through both.
 func TestLogBackupDuringFullBackup(t *testing.T) {
 	e := newEnv(t)
-	e.create(t, DatabaseSpec{Name: "Sales", Size: 8 << 20, CommitLog: true, CommitLogRows: 5000})
+	logDB(t, e, "Sales", 8<<20, 5000)
 	commit(t, e, "Sales", 3)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full1.bak' WITH INIT`)
 	commit(t, e, "Sales", 3)

@@ -68,7 +68,7 @@ func TestWorkloadFullBackupHoldsRowsToItsEnd(t *testing.T) {
 // interrupted step).
 func TestCrashDuringRestoreLog(t *testing.T) {
 	e := newEnv(t)
-	e.create(t, DatabaseSpec{Name: "Sales", Size: 2 << 20, CommitLog: true, CommitLogRows: 30000})
+	logDB(t, e, "Sales", 2<<20, 30000)
 	commitMany(t, e, "Sales", 5)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT`)
 	commitMany(t, e, "Sales", 10)
@@ -107,7 +107,7 @@ func TestCrashDuringRestoreLog(t *testing.T) {
 // next log leaves a gap (4305).
 func TestMissingLogBackup(t *testing.T) {
 	e := newEnv(t)
-	logDB(t, e, "Sales")
+	logDB(t, e, "Sales", 2<<20, 5000)
 	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT`)
 	for _, f := range []string{"l1", "l2"} {
 		commitMany(t, e, "Sales", 4)
