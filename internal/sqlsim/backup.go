@@ -63,7 +63,7 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 			o.compression = true
 		case "COPY_ONLY":
 			o.copyOnly = true
-		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR":
+		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR", "NORECOVERY", "NO_TRUNCATE", "STANDBY":
 			return o, errNotSupported("BACKUP WITH " + k)
 		default:
 			return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -163,7 +163,10 @@ type backupErr struct{ errs []*tds.Error }
 func (e *backupErr) Error() string { return e.errs[0].Error() }
 
 func (x *execCtx) backup(s *backupStmt) error {
-	const op = "BACKUP DATABASE"
+	op := "BACKUP DATABASE"
+	if s.log {
+		op = "BACKUP LOG"
+	}
 	v, err := (&env{x: x}).eval(s.db)
 	if err != nil {
 		return err
@@ -179,11 +182,20 @@ func (x *execCtx) backup(s *backupStmt) error {
 	if err := x.mayBackup(d); err != nil {
 		return err
 	}
+	if s.log && strings.EqualFold(d.Name, "master") {
+		// "Cannot back up the log of the master database. Use BACKUP
+		// DATABASE instead." (4212, Database Engine events and errors
+		// 4000 to 4999).
+		return opError(op, sqlErr(4212, 16, "Cannot back up the log of the master database. Use BACKUP DATABASE instead."))
+	}
 	if d.system {
 		return opError(op, errNotSupported("BACKUP of system database "+d.Name))
 	}
 	if x.in.restoring(d) {
 		return opError(op, errRestoring(d.Name))
+	}
+	if e := x.in.backupRefusal(d, s.log); e != nil {
+		return opError(op, e)
 	}
 	o, err := x.parseBackupOptions(s, len(s.disks))
 	if err != nil {
@@ -274,12 +286,17 @@ func (x *execCtx) backup(s *backupStmt) error {
 	defer release()
 	// Files held by another BACKUP fail at once (above); another data
 	// backup of the database to other files is waited for.
-	x.setCommand("BACKUP DATABASE", d.ID, true)
-	unlock, err := x.lockDataBackup(d.Name)
-	if err != nil {
-		return err
+	x.setCommand(op, d.ID, true)
+	if !s.log {
+		// A log backup may run beside a data backup ("You can back up the
+		// log while any full backup is running", SQL Server transaction log
+		// architecture and management guide).
+		unlock, err := x.lockDataBackup(d.Name)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	for _, so := range outs {
 		if so.t.null {
 			continue
@@ -311,18 +328,26 @@ func (x *execCtx) backup(s *backupStmt) error {
 	for _, f := range d.Files {
 		totalBlocks += (f.Pages + pagesPerBlock - 1) / pagesPerBlock
 	}
-	x.in.mu.Lock()
-	firstLSN := x.in.nextLSN(100)
-	lastLSN := x.in.nextLSN(uint64(totalPages))
-	x.in.mu.Unlock()
 	start := time.Now()
+	lsns, lerr := x.in.beginBackup(d, s.log, start)
+	if lerr != nil {
+		return opError(op, lerr)
+	}
+	firstLSN, lastLSN := lsns.first, lsns.last
+	produce := produceFiles(x, d, o.checksum, pagesPerBlock)
+	if s.log {
+		totalPages = (int64(len(lsns.recs)) + logRowsPage - 1) / logRowsPage
+		totalBlocks = (totalPages + pagesPerBlock - 1) / pagesPerBlock
+		produce = produceLog(lsns.recs, pagesPerBlock)
+	}
 	x.in.mu.Lock()
 	lastGood, access := d.LastGoodCheckDB, d.UserAccess
 	x.in.mu.Unlock()
 	mediaSet, backupSet := newGUID(), newGUID()
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
 		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
-		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: firstLSN + 40, DatabaseLSN: firstLSN - 100,
+		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: lsns.checkpoint, DatabaseLSN: lsns.databaseBackup,
+		Type: lsns.hdrType, RecoveryModel: lsns.model, BeginsLogChain: lsns.beginsChain, LogEnd: lsns.logEnd,
 		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
@@ -332,7 +357,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
 	}
 
-	x.setCommand("BACKUP DATABASE", d.ID, true)
+	x.setCommand(op, d.ID, true)
 
 	// Create the stripes and write their media headers.
 	for i, so := range outs {
@@ -363,7 +388,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	// the set is WITH COMPRESSION all the same.
 	po := o
 	po.compression = compress
-	err = x.runBackupPipeline(d, po, outs, pagesPerBlock, &pagesDone, totalPages)
+	err = x.runBackupPipeline(po, outs, pagesPerBlock, &pagesDone, totalPages, produce)
 	if err == nil && x.isCrashed() {
 		err = context.Canceled // a crash at 100 %: the trailers are never written
 	}
@@ -371,7 +396,12 @@ func (x *execCtx) backup(s *backupStmt) error {
 		closeOuts(outs)
 		return x.pipelineErr(op, err)
 	}
-	// Trailers: the set is complete only now.
+	// Trailers: the set is complete only now. A data backup ends where the
+	// log ended when its copy did, and carries the log records written
+	// meanwhile (the redo part of a full backup).
+	if !s.log {
+		lastLSN, lsns.redo = x.in.endDataBackup(d, firstLSN)
+	}
 	finish := time.Now()
 	var setRaw, setStored int64
 	for _, so := range outs {
@@ -387,7 +417,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 			return opError(op, errWriteFailed(so.t.raw, oserr))
 		}
 		t := &mediaTrailer{BackupSetGUID: backupSet, Family: i + 1, Blocks: so.blocks, RawBytes: so.raw, StoredBytes: so.stored,
-			Finish: x.in.serverTime(finish), SetRawBytes: setRaw, SetStored: setStored}
+			Finish: x.in.serverTime(finish), SetRawBytes: setRaw, SetStored: setStored, LastLSN: lastLSN, Redo: lsns.redo}
 		b, err := encodeTrailer(t, so.off)
 		if err == nil {
 			_, err = so.f.WriteAt(b, so.off)
@@ -408,7 +438,14 @@ func (x *execCtx) backup(s *backupStmt) error {
 		}
 	}
 	for _, f := range d.Files {
-		x.info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, d.Name, f.Logical))
+		if s.log && !f.Log {
+			continue
+		}
+		n := f.Pages
+		if s.log {
+			n = totalPages
+		}
+		x.info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", n, d.Name, f.Logical))
 	}
 	secs := max(finish.Sub(start).Seconds(), 0.001)
 	mb := float64(totalPages*PageSize) / (1 << 20) / secs
@@ -416,14 +453,17 @@ func (x *execCtx) backup(s *backupStmt) error {
 	x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: x.in.cat.NextBackupSetID, GUID: backupSet, MediaGUID: mediaSet,
 		Database: d.Name, Start: x.in.serverTime(start), Finish: x.in.serverTime(finish), FirstLSN: firstLSN, LastLSN: lastLSN, CopyOnly: o.copyOnly,
 		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name,
-		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID})
+		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID,
+		Type: lsns.typ, CheckpointLSN: lsns.checkpoint, DatabaseBackupLSN: lsns.databaseBackup, User: x.s.login.User,
+		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model})
 	x.in.cat.NextBackupSetID++
+	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
 	if serr != nil {
 		x.in.log.Error("save catalog", zap.Error(serr))
 	}
-	x.info(3014, 0, fmt.Sprintf("BACKUP DATABASE successfully processed %d pages in %.3f seconds (%.3f MB/sec).", totalPages, secs, mb))
+	x.info(3014, 0, fmt.Sprintf("%s successfully processed %d pages in %.3f seconds (%.3f MB/sec).", op, totalPages, secs, mb))
 	return nil
 }
 
@@ -513,7 +553,7 @@ func (so *stripeOut) write(ctx context.Context, parts ...[]byte) error {
 // blocks, compresses them on a worker pool when asked, hands block k to
 // stripe k mod n (about BUFFERCOUNT blocks in flight), and reports progress
 // from this goroutine while the stripes write.
-func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripeOut, pagesPerBlock int64, done *atomic.Int64, total int64) error {
+func (x *execCtx) runBackupPipeline(o backupOptions, outs []*stripeOut, pagesPerBlock int64, done *atomic.Int64, total int64, produce blockProducer) error {
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	var firstErr error
@@ -601,22 +641,17 @@ func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripe
 				close(c)
 			}
 		}()
-		var seq uint32
-		for _, f := range d.Files {
-			if !x.readFileBlocks(ctx, d, f, o.checksum, pagesPerBlock, &seq, &pool, fail, func(b *block) bool {
-				if !o.compression {
-					return send(b)
-				}
-				select {
-				case work <- b:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			}) {
-				return
+		produce(ctx, &pool, fail, func(b *block) bool {
+			if !o.compression {
+				return send(b)
 			}
-		}
+			select {
+			case work <- b:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
 	}()
 	writersDone := make(chan struct{})
 	go func() {
@@ -624,6 +659,22 @@ func (x *execCtx) runBackupPipeline(d *database, o backupOptions, outs []*stripe
 		close(writersDone)
 	}()
 	return x.watchProgress(ctx, OpBackup, writersDone, done, total, o.stats, &firstErr, fail)
+}
+
+// blockProducer hands the blocks of a backup set, in sequence, to emit
+// (taken from pool); false from emit means stop.
+type blockProducer func(ctx context.Context, pool *sync.Pool, fail func(error), emit func(*block) bool)
+
+// produceFiles reads every page of every file of d: a data backup.
+func produceFiles(x *execCtx, d *database, checksum bool, pagesPerBlock int64) blockProducer {
+	return func(ctx context.Context, pool *sync.Pool, fail func(error), emit func(*block) bool) {
+		var seq uint32
+		for _, f := range d.Files {
+			if !x.readFileBlocks(ctx, d, f, checksum, pagesPerBlock, &seq, pool, fail, emit) {
+				return
+			}
+		}
+	}
 }
 
 // readFileBlocks reads one database file in blocks (verifying page
@@ -656,7 +707,9 @@ func (x *execCtx) readFileBlocks(ctx context.Context, d *database, f dbFile, che
 	for p := int64(0); p < f.Pages; p += pagesPerBlock {
 		cnt := min(pagesPerBlock, f.Pages-p)
 		buf := pool.Get().([]byte)[:cnt*PageSize]
+		x.in.rowsMu.RLock() // no half-written dbo.CommitLog page (workload.go)
 		_, err := fh.ReadAt(buf, p*PageSize)
+		x.in.rowsMu.RUnlock()
 		if metaLocked && p+cnt > bootPages {
 			x.in.metaMu.RUnlock()
 			metaLocked = false

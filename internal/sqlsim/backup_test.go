@@ -88,15 +88,7 @@ func TestBackupRestoreCycle(t *testing.T) {
 			if len(r.rows) != 1 || r.cols[9] != "DatabaseName" || r.rows[0][9] != "Sales" {
 				t.Fatalf("HEADERONLY cols %v rows %v", r.cols, r.rows)
 			}
-			col := func(name string) any {
-				for i, c := range r.cols {
-					if c == name {
-						return r.rows[0][i]
-					}
-				}
-				t.Fatalf("HEADERONLY has no column %s", name)
-				return nil
-			}
+			col := func(name string) any { return r.value(t, name) }
 			if col("Compressed") != compression || col("HasBackupChecksums") != true || col("BackupType") != int64(1) {
 				t.Fatalf("HEADERONLY Compressed=%v HasBackupChecksums=%v BackupType=%v", col("Compressed"), col("HasBackupChecksums"), col("BackupType"))
 			}

@@ -366,6 +366,13 @@ func (in *Instance) createDatabase(spec DatabaseSpec, owner string) error {
 	if err != nil {
 		return fmt.Errorf("sqlsim: %w", err)
 	}
+	model, err := checkRecoveryModel(spec.RecoveryModel)
+	if err != nil {
+		return fmt.Errorf("sqlsim: database %q: %w", spec.Name, err)
+	}
+	if spec.CommitLog || spec.CommitRate > 0 {
+		addCommitLog(md, files, spec.CommitLogRows)
+	}
 	ownerName := ""
 	if owner != "" && !strings.EqualFold(owner, "sa") {
 		l := in.principal(owner)
@@ -392,10 +399,13 @@ func (in *Instance) createDatabase(spec DatabaseSpec, owner string) error {
 		return fmt.Errorf("sqlsim: database %q was created concurrently", spec.Name)
 	}
 	nd := &database{ID: id, Name: spec.Name, Files: files, Created: in.serverTime(time.Now()), UserAccess: "MULTI_USER", FamilyGUID: newGUID(),
-		Owner: ownerName}
+		Owner: ownerName, RecoveryModel: model, EndLSN: lsn + 1, CheckpointLSN: lsn, CommitRate: max(spec.CommitRate, 0)}
 	if spec.Contained {
 		nd.Containment = 1
 	}
 	in.cat.Databases = append(in.cat.Databases, nd)
+	if nd.CommitRate > 0 && in.running {
+		in.startWorkloadLocked(nd.Name, nd.CommitRate)
+	}
 	return in.saveCatalog()
 }

@@ -116,6 +116,15 @@ func (x *execCtx) alterDatabase(n *alterDBStmt) error {
 	switch n.option {
 	case "TRUSTWORTHY":
 		return x.setTrustworthy(d, n.value == "ON")
+	case "RECOVERY":
+		x.in.mu.Lock()
+		defer x.in.mu.Unlock()
+		if d.State == "RESTORING" || d.Standby {
+			return tds.Errors{sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."), failed}
+		}
+		m, _ := checkRecoveryModel(n.value)
+		x.in.setRecoveryModelLocked(d, m)
+		return x.in.saveCatalog()
 	case "PAGE_VERIFY":
 		if x.in.restoring(d) {
 			return tds.Errors{sqlErr(5052, 16, "ALTER DATABASE is not permitted while a database is in the Restoring state."), failed}

@@ -96,8 +96,19 @@
 //	    NAME = '...', DESCRIPTION = '...']; TO DISK = 'NUL' reads everything and writes nothing;
 //	    not compressed unless WITH COMPRESSION, which Config.Edition Express and Web refuse (1844 + 3013)
 //	RESTORE FILELISTONLY | HEADERONLY | VERIFYONLY FROM DISK = ... [WITH CHECKSUM, FILE = 1]
-//	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY | NORECOVERY,
-//	    STATS [= n]   (NORECOVERY leaves the database RESTORING: only DROP or another RESTORE apply)
+//	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY | NORECOVERY
+//	    | STANDBY = 'undo file', STOPAT = 'time', STATS [= n]   (NORECOVERY leaves the database RESTORING: only DROP,
+//	    another RESTORE or RESTORE LOG apply; STANDBY leaves it ONLINE, read-only, is_in_standby 1)
+//	BACKUP LOG [db] TO DISK = ... [, DISK = ...] [WITH the BACKUP DATABASE options]   (logchain.go: 4214 before
+//	    the first conventional full backup or after SIMPLE -> FULL, 4208 under SIMPLE, 4212 for master; a
+//	    COPY_ONLY log leaves the chain alone; msdb.dbo.backupset type L with first_lsn, last_lsn,
+//	    checkpoint_lsn, database_backup_lsn, user_name, begins_log_chain; backupmediafamily)
+//	RESTORE LOG [x] FROM DISK = ... WITH RECOVERY | NORECOVERY | STANDBY = '...', STOPAT = 'time' |
+//	    STOPATMARK = 'lsn:n', STATS   (restorelog.go: 4305 gap, 4326 applied already, 3117 recovered,
+//	    4335 STOPAT before the point reached, 4322 STOPAT past the log's end; restorehistory type L)
+//	RESTORE DATABASE [x] WITH RECOVERY   (ends a restore sequence; 3153 on a recovered database)
+//	ALTER DATABASE [x] SET RECOVERY FULL | BULK_LOGGED | SIMPLE   (sys.databases.recovery_model[_desc],
+//	    sys.database_recovery_status.last_log_backup_lsn, sys.master_files.redo_start_lsn)
 //	DBCC CHECKDB[([db])] [WITH NO_INFOMSGS, ALL_ERRORMSGS, EXTENDED_LOGICAL_CHECKS, DATA_PURITY, PHYSICAL_ONLY]
 //	    (WITH options that exclude each other or repeat: 3031 for BACKUP/RESTORE, e.g. COMPRESSION with
 //	    NO_COMPRESSION, CHECKSUM with NO_CHECKSUM; 2559 for DBCC, PHYSICAL_ONLY with DATA_PURITY)

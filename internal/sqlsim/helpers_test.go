@@ -120,6 +120,18 @@ func (r *result) infoNums() []int32 {
 	return out
 }
 
+// value is the first row's value of the column name.
+func (r *result) value(t testing.TB, name string) any {
+	t.Helper()
+	for i, c := range r.cols {
+		if c == name && len(r.rows) > 0 {
+			return r.rows[0][i]
+		}
+	}
+	t.Fatalf("no column %s (or no row) in %v", name, r.cols)
+	return nil
+}
+
 func (r *result) lastErr() int32 {
 	if len(r.errs) == 0 {
 		return 0

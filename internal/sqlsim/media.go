@@ -143,6 +143,14 @@ type mediaHeader struct {
 	// to the copy (HEADERONLY IsSingleUser: "1 = Database was single user
 	// at time of backup", "RESTORE Statements - HEADERONLY (Transact-SQL)").
 	UserAccess string `json:"user_access,omitempty"`
+	// Type is 2 for a log backup, 0 or 1 for a full database backup
+	// (HEADERONLY BackupType); RecoveryModel and BeginsLogChain are
+	// HEADERONLY's; LogEnd is the wall clock at which a log backup's
+	// LastLSN was the end of the log (the latest point it can restore to).
+	Type           int       `json:"type,omitempty"`
+	RecoveryModel  string    `json:"recovery_model,omitempty"`
+	BeginsLogChain bool      `json:"begins_log_chain,omitempty"`
+	LogEnd         time.Time `json:"log_end,omitzero"`
 }
 
 type mediaTrailer struct {
@@ -154,6 +162,11 @@ type mediaTrailer struct {
 	Finish        time.Time `json:"finish"`
 	SetRawBytes   int64     `json:"set_raw_bytes"`
 	SetStored     int64     `json:"set_stored_bytes"`
+	// LastLSN is a data backup's LastLSN, known only at its end (0 in
+	// media written before: the header's); Redo the log records committed
+	// while it copied, which RESTORE redoes (workload.go).
+	LastLSN uint64   `json:"last_lsn,omitempty"`
+	Redo    []logRec `json:"redo,omitempty"`
 }
 
 func encodeMediaHeader(h *mediaHeader) ([]byte, error) {

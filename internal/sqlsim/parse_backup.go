@@ -79,7 +79,8 @@ func (p *parser) withOptions(moves *[]moveOpt) (opts map[string]expr, order []st
 
 func (p *parser) backupStmt() (stmt, error) {
 	p.next()
-	if !p.accept("DATABASE") {
+	log := p.accept("LOG")
+	if !log && !p.accept("DATABASE") {
 		return nil, errNotSupported("BACKUP " + strings.ToUpper(p.peek().text))
 	}
 	db, err := p.nameOrExpr()
@@ -89,7 +90,7 @@ func (p *parser) backupStmt() (stmt, error) {
 	if err := p.expect("TO"); err != nil {
 		return nil, err
 	}
-	s := &backupStmt{db: db}
+	s := &backupStmt{db: db, log: log}
 	if s.disks, err = p.devices(); err != nil {
 		return nil, err
 	}
@@ -107,13 +108,19 @@ func (p *parser) restoreStmt() (stmt, error) {
 	kw := strings.ToUpper(p.peek().text)
 	s := &restoreStmt{kind: kw}
 	switch kw {
-	case "DATABASE":
+	case "DATABASE", "LOG":
 		p.next()
 		db, err := p.nameOrExpr()
 		if err != nil {
 			return nil, err
 		}
 		s.db = db
+		if kw == "DATABASE" && p.peek().is("WITH") {
+			// RESTORE DATABASE d WITH RECOVERY: no FROM (restorelog.go).
+			var err error
+			s.opts, s.order, err = p.withOptions(nil)
+			return s, err
+		}
 	case "FILELISTONLY", "HEADERONLY", "VERIFYONLY", "LABELONLY":
 		p.next()
 	default:

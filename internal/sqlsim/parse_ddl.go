@@ -279,6 +279,18 @@ func (p *parser) alterStmt() (stmt, error) {
 		opt = strings.ToUpper(opt)
 		switch opt {
 		case "SINGLE_USER", "MULTI_USER", "RESTRICTED_USER", "READ_ONLY", "READ_WRITE", "OFFLINE", "ONLINE":
+		case "RECOVERY":
+			// SET RECOVERY { FULL | BULK_LOGGED | SIMPLE } ("ALTER DATABASE
+			// SET Options", <recovery_option>).
+			v, err := p.ident()
+			if err != nil {
+				return nil, err
+			}
+			v = strings.ToUpper(v)
+			if _, ok := recoveryModels[v]; !ok {
+				return nil, errNear(p.toks[p.i-1])
+			}
+			return &alterDBStmt{db: db, option: opt, value: v}, nil
 		case "TRUSTWORTHY", "PAGE_VERIFY":
 			// TRUSTWORTHY { ON | OFF }, PAGE_VERIFY { CHECKSUM |
 			// TORN_PAGE_DETECTION | NONE }

@@ -176,6 +176,7 @@ type setOptionStmt struct {
 }
 
 type backupStmt struct {
+	log   bool // BACKUP LOG
 	db    expr
 	disks []expr
 	opts  map[string]expr // upper-case option -> value (nil for flags)

@@ -369,7 +369,7 @@ func (x *execCtx) mayRestore(s *restoreStmt, op string) error {
 	l := x.sessionLogin()
 	canCreate := l.hasServer("CREATE ANY DATABASE")
 	denied := opError(op, errPermDenied("CREATE DATABASE", "master"))
-	if s.kind != "DATABASE" {
+	if s.kind != "DATABASE" && s.kind != "LOG" {
 		if canCreate {
 			return nil
 		}
@@ -557,11 +557,12 @@ func errReadOnly(db string) *tds.Error {
 	return sqlErr(3906, 16, "Failed to update database \"%s\" because the database is read-only.", db)
 }
 
-// readOnly reports whether d is READ_ONLY, or a secondary database of an
-// availability group (ag.go).
+// readOnly reports whether d is READ_ONLY, in STANDBY ("Database is
+// read-only for restore log", sys.databases is_in_standby), or a secondary
+// database of an availability group (ag.go).
 func (in *Instance) readOnly(d *database) bool {
 	in.mu.Lock()
-	ro := d.ReadOnly
+	ro := d.ReadOnly || d.Standby
 	in.mu.Unlock()
 	return ro || in.secondary(d)
 }

@@ -28,6 +28,8 @@ func restoreOpName(kind string) string {
 		return "RESTORE DATABASE"
 	case "VERIFYONLY":
 		return "VERIFY DATABASE"
+	case "LOG":
+		return "RESTORE LOG"
 	case "FILELISTONLY":
 		return "RESTORE FILELIST"
 	}
@@ -43,11 +45,11 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		switch k {
 		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY",
 			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER":
-		case "NORECOVERY":
-			if s.kind != "DATABASE" {
-				return errNotSupported("RESTORE " + s.kind + " WITH NORECOVERY")
+		case "NORECOVERY", "STANDBY", "STOPAT", "STOPATMARK":
+			if s.kind != "DATABASE" && s.kind != "LOG" {
+				return errNotSupported("RESTORE " + s.kind + " WITH " + k)
 			}
-		case "STANDBY", "STOPAT", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
+		case "STOPBEFOREMARK", "CONTINUE_AFTER_ERROR", "PARTIAL", "MEDIAPASSWORD", "PASSWORD", "RESTRICTED_USER":
 			return errNotSupported("RESTORE WITH " + k)
 		default:
 			return sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -61,7 +63,10 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	if err := x.mayRestore(s, op); err != nil {
 		return err
 	}
-	needAll := s.kind == "DATABASE" || s.kind == "VERIFYONLY"
+	if s.kind == "DATABASE" && len(s.disks) == 0 {
+		return x.recoverOnly(s, op)
+	}
+	needAll := s.kind == "DATABASE" || s.kind == "VERIFYONLY" || s.kind == "LOG"
 	// Counted until the stripes are closed (see backup).
 	x.in.ops.Add(1)
 	defer x.in.ops.Done()
@@ -93,11 +98,16 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		if err := x.qatRefused(op, stripes); err != nil {
 			return err
 		}
-		if err := x.restoreData(s, op, stripes, nil); err != nil {
+		if err := x.restoreData(s, op, stripes, nil, nil); err != nil {
 			return err
 		}
 		x.info(3262, 0, "The backup set on file 1 is valid.")
 		return nil
+	case "LOG":
+		if err := x.restoreRefusals(op, stripes); err != nil {
+			return err
+		}
+		return x.restoreLog(s, op, stripes)
 	}
 	return x.restoreDatabase(s, op, stripes)
 }
@@ -226,6 +236,15 @@ func headerFamilyGUID(h *mediaHeader) guid {
 	return g
 }
 
+// setLastLSN is a backup set's LastLSN: a data backup learns it at its end
+// (the trailer), a log backup at its start.
+func setLastLSN(h *mediaHeader, t *mediaTrailer) uint64 {
+	if t.LastLSN != 0 {
+		return t.LastLSN
+	}
+	return h.LastLSN
+}
+
 func (x *execCtx) headerOnly(st *stripe) error {
 	h, t := st.hdr, st.trl
 	cols := []tds.Column{
@@ -294,12 +313,21 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if b, ok := builds[major]; ok {
 		writer = b[0]
 	}
-	row := []any{name, desc, int64(1), nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
-		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(h.LastLSN), lsnText(h.CheckpointLSN),
+	// A log backup is BackupType 2; captured output writes the
+	// descriptions in mixed case ("Database", "Transaction Log").
+	btype, bdesc, model := int64(1), "Database", h.RecoveryModel
+	if h.Type == 2 {
+		btype, bdesc = 2, "Transaction Log"
+	}
+	if model == "" {
+		model = "FULL"
+	}
+	row := []any{name, desc, btype, nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
+		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(setLastLSN(h, t)), lsnText(h.CheckpointLSN),
 		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
 		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
-		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, false,
-		false, false, h.CopyOnly, [16]byte(fork), nil, "FULL", nil, nil, "Database", [16]byte(h.BackupSetGUID),
+		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, h.BeginsLogChain,
+		false, false, h.CopyOnly, [16]byte(fork), nil, model, nil, nil, bdesc, [16]byte(h.BackupSetGUID),
 		t.SetStored, int64(h.Containment), nil, nil, nil}
 	if newer {
 		row = append(row, nil, nil, alg)
@@ -359,7 +387,9 @@ type restoreTarget struct {
 
 // restoreData reads every block of every stripe, verifies block and page
 // checksums, and writes the pages to targets (nil for VERIFYONLY).
-func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targets map[int]*restoreTarget) error {
+// sink, when given, gets every verified block's pages (RESTORE LOG).
+func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targets map[int]*restoreTarget,
+	sink func(blockHeader, []byte) error) error {
 	h := stripes[0].hdr
 	_, wantChecksum := s.opts["CHECKSUM"]
 	_, noChecksum := s.opts["NO_CHECKSUM"]
@@ -376,6 +406,9 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 	crashOp := OpRestore
 	if targets != nil {
 		cmd = "RESTORE DATABASE"
+	}
+	if sink != nil {
+		cmd = "RESTORE LOG"
 	}
 	x.setCommand(cmd, dbID, true)
 	ctx, cancel := context.WithCancel(x.ctx)
@@ -404,7 +437,7 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := restoreWorker(ctx, work, verifyPages, damaged, seen, &done, targets, &pool, maxBlock); err != nil {
+			if err := restoreWorker(ctx, work, verifyPages, damaged, seen, &done, targets, sink, &pool, maxBlock); err != nil {
 				fail(err)
 				for range work { // keep the readers unblocked
 				}
@@ -520,7 +553,7 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, 
 
 // restoreWorker decompresses, verifies and writes blocks.
 func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bool, damaged func(int, uint32) error,
-	seen []atomic.Bool, done *atomic.Int64, targets map[int]*restoreTarget, pool *sync.Pool, maxBlock int) error {
+	seen []atomic.Bool, done *atomic.Int64, targets map[int]*restoreTarget, sink func(blockHeader, []byte) error, pool *sync.Pool, maxBlock int) error {
 	fr := flate.NewReader(bytes.NewReader(nil))
 	raw := make([]byte, maxBlock)
 	for b := range work {
@@ -555,6 +588,11 @@ func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bo
 			}
 			if _, err := t.f.WriteAt(pages, int64(bh.PageID)*PageSize); err != nil {
 				return &backupErr{errs: []*tds.Error{errWriteFailed(t.file.Physical, osErrText(err))}}
+			}
+		}
+		if sink != nil {
+			if err := sink(bh, pages); err != nil {
+				return err
 			}
 		}
 		if seen[bh.Seq].Swap(true) {
@@ -592,6 +630,30 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql),
 	// and msdb.dbo.restorehistory records the restore with recovery 0.
 	_, noRecovery := s.opts["NORECOVERY"]
+	_, standby := s.opts["STANDBY"]
+	if h.Type == 2 {
+		return opError(op, errNotSupported("RESTORE DATABASE from a log backup; use RESTORE LOG"))
+	}
+	stop, err := x.stopTarget(s)
+	if err != nil {
+		return err
+	}
+	if stop.given && strings.EqualFold(h.RecoveryModel, "SIMPLE") {
+		// 3145 (Database Engine events and errors 3000 to 3999).
+		return opError(op, sqlErr(3145, 16, "The STOPAT option is not supported for databases that use the SIMPLE recovery model."))
+	}
+	if stop.given && stop.lsn == 0 {
+		// STOPAT on RESTORE DATABASE only checks that the data backup is
+		// not too recent for the target ("the complete data backup is
+		// always restored", RESTORE Arguments): 4338, as captured for a
+		// full backup ending after the STOPAT (gursethi.blogspot.com,
+		// "RESTORE DATABASE WITH STOPAT"). The target is reached by a
+		// RESTORE LOG, so the database stays RESTORING.
+		if wallClock(stripes[0].trl.Finish).After(stop.at) {
+			return opError(op, sqlErr(4338, 16, "The STOPAT clause specifies a point too early to allow this backup set to be restored. Choose a different stop point or use RESTORE DATABASE WITH RECOVERY to recover at the current point."))
+		}
+		noRecovery = true
+	}
 	if err := x.restoreRefusals(op, stripes); err != nil {
 		return err
 	}
@@ -640,7 +702,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 			x.in.mu.Unlock()
 			return opError(op, sqlErr(3154, 16, "The backup set holds a backup of a database other than the existing '%s' database.", existing.Name))
 		}
-		if existing.State != "RESTORING" {
+		if existing.State != "RESTORING" && !existing.Standby {
 			x.in.mu.Unlock()
 			return opError(op, sqlErr(3159, 16, "The tail of the log for the database \"%s\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.", existing.Name))
 		}
@@ -779,7 +841,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	if err := x.silentPhase(initBytes); err != nil {
 		return err
 	}
-	if err := x.restoreData(s, op, stripes, targets); err != nil {
+	if err := x.restoreData(s, op, stripes, targets, nil); err != nil {
 		return err
 	}
 	if h.TDECompressedFormat && !x.in.readsTDECompressedFormat() {
@@ -820,27 +882,26 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 		x.info(4035, 0, fmt.Sprintf("Processed %d pages for database '%s', file '%s' on file 1.", f.Pages, name, f.Logical))
 		total += f.Pages
 	}
-	x.in.mu.Lock()
-	nd.ReadOnly = readOnly
-	if !noRecovery {
-		nd.State = ""
+	// The full backup's redo part brings the copy to the set's LastLSN.
+	if err := x.in.applyLogRecs(nd, stripes[0].trl.Redo); err != nil {
+		return opError(op, errWriteFailed(nd.Files[0].Physical, osErrText(err)))
 	}
-	setID := int64(0)
-	for _, b := range x.in.cat.BackupSets {
-		if guid(b.GUID) == h.BackupSetGUID {
-			setID = b.ID
+	undo := ""
+	if standby {
+		if undo, err = x.standbyFile(op, s); err != nil {
+			return err
 		}
 	}
-	if setID == 0 {
-		setID = x.in.cat.NextBackupSetID
-		x.in.cat.NextBackupSetID++
-		x.in.cat.BackupSets = append(x.in.cat.BackupSets, backupSetRow{ID: setID, GUID: h.BackupSetGUID, MediaGUID: h.MediaSetGUID,
-			Database: h.Database, Start: h.Start, Finish: stripes[0].trl.Finish, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
-			CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: stripes[0].trl.SetRawBytes,
-			CompSize: stripes[0].trl.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: family})
-	}
+	x.in.mu.Lock()
+	nd.ReadOnly = readOnly
+	last := setLastLSN(h, stripes[0].trl)
+	nd.RecoveryModel, _ = checkRecoveryModel(h.RecoveryModel)
+	nd.EndLSN, nd.RedoLSN, nd.RedoTime = last, last, wallClock(stripes[0].trl.Finish)
+	nd.CheckpointLSN, nd.FullCheckpointLSN = h.CheckpointLSN, h.CheckpointLSN
+	x.in.endStateLocked(nd, !noRecovery && !standby, undo)
+	setID := x.in.backupSetIDLocked(stripes[0])
 	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: began,
-		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: !noRecovery})
+		Database: name, User: x.s.login.User, BackupSetID: setID, Type: "D", Replace: replace, Recovery: !noRecovery && !standby})
 	x.in.cat.NextRestoreID++
 	serr = x.in.saveCatalog()
 	x.in.mu.Unlock()

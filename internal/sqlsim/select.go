@@ -530,10 +530,7 @@ func databaseProperty(d database, prop, collation string) any {
 	case "useraccess":
 		return d.UserAccess
 	case "recovery":
-		if d.system {
-			return "SIMPLE"
-		}
-		return "FULL"
+		return recoveryModel(&d)
 	case "lastgoodcheckdbtime":
 		// "If DBCC CHECKDB has not been run on a database, 1900-01-01
 		// 00:00:00.000 is returned" (SQL Server 2016 SP2 and later:

@@ -445,8 +445,14 @@ func (x *execCtx) describe(st stmt) (string, string) {
 	case *selectStmt:
 		return "SELECT", db
 	case *backupStmt:
+		if n.log {
+			return "BACKUP LOG", name(n.db)
+		}
 		return "BACKUP DATABASE", name(n.db)
 	case *restoreStmt:
+		if n.kind == "LOG" {
+			return "RESTORE LOG", name(n.db)
+		}
 		if n.kind == "DATABASE" {
 			return "RESTORE DATABASE", name(n.db)
 		}

@@ -126,6 +126,12 @@ type Instance struct {
 	// (StampCreateLate), in nanoseconds.
 	clockAhead atomic.Int64
 	ag         *AvailabilityGroup // the group this instance is a replica of (ag.go), guarded by mu
+	// The workload (workload.go): rowsMu orders writes of dbo.CommitLog
+	// rows against BACKUP's reads of them; commitLogs and workloads are
+	// guarded by mu.
+	rowsMu     sync.RWMutex
+	commitLogs map[*database]*commitLogState
+	workloads  map[string]workload
 
 	// metaMu orders metadata (boot page) updates against every read of
 	// the boot pages, so no reader sees a half-written metadata set.
@@ -226,6 +232,32 @@ type database struct {
 	// Containment is 1 for a partially contained database, 0 otherwise
 	// (sys.databases.containment).
 	Containment int `json:"containment,omitempty"`
+	// RecoveryModel is FULL (""), BULK_LOGGED or SIMPLE (logchain.go).
+	RecoveryModel string `json:"recovery_model,omitempty"`
+	// The database's log (logchain.go): EndLSN is the LSN its next log
+	// record gets; ChainLSN where the next log backup starts
+	// (sys.database_recovery_status.last_log_backup_lsn), 0 while there is
+	// no log chain; FullCheckpointLSN the CheckpointLSN of the last
+	// conventional full backup (a later backup's DatabaseBackupLSN);
+	// CheckpointLSN the last checkpoint.
+	EndLSN            uint64 `json:"end_lsn,omitempty"`
+	ChainLSN          uint64 `json:"chain_lsn,omitempty"`
+	ChainNew          bool   `json:"chain_new,omitempty"` // no log backup on ChainLSN yet (BeginsLogChain)
+	FullCheckpointLSN uint64 `json:"full_checkpoint_lsn,omitempty"`
+	CheckpointLSN     uint64 `json:"checkpoint_lsn,omitempty"`
+	// A database in a restore sequence (restorelog.go): RedoLSN is where
+	// roll forward continues (sys.master_files.redo_start_lsn), RedoTime
+	// the wall clock of the last commit redone (or of the data backup's
+	// end); Standby is RESTORE WITH STANDBY (read-only, queryable) with its
+	// undo file; Stopped says a STOPAT point was reached, so only RECOVERY
+	// remains.
+	RedoLSN     uint64    `json:"redo_lsn,omitempty"`
+	RedoTime    time.Time `json:"redo_time,omitzero"`
+	Standby     bool      `json:"standby,omitempty"`
+	StandbyFile string    `json:"standby_file,omitempty"`
+	Stopped     bool      `json:"stopped,omitempty"`
+	// CommitRate is the workload's commits per second (workload.go); 0 none.
+	CommitRate float64 `json:"commit_rate,omitempty"`
 	// Trustworthy is ALTER DATABASE ... SET TRUSTWORTHY ON; kept by the
 	// instance (sys.databases.is_trustworthy_on), so a RESTORE, which
 	// creates the database anew, leaves it OFF.
@@ -254,6 +286,8 @@ type restoreHistoryRow struct {
 	Type        string    `json:"type"`
 	Replace     bool      `json:"replace"`
 	Recovery    bool      `json:"recovery"`
+	// StopAt is the STOPAT of a point-in-time RESTORE LOG (stop_at).
+	StopAt time.Time `json:"stop_at,omitzero"`
 }
 
 type backupSetRow struct {
@@ -276,6 +310,16 @@ type backupSetRow struct {
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
 	FamilyGUID  guid   `json:"family_guid"`
+	// Type is backupset.type: "" or "D" a full database backup, "L" a log
+	// backup; with the LSNs, the login, the devices and the chain flags of
+	// backupset and backupmediafamily.
+	Type              string   `json:"type,omitempty"`
+	CheckpointLSN     uint64   `json:"checkpoint_lsn,omitempty"`
+	DatabaseBackupLSN uint64   `json:"database_backup_lsn,omitempty"`
+	User              string   `json:"user,omitempty"`
+	Devices           []string `json:"devices,omitempty"`
+	BeginsLogChain    bool     `json:"begins_log_chain,omitempty"`
+	RecoveryModel     string   `json:"recovery_model,omitempty"`
 }
 
 var systemDatabases = []*database{
@@ -453,6 +497,8 @@ func (in *Instance) Start() error {
 			in.log.Debug("serve ended", zap.Error(err))
 		}
 	}()
+	in.commitLogs = nil // the catalog was read anew
+	in.resumeWorkloadsLocked()
 	in.log.Info("sqlsim listening", zap.String("addr", in.addr))
 	return nil
 }
@@ -499,12 +545,14 @@ func (in *Instance) Stop() error {
 	}
 	srv := in.srv
 	in.running = false
+	stopped := in.stopWorkloadsLocked()
 	// Running statements end now (they would outlive their closed
 	// connections otherwise, see client.go).
 	for r := range in.requests {
 		r.cancel()
 	}
 	in.mu.Unlock()
+	waitWorkloads(stopped)
 	err := srv.Close()
 	in.ops.Wait()
 	return err
@@ -534,9 +582,11 @@ func (in *Instance) markCrashed(msg string) *tds.Server {
 		return nil
 	}
 	in.running = false
+	stopped := in.stopWorkloadsLocked()
 	close(in.crashed)
 	srv := in.srv
 	in.mu.Unlock()
+	waitWorkloads(stopped)
 	in.log.Warn(msg)
 	return srv
 }

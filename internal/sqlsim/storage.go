@@ -154,6 +154,16 @@ type DatabaseSpec struct {
 	// Empty makes a database without tables (Tables is ignored), as CREATE
 	// DATABASE does: its data pages belong to no table.
 	Empty bool
+	// RecoveryModel is FULL (default), BULK_LOGGED or SIMPLE
+	// (sys.databases.recovery_model_desc, logchain.go).
+	RecoveryModel string
+	// CommitLog gives the database the workload table dbo.CommitLog
+	// (workload.go) with room for CommitLogRows rows (default 180000);
+	// CommitRate > 0 implies it and starts committing that many rows a
+	// second at once (Instance.StartWorkload, StopWorkload).
+	CommitLog     bool
+	CommitLogRows int64
+	CommitRate    float64
 }
 
 // metadata is what the boot pages hold: the tables of the database.
@@ -192,7 +202,10 @@ type tableDef struct {
 	RowCount  int64       `json:"row_count,omitempty"`
 	Extents   []extentDef `json:"extents,omitempty"`
 	// User tables (CREATE TABLE): rows stored here, constraints enforced.
-	Rows       [][]any    `json:"rows,omitempty"`
+	Rows [][]any `json:"rows,omitempty"`
+	// CommitLog marks the workload's dbo.CommitLog, whose rows are slots
+	// in its Extents (workload.go).
+	CommitLog  bool       `json:"commit_log,omitempty"`
 	PrimaryKey *keyDef    `json:"primary_key,omitempty"`
 	Checks     []checkDef `json:"checks,omitempty"`
 }
@@ -619,7 +632,11 @@ func writeOneFile(fh *os.File, name string, f dbFile, md *metadata, lsn uint64) 
 	const chunkPages = 128
 	buf := make([]byte, chunkPages*PageSize)
 	owners := make([]uint32, f.Pages)
+	empty := map[uint32]bool{} // tables whose pages start empty
 	for _, t := range md.Tables {
+		if t.CommitLog {
+			empty[t.ObjectID] = true
+		}
 		for _, e := range t.Extents {
 			if e.FileID == f.FileID {
 				for p := e.First; p < e.First+e.Count && int64(p) < f.Pages; p++ {
@@ -642,6 +659,8 @@ func writeOneFile(fh *os.File, name string, f dbFile, md *metadata, lsn uint64) 
 				fillLogPage(p, pid, lsn)
 			case f.FileID == primaryFileID && pid <= bootPages:
 				clear(p) // written by writeBoot below
+			case empty[owners[pid]]:
+				emptyDataPage(p, uint16(f.FileID), pid, owners[pid], lsn)
 			default:
 				fillDataPage(p, uint16(f.FileID), pid, owners[pid], lsn)
 			}

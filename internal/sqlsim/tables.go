@@ -170,12 +170,13 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// replica of the database"; NULL when the database is not part
 			// of an availability group; group_database_id: its id within
 			// the group (sys.databases).
-			col(qual, "replica_id", tds.TypeUniqueIdentifier, 0), col(qual, "group_database_id", tds.TypeUniqueIdentifier, 0)}
+			col(qual, "replica_id", tds.TypeUniqueIdentifier, 0), col(qual, "group_database_id", tds.TypeUniqueIdentifier, 0),
+			// recovery_model: 1 FULL, 2 BULK_LOGGED, 3 SIMPLE; is_in_standby:
+			// "Database is read-only for restore log" (sys.databases); a
+			// STANDBY database is ONLINE and read-only (logchain.go).
+			col(qual, "recovery_model", tds.TypeTinyInt, 0), col(qual, "is_in_standby", tds.TypeBit, 0)}
 		for _, db := range x.in.allDatabases() {
-			rm := "FULL"
-			if db.Name == "tempdb" || db.Name == "msdb" || db.Name == "master" {
-				rm = "SIMPLE"
-			}
+			rm := recoveryModel(&db)
 			created := db.Created
 			if created.IsZero() {
 				created = time.Date(2003, 4, 8, 9, 13, 36, 0, time.UTC)
@@ -207,15 +208,24 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				replica, groupDB = [16]byte(s.replica), [16]byte(x.in.familyGUID(&db))
 			}
 			rel.rows = append(rel.rows, []any{db.Name, int64(db.ID), created, state, stateDesc, rm, db.UserAccess, x.in.versionInfo().compat,
-				x.in.cfg.Collation, db.ReadOnly, nil, db.TDEThumbprint != "", int64(db.Containment), containment,
-				x.in.ownerSID(&db), db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID, replica, groupDB})
+				x.in.cfg.Collation, db.ReadOnly || db.Standby, nil, db.TDEThumbprint != "", int64(db.Containment), containment,
+				x.in.ownerSID(&db), db.Trustworthy || db.Name == "msdb", verify, broker, brokerGUID, replica, groupDB,
+				recoveryModels[rm], db.Standby})
 		}
 	case "database_files", "master_files":
 		rel.cols = []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "file_id", tds.TypeInt, 0),
 			col(qual, "type", tds.TypeTinyInt, 0), col(qual, "type_desc", tds.TypeNVarChar, 60),
 			col(qual, "name", tds.TypeNVarChar, 128), col(qual, "physical_name", tds.TypeNVarChar, 260),
 			col(qual, "state_desc", tds.TypeNVarChar, 60), col(qual, "size", tds.TypeInt, 0),
-			col(qual, "max_size", tds.TypeInt, 0), col(qual, "growth", tds.TypeInt, 0)}
+			col(qual, "max_size", tds.TypeInt, 0), col(qual, "growth", tds.TypeInt, 0),
+			// redo_start_lsn: "Log sequence number (LSN) at which the next
+			// roll forward must start. Is NULL unless state = RESTORING or
+			// state = RECOVERY_PENDING" (sys.master_files,
+			// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-master-files-transact-sql):
+			// where the next RESTORE LOG must begin. A STANDBY database,
+			// still in its restore sequence, shows it too (not documented).
+			col(qual, "redo_start_lsn", tds.TypeNumeric, 0)}
+		rel.cols[len(rel.cols)-1].col.Precision = 25
 		if name == "database_files" {
 			if err := x.mayUse(d); err != nil {
 				return nil, err
@@ -233,8 +243,15 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			for _, f := range x.in.filesOf(&db) {
 				// size is in 8-KB pages: the file's allocated size.
-				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), f.typeID(), f.typeDesc(), f.Logical, f.Physical, "ONLINE",
-					f.Pages + f.Free, int64(-1), int64(8192)})
+				fileState, redo := "ONLINE", any(nil)
+				if db.State == "RESTORING" || db.Standby {
+					redo = lsnText(db.RedoLSN)
+					if db.State == "RESTORING" {
+						fileState = "RESTORING"
+					}
+				}
+				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), f.typeID(), f.typeDesc(), f.Logical, f.Physical, fileState,
+					f.Pages + f.Free, int64(-1), int64(8192), redo})
 			}
 		}
 		if name == "database_files" {
@@ -306,6 +323,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		}
 		x.in.mu.Unlock()
 		sortRows(x.in.coll, rel.rows, 0)
+	case "database_recovery_status":
+		return x.recoveryStatusView(qual), nil
 	case "dm_exec_sessions", "dm_exec_connections":
 		return x.sessionView(name, qual)
 	case "certificates":
@@ -380,7 +399,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 	// SQL Server Agent's tables are read by sysadmin and through msdb's
 	// SQLAgent roles' procedures; a SELECT on them needs SELECT in msdb
 	// (https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/dbo-sysjobsteps-transact-sql).
-	if name == "restorehistory" || name == "backupset" || name == "sysjobs" || name == "sysjobsteps" {
+	if name == "restorehistory" || name == "backupset" || name == "backupmediafamily" || name == "sysjobs" || name == "sysjobsteps" {
 		if err := x.mayReadMsdb(name); err != nil {
 			return nil, err
 		}
@@ -396,7 +415,11 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "replace", tds.TypeBit, 0), col(qual, "recovery", tds.TypeBit, 0), col(qual, "restart", tds.TypeBit, 0),
 			col(qual, "stop_at", tds.TypeDateTime, 0), col(qual, "device_count", tds.TypeTinyInt, 0)}
 		for _, r := range x.in.cat.RestoreHistory {
-			rel.rows = append(rel.rows, []any{r.ID, r.Date, r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, nil, nil})
+			var stopAt any
+			if !r.StopAt.IsZero() {
+				stopAt = r.StopAt
+			}
+			rel.rows = append(rel.rows, []any{r.ID, r.Date, r.Database, r.User, r.BackupSetID, r.Type, r.Replace, r.Recovery, false, stopAt, nil})
 		}
 	case "backupset":
 		rel.cols = []relCol{col(qual, "backup_set_id", tds.TypeInt, 0), col(qual, "backup_set_uuid", tds.TypeUniqueIdentifier, 0),
@@ -407,7 +430,14 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "is_copy_only", tds.TypeBit, 0), col(qual, "has_backup_checksums", tds.TypeBit, 0),
 			col(qual, "backup_size", tds.TypeNumeric, 0), col(qual, "compressed_backup_size", tds.TypeNumeric, 0),
 			col(qual, "name", tds.TypeNVarChar, 128), col(qual, "description", tds.TypeNVarChar, 255),
-			col(qual, "family_guid", tds.TypeUniqueIdentifier, 0)}
+			col(qual, "family_guid", tds.TypeUniqueIdentifier, 0),
+			// The chain columns (backupset (Transact-SQL)): checkpoint_lsn,
+			// database_backup_lsn, who took it (user_name: another login's
+			// or tool's backup shows as theirs), the recovery model and
+			// begins_log_chain.
+			col(qual, "checkpoint_lsn", tds.TypeNumeric, 0), col(qual, "database_backup_lsn", tds.TypeNumeric, 0),
+			col(qual, "user_name", tds.TypeNVarChar, 128), col(qual, "recovery_model", tds.TypeNVarChar, 60),
+			col(qual, "begins_log_chain", tds.TypeBit, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -425,9 +455,32 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			if b.FamilyGUID != (guid{}) {
 				family = [16]byte(b.FamilyGUID)
 			}
-			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, "D", b.Start, b.Finish,
+			typ, model := b.Type, b.RecoveryModel
+			if typ == "" {
+				typ = "D"
+			}
+			if model == "" {
+				model = "FULL"
+			}
+			var user any
+			if b.User != "" {
+				user = b.User
+			}
+			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
-				name, desc, family})
+				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain})
+		}
+	case "backupmediafamily":
+		// One row per media family: media_set_id (the emulator's is the
+		// backup set's id), family_sequence_number and physical_device_name
+		// as given in the BACKUP ("backupmediafamily (Transact-SQL)").
+		rel.cols = []relCol{col(qual, "media_set_id", tds.TypeInt, 0), col(qual, "family_sequence_number", tds.TypeTinyInt, 0),
+			col(qual, "media_family_id", tds.TypeUniqueIdentifier, 0), col(qual, "physical_device_name", tds.TypeNVarChar, 260),
+			col(qual, "device_type", tds.TypeTinyInt, 0)}
+		for _, b := range x.in.cat.BackupSets {
+			for i, dev := range b.Devices {
+				rel.rows = append(rel.rows, []any{b.ID, int64(i + 1), nil, dev, int64(2)})
+			}
 		}
 	case "sysjobs":
 		rel.cols = []relCol{col(qual, "job_id", tds.TypeUniqueIdentifier, 0), col(qual, "name", tds.TypeNVarChar, 128),
@@ -504,6 +557,9 @@ func (x *execCtx) userTable(dbName, schema, name, qual string) (*relation, error
 	if t.Generated {
 		rel.gen = t
 		return rel, nil
+	}
+	if t.CommitLog {
+		return x.commitLogRelation(d, rel)
 	}
 	for _, r := range t.Rows {
 		row := make([]any, len(t.Columns))
