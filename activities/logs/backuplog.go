@@ -130,13 +130,14 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	wid, rid := activities.RunOf(ctx)
 
 	// Other tools' log backups since the chain's last one.
-	if stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log); err != nil || stop {
+	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log)
+	if err != nil || stop {
 		return out, err
 	}
 
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
-	n, rec, resumed, err := a.claim(ctx, fsys, d, server, rec, wid, rid)
+	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
 	if err != nil {
 		return out, err
 	}
@@ -300,9 +301,12 @@ func truncate(s string, n int) string {
 // pending claim of this chain's workflow id (only one run of that id is
 // open at a time, so a claim of an earlier run of it is this chain's own
 // unfinished log backup), else the next number, claimed and saved before
-// anything is written (a new part when rec is full). part is the record
-// part that holds n; resumed: the claim was there already.
-func (a *Activities) claim(ctx context.Context, fsys catalog.FS, d *activities.CycleDeps, server string,
+// anything is written (a new part when rec is full). A fresh number whose
+// file names are taken on the server (a record put back from an older
+// copy, a file someone left) is recorded failed and skipped: BACKUP LOG
+// WITH FORMAT, INIT would write over that file. part is the record part
+// that holds n; resumed: the claim was there already.
+func (a *Activities) claim(ctx context.Context, st storage.Storage, fsys catalog.FS, d *activities.CycleDeps, server string,
 	rec *catalog.ChainRecord, wid, rid string) (n int64, part *catalog.ChainRecord, resumed bool, err error) {
 	if k := len(rec.Logs); k > 0 {
 		last := &rec.Logs[k-1]
@@ -311,25 +315,45 @@ func (a *Activities) claim(ctx context.Context, fsys catalog.FS, d *activities.C
 			return last.Number, rec, true, save(ctx, d, fsys, server, rec)
 		}
 	}
-	n = rec.NextNumber()
 	part = rec
-	if catalog.PartOf(n) != rec.Part {
-		part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+	for range maxTakenNumbers + 1 {
+		n = part.NextNumber()
+		if catalog.PartOf(n) != part.Part {
+			part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+		}
+		l, err := part.Claim(n, wid, rid, d.Clock())
+		if err != nil {
+			return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+		}
+		taken, err := catalog.ListStorage(ctx, st, part.Names().LogBackupPrefix(part.Chain, n), "")
+		if err != nil {
+			return 0, nil, false, activities.StorageError(server, err)
+		}
+		if len(taken) > 0 {
+			l.State, l.Failure = catalog.LogFailed, fmt.Sprintf("%s is already on %s: left untouched, the number is skipped",
+				taken[0].Name, server)
+		}
+		if err := save(ctx, d, fsys, server, part); err != nil {
+			return 0, nil, false, err
+		}
+		if len(taken) == 0 {
+			return n, part, false, nil
+		}
 	}
-	if _, err := part.Claim(n, wid, rid, d.Clock()); err != nil {
-		return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	if err := save(ctx, d, fsys, server, part); err != nil {
-		return 0, nil, false, err
-	}
-	return n, part, false, nil
+	return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+		"the next %d log backup numbers of chain %d all have files on %s already: move the files of %s aside for a person to look at",
+		maxTakenNumbers+1, rec.Chain, server, part.Names().ChainPrefix(rec.Chain)))
 }
 
-// startChain starts chain prev+1 on the newest full backup of db that
-// finished after the break (any full when there was no chain): a set of
-// the product's with its header recorded (written or later, never failed
-// or cancelled), on any server of the rotation. nil when there is none
-// yet.
+// maxTakenNumbers bounds how many numbers in a row claim skips because
+// their files are there already.
+const maxTakenNumbers = 16
+
+// startChain starts chain prev+1 on the newest verified full backup of db
+// that finished after the break (any verified full when there was no
+// chain), on any server of the rotation: a chain starts where a restore
+// can, and a full that is only written may still fail its verification.
+// nil when there is none yet.
 func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
 	prev int64, br *catalog.ChainBreak, log *zap.Logger) (*catalog.ChainRecord, error) {
 	d := &a.Base.Cycle
@@ -342,8 +366,7 @@ func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mss
 			continue
 		}
 		for _, m := range l.Manifests {
-			if !m.Trusted() || m.State.Rank() < catalog.StateWritten.Rank() || m.State == catalog.StateFailed ||
-				m.State == catalog.StateCancelled || m.Header == nil {
+			if !m.Trusted() || !m.Verified() || m.Header == nil {
 				continue
 			}
 			fin := m.Header.BackupFinishUTC
@@ -387,11 +410,17 @@ func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mss
 	return r, nil
 }
 
-// errForeign is the detail of a foreign log backup not adopted.
-func foreignDetail(f ForeignLog, first, last string) string {
-	return fmt.Sprintf("a log backup by another tool (%s, user %s) at %s to %s, LSN %s to %s: the log it holds is not in the chain; "+
-		"stop that tool's log backups (owns_backup_chain), or set adopt_foreign_logs: true", orUnknown(f.Tool), orUnknown(f.User),
-		f.Path, f.Start.UTC().Format(time.RFC3339), first, last)
+// foreignDetail is the break a foreign log backup not adopted makes: who
+// took it, when, where to, its LSNs, and the fix (adoptErr: why
+// adopt_foreign_logs could not take it in; nil when it is off).
+func foreignDetail(f ForeignLog, first, last string, adoptErr error) string {
+	fix := "stop that tool's log backups (owns_backup_chain), or set adopt_foreign_logs: true"
+	if adoptErr != nil {
+		fix = fmt.Sprintf("adopt_foreign_logs could not copy it into the chain (%v): stop that tool's log backups (owns_backup_chain), "+
+			"or have it write to a backup server of the database", adoptErr)
+	}
+	return fmt.Sprintf("a log backup by another tool (%s, user %s) at %s to %s, LSN %s to %s: the log it holds is not in the chain; %s",
+		orUnknown(f.Tool), orUnknown(f.User), f.Start.UTC().Format(time.RFC3339), f.Path, first, last, fix)
 }
 
 func orUnknown(s string) string {
@@ -406,25 +435,27 @@ func orUnknown(s string) string {
 // is named there); with adopt_foreign_logs one whose files the worker
 // reaches on a backup server is copied into the chain (hashed) and the
 // chain goes on through it; otherwise the chain breaks (stop: the output
-// asks for a full backup).
+// asks for a full backup). part is the record part now newest: a foreign
+// log that opens the next part is recorded there, and the chain's next
+// number is claimed in it.
 func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, fsys catalog.FS, db *config.Database,
-	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (stop bool, err error) {
+	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
 	d := &a.Base.Cycle
 	after := chainEnd(rec)
 	if after == "" {
-		return false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
+		return rec, false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
 	}
 	q, args, err := tsql.LogBackupsAfter(db.Name, after)
 	if err != nil {
-		return false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+		return rec, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	rows, err := sqlDB.LogBackupHistory(ctx, q, args...)
 	if err != nil {
-		return false, activities.SQLError(err)
+		return rec, false, activities.SQLError(err)
 	}
 	off, err := activities.ServerOffset(ctx, sqlDB)
 	if err != nil {
-		return false, err
+		return rec, false, err
 	}
 	for _, set := range groupSets(rows) {
 		r := set[0]
@@ -452,8 +483,10 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 			BackupStart: r.Start, BackupFinish: r.Finish, Foreign: &catalog.ForeignLog{Tool: tool, User: r.User, Path: strings.Join(paths, ", ")},
 			UpdatedAt: d.Clock().UTC()}
 		lb.SetUTCOffset(off)
+		var aerr error
 		if db.AdoptForeignLogs {
-			files, aerr := a.adopt(ctx, st, db, inst, rec, n, paths)
+			var files []catalog.Stripe
+			files, aerr = a.adopt(ctx, st, db, inst, rec, n, paths)
 			if aerr == nil {
 				lb.Files, lb.Servers, lb.Foreign.Adopted, f.Adopted = files, []string{chainServer(db)}, true, true
 			} else {
@@ -463,20 +496,20 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 		rec.Logs = append(rec.Logs, lb)
 		out.Foreign = append(out.Foreign, f)
 		if !f.Adopted {
-			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakForeign), Detail: foreignDetail(f, r.FirstLSN, r.LastLSN), At: d.Clock().UTC()}
+			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakForeign), Detail: foreignDetail(f, r.FirstLSN, r.LastLSN, aerr), At: d.Clock().UTC()}
 		}
 		if err := save(ctx, d, fsys, chainServer(db), rec); err != nil {
-			return false, err
+			return rec, false, err
 		}
 		if rec.Break != nil {
 			log.Warn("log chain broken by another tool's log backup", zap.String("file", r.Path), zap.String("tool", tool))
 			out.Break = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: rec.Break.At}
 			out.NeedFull = true
-			return true, nil
+			return rec, true, nil
 		}
 		log.Info("another tool's log backup adopted into the chain", zap.String("file", r.Path), zap.Int64("seq", n))
 	}
-	return false, nil
+	return rec, false, nil
 }
 
 // chainEnd is the LSN the chain's next log backup starts at: the last
