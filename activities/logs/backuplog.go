@@ -129,12 +129,18 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	out.Chain = rec.Chain
 	wid, rid := activities.RunOf(ctx)
 
+	// Fulls taken while the chain ran, once verified.
+	fulls, err := a.appendFulls(ctx, fsys, sqlDB, inst, db, rec, server, log)
+	if err != nil {
+		return out, err
+	}
 	// Other tools' log backups since the chain's last one.
 	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log)
 	if err != nil || stop {
 		return out, err
 	}
 
+	end := chainEnd(rec) // where this log backup must start
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
 	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
@@ -211,8 +217,18 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	}
 	l.Servers = []string{server}
 	l.UpdatedAt = d.Clock().UTC()
+	gap := gapBefore(end, *l, fulls)
+	if gap != "" {
+		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: fmt.Sprintf(
+			"log %d begins at LSN %s, but the chain stood at LSN %s, and no full backup of the chain begins a restore there (%s): "+
+				"another backup restarted SQL Server's log chain", n, l.FirstLSN, end, gap)}
+		out.Break, out.NeedFull = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: rec.Break.At}, true
+	}
 	if err := save(ctx, d, fsys, server, rec); err != nil {
 		return out, err
+	}
+	if gap != "" {
+		log.Warn("log chain broken: a log backup does not start where the chain stood", zap.Int64("chain", rec.Chain), zap.Int64("seq", n))
 	}
 	out.Number, out.FirstLSN, out.LastLSN = n, l.FirstLSN, l.LastLSN
 	out.Start, out.Finish, out.Files = l.BackupStartUTC, l.BackupFinishUTC, len(l.Files)
@@ -357,57 +373,128 @@ const maxTakenNumbers = 16
 func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
 	prev int64, br *catalog.ChainBreak, log *zap.Logger) (*catalog.ChainRecord, error) {
 	d := &a.Base.Cycle
-	var best *catalog.Manifest
-	var bestServer string
-	for _, s := range db.BackupServers {
-		l, err := activities.ListManifests(a.Base, ctx, s, db)
-		if err != nil {
-			log.Warn("manifests not read while looking for a full backup to start the log chain", zap.String("server", s), zap.Error(err))
-			continue
-		}
-		for _, m := range l.Manifests {
-			if !m.Trusted() || !m.Verified() || m.Header == nil {
-				continue
-			}
-			fin := m.Header.BackupFinishUTC
-			if br != nil && !fin.After(br.At) || best != nil && !fin.After(best.Header.BackupFinishUTC) {
-				continue
-			}
-			best, bestServer = m, s
+	fulls, err := a.verifiedFulls(ctx, sqlDB, inst, db, log)
+	if err != nil {
+		return nil, err
+	}
+	var best *catalog.ChainFull
+	for i := range fulls {
+		if f := &fulls[i]; br == nil || f.FinishUTC.After(br.At) {
+			best = f // oldest first: the last that qualifies is the newest
 		}
 	}
 	if best == nil {
 		return nil, nil
 	}
-	h := best.Header
-	// The manifest has no checkpoint LSN: the full's own header has.
-	srv, err := d.Server(bestServer)
-	if err != nil {
-		return nil, err
-	}
-	layout, err := tsql.Layout(srv.PathsFor(inst.Name), best.Names(), best.Sequence, len(best.Stripes))
-	if err != nil {
-		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
-	if err != nil {
-		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	hs, err := sqlDB.HeaderOnly(ctx, hq)
-	if err != nil {
-		return nil, activities.SQLError(err)
-	}
-	if len(hs) == 0 || hs[0].BackupSetGUID != h.BackupSetGUID {
-		return nil, nil // not the manifest's backup any more: no base
-	}
 	r := catalog.NewChainRecord(db.Instance, db.Name, prev+1, 1, d.Clock())
-	r.Fulls = []catalog.ChainFull{{Sequence: best.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
-		CheckpointLSN: hs[0].CheckpointLSN, DatabaseBackupLSN: h.DatabaseBackupLSN, FinishUTC: h.BackupFinishUTC, CopyOnly: best.Options.CopyOnly}}
+	r.Fulls = []catalog.ChainFull{*best}
 	if err := save(ctx, d, fsys, chainServer(db), r); err != nil {
 		return nil, err
 	}
 	log.Info("log chain started", zap.Int64("chain", r.Chain), zap.Int64("full", best.Sequence))
 	return r, nil
+}
+
+// verifiedFulls are db's verified full backups on the servers of its
+// rotation (trusted manifests with their header), oldest first (by LSN),
+// as a chain records them: the checkpoint LSN, which the manifest does not
+// hold, read from the full's own header. A full whose files no longer hold
+// the manifest's backup is left out; a server that cannot be read is
+// skipped (another holds the set, or the next tick reads it).
+func (a *Activities) verifiedFulls(ctx context.Context, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
+	log *zap.Logger) ([]catalog.ChainFull, error) {
+	d := &a.Base.Cycle
+	seen := map[string]bool{}
+	var out []catalog.ChainFull
+	for _, s := range db.BackupServers {
+		l, err := activities.ListManifests(a.Base, ctx, s, db)
+		if err != nil {
+			log.Warn("manifests not read while looking for the log chain's full backups", zap.String("server", s), zap.Error(err))
+			continue
+		}
+		srv, err := d.Server(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range l.Manifests {
+			h := m.Header
+			if !m.Trusted() || !m.Verified() || h == nil || seen[h.BackupSetGUID] {
+				continue
+			}
+			layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), m.Sequence, len(m.Stripes))
+			if err != nil {
+				return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+			}
+			hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
+			if err != nil {
+				return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+			}
+			hs, err := sqlDB.HeaderOnly(ctx, hq)
+			if err != nil || len(hs) == 0 || hs[0].BackupSetGUID != h.BackupSetGUID {
+				log.Warn("a verified full backup's files do not hold it: not in the log chain", zap.Int64("seq", m.Sequence),
+					zap.String("server", s), zap.Error(err))
+				continue
+			}
+			seen[h.BackupSetGUID] = true
+			out = append(out, catalog.ChainFull{Sequence: m.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN,
+				LastLSN: h.LastLSN, CheckpointLSN: hs[0].CheckpointLSN, DatabaseBackupLSN: h.DatabaseBackupLSN,
+				FinishUTC: h.BackupFinishUTC, CopyOnly: m.Options.CopyOnly})
+		}
+	}
+	slices.SortFunc(out, func(x, y catalog.ChainFull) int { return logchain.LSN(x.LastLSN).Cmp(logchain.LSN(y.LastLSN)) })
+	return out, nil
+}
+
+// appendFulls records in the chain's newest part the verified fulls taken
+// while the chain ran (after the newest one it holds), so that a restore
+// can start from the newest full (logchain.Chain.FirstAfter) rather than
+// from the one that started the chain. It reads the whole chain (earlier
+// parts hold the earlier fulls) and returns every full the chain holds.
+func (a *Activities) appendFulls(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
+	rec *catalog.ChainRecord, server string, log *zap.Logger) ([]catalog.ChainFull, error) {
+	d := &a.Base.Cycle
+	keys, err := d.ManifestKeys()
+	if err != nil {
+		return nil, err
+	}
+	l, err := catalog.ListChains(ctx, fsys, keys, catalog.Of(db.Instance, db.Name))
+	if err != nil {
+		return nil, activities.StorageError(server, err)
+	}
+	var held []catalog.ChainFull
+	for _, p := range l.Records {
+		if p.Chain == rec.Chain && p.Part < rec.Part && p.Trusted() {
+			held = append(held, p.Fulls...)
+		}
+	}
+	held = append(held, rec.Fulls...)
+	if len(held) == 0 {
+		return nil, nil
+	}
+	after := held[len(held)-1]
+	fulls, err := a.verifiedFulls(ctx, sqlDB, inst, db, log)
+	if err != nil {
+		return nil, err
+	}
+	added := 0
+	for _, f := range fulls {
+		if !logchain.LSN(after.LastLSN).Less(logchain.LSN(f.LastLSN)) || !f.FinishUTC.After(after.FinishUTC) {
+			continue
+		}
+		if len(rec.Fulls) >= catalog.MaxFullsPerPart {
+			log.Warn("the chain record part holds as many fulls as it may: a later full is recorded with the next part", zap.Int64("seq", f.Sequence))
+			break
+		}
+		rec.Fulls = append(rec.Fulls, f)
+		held = append(held, f)
+		after = f
+		added++
+		log.Info("full backup added to the log chain", zap.Int64("chain", rec.Chain), zap.Int64("full", f.Sequence))
+	}
+	if added == 0 {
+		return held, nil
+	}
+	return held, save(ctx, d, fsys, server, rec)
 }
 
 // foreignDetail is the break a foreign log backup not adopted makes: who
@@ -524,6 +611,37 @@ func chainEnd(rec *catalog.ChainRecord) string {
 		return rec.Fulls[0].LastLSN
 	}
 	return ""
+}
+
+// gapBefore says why log l breaks the chain ("" when it does not): it
+// begins after end, where the chain stood (SQL Server's log chain was
+// restarted behind the product's back: a switch to SIMPLE and back, then
+// a full backup), and no full of the chain is contained in it, from which
+// a restore could go on. A log that a full of the chain leads into
+// leaves a hole only for restores from earlier fulls (logchain.Chain.Gaps
+// names it); the chain goes on.
+func gapBefore(end string, l catalog.LogBackup, fulls []catalog.ChainFull) string {
+	if end == "" || !logchain.LSN(end).Less(logchain.LSN(l.FirstLSN)) {
+		return ""
+	}
+	cl := logchain.Log{FirstLSN: logchain.LSN(l.FirstLSN), LastLSN: logchain.LSN(l.LastLSN)}
+	for _, f := range fulls {
+		if cl.Contains(logchain.LSN(f.LastLSN)) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the chain's fulls end at %s", fullEnds(fulls))
+}
+
+func fullEnds(fulls []catalog.ChainFull) string {
+	var b strings.Builder
+	for i, f := range fulls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d: LSN %s", f.Sequence, f.LastLSN)
+	}
+	return b.String()
 }
 
 // groupSets groups msdb rows (one per file) by backup set, in order.

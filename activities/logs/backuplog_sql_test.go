@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -646,6 +647,86 @@ func TestSQLBackupLogForeignLogBreaksTheChain(t *testing.T) {
 			}
 			if gaps := ch.Gaps(); len(gaps) != 1 || gaps[0].Foreign == nil || !strings.Contains(gaps[0].String(), path) {
 				t.Fatalf("gaps %v, want the foreign log named", gaps)
+			}
+		})
+	}
+}
+
+// Fulls taken while the chain runs are added to its record once verified
+// (a full only written is not), so that a restore starts from the newest
+// one: the chain's first log after it contains its last LSN.
+func TestSQLBackupLogAddsVerifiedFullsToTheChain(t *testing.T) {
+	f := newLogFixture(t, "")
+	base := f.full(true)
+	f.commit(2)
+	f.mustBackupLog()
+	f.commit(2)
+	second := f.full(true)
+	f.commit(2)
+	written := f.full(false)
+	f.commit(2)
+	f.mustBackupLog()
+	r := f.newest()
+	if len(r.Fulls) != 2 || r.Fulls[0].Sequence != base.Sequence || r.Fulls[1].Sequence != second.Sequence ||
+		r.Fulls[1].CheckpointLSN == "" || r.Fulls[1].LastLSN != second.Header.LastLSN {
+		t.Fatalf("fulls %+v, want %d then %d (not the written %d)", r.Fulls, base.Sequence, second.Sequence, written.Sequence)
+	}
+	c, err := catalog.AssembleChain(f.records("bak01"), map[string]bool{base.Header.BackupSetGUID: true, second.Header.BackupSetGUID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, ok, gap := c.FirstAfter(c.Fulls[1]); !ok || c.Logs[i].Number != 2 || gap != nil {
+		t.Fatalf("restore from full %d: first log index %d ok %v gap %v", second.Sequence, i, ok, gap)
+	}
+	// A later tick adds it only once.
+	f.commit(2)
+	f.mustBackupLog()
+	if r := f.newest(); len(r.Fulls) != 2 {
+		t.Fatalf("fulls after another tick: %+v", r.Fulls)
+	}
+}
+
+// SQL Server's log chain restarted behind the product's back (SIMPLE and
+// back, then a full): the next log backup does not start where the chain
+// stood. When that full is verified and in the chain, the chain goes on
+// from it (the hole is named for restores from earlier fulls); when it is
+// not, the chain breaks with a gap and asks for a full.
+func TestSQLBackupLogGapAfterARestartedLogChain(t *testing.T) {
+	for _, verified := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verified=%v", verified), func(t *testing.T) {
+			f := newLogFixture(t, "")
+			f.full(true)
+			f.commit(2)
+			f.mustBackupLog()
+			f.commit(2)
+			if err := f.site.Source.SetRecoveryModel("Sales", "SIMPLE"); err != nil {
+				t.Fatal(err)
+			}
+			f.commit(2)
+			if err := f.site.Source.SetRecoveryModel("Sales", "FULL"); err != nil {
+				t.Fatal(err)
+			}
+			restart := f.full(verified)
+			f.commit(2)
+			out := f.mustBackupLog()
+			c, err := catalog.AssembleChain(f.records("bak01"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gaps := c.Gaps(); len(gaps) != 1 || gaps[0].Before != 2 {
+				t.Fatalf("gaps %v, want the hole before log 2", gaps)
+			}
+			if verified {
+				if out.NeedFull || out.Break != nil || out.Number != 2 {
+					t.Fatalf("%+v, want log 2 and the chain going on from full %d", out, restart.Sequence)
+				}
+				if _, ok, _ := c.FirstAfter(c.Fulls[len(c.Fulls)-1]); !ok || c.Fulls[len(c.Fulls)-1].Sequence != restart.Sequence {
+					t.Fatalf("no restore from full %d: %+v", restart.Sequence, c.Fulls)
+				}
+				return
+			}
+			if !out.NeedFull || out.Break == nil || out.Break.Reason != string(logchain.BreakGap) {
+				t.Fatalf("%+v, want a gap break", out)
 			}
 		})
 	}
