@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/backupcycle/backupcycle/workflows"
@@ -24,5 +25,22 @@ func TestEnsureLogChainIsIdempotent(t *testing.T) {
 	if first.GetID() != workflows.LogChainWorkflowID("sql01", "Sales") || second.GetRunID() != first.GetRunID() {
 		t.Fatalf("starts gave %s/%s and %s/%s: want one run under %s", first.GetID(), first.GetRunID(), second.GetID(),
 			second.GetRunID(), workflows.LogChainWorkflowID("sql01", "Sales"))
+	}
+}
+
+// `starter logs start` twice: one run, the second start names it again.
+func TestLogsStartIsIdempotent(t *testing.T) {
+	id := workflows.LogChainWorkflowID("sql01", "Sales")
+	code, first, errs := on(t, "tq-logs-start", "logs", "start", "--instance", "sql01", "--database", "Sales")
+	if code != exitOK || !strings.HasPrefix(first, "log chain "+id+", run ") {
+		t.Fatalf("first start: exit %d, out %q, err %q", code, first, errs)
+	}
+	t.Cleanup(func() { terminate(t, id) })
+	code, second, errs := on(t, "tq-logs-start", "logs", "start", "--instance", "sql01", "--database", "Sales")
+	if code != exitOK || second != first {
+		t.Fatalf("second start: exit %d, out %q (first %q), err %q", code, second, first, errs)
+	}
+	if code, _, errs := on(t, "tq-logs-start", "logs"); code == exitOK || !strings.Contains(errs, "--database") {
+		t.Fatalf("logs without --database: exit %d, err %q", code, errs)
 	}
 }

@@ -192,6 +192,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		preflightCommand(e),
 		calibrateCommand(e),
 		conformanceCommand(e),
+		logsCommand(e),
 	)
 	return root
 }

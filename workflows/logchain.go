@@ -338,11 +338,16 @@ func (lc *logChain) copyLane(ctx workflow.Context) {
 }
 
 // drain ends the run's work before it continues as new: the copy lane
-// finishes its copy in flight, and a cycle start under way is acknowledged
-// (activities and child starts left behind would be lost).
+// runs the copy the last tick made due and finishes its copy in flight,
+// and a cycle start under way is acknowledged (activities and child
+// starts left behind would be lost: an activity scheduled in the task
+// that continues as new is dropped with the run).
 func (lc *logChain) drain(ctx workflow.Context) error {
 	lc.stopping = true
-	return workflow.Await(ctx, func() bool { return !lc.copying && !lc.fullStarting && !lc.proofStarting })
+	// Runs before this version continued as new past a copy made due by
+	// their last tick.
+	whole := workflow.GetVersion(ctx, "logchain-drain-due-copy", workflow.DefaultVersion, 1) >= 1
+	return workflow.Await(ctx, func() bool { return (!whole || !lc.copyDue) && !lc.copying && !lc.fullStarting && !lc.proofStarting })
 }
 
 // requestFull starts a BackupCycle for the full backup that begins the

@@ -129,14 +129,21 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	out.Chain = rec.Chain
 	wid, rid := activities.RunOf(ctx)
 
+	// Fulls taken while the chain ran, once verified.
+	fulls, err := a.appendFulls(ctx, fsys, sqlDB, inst, db, rec, server, log)
+	if err != nil {
+		return out, err
+	}
 	// Other tools' log backups since the chain's last one.
-	if stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log); err != nil || stop {
+	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log)
+	if err != nil || stop {
 		return out, err
 	}
 
+	end := chainEnd(rec) // where this log backup must start
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
-	n, rec, resumed, err := a.claim(ctx, fsys, d, server, rec, wid, rid)
+	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
 	if err != nil {
 		return out, err
 	}
@@ -210,8 +217,18 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	}
 	l.Servers = []string{server}
 	l.UpdatedAt = d.Clock().UTC()
+	gap := gapBefore(end, *l, fulls)
+	if gap != "" {
+		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: fmt.Sprintf(
+			"log %d begins at LSN %s, but the chain stood at LSN %s, and no full backup of the chain begins a restore there (%s): "+
+				"another backup restarted SQL Server's log chain", n, l.FirstLSN, end, gap)}
+		out.Break, out.NeedFull = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: rec.Break.At}, true
+	}
 	if err := save(ctx, d, fsys, server, rec); err != nil {
 		return out, err
+	}
+	if gap != "" {
+		log.Warn("log chain broken: a log backup does not start where the chain stood", zap.Int64("chain", rec.Chain), zap.Int64("seq", n))
 	}
 	out.Number, out.FirstLSN, out.LastLSN = n, l.FirstLSN, l.LastLSN
 	out.Start, out.Finish, out.Files = l.BackupStartUTC, l.BackupFinishUTC, len(l.Files)
@@ -300,9 +317,12 @@ func truncate(s string, n int) string {
 // pending claim of this chain's workflow id (only one run of that id is
 // open at a time, so a claim of an earlier run of it is this chain's own
 // unfinished log backup), else the next number, claimed and saved before
-// anything is written (a new part when rec is full). part is the record
-// part that holds n; resumed: the claim was there already.
-func (a *Activities) claim(ctx context.Context, fsys catalog.FS, d *activities.CycleDeps, server string,
+// anything is written (a new part when rec is full). A fresh number whose
+// file names are taken on the server (a record put back from an older
+// copy, a file someone left) is recorded failed and skipped: BACKUP LOG
+// WITH FORMAT, INIT would write over that file. part is the record part
+// that holds n; resumed: the claim was there already.
+func (a *Activities) claim(ctx context.Context, st storage.Storage, fsys catalog.FS, d *activities.CycleDeps, server string,
 	rec *catalog.ChainRecord, wid, rid string) (n int64, part *catalog.ChainRecord, resumed bool, err error) {
 	if k := len(rec.Logs); k > 0 {
 		last := &rec.Logs[k-1]
@@ -311,75 +331,63 @@ func (a *Activities) claim(ctx context.Context, fsys catalog.FS, d *activities.C
 			return last.Number, rec, true, save(ctx, d, fsys, server, rec)
 		}
 	}
-	n = rec.NextNumber()
 	part = rec
-	if catalog.PartOf(n) != rec.Part {
-		part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+	for range maxTakenNumbers + 1 {
+		n = part.NextNumber()
+		if catalog.PartOf(n) != part.Part {
+			part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
+		}
+		l, err := part.Claim(n, wid, rid, d.Clock())
+		if err != nil {
+			return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+		}
+		taken, err := catalog.ListStorage(ctx, st, part.Names().LogBackupPrefix(part.Chain, n), "")
+		if err != nil {
+			return 0, nil, false, activities.StorageError(server, err)
+		}
+		if len(taken) > 0 {
+			l.State, l.Failure = catalog.LogFailed, fmt.Sprintf("%s is already on %s: left untouched, the number is skipped",
+				taken[0].Name, server)
+		}
+		if err := save(ctx, d, fsys, server, part); err != nil {
+			return 0, nil, false, err
+		}
+		if len(taken) == 0 {
+			return n, part, false, nil
+		}
 	}
-	if _, err := part.Claim(n, wid, rid, d.Clock()); err != nil {
-		return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	if err := save(ctx, d, fsys, server, part); err != nil {
-		return 0, nil, false, err
-	}
-	return n, part, false, nil
+	return 0, nil, false, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+		"the next %d log backup numbers of chain %d all have files on %s already: move the files of %s aside for a person to look at",
+		maxTakenNumbers+1, rec.Chain, server, part.Names().ChainPrefix(rec.Chain)))
 }
 
-// startChain starts chain prev+1 on the newest full backup of db that
-// finished after the break (any full when there was no chain): a set of
-// the product's with its header recorded (written or later, never failed
-// or cancelled), on any server of the rotation. nil when there is none
-// yet.
+// maxTakenNumbers bounds how many numbers in a row claim skips because
+// their files are there already.
+const maxTakenNumbers = 16
+
+// startChain starts chain prev+1 on the newest verified full backup of db
+// that finished after the break (any verified full when there was no
+// chain), on any server of the rotation: a chain starts where a restore
+// can, and a full that is only written may still fail its verification.
+// nil when there is none yet.
 func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
 	prev int64, br *catalog.ChainBreak, log *zap.Logger) (*catalog.ChainRecord, error) {
 	d := &a.Base.Cycle
-	var best *catalog.Manifest
-	var bestServer string
-	for _, s := range db.BackupServers {
-		l, err := activities.ListManifests(a.Base, ctx, s, db)
-		if err != nil {
-			log.Warn("manifests not read while looking for a full backup to start the log chain", zap.String("server", s), zap.Error(err))
-			continue
-		}
-		for _, m := range l.Manifests {
-			if !m.Trusted() || m.State.Rank() < catalog.StateWritten.Rank() || m.State == catalog.StateFailed ||
-				m.State == catalog.StateCancelled || m.Header == nil {
-				continue
-			}
-			fin := m.Header.BackupFinishUTC
-			if br != nil && !fin.After(br.At) || best != nil && !fin.After(best.Header.BackupFinishUTC) {
-				continue
-			}
-			best, bestServer = m, s
+	fulls, err := a.verifiedFulls(ctx, sqlDB, inst, db, log)
+	if err != nil {
+		return nil, err
+	}
+	var best *catalog.ChainFull
+	for i := range fulls {
+		if f := &fulls[i]; br == nil || f.FinishUTC.After(br.At) {
+			best = f // oldest first: the last that qualifies is the newest
 		}
 	}
 	if best == nil {
 		return nil, nil
 	}
-	h := best.Header
-	// The manifest has no checkpoint LSN: the full's own header has.
-	srv, err := d.Server(bestServer)
-	if err != nil {
-		return nil, err
-	}
-	layout, err := tsql.Layout(srv.PathsFor(inst.Name), best.Names(), best.Sequence, len(best.Stripes))
-	if err != nil {
-		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
-	if err != nil {
-		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	hs, err := sqlDB.HeaderOnly(ctx, hq)
-	if err != nil {
-		return nil, activities.SQLError(err)
-	}
-	if len(hs) == 0 || hs[0].BackupSetGUID != h.BackupSetGUID {
-		return nil, nil // not the manifest's backup any more: no base
-	}
 	r := catalog.NewChainRecord(db.Instance, db.Name, prev+1, 1, d.Clock())
-	r.Fulls = []catalog.ChainFull{{Sequence: best.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN, LastLSN: h.LastLSN,
-		CheckpointLSN: hs[0].CheckpointLSN, DatabaseBackupLSN: h.DatabaseBackupLSN, FinishUTC: h.BackupFinishUTC, CopyOnly: best.Options.CopyOnly}}
+	r.Fulls = []catalog.ChainFull{*best}
 	if err := save(ctx, d, fsys, chainServer(db), r); err != nil {
 		return nil, err
 	}
@@ -387,11 +395,119 @@ func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mss
 	return r, nil
 }
 
-// errForeign is the detail of a foreign log backup not adopted.
-func foreignDetail(f ForeignLog, first, last string) string {
-	return fmt.Sprintf("a log backup by another tool (%s, user %s) at %s to %s, LSN %s to %s: the log it holds is not in the chain; "+
-		"stop that tool's log backups (owns_backup_chain), or set adopt_foreign_logs: true", orUnknown(f.Tool), orUnknown(f.User),
-		f.Path, f.Start.UTC().Format(time.RFC3339), first, last)
+// verifiedFulls are db's verified full backups on the servers of its
+// rotation (trusted manifests with their header), oldest first (by LSN),
+// as a chain records them: the checkpoint LSN, which the manifest does not
+// hold, read from the full's own header. A full whose files no longer hold
+// the manifest's backup is left out; a server that cannot be read is
+// skipped (another holds the set, or the next tick reads it).
+func (a *Activities) verifiedFulls(ctx context.Context, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
+	log *zap.Logger) ([]catalog.ChainFull, error) {
+	d := &a.Base.Cycle
+	seen := map[string]bool{}
+	var out []catalog.ChainFull
+	for _, s := range db.BackupServers {
+		l, err := activities.ListManifests(a.Base, ctx, s, db)
+		if err != nil {
+			log.Warn("manifests not read while looking for the log chain's full backups", zap.String("server", s), zap.Error(err))
+			continue
+		}
+		srv, err := d.Server(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range l.Manifests {
+			h := m.Header
+			if !m.Trusted() || !m.Verified() || h == nil || seen[h.BackupSetGUID] {
+				continue
+			}
+			layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), m.Sequence, len(m.Stripes))
+			if err != nil {
+				return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+			}
+			hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
+			if err != nil {
+				return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+			}
+			hs, err := sqlDB.HeaderOnly(ctx, hq)
+			if err != nil || len(hs) == 0 || hs[0].BackupSetGUID != h.BackupSetGUID {
+				log.Warn("a verified full backup's files do not hold it: not in the log chain", zap.Int64("seq", m.Sequence),
+					zap.String("server", s), zap.Error(err))
+				continue
+			}
+			seen[h.BackupSetGUID] = true
+			out = append(out, catalog.ChainFull{Sequence: m.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: h.FirstLSN,
+				LastLSN: h.LastLSN, CheckpointLSN: hs[0].CheckpointLSN, DatabaseBackupLSN: h.DatabaseBackupLSN,
+				FinishUTC: h.BackupFinishUTC, CopyOnly: m.Options.CopyOnly})
+		}
+	}
+	slices.SortFunc(out, func(x, y catalog.ChainFull) int { return logchain.LSN(x.LastLSN).Cmp(logchain.LSN(y.LastLSN)) })
+	return out, nil
+}
+
+// appendFulls records in the chain's newest part the verified fulls taken
+// while the chain ran (after the newest one it holds), so that a restore
+// can start from the newest full (logchain.Chain.FirstAfter) rather than
+// from the one that started the chain. It reads the whole chain (earlier
+// parts hold the earlier fulls) and returns every full the chain holds.
+func (a *Activities) appendFulls(ctx context.Context, fsys catalog.FS, sqlDB *mssql.DB, inst *config.SQLInstance, db *config.Database,
+	rec *catalog.ChainRecord, server string, log *zap.Logger) ([]catalog.ChainFull, error) {
+	d := &a.Base.Cycle
+	keys, err := d.ManifestKeys()
+	if err != nil {
+		return nil, err
+	}
+	l, err := catalog.ListChains(ctx, fsys, keys, catalog.Of(db.Instance, db.Name))
+	if err != nil {
+		return nil, activities.StorageError(server, err)
+	}
+	var held []catalog.ChainFull
+	for _, p := range l.Records {
+		if p.Chain == rec.Chain && p.Part < rec.Part && p.Trusted() {
+			held = append(held, p.Fulls...)
+		}
+	}
+	held = append(held, rec.Fulls...)
+	if len(held) == 0 {
+		return nil, nil
+	}
+	after := held[len(held)-1]
+	fulls, err := a.verifiedFulls(ctx, sqlDB, inst, db, log)
+	if err != nil {
+		return nil, err
+	}
+	added := 0
+	for _, f := range fulls {
+		if !logchain.LSN(after.LastLSN).Less(logchain.LSN(f.LastLSN)) || !f.FinishUTC.After(after.FinishUTC) {
+			continue
+		}
+		if len(rec.Fulls) >= catalog.MaxFullsPerPart {
+			log.Warn("the chain record part holds as many fulls as it may: a later full is recorded with the next part", zap.Int64("seq", f.Sequence))
+			break
+		}
+		rec.Fulls = append(rec.Fulls, f)
+		held = append(held, f)
+		after = f
+		added++
+		log.Info("full backup added to the log chain", zap.Int64("chain", rec.Chain), zap.Int64("full", f.Sequence))
+	}
+	if added == 0 {
+		return held, nil
+	}
+	return held, save(ctx, d, fsys, server, rec)
+}
+
+// foreignDetail is the break a foreign log backup not adopted makes: who
+// took it, when, where to, its LSNs, and the fix (adoptErr: why
+// adopt_foreign_logs could not take it in; nil when it is off).
+func foreignDetail(f ForeignLog, first, last string, adoptErr error) string {
+	fix := "stop that tool's log backups (owns_backup_chain), or set adopt_foreign_logs: true"
+	if adoptErr != nil {
+		fix = fmt.Sprintf("adopt_foreign_logs could not copy it into the chain (%v): stop that tool's log backups (owns_backup_chain), "+
+			"or have it write to a backup server of the database", adoptErr)
+	}
+	return fmt.Sprintf("a log backup by another tool (%s, user %s) at %s to %s, LSN %s to %s: the log it holds is not in the chain; %s",
+		orUnknown(f.Tool), orUnknown(f.User), f.Start.UTC().Format(time.RFC3339), f.Path, first, last, fix)
 }
 
 func orUnknown(s string) string {
@@ -406,25 +522,27 @@ func orUnknown(s string) string {
 // is named there); with adopt_foreign_logs one whose files the worker
 // reaches on a backup server is copied into the chain (hashed) and the
 // chain goes on through it; otherwise the chain breaks (stop: the output
-// asks for a full backup).
+// asks for a full backup). part is the record part now newest: a foreign
+// log that opens the next part is recorded there, and the chain's next
+// number is claimed in it.
 func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, fsys catalog.FS, db *config.Database,
-	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (stop bool, err error) {
+	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
 	d := &a.Base.Cycle
 	after := chainEnd(rec)
 	if after == "" {
-		return false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
+		return rec, false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
 	}
 	q, args, err := tsql.LogBackupsAfter(db.Name, after)
 	if err != nil {
-		return false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+		return rec, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	rows, err := sqlDB.LogBackupHistory(ctx, q, args...)
 	if err != nil {
-		return false, activities.SQLError(err)
+		return rec, false, activities.SQLError(err)
 	}
 	off, err := activities.ServerOffset(ctx, sqlDB)
 	if err != nil {
-		return false, err
+		return rec, false, err
 	}
 	for _, set := range groupSets(rows) {
 		r := set[0]
@@ -452,8 +570,10 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 			BackupStart: r.Start, BackupFinish: r.Finish, Foreign: &catalog.ForeignLog{Tool: tool, User: r.User, Path: strings.Join(paths, ", ")},
 			UpdatedAt: d.Clock().UTC()}
 		lb.SetUTCOffset(off)
+		var aerr error
 		if db.AdoptForeignLogs {
-			files, aerr := a.adopt(ctx, st, db, inst, rec, n, paths)
+			var files []catalog.Stripe
+			files, aerr = a.adopt(ctx, st, db, inst, rec, n, paths)
 			if aerr == nil {
 				lb.Files, lb.Servers, lb.Foreign.Adopted, f.Adopted = files, []string{chainServer(db)}, true, true
 			} else {
@@ -463,20 +583,20 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 		rec.Logs = append(rec.Logs, lb)
 		out.Foreign = append(out.Foreign, f)
 		if !f.Adopted {
-			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakForeign), Detail: foreignDetail(f, r.FirstLSN, r.LastLSN), At: d.Clock().UTC()}
+			rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakForeign), Detail: foreignDetail(f, r.FirstLSN, r.LastLSN, aerr), At: d.Clock().UTC()}
 		}
 		if err := save(ctx, d, fsys, chainServer(db), rec); err != nil {
-			return false, err
+			return rec, false, err
 		}
 		if rec.Break != nil {
 			log.Warn("log chain broken by another tool's log backup", zap.String("file", r.Path), zap.String("tool", tool))
 			out.Break = &Break{Reason: rec.Break.Reason, Detail: rec.Break.Detail, At: rec.Break.At}
 			out.NeedFull = true
-			return true, nil
+			return rec, true, nil
 		}
 		log.Info("another tool's log backup adopted into the chain", zap.String("file", r.Path), zap.Int64("seq", n))
 	}
-	return false, nil
+	return rec, false, nil
 }
 
 // chainEnd is the LSN the chain's next log backup starts at: the last
@@ -491,6 +611,37 @@ func chainEnd(rec *catalog.ChainRecord) string {
 		return rec.Fulls[0].LastLSN
 	}
 	return ""
+}
+
+// gapBefore says why log l breaks the chain ("" when it does not): it
+// begins after end, where the chain stood (SQL Server's log chain was
+// restarted behind the product's back: a switch to SIMPLE and back, then
+// a full backup), and no full of the chain is contained in it, from which
+// a restore could go on. A log that a full of the chain leads into
+// leaves a hole only for restores from earlier fulls (logchain.Chain.Gaps
+// names it); the chain goes on.
+func gapBefore(end string, l catalog.LogBackup, fulls []catalog.ChainFull) string {
+	if end == "" || !logchain.LSN(end).Less(logchain.LSN(l.FirstLSN)) {
+		return ""
+	}
+	cl := logchain.Log{FirstLSN: logchain.LSN(l.FirstLSN), LastLSN: logchain.LSN(l.LastLSN)}
+	for _, f := range fulls {
+		if cl.Contains(logchain.LSN(f.LastLSN)) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the chain's fulls end at %s", fullEnds(fulls))
+}
+
+func fullEnds(fulls []catalog.ChainFull) string {
+	var b strings.Builder
+	for i, f := range fulls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d: LSN %s", f.Sequence, f.LastLSN)
+	}
+	return b.String()
 }
 
 // groupSets groups msdb rows (one per file) by backup set, in order.

@@ -262,7 +262,7 @@ func (a *Activities) remoteChain(ctx context.Context, t *standbyTarget, id int64
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	verified, err := a.verifiedFulls(ctx, t)
+	verified, err := a.verifiedOnTarget(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -277,9 +277,9 @@ func (a *Activities) remoteChain(ctx context.Context, t *standbyTarget, id int64
 	return &remoteChainOf{chain: &c, names: parts[0].Names()}, nil
 }
 
-// verifiedFulls are the verified sets held on the copy target, by backup
+// verifiedOnTarget are the verified sets held on the copy target, by backup
 // set GUID (upper case).
-func (a *Activities) verifiedFulls(ctx context.Context, t *standbyTarget) (map[string]*catalog.Manifest, error) {
+func (a *Activities) verifiedOnTarget(ctx context.Context, t *standbyTarget) (map[string]*catalog.Manifest, error) {
 	l, err := activities.ListManifests(a.Base, ctx, t.srv.Name, t.db)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (a *Activities) verifiedFulls(ctx context.Context, t *standbyTarget) (map[s
 // the chain's base) and from which the chain's logs restore without a
 // hole; nil with why there is none.
 func (a *Activities) seedFull(ctx context.Context, t *standbyTarget, c *logchain.Chain) (logchain.Full, *catalog.Manifest, string) {
-	verified, err := a.verifiedFulls(ctx, t)
+	verified, err := a.verifiedOnTarget(ctx, t)
 	if err != nil {
 		return logchain.Full{}, nil, "the manifests on " + t.srv.Name + " could not be read: " + err.Error()
 	}

@@ -45,7 +45,7 @@
 //	    system), sys.dm_os_file_exists(path) (2017+); sys.databases.containment/containment_desc,
 //	    sys.master_files.type 2 FILESTREAM and size = the allocated size (data + FreeSize),
 //	    msdb.dbo.restorehistory (restore_date: the start of the RESTORE), msdb.dbo.backupset (name and
-//	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid), and [db].[schema].[table] user tables;
+//	    description: the BACKUP's NAME = and DESCRIPTION =; family_guid; time_zone), and [db].[schema].[table] user tables;
 //	    sys.databases.create_date is when the database was created: by CreateDatabase or by the RESTORE
 //	    that (re)created it; state_desc RESTORING while a RESTORE runs into it or after one was cut short
 //	    sys.databases.is_read_only; state_desc OFFLINE after ALTER DATABASE ... SET OFFLINE;

@@ -242,20 +242,21 @@ func castTo(v any, typ string) (any, error) {
 	case "nvarchar", "varchar", "nchar", "char", "sysname":
 		return toString(v), nil
 	case "float", "real", "decimal", "numeric":
+		exact := typ == "decimal" || typ == "numeric"
 		switch t := v.(type) {
 		case int64:
+			if exact {
+				return t, nil
+			}
 			return float64(t), nil
 		case float64:
 			return t, nil
 		case string:
-			// A whole number stays exact for decimal and numeric (an LSN is
-			// numeric(25,0): "decimal and numeric", fixed precision and
-			// scale, https://learn.microsoft.com/sql/t-sql/data-types/decimal-and-numeric-transact-sql);
-			// only float and real are approximate.
-			if typ == "decimal" || typ == "numeric" {
-				if n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64); err == nil {
-					return n, nil
-				}
+			// decimal and numeric are exact ("decimal and numeric
+			// (Transact-SQL)"): a whole number stays one, digit for digit
+			// (an LSN is numeric(25,0), "Recover to a Log Sequence Number").
+			if n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64); exact && err == nil {
+				return n, nil
 			}
 			f, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
 			if err != nil {

@@ -441,7 +441,13 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			// begins_log_chain.
 			col(qual, "checkpoint_lsn", tds.TypeNumeric, 0), col(qual, "database_backup_lsn", tds.TypeNumeric, 0),
 			col(qual, "user_name", tds.TypeNVarChar, 128), col(qual, "recovery_model", tds.TypeNVarChar, 60),
-			col(qual, "begins_log_chain", tds.TypeBit, 0)}
+			col(qual, "begins_log_chain", tds.TypeBit, 0),
+			// time_zone: "Difference between local time (where the backup
+			// operation is taking place) and UTC in 15-minute intervals
+			// using the time zone information at the time the backup
+			// operation started ... A value of 127 indicates unknown"
+			// (backupset (Transact-SQL)).
+			col(qual, "time_zone", tds.TypeSmallInt, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -472,7 +478,8 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			}
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
-				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain})
+				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain,
+				backupTimeZone(b.Start)})
 		}
 	case "backupmediafamily":
 		// One row per media family: media_set_id (the emulator's is the
@@ -614,4 +621,15 @@ func (x *execCtx) objectID(text string) (any, error) {
 		return int64(t.ObjectID), nil
 	}
 	return nil, nil
+}
+
+// backupTimeZone is backupset.time_zone of a backup that started at start
+// (stamped on the server's wall clock, in its zone then): its offset from
+// UTC in 15-minute units, 127 when unknown.
+func backupTimeZone(start time.Time) int64 {
+	if start.IsZero() {
+		return 127
+	}
+	_, off := start.Zone()
+	return int64(off / (15 * 60))
 }
