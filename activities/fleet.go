@@ -148,6 +148,13 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	// Log chains do not depend on tonight's rotation or verification
 	// names: every resolved database with log_backup gets one.
 	for _, db := range dbs {
+		if _, group := cfg.AvailabilityGroup(db.Instance); group && db.LogBackups() {
+			// A group's database gets no chain (LogPlan says why); one a
+			// selection picks inherits log_backup from defaults:, so it is
+			// left out here rather than started to fail every night.
+			log.Info("fleet: no log chain for a database of an availability group", zap.String("instance", db.Instance), zap.String("db", db.Name))
+			continue
+		}
 		if db.LogBackups() {
 			out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
 		}
