@@ -123,6 +123,11 @@ type LogChainStatus struct {
 	// the next chain, and when.
 	FullRequested   string    `json:"full_requested,omitempty"`
 	FullRequestedAt time.Time `json:"full_requested_at,omitzero"`
+	// Proof is where the log proof stands, as the proof workflow last
+	// said (LogChainProofSignal); ProofLag is how far behind the present
+	// the standby copy was at the last tick.
+	Proof    *ProofProgress `json:"proof,omitempty"`
+	ProofLag time.Duration  `json:"proof_lag"`
 }
 
 // logChain is one run's state.
@@ -192,6 +197,7 @@ func LogChain(ctx workflow.Context, in LogChainInput) (LogChainStatus, error) {
 
 	lc.startLogProof(ctx)
 	workflow.Go(ctx, lc.copyLane)
+	workflow.Go(ctx, lc.proofProgress)
 	for lc.st.Ticks < ticks {
 		now := workflow.Now(ctx)
 		next := nextTick(now, lc.st.Every, phaseOf(in.Instance, in.Database, lc.st.Every))
@@ -281,6 +287,9 @@ func (lc *logChain) tick(ctx workflow.Context) error {
 func (lc *logChain) refreshLag(now time.Time) {
 	if !lc.st.LastLogStart.IsZero() {
 		lc.st.Lag = now.Sub(lc.st.LastLogStart)
+	}
+	if p := lc.st.Proof; p != nil && !p.ThroughStart.IsZero() {
+		lc.st.ProofLag = now.Sub(p.ThroughStart)
 	}
 }
 
@@ -433,6 +442,16 @@ func (lc *logChain) details(ctx workflow.Context) {
 	}
 	for _, f := range s.Foreign {
 		out += fmt.Sprintf("\nforeign log backup: %s (%s, %s)\n", f.Path, f.Tool, f.Start.UTC().Format(time.RFC3339))
+	}
+	if p := s.Proof; p != nil {
+		out += fmt.Sprintf("\nproof **%s**: through log %d · lag %s", p.Mode, p.Through, s.ProofLag.Round(time.Second))
+		if p.Standby != "" {
+			out += fmt.Sprintf(" · standby %s on %s", tsql.Printable(p.Standby), p.VerifyInstance)
+		}
+		if p.Error != "" {
+			out += " · **error:** " + p.Error
+		}
+		out += "\n"
 	}
 	if s.LastError != "" {
 		out += "\n**error:** " + s.LastError + "\n"

@@ -112,7 +112,6 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance),
 		zap.String("server", t.srv.Name), zap.String("step", StepApplyLogs), zap.String("standby", t.name))
 
-	fsys := catalog.StorageFS{Storage: t.remote}
 	chain, err := a.remoteChain(ctx, t, in.Chain)
 	if err != nil || chain == nil {
 		if chain == nil && err == nil {
@@ -121,16 +120,9 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 		return out, err
 	}
 	in.Chain, out.Chain = chain.chain.ID, chain.chain.ID
-	rec, err := catalog.LoadLogProof(ctx, fsys, t.keys, db.Instance, db.Name)
+	rec, err := loadProof(ctx, d, t)
 	if err != nil {
-		return out, activities.StorageError(t.srv.Name, err)
-	}
-	if rec != nil && !rec.Trusted() {
-		return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
-			"log proof record %s on %s is not trusted (%s): the standby copy is not touched on its word; move it aside", rec.FileName(), t.srv.Name, rec.Auth.Why()))
-	}
-	if rec == nil {
-		rec = catalog.NewLogProofRecord(db.Instance, db.Name, d.Clock())
+		return out, err
 	}
 	sqlDB, err := d.ConnectSQL(ctx, t.inst, "master")
 	if err != nil {
@@ -209,7 +201,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	}
 
 	// Every log the copy has passed since its full is proven.
-	proven, err := a.markProven(ctx, t, in.Chain, *seed, logchain.LSN(out.RedoLSN), log)
+	proven, err := a.markProven(ctx, t, in.Chain, *seed, logchain.LSN(out.RedoLSN), logchain.ProofStandby, t.name)
 	if err != nil {
 		return out, err
 	}
@@ -449,13 +441,14 @@ func (a *Activities) checkedLogFiles(ctx context.Context, st storage.Storage, sr
 	return disks, nil
 }
 
-// markProven marks proven (standby) every log of the chain the copy has
-// passed since full (its LastLSN at or before redo), in the chain record on
-// the copy target and then on the chain's server. Marks lost to a record
+// markProven marks proven (by mode, on the copy named copyName) every log
+// of the chain the copy has passed since full (its LastLSN at or before
+// redo), in the chain record on the copy target and then on the chain's
+// server. Marks lost to a record
 // written beside them are made again on the next call. It returns the
 // logs the copy holds, in order.
 func (a *Activities) markProven(ctx context.Context, t *standbyTarget, chain int64, full logchain.Full, redo logchain.LSN,
-	log *zap.Logger) ([]logchain.Log, error) {
+	mode logchain.ProofMode, copyName string) ([]logchain.Log, error) {
 	rc, err := a.remoteChain(ctx, t, chain)
 	if err != nil || rc == nil {
 		return nil, err
@@ -470,7 +463,7 @@ func (a *Activities) markProven(ctx context.Context, t *standbyTarget, chain int
 	if len(held) == 0 {
 		return nil, nil
 	}
-	proof := &catalog.LogProof{At: a.Base.Cycle.Clock().UTC(), Mode: string(logchain.ProofStandby), Instance: t.inst.Name, Database: t.name}
+	proof := &catalog.LogProof{At: a.Base.Cycle.Clock().UTC(), Mode: string(mode), Instance: t.inst.Name, Database: copyName}
 	want := map[int64]bool{}
 	for _, l := range held {
 		want[l.Number] = true
@@ -597,6 +590,24 @@ func (a *Activities) recordFull(ctx context.Context, t *standbyTarget, chain int
 		}
 	}
 	return nil
+}
+
+// loadProof reads the database's proof record on the copy target (a new
+// one when there is none); one not trusted steers nothing.
+func loadProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget) (*catalog.LogProofRecord, error) {
+	rec, err := catalog.LoadLogProof(ctx, catalog.StorageFS{Storage: t.remote}, t.keys, t.db.Instance, t.db.Name)
+	if err != nil {
+		return nil, activities.StorageError(t.srv.Name, err)
+	}
+	if rec != nil && !rec.Trusted() {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+			"log proof record %s on %s is not trusted (%s): no copy on the verification instance is touched on its word; move it aside",
+			rec.FileName(), t.srv.Name, rec.Auth.Why()))
+	}
+	if rec == nil {
+		rec = catalog.NewLogProofRecord(t.db.Instance, t.db.Name, d.Clock())
+	}
+	return rec, nil
 }
 
 // saveProof writes the proof record on the copy target, signed.
