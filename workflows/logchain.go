@@ -142,8 +142,9 @@ type logChain struct {
 	// fullStarting: a cycle start is under way (not yet acknowledged);
 	// fullRunning: the started cycle has not ended.
 	fullStarting, fullRunning bool
-	// proofStarting: the start of the proof workflow is under way.
-	proofStarting bool
+	// proofStarting, scratchStarting: the start of the proof workflows
+	// is under way.
+	proofStarting, scratchStarting bool
 }
 
 // LogChain runs the database's log chain (see the top of this file).
@@ -196,6 +197,7 @@ func LogChain(ctx workflow.Context, in LogChainInput) (LogChainStatus, error) {
 	lc.st.Every, lc.st.Server, lc.st.CopyTo = lc.plan.Every, lc.plan.Server, lc.plan.CopyTo
 
 	lc.startLogProof(ctx)
+	lc.startScratchProof(ctx)
 	workflow.Go(ctx, lc.copyLane)
 	workflow.Go(ctx, lc.proofProgress)
 	for lc.st.Ticks < ticks {
@@ -351,7 +353,7 @@ func (lc *logChain) copyLane(ctx workflow.Context) {
 // (activities and child starts left behind would be lost).
 func (lc *logChain) drain(ctx workflow.Context) error {
 	lc.stopping = true
-	return workflow.Await(ctx, func() bool { return !lc.copying && !lc.fullStarting && !lc.proofStarting })
+	return workflow.Await(ctx, func() bool { return !lc.copying && !lc.fullStarting && !lc.proofStarting && !lc.scratchStarting })
 }
 
 // requestFull starts a BackupCycle for the full backup that begins the
