@@ -381,47 +381,12 @@ func (p *proofRun) failed(ctx context.Context, res *catalog.PITProof, err error,
 // SHA-256 checked first), with STOPAT = stopAt when it is set (a log
 // inside which the point is reached ends the sequence), and recovers it.
 func (a *Activities) restoreScratch(ctx context.Context, p *proofRun, m *catalog.Manifest, logs []logchain.Log, stopAt time.Time, log *zap.Logger) error {
-	d, t := &a.Base.Cycle, p.t
-	old, err := activities.GuardOwnCopy(ctx, p.sqlDB, t.inst.Name, p.name, "replaced", true, p.rec.Scratch)
-	if err != nil {
-		return err
-	}
-	layout, err := tsql.Layout(t.srv.PathsFor(t.inst.Name), m.Names(), m.Sequence, len(m.Stripes))
-	if err != nil {
-		return activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	disks := tsql.Paths(layout)
-	moves, err := activities.RestoreMoves(ctx, p.sqlDB, t.srv, p.name, disks)
-	if err != nil {
-		return err
-	}
+	t := p.t
+	log.Info("proof copy restoring", zap.Int64("seq", m.Sequence), zap.Int("logs", len(logs)))
 	// NEW_BROKER: the copy comes online, and must deliver none of its
 	// source's Service Broker messages.
-	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: p.name, Disks: disks, Moves: moves, Checksum: true,
-		Replace: old != nil, NoRecovery: true, NewBroker: true})
-	if err != nil {
-		return activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	intent, err := activities.CopyIntent(a.Base, ctx, p.sqlDB, t.inst.Name, p.name, m.Header.BackupSetGUID, old)
-	if err != nil {
-		return err
-	}
-	p.rec.Scratch = intent
-	if err := saveProof(ctx, d, t, p.rec); err != nil {
-		return err
-	}
-	marker, err := tsql.RestoreMarker(p.name, disks[0])
-	if err != nil {
-		return activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	log.Info("proof copy restoring", zap.Int64("seq", m.Sequence), zap.Int("logs", len(logs)))
-	if err := a.runLong(ctx, p.sqlDB, "RESTORE DATABASE", tsql.CommandRestoreDatabase, stmt, marker, m.Sequence, log); err != nil {
-		return err
-	}
-	if err := activities.ConfirmCopy(ctx, p.sqlDB, p.rec.Scratch); err != nil {
-		return err
-	}
-	if err := saveProof(ctx, d, t, p.rec); err != nil {
+	if err := a.restoreCopy(ctx, t, p.sqlDB, p.rec, p.name, m, tsql.RestoreOptions{NoRecovery: true, NewBroker: true},
+		func(v *catalog.VerifyCopy) *catalog.VerifyCopy { p.rec.Scratch = v; return v }, log, p.rec.Scratch); err != nil {
 		return err
 	}
 	for _, l := range logs {

@@ -321,14 +321,34 @@ func (a *Activities) seedFull(ctx context.Context, t *standbyTarget, c *logchain
 // own-copy record written first.
 func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *mssql.DB, rec *catalog.LogProofRecord, chain int64,
 	m *catalog.Manifest, log *zap.Logger) error {
-	d := &a.Base.Cycle
 	var recs []*catalog.VerifyCopy
 	if rec.Standby != nil {
 		recs = append(recs, &rec.Standby.Copy)
 	}
-	// REPLACE destroys whatever has the name: only ever the product's own
-	// standby copy.
-	old, err := activities.GuardOwnCopy(ctx, sqlDB, t.inst.Name, t.name, "replaced", true, recs...)
+	// STANDBY: the copy is readable between log restores, and its undo
+	// file says where each RESTORE LOG resumes ("RESTORE Statements -
+	// Arguments", STANDBY). No NEW_BROKER: a copy that stays read-only
+	// delivers no Service Broker message.
+	log.Info("standby copy seeding", zap.Int64("seq", m.Sequence), zap.Int64("chain", chain))
+	return a.restoreCopy(ctx, t, sqlDB, rec, t.name, m, tsql.RestoreOptions{StandbyFile: standbyFile(t)},
+		func(v *catalog.VerifyCopy) *catalog.VerifyCopy {
+			rec.Standby = &catalog.StandbyCopy{Chain: chain, Sequence: m.Sequence, LastLSN: m.Header.LastLSN, FinishUTC: m.Header.BackupFinishUTC,
+				Copy: *v}
+			return &rec.Standby.Copy
+		}, log, recs...)
+}
+
+// restoreCopy restores set m into name on the verification instance with
+// opts' recovery (StandbyFile, NoRecovery, NewBroker; the rest is filled
+// in), under the cycle's own-copy guard: REPLACE destroys whatever has the
+// name, so only ever a copy recs show is the product's. The own-copy record
+// is handed to keep, which stores it in rec and returns where it is kept;
+// rec is saved before the RESTORE is sent and again once it is confirmed.
+func (a *Activities) restoreCopy(ctx context.Context, t *standbyTarget, sqlDB *mssql.DB, rec *catalog.LogProofRecord, name string,
+	m *catalog.Manifest, opts tsql.RestoreOptions, keep func(*catalog.VerifyCopy) *catalog.VerifyCopy, log *zap.Logger,
+	recs ...*catalog.VerifyCopy) error {
+	d := &a.Base.Cycle
+	old, err := activities.GuardOwnCopy(ctx, sqlDB, t.inst.Name, name, "replaced", true, recs...)
 	if err != nil {
 		return err
 	}
@@ -337,37 +357,31 @@ func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *m
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	disks := tsql.Paths(layout)
-	moves, err := activities.RestoreMoves(ctx, sqlDB, t.srv, t.name, disks)
+	moves, err := activities.RestoreMoves(ctx, sqlDB, t.srv, name, disks)
 	if err != nil {
 		return err
 	}
-	// STANDBY: the copy is readable between log restores, and its undo
-	// file says where each RESTORE LOG resumes ("RESTORE Statements -
-	// Arguments", STANDBY). No NEW_BROKER: a copy that stays read-only
-	// delivers no Service Broker message.
-	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: t.name, Disks: disks, Moves: moves, Checksum: true,
-		Replace: old != nil, StandbyFile: standbyFile(t)})
+	opts.Database, opts.Disks, opts.Moves, opts.Checksum, opts.Replace = name, disks, moves, true, old != nil
+	stmt, err := tsql.RestoreDatabase(opts)
 	if err != nil {
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	intent, err := activities.CopyIntent(a.Base, ctx, sqlDB, t.inst.Name, t.name, m.Header.BackupSetGUID, old)
+	intent, err := activities.CopyIntent(a.Base, ctx, sqlDB, t.inst.Name, name, m.Header.BackupSetGUID, old)
 	if err != nil {
 		return err
 	}
-	rec.Standby = &catalog.StandbyCopy{Chain: chain, Sequence: m.Sequence, LastLSN: m.Header.LastLSN, FinishUTC: m.Header.BackupFinishUTC,
-		Copy: *intent}
+	kept := keep(intent)
 	if err := saveProof(ctx, d, t, rec); err != nil {
 		return err
 	}
-	marker, err := tsql.RestoreMarker(t.name, disks[0])
+	marker, err := tsql.RestoreMarker(name, disks[0])
 	if err != nil {
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	log.Info("standby copy seeding", zap.Int64("seq", m.Sequence), zap.Int64("chain", chain))
 	if err := a.runLong(ctx, sqlDB, "RESTORE DATABASE", tsql.CommandRestoreDatabase, stmt, marker, m.Sequence, log); err != nil {
 		return err
 	}
-	if err := activities.ConfirmCopy(ctx, sqlDB, &rec.Standby.Copy); err != nil {
+	if err := activities.ConfirmCopy(ctx, sqlDB, kept); err != nil {
 		return err
 	}
 	return saveProof(ctx, d, t, rec)
