@@ -19,7 +19,8 @@ func (a *Activities) LogPlan(ctx context.Context, in LogPlanInput) (LogPlan, err
 	if err != nil {
 		return LogPlan{}, err
 	}
-	p := LogPlan{Database: db.Name, Instance: db.Instance, Enabled: db.LogBackups(), Every: db.LogBackup.Every, ProofMode: db.ProofMode()}
+	p := LogPlan{Database: db.Name, Instance: db.Instance, Enabled: db.LogBackups(), Every: db.LogBackup.Every, ProofMode: db.ProofMode(),
+		PITEvery: db.PITEvery()}
 	if !p.Enabled {
 		return p, nil
 	}
