@@ -358,7 +358,9 @@ func (lc *logChain) drain(ctx workflow.Context) error {
 	// Runs before this version continued as new past a copy made due by
 	// their last tick.
 	whole := workflow.GetVersion(ctx, "logchain-drain-due-copy", workflow.DefaultVersion, 1) >= 1
-	return workflow.Await(ctx, func() bool { return (!whole || !lc.copyDue) && !lc.copying && !lc.fullStarting && !lc.proofStarting && !lc.scratchStarting })
+	return workflow.Await(ctx, func() bool {
+		return (!whole || !lc.copyDue) && !lc.copying && !lc.fullStarting && !lc.proofStarting && !lc.scratchStarting
+	})
 }
 
 // requestFull starts a BackupCycle for the full backup that begins the
