@@ -356,6 +356,17 @@ type RetentionInput struct {
 type RetentionOutput struct {
 	Deleted []SetRef `json:"deleted,omitempty"`
 	Kept    int      `json:"kept"`
+	// DeletedChains are the log chains whose records went (each wholly
+	// older than the oldest kept verified full), DeletedLogs how many log
+	// backup files went with them or before them.
+	DeletedChains []ChainRef `json:"deleted_chains,omitempty"`
+	DeletedLogs   int        `json:"deleted_logs,omitempty"`
+}
+
+// ChainRef names one log chain of a database on one server.
+type ChainRef struct {
+	Server string `json:"server"`
+	Chain  int64  `json:"chain"`
 }
 
 // SetRef names one backup set on one server.
