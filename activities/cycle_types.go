@@ -113,6 +113,10 @@ type Plan struct {
 	CopyQueues     map[string]string `json:"copy_queues,omitempty"`
 	VerifyInstance string            `json:"verify_instance"`
 	KeepVerifyDB   bool              `json:"keep_verify_db,omitempty"`
+	// ProofSpace is what the database's copies take on the verification
+	// instance at their peak with its log proof (log_backup only): the
+	// standby copy stays beside the cycle's.
+	ProofSpace *plan.ProofSpace `json:"proof_space,omitempty"`
 	// MemoryBytes is BUFFERCOUNT x MAXTRANSFERSIZE x stripes, checked against
 	// the memory budget.
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
