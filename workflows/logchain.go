@@ -137,6 +137,8 @@ type logChain struct {
 	// fullStarting: a cycle start is under way (not yet acknowledged);
 	// fullRunning: the started cycle has not ended.
 	fullStarting, fullRunning bool
+	// proofStarting: the start of the proof workflow is under way.
+	proofStarting bool
 }
 
 // LogChain runs the database's log chain (see the top of this file).
@@ -188,6 +190,7 @@ func LogChain(ctx workflow.Context, in LogChainInput) (LogChainStatus, error) {
 	}
 	lc.st.Every, lc.st.Server, lc.st.CopyTo = lc.plan.Every, lc.plan.Server, lc.plan.CopyTo
 
+	lc.startLogProof(ctx)
 	workflow.Go(ctx, lc.copyLane)
 	for lc.st.Ticks < ticks {
 		now := workflow.Now(ctx)
@@ -326,6 +329,9 @@ func (lc *logChain) copyLane(ctx workflow.Context) {
 			if lc.st.State == ChainDegraded && lc.st.LastError == "" {
 				lc.st.State = ChainOK
 			}
+			if len(out.Copied) > 0 {
+				lc.proofCopied(ctx)
+			}
 		}
 		lc.details(ctx)
 	}
@@ -336,7 +342,7 @@ func (lc *logChain) copyLane(ctx workflow.Context) {
 // (activities and child starts left behind would be lost).
 func (lc *logChain) drain(ctx workflow.Context) error {
 	lc.stopping = true
-	return workflow.Await(ctx, func() bool { return !lc.copying && !lc.fullStarting })
+	return workflow.Await(ctx, func() bool { return !lc.copying && !lc.fullStarting && !lc.proofStarting })
 }
 
 // requestFull starts a BackupCycle for the full backup that begins the

@@ -59,6 +59,10 @@ func chainRun(t *testing.T, f *fakeChain) *testsuite.TestWorkflowEnvironment {
 		f.mu.Unlock()
 		return CycleResult{Database: in.Database}, workflow.Sleep(ctx, 3*time.Hour)
 	}, workflow.RegisterOptions{Name: BackupCycleName})
+	// The proof workflow LogChain starts with log_proof: standby.
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in LogProofInput) (LogProofStatus, error) {
+		return LogProofStatus{Database: in.Database}, workflow.Sleep(ctx, 3*time.Hour)
+	}, workflow.RegisterOptions{Name: LogProofName})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: LogChainWorkflowID("sql01", "Sales")})
 	// 12:00:00 UTC: the database's phase decides the first tick.
 	env.SetStartTime(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))

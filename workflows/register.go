@@ -29,4 +29,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Calibrate, workflow.RegisterOptions{Name: CalibrateName})
 	r.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
 	r.RegisterWorkflowWithOptions(LogChain, workflow.RegisterOptions{Name: LogChainName})
+	r.RegisterWorkflowWithOptions(LogProof, workflow.RegisterOptions{Name: LogProofName})
 }

@@ -297,8 +297,8 @@ func TestCheckerI7I8(t *testing.T) {
 	}
 }
 
-// TestCheckerHostile: I12 finds the file outside the share written and its
-// content on a share, I13 a worker's panic in its log, I14 a set written
+// TestCheckerHostile: I13 finds the file outside the share written and its
+// content on a share, I14 a worker's panic in its log, I15 a set written
 // by another workflow than its database's cycle; a set written by its
 // database's cycle, and the unsigned manifest a share writer planted
 // (never trusted), are none.
@@ -327,7 +327,7 @@ func TestCheckerHostile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Planted: unsigned, another workflow: not the product's, so no I14.
+	// Planted: unsigned, another workflow: not the product's, so no I15.
 	forged := catalog.New(Sql01, SharedDB, 3, time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC))
 	forged.WorkflowID = "forged"
 	raw, err := catalog.Encode(forged)
@@ -346,8 +346,8 @@ func TestCheckerHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs, _ := c.Check(context.Background(), nil)
-	if len(vs) != 1 || vs[0].Invariant != 14 || !strings.Contains(vs[0].Detail, "seq 2 ") {
-		t.Fatalf("violations %+v, want one I14 of seq 2", vs)
+	if len(vs) != 1 || vs[0].Invariant != 15 || !strings.Contains(vs[0].Detail, "seq 2 ") {
+		t.Fatalf("violations %+v, want one I15 of seq 2", vs)
 	}
 	if len(c.untrusted) != 1 {
 		t.Errorf("untrusted manifests %d, want the planted one", len(c.untrusted))
@@ -372,7 +372,7 @@ func TestCheckerHostile(t *testing.T) {
 	for _, v := range vs {
 		got = append(got, fmt.Sprintf("I%d %s", v.Invariant, v.Detail))
 	}
-	for _, want := range []string{"I12 the file outside the share", "I12 bak01/sql01@x_00000009_1of1.bak holds the content", "I13 a worker crashed"} {
+	for _, want := range []string{"I13 the file outside the share", "I13 bak01/sql01@x_00000009_1of1.bak holds the content", "I14 a worker crashed"} {
 		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {
 			t.Errorf("no violation %q in %q", want, got)
 		}

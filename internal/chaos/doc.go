@@ -71,7 +71,7 @@
 //	   failed, damage evidence carries the type that proves it, and no set
 //	   is condemned while the estate made it unreadable on the
 //	   verification instance;
-//	I12 what a share writer planted neither leaks nor steers: the file the
+//	I13 what a share writer planted neither leaks nor steers: the file the
 //	   planted links point to, outside the share, keeps its content, size
 //	   and mtime, and no file on either share holds its content; the
 //	   product's status (status.Load over SMB) counts no set as verified
@@ -80,14 +80,14 @@
 //	   database's cycles fail the same way StuckAfter times in a row while
 //	   files planted for it lie on the share (when the estate can read its
 //	   sets);
-//	I13 no worker process ends unless the harness killed it, and no worker
+//	I14 no worker process ends unless the harness killed it, and no worker
 //	   log holds a Go runtime panic;
-//	I14 every trusted manifest was written by its database's own cycle
+//	I15 every trusted manifest was written by its database's own cycle
 //	   (workflows.CycleWorkflowID), and a Web UI start that typed the name
 //	   with a blank launched that cycle, was skipped for it or was refused
 //	   with InvalidConfig, never ran a cycle under its own id.
 //
-// (I9 to I11 are kept for the log chain.)
+// (I9 to I11 are kept for the log chain, I12 for recovery.)
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
 // the seed, run and fault to replay it, and the output ends with

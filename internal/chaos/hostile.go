@@ -40,7 +40,7 @@ import (
 //
 // The sequence a planted name carries is the running cycle's own when it
 // has one and the name is free, else the next free numbers of the
-// database. I12 checks after every run that the file outside the share is
+// database. I13 checks after every run that the file outside the share is
 // neither written (content, size, mtime) nor read into a set (its marker in
 // no file on either share), that the product's status counts no forged
 // manifest's set as verified and reports what it can read of the planted
@@ -70,7 +70,7 @@ type planted struct {
 	What   string // for the report
 }
 
-// hostile is what the plant faults left and what I12 checks them against.
+// hostile is what the plant faults left and what I13 checks them against.
 type hostile struct {
 	outside string   // the file outside the share
 	marker  []byte   // what every 64 bytes of it start with
@@ -354,26 +354,26 @@ func newHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// I12: what a share writer planted neither leaks nor steers: the file
+// I13: what a share writer planted neither leaks nor steers: the file
 // outside the share is unchanged (content, size, mtime) and its marker is
 // in no file of either share; the product's status (status.Load over SMB,
 // as `starter status --from-manifests` reads) counts no set as verified
 // that only an unauthenticated manifest calls verified, and reports the
 // planted manifests it reads (unauthenticated, or broken when too big).
-func (c *Checker) checkI12(ctx context.Context, add addFunc) Notes {
+func (c *Checker) checkI13(ctx context.Context, add addFunc) Notes {
 	h := &c.hostile
 	var notes Notes
 	if h.outside != "" {
 		fi, err := os.Stat(h.outside)
 		switch {
 		case err != nil:
-			add(12, "outside|gone", "the file outside the share %s is gone: %v", h.outside, err)
+			add(13, "outside|gone", "the file outside the share %s is gone: %v", h.outside, err)
 		case fi.Size() != h.size || !fi.ModTime().Equal(h.mtime):
-			add(12, "outside|changed", "the file outside the share %s changed: size %d mtime %s (was %d, %s)", h.outside, fi.Size(),
+			add(13, "outside|changed", "the file outside the share %s changed: size %d mtime %s (was %d, %s)", h.outside, fi.Size(),
 				fi.ModTime().Format(time.RFC3339Nano), h.size, h.mtime.Format(time.RFC3339Nano))
 		default:
 			if sum, err := hashFile(h.outside); err != nil || sum != h.sum {
-				add(12, "outside|content", "the content of the file outside the share %s changed (%v)", h.outside, err)
+				add(13, "outside|content", "the content of the file outside the share %s changed (%v)", h.outside, err)
 			}
 		}
 		for _, srv := range Servers {
@@ -385,7 +385,7 @@ func (c *Checker) checkI12(ctx context.Context, add addFunc) Notes {
 					continue // links are the planted ones; a sparse giant is no set
 				}
 				if found, _ := fileContains(filepath.Join(dir, e.Name()), h.marker); found {
-					add(12, "leak|"+srv+"|"+e.Name(), "%s/%s holds the content of the file outside the share that a planted link points to", srv, e.Name())
+					add(13, "leak|"+srv+"|"+e.Name(), "%s/%s holds the content of the file outside the share that a planted link points to", srv, e.Name())
 				}
 			}
 		}
@@ -403,7 +403,7 @@ func (c *Checker) checkI12(ctx context.Context, add addFunc) Notes {
 	}
 	for _, srv := range rep.Servers {
 		if srv.Error != "" {
-			notes = append(notes, fmt.Sprintf("I12: status could not read %s: %s", srv.Name, srv.Error))
+			notes = append(notes, fmt.Sprintf("I13: status could not read %s: %s", srv.Name, srv.Error))
 		}
 		for name := range srv.Broken {
 			if srv.Name == HostileServer {
@@ -415,7 +415,7 @@ func (c *Checker) checkI12(ctx context.Context, add addFunc) Notes {
 		if lv := d.LastVerified; lv != nil && !trustedVerified[setKey{d.Instance, d.Database, lv.Sequence}] {
 			for _, pl := range h.files {
 				if pl.Kind == FaultPlantForged && pl.Seq == lv.Sequence && strings.EqualFold(pl.Target.Database, d.Database) {
-					add(12, fmt.Sprintf("forged|%s|%s|%d", d.Instance, d.Database, lv.Sequence),
+					add(13, fmt.Sprintf("forged|%s|%s|%d", d.Instance, d.Database, lv.Sequence),
 						"status counts %s/%s seq %d as its last verified set, which only the forged manifest %s calls verified", d.Instance, d.Database, lv.Sequence, pl.Name)
 				}
 			}
@@ -437,7 +437,7 @@ func (c *Checker) checkI12(ctx context.Context, add addFunc) Notes {
 	}
 	for _, pl := range h.files {
 		if (pl.Kind == FaultPlantForged || pl.Kind == FaultPlantHuge) && present[pl.Name] && !h.reported[pl.Name] && len(rep.Incomplete()) == 0 {
-			add(12, "unreported|"+pl.Name, "the planted %s on %s (%s, run %d) is in no status report (not unauthenticated, not broken)", pl.Name, HostileServer, pl.What, pl.Run)
+			add(13, "unreported|"+pl.Name, "the planted %s on %s (%s, run %d) is in no status report (not unauthenticated, not broken)", pl.Name, HostileServer, pl.What, pl.Run)
 		}
 	}
 	return notes
@@ -486,7 +486,7 @@ func fileContains(path string, marker []byte) (bool, error) {
 	}
 }
 
-// poisoned notes (I12) a database whose cycles failed the same way
+// poisoned notes (I13) a database whose cycles failed the same way
 // StuckAfter times in a row since a file was planted for it and while it
 // lies on the share, when the estate could read its sets: a planted file
 // is reported, not a reason never to verify again.
@@ -503,16 +503,16 @@ func (c *Checker) poisoned(t Target, from, run int, class string, add addFunc) {
 		return
 	}
 	sort.Strings(names)
-	add(12, fmt.Sprintf("poisoned|%s|%d", t, from), "the cycles of %s failed the same way (%s) in runs %d..%d while planted files lie on %s: %s",
+	add(13, fmt.Sprintf("poisoned|%s|%d", t, from), "the cycles of %s failed the same way (%s) in runs %d..%d while planted files lie on %s: %s",
 		t, class, from, run, HostileServer, strings.Join(names, ", "))
 }
 
-// I13: no worker process ends on its own (crash, panic, exit): only the
+// I14: no worker process ends on its own (crash, panic, exit): only the
 // harness kills workers.
-func (c *Checker) checkI13(add addFunc) {
+func (c *Checker) checkI14(add addFunc) {
 	for _, w := range c.f.workers {
 		if why := w.Crashed(); why != "" {
-			add(13, "exit|"+w.Identity, "worker %s ended without being killed: %s (log %s)", w.Identity, why, filepath.Base(w.LogFile))
+			add(14, "exit|"+w.Identity, "worker %s ended without being killed: %s (log %s)", w.Identity, why, filepath.Base(w.LogFile))
 		}
 	}
 }
@@ -522,12 +522,12 @@ func panicLine(line []byte) bool {
 	return bytes.HasPrefix(line, []byte("panic: ")) || bytes.HasPrefix(line, []byte("fatal error: "))
 }
 
-// I14: every set is written by its database's one cycle: the run a trusted
+// I15: every set is written by its database's one cycle: the run a trusted
 // manifest names ran under the database's own workflow id
 // (workflows.CycleWorkflowID of the instance and the database, or of the
 // databases: entry the set was made with), whatever name a start typed (a
 // case variant, a leading or trailing blank).
-func (c *Checker) checkI14(files []manifestFile, add addFunc) {
+func (c *Checker) checkI15(files []manifestFile, add addFunc) {
 	for _, mf := range files {
 		m := mf.M
 		if m.WorkflowID == "" {
@@ -536,13 +536,13 @@ func (c *Checker) checkI14(files []manifestFile, add addFunc) {
 		ok := strings.EqualFold(m.WorkflowID, workflows.CycleWorkflowID(mf.ID.Instance, mf.ID.Database)) ||
 			m.Entry != "" && strings.EqualFold(m.WorkflowID, workflows.CycleWorkflowID(mf.ID.Instance, m.Entry))
 		if !ok {
-			add(14, fmt.Sprintf("%v|%s", mf.ID, m.WorkflowID), "%s (manifest %s/%s) was written by workflow %q, not by its database's cycle %q",
+			add(15, fmt.Sprintf("%v|%s", mf.ID, m.WorkflowID), "%s (manifest %s/%s) was written by workflow %q, not by its database's cycle %q",
 				mf.ID, mf.Server, mf.File, m.WorkflowID, workflows.CycleWorkflowID(mf.ID.Instance, mf.ID.Database))
 		}
 	}
 }
 
-// startRanAs checks (I14) how a Web UI start that typed the name with a
+// startRanAs checks (I15) how a Web UI start that typed the name with a
 // blank ended: it launched the database's cycle, was skipped for it, or
 // was refused with InvalidConfig; never did it run a cycle under its own
 // id. res is its result, errType its error type ("" when it returned one).
@@ -554,11 +554,11 @@ func (c *Checker) startRanAs(p Plan, ref wfRef, res *workflows.CycleResult, errT
 	c.later = append(c.later, func(add addFunc) {
 		switch {
 		case res != nil && res.Skipped == "" && res.RunBy == "":
-			add(14, "ranas|"+ref.ID, "the Web UI start %s of %q ran the cycle itself (verified seq %d) instead of under %s", ref.ID, typed, res.Sequence, CanonicalID(p.Target))
+			add(15, "ranas|"+ref.ID, "the Web UI start %s of %q ran the cycle itself (verified seq %d) instead of under %s", ref.ID, typed, res.Sequence, CanonicalID(p.Target))
 		case res != nil && res.RunBy != "" && !strings.EqualFold(res.RunBy, CanonicalID(p.Target)):
-			add(14, "ranby|"+ref.ID, "the Web UI start %s of %q ran the cycle as %s, not as %s", ref.ID, typed, res.RunBy, CanonicalID(p.Target))
+			add(15, "ranby|"+ref.ID, "the Web UI start %s of %q ran the cycle as %s, not as %s", ref.ID, typed, res.RunBy, CanonicalID(p.Target))
 		case res == nil && !faulted && errType != "" && errType != activities.ErrInvalidConfig:
-			add(14, "refused|"+ref.ID, "the Web UI start %s of %q was refused with %s, not InvalidConfig nor launched as %s", ref.ID, typed, errType, CanonicalID(p.Target))
+			add(15, "refused|"+ref.ID, "the Web UI start %s of %q was refused with %s, not InvalidConfig nor launched as %s", ref.ID, typed, errType, CanonicalID(p.Target))
 		}
 	})
 }

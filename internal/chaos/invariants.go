@@ -89,10 +89,10 @@ type Checker struct {
 	lastScan     int
 	checkedI7    map[setID]bool // I7 passed once
 	estates      []estateSpan   // the estate of each run, from its start (I8)
-	hostile      hostile        // what the plant faults left (I12)
-	untrusted    []manifestFile // the unauthenticated manifests of the last scan (I12)
-	// later are checks the simulation queued during a run (I12 poisoning,
-	// I14 starts), run by the next Check.
+	hostile      hostile        // what the plant faults left (I13)
+	untrusted    []manifestFile // the unauthenticated manifests of the last scan (I13)
+	// later are checks the simulation queued during a run (I13 poisoning,
+	// I15 starts), run by the next Check.
 	later []func(addFunc)
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
@@ -176,10 +176,10 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	n = c.checkI7(ctx, files, add)
 	notes = append(notes, n...)
 	c.checkI8(files, add)
-	n = c.checkI12(ctx, add)
+	n = c.checkI13(ctx, add)
 	notes = append(notes, n...)
-	c.checkI13(add)
-	c.checkI14(files, add)
+	c.checkI14(add)
+	c.checkI15(files, add)
 	for _, f := range c.later {
 		f(add)
 	}
@@ -969,7 +969,7 @@ func (c *Checker) scanLog(path string, add addFunc) string {
 			off += int64(len(line))
 			c.reportedIn(line)
 			if panicLine(line) {
-				add(13, "panic|"+filepath.Base(path)+"|"+fmt.Sprint(off), "a worker crashed: %s: %s", filepath.Base(path), strings.TrimSpace(string(line)))
+				add(14, "panic|"+filepath.Base(path)+"|"+fmt.Sprint(off), "a worker crashed: %s: %s", filepath.Base(path), strings.TrimSpace(string(line)))
 			}
 			if env := c.secretIn(line); env != "" {
 				add(6, "log|"+env+"|"+filepath.Base(path)+"|"+fmt.Sprint(off), "the password of %s is in %s: %s",

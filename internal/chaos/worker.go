@@ -82,7 +82,7 @@ type Worker struct {
 	done     chan struct{}
 	frozen   bool
 	// killed: the harness killed it (a fault, a heal, the end); exit is how
-	// the process ended (I13: no worker ends on its own).
+	// the process ended (I14: no worker ends on its own).
 	killed bool
 	exit   error
 }

@@ -71,6 +71,9 @@ type Options struct {
 	FreeSize   int64
 	Filestream bool
 	Contained  bool
+	// CommitLog gives the database the emulator's workload table
+	// dbo.CommitLog (sqlsim.DatabaseSpec.CommitLog).
+	CommitLog bool
 	// LogicalName of its first data file; empty = the emulator's default.
 	LogicalName string
 	// Instance is the source's configuration name; empty = "sql01".
@@ -235,7 +238,7 @@ func New(t testing.TB, o Options) *Site {
 		s.Source = StartConfig(t, instanceConfig("sql01", s.Dirs["src"], shares, o.collated(o.SourceConfig)))
 		s.Verify = StartConfig(t, instanceConfig(VerifyInstance, s.Dirs["verify"], vshares, o.collated(o.VerifyConfig)))
 		if err := s.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: o.Database, Size: o.Size, DataFiles: 2, LogicalName: o.LogicalName,
-			FreeSize: o.FreeSize, Filestream: o.Filestream, Contained: o.Contained}); err != nil {
+			FreeSize: o.FreeSize, Filestream: o.Filestream, Contained: o.Contained, CommitLog: o.CommitLog}); err != nil {
 			t.Fatal(err)
 		}
 		srcAddr, verifyAddr = s.Source.Addr(), s.Verify.Addr()

@@ -248,6 +248,15 @@ func castTo(v any, typ string) (any, error) {
 		case float64:
 			return t, nil
 		case string:
+			// A whole number stays exact for decimal and numeric (an LSN is
+			// numeric(25,0): "decimal and numeric", fixed precision and
+			// scale, https://learn.microsoft.com/sql/t-sql/data-types/decimal-and-numeric-transact-sql);
+			// only float and real are approximate.
+			if typ == "decimal" || typ == "numeric" {
+				if n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64); err == nil {
+					return n, nil
+				}
+			}
 			f, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
 			if err != nil {
 				return nil, sqlErr(8114, 16, "Error converting data type nvarchar to %s.", typ)

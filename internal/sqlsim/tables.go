@@ -224,8 +224,12 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			// https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-master-files-transact-sql):
 			// where the next RESTORE LOG must begin. A STANDBY database,
 			// still in its restore sequence, shows it too (not documented).
-			col(qual, "redo_start_lsn", tds.TypeNumeric, 0)}
-		rel.cols[len(rel.cols)-1].col.Precision = 25
+			col(qual, "redo_start_lsn", tds.TypeNumeric, 0),
+			// redo_start_fork_guid: "Unique identifier of the recovery
+			// fork. The first_fork_guid of the next log backup restored
+			// must match this value" (same page); NULL with redo_start_lsn.
+			col(qual, "redo_start_fork_guid", tds.TypeUniqueIdentifier, 0)}
+		rel.cols[len(rel.cols)-2].col.Precision = 25
 		if name == "database_files" {
 			if err := x.mayUse(d); err != nil {
 				return nil, err
@@ -243,15 +247,15 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 			}
 			for _, f := range x.in.filesOf(&db) {
 				// size is in 8-KB pages: the file's allocated size.
-				fileState, redo := "ONLINE", any(nil)
+				fileState, redo, fork := "ONLINE", any(nil), any(nil)
 				if db.State == "RESTORING" || db.Standby {
-					redo = lsnText(db.RedoLSN)
+					redo, fork = lsnText(db.RedoLSN), [16]byte(x.in.familyGUID(&db))
 					if db.State == "RESTORING" {
 						fileState = "RESTORING"
 					}
 				}
 				rel.rows = append(rel.rows, []any{int64(db.ID), int64(f.FileID), f.typeID(), f.typeDesc(), f.Logical, f.Physical, fileState,
-					f.Pages + f.Free, int64(-1), int64(8192), redo})
+					f.Pages + f.Free, int64(-1), int64(8192), redo, fork})
 			}
 		}
 		if name == "database_files" {

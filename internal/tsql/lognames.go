@@ -195,3 +195,9 @@ func CheckLogNames(instance, db string, files int, dirs []string) []*LimitError 
 	}
 	return out
 }
+
+// LogProofRecord is the name of the database's proof record: what the
+// product restored on the verification instance to prove its log chains
+// (the standby copy, the point-in-time proofs). It ends in neither ".trn"
+// nor ".chain.json", so no log or chain parser takes it.
+func (n SetNames) LogProofRecord() string { return n.LogPrefix() + "proof.json" }

@@ -1,0 +1,227 @@
+package activities_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/logs"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+)
+
+// master opens a connection to in's master database (closed at the end).
+func master(t *testing.T, in interface {
+	DSN(user, password, db string) string
+}) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlserver", in.DSN("sa", sitetest.Password, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// proofSite is a site whose database takes log backups proven on a
+// standby copy, the cycle on the embedded Temporal server and the log
+// chain's activities in an activity environment.
+type proofSite struct {
+	t   *testing.T
+	f   *activities.SQLFixture
+	e   *e2e
+	env *testsuite.TestActivityEnvironment
+}
+
+func newProofSite(t *testing.T) *proofSite {
+	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
+		Extra: "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n"})
+	e := newE2E(t, f, nil)
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(logs.New(f.Acts()))
+	return &proofSite{t: t, f: f, e: e, env: env}
+}
+
+func (p *proofSite) run(fn, in, out any) error {
+	p.t.Helper()
+	v, err := p.env.ExecuteActivity(fn, in)
+	if err == nil && out != nil && v != nil && v.HasValue() {
+		if err := v.Get(out); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	return err
+}
+
+func (p *proofSite) verified() {
+	p.t.Helper()
+	if res, _, err := p.e.cycle("Ledger"); err != nil || res.Sequence == 0 {
+		p.t.Fatalf("cycle: %+v, %v", res, err)
+	}
+}
+
+func (p *proofSite) commit(n int) {
+	p.t.Helper()
+	for range n {
+		if err := p.f.Source().CommitNow("Ledger"); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+// logAndCopy takes one log backup and copies it.
+func (p *proofSite) logAndCopy() logs.BackupLogOutput {
+	p.t.Helper()
+	var out logs.BackupLogOutput
+	if err := p.run(logs.New(nil).BackupLog, logs.BackupLogInput{Database: "Ledger", Instance: "sql01"}, &out); err != nil || out.Number == 0 {
+		p.t.Fatalf("BackupLog: %+v, %v", out, err)
+	}
+	var c logs.CopyLogsOutput
+	if err := p.run(logs.New(nil).CopyLogs, logs.CopyLogsInput{Database: "Ledger", Instance: "sql01", Chain: out.Chain}, &c); err != nil {
+		p.t.Fatalf("CopyLogs: %v", err)
+	}
+	return out
+}
+
+func (p *proofSite) apply() (logs.ApplyLogsOutput, error) {
+	p.t.Helper()
+	var out logs.ApplyLogsOutput
+	err := p.run(logs.New(nil).ApplyLogs, logs.ApplyLogsInput{Database: "Ledger", Instance: "sql01"}, &out)
+	return out, err
+}
+
+// ids are the ids of dbo.CommitLog in db on in, in order.
+func ids(t *testing.T, db *sql.DB, name string) []int64 {
+	t.Helper()
+	rows, err := db.Query(fmt.Sprintf("SELECT id FROM [%s].dbo.CommitLog", name))
+	if err != nil {
+		t.Fatalf("read %s.dbo.CommitLog: %v", name, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (p *proofSite) record(server string) *catalog.ChainRecord {
+	p.t.Helper()
+	keys, _ := p.f.Config().ManifestKeyRing()
+	st, err := local.Open(context.Background(), p.f.Dir(server))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	r, err := catalog.LoadChain(context.Background(), catalog.StorageFS{Storage: st}, keys, "sql01", "Ledger", 1, 1)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return r
+}
+
+// The standby proof end to end: the guard keeps a database it did not
+// restore, the copy is seeded from the verified full's remote copy WITH
+// STANDBY, each copied log is applied and marked proven on both servers,
+// the copy holds exactly the rows committed before the log it stands at,
+// a newer verified full does not re-seed it, and a RESTORE LOG cut short
+// by a crash of the verification instance is applied again.
+func TestStandbyProofAppliesEveryCopiedLog(t *testing.T) {
+	p := newProofSite(t)
+	p.commit(20)
+	p.verified()
+
+	// A database named like the standby copy that the product did not
+	// restore is never replaced.
+	sitetest.ExecIn(t, p.f.Verify(), "master", "CREATE DATABASE [Ledger_standby]")
+	p.logAndCopy()
+	_, err := p.apply()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrVerifyDatabaseInUse {
+		t.Fatalf("ApplyLogs over a foreign Ledger_standby: %v, want VerifyDatabaseInUse", err)
+	}
+	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
+
+	vdb, src := master(t, p.f.Verify()), master(t, p.f.Source())
+	var lat []time.Duration
+	seeded := false
+	for i := range 4 {
+		p.commit(10 + i)
+		lb := p.logAndCopy()
+		out, err := p.apply()
+		if err != nil {
+			t.Fatalf("ApplyLogs after log %d: %v", lb.Number, err)
+		}
+		seeded = seeded || out.Seeded
+		if out.Through != lb.Number || out.Waiting != "" {
+			t.Fatalf("after log %d: %+v", lb.Number, out)
+		}
+		// Row by row: the standby holds every row committed before the
+		// log backup's end, and nothing else.
+		if got, want := ids(t, vdb, "Ledger_standby"), ids(t, src, "Ledger"); !slices.Equal(got, want) {
+			t.Fatalf("after log %d the standby holds %d rows (%v...), the source %d", lb.Number, len(got), got[:min(3, len(got))], len(want))
+		}
+		for _, srv := range []string{"bak01", "bak02"} {
+			l := p.record(srv).Log(lb.Number)
+			if l.Proven == nil || l.Proven.Mode != "standby" || l.Proven.Database != "Ledger_standby" {
+				t.Fatalf("log %d on %s: proven %+v, want standby on Ledger_standby", lb.Number, srv, l.Proven)
+			}
+			if srv == "bak02" {
+				lat = append(lat, l.Proven.At.Sub(l.BackupFinishUTC))
+			}
+		}
+	}
+	if !seeded {
+		t.Fatal("the standby copy was never seeded")
+	}
+
+	// A newer verified full: the chain goes on, the copy is not re-seeded.
+	p.verified()
+	p.commit(5)
+	lb := p.logAndCopy()
+	out, err := p.apply()
+	if err != nil || out.Seeded || out.Sequence != 1 || out.Through != lb.Number {
+		t.Fatalf("after a newer verified full: %+v, %v: want log %d applied to the copy seeded from set 1", out, err, lb.Number)
+	}
+
+	// A crash of the verification instance during RESTORE LOG: the copy
+	// stays where the previous log left it, and the log applies again.
+	p.commit(3000)
+	lb = p.logAndCopy()
+	p.f.Verify().SetThrottle(256 << 10)
+	if err := p.f.Verify().CrashAt("RESTORE", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.apply(); err == nil {
+		t.Fatal("ApplyLogs through a crash of the verification instance succeeded")
+	}
+	if err := p.f.Verify().Restart(); err != nil {
+		t.Fatal(err)
+	}
+	p.f.Verify().SetThrottle(0)
+	out, err = p.apply()
+	if err != nil || out.Seeded || out.Through != lb.Number {
+		t.Fatalf("after the crash: %+v, %v: want log %d applied again without re-seeding", out, err, lb.Number)
+	}
+	if got, want := ids(t, master(t, p.f.Verify()), "Ledger_standby"), ids(t, src, "Ledger"); !slices.Equal(got, want) {
+		t.Fatalf("after the crash the standby holds %d rows, the source %d", len(got), len(want))
+	}
+
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("log backup finished to proven on the standby: median %s, max %s over %d logs", lat[len(lat)/2], lat[len(lat)-1], len(lat))
+}
