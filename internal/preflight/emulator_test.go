@@ -78,14 +78,7 @@ func restrict(t *testing.T, s *devenv.Site) {
 	}
 	setLogin(t, s.Source, minimalSource())
 	setLogin(t, s.Verify, minimalVerify())
-	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := sourceAdmin(t, s)
 	defer db.Close()
 	setup, err := tsql.SequenceSetup(devenv.Database)
 	if err != nil {
@@ -96,6 +89,21 @@ func restrict(t *testing.T, s *devenv.Site) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// sourceAdmin connects to the site's source as its administrator (sa),
+// as a DBA would to prepare it.
+func sourceAdmin(t *testing.T, s *devenv.Site) *sql.DB {
+	t.Helper()
+	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func setLogin(t *testing.T, in *sqlsim.Instance, l sqlsim.Login) {
@@ -435,14 +443,7 @@ func TestRecoveryModelOfALogBackupDatabase(t *testing.T) {
 	s := startSite(t)
 	s.Config.Databases[0].LogBackup.Every = time.Minute
 	s.Config.Databases[0].OwnsBackupChain = true
-	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := sourceAdmin(t, s)
 	defer admin.Close()
 	for _, tc := range []struct {
 		model  string
