@@ -280,6 +280,9 @@ func planChains(manifests []catalog.ServerManifest, dels []catalog.Deletion, cha
 			f := logchain.Full{Sequence: verified[g].Sequence, BackupSetGUID: g, FirstLSN: logchain.LSN(h.FirstLSN),
 				LastLSN: logchain.LSN(h.LastLSN), Finish: h.BackupFinishUTC, Verified: true}
 			for i := range placed {
+				if !f.LastLSN.Valid() {
+					break // a manifest without the header's LSNs places nothing
+				}
 				if _, ok, _ := placed[i].FirstAfter(f); ok {
 					placed[i].Fulls = append(slices.Clone(placed[i].Fulls), f)
 					break
