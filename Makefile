@@ -43,7 +43,7 @@ screenshots:
 # ratios, BenchmarkCopyBetweenServers the price of the read-back (docs/smb-throughput.md). smbclient comes from
 # test-deps; without it those benchmarks fail.
 bench: test-deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+	BACKUPCYCLE_BENCH_LONG=$(LONG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout $(if $(LONG),60m,30m) ./...
 
 # The seeded fault simulation (internal/chaos): RUNS backup cycles over three source instances, two backup
 # servers on Samba, a verification instance, the embedded Temporal server and worker processes, each cycle in a random

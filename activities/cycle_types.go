@@ -113,6 +113,10 @@ type Plan struct {
 	CopyQueues     map[string]string `json:"copy_queues,omitempty"`
 	VerifyInstance string            `json:"verify_instance"`
 	KeepVerifyDB   bool              `json:"keep_verify_db,omitempty"`
+	// ProofSpace is what the database's copies take on the verification
+	// instance at their peak with its log proof (log_backup only): the
+	// standby copy stays beside the cycle's.
+	ProofSpace *plan.ProofSpace `json:"proof_space,omitempty"`
 	// MemoryBytes is BUFFERCOUNT x MAXTRANSFERSIZE x stripes, checked against
 	// the memory budget.
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
@@ -356,6 +360,17 @@ type RetentionInput struct {
 type RetentionOutput struct {
 	Deleted []SetRef `json:"deleted,omitempty"`
 	Kept    int      `json:"kept"`
+	// DeletedChains are the log chains whose records went (each wholly
+	// older than the oldest kept verified full), DeletedLogs how many log
+	// backup files went with them or before them.
+	DeletedChains []ChainRef `json:"deleted_chains,omitempty"`
+	DeletedLogs   int        `json:"deleted_logs,omitempty"`
+}
+
+// ChainRef names one log chain of a database on one server.
+type ChainRef struct {
+	Server string `json:"server"`
+	Chain  int64  `json:"chain"`
 }
 
 // SetRef names one backup set on one server.

@@ -173,6 +173,12 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		},
 		Source: src, Mode: mode,
 	}
+	if db.LogBackups() {
+		// What the log proof takes on the verification instance beside
+		// the cycle's copy; preflight checks it against the volumes.
+		ps := plan.ProofSpaceOf(db.ProofMode(), db.KeepVerifyDB, max(src.SizeBytes-src.LogBytes, 0), src.LogBytes)
+		p.ProofSpace = &ps
+	}
 	for _, s := range rotation {
 		target := db.CopyTarget(s)
 		if target == "" || target == s {

@@ -108,3 +108,20 @@ func TestRunModeOfAPlanWithoutMode(t *testing.T) {
 		t.Errorf("RunMode = %v, want %+v", m, p.Mode)
 	}
 }
+
+// With log backups the plan says what the log proof takes on the
+// verification instance: a standby copy stays beside the cycle's.
+func TestPlanCycleProofSpace(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n")
+	v, err := f.env.ExecuteActivity(f.acts.PlanCycle, PlanInput{Database: "Sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Plan
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ProofSpace == nil || p.ProofSpace.Mode != "standby" || p.ProofSpace.Copies != 2 || !p.ProofSpace.Permanently {
+		t.Errorf("proof space %+v, want the standby's two copies", p.ProofSpace)
+	}
+}

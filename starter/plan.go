@@ -106,6 +106,13 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 	}
 	fmt.Fprintf(w, "rotation:  %s (last primary: %s)\n", strings.Join(p.Rotation, " -> "), last)
 	fmt.Fprintf(w, "primary:   %s, copy to %s, restore + CHECKDB on %s\n", p.Primary, p.Remote, p.VerifyInstance)
+	if ps := p.ProofSpace; ps.Mode != "" {
+		if size > 0 {
+			fmt.Fprintf(w, "log proof: %s on %s\n", ps, p.VerifyInstance)
+		} else {
+			fmt.Fprintf(w, "log proof: %s: %d copies at once on %s; %s (give --size for the bytes)\n", ps.Mode, ps.Copies, p.VerifyInstance, ps.Assumption)
+		}
+	}
 	how := "configured"
 	if p.StripesAuto {
 		how = "auto"

@@ -13,11 +13,18 @@ import (
 // activities are methods of *activities.Activities (or, for the log chain,
 // of *logs.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
+	RegisterWithLogs(r, acts, logs.New(acts))
+}
+
+// RegisterWithLogs is Register with the log chain's activities given: a
+// value whose methods carry the names of *logs.Activities' (the
+// development worker's, which shortens log_backup.every).
+func RegisterWithLogs(r worker.Registry, acts *activities.Activities, logActs any) {
 	RegisterWorkflows(r)
 	// All exported methods of *Activities, under their method names.
 	r.RegisterActivity(acts)
 	// The log chain's, over the same dependencies (package activities/logs).
-	r.RegisterActivity(logs.New(acts))
+	r.RegisterActivity(logActs)
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;

@@ -16,6 +16,7 @@ type configValues struct {
 	smbPasswords        map[string]string // password file per Samba-served server
 	orders              int64
 	fleet               bool // select sql01's databases for the Fleet
+	logs                bool // Sales takes log backups (Options.LogBackups)
 }
 
 // yq quotes s as a YAML single-quoted scalar (backslashes stay literal).
@@ -114,6 +115,12 @@ databases:
         query: SELECT MAX(LastWrite) FROM dbo.SiteActivity
         max_age: 26h
 `, Database, SourceInstance, strings.Join(BackupServers, ", "), VerifyInstance, v.orders, RegionRows)
+	if v.logs {
+		w(`    owns_backup_chain: true       # the product takes Sales's log backups: the log chain is its own
+    log_backup: {every: 1m}       # BACKUP LOG once a minute; the development worker ticks faster (devworker --log-every)
+    log_proof: standby            # a standby copy (%s_standby on %s) takes each log as it is copied
+`, Database, VerifyInstance)
+	}
 	return b.String()
 }
 

@@ -117,6 +117,10 @@ type Options struct {
 	// of them. Zero: the configuration names Sales only, as `make demo`
 	// wants it.
 	FleetDatabases int
+	// LogBackups gives Sales log backups (log_backup every minute,
+	// owns_backup_chain) with a standby proof (log_proof: standby): the
+	// worker of such a site runs its log chain.
+	LogBackups bool
 }
 
 // FleetDatabaseNames are the small databases of Options.FleetDatabases.
@@ -338,7 +342,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
-		fleet: len(s.FleetDatabases) > 0,
+		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups,
 	})
 	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("devenv: write %s: %w", s.ConfigFile, err)

@@ -78,14 +78,7 @@ func restrict(t *testing.T, s *devenv.Site) {
 	}
 	setLogin(t, s.Source, minimalSource())
 	setLogin(t, s.Verify, minimalVerify())
-	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := sourceAdmin(t, s)
 	defer db.Close()
 	setup, err := tsql.SequenceSetup(devenv.Database)
 	if err != nil {
@@ -96,6 +89,21 @@ func restrict(t *testing.T, s *devenv.Site) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// sourceAdmin connects to the site's source as its administrator (sa),
+// as a DBA would to prepare it.
+func sourceAdmin(t *testing.T, s *devenv.Site) *sql.DB {
+	t.Helper()
+	pw, err := config.ResolveSecret(config.SecretRef{File: filepath.Join(filepath.Dir(s.ConfigFile), "secrets", "sa.password")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlserver", s.Source.DSN(devenv.AdminLogin, pw, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func setLogin(t *testing.T, in *sqlsim.Instance, l sqlsim.Login) {
@@ -424,5 +432,44 @@ func TestPageVerifyAndMaintenanceJobs(t *testing.T) {
 	}
 	if r.Warnings != 2 {
 		t.Errorf("%d warnings, want 2:\n%s", r.Warnings, text)
+	}
+}
+
+// log_backup needs the FULL recovery model: BULK_LOGGED is a warning
+// (no point in time inside a log backup holding bulk-logged changes),
+// SIMPLE is MISSING with the ALTER DATABASE that fixes it, FULL is OK.
+// The recovery model is switched as a DBA would, through real TDS.
+func TestRecoveryModelOfALogBackupDatabase(t *testing.T) {
+	s := startSite(t)
+	s.Config.Databases[0].LogBackup.Every = time.Minute
+	s.Config.Databases[0].OwnsBackupChain = true
+	admin := sourceAdmin(t, s)
+	defer admin.Close()
+	for _, tc := range []struct {
+		model  string
+		status Status
+		says   string
+	}{
+		{"BULK_LOGGED", Warn, "STOPAT"},
+		{"SIMPLE", Missing, "4208"},
+		{"FULL", OK, "FULL"},
+	} {
+		if _, err := admin.ExecContext(context.Background(), "ALTER DATABASE ["+devenv.Database+"] SET RECOVERY "+tc.model); err != nil {
+			t.Fatal(err)
+		}
+		r, text := runPreflight(t, s.Config, devenv.Database)
+		c := findDatabaseCheck(t, r, devenv.SourceInstance, devenv.Database, "recovery model", text)
+		if c.Status != tc.status || !strings.Contains(c.Detail, tc.says) ||
+			tc.status != OK && !strings.Contains(c.Fix, "ALTER DATABASE ["+devenv.Database+"] SET RECOVERY FULL") {
+			t.Errorf("%s: %s %q fix %q, want %s saying %q and the ALTER DATABASE", tc.model, c.Status, c.Detail, c.Fix, tc.status, tc.says)
+		}
+	}
+	// Without log_backup the recovery model is not asked.
+	s.Config.Databases[0].LogBackup.Every = 0
+	r, _ := runPreflight(t, s.Config, devenv.Database)
+	for _, c := range r.Checks {
+		if c.Name == "recovery model" {
+			t.Errorf("a database without log_backup gets a recovery model row: %+v", c)
+		}
 	}
 }

@@ -73,3 +73,35 @@ func findDatabaseCheck(t *testing.T, r *Report, instance, db, name, text string)
 	t.Fatalf("no check %q of %s/%s in the report:\n%s", name, instance, db, text)
 	return Check{}
 }
+
+// A standby copy stays beside the cycle's copy: the restore volume needs
+// room for two. Ledger's copy (40 MiB) fits the estate's restore volume
+// once, not twice; with the nightly proof, assumed scheduled apart from the
+// cycle, one copy at a time fits.
+func TestStandbyNeedsRoomForTwoCopies(t *testing.T) {
+	e := sitetest.NewEstate(t)
+	cfg, err := config.Parse([]byte(e.YAML), "estate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := func(mode string) Check {
+		t.Helper()
+		for i := range cfg.Databases {
+			if cfg.Databases[i].Name == "Ledger" {
+				cfg.Databases[i].LogProof = mode
+			}
+		}
+		r, text := runPreflight(t, cfg, "Ledger")
+		c := findIn(t, r, KindInstance, "sqlverify", "free space restore_data_dir of bak01")
+		if p := findIn(t, r, KindInstance, "sqlverify", "log proof space for sql01/Ledger"); !strings.Contains(p.Detail, mode) {
+			t.Errorf("log proof space for %s: %+v\n%s", mode, p, text)
+		}
+		return c
+	}
+	if c := space("standby"); c.Status != Missing || !strings.Contains(c.Detail, "2 copies of sql01/Ledger (log_proof standby)") {
+		t.Errorf("standby: %s %s, want MISSING naming the two copies", c.Status, c.Detail)
+	}
+	if c := space("nightly"); c.Status != OK {
+		t.Errorf("nightly: %s %s, want OK (one copy at a time)", c.Status, c.Detail)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/hostcheck"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -152,8 +153,9 @@ func readHostState(ctx context.Context, q *mssql.DB, servers []*config.BackupSer
 
 // verifyHostChecks judge a verification instance against the copies it
 // would host: per backup server it verifies, its paths and restore
-// directories (existence, free space for the largest copy; a warning when
-// all copies at once would not fit), per database what it uses (edition
+// directories (existence, free space for the largest copy, with the copy
+// its log proof keeps beside it; a warning when all copies at once would
+// not fit), per database what it uses (edition
 // limit, FILESTREAM, containment, QAT compression), and tempdb.
 func verifyHostChecks(inst string, h *hostState, servers []*config.BackupServer, verified map[string][]*config.Database,
 	needs map[*config.Database]hostcheck.Need) []Check {
@@ -179,10 +181,22 @@ func verifyHostChecks(inst string, h *hostState, servers []*config.BackupServer,
 			if !ok {
 				continue
 			}
-			if n.DataBytes+n.LogBytes > one[0]+one[1] {
-				one, oneName = [2]int64{n.DataBytes, n.LogBytes}, db.ID()
+			// A log proof's copy beside the cycle's (plan.ProofSpaceOf):
+			// the standby copy stays, wherever the cycle's copy of the
+			// rotation lands.
+			ps := plan.ProofSpaceOf(db.ProofMode(), db.KeepVerifyDB, n.DataBytes, n.LogBytes)
+			data, log := int64(ps.Copies)*n.DataBytes, int64(ps.Copies)*n.LogBytes
+			if ps.Mode != "" {
+				cs = append(cs, Check{Kind: KindInstance, Instance: inst, Name: "log proof space for " + db.ID(), For: why,
+					Status: OK, Detail: ps.String()})
 			}
-			all[0], all[1] = all[0]+n.DataBytes, all[1]+n.LogBytes
+			if data+log > one[0]+one[1] {
+				one, oneName = [2]int64{data, log}, db.ID()
+				if ps.Copies > 1 {
+					oneName = fmt.Sprintf("%d copies of %s (log_proof %s)", ps.Copies, db.ID(), ps.Mode)
+				}
+			}
+			all[0], all[1] = all[0]+data, all[1]+log
 			if n.DataBytes > largest {
 				largest, largestName = n.DataBytes, db.ID()
 			}

@@ -235,6 +235,10 @@ type databaseFacts struct {
 	SizeBytes int64
 	// PageVerify is sys.databases.page_verify_option_desc ("" unknown).
 	PageVerify string
+	// RecoveryModel is sys.databases.recovery_model_desc, read for a
+	// database with log_backup ("" unknown: RecoveryErr says why).
+	RecoveryModel string
+	RecoveryErr   error
 }
 
 // databaseChecks are the needs of one source database.
@@ -285,6 +289,9 @@ func databaseChecks(db *config.Database, sf serverFacts, f databaseFacts) []Chec
 	}
 	if f.PageVerify != "" {
 		cs = append(cs, pageVerifyCheck(base, db, f.PageVerify))
+	}
+	if db.LogBackups() {
+		cs = append(cs, recoveryModelCheck(base, db, sf, f))
 	}
 	size := base
 	size.Name, size.For = "size", "free space on the backup servers"
@@ -463,5 +470,43 @@ func maintenanceJobsCheck(inst, login string, patterns []string, steps []jobStep
 	c.Detail = fmt.Sprintf("SQL Server Agent job steps run on every user database, the restored copies too: %s", strings.Join(found, "; "))
 	c.Fix = fmt.Sprintf("exclude the copies: add %s to their @Databases (Ola Hallengren's syntax), or leave them out of the maintenance plan",
 		strings.Join(excl, ", "))
+	return c
+}
+
+// recoveryModelCheck: log_backup needs the FULL recovery model. SIMPLE has
+// no log backups (BACKUP LOG fails with 4208); BULK_LOGGED takes them, but
+// "if a log backup taken under the bulk-logged recovery model contains
+// bulk-logged changes, point-in-time recovery is not allowed", and changes
+// since the last log backup may have to be redone ("Recovery models (SQL
+// Server)",
+// https://learn.microsoft.com/sql/relational-databases/backup-restore/recovery-models-sql-server;
+// "Restore under the bulk-logged recovery model").
+func recoveryModelCheck(base Check, db *config.Database, sf serverFacts, f databaseFacts) Check {
+	c := base
+	c.Name, c.For = "recovery model", "log_backup: BACKUP LOG every "+db.LogBackup.Every.String()
+	fix, _ := tsql.SimpleRecoveryFix(db.Name)
+	switch f.RecoveryModel {
+	case "FULL":
+		c.Status, c.Detail = OK, "FULL"
+	case "SIMPLE":
+		c.Status = Missing
+		c.Detail = db.Name + " is in the SIMPLE recovery model, which has no log backups (BACKUP LOG fails with 4208)"
+		c.Fix = fix + "; then the next full backup starts the log chain (or remove log_backup from " + db.Name + ")"
+	case "BULK_LOGGED":
+		c.Status = Warn
+		c.Detail = db.Name + " is in the BULK_LOGGED recovery model: a log backup that holds bulk-logged changes cannot be restored to a point inside it (STOPAT), only to its end"
+		c.Fix = fix + " (switch to BULK_LOGGED only around bulk operations, as Microsoft Learn advises)"
+	case "":
+		c.Status = Warn
+		c.Detail = "unknown: " + sf.Login + " could not read it"
+		if f.RecoveryErr != nil {
+			c.Detail += " (" + f.RecoveryErr.Error() + ")"
+		}
+		c.Detail += "; log backups need FULL"
+		c.Fix = "check that " + db.Name + " is in the FULL recovery model (SELECT recovery_model_desc FROM sys.databases), or grant " + sf.Login + " VIEW ANY DATABASE"
+	default:
+		c.Status, c.Detail = Warn, "recovery model "+f.RecoveryModel+" is unknown to this build; log backups need FULL"
+		c.Fix = fix
+	}
 	return c
 }

@@ -3,8 +3,10 @@ package preflight
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -459,5 +461,15 @@ func TestMaintenanceJobsCheck(t *testing.T) {
 	if c.Status != Warn || !strings.Contains(c.Detail, "Backup - ALL (step full)") || strings.Contains(c.Detail, "Checks") ||
 		!strings.Contains(c.Fix, "-%_verify") {
 		t.Errorf("readable: %+v", c)
+	}
+}
+
+// A recovery model the login could not read is a warning naming why.
+func TestRecoveryModelUnreadable(t *testing.T) {
+	db := &config.Database{Name: "Sales", Instance: "sql01"}
+	db.LogBackup.Every = time.Minute
+	c := recoveryModelCheck(Check{}, db, serverFacts{Login: "bk"}, databaseFacts{RecoveryErr: errors.New("recovery model of Sales: no row")})
+	if c.Status != Warn || !strings.Contains(c.Detail, "bk could not read it") || !strings.Contains(c.Detail, "no row") || !strings.Contains(c.Fix, "VIEW ANY DATABASE") {
+		t.Errorf("unreadable recovery model: %+v", c)
 	}
 }

@@ -199,7 +199,27 @@ func readDatabaseFacts(ctx context.Context, q querier, db *config.Database) (dat
 		return f, err
 	}
 	f.PageVerify = pv.String
+	if db.LogBackups() {
+		f.RecoveryModel, f.RecoveryErr = readRecoveryModel(ctx, q, db.Name)
+	}
 	return f, nil
+}
+
+// readRecoveryModel is the database's recovery_model_desc (tsql.RecoveryModel);
+// an error says why the login could not read it.
+func readRecoveryModel(ctx context.Context, q querier, db string) (string, error) {
+	query, args, err := tsql.RecoveryModel(db)
+	if err != nil {
+		return "", err
+	}
+	var model, state, last sql.NullString
+	if err := queryRow(ctx, q, "recovery model of "+db, query, args, &model, &state, &last); err != nil {
+		return "", err
+	}
+	if !model.Valid || model.String == "" {
+		return "", errors.New("sys.databases shows no recovery model of " + db)
+	}
+	return strings.ToUpper(model.String), nil
 }
 
 // readJobSteps reads SQL Server Agent's job steps; readable is false when

@@ -15,7 +15,8 @@ import (
 // small: the space is free) and is encrypted with TDE, verified on SQL
 // Server 2019 Express on Linux, which is older than the source, lacks the
 // TDE certificate, is given a UNC path to bak01, has a restore volume of 64
-// MiB already holding a kept copy, and a log directory that does not exist. EstateProblems lists what
+// MiB already holding a kept copy, and a log directory that does not exist; Ledger (40 MiB) takes log
+// backups with a standby copy but is in the SIMPLE recovery model. EstateProblems lists what
 // preflight must find; a check added to preflight adds its row there and,
 // when it needs one, its mistake here.
 type Estate struct {
@@ -42,6 +43,8 @@ var EstateProblems = []EstateProblem{
 	{"sqlverify", "", "restore_log_dir of bak02", []string{"/var/opt/mssql/restore/nolog does not exist"}, []string{"create /var/opt/mssql/restore/nolog"}},
 	{"sqlverify", "", "free space restore_data_dir of bak01", []string{"11.0 GiB needed", "Tiny_kept"}, []string{"free ", "point restore_data_dir at a volume"}},
 	{"sqlverify", "", "free space restore_data_dir of bak02", []string{"11.0 GiB needed"}, []string{"free "}},
+	{"sql01", "Ledger", "restores on sqlverify", []string{"15.0.4385.2", "16.0"}, []string{"upgrade sqlverify"}},
+	{"sql01", "Ledger", "recovery model", []string{"SIMPLE", "4208"}, []string{"ALTER DATABASE [Ledger] SET RECOVERY FULL"}},
 }
 
 // NewEstate starts the estate's two instances and writes its backup
@@ -62,7 +65,8 @@ func NewEstate(t testing.TB) *Estate {
 	}
 	e := &Estate{}
 	e.Source = start(sqlsim.Config{Name: "sql01", Shares: map[string]string{`\\bak01\backup`: dirs["bak01"], `\\bak02\backup`: dirs["bak02"]}})
-	for _, spec := range []sqlsim.DatabaseSpec{{Name: "Sales", Size: 1 << 20, FreeSize: 11 << 30}} {
+	// Ledger takes log backups, but a DBA left it in SIMPLE.
+	for _, spec := range []sqlsim.DatabaseSpec{{Name: "Sales", Size: 1 << 20, FreeSize: 11 << 30}, {Name: "Ledger", Size: 40 << 20, RecoveryModel: "SIMPLE"}} {
 		if err := e.Source.CreateDatabase(spec); err != nil {
 			t.Fatal(err)
 		}
@@ -107,6 +111,7 @@ backup_servers:
     restore_log_dir: /var/opt/mssql/restore/nolog
 databases:
   - {name: Sales, instance: sql01, backup_servers: [bak01, bak02], sequence: utc}
+  - {name: Ledger, instance: sql01, backup_servers: [bak01, bak02], sequence: utc, owns_backup_chain: true, log_backup: {every: 1m}, log_proof: standby}
 `
 	return e
 }

@@ -37,6 +37,10 @@ type Run struct {
 	Ready func()
 	// RunDemo is the --demo work (a health check, the dev mode's cycles).
 	RunDemo func(ctx context.Context) error
+	// LogActivities, when set, gives the log chain's activities to
+	// register instead of logs.New (workflows.RegisterWithLogs): the
+	// development worker's.
+	LogActivities func(*activities.Activities) any
 }
 
 // Serve runs the worker until ctx ends (a signal) or, with Demo and without
@@ -51,7 +55,11 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	opts.OnFatalError = func(err error) { fatal <- err }
 	w := worker.New(c.SDK(), c.TaskQueue(), opts)
 	log.Info("worker options", zap.Int("max_concurrent_activities", opts.MaxConcurrentActivityExecutionSize))
-	workflows.Register(w, acts)
+	if r.LogActivities != nil {
+		workflows.RegisterWithLogs(w, acts, r.LogActivities(acts))
+	} else {
+		workflows.Register(w, acts)
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
 	}

@@ -76,9 +76,13 @@ type CyclePlan struct {
 	Primary        string
 	Remote         string // copy target of Primary
 	VerifyInstance string
-	NICPaths       []string // UNC paths of Primary
-	Stripes        int
-	StripesAuto    bool
+	// ProofSpace is what the database's copies take on VerifyInstance at
+	// their peak, with its log proof (SizeBytes as data; zero bytes
+	// without a size).
+	ProofSpace  plan.ProofSpace
+	NICPaths    []string // UNC paths of Primary
+	Stripes     int
+	StripesAuto bool
 	// CycleStripes is what the cycle's plan step chooses for stripes: auto
 	// today: it knows neither size nor cores (0 when not auto).
 	CycleStripes int
@@ -156,6 +160,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		return p, fmt.Errorf("database %s: no remote copy target for backups on %s: set copy_to, or list a second backup server", db.ID(), p.Primary)
 	}
 	p.VerifyInstance = remote.VerifyInstance
+	p.ProofSpace = plan.ProofSpaceOf(db.ProofMode(), db.KeepVerifyDB, max(req.SizeBytes, 0), 0)
 
 	a := &p.Assumptions
 	p.Stripes, p.StripesAuto = int(db.Stripes), db.Stripes == config.StripesAuto

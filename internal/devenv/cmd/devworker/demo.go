@@ -31,7 +31,7 @@ func runDemoCycles(ctx context.Context, c *client.Client, stdout io.Writer, work
 		fmt.Fprintf(stdout, "cycle %d of %d: backing up %s (plan, sequence, backup, catalog, copy, restore, CHECKDB, sanity checks)...\n",
 			i, demoCycles, devenv.Database)
 		cctx, cancel := context.WithTimeout(ctx, cycleTimeout)
-		run, err := c.RunCycle(cctx, workflows.CycleInput{Instance: devenv.SourceInstance, Database: devenv.Database})
+		run, err := runOrJoinCycle(cctx, c)
 		cancel()
 		if u := workflowURL(run.WorkflowID, run.RunID); u != "" && run.WorkflowID != "" && err != nil {
 			fmt.Fprintf(stdout, "  Web UI:   %s\n", u)

@@ -21,6 +21,9 @@ import (
 // verifiedRE matches the demo's line for a verified cycle.
 var verifiedRE = regexp.MustCompile(`(?m)^cycle (\d) of 2: VERIFIED Sales sequence (\d+): backed up to (\S+), copied to (\S+),`)
 
+// chainRE is the demo's log chain line, with at least 3 log backups copied.
+var chainRE = regexp.MustCompile(`(?m)^  chain \d+: \d+ log backups taken \(newest started .* ago\), copied through ([3-9]|\d\d+) from bak01 to bak02; state ok$`)
+
 type demoCycle struct {
 	seq            int64
 	server, remote string
@@ -30,7 +33,7 @@ type demoCycle struct {
 // verified cycles it printed.
 func runDemo(t *testing.T, state string) ([]demoCycle, *proc) {
 	t.Helper()
-	w := startWorker(t, "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB")
+	w := startWorker(t, "--demo", "--state-dir", state, "--port", "0", "--ui-port", "0", "--dev-db-size", "16MiB", "--log-every", "1s")
 	if code := w.wait(t); code != 0 {
 		t.Fatalf("make demo's worker exited %d, want 0\nstdout:\n%s\nstderr tail:\n%s", code, w.stdout, tail(w.stderr.String(), 3000))
 	}
@@ -91,10 +94,15 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 		"times:    backup ",
 		"demo: 2 of 2 cycles verified, round robin bak01 (seq 1) -> bak02 (seq 2)",
 		"all cycles of Sales in the Web UI: http://",
+		"log chain of Sales: waiting for 3 log backups copied",
+		"  proof:   ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	if m := chainRE.FindStringSubmatch(out); m == nil {
+		t.Errorf("demo output lacks the log chain with 3 log backups copied:\n%s", out)
 	}
 	// The structured log went to the state directory, one JSON object per
 	// line, and not to the terminal.

@@ -113,6 +113,11 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout, demoSummary(results))
+		if o.logEvery > 0 {
+			if err := showLogChain(ctx, c, stdout, o.logEvery); err != nil {
+				return err
+			}
+		}
 		if u := cyclesURL(srv.UIAddress(), c.Namespace()); u != "" {
 			fmt.Fprintf(stdout, "  all cycles of %s in the Web UI: %s\n", devenv.Database, u)
 		}
@@ -120,7 +125,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	defer workerhost.WatchManifests(ctx, mx, live, log)()
 	return workerhost.Serve(ctx, c, workerhost.NewActivities(log, live, c, mx), log, workerhost.Run{
-		Demo: o.demo, Keep: o.keep, RunDemo: demo,
+		Demo: o.demo, Keep: o.keep, RunDemo: demo, LogActivities: workerhost.FastLogs(o.logEvery),
 		Ready: func() {
 			fmt.Fprintf(stdout, "backupcycle worker ready in %s (embedded Temporal, state in %s)\n", workerhost.Since(began), dbFile)
 			if ui := srv.UIAddress(); ui != "" {
@@ -169,6 +174,7 @@ func startSite(ctx context.Context, o options, srv *devserver.Server, log *zap.L
 		StateDir:        o.stateDir,
 		DatabaseSize:    int64(o.devDBSize),
 		FleetDatabases:  o.devFleet,
+		LogBackups:      o.logEvery > 0,
 		IP:              o.ip,
 		TemporalAddress: srv.FrontendAddress(),
 		Namespace:       srv.Namespace(),

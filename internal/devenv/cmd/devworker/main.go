@@ -4,7 +4,7 @@
 // internal/devenv (SQL Servers sql01/sqlverify, backup servers bak01/bak02).
 //
 //	devworker                 run until Ctrl-C; start cycles from the Web UI or the starter
-//	devworker --demo          run the health check and two backup cycles of Sales, print them and exit
+//	devworker --demo          run the health check and two backup cycles of Sales, print them and Sales's log chain, and exit
 //	devworker --demo --keep   the same, then stay up for the Web UI
 //
 // It links the Temporal server, the Web UI server and the SQL Server
@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
@@ -52,6 +53,9 @@ type options struct {
 	metricsAddr      string
 	metricsWebConfig string
 	taskQueue        string
+	// logEvery is how often Sales's log chain ticks (its log_backup.every
+	// is a minute); 0: no log backups.
+	logEvery time.Duration
 }
 
 func main() {
@@ -75,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9090); off when empty")
 	fs.StringVar(&o.metricsWebConfig, "metrics-web-config", "", workerhost.WebConfigUsage)
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of "+workflows.TaskQueue)
+	fs.DurationVar(&o.logEvery, "log-every", defaultLogEvery, "Sales takes log backups (log_backup every 1m, a standby proof) and its log chain ticks this often; 0: no log backups")
 	fs.BoolVar(&showVersion, "version", false, "print the module version and VCS revision of this build and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: devworker [flags]   embedded Temporal + Web UI + worker + emulated site in one process
@@ -104,6 +109,8 @@ func (o options) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unexpected argument %q: see `devworker --help`", fs.Arg(0))
 	case o.keep && !o.demo:
 		return errors.New("--keep only makes sense with --demo (without --demo the worker keeps running anyway)")
+	case o.logEvery < 0:
+		return fmt.Errorf("--log-every %s: use a duration such as 3s, or 0 for no log backups", o.logEvery)
 	case o.uiPort < devserver.NoUI:
 		return fmt.Errorf("--ui-port %d: use a port, 0 for a free one or -1 for no UI", o.uiPort)
 	}
