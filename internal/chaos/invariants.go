@@ -94,6 +94,8 @@ type Checker struct {
 	// later are checks the simulation queued during a run (I13 poisoning,
 	// I15 starts), run by the next Check.
 	later []func(addFunc)
+	// logs is what the simulation told the log chain's checks (I9-I11).
+	logs logChecks
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
 	// nil reads the fleet.
@@ -180,6 +182,8 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	notes = append(notes, n...)
 	c.checkI14(add)
 	c.checkI15(files, add)
+	n = c.checkLogs(ctx, files, add)
+	notes = append(notes, n...)
 	for _, f := range c.later {
 		f(add)
 	}
