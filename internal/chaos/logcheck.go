@@ -34,6 +34,10 @@ type logChecks struct {
 	pitSkip map[string]int
 }
 
+func (l *logChecks) stats() string {
+	return fmt.Sprintf("%d point-in-time restores of %s compared with its rows (I11), skipped: %s", l.pits, LogTarget, counts(l.pitSkip))
+}
+
 func (c *Checker) rolledBack(t Target, at time.Time) {
 	if t == LogTarget {
 		c.logs.rollbacks = append(c.logs.rollbacks, at)
@@ -319,11 +323,16 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 		return skip("fewer than two proven log backups after the newest verified full")
 	}
 	proven := seq[:k]
-	off := proven[0].UTCOffsetMinutes
-	for _, l := range proven {
-		if off == nil || l.UTCOffsetMinutes == nil || *l.UTCOffsetMinutes != *off {
-			return skip("the source's time zone changed within the window")
-		}
+	// The window: the newest proven logs taken on one UTC offset (the
+	// estate moves the source between time zones, and STOPAT names the
+	// source's wall clock), after the full's end (STOPAT before it is 4335).
+	last := proven[k-1].UTCOffsetMinutes
+	m := k - 1
+	for m > 0 && proven[m-1].UTCOffsetMinutes != nil && last != nil && *proven[m-1].UTCOffsetMinutes == *last {
+		m--
+	}
+	if last == nil || k-m < 2 {
+		return skip("fewer than two proven log backups since the source's time zone last changed")
 	}
 	for _, at := range c.logs.rollbacks {
 		if at.After(v.full.FinishUTC) {
@@ -333,7 +342,16 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 	wall := func(t time.Time) time.Time {
 		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 	}
-	lo, hi := wall(proven[0].BackupStart), wall(proven[k-1].BackupStart)
+	lo, hi := wall(proven[m].BackupStart), wall(proven[k-1].BackupStart)
+	h := v.mf.M.Header
+	if h.UTCOffsetMinutes == nil || *h.UTCOffsetMinutes != *last {
+		// STOPAT compares with the full's end on the source's wall
+		// clock then.
+		return skip("the full was taken on another UTC offset than the logs")
+	}
+	if f := wall(h.BackupFinish).Add(time.Millisecond); f.After(lo) {
+		lo = f
+	}
 	if !hi.After(lo) {
 		return skip("an empty window")
 	}
@@ -346,30 +364,65 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 			break
 		}
 	}
-	got, err := c.restoreTo(ctx, v, logs, at)
+	// The full holds every row committed before it ended, the logs each
+	// row after it up to the last one's end, whatever the commit times say
+	// (the clock of an earlier time zone): restored without STOPAT they
+	// must hold exactly the source's rows up to their newest, and bound
+	// the rows STOPAT judges by commit time.
+	inFull, err := c.restoreTo(ctx, v, nil, time.Time{})
 	if err != nil {
 		return "", err
+	}
+	all, err := c.restoreTo(ctx, v, logs, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	got, err := c.restoreTo(ctx, v, logs, at)
+	if err != nil {
+		return skip(fmt.Sprintf("RESTORE LOG ... STOPAT failed: %v", firstLine(err.Error())))
 	}
 	src, err := commitRows(ctx, c.f, LogTarget.Instance, LogTarget.Database)
 	if err != nil {
 		return "", err
 	}
-	var monotonic = true
-	var last time.Time
+	var fullMax, allMax int64
+	for _, row := range inFull {
+		fullMax = max(fullMax, row.id)
+	}
+	for _, row := range all {
+		allMax = max(allMax, row.id)
+	}
+	through := map[string]bool{}
 	want := map[string]bool{}
 	for _, row := range src {
-		if row.at.Before(last) {
-			monotonic = false
+		if row.id > allMax {
+			continue
 		}
-		last = row.at
-		if !row.at.After(at) {
+		through[row.key()] = true
+		if row.id <= fullMax || !row.at.After(at) {
 			want[row.key()] = true
 		}
 	}
-	if !monotonic {
-		return skip("the source's commit times go back (its clock changed)")
+	c.logs.pits++
+	if missing, extra := diffRows(through, all); len(missing)+len(extra) > 0 {
+		add(11, fmt.Sprintf("%d|%d|all", v.id, logs[len(logs)-1].Number),
+			"chain %d of %s restored from full %d and logs %d..%d holds %d rows, the source %d up to id %d: %d missing %v, %d the source does not hold %v",
+			v.id, LogTarget, v.full.Sequence, logs[0].Number, logs[len(logs)-1].Number, len(all), len(through), allMax,
+			len(missing), head(missing), len(extra), head(extra))
 	}
-	var missing, extra []string
+	missing, extra := diffRows(want, got)
+	if len(missing)+len(extra) > 0 {
+		add(11, fmt.Sprintf("%d|%s", v.id, at.Format(time.RFC3339Nano)),
+			"chain %d of %s restored from full %d and logs %d..%d to STOPAT %s holds %d rows, the source %d committed at or before it: %d missing %v, %d not committed by then %v",
+			v.id, LogTarget, v.full.Sequence, logs[0].Number, logs[len(logs)-1].Number, at.Format("2006-01-02T15:04:05.000"),
+			len(got), len(want), len(missing), head(missing), len(extra), head(extra))
+	}
+	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d to %s: %d rows as the source", v.id, v.full.Sequence,
+		logs[0].Number, logs[len(logs)-1].Number, at.Format("15:04:05.000"), len(got)), nil
+}
+
+// diffRows says which rows of want got lacks and which it has beyond.
+func diffRows(want map[string]bool, got []commitRow) (missing, extra []string) {
 	have := map[string]bool{}
 	for _, row := range got {
 		have[row.key()] = true
@@ -382,17 +435,14 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 			missing = append(missing, k)
 		}
 	}
-	c.logs.pits++
-	if len(missing)+len(extra) > 0 {
-		sort.Strings(missing)
-		sort.Strings(extra)
-		add(11, fmt.Sprintf("%d|%s", v.id, at.Format(time.RFC3339Nano)),
-			"chain %d of %s restored from full %d and logs %d..%d to STOPAT %s holds %d rows, the source %d committed at or before it: %d missing %v, %d not committed by then %v",
-			v.id, LogTarget, v.full.Sequence, logs[0].Number, logs[len(logs)-1].Number, at.Format("2006-01-02T15:04:05.000"),
-			len(got), len(want), len(missing), head(missing), len(extra), head(extra))
-	}
-	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d to %s: %d rows as the source", v.id, v.full.Sequence,
-		logs[0].Number, logs[len(logs)-1].Number, at.Format("15:04:05.000"), len(got)), nil
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return missing, extra
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 func head(s []string) []string {
@@ -445,7 +495,8 @@ func queryCommitRows(ctx context.Context, conn *sql.DB, db string) ([]commitRow,
 }
 
 // restoreTo restores the chain's full and logs to at on the checker's
-// instance under pitName and returns its rows (the copy is dropped).
+// instance under pitName and returns its rows (the copy is dropped); no
+// logs restores the full alone.
 func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.LogBackup, at time.Time) ([]commitRow, error) {
 	conn, err := c.f.PitDB()
 	if err != nil {
@@ -476,7 +527,7 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: pitName, Disks: disks, Moves: moves, Replace: true, NoRecovery: true})
+	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: pitName, Disks: disks, Moves: moves, Replace: true, NoRecovery: len(logs) > 0})
 	if err != nil {
 		return nil, err
 	}
