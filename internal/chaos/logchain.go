@@ -30,7 +30,9 @@ const (
 )
 
 // logYAML is the log keys of LogTarget's databases: entry.
-const logYAML = "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n    log_proof_lag: 15m\n"
+// A DBA's log backup to a share the worker reaches is adopted into the
+// chain (adopt_foreign_logs); one to a disk it does not reach breaks it.
+const logYAML = "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n    log_proof_lag: 15m\n    adopt_foreign_logs: true\n"
 
 // ScaleLogChain sets LogTarget's log_backup.every and log_proof_lag to the
 // simulation's (below what the configuration accepts, set on the loaded
