@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -519,7 +520,7 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 	if err != nil {
 		return nil, err
 	}
-	rows, err := fileList(ctx, conn, fq)
+	rows, err := c.fileList(ctx, fq)
 	if err != nil {
 		return nil, fmt.Errorf("FILELISTONLY of set %d: %w", v.full.Sequence, err)
 	}
@@ -578,47 +579,24 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 	return out, err
 }
 
-// fileList runs RESTORE FILELISTONLY and reads the columns Moves needs.
-func fileList(ctx context.Context, conn *sql.DB, q string) ([]tsql.FileListRow, error) {
-	qctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	rows, err := conn.QueryContext(qctx, q)
+// fileList runs RESTORE FILELISTONLY on the checker's instance through
+// the product's client.
+func (c *Checker) fileList(ctx context.Context, q string) ([]tsql.FileListRow, error) {
+	db, err := mssql.Open(ctx, mssql.Target{Instance: pitInstance, Address: c.f.pit.Addr(), User: "sa",
+		Password: c.f.passwords[passwordEnv(pitInstance)], Database: "master", Encrypt: "disable", ConnectTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	defer db.Close()
+	files, err := db.FileListOnly(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	var out []tsql.FileListRow
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		var r tsql.FileListRow
-		for i, col := range cols {
-			switch col {
-			case "LogicalName":
-				r.LogicalName = fmt.Sprint(vals[i])
-			case "PhysicalName":
-				r.PhysicalName = fmt.Sprint(vals[i])
-			case "Type":
-				r.Type = fmt.Sprint(vals[i])
-			case "FileID":
-				if n, ok := vals[i].(int64); ok {
-					r.FileID = n
-				}
-			}
-		}
-		out = append(out, r)
+	out := make([]tsql.FileListRow, len(files))
+	for i, f := range files {
+		out[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // pitDisk is the checker instance's disk for restored files.
