@@ -324,63 +324,22 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 		return skip("fewer than two proven log backups after the newest verified full")
 	}
 	proven := seq[:k]
-	// The window: the newest proven logs taken on one UTC offset (the
-	// estate moves the source between time zones, and STOPAT names the
-	// source's wall clock), after the full's end (STOPAT before it is 4335).
-	last := proven[k-1].UTCOffsetMinutes
-	m := k - 1
-	for m > 0 && proven[m-1].UTCOffsetMinutes != nil && last != nil && *proven[m-1].UTCOffsetMinutes == *last {
-		m--
-	}
-	if last == nil || k-m < 2 {
-		return skip("fewer than two proven log backups since the source's time zone last changed")
-	}
 	for _, at := range c.logs.rollbacks {
 		if at.After(v.full.FinishUTC) {
 			return skip("the source was restored over since the full")
 		}
 	}
-	wall := func(t time.Time) time.Time {
-		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-	}
-	lo, hi := wall(proven[m].BackupStart), wall(proven[k-1].BackupStart)
-	h := v.mf.M.Header
-	if h.UTCOffsetMinutes == nil || *h.UTCOffsetMinutes != *last {
-		// STOPAT compares with the full's end on the source's wall
-		// clock then.
-		return skip("the full was taken on another UTC offset than the logs")
-	}
-	if f := wall(h.BackupFinish).Add(time.Millisecond); f.After(lo) {
-		lo = f
-	}
-	if !hi.After(lo) {
-		return skip("an empty window")
-	}
-	r := rand.New(rand.NewPCG(c.logs.pitDraw, uint64(v.id)))
-	at := lo.Add(time.Duration(r.Int64N(int64(hi.Sub(lo))))).Truncate(time.Millisecond)
-	var logs []catalog.LogBackup
-	for _, l := range proven {
-		logs = append(logs, l)
-		if !wall(l.BackupFinish).Before(at) {
-			break
-		}
-	}
 	// The full holds every row committed before it ended, the logs each
 	// row after it up to the last one's end, whatever the commit times say
-	// (the clock of an earlier time zone): restored without STOPAT they
-	// must hold exactly the source's rows up to their newest, and bound
-	// the rows STOPAT judges by commit time.
+	// (the estate moves the source between time zones): restored without
+	// STOPAT they hold exactly the source's rows up to their newest.
 	inFull, err := c.restoreTo(ctx, v, nil, time.Time{})
 	if err != nil {
 		return "", err
 	}
-	all, err := c.restoreTo(ctx, v, logs, time.Time{})
+	all, err := c.restoreTo(ctx, v, proven, time.Time{})
 	if err != nil {
 		return "", err
-	}
-	got, err := c.restoreTo(ctx, v, logs, at)
-	if err != nil {
-		return skip(fmt.Sprintf("RESTORE LOG ... STOPAT failed: %v", firstLine(err.Error())))
 	}
 	src, err := commitRows(ctx, c.f, LogTarget.Instance, LogTarget.Database)
 	if err != nil {
@@ -394,22 +353,56 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 		allMax = max(allMax, row.id)
 	}
 	through := map[string]bool{}
-	want := map[string]bool{}
 	for _, row := range src {
-		if row.id > allMax {
-			continue
-		}
-		through[row.key()] = true
-		if row.id <= fullMax || !row.at.After(at) {
-			want[row.key()] = true
+		if row.id <= allMax {
+			through[row.key()] = true
 		}
 	}
 	c.logs.pits++
 	if missing, extra := diffRows(through, all); len(missing)+len(extra) > 0 {
-		add(11, fmt.Sprintf("%d|%d|all", v.id, logs[len(logs)-1].Number),
+		add(11, fmt.Sprintf("%d|%d|all", v.id, proven[k-1].Number),
 			"chain %d of %s restored from full %d and logs %d..%d holds %d rows, the source %d up to id %d: %d missing %v, %d the source does not hold %v",
-			v.id, LogTarget, v.full.Sequence, logs[0].Number, logs[len(logs)-1].Number, len(all), len(through), allMax,
+			v.id, LogTarget, v.full.Sequence, proven[0].Number, proven[k-1].Number, len(all), len(through), allMax,
 			len(missing), head(missing), len(extra), head(extra))
+	}
+
+	// STOPAT names the source's wall clock: T is drawn when the full and
+	// every proven log were taken on one UTC offset, after the full's end
+	// (STOPAT before it is 4335) and before the last proven log's start.
+	h := v.mf.M.Header
+	for _, l := range proven {
+		if h.UTCOffsetMinutes == nil || l.UTCOffsetMinutes == nil || *l.UTCOffsetMinutes != *h.UTCOffsetMinutes {
+			return skip("STOPAT: the source's time zone changed since the full")
+		}
+	}
+	wall := func(t time.Time) time.Time {
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+	}
+	lo, hi := wall(proven[0].BackupStart), wall(proven[k-1].BackupStart)
+	if f := wall(h.BackupFinish).Add(time.Millisecond); f.After(lo) {
+		lo = f
+	}
+	if !hi.After(lo) {
+		return skip("STOPAT: an empty window")
+	}
+	r := rand.New(rand.NewPCG(c.logs.pitDraw, uint64(v.id)))
+	at := lo.Add(time.Duration(r.Int64N(int64(hi.Sub(lo))))).Truncate(time.Millisecond)
+	var logs []catalog.LogBackup
+	for _, l := range proven {
+		logs = append(logs, l)
+		if !wall(l.BackupFinish).Before(at) {
+			break
+		}
+	}
+	got, err := c.restoreTo(ctx, v, logs, at)
+	if err != nil {
+		return "", fmt.Errorf("STOPAT %s: %w", at.Format("2006-01-02T15:04:05.000"), err)
+	}
+	want := map[string]bool{}
+	for _, row := range src {
+		if row.id <= fullMax || row.id <= allMax && !row.at.After(at) {
+			want[row.key()] = true
+		}
 	}
 	missing, extra := diffRows(want, got)
 	if len(missing)+len(extra) > 0 {
@@ -418,8 +411,8 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 			v.id, LogTarget, v.full.Sequence, logs[0].Number, logs[len(logs)-1].Number, at.Format("2006-01-02T15:04:05.000"),
 			len(got), len(want), len(missing), head(missing), len(extra), head(extra))
 	}
-	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d to %s: %d rows as the source", v.id, v.full.Sequence,
-		logs[0].Number, logs[len(logs)-1].Number, at.Format("15:04:05.000"), len(got)), nil
+	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d as the source, and to STOPAT %s with logs ..%d: %d rows", v.id,
+		v.full.Sequence, proven[0].Number, proven[k-1].Number, at.Format("15:04:05.000"), logs[len(logs)-1].Number, len(got)), nil
 }
 
 // diffRows says which rows of want got lacks and which it has beyond.
