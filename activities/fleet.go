@@ -36,6 +36,17 @@ type FleetPlan struct {
 	NotRun []FleetNotRun `json:"not_run,omitempty"`
 	Limits fleet.Limits  `json:"limits"`
 	Window time.Duration `json:"window"`
+	// LogChains are the resolved databases with log_backup, whether listed
+	// under databases: or picked by a selection: the run keeps a log chain
+	// running for each (one workflow per database, an existing one kept).
+	LogChains []FleetLogChain `json:"log_chains,omitempty"`
+}
+
+// FleetLogChain names a database whose log chain a Fleet run ensures:
+// configuration keys, the name as sys.databases spells it.
+type FleetLogChain struct {
+	Instance string `json:"instance"`
+	Database string `json:"database"`
 }
 
 // FleetNotRun is a database (or, with Database "", a whole instance's
@@ -134,6 +145,21 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		manifests = append(manifests, l.Manifests...)
 	}
 
+	// Log chains do not depend on tonight's rotation or verification
+	// names: every resolved database with log_backup gets one.
+	for _, db := range dbs {
+		if _, group := cfg.AvailabilityGroup(db.Instance); group && db.LogBackups() {
+			// A group's database gets no chain (LogPlan says why); one a
+			// selection picks inherits log_backup from defaults:, so it is
+			// left out here rather than started to fail every night.
+			log.Info("fleet: no log chain for a database of an availability group", zap.String("instance", db.Instance), zap.String("db", db.Name))
+			continue
+		}
+		if db.LogBackups() {
+			out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
+		}
+	}
+
 	verifyNames := map[string]string{}
 	for _, db := range dbs {
 		if err := a.Cycle.checkNames(&db); err != nil {
@@ -166,7 +192,8 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			Servers: []string{primary, remote}})
 	}
 	fleet.Order(out.Items)
-	log.Info("fleet planned", zap.Int("databases", len(out.Items)), zap.Int("not_run", len(out.NotRun)))
+	log.Info("fleet planned", zap.Int("databases", len(out.Items)), zap.Int("not_run", len(out.NotRun)),
+		zap.Int("log_chains", len(out.LogChains)))
 	return out, nil
 }
 

@@ -69,33 +69,8 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 		return stillRestored(ctx, sqlDB, inst.Name, db, in.Sequence, verifyDB, want, m, before, "the sanity checks")
 	}
 	where := sanityWhere{db: db, instance: inst.Name, verifyDB: verifyDB, seq: in.Sequence}
-	sess, err := openSanitySession(ctx, sqlDB, db, where, log)
-	if err != nil {
+	if err := runSanityChecks(ctx, sqlDB, where, m, in.SourceUTCOffsetMinutes, func() error { _, err := proven(); return err }, rep, log); err != nil {
 		return StepOutput{}, err
-	}
-	defer sess.close()
-	for i, c := range db.SanityChecks {
-		v, found, err := mssql.QueryValueOn(ctx, sess.conn, sqlDB.Target, "sanity check "+c.Name, c.Query)
-		if err != nil {
-			if ctx.Err() != nil {
-				return StepOutput{}, err
-			}
-			if _, perr := proven(); perr != nil {
-				return StepOutput{}, perr
-			}
-			return StepOutput{}, where.couldNotRun(c, err, log)
-		}
-		if expected, got := sanityMismatchAt(c, v, found, m, in.SourceUTCOffsetMinutes, time.Now()); expected != "" {
-			if _, perr := proven(); perr != nil {
-				return StepOutput{}, perr
-			}
-			log.Error("sanity check did not hold", zap.String("check", c.Name), zap.String("query", c.Query),
-				zap.String("value", got), zap.String("fingerprint", mssql.Fingerprint(sanityText(v))))
-			return StepOutput{}, nonRetryable(ErrSanityCheckFailed, fmt.Errorf(
-				"sanity check %q on %s (seq %d) did not hold: %s; the value returned (%s) is in the worker's log",
-				c.Name, verifyDB, in.Sequence, expected, valueFingerprint(v, found)))
-		}
-		rep.setPercent(float64(100 * (i + 1) / len(db.SanityChecks)))
 	}
 	proof, err := proven()
 	if err != nil {
@@ -117,6 +92,60 @@ func (a *Activities) SanityChecks(ctx context.Context, in VerifyInput) (StepOutp
 		return StepOutput{}, err
 	}
 	return StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start), Checks: len(db.SanityChecks)}, nil
+}
+
+// runSanityChecks runs where.db's checks on the copy sqlDB is connected to,
+// as the sanity user, each value held to its expectation (max_age measured
+// from m's backup finish). proven (nil: none) shows the copy is still the
+// one meant, before a failure is reported; rep (nil: none) shows progress.
+func runSanityChecks(ctx context.Context, sqlDB *mssql.DB, where sanityWhere, m *catalog.Manifest, offset *int, proven func() error,
+	rep *reporter, log *zap.Logger) error {
+	if proven == nil {
+		proven = func() error { return nil }
+	}
+	sess, err := openSanitySession(ctx, sqlDB, where.db, where, log)
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	for i, c := range where.db.SanityChecks {
+		v, found, err := mssql.QueryValueOn(ctx, sess.conn, sqlDB.Target, "sanity check "+c.Name, c.Query)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			if perr := proven(); perr != nil {
+				return perr
+			}
+			return where.couldNotRun(c, err, log)
+		}
+		if expected, got := sanityMismatchAt(c, v, found, m, offset, time.Now()); expected != "" {
+			if perr := proven(); perr != nil {
+				return perr
+			}
+			log.Error("sanity check did not hold", zap.String("check", c.Name), zap.String("query", c.Query),
+				zap.String("value", got), zap.String("fingerprint", mssql.Fingerprint(sanityText(v))))
+			return nonRetryable(ErrSanityCheckFailed, fmt.Errorf(
+				"sanity check %q on %s (seq %d) did not hold: %s; the value returned (%s) is in the worker's log",
+				c.Name, where.verifyDB, where.seq, expected, valueFingerprint(v, found)))
+		}
+		if rep != nil {
+			rep.setPercent(float64(100 * (i + 1) / len(where.db.SanityChecks)))
+		}
+	}
+	return nil
+}
+
+// SanityCheckCopy runs db's sanity checks on name on instance (sqlDB is
+// connected to it), as the cycle's sanity step does, for the log proofs'
+// copies; max_age is measured from ref's backup finish: the point the copy
+// was restored to. seq names the full the copy started from in errors.
+func SanityCheckCopy(ctx context.Context, sqlDB *mssql.DB, db *config.Database, instance, name string, seq int64, ref *catalog.Manifest,
+	log *zap.Logger) error {
+	if len(db.SanityChecks) == 0 {
+		return nil
+	}
+	return runSanityChecks(ctx, sqlDB, sanityWhere{db: db, instance: instance, verifyDB: name, seq: seq}, ref, nil, nil, nil, log)
 }
 
 // sanityWhere names the copy the sanity checks run on, for their errors.

@@ -33,6 +33,14 @@ func (d *CycleDeps) Database(instance, name string) (*config.Database, error) {
 	return d.database(instance, name, "")
 }
 
+// AvailabilityGroup is the configured availability group of that name.
+func (d *CycleDeps) AvailabilityGroup(name string) (*config.AvailabilityGroup, bool) {
+	if d.config() == nil {
+		return nil, false
+	}
+	return d.config().AvailabilityGroup(name)
+}
+
 // Instance is the configured SQL instance of that name (InvalidConfig when
 // missing).
 func (d *CycleDeps) Instance(name string) (*config.SQLInstance, error) { return d.instance(name) }

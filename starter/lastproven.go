@@ -19,7 +19,7 @@ type outOfObjectives struct{ red, total, unread int }
 func (e outOfObjectives) Error() string {
 	var parts []string
 	if e.red > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d databases are out of their objectives (lines marked RED: no verified set within rpo, or restore + CHECKDB above rto)", e.red, e.total))
+		parts = append(parts, fmt.Sprintf("%d of %d databases are out of their objectives (lines marked RED: no verified set within rpo, or restore + CHECKDB above rto, or a log chain not proven within rpo, broken or behind its log_proof_lag)", e.red, e.total))
 	}
 	if e.unread > 0 {
 		parts = append(parts, fmt.Sprintf("%d backup servers could not be read, so copies held there are not counted (lines marked SERVER)", e.unread))
@@ -106,6 +106,15 @@ func provenLine(d status.Database) string {
 		b.WriteString(predictedText(v.Predicted))
 	} else {
 		b.WriteString(" never verified")
+	}
+	if l := d.LogChain; l != nil {
+		switch {
+		case l.ProvenTo.IsZero():
+			fmt.Fprintf(&b, "; log chain %d proven to no point yet", l.Chain)
+		default:
+			fmt.Fprintf(&b, "; proven to %s (%s ago, rpo %s) by log chain %d", stamp(l.ProvenTo), l.ProvenAge, d.RPO, l.Chain)
+		}
+		fmt.Fprintf(&b, ", log_proof %s", d.ProofMode)
 	}
 	if f := d.LastFailure; f != nil {
 		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))

@@ -215,3 +215,63 @@ func TestStatusWarnsWithoutManifestKeys(t *testing.T) {
 		t.Errorf("exit %d\n%s\nstderr: %s", code, out, errs)
 	}
 }
+
+// A database with log backups: status --from-manifests shows the point its
+// chain is proven to, and a broken chain makes it RED with the break named.
+func TestStatusFromManifestsShowsProvenTo(t *testing.T) {
+	file, bak01, _ := provenSite(t, `  - {name: Ledger, instance: sql01, backup_servers: [bak01, bak02], rpo: 10m, owns_backup_chain: true, log_backup: {every: 1m}, log_proof: standby}
+`)
+	fullAt := time.Now().UTC().Add(-30 * time.Minute).Truncate(time.Second)
+	m := catalog.New("sql01", "Ledger", 1, fullAt)
+	m.Header = &catalog.Header{BackupSetGUID: "GUID-1", FirstLSN: "1000", LastLSN: "1005", BackupFinish: fullAt}
+	m.Header.SetUTCOffset(0)
+	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
+		if err := m.Advance(s, fullAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := catalog.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bak01, m.FileName()), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := catalog.NewChainRecord("sql01", "Ledger", 1, 1, fullAt)
+	r.Fulls = []catalog.ChainFull{{Sequence: 1, BackupSetGUID: "GUID-1", FirstLSN: "1000", LastLSN: "1005", CheckpointLSN: "1001", FinishUTC: fullAt}}
+	start := fullAt.Add(28 * time.Minute)
+	l := catalog.LogBackup{Number: 1, State: catalog.LogCopied, WorkflowID: "w", RunID: "r", FirstLSN: "1000", LastLSN: "1010",
+		BackupStart: start, BackupFinish: start.Add(time.Second), UpdatedAt: start,
+		Files:  []catalog.Stripe{{Name: r.LogFileName(1, 1, 1), Size: 1, SHA256: strings.Repeat("b", 64)}},
+		Proven: &catalog.LogProof{At: start.Add(time.Second), Mode: "standby", Instance: "verify", Database: "Ledger_standby"}}
+	l.SetUTCOffset(0)
+	r.Logs = []catalog.LogBackup{l}
+	r.Break = &catalog.ChainBreak{Reason: "foreign_log", Detail: "a log backup by another tool", At: start.Add(time.Minute)}
+	data, err := catalog.EncodeChain(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bak01, r.FileName()), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs := runStarter(t, "status", "--config", file, "--from-manifests")
+	if code != exitFail || !strings.Contains(errs, "1 of 1 databases are out of their objectives") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
+	}
+	for _, want := range []string{"RED  sql01 / Ledger: verified seq 1", "proven to " + stamp(start), "by log chain 1, log_proof standby",
+		"log chain 1 broke (foreign_log: a log backup by another tool)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "above the RPO") {
+		t.Errorf("the full's age is judged against the rpo of a database with log backups:\n%s", out)
+	}
+	_, out, _ = runStarter(t, "status", "--config", file, "--from-manifests", "--json")
+	var rep status.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Databases) != 1 || rep.Databases[0].LogChain == nil ||
+		!rep.Databases[0].LogChain.ProvenTo.Equal(start) || rep.Databases[0].LogChain.Broken == nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+}

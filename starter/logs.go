@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -15,23 +17,27 @@ import (
 // running workflow reports it, and `logs start`.
 func logsCommand(e *env) *cobra.Command {
 	var database, instance string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "logs",
 		Short: "the log chain of a database (--database): its state, last log backup, lag and copies; `logs start` starts chains",
-		Long: `Shows the log chain of a database with log_backup, as its LogChain workflow (logchain/<instance>/<database>)
-answers the logchain query: the chain's state (ok, degraded, broken, off), the chain id, the newest log
-backup (number, LSN, start), its lag, how far the copies to the remote backup server reach, and why a
-broken chain ended (a full backup starts the next one).`,
+		Long: `Shows the log chains of a database with log_backup. With --config, from the chain records on every
+backup server of the configuration (read with its manifest keys, as status --from-manifests reads the
+manifests): per chain its base full (sequence, finish, verified), each log backup (number, state, LSN
+range, finish with the source's offset from UTC, size, the servers holding it, proven or not and how,
+another tool's log backup adopted or not), the gaps a restore from the base meets and why a broken
+chain ended; the newest chain and its last 20 log backups unless --all; then the running LogChain
+workflow's answer (state, lag, copies) when Temporal is reachable. Without --config, only the workflow's
+answer (--instance needed): logchain/<instance>/<database>.`,
 		Args: noArgs,
 		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if database == "" {
 				return usageError{msg: "--database NAME is required (or use `starter logs start`)"}
 			}
-			inst, _, err := e.resolveInstance(instance, database)
-			if err != nil {
-				return err
+			if e.configFile != "" {
+				return logsFromRecords(ctx, e, cmd.OutOrStdout(), instance, database, asJSON, all)
 			}
+			inst := instance
 			if inst == "" {
 				return usageError{msg: "--instance is required without --config: the chain's workflow id names the instance"}
 			}
@@ -79,6 +85,7 @@ broken chain ended (a full backup starts the next one).`,
 	}
 	cmd.Flags().StringVar(&database, "database", "", "the database")
 	cmd.Flags().StringVar(&instance, "instance", "", "its instance (needed without --config)")
+	cmd.Flags().BoolVar(&all, "all", false, "with --config: every chain and every log backup (default: the newest chain, its last 20)")
 	jsonFlag(cmd, &asJSON, "the chain's status")
 	cmd.AddCommand(logsStartCommand(e))
 	return cmd
@@ -135,4 +142,47 @@ when it starts.`,
 	cmd.Flags().StringVar(&database, "database", "", "the database (default: every database with log_backup in --config)")
 	cmd.Flags().StringVar(&instance, "instance", "", "its instance (needed without --config)")
 	return cmd
+}
+
+// logsFromRecords is `starter logs --database D` with --config: the chain
+// records on the backup servers, then the workflow's answer when Temporal
+// answers (its absence is shown, not an error: the records stand alone).
+func logsFromRecords(ctx context.Context, e *env, w io.Writer, instance, database string, asJSON, all bool) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	db, err := selection.Lookup(cfg, instance, database)
+	if err != nil {
+		return usageError{msg: err.Error()}
+	}
+	rctx, cancel := e.withTimeout(ctx, defaultTimeout)
+	defer cancel()
+	v := readChains(rctx, cfg, db)
+	id := workflows.LogChainWorkflowID(db.Instance, db.Name)
+	st, qerr := queryLogChain(rctx, e, id)
+	v.Workflow = workflowOf(id, st, qerr)
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	writeLogsView(w, v, all)
+	return nil
+}
+
+// queryLogChain asks the chain workflow id for its status.
+func queryLogChain(ctx context.Context, e *env, id string) (*workflows.LogChainStatus, error) {
+	c, err := e.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	v, err := c.SDK().QueryWorkflow(ctx, id, "", workflows.LogChainQuery)
+	if err != nil {
+		return nil, fmt.Errorf("no answer (%w): start the chain with `starter logs start`", err)
+	}
+	var st workflows.LogChainStatus
+	if err := v.Get(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }

@@ -146,6 +146,10 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 		if err != nil {
 			return FleetResult{}, err
 		}
+		// Runs before this version started no log chains.
+		if workflow.GetVersion(ctx, "fleet-log-chains", workflow.DefaultVersion, 1) >= 1 {
+			ensureLogChains(ctx, p.LogChains)
+		}
 		now := workflow.Now(ctx)
 		f.carry = FleetCarry{Began: now, Deadline: now.Add(p.Window), Limits: p.Limits, Pending: p.Items}
 		for _, n := range p.NotRun {
@@ -203,6 +207,47 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 	res := FleetResult{Began: f.carry.Began, Ended: workflow.Now(ctx), Counts: f.counts(), Outcomes: f.carry.Outcomes}
 	workflow.GetLogger(ctx).Info("fleet run done", "counts", res.Counts)
 	return res, nil
+}
+
+// ensureLogChains keeps the log chain of every database the plan resolved
+// with log_backup running, those a selection picks included (the worker's
+// start knows only the databases: entries): a child under the database's
+// one chain id, abandoned (it outlives the night), whose start is refused
+// when the chain already runs, which is left alone, never replaced. It
+// waits only for the starts; one that fails is logged and tried again by
+// the next run, and never fails the night's backups.
+func ensureLogChains(ctx workflow.Context, chains []activities.FleetLogChain) {
+	type start struct {
+		c   activities.FleetLogChain
+		fut workflow.ChildWorkflowFuture
+	}
+	var starts []start
+	for _, c := range chains {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            LogChainWorkflowID(c.Instance, c.Database),
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			StaticSummary:         "log chain of " + CycleSummary(c.Instance, c.Database, "", ""),
+			TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(c.Database), AttrInstance.ValueSet(c.Instance)),
+		})
+		starts = append(starts, start{c, workflow.ExecuteChildWorkflow(cctx, LogChainName, LogChainInput{Database: c.Database, Instance: c.Instance})})
+	}
+	started, running := 0, 0
+	for _, s := range starts {
+		err := s.fut.GetChildWorkflowExecution().Get(ctx, nil)
+		switch {
+		case err == nil:
+			started++
+		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+			running++
+		default:
+			workflow.GetLogger(ctx).Warn("log chain not started: the next fleet run tries again", "db", s.c.Database,
+				"instance", s.c.Instance, "error", err)
+		}
+	}
+	if len(starts) > 0 {
+		workflow.GetLogger(ctx).Info("log chains ensured", "started", started, "already_running", running, "of", len(starts))
+	}
 }
 
 // continued is the state a run continuing as new works from. The carried

@@ -123,6 +123,11 @@ type LogChainStatus struct {
 	// the next chain, and when.
 	FullRequested   string    `json:"full_requested,omitempty"`
 	FullRequestedAt time.Time `json:"full_requested_at,omitzero"`
+	// Proof is where the log proof stands, as the proof workflow last
+	// said (LogChainProofSignal); ProofLag is how far behind the present
+	// the standby copy was at the last tick.
+	Proof    *ProofProgress `json:"proof,omitempty"`
+	ProofLag time.Duration  `json:"proof_lag"`
 }
 
 // logChain is one run's state.
@@ -137,8 +142,9 @@ type logChain struct {
 	// fullStarting: a cycle start is under way (not yet acknowledged);
 	// fullRunning: the started cycle has not ended.
 	fullStarting, fullRunning bool
-	// proofStarting: the start of the proof workflow is under way.
-	proofStarting bool
+	// proofStarting, scratchStarting: the start of the proof workflows
+	// is under way.
+	proofStarting, scratchStarting bool
 }
 
 // LogChain runs the database's log chain (see the top of this file).
@@ -191,7 +197,9 @@ func LogChain(ctx workflow.Context, in LogChainInput) (LogChainStatus, error) {
 	lc.st.Every, lc.st.Server, lc.st.CopyTo = lc.plan.Every, lc.plan.Server, lc.plan.CopyTo
 
 	lc.startLogProof(ctx)
+	lc.startScratchProof(ctx)
 	workflow.Go(ctx, lc.copyLane)
+	workflow.Go(ctx, lc.proofProgress)
 	for lc.st.Ticks < ticks {
 		now := workflow.Now(ctx)
 		next := nextTick(now, lc.st.Every, phaseOf(in.Instance, in.Database, lc.st.Every))
@@ -282,6 +290,9 @@ func (lc *logChain) refreshLag(now time.Time) {
 	if !lc.st.LastLogStart.IsZero() {
 		lc.st.Lag = now.Sub(lc.st.LastLogStart)
 	}
+	if p := lc.st.Proof; p != nil && !p.ThroughStart.IsZero() {
+		lc.st.ProofLag = now.Sub(p.ThroughStart)
+	}
 }
 
 // copyLane copies the chain's written log backups whenever a tick left
@@ -347,7 +358,9 @@ func (lc *logChain) drain(ctx workflow.Context) error {
 	// Runs before this version continued as new past a copy made due by
 	// their last tick.
 	whole := workflow.GetVersion(ctx, "logchain-drain-due-copy", workflow.DefaultVersion, 1) >= 1
-	return workflow.Await(ctx, func() bool { return (!whole || !lc.copyDue) && !lc.copying && !lc.fullStarting && !lc.proofStarting })
+	return workflow.Await(ctx, func() bool {
+		return (!whole || !lc.copyDue) && !lc.copying && !lc.fullStarting && !lc.proofStarting && !lc.scratchStarting
+	})
 }
 
 // requestFull starts a BackupCycle for the full backup that begins the
@@ -438,6 +451,16 @@ func (lc *logChain) details(ctx workflow.Context) {
 	}
 	for _, f := range s.Foreign {
 		out += fmt.Sprintf("\nforeign log backup: %s (%s, %s)\n", f.Path, f.Tool, f.Start.UTC().Format(time.RFC3339))
+	}
+	if p := s.Proof; p != nil {
+		out += fmt.Sprintf("\nproof **%s**: through log %d · lag %s", p.Mode, p.Through, s.ProofLag.Round(time.Second))
+		if p.Standby != "" {
+			out += fmt.Sprintf(" · standby %s on %s", tsql.Printable(p.Standby), p.VerifyInstance)
+		}
+		if p.Error != "" {
+			out += " · **error:** " + p.Error
+		}
+		out += "\n"
 	}
 	if s.LastError != "" {
 		out += "\n**error:** " + s.LastError + "\n"

@@ -63,6 +63,9 @@ func chainRun(t *testing.T, f *fakeChain) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in LogProofInput) (LogProofStatus, error) {
 		return LogProofStatus{Database: in.Database}, workflow.Sleep(ctx, 3*time.Hour)
 	}, workflow.RegisterOptions{Name: LogProofName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ScratchProofInput) (ScratchProofStatus, error) {
+		return ScratchProofStatus{Database: in.Database}, workflow.Sleep(ctx, 3*time.Hour)
+	}, workflow.RegisterOptions{Name: ScratchProofName})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: LogChainWorkflowID("sql01", "Sales")})
 	// 12:00:00 UTC: the database's phase decides the first tick.
 	env.SetStartTime(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))

@@ -30,13 +30,54 @@ import (
 // one per database) and signals it after each copy; the signal costs
 // LogChain two events per copy.
 
-// LogProof names: the workflow type, its query (LogProofStatus) and the
-// signal the copy lane sends.
+// LogProof names: the workflow type, its query (LogProofStatus), the
+// signal the copy lane sends and the one the proof sends back to LogChain
+// (ProofProgress) when the standby copy moved.
 const (
 	LogProofName         = "LogProof"
 	LogProofQuery        = "logproof"
 	LogProofCopiedSignal = "logs-copied"
+	LogChainProofSignal  = "proof-progress"
 )
+
+// ProofProgress is what LogChain shows of the proof: the newest log
+// applied and when it started (the lag is measured from it), the standby
+// copy, the last error. Sent only when it changed, so that LogChain's
+// history grows by a signal per applied batch at most.
+type ProofProgress struct {
+	Mode           string    `json:"mode"`
+	Through        int64     `json:"through,omitempty"`
+	ThroughStart   time.Time `json:"through_start,omitzero"`
+	Standby        string    `json:"standby,omitempty"`
+	VerifyInstance string    `json:"verify_instance,omitempty"`
+	Error          string    `json:"error,omitempty"`
+}
+
+// proofProgress receives the proof's progress (LogChainProofSignal) for
+// the status and the details; it adds no command.
+func (lc *logChain) proofProgress(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, LogChainProofSignal)
+	for {
+		var p ProofProgress
+		if !ch.Receive(ctx, &p) {
+			return
+		}
+		lc.st.Proof = &p
+		lc.refreshLag(workflow.Now(ctx))
+		lc.details(ctx)
+	}
+}
+
+// tellChain sends p to the database's LogChain when it differs from what
+// was sent last; a chain that is not running misses nothing (the next
+// change is sent again).
+func tellChain(ctx workflow.Context, in LogProofInput, last *ProofProgress, p ProofProgress) {
+	if *last == p || workflow.GetVersion(ctx, "logproof-progress-signal", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	*last = p
+	_ = workflow.SignalExternalWorkflow(ctx, LogChainWorkflowID(in.Instance, in.Database), "", LogChainProofSignal, p)
+}
 
 // roundsPerRun bounds a run's history (about 10 events a round).
 const roundsPerRun = 100
@@ -102,6 +143,7 @@ func LogProof(ctx workflow.Context, in LogProofInput) (LogProofStatus, error) {
 		return st, nil // another proof mode, or no log backups: nothing to keep
 	}
 	copied := workflow.GetSignalChannel(ctx, LogProofCopiedSignal)
+	var told ProofProgress
 	for st.Rounds < roundsPerRun {
 		st.Rounds++
 		var out logs.ApplyLogsOutput
@@ -139,6 +181,8 @@ func LogProof(ctx workflow.Context, in LogProofInput) (LogProofStatus, error) {
 			st.Lag = now.Sub(st.ThroughStart)
 		}
 		proofDetails(ctx, st)
+		tellChain(ctx, in, &told, ProofProgress{Mode: st.Mode, Through: st.Through, ThroughStart: st.ThroughStart, Standby: st.Standby,
+			VerifyInstance: st.VerifyInstance, Error: st.LastError})
 		// The next round: when a copy is signalled, at the latest after
 		// one log_backup.every.
 		timerCtx, cancel := workflow.WithCancel(ctx)

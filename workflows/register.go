@@ -30,4 +30,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
 	r.RegisterWorkflowWithOptions(LogChain, workflow.RegisterOptions{Name: LogChainName})
 	r.RegisterWorkflowWithOptions(LogProof, workflow.RegisterOptions{Name: LogProofName})
+	r.RegisterWorkflowWithOptions(ScratchProof, workflow.RegisterOptions{Name: ScratchProofName})
 }

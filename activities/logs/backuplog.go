@@ -35,7 +35,7 @@ const logFiles = 1
 // and the output asks for a full backup.
 func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLogOutput, error) {
 	d := &a.Base.Cycle
-	db, err := d.Database(in.Instance, in.Database)
+	db, err := logDatabase(d, in.Instance, in.Database)
 	if err != nil {
 		return BackupLogOutput{}, err
 	}

@@ -24,7 +24,7 @@ import (
 // again, and a log already copied is skipped.
 func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOutput, error) {
 	d := &a.Base.Cycle
-	db, err := d.Database(in.Instance, in.Database)
+	db, err := logDatabase(d, in.Instance, in.Database)
 	if err != nil {
 		return CopyLogsOutput{}, err
 	}

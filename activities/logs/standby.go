@@ -112,7 +112,6 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance),
 		zap.String("server", t.srv.Name), zap.String("step", StepApplyLogs), zap.String("standby", t.name))
 
-	fsys := catalog.StorageFS{Storage: t.remote}
 	chain, err := a.remoteChain(ctx, t, in.Chain)
 	if err != nil || chain == nil {
 		if chain == nil && err == nil {
@@ -121,16 +120,9 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 		return out, err
 	}
 	in.Chain, out.Chain = chain.chain.ID, chain.chain.ID
-	rec, err := catalog.LoadLogProof(ctx, fsys, t.keys, db.Instance, db.Name)
+	rec, err := loadProof(ctx, d, t)
 	if err != nil {
-		return out, activities.StorageError(t.srv.Name, err)
-	}
-	if rec != nil && !rec.Trusted() {
-		return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
-			"log proof record %s on %s is not trusted (%s): the standby copy is not touched on its word; move it aside", rec.FileName(), t.srv.Name, rec.Auth.Why()))
-	}
-	if rec == nil {
-		rec = catalog.NewLogProofRecord(db.Instance, db.Name, d.Clock())
+		return out, err
 	}
 	sqlDB, err := d.ConnectSQL(ctx, t.inst, "master")
 	if err != nil {
@@ -209,7 +201,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	}
 
 	// Every log the copy has passed since its full is proven.
-	proven, err := a.markProven(ctx, t, in.Chain, *seed, logchain.LSN(out.RedoLSN), log)
+	proven, err := a.markProven(ctx, t, in.Chain, *seed, logchain.LSN(out.RedoLSN), logchain.ProofStandby, t.name)
 	if err != nil {
 		return out, err
 	}
@@ -329,14 +321,34 @@ func (a *Activities) seedFull(ctx context.Context, t *standbyTarget, c *logchain
 // own-copy record written first.
 func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *mssql.DB, rec *catalog.LogProofRecord, chain int64,
 	m *catalog.Manifest, log *zap.Logger) error {
-	d := &a.Base.Cycle
 	var recs []*catalog.VerifyCopy
 	if rec.Standby != nil {
 		recs = append(recs, &rec.Standby.Copy)
 	}
-	// REPLACE destroys whatever has the name: only ever the product's own
-	// standby copy.
-	old, err := activities.GuardOwnCopy(ctx, sqlDB, t.inst.Name, t.name, "replaced", true, recs...)
+	// STANDBY: the copy is readable between log restores, and its undo
+	// file says where each RESTORE LOG resumes ("RESTORE Statements -
+	// Arguments", STANDBY). No NEW_BROKER: a copy that stays read-only
+	// delivers no Service Broker message.
+	log.Info("standby copy seeding", zap.Int64("seq", m.Sequence), zap.Int64("chain", chain))
+	return a.restoreCopy(ctx, t, sqlDB, rec, t.name, m, tsql.RestoreOptions{StandbyFile: standbyFile(t)},
+		func(v *catalog.VerifyCopy) *catalog.VerifyCopy {
+			rec.Standby = &catalog.StandbyCopy{Chain: chain, Sequence: m.Sequence, LastLSN: m.Header.LastLSN, FinishUTC: m.Header.BackupFinishUTC,
+				Copy: *v}
+			return &rec.Standby.Copy
+		}, log, recs...)
+}
+
+// restoreCopy restores set m into name on the verification instance with
+// opts' recovery (StandbyFile, NoRecovery, NewBroker; the rest is filled
+// in), under the cycle's own-copy guard: REPLACE destroys whatever has the
+// name, so only ever a copy recs show is the product's. The own-copy record
+// is handed to keep, which stores it in rec and returns where it is kept;
+// rec is saved before the RESTORE is sent and again once it is confirmed.
+func (a *Activities) restoreCopy(ctx context.Context, t *standbyTarget, sqlDB *mssql.DB, rec *catalog.LogProofRecord, name string,
+	m *catalog.Manifest, opts tsql.RestoreOptions, keep func(*catalog.VerifyCopy) *catalog.VerifyCopy, log *zap.Logger,
+	recs ...*catalog.VerifyCopy) error {
+	d := &a.Base.Cycle
+	old, err := activities.GuardOwnCopy(ctx, sqlDB, t.inst.Name, name, "replaced", true, recs...)
 	if err != nil {
 		return err
 	}
@@ -345,37 +357,31 @@ func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *m
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	disks := tsql.Paths(layout)
-	moves, err := activities.RestoreMoves(ctx, sqlDB, t.srv, t.name, disks)
+	moves, err := activities.RestoreMoves(ctx, sqlDB, t.srv, name, disks)
 	if err != nil {
 		return err
 	}
-	// STANDBY: the copy is readable between log restores, and its undo
-	// file says where each RESTORE LOG resumes ("RESTORE Statements -
-	// Arguments", STANDBY). No NEW_BROKER: a copy that stays read-only
-	// delivers no Service Broker message.
-	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: t.name, Disks: disks, Moves: moves, Checksum: true,
-		Replace: old != nil, StandbyFile: standbyFile(t)})
+	opts.Database, opts.Disks, opts.Moves, opts.Checksum, opts.Replace = name, disks, moves, true, old != nil
+	stmt, err := tsql.RestoreDatabase(opts)
 	if err != nil {
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	intent, err := activities.CopyIntent(a.Base, ctx, sqlDB, t.inst.Name, t.name, m.Header.BackupSetGUID, old)
+	intent, err := activities.CopyIntent(a.Base, ctx, sqlDB, t.inst.Name, name, m.Header.BackupSetGUID, old)
 	if err != nil {
 		return err
 	}
-	rec.Standby = &catalog.StandbyCopy{Chain: chain, Sequence: m.Sequence, LastLSN: m.Header.LastLSN, FinishUTC: m.Header.BackupFinishUTC,
-		Copy: *intent}
+	kept := keep(intent)
 	if err := saveProof(ctx, d, t, rec); err != nil {
 		return err
 	}
-	marker, err := tsql.RestoreMarker(t.name, disks[0])
+	marker, err := tsql.RestoreMarker(name, disks[0])
 	if err != nil {
 		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	log.Info("standby copy seeding", zap.Int64("seq", m.Sequence), zap.Int64("chain", chain))
 	if err := a.runLong(ctx, sqlDB, "RESTORE DATABASE", tsql.CommandRestoreDatabase, stmt, marker, m.Sequence, log); err != nil {
 		return err
 	}
-	if err := activities.ConfirmCopy(ctx, sqlDB, &rec.Standby.Copy); err != nil {
+	if err := activities.ConfirmCopy(ctx, sqlDB, kept); err != nil {
 		return err
 	}
 	return saveProof(ctx, d, t, rec)
@@ -449,13 +455,14 @@ func (a *Activities) checkedLogFiles(ctx context.Context, st storage.Storage, sr
 	return disks, nil
 }
 
-// markProven marks proven (standby) every log of the chain the copy has
-// passed since full (its LastLSN at or before redo), in the chain record on
-// the copy target and then on the chain's server. Marks lost to a record
+// markProven marks proven (by mode, on the copy named copyName) every log
+// of the chain the copy has passed since full (its LastLSN at or before
+// redo), in the chain record on the copy target and then on the chain's
+// server. Marks lost to a record
 // written beside them are made again on the next call. It returns the
 // logs the copy holds, in order.
 func (a *Activities) markProven(ctx context.Context, t *standbyTarget, chain int64, full logchain.Full, redo logchain.LSN,
-	log *zap.Logger) ([]logchain.Log, error) {
+	mode logchain.ProofMode, copyName string) ([]logchain.Log, error) {
 	rc, err := a.remoteChain(ctx, t, chain)
 	if err != nil || rc == nil {
 		return nil, err
@@ -470,7 +477,7 @@ func (a *Activities) markProven(ctx context.Context, t *standbyTarget, chain int
 	if len(held) == 0 {
 		return nil, nil
 	}
-	proof := &catalog.LogProof{At: a.Base.Cycle.Clock().UTC(), Mode: string(logchain.ProofStandby), Instance: t.inst.Name, Database: t.name}
+	proof := &catalog.LogProof{At: a.Base.Cycle.Clock().UTC(), Mode: string(mode), Instance: t.inst.Name, Database: copyName}
 	want := map[int64]bool{}
 	for _, l := range held {
 		want[l.Number] = true
@@ -597,6 +604,24 @@ func (a *Activities) recordFull(ctx context.Context, t *standbyTarget, chain int
 		}
 	}
 	return nil
+}
+
+// loadProof reads the database's proof record on the copy target (a new
+// one when there is none); one not trusted steers nothing.
+func loadProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget) (*catalog.LogProofRecord, error) {
+	rec, err := catalog.LoadLogProof(ctx, catalog.StorageFS{Storage: t.remote}, t.keys, t.db.Instance, t.db.Name)
+	if err != nil {
+		return nil, activities.StorageError(t.srv.Name, err)
+	}
+	if rec != nil && !rec.Trusted() {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+			"log proof record %s on %s is not trusted (%s): no copy on the verification instance is touched on its word; move it aside",
+			rec.FileName(), t.srv.Name, rec.Auth.Why()))
+	}
+	if rec == nil {
+		rec = catalog.NewLogProofRecord(t.db.Instance, t.db.Name, d.Clock())
+	}
+	return rec, nil
 }
 
 // saveProof writes the proof record on the copy target, signed.

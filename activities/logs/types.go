@@ -44,6 +44,8 @@ type LogPlan struct {
 	Every   time.Duration `json:"every"`
 	// ProofMode is log_proof (standby, nightly).
 	ProofMode string `json:"proof_mode"`
+	// PITEvery is pit_proof.every: how often the point-in-time proof runs.
+	PITEvery time.Duration `json:"pit_every,omitempty"`
 	// Server holds the chain (the rotation's first server), CopyTo its
 	// remote copy; CopyQueue is the task queue of the worker next to one
 	// of them ("" for the worker's own).

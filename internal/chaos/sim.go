@@ -248,8 +248,15 @@ func (s *Sim) tally(r *run, classes []string) {
 	}
 	t := r.plan.Target
 	st := s.streak[t]
+	// A failure the run explains (the estate keeps verify01 from reading
+	// the sets, a Web UI start typed the name with a blank and was
+	// refused) is what the product must do: it ends a streak rather than
+	// adding to it.
+	explained := r.unreadable != "" || r.plan.Blank != ""
 	switch {
 	case slices.Contains(classes, "verified"):
+		st = streak{}
+	case len(classes) > 0 && strings.HasPrefix(classes[0], "failed") && explained:
 		st = streak{}
 	case len(classes) > 0 && strings.HasPrefix(classes[0], "failed"):
 		if st.class != classes[0] {
@@ -258,10 +265,8 @@ func (s *Sim) tally(r *run, classes []string) {
 		st.n++
 		if st.n == StuckAfter {
 			r.note("stuck: the last %d cycles of %s (runs %d..%d) all %s", st.n, t, st.from, r.plan.Run, st.class)
-			if r.unreadable == "" {
-				from, run, class := st.from, r.plan.Run, st.class
-				s.C.later = append(s.C.later, func(add addFunc) { s.C.poisoned(t, from, run, class, add) })
-			}
+			from, run, class := st.from, r.plan.Run, st.class
+			s.C.later = append(s.C.later, func(add addFunc) { s.C.poisoned(t, from, run, class, add) })
 		}
 	}
 	s.streak[t] = st

@@ -88,3 +88,28 @@ func TestAvailabilityGroups(t *testing.T) {
 		t.Errorf("replicas with different rotations: %v", es)
 	}
 }
+
+// A database of an availability group with log_backup (its own or from
+// defaults:) is refused at load, naming the way out, rather than a log
+// chain that fails every night; log_backup {every: 0s} turns it off for it.
+func TestGroupDatabaseWithLogBackupRefused(t *testing.T) {
+	y := strings.Replace(groupBase(t), "databases:\n", "availability_groups:\n  - {name: agsales, replicas: [sql01, sql02], backup_servers: [bak01, bak02]}\ndatabases:\n", 1)
+	y = strings.Replace(y, "    instance: sql01\n    backup_servers: [bak01, bak02]\n", "    instance: agsales\n    backup_servers: [bak01, bak02]\n", 1)
+	if _, err := Parse([]byte(y), "config.yaml"); err != nil {
+		t.Fatalf("group without log backups: %v", err)
+	}
+	logs := strings.Replace(y, "databases:\n", "defaults:\n  owns_backup_chain: true\n  log_backup: {every: 1m}\ndatabases:\n", 1)
+	if strings.Contains(y, "defaults:\n") {
+		logs = strings.Replace(y, "defaults:\n", "defaults:\n  owns_backup_chain: true\n  log_backup: {every: 1m}\n", 1)
+	}
+	es := parseErrs(t, logs)
+	if !slices.ContainsFunc(es, func(e Error) bool {
+		return strings.Contains(e.Msg, "availability group agsales") && strings.Contains(e.Msg, "log_backup: {every: 0s}")
+	}) {
+		t.Fatalf("a group's database with log_backup from defaults: %v", es)
+	}
+	off := logs + "    log_backup: {every: 0s}\n"
+	if _, err := Parse([]byte(off), "config.yaml"); err != nil {
+		t.Fatalf("log_backup turned off for the group's database: %v", err)
+	}
+}

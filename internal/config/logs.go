@@ -98,6 +98,21 @@ func (d *decoder) checkLogs(c *Config) {
 				break
 			}
 		}
+		// A group's database gets no log chain (each replica's msdb holds
+		// its own log backup history, which the chain reads): refused here
+		// rather than a chain that fails every night.
+		if db := &c.Databases[i]; db.LogBackups() {
+			if g, ok := c.AvailabilityGroup(db.Instance); ok {
+				kp := join(path, "log_backup")
+				l := d.line(kp)
+				if !d.given(kp) && !d.given(join(path, "log_backup.every")) {
+					l = d.line(path)
+				}
+				d.errf(l, kp, "%s: log_backup: %s is a database of availability group %s, whose log backups this product does not take: "+
+					"keep the group's own log backup job and set log_backup: {every: 0s} for it (its verified full backups go on)",
+					labelled(path, db.Name), db.Name, g.Name)
+			}
+		}
 	}
 }
 

@@ -259,3 +259,25 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// Unproven names the oldest log after the newest verified full that waited
+// longer than the lag, and nothing while every such log is proven or young.
+func TestUnprovenPastLag(t *testing.T) {
+	c := genChain(rand.New(rand.NewPCG(7, 7)), 1, 10, 0)
+	for i := range 6 {
+		c.Logs[i].Proven = &Proof{At: c.Logs[i].Finish, Mode: ProofStandby}
+	}
+	seventh := c.Logs[6].Finish
+	if l := c.Unproven(seventh.Add(14*time.Minute), 15*time.Minute); l != nil {
+		t.Fatalf("log %d reported at 14m, lag 15m", l.Number)
+	}
+	if l := c.Unproven(seventh.Add(16*time.Minute), 15*time.Minute); l == nil || l.Number != 7 {
+		t.Fatalf("at 16m past log 7: %+v, want log 7", l)
+	}
+	for i := range c.Logs {
+		c.Logs[i].Proven = &Proof{At: c.Logs[i].Finish, Mode: ProofNightly}
+	}
+	if l := c.Unproven(seventh.Add(48*time.Hour), 15*time.Minute); l != nil {
+		t.Fatalf("every log proven, yet log %d reported", l.Number)
+	}
+}

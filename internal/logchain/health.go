@@ -73,3 +73,24 @@ func newestVerified(c *Chain) (Full, bool) {
 	}
 	return Full{}, false
 }
+
+// Unproven is the oldest log backup after the chain's newest verified full
+// (the logs a proof restores) that finished more than lag before now and
+// is not proven yet; nil when there is none. Logs after a hole are left to
+// the hole's own reason: no proof can reach them.
+func (c *Chain) Unproven(now time.Time, lag time.Duration) *Log {
+	f, ok := newestVerified(c)
+	if !ok {
+		return nil
+	}
+	logs, _ := c.Restorable(f)
+	for i, l := range logs {
+		if l.Proven == nil {
+			if now.Sub(l.Finish) > lag {
+				return &logs[i]
+			}
+			return nil
+		}
+	}
+	return nil
+}

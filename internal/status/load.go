@@ -87,7 +87,9 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	}
 	servers := make([]Server, len(c.BackupServers))
 	found := make([][]Found, len(c.BackupServers))
+	chains := make([][]FoundChain, len(c.BackupServers))
 	instances := InstancesOf(c)
+	targets, defaults := TargetsOf(c)
 	keys, kerr := c.ManifestKeyRing()
 	var wg sync.WaitGroup
 	for i := range c.BackupServers {
@@ -100,7 +102,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys)
+			servers[i], found[i], chains[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys, targets)
 		}(i)
 	}
 	wg.Wait()
@@ -108,12 +110,16 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	for _, f := range found {
 		all = append(all, f...)
 	}
-	targets, defaults := TargetsOf(c)
+	var allChains []FoundChain
+	for _, f := range chains {
+		allChains = append(allChains, f...)
+	}
 	auth := AuthenticationOff
 	if len(c.ManifestKeys) > 0 {
 		auth = AuthenticationHMAC
 	}
-	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeWith(now, targets, defaults, all, AliasesOf(c)), Servers: servers}
+	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
+		Servers: servers}
 }
 
 // InstancesOf are the instance keys whose sets c reports on: its SQL
@@ -146,18 +152,28 @@ func InstancesOf(c *config.Config) []string {
 	return out
 }
 
-func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string, keys *catalog.Keys) (Server, []Found) {
+// readServer reads one server's manifests, and the log chain records of
+// the databases of targets with log backups.
+func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string, keys *catalog.Keys,
+	targets []Target) (Server, []Found, []FoundChain) {
 	s := Server{Name: srv.Name, Location: srv.Loc.String()}
 	st, err := open(ctx, srv)
 	if err != nil {
 		s.Error = fmt.Sprintf("open backup server %s (%s): %v: check that it is reachable and its location and credentials in the config", srv.Name, s.Location, err)
-		return s, nil
+		return s, nil, nil
 	}
 	defer st.Close()
 	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), keys, instances)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
-		return s, nil
+		return s, nil, nil
+	}
+	chains, brokenChains := readChains(ctx, ReadOnlyFS(st), keys, srv.Name, targets)
+	for name, err := range brokenChains {
+		if l.Broken == nil {
+			l.Broken = map[string]error{}
+		}
+		l.Broken[name] = errors.New(err)
 	}
 	out := make([]Found, len(l.Manifests))
 	for i, m := range l.Manifests {
@@ -175,7 +191,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, in
 			s.Broken[n] = l.Broken[n].Error()
 		}
 	}
-	return s, out
+	return s, out, chains
 }
 
 // ErrReadOnly is returned by the writing methods of ReadOnlyFS.

@@ -21,6 +21,9 @@ import (
 type Objectives struct {
 	RPO Duration `json:"rpo_seconds"`
 	RTO Duration `json:"rto_seconds,omitempty"`
+	// With log backups the rpo is judged against the point the log chain
+	// is proven to, not the newest verified set's age.
+	LogObjectives
 }
 
 // Target is a configured database and its objectives.
@@ -99,6 +102,8 @@ type Database struct {
 	// exceeds the RPO or its time to recover exceeds the RTO; Reasons say which.
 	OutOfObjectives bool     `json:"out_of_objectives"`
 	Reasons         []string `json:"reasons,omitempty"`
+	// LogChain is the database's log chain, when it has log backups.
+	LogChain *LogChain `json:"log_chain,omitempty"`
 }
 
 // Duration marshals to JSON as seconds (a number monitoring can compare).
@@ -151,6 +156,9 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 		o := Objectives{RPO: Duration(db.RPO), RTO: Duration(db.RTO)}
 		if o.RPO <= 0 {
 			o.RPO = def.RPO
+		}
+		if db.LogBackups() {
+			o.LogObjectives = LogObjectives{Every: Duration(db.LogBackup.Every), ProofMode: db.ProofMode(), ProofLag: Duration(db.ProofLag())}
 		}
 		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})
 	}
@@ -231,6 +239,19 @@ func Summarize(now time.Time, targets []Target, defaults Objectives, found []Fou
 // see it. A database of that instance that is no group database (none of
 // the group's name) keeps its own line.
 func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found []Found, aliases Aliases) []Database {
+	return SummarizeAll(now, targets, defaults, found, aliases, nil)
+}
+
+// SummarizeAll is SummarizeWith that also judges the log chain of every
+// configured database with log backups from its chain records (chains,
+// any server's): the point it is proven to against its rpo, logs
+// unproven past log_proof_lag, a broken chain or a hole.
+func SummarizeAll(now time.Time, targets []Target, defaults Objectives, found []Found, aliases Aliases, chains []FoundChain) []Database {
+	byDB := map[key][]FoundChain{}
+	for _, c := range chains {
+		k := key{c.Record.SourceInstance, c.Record.Database}
+		byDB[k] = append(byDB[k], c)
+	}
 	objectives := map[key]Objectives{}
 	configured := map[key]bool{}
 	for _, t := range targets {
@@ -296,7 +317,7 @@ func SummarizeWith(now time.Time, targets []Target, defaults Objectives, found [
 		if !ok {
 			o = defaults
 		}
-		out = append(out, summarizeOne(now, k, configured[k], o, sets[k], aliases.of(k.instance)))
+		out = append(out, summarizeOne(now, k, configured[k], o, sets[k], aliases.of(k.instance), byDB[k]))
 	}
 	return out
 }
@@ -316,7 +337,7 @@ func advanced(a, b *catalog.Manifest) bool {
 	return a.UpdatedAt.After(b.UpdatedAt)
 }
 
-func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setKey]*set, former []string) Database {
+func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setKey]*set, former []string, chains []FoundChain) Database {
 	d := Database{Instance: k.instance, Database: k.database, Configured: configured, Objectives: o}
 	var lastOK, lastBad *set
 	trusted := map[setID]*set{}
@@ -354,12 +375,21 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 	case v == nil:
 		d.Reasons = append(d.Reasons, "no verified backup set on any backup server")
 	default:
-		if o.RPO > 0 && v.Age > o.RPO {
+		if o.RPO > 0 && v.Age > o.RPO && o.Every <= 0 {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("last verified set is %s old, above the RPO of %s", v.Age, o.RPO))
 		}
 		if o.RTO > 0 && v.TimeToRecover > o.RTO {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("measured time to recover %s is above the RTO of %s", v.TimeToRecover, o.RTO))
 		}
+	}
+	if configured && o.Every > 0 {
+		verified := map[string]bool{}
+		for _, s := range trusted {
+			if m := s.best; m.State == catalog.StateVerified && m.Header != nil && m.Header.BackupSetGUID != "" {
+				verified[strings.ToUpper(m.Header.BackupSetGUID)] = true
+			}
+		}
+		judgeLogs(now, &d, chains, verified)
 	}
 	d.OutOfObjectives = len(d.Reasons) > 0
 	return d

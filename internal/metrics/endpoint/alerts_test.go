@@ -141,6 +141,11 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
     instance: sql01
     backup_servers: [bak01, bak02]
     rto: 1h
+  - name: Ledger
+    instance: sql01
+    backup_servers: [bak01, bak02]
+    owns_backup_chain: true
+    log_backup: {every: 1m}
 `)
 	taken := time.Now().Add(-time.Hour).UTC()
 	save(t, verifiedSet(t, "sql01", "Sales", 1, taken, time.Minute, time.Minute), filepath.Join(dir, "bak01"))

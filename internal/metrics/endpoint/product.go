@@ -31,6 +31,8 @@ const (
 	ServerReadable = "backupcycle_backup_server_readable"
 	Unauthentic    = "backupcycle_unauthenticated_sets"
 	SourceDamaged  = "backupcycle_source_damaged_total"
+	LastProvenLog  = "backupcycle_last_proven_log_timestamp_seconds"
+	LogChainBroken = "backupcycle_log_chain_broken"
 	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
@@ -206,6 +208,11 @@ type row struct {
 	failureAt     time.Time // newest failed/cancelled set after it; zero: none
 	failureType   string
 	unauthentic   int // sets whose manifests are not authenticated
+	// logs: the database has log backups; provenTo is the point its chain
+	// is proven to (zero: none), chainBroken says it ended or has a hole.
+	logs        bool
+	provenTo    time.Time
+	chainBroken bool
 }
 
 type dbKey struct{ instance, database string }
@@ -222,6 +229,7 @@ type manifestState struct {
 	readAt  time.Time
 
 	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable, unauthentic *prometheus.Desc
+	lastProven, chainBroken                                                             *prometheus.Desc
 }
 
 func newManifestState() *manifestState {
@@ -247,6 +255,14 @@ func newManifestState() *manifestState {
 		unauthentic: prometheus.NewDesc(Unauthentic,
 			"Backup sets of the database whose manifests are not authenticated (manifest_keys configured, and no worker's signature "+
 				"verifies): written before the keys were configured, or by someone else. They count for nothing above.", db, nil),
+		lastProven: prometheus.NewDesc(LastProvenLog,
+			"Unix time the database's log chain is proven restorable to: a verified full and the unbroken run of log backups "+
+				"after it restored on the verification instance (the start of the last of them). time() minus it is the data a "+
+				"restore would lose; 0 when nothing is proven yet. Databases with log_backup only; from the chain records.", db, nil),
+		chainBroken: prometheus.NewDesc(LogChainBroken,
+			"1 when the database's log chain ended (a break: SIMPLE recovery, a foreign log backup) or has a hole after its newest "+
+				"verified full, so that no restore reaches the present until the next full backup is verified; else 0. "+
+				"Databases with log_backup only.", db, nil),
 	}
 }
 
@@ -291,8 +307,14 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 			n.failureAt, n.failureType = f.At, f.Type
 		}
 		n.unauthentic = len(d.Unauthenticated)
+		if l := d.LogChain; l != nil {
+			n.logs, n.provenTo, n.chainBroken = true, l.ProvenTo, l.BrokenOrGap()
+		}
 		if old, ok := s.rows[k]; ok && !complete && old.takenAt.After(n.takenAt) {
 			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = old.takenAt, old.timeToRecover, old.failureAt, old.failureType
+		}
+		if old, ok := s.rows[k]; ok && !complete && old.provenTo.After(n.provenTo) {
+			n.provenTo, n.chainBroken = old.provenTo, old.chainBroken
 		}
 		if v, ok := s.recent[k]; ok && v.takenAt.After(n.takenAt) {
 			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = v.takenAt, v.timeToRecover, time.Time{}, ""
@@ -317,7 +339,8 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic} {
+	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic,
+		s.lastProven, s.chainBroken} {
 		ch <- d
 	}
 }
@@ -348,6 +371,17 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 		}
 		if r.rto > 0 {
 			gauge(s.rto, r.rto.Seconds(), k.instance, k.database)
+		}
+		if r.logs {
+			proven, broken := 0.0, 0.0
+			if !r.provenTo.IsZero() {
+				proven = unixSeconds(r.provenTo)
+			}
+			if r.chainBroken {
+				broken = 1
+			}
+			gauge(s.lastProven, proven, k.instance, k.database)
+			gauge(s.chainBroken, broken, k.instance, k.database)
 		}
 		if !r.failureAt.IsZero() {
 			gauge(s.lastFailure, unixSeconds(r.failureAt), k.instance, k.database, r.failureType)

@@ -1,0 +1,52 @@
+package workflows
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+)
+
+// A Fleet run starts the log chain of every database its plan lists with
+// log_backup (selected ones included), each under the database's one
+// chain id, and goes on with the night's cycles: a chain that already
+// runs (here: listed twice, so the second start meets the first) is left
+// alone, not started again and not a failure.
+func TestFleetEnsuresTheLogChainsOfItsPlan(t *testing.T) {
+	p, f := twoSiteFleet(2)
+	p.LogChains = []activities.FleetLogChain{{Instance: "sql01", Database: "db00"}, {Instance: "sql02", Database: "Selected db"},
+		{Instance: "sql01", Database: "db00"}}
+	env := fleetEnv(t, p, f)
+	var mu sync.Mutex
+	var ids []string
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in LogChainInput) (LogChainStatus, error) {
+		mu.Lock()
+		ids = append(ids, workflow.GetInfo(ctx).WorkflowExecution.ID+" "+in.Instance+"/"+in.Database)
+		mu.Unlock()
+		// A chain runs on: it holds its cursor.
+		return LogChainStatus{}, workflow.Sleep(ctx, 1000*time.Hour)
+	}, workflow.RegisterOptions{Name: LogChainName})
+	env.ExecuteWorkflow(FleetName, FleetInput{})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("fleet: %v", err)
+	}
+	var res FleetResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts[OutcomeVerified] != 2 {
+		t.Fatalf("fleet counts %v: want both cycles verified", res.Counts)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(ids)
+	want := []string{LogChainWorkflowID("sql01", "db00") + " sql01/db00", LogChainWorkflowID("sql02", "Selected db") + " sql02/Selected db"}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("log chains started %q, want one each: %q", ids, want)
+	}
+}
