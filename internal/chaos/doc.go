@@ -105,9 +105,10 @@
 //	   no LSN gap (each log starting at or before where the last ended) and
 //	   each of its log files is intact (size, SHA-256) on every server its
 //	   record names, or the product says so: its LogChain query broken with
-//	   the break or degraded with the error, or its LogProof's error;
+//	   the break or degraded with the error, its LogProof's error or
+//	   status's reasons (status.Load) naming the log;
 //	I10 every log backup of that chain finished more than ProofLag ago is
-//	   proven, or LogChain or LogProof says why not;
+//	   proven, or LogChain, LogProof or status says why not;
 //	I11 the checker restores the chain on an instance of its own (pit01,
 //	   which no fault reaches) from the newest verified full and the logs
 //	   to a random T in the proven window (on one UTC offset of the

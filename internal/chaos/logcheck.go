@@ -13,6 +13,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -139,22 +140,22 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 // log starting at or before where the last one ended and ending after
 // it; gap says where it stops short of the newest log backup ("" when it
 // reaches it).
-func (v *chainView) walk() (seq []catalog.LogBackup, gap string) {
-	at := v.full.LastLSN
+func (v *chainView) walk() (seq []catalog.LogBackup, gap string, at int64) {
+	pos := v.full.LastLSN
 	for _, l := range v.logs {
-		if lsnCmp(l.LastLSN, at) <= 0 {
+		if lsnCmp(l.LastLSN, pos) <= 0 {
 			continue // before the full, or empty
 		}
-		if lsnCmp(l.FirstLSN, at) > 0 {
-			return seq, fmt.Sprintf("log %d starts at LSN %s, the chain from full %d stands at %s", l.Number, l.FirstLSN, v.full.Sequence, at)
+		if lsnCmp(l.FirstLSN, pos) > 0 {
+			return seq, fmt.Sprintf("log %d starts at LSN %s, the chain from full %d stands at %s", l.Number, l.FirstLSN, v.full.Sequence, pos), l.Number
 		}
 		if len(l.Files) == 0 {
-			return seq, fmt.Sprintf("log %d (LSN %s to %s) has no file in the chain", l.Number, l.FirstLSN, l.LastLSN)
+			return seq, fmt.Sprintf("log %d (LSN %s to %s) has no file in the chain", l.Number, l.FirstLSN, l.LastLSN), l.Number
 		}
 		seq = append(seq, l)
-		at = l.LastLSN
+		pos = l.LastLSN
 	}
-	return seq, ""
+	return seq, "", 0
 }
 
 // productSays is what the product reports of LogTarget's chain: the
@@ -162,7 +163,9 @@ func (v *chainView) walk() (seq []catalog.LogBackup, gap string) {
 type productSays struct {
 	chain workflows.LogChainStatus
 	proof workflows.LogProofStatus
-	err   error
+	// status are the reasons `starter status` gives for LogTarget.
+	status []string
+	err    error
 }
 
 func (c *Checker) productSays(ctx context.Context) productSays {
@@ -184,6 +187,11 @@ func (c *Checker) productSays(ctx context.Context) productSays {
 	}
 	if v, err := tc.QueryWorkflow(qctx, workflows.LogProofWorkflowID(LogTarget.Instance, LogTarget.Database), "", workflows.LogProofQuery); err == nil {
 		_ = v.Get(&out.proof)
+	}
+	for _, d := range status.Load(ctx, c.f.Cfg, nil, time.Now()).Databases {
+		if d.Instance == LogTarget.Instance && d.Database == LogTarget.Database {
+			out.status = d.Reasons
+		}
 	}
 	return out
 }
@@ -218,31 +226,48 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	if says.err != nil {
 		return append(notes, fmt.Sprintf("log chain of %s: the product's word not read: %v", LogTarget, says.err))
 	}
-	seq, gap := v.walk()
+	seq, gap, gapAt := v.walk()
 	red, words := says.red()
 	proofErr := says.proof.LastError
+	// The product names log n: its LogChain query broken or degraded, its
+	// proof's error or status's reasons.
+	names := func(n int64) bool {
+		if red || strings.Contains(proofErr, fmt.Sprintf("log %d ", n)) {
+			return true
+		}
+		for _, r := range says.status {
+			if strings.Contains(r, fmt.Sprintf("log %d ", n)) || strings.Contains(r, "broke") {
+				return true
+			}
+		}
+		return false
+	}
 	// I9: no gap from the newest verified full to the newest log backup,
 	// every file of the walk intact where the record says it is.
-	var defects []string
+	type defect struct {
+		log  int64
+		text string
+	}
+	var defects []defect
 	if gap != "" && v.brk == nil {
-		defects = append(defects, gap)
+		defects = append(defects, defect{gapAt, gap})
 	}
 	for _, l := range seq {
 		for _, srv := range l.Servers {
 			for _, f := range l.Files {
 				if why := c.logFileIntact(srv, f); why != "" {
-					defects = append(defects, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why))
+					defects = append(defects, defect{l.Number, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why)})
 				}
 			}
 		}
 		if l.State == catalog.LogCopied && len(l.Servers) < 2 {
-			defects = append(defects, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers))
+			defects = append(defects, defect{l.Number, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers)})
 		}
 	}
 	for _, d := range defects {
-		if !red && !strings.Contains(proofErr, d[:strings.Index(d, ":")]) {
-			add(9, fmt.Sprintf("%d|%s", v.id, d), "chain %d of %s from full %d: %s; the product says %s %s (proof: %q)",
-				v.id, LogTarget, v.full.Sequence, d, says.chain.State, words, proofErr)
+		if !names(d.log) {
+			add(9, fmt.Sprintf("%d|%s", v.id, d.text), "chain %d of %s from full %d: %s; the product says %s %s (proof: %q; status: %q)",
+				v.id, LogTarget, v.full.Sequence, d.text, says.chain.State, words, proofErr, says.status)
 		}
 	}
 	// I10: every log backup of the walk finished more than ProofLag ago is
@@ -252,9 +277,9 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		if l.Proven != nil || now.Sub(l.BackupFinishUTC) <= ProofLag {
 			continue
 		}
-		if !red && proofErr == "" && says.proof.Waiting == "" {
-			add(10, fmt.Sprintf("%d|%d", v.id, l.Number), "chain %d of %s: log %d finished %s ago (%s) is not proven, log_proof_lag %s; the product says %s, the proof %+v",
-				v.id, LogTarget, l.Number, now.Sub(l.BackupFinishUTC).Round(time.Second), l.BackupFinishUTC.Format(time.RFC3339), ProofLag, says.chain.State, proofBrief(says.proof))
+		if !names(l.Number) && says.proof.Waiting == "" {
+			add(10, fmt.Sprintf("%d|%d", v.id, l.Number), "chain %d of %s: log %d finished %s ago (%s) is not proven, log_proof_lag %s; the product says %s, the proof %+v, status %q",
+				v.id, LogTarget, l.Number, now.Sub(l.BackupFinishUTC).Round(time.Second), l.BackupFinishUTC.Format(time.RFC3339), ProofLag, says.chain.State, proofBrief(says.proof), says.status)
 		}
 	}
 	n, err := c.checkPIT(ctx, v, seq, add)

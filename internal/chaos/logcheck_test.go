@@ -26,15 +26,15 @@ func TestCheckerLogChain(t *testing.T) {
 		return catalog.LogBackup{Number: n, FirstLSN: first, LastLSN: last, Files: files, State: catalog.LogCopied}
 	}
 	v := &chainView{full: full, logs: []catalog.LogBackup{lg(1, "500", "900"), lg(2, "900", "1200"), lg(3, "1200", "1200"), lg(4, "1200", "1500")}}
-	if seq, gap := v.walk(); gap != "" || len(seq) != 2 || seq[0].Number != 2 || seq[1].Number != 4 {
+	if seq, gap, _ := v.walk(); gap != "" || len(seq) != 2 || seq[0].Number != 2 || seq[1].Number != 4 {
 		t.Fatalf("a whole chain: %v %q", seq, gap)
 	}
 	v.logs = append(v.logs, lg(5, "1600", "1700"))
-	if seq, gap := v.walk(); len(seq) != 2 || !strings.Contains(gap, "log 5 starts at LSN 1600") {
+	if seq, gap, _ := v.walk(); len(seq) != 2 || !strings.Contains(gap, "log 5 starts at LSN 1600") {
 		t.Fatalf("a hole before log 5: %v %q", seq, gap)
 	}
 	v.logs[1].Files = nil // a foreign log not adopted
-	if seq, gap := v.walk(); len(seq) != 0 || !strings.Contains(gap, "log 2") {
+	if seq, gap, _ := v.walk(); len(seq) != 0 || !strings.Contains(gap, "log 2") {
 		t.Fatalf("a log without its file: %v %q", seq, gap)
 	}
 
