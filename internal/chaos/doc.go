@@ -47,7 +47,8 @@
 //
 // The log chain (logchain.go, logfaults.go): sql01's DBA has log_backup
 // (every LogEvery, below the configuration's minimum, set on the loaded
-// configuration) and log_proof: standby (log_proof_lag ProofLag), the
+// configuration) and log_proof: standby (log_proof_lag ProofLag, the
+// point-in-time proof every PITEvery), the
 // emulator's workload commits CommitRate rows a second into its
 // dbo.CommitLog, and every worker starts the database's LogChain when it
 // starts, as the production worker does; the chain's and the proof's
@@ -114,7 +115,9 @@
 //	   to a random T in the proven window (on one UTC offset of the
 //	   source): without STOPAT it holds exactly the source's rows up to its
 //	   newest, with STOPAT = T exactly the rows the full holds and those
-//	   committed at or before T.
+//	   committed at or before T; and it replays each point-in-time proof
+//	   the product recorded as ok (pit_proof.every PITEvery; its full, its
+//	   logs, its STOPAT) and compares the rows the same way.
 //
 // (I12 is kept for recovery.) The chain's records are read with their own
 // rules (LSNs, files, rows): the product's verdict is only what its

@@ -26,7 +26,8 @@ var LogTarget = Target{Sql01, SharedDB}
 const (
 	LogEvery   = 5 * time.Second
 	ProofLag   = 90 * time.Second
-	CommitRate = 20 // rows a second
+	PITEvery   = time.Minute // the product's point-in-time proof (pit_proof.every)
+	CommitRate = 20          // rows a second
 )
 
 // logYAML is the log keys of LogTarget's databases: entry.
@@ -34,14 +35,14 @@ const (
 // chain (adopt_foreign_logs); one to a disk it does not reach breaks it.
 const logYAML = "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n    log_proof_lag: 15m\n    adopt_foreign_logs: true\n"
 
-// ScaleLogChain sets LogTarget's log_backup.every and log_proof_lag to the
-// simulation's (below what the configuration accepts, set on the loaded
+// ScaleLogChain sets LogTarget's log_backup.every, log_proof_lag and
+// pit_proof.every to the simulation's (below what the configuration accepts, set on the loaded
 // configuration).
 func ScaleLogChain(cfg *config.Config) {
 	for i := range cfg.Databases {
 		db := &cfg.Databases[i]
 		if db.Instance == LogTarget.Instance && db.Name == LogTarget.Database && db.LogBackups() {
-			db.LogBackup.Every, db.LogProofLag = LogEvery, ProofLag
+			db.LogBackup.Every, db.LogProofLag, db.PITProof.Every = LogEvery, ProofLag, PITEvery
 		}
 	}
 }

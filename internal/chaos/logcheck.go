@@ -31,13 +31,17 @@ type logChecks struct {
 	deleted   map[string]bool // server|file of log files the harness deleted
 	// pitDraw chooses the point in time of the run's I11 restore.
 	pitDraw uint64
-	// pits counts the I11 restores compared and skipped (why).
-	pits    int
-	pitSkip map[string]int
+	// pits counts the I11 restores compared and skipped (why), replays
+	// the product's point-in-time proofs replayed (replayed, by key).
+	pits     int
+	pitSkip  map[string]int
+	replays  int
+	replayed map[string]bool
 }
 
 func (l *logChecks) stats() string {
-	return fmt.Sprintf("%d point-in-time restores of %s compared with its rows (I11), skipped: %s", l.pits, LogTarget, counts(l.pitSkip))
+	return fmt.Sprintf("%d point-in-time restores of %s compared with its rows (I11), skipped: %s; %d of the product's point-in-time proofs replayed",
+		l.pits, LogTarget, counts(l.pitSkip), l.replays)
 }
 
 func (c *Checker) rolledBack(t Target, at time.Time) {
@@ -282,6 +286,7 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 				v.id, LogTarget, l.Number, now.Sub(l.BackupFinishUTC).Round(time.Second), l.BackupFinishUTC.Format(time.RFC3339), ProofLag, says.chain.State, proofBrief(says.proof), says.status)
 		}
 	}
+	notes = append(notes, c.replayPITProofs(ctx, v, files, add)...)
 	n, err := c.checkPIT(ctx, v, seq, add)
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("point-in-time restore (I11) of %s: %v", LogTarget, err))
@@ -438,6 +443,111 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 	}
 	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d as the source, and to STOPAT %s with logs ..%d: %d rows", v.id,
 		v.full.Sequence, proven[0].Number, proven[k-1].Number, at.Format("15:04:05.000"), logs[len(logs)-1].Number, len(got)), nil
+}
+
+// replayPITProofs (I11) restores, on the checker's instance, what the
+// newest point-in-time proof the product recorded as ok restored (its
+// full, its logs, its STOPAT) and compares the rows with the source's: the
+// rows of the full and those of the logs committed at or before the
+// STOPAT. Each proof is replayed once; one over a change of the source's
+// time zone is left (STOPAT names a wall clock).
+func (c *Checker) replayPITProofs(ctx context.Context, v *chainView, files []manifestFile, add addFunc) Notes {
+	var rec *catalog.LogProofRecord
+	for _, srv := range Servers {
+		st, err := openShare(ctx, c.f.ShareDir(srv))
+		if err != nil {
+			continue
+		}
+		r, err := catalog.LoadLogProof(ctx, catalog.StorageFS{Storage: st}, c.f.keys, LogTarget.Instance, LogTarget.Database)
+		if err == nil && r != nil && r.Trusted() && (rec == nil || r.UpdatedAt.After(rec.UpdatedAt)) {
+			rec = r
+		}
+	}
+	if rec == nil {
+		return nil
+	}
+	if c.logs.replayed == nil {
+		c.logs.replayed = map[string]bool{}
+	}
+	for i := len(rec.PIT) - 1; i >= 0; i-- {
+		p := rec.PIT[i]
+		key := fmt.Sprintf("%d|%d|%s", p.Chain, p.Sequence, p.Target.Format(time.RFC3339Nano))
+		if !p.OK || p.Chain != v.id || c.logs.replayed[key] {
+			continue
+		}
+		c.logs.replayed[key] = true
+		vv := *v
+		vv.full, vv.mf = nil, nil
+		for _, part := range v.parts {
+			for j := range part.Fulls {
+				if part.Fulls[j].Sequence == p.Sequence {
+					vv.full = &part.Fulls[j]
+				}
+			}
+		}
+		for j, mf := range files {
+			if mf.ID.Instance == LogTarget.Instance && mf.ID.Database == LogTarget.Database && mf.ID.Sequence == p.Sequence && mf.M.Header != nil {
+				if ok, _ := c.intactOn(files, mf.Server, mf); ok {
+					vv.mf = &files[j]
+				}
+			}
+		}
+		var logs []catalog.LogBackup
+		same := vv.mf != nil && vv.mf.M.Header.UTCOffsetMinutes != nil
+		for _, l := range v.logs {
+			if l.Number >= p.FirstLog && l.Number <= p.LastLog {
+				logs = append(logs, l)
+				same = same && l.UTCOffsetMinutes != nil && *l.UTCOffsetMinutes == *vv.mf.M.Header.UTCOffsetMinutes
+			}
+		}
+		if vv.full == nil || vv.mf == nil || int64(len(logs)) != p.LastLog-p.FirstLog+1 {
+			return Notes{fmt.Sprintf("I11: the product's point-in-time proof to %s (set %d, logs %d..%d) is no longer on the servers to replay",
+				p.StopAt.Format("15:04:05.000"), p.Sequence, p.FirstLog, p.LastLog)}
+		}
+		if !same {
+			return Notes{fmt.Sprintf("I11: the product's point-in-time proof to %s spans a change of the source's time zone: not replayed", p.StopAt.Format("15:04:05.000"))}
+		}
+		inFull, err := c.restoreTo(ctx, &vv, nil, time.Time{})
+		if err != nil {
+			return Notes{fmt.Sprintf("I11 replay: %v", err)}
+		}
+		all, err := c.restoreTo(ctx, &vv, logs, time.Time{})
+		if err != nil {
+			return Notes{fmt.Sprintf("I11 replay: %v", err)}
+		}
+		at := time.Date(p.StopAt.Year(), p.StopAt.Month(), p.StopAt.Day(), p.StopAt.Hour(), p.StopAt.Minute(), p.StopAt.Second(), p.StopAt.Nanosecond(), time.UTC)
+		got, err := c.restoreTo(ctx, &vv, logs, at)
+		if err != nil {
+			add(11, "proof|"+key, "the product's point-in-time proof of chain %d to %s (set %d, logs %d..%d) says ok, but the same restore fails: %v",
+				p.Chain, at.Format("2006-01-02T15:04:05.000"), p.Sequence, p.FirstLog, p.LastLog, err)
+			return nil
+		}
+		src, err := commitRows(ctx, c.f, LogTarget.Instance, LogTarget.Database)
+		if err != nil {
+			return Notes{fmt.Sprintf("I11 replay: %v", err)}
+		}
+		var fullMax, allMax int64
+		for _, row := range inFull {
+			fullMax = max(fullMax, row.id)
+		}
+		for _, row := range all {
+			allMax = max(allMax, row.id)
+		}
+		want := map[string]bool{}
+		for _, row := range src {
+			if row.id <= fullMax || row.id <= allMax && !row.at.After(at) {
+				want[row.key()] = true
+			}
+		}
+		c.logs.replays++
+		if missing, extra := diffRows(want, got); len(missing)+len(extra) > 0 {
+			add(11, "proof|"+key, "the product's point-in-time proof of chain %d to %s (set %d, logs %d..%d) says ok; restored so here it holds %d rows, the source %d: %d missing %v, %d not committed by then %v",
+				p.Chain, at.Format("2006-01-02T15:04:05.000"), p.Sequence, p.FirstLog, p.LastLog, len(got), len(want), len(missing), head(missing), len(extra), head(extra))
+		}
+		return Notes{fmt.Sprintf("I11: the product's point-in-time proof to %s (set %d, logs %d..%d) replayed: %d rows as the source", at.Format("15:04:05.000"),
+			p.Sequence, p.FirstLog, p.LastLog, len(got))}
+	}
+	return nil
 }
 
 // diffRows says which rows of want got lacks and which it has beyond.

@@ -694,9 +694,15 @@ func (s *Sim) openCycles(ctx context.Context) ([]wfRef, error) {
 }
 
 // longRunning reports whether id is a workflow that never ends by itself
-// (a database's LogChain or LogProof): a run does not wait for it.
+// (a database's LogChain, LogProof or ScratchProof): a run does not wait
+// for it.
 func longRunning(id string) bool {
-	return strings.HasPrefix(id, "logchain/") || strings.HasPrefix(id, "logproof/")
+	for _, p := range []string{"logchain/", "logproof/", "scratchproof/"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle waits for every open workflow to close; what is still open after
