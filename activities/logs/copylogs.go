@@ -10,6 +10,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 )
@@ -67,6 +68,9 @@ func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOu
 		return out, activities.StorageError(from, err)
 	}
 	c := copier.New(copier.Options{})
+	if err := recopyMissing(ctx, c, l, keys, catalog.Of(db.Instance, db.Name), in.Chain, src, dst, from, to, log); err != nil {
+		return out, err
+	}
 	whole := true // every log so far is copied: Through moves on
 	for _, r := range l.Records {
 		if r.Chain != in.Chain {
@@ -128,6 +132,73 @@ func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOu
 		activities.Recorder(a.Base).StepDone(StepCopyLogs, db.Instance, db.Name, to, out.Bytes, 0)
 	}
 	return out, nil
+}
+
+// recopyMissing copies a copied log's file that is missing on one server
+// again from the other (a file deleted by hand, a share restored from an
+// older snapshot), checked against the record's SHA-256, for the logs a
+// restore from the chain's newest full needs; a file missing on both is an
+// error naming it: the chain cannot be restored past it until the next
+// full backup. Only what both listings show is judged (an outage fails the
+// listing, never makes a file missing).
+func recopyMissing(ctx context.Context, c *copier.Copier, l catalog.ChainListing, keys *catalog.Keys, db catalog.DB, chain int64,
+	src, dst storage.Storage, from, to string, log *zap.Logger) error {
+	var newest logchain.LSN
+	for _, r := range l.Records {
+		for _, f := range r.Fulls {
+			if r.Chain == chain && (newest == "" || newest.Less(logchain.LSN(f.LastLSN))) {
+				newest = logchain.LSN(f.LastLSN)
+			}
+		}
+	}
+	dl, err := catalog.ListChains(ctx, catalog.StorageFS{Storage: dst}, keys, db)
+	if err != nil {
+		return activities.StorageError(to, err)
+	}
+	on := func(files []catalog.FileInfo) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range files {
+			m[f.Name] = true
+		}
+		return m
+	}
+	onSrc, onDst := on(l.LogFiles), on(dl.LogFiles)
+	for _, r := range l.Records {
+		if r.Chain != chain || !r.Trusted() {
+			continue
+		}
+		for _, lb := range r.Logs {
+			if lb.State != catalog.LogCopied || newest != "" && !newest.Less(logchain.LSN(lb.LastLSN)) {
+				continue
+			}
+			for _, f := range lb.Files {
+				job := []copier.Job{{Src: f.Name, Dst: f.Name, SHA256: f.SHA256}}
+				var err error
+				switch {
+				case onSrc[f.Name] && onDst[f.Name]:
+					continue
+				case onSrc[f.Name]:
+					_, err = c.Copy(ctx, src, dst, job)
+				case onDst[f.Name]:
+					_, err = c.Copy(ctx, dst, src, job)
+				default:
+					return activities.NonRetryable(activities.ErrCorruptBackup, fmt.Errorf(
+						"log %d of chain %d of %s: its file %s is on neither %s nor %s: the chain cannot be restored past it until the next full backup is verified",
+						lb.Number, chain, db, f.Name, from, to))
+				}
+				if err != nil {
+					if errors.Is(err, copier.ErrDifferentContent) {
+						return activities.NonRetryable(activities.ErrHashMismatch, fmt.Errorf(
+							"log %d of chain %d of %s: copying its missing file %s again: %w", lb.Number, chain, db, f.Name, err))
+					}
+					return activities.StorageError(to, err)
+				}
+				log.Warn("a copied log backup's file was missing on one server: copied again from the other",
+					zap.Int64("chain", chain), zap.Int64("log", lb.Number), zap.String("file", f.Name))
+			}
+		}
+	}
+	return nil
 }
 
 // copyFile copies one file between backup servers, hashed at both ends.

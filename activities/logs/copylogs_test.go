@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,53 @@ func TestLogPlanReadsTheConfiguration(t *testing.T) {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrInvalidConfig {
 		t.Fatalf("unconfigured database: %v, want InvalidConfig", err)
+	}
+}
+
+// A copied log whose file went missing on one server (deleted by hand, a
+// restore of the share) is copied again from the other, hash-checked; one
+// missing on both is an error naming it, not a chain the record calls
+// whole.
+func TestCopyLogsCopiesAgainALogFileMissingOnOneServer(t *testing.T) {
+	site, a := logSite(t)
+	rec := writtenChain(t, site, a)
+	in := CopyLogsInput{Database: "Sales", Instance: site.Instance, Chain: 1}
+	if _, err := a.CopyLogs(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	one, two := rec.LogFileName(1, 1, 1), rec.LogFileName(2, 1, 1)
+	want := map[string][]byte{}
+	for _, name := range []string{one, two} {
+		want[name], _ = os.ReadFile(filepath.Join(site.Dirs["bak01"], name))
+	}
+	if err := os.Remove(filepath.Join(site.Dirs["bak02"], one)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(site.Dirs["bak01"], two)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.CopyLogs(context.Background(), in)
+	if err != nil {
+		t.Fatalf("CopyLogs with a file missing on each server: %v", err)
+	}
+	if out.Through != 2 {
+		t.Fatalf("CopyLogs: %+v, want through 2", out)
+	}
+	for srv, name := range map[string]string{"bak02": one, "bak01": two} {
+		got, err := os.ReadFile(filepath.Join(site.Dirs[srv], name))
+		if err != nil || string(got) != string(want[name]) {
+			t.Fatalf("%s on %s: %q (%v), want it copied again: %q", name, srv, got, err, want[name])
+		}
+	}
+
+	for _, srv := range []string{"bak01", "bak02"} {
+		if err := os.Remove(filepath.Join(site.Dirs[srv], one)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = a.CopyLogs(context.Background(), in)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.NonRetryable() || !strings.Contains(err.Error(), one) {
+		t.Fatalf("CopyLogs with log 1 gone from both servers: %v, want a non-retryable error naming %s", err, one)
 	}
 }

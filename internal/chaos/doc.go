@@ -43,7 +43,22 @@
 // numbered 999999999999999999; they stay on the share. The manifests are
 // signed (manifest_keys), so only what a worker wrote is trusted, by the
 // product and by the checker alike. A Web UI start now and then types the
-// name with a leading or trailing blank. Every
+// name with a leading or trailing blank.
+//
+// The log chain (logchain.go, logfaults.go): sql01's DBA has log_backup
+// (every LogEvery, below the configuration's minimum, set on the loaded
+// configuration) and log_proof: standby (log_proof_lag ProofLag, the
+// point-in-time proof every PITEvery), the
+// emulator's workload commits CommitRate rows a second into its
+// dbo.CommitLog, and every worker starts the database's LogChain when it
+// starts, as the production worker does; the chain's and the proof's
+// activities run beside the cycles, so every fault above may hit them.
+// Faults of its own, before the run's cycle starts: a DBA's BACKUP LOG of
+// DBA to a share (the worker may adopt it) or to a disk no worker reaches,
+// DBA switched to SIMPLE and back to FULL after the heal time, verify01
+// crashing at a percent of its next RESTORE (the standby's RESTORE LOG, or
+// its seeding) and a log backup file of the chain deleted on one server.
+// Every
 // choice comes from a generator seeded by (seed, run), so a seed replays
 // (what the product does with them may still vary with timing). A cycle
 // stuck on an activity of a killed worker that is not retried before its
@@ -87,7 +102,26 @@
 //	   with a blank launched that cycle, was skipped for it or was refused
 //	   with InvalidConfig, never ran a cycle under its own id.
 //
-// (I9 to I11 are kept for the log chain, I12 for recovery.)
+//	I9 the chain from the newest verified full to the newest log backup has
+//	   no LSN gap (each log starting at or before where the last ended) and
+//	   each of its log files is intact (size, SHA-256) on every server its
+//	   record names, or the product says so: its LogChain query broken with
+//	   the break or degraded with the error, its LogProof's error or
+//	   status's reasons (status.Load) naming the log;
+//	I10 every log backup of that chain finished more than ProofLag ago is
+//	   proven, or LogChain, LogProof or status says why not;
+//	I11 the checker restores the chain on an instance of its own (pit01,
+//	   which no fault reaches) from the newest verified full and the logs
+//	   to a random T in the proven window (on one UTC offset of the
+//	   source): without STOPAT it holds exactly the source's rows up to its
+//	   newest, with STOPAT = T exactly the rows the full holds and those
+//	   committed at or before T; and it replays each point-in-time proof
+//	   the product recorded as ok (pit_proof.every PITEvery; its full, its
+//	   logs, its STOPAT) and compares the rows the same way.
+//
+// (I12 is kept for recovery.) The chain's records are read with their own
+// rules (LSNs, files, rows): the product's verdict is only what its
+// queries say.
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
 // the seed, run and fault to replay it, and the output ends with

@@ -282,6 +282,11 @@ func (f *Fleet) instanceConfig(name, build, zone string) (sqlsim.Config, error) 
 	if name == Verify01 {
 		sh[`D:\restore`] = f.dirs["restore"]
 	}
+	if name == LogTarget.Instance {
+		// A DBA's own log backups (FaultForeignLog) go here: a disk of
+		// the source that no worker reaches.
+		sh[dbaDisk] = f.dirs["dba"]
+	}
 	return sqlsim.Config{Name: name, DataDir: f.dirs[name], Logins: map[string]string{"sa": f.passwords[passwordEnv(name)]}, Shares: sh,
 		ProductVersion: build, TimeZone: loc}, nil
 }

@@ -33,6 +33,12 @@ const (
 	FaultPlantHuge    Fault = "plant-huge-manifest"   // a 64 GiB sparse file named like a manifest
 	FaultPlantForged  Fault = "plant-forged-manifest" // a real manifest altered to say verified, not signed by a worker
 	FaultPlantWideSeq Fault = "plant-wide-sequence"   // an empty stripe numbered 999999999999999999
+	// Faults of the log chain (logfaults.go), injected before the run's
+	// cycle starts, while LogTarget's chain runs.
+	FaultForeignLog   Fault = "foreign-log-backup"       // a DBA's BACKUP LOG of LogTarget to a share (Pick even) or a disk the worker does not reach
+	FaultRecoveryFlip Fault = "recovery-simple"          // LogTarget switched to SIMPLE, back to FULL after Heal
+	FaultRestoreLog   Fault = "verify-crash-restore-log" // verify01 crashes at a percent of the next RESTORE (the standby's RESTORE LOG)
+	FaultLogDelete    Fault = "log-file-deleted"         // a log backup file of LogTarget deleted on Server
 )
 
 // faultWeights: how often each fault is drawn (out of their sum).
@@ -42,6 +48,7 @@ var faultWeights = []weighted[Fault]{
 	{FaultRollback, 2}, {FaultSecondStart, 3}, {FaultCancel, 2}, {FaultFlipOld, 1},
 	{FaultFlipNew, 1}, {FaultShareFullSQL, 1}, {FaultShareFullSMB, 1},
 	{FaultPlantLink, 2}, {FaultPlantHuge, 2}, {FaultPlantForged, 2}, {FaultPlantWideSeq, 2},
+	{FaultForeignLog, 2}, {FaultRecoveryFlip, 2}, {FaultRestoreLog, 2}, {FaultLogDelete, 2},
 }
 
 // plantSteps: a file is planted at any moment of a cycle.
@@ -221,6 +228,9 @@ func Draw(seed uint64, run int, force Fault) Plan {
 			p.Percent = pctDraw
 		}
 	}
+	if p.Fault == FaultRestoreLog {
+		p.Percent = pctDraw // of the standby's next RESTORE
+	}
 	// The second start comes through another entry point than the first.
 	var others []string
 	for _, e := range entries {
@@ -272,7 +282,7 @@ func (p Plan) String() string {
 	if p.Fault != FaultNone {
 		s += fmt.Sprintf(", fault %s at %s", p.Fault, p.Where())
 		switch p.Fault {
-		case FaultSMBKill, FaultSMBFreeze, FaultShareFullSMB, FaultShareFullSQL, FaultFlipOld:
+		case FaultSMBKill, FaultSMBFreeze, FaultShareFullSMB, FaultShareFullSQL, FaultFlipOld, FaultLogDelete:
 			s += " on " + p.Server
 		case FaultSecondStart:
 			s += " via " + p.Second

@@ -114,8 +114,11 @@ type Fleet struct {
 	dirs    map[string]string
 
 	Instances map[string]*sqlsim.Instance // sql01, sql02, verify01
-	SMB       map[string]*sambatest.Server
-	smbExtra  map[string]string // include file of each smbd: the share-full fault writes it
+	// pit is the checker's own instance, where it restores the log chain
+	// to a point in time (I11): no fault reaches it, no product uses it.
+	pit      *sqlsim.Instance
+	SMB      map[string]*sambatest.Server
+	smbExtra map[string]string // include file of each smbd: the share-full fault writes it
 
 	passwords map[string]string // env var -> value
 	CfgPath   string
@@ -199,7 +202,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err := os.Chmod(f.Root, 0o755); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir} {
+	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir, "dba", "pit"} {
 		f.dirs[d] = filepath.Join(f.Root, d)
 		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
 			return nil, err
@@ -248,7 +251,11 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 			on = agReplicas // every replica holds a copy of the group's database
 		}
 		for _, name := range on {
-			if err := f.Instances[name].CreateDatabase(sqlsim.DatabaseSpec{Name: t.Database, Size: opts.DBSize, DataFiles: 2}); err != nil {
+			spec := sqlsim.DatabaseSpec{Name: t.Database, Size: opts.DBSize, DataFiles: 2}
+			if t == LogTarget {
+				spec.CommitRate = CommitRate
+			}
+			if err := f.Instances[name].CreateDatabase(spec); err != nil {
 				return nil, err
 			}
 		}
@@ -269,6 +276,9 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	if err := f.buildGroup(baseEstate); err != nil {
+		return nil, err
+	}
+	if err := f.startPit(); err != nil {
 		return nil, err
 	}
 	// The manifest key is a secret like the passwords (I6).
@@ -325,6 +335,7 @@ func (f *Fleet) writeConfig() error {
 	if err != nil {
 		return fmt.Errorf("chaos: configuration: %w", err)
 	}
+	ScaleLogChain(cfg)
 	f.Cfg = cfg
 	return nil
 }
@@ -393,6 +404,9 @@ sql_instances:
 		if t == Targets[0] {
 			// One database keeps its verification copy: the re-attach path.
 			b.WriteString("    keep_verify_db: true\n")
+		}
+		if t == LogTarget {
+			b.WriteString(logYAML)
 		}
 	}
 	return b.String()
@@ -680,6 +694,9 @@ func (f *Fleet) Close() {
 	_ = f.StopTemporal()
 	for _, in := range f.Instances {
 		_ = in.Stop()
+	}
+	if f.pit != nil {
+		_ = f.pit.Stop()
 	}
 	for _, s := range f.SMB {
 		_ = s.Close()

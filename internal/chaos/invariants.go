@@ -94,6 +94,8 @@ type Checker struct {
 	// later are checks the simulation queued during a run (I13 poisoning,
 	// I15 starts), run by the next Check.
 	later []func(addFunc)
+	// logs is what the simulation told the log chain's checks (I9-I11).
+	logs logChecks
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
 	// nil reads the fleet.
@@ -138,7 +140,7 @@ func (c *Checker) Stats() string {
 	}
 	return fmt.Sprintf("checked %d manifests in the last scan (%d more not authenticated), %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs; %d files planted on %s, %d of them reported (status or a worker's log)",
 		c.lastScan, len(c.untrusted), len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20,
-		len(c.hostile.files), HostileServer, len(c.hostile.reported))
+		len(c.hostile.files), HostileServer, len(c.hostile.reported)) + "; " + c.logs.stats()
 }
 
 // Notes are problems of the fleet the checker ran into that are not
@@ -180,6 +182,8 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	notes = append(notes, n...)
 	c.checkI14(add)
 	c.checkI15(files, add)
+	n = c.checkLogs(ctx, files, add)
+	notes = append(notes, n...)
 	for _, f := range c.later {
 		f(add)
 	}

@@ -188,6 +188,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	s.twinMet(r)
 	outcomes, errs, classes := s.outcomes(ctx, r)
 	s.tally(r, classes)
+	s.C.logs.pitDraw = p.Pick ^ p.Offset
 	vs, notes := s.C.Check(ctx, errs)
 	at := r.at
 	if !r.injected {
@@ -336,6 +337,7 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 			return err
 		}
 		if at != "" {
+			s.C.rolledBack(p.Target, time.Now())
 			r.injected, r.at = true, at
 		} else {
 			r.note("no verified set of %s to restore the source from", p.Target)
@@ -350,6 +352,8 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 		} else {
 			r.note("no unverified set with stripes on %s to damage", p.Server)
 		}
+	case FaultForeignLog, FaultRecoveryFlip, FaultRestoreLog, FaultLogDelete:
+		return s.logFault(ctx, r)
 	}
 	return nil
 }
@@ -666,7 +670,8 @@ func (s *Sim) running(ctx context.Context, ref wfRef) bool {
 	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
-// openCycles lists every running workflow of the namespace.
+// openCycles lists every running workflow of the namespace but the log
+// chain's.
 func (s *Sim) openCycles(ctx context.Context) ([]wfRef, error) {
 	c := s.F.Client()
 	if c == nil {
@@ -680,9 +685,24 @@ func (s *Sim) openCycles(ctx context.Context) ([]wfRef, error) {
 	}
 	var out []wfRef
 	for _, e := range resp.GetExecutions() {
+		if longRunning(e.GetExecution().GetWorkflowId()) {
+			continue
+		}
 		out = append(out, wfRef{ID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId()})
 	}
 	return out, nil
+}
+
+// longRunning reports whether id is a workflow that never ends by itself
+// (a database's LogChain, LogProof or ScratchProof): a run does not wait
+// for it.
+func longRunning(id string) bool {
+	for _, p := range []string{"logchain/", "logproof/", "scratchproof/"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle waits for every open workflow to close; what is still open after

@@ -11,6 +11,7 @@ import (
 
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/backupcycle/backupcycle/activities"
@@ -40,6 +41,7 @@ func RunWorker() error {
 	if err != nil {
 		return err
 	}
+	ScaleLogChain(cfg)
 	log := logging.NewAt(false, zapcore.DebugLevel)
 	defer func() { _ = log.Sync() }()
 	opts, err := client.Options(cfg.Temporal, log)
@@ -71,7 +73,21 @@ func RunWorker() error {
 	acts.Cycle = activities.CycleDeps{Config: cfg, Signal: c.SignalWorkflow, Poll: 200 * time.Millisecond,
 		HeartbeatTimeout: HeartbeatTimeout}
 	workflows.Register(w, acts)
-	return w.Run(worker.InterruptCh())
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	// As the production worker does (workerhost.Serve): every database with
+	// log_backup has its log chain running, started now if it is not.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if ids, err := client.New(c, cfg.Temporal, log).EnsureLogChains(ctx, cfg); err != nil {
+		log.Warn("log chains not all started: the next start of the worker tries again", zap.Error(err))
+	} else if len(ids) > 0 {
+		log.Info("log chains running", zap.Strings("workflow_ids", ids))
+	}
+	cancel()
+	<-worker.InterruptCh()
+	return nil
 }
 
 // Worker is one worker process of the fleet.
