@@ -118,7 +118,8 @@ type chainWorkflowJSON struct {
 
 // readChains reads db's chain records from every backup server of cfg. A
 // part recorded on several servers (the copy lane records the copy on
-// both) is taken in its newest trusted version.
+// both) is read as those servers know it together, its trusted copies
+// merged as status merges them.
 func readChains(ctx context.Context, cfg *config.Config, db *config.Database) logsView {
 	v := logsView{Instance: db.Instance, Database: db.Name, Servers: []logsServerJSON{}, Chains: []chainJSON{}}
 	keys, kerr := cfg.ManifestKeyRing()
@@ -126,7 +127,10 @@ func readChains(ctx context.Context, cfg *config.Config, db *config.Database) lo
 		chain int64
 		part  int
 	}
-	parts := map[key]*catalog.ChainRecord{}
+	// Every server's copy of each part: merged below, as status reads them
+	// (catalog.MergeChainPart: the chain's server has the newest logs, the
+	// copy target the newest proofs).
+	parts := map[key][]*catalog.ChainRecord{}
 	verified := map[string]bool{}
 	for i := range cfg.BackupServers {
 		srv := &cfg.BackupServers[i]
@@ -170,15 +174,13 @@ func readChains(ctx context.Context, cfg *config.Config, db *config.Database) lo
 				continue
 			}
 			k := key{r.Chain, r.Part}
-			if old, ok := parts[k]; !ok || r.UpdatedAt.After(old.UpdatedAt) {
-				parts[k] = r
-			}
+			parts[k] = append(parts[k], r)
 		}
 		v.Servers = append(v.Servers, s)
 	}
 	byChain := map[int64][]*catalog.ChainRecord{}
-	for k, r := range parts {
-		byChain[k.chain] = append(byChain[k.chain], r)
+	for k, rs := range parts {
+		byChain[k.chain] = append(byChain[k.chain], catalog.MergeChainPart(rs))
 	}
 	ids := make([]int64, 0, len(byChain))
 	for id := range byChain {

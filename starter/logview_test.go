@@ -116,7 +116,7 @@ func TestLogsShowsTheChainFromTheRecords(t *testing.T) {
 	}
 	st.Close()
 	// bak02 holds the newest version of the part, bak01 (read first) an
-	// older one: only log 1.
+	// older one: only log 1. Merged, they are bak02's.
 	newer := salesChain(t, at)
 	newer.UpdatedAt = at.Add(time.Hour)
 	saveChain(t, file, bak02, newer)

@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -126,9 +125,7 @@ func verifiedGUIDs(parts []*catalog.ChainRecord, verified map[string]bool) map[s
 }
 
 // newestChain are the parts of the newest chain among records, each part
-// merged over the servers that hold it: the chain's server writes each
-// log first, the copy target gets its proof first, so neither alone is
-// the whole story.
+// merged over the servers that hold it (catalog.MergeChainPart).
 func newestChain(records []*catalog.ChainRecord) []*catalog.ChainRecord {
 	var id int64
 	for _, r := range records {
@@ -142,59 +139,10 @@ func newestChain(records []*catalog.ChainRecord) []*catalog.ChainRecord {
 	}
 	out := make([]*catalog.ChainRecord, 0, len(byPart))
 	for _, rs := range byPart {
-		out = append(out, mergePart(rs))
+		out = append(out, catalog.MergeChainPart(rs))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Part < out[j].Part })
 	return out
-}
-
-// logRank orders a log backup's states by how far it got.
-var logRank = map[catalog.LogState]int{catalog.LogPending: 0, catalog.LogFailed: 1, catalog.LogWritten: 2, catalog.LogCopied: 3}
-
-// mergePart is one part as the servers together know it: each log backup
-// from the copy that got furthest, proven when any copy says so; the fulls
-// and the break any copy records.
-func mergePart(rs []*catalog.ChainRecord) *catalog.ChainRecord {
-	m := *rs[0]
-	m.Logs = slices.Clone(rs[0].Logs)
-	m.Fulls = slices.Clone(rs[0].Fulls)
-	for _, r := range rs[1:] {
-		for _, l := range r.Logs {
-			i := slices.IndexFunc(m.Logs, func(x catalog.LogBackup) bool { return x.Number == l.Number })
-			switch {
-			case i < 0:
-				m.Logs = append(m.Logs, l)
-			default:
-				proven := m.Logs[i].Proven
-				if logRank[l.State] > logRank[m.Logs[i].State] {
-					m.Logs[i] = l
-				}
-				if m.Logs[i].Proven == nil {
-					m.Logs[i].Proven = cmpOr(l.Proven, proven)
-				}
-			}
-		}
-		for _, f := range r.Fulls {
-			if !slices.ContainsFunc(m.Fulls, func(x catalog.ChainFull) bool { return strings.EqualFold(x.BackupSetGUID, f.BackupSetGUID) }) {
-				m.Fulls = append(m.Fulls, f)
-			}
-		}
-		if m.Break == nil {
-			m.Break = r.Break
-		}
-	}
-	sort.Slice(m.Logs, func(i, j int) bool { return m.Logs[i].Number < m.Logs[j].Number })
-	sort.SliceStable(m.Fulls, func(i, j int) bool {
-		return logchain.LSN(m.Fulls[i].LastLSN).Less(logchain.LSN(m.Fulls[j].LastLSN))
-	})
-	return &m
-}
-
-func cmpOr(a, b *catalog.LogProof) *catalog.LogProof {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // readChains reads the chain records of the databases with log backups
