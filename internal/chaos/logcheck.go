@@ -375,13 +375,7 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 	if err != nil {
 		return "", err
 	}
-	var fullMax, allMax int64
-	for _, row := range inFull {
-		fullMax = max(fullMax, row.id)
-	}
-	for _, row := range all {
-		allMax = max(allMax, row.id)
-	}
+	fullMax, allMax := maxID(inFull), maxID(all)
 	through := map[string]bool{}
 	for _, row := range src {
 		if row.id <= allMax {
@@ -526,13 +520,7 @@ func (c *Checker) replayPITProofs(ctx context.Context, v *chainView, files []man
 		if err != nil {
 			return Notes{fmt.Sprintf("I11 replay: %v", err)}
 		}
-		var fullMax, allMax int64
-		for _, row := range inFull {
-			fullMax = max(fullMax, row.id)
-		}
-		for _, row := range all {
-			allMax = max(allMax, row.id)
-		}
+		fullMax, allMax := maxID(inFull), maxID(all)
 		want := map[string]bool{}
 		for _, row := range src {
 			if row.id <= fullMax || row.id <= allMax && !row.at.After(at) {
@@ -584,6 +572,15 @@ func head(s []string) []string {
 type commitRow struct {
 	id int64
 	at time.Time
+}
+
+// maxID is the highest id among rows (0 for none).
+func maxID(rows []commitRow) int64 {
+	var n int64
+	for _, row := range rows {
+		n = max(n, row.id)
+	}
+	return n
 }
 
 func (r commitRow) key() string { return fmt.Sprintf("%d@%s", r.id, r.at.Format("15:04:05.0000000")) }
