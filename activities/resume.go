@@ -2,11 +2,19 @@ package activities
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 )
 
 // ResumeInput asks to take over set Sequence of a database, left unfinished
@@ -101,7 +109,61 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 			return ResumeOutput{}, storageError(o.server, err)
 		}
 	}
+	if out.State == ResumeFromRestore {
+		if err := a.checkHolders(ctx, db, in, best, sets); err != nil {
+			return ResumeOutput{}, err
+		}
+	}
 	a.loggerFor(ctx).Info("set adopted to resume it", zap.String("db", db.Name), zap.String("instance", db.Instance),
 		zap.Int64("seq", in.Sequence), zap.String("state", string(best.State)), zap.Strings("holders", out.Holders))
 	return out, nil
+}
+
+// checkHolders hashes the stripes of a copied set on every server holding
+// it against the SHA-256 its copy recorded. The set lay without an owner
+// since its run stopped: a byte that rotted on one holder in the meantime
+// would go unseen (the restore reads the remote copy only) and the set would
+// be called verified on a server that no longer holds it. A holder that
+// cannot be read is an outage (retried); a stripe that differs is evidence:
+// the set is failed with hash_mismatch on every holder and not resumed.
+func (a *Activities) checkHolders(ctx context.Context, db *config.Database, in ResumeInput, m *catalog.Manifest, sets []openSet) error {
+	var total, done int64
+	for _, s := range m.Stripes {
+		total += s.Size * int64(len(m.Servers))
+	}
+	rep := a.newReporter(ctx, StepResume, in.Sequence)
+	for _, server := range m.Servers {
+		i := slices.IndexFunc(sets, func(o openSet) bool { return o.server == server && o.m != nil })
+		if i < 0 {
+			return storageError(server, fmt.Errorf("set %d of %s is held by %s, which could not be read to check its stripes: %w",
+				in.Sequence, db.ID(), server, storage.ErrConnection))
+		}
+		for _, s := range m.Stripes {
+			base := done
+			sum, err := copier.Hash(ctx, sets[i].st, s.Name, s.Size, func(n int64) {
+				rep.setPercent(100 * float64(base+n) / float64(max(total, 1)))
+			})
+			why := ""
+			switch {
+			case errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+				why = err.Error()
+			case err != nil:
+				return storageError(server, err)
+			case !strings.EqualFold(hex.EncodeToString(sum), s.SHA256):
+				why = fmt.Sprintf("stripe %s hashes %x, its copy recorded %s", s.Name, sum, s.SHA256)
+			}
+			if why != "" {
+				cause := fmt.Errorf("set %d of %s is not resumed: on %s %s; it is failed, the next cycle takes a new set",
+					in.Sequence, db.ID(), server, why)
+				if merr := a.MarkFailed(ctx, MarkInput{Database: in.Database, Instance: in.Instance, Entry: in.Entry,
+					Sequence: in.Sequence, Servers: m.Servers, Step: StepResume, ErrorType: ErrHashMismatch,
+					Reason: cause.Error(), Evidence: string(catalog.EvidenceHashMismatch)}); merr != nil {
+					a.loggerFor(ctx).Error("damaged set not marked failed", zap.String("db", db.Name), zap.Int64("seq", in.Sequence), zap.Error(merr))
+				}
+				return nonRetryable(ErrHashMismatch, cause)
+			}
+			done += s.Size
+		}
+	}
+	return nil
 }

@@ -418,8 +418,9 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 	c.step(ctx, activities.StepResume)
 	var set activities.ResumeOutput
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    10 * time.Minute,
-		ScheduleToCloseTimeout: shortDeadline,
+		// It reads every stripe on every holder (ResumeSet): as long as a copy.
+		StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+		ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(5*time.Second, 10),
 		Summary:                fmt.Sprintf("resume %s seq %d", c.in.Database, c.in.Resume),

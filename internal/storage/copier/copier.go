@@ -622,6 +622,14 @@ func (f *fileCopy) stream(ctx context.Context, w storage.Writer, st state, rb *r
 	return st.h.Sum(nil), nil
 }
 
+// Hash reads a whole file as a copy reads it (DefaultChunkSize chunks,
+// DefaultInFlight in flight) and returns its SHA-256; the file must have
+// exactly size bytes (ErrCorrupt otherwise). progress, if not nil, gets the
+// bytes hashed so far.
+func Hash(ctx context.Context, s storage.Storage, name string, size int64, progress func(hashed int64)) ([]byte, error) {
+	return hashFile(ctx, s, name, size, DefaultChunkSize, DefaultInFlight, nil, progress, nil)
+}
+
 // hashFile reads a whole file with inFlight chunks in flight and returns its
 // sha256; the file must have exactly size bytes. ready, if not nil, is waited
 // on before each read, for the bytes up to the end of that read. progress, if
