@@ -146,7 +146,11 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	}
 
 	// Log chains do not depend on tonight's rotation or verification
-	// names: every resolved database with log_backup gets one.
+	// names: every resolved database with log_backup gets one, unless its
+	// standby copy (and the scratch copies named after it) would have the
+	// name of another chain's on a verification instance they share: the
+	// second chain's proofs would be refused for ever.
+	standbys := map[string]string{}
 	for _, db := range dbs {
 		if _, group := cfg.AvailabilityGroup(db.Instance); group && db.LogBackups() {
 			// A group's database gets no chain (LogPlan says why); one a
@@ -155,9 +159,14 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			log.Info("fleet: no log chain for a database of an availability group", zap.String("instance", db.Instance), zap.String("db", db.Name))
 			continue
 		}
-		if db.LogBackups() {
-			out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
+		if !db.LogBackups() {
+			continue
 		}
+		if reason := standbyCollision(cfg, &db, standbys); reason != "" {
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: ErrInvalidConfig, Reason: reason})
+			continue
+		}
+		out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
 	}
 
 	verifyNames := map[string]string{}
@@ -405,6 +414,34 @@ func errorTypeOf(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		return appErr.Type()
+	}
+	return ""
+}
+
+// standbyCollision says why db's log chain cannot start when its standby
+// copy would be named like one already in seen (verification instance and
+// name, case-insensitive as SQL Server's database names are by default) on
+// a verification instance of any of its copy targets; else it records db's.
+func standbyCollision(cfg *config.Config, db *config.Database, seen map[string]string) string {
+	if db.ProofMode() == "" {
+		return ""
+	}
+	name := db.StandbyDatabaseName()
+	var keys []string
+	for _, s := range db.BackupServers {
+		srv, ok := cfg.BackupServer(db.CopyTarget(s))
+		if !ok {
+			continue
+		}
+		k := srv.VerifyInstance + "\x00" + strings.ToLower(name)
+		if other, dup := seen[k]; dup && other != db.ID() {
+			return fmt.Sprintf("its log chain is not started: its standby copy %q on %s would collide with %s's: set standby_name in defaults: (e.g. \"{instance}_{db}_standby\")",
+				name, srv.VerifyInstance, other)
+		}
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		seen[k] = db.ID()
 	}
 	return ""
 }

@@ -911,6 +911,16 @@ func (d *decoder) checkDatabase(c *Config, db *Database, path string, instances 
 			d.errf(d.line(path), tp, "%s: its verification copy %q on %s would collide with %s's: set verify_name (e.g. \"{instance}_{db}_verify\")", owner, vn, s.VerifyInstance, other)
 		}
 		verifyNames[k] = owner
+		// So would their standby copies (and the scratch copies named
+		// after them) when both prove their log chains there.
+		if db.LogBackups() && db.ProofMode() != "" {
+			sn := db.StandbyDatabaseName()
+			sk := "standby\x00" + s.VerifyInstance + "\x00" + strings.ToLower(sn)
+			if other, dup := verifyNames[sk]; dup && other != owner {
+				d.errf(d.line(path), tp, "%s: its standby copy %q on %s would collide with %s's: set standby_name (e.g. \"{instance}_{db}_standby\")", owner, sn, s.VerifyInstance, other)
+			}
+			verifyNames[sk] = owner
+		}
 	}
 
 	d.checkPolicy(&db.Policy, path, owner, func(k string) bool { return d.given(join(path, k)) })

@@ -61,6 +61,12 @@ func TestLogBackupKeysRefused(t *testing.T) {
 		{own + base + "    standby_name: \"{db}_{seq}\"\n", "only {db}, {instance} are replaced"},
 		{"defaults:\n  standby_name: standby\n" + base, "does not contain {db}"},
 		{own + "  log_backup: {every: 1m}\n  log_proof: standby\n" + base + "    standby_name: Sales\n", "names the standby copy like the database itself"},
+		// Sales on sql01 and on verify (as a source), each its own verify
+		// name, one standby name on the one verification instance.
+		{own + "  log_backup: {every: 1m}\n  log_proof: standby\n  verify_name: \"{instance}_{db}_verify\"\n" +
+			strings.Replace(base, "  - name: verify\n", "  - name: sql02\n    address: sql02:1433\n    user: backup\n    password_env: SQL01_PASSWORD\n  - name: verify\n", 1) +
+			"  - name: Sales\n    instance: sql02\n    backup_servers: [bak01, bak02]\n",
+			`its standby copy "Sales_standby" on verify would collide with databases[0] (Sales)'s: set standby_name (e.g. "{instance}_{db}_standby")`},
 	} {
 		_, err := Parse([]byte(tc.yaml), "config.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {

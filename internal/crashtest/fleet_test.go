@@ -445,3 +445,41 @@ func TestCopyOnServerTaskQueue(t *testing.T) {
 		}
 	}
 }
+
+// Two databases the selections pick on two instances (DBA on both), with
+// their log chains proven on standby copies on one verification instance
+// and the default standby_name "{db}_standby": their standby copies would
+// have one name. The configuration check cannot see it (the names come
+// from sys.databases); the Fleet's plan starts one chain and names the
+// other with the fix, instead of letting the second chain's proofs be
+// refused forever while its logs go unproven.
+func TestFleetRefusesCollidingStandbyCopies(t *testing.T) {
+	s := newFleetSite(t, 1, "")
+	s.cfg.Defaults.OwnsBackupChain, s.cfg.Defaults.CopyOnly = true, false
+	s.cfg.Defaults.LogBackup.Every = time.Minute
+	s.cfg.Defaults.LogProof = "standby"
+	acts := activities.New(zap.NewNop())
+	acts.Cycle = activities.CycleDeps{Config: s.cfg}
+	fp, err := acts.PlanFleet(context.Background(), activities.FleetInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chains []string
+	for _, c := range fp.LogChains {
+		chains = append(chains, c.Instance+"/"+c.Database)
+	}
+	refused := ""
+	for _, nr := range fp.NotRun {
+		if strings.Contains(nr.Reason, "standby") {
+			refused = nr.Instance + "/" + nr.Database + ": " + nr.Reason
+		}
+	}
+	if len(chains) != 1 || !strings.Contains(refused, `standby copy "DBA_standby" on verify01 would collide`) ||
+		!strings.Contains(refused, "standby_name") {
+		t.Fatalf("log chains %v, refused %q: want one DBA chain and the other named with the fix", chains, refused)
+	}
+	// Both databases still get their nightly cycle.
+	if len(fp.Items) != 2 {
+		t.Fatalf("fleet items %+v, want both DBA databases", fp.Items)
+	}
+}
