@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/status"
-	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -40,41 +38,19 @@ func benchLogProofLag(b *testing.B, run time.Duration) {
 	s.cfg.Defaults.LogBackup.Every = time.Minute
 	s.cfg.Defaults.LogProof = "standby"
 	s.cfg.Defaults.StandbyName = "{instance}_{db}_standby" // DBA on both instances
-	acts := newActivities(s.cfg, c)
-	w := worker.New(c, s.tq, workerOptions())
-	workflows.RegisterWithLogs(w, acts, workerhost.FastLogs(logBenchTick)(acts))
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-
-	fleet, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "fleet-" + s.tq, TaskQueue: s.tq},
-		workflows.FleetName, workflows.FleetInput{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var res workflows.FleetResult
-	if err := fleet.Get(context.Background(), &res); err != nil {
-		b.Fatal(err)
+	stop, dbs := runLogFleet(b, c, s)
+	defer stop()
+	if len(dbs) == 0 {
+		b.Fatal("no cycle verified")
 	}
 	var ids []string
-	type dbRef struct{ instance, database string }
-	var dbs []dbRef
-	for _, o := range res.Outcomes {
-		if o.Outcome != workflows.OutcomeVerified {
-			continue
-		}
-		id := workflows.LogChainWorkflowID(o.Instance, o.Database)
-		// The Fleet may have started the chain already; start it if not.
+	for _, d := range dbs {
+		id := workflows.LogChainWorkflowID(d.instance, d.database)
 		if _, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: s.tq},
-			workflows.LogChainName, workflows.LogChainInput{Database: o.Database, Instance: o.Instance}); err != nil {
+			workflows.LogChainName, workflows.LogChainInput{Database: d.database, Instance: d.instance}); err != nil {
 			b.Fatal(err)
 		}
 		ids = append(ids, id)
-		dbs = append(dbs, dbRef{o.Instance, o.Database})
-	}
-	if len(dbs) == 0 {
-		b.Fatalf("no cycle verified: %v", res.Counts)
 	}
 	time.Sleep(run)
 	for _, id := range ids {
