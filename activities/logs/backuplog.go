@@ -134,13 +134,18 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	if err != nil {
 		return out, err
 	}
-	// Other tools' log backups since the chain's last one.
-	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log)
+	// Other tools' log backups since the chain's last one, on its
+	// recovery path.
+	fork, err := a.chainFork(ctx, sqlDB, rec, log)
+	if err != nil {
+		return out, err
+	}
+	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &fork, &out, log)
 	if err != nil || stop {
 		return out, err
 	}
 
-	end := chainEnd(rec) // where this log backup must start
+	end, _ := chainEnd(rec) // where this log backup must start
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
 	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
@@ -217,6 +222,17 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	}
 	l.Servers = []string{server}
 	l.UpdatedAt = d.Clock().UTC()
+	if off := offPath(n, hs.Fork, fork, end); off != "" {
+		// Not a log of this chain: recorded with why, never restored with it.
+		l.State, l.Failure = catalog.LogFailed, truncate(off, 1024)
+		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: off}
+		out.Break, out.NeedFull = &Break{Reason: rec.Break.Reason, Detail: off, At: l.UpdatedAt}, true
+		if err := save(ctx, d, fsys, server, rec); err != nil {
+			return out, err
+		}
+		log.Warn("log chain broken: the database was restored", zap.Int64("chain", rec.Chain), zap.Int64("seq", n))
+		return out, nil
+	}
 	gap := gapBefore(end, *l, fulls)
 	if gap != "" {
 		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: fmt.Sprintf(
@@ -526,9 +542,9 @@ func orUnknown(s string) string {
 // log that opens the next part is recorded there, and the chain's next
 // number is claimed in it.
 func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, fsys catalog.FS, db *config.Database,
-	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
+	inst *config.SQLInstance, rec *catalog.ChainRecord, fork *string, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
 	d := &a.Base.Cycle
-	after := chainEnd(rec)
+	after, _ := chainEnd(rec)
 	if after == "" {
 		return rec, false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
 	}
@@ -551,6 +567,12 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 		}
 		if c, _, ok := tsql.ParseBackupLogName(r.Name); ok && c == rec.Chain {
 			continue // ours (a pending claim finished unseen is read from its own files)
+		}
+		if !path(r.Fork).Continues(*fork, logchain.LSN(after)) {
+			// Another recovery path's (taken before a restore): not this
+			// chain's, whatever its LSNs.
+			log.Debug("log backup of another recovery path left out", zap.String("file", r.Path), zap.String("fork", r.Fork.Last))
+			continue
 		}
 		tool := r.Name
 		if tool == "" {
@@ -594,23 +616,25 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 			out.NeedFull = true
 			return rec, true, nil
 		}
+		*fork, after = r.Fork.Last, r.LastLSN
 		log.Info("another tool's log backup adopted into the chain", zap.String("file", r.Path), zap.Int64("seq", n))
 	}
 	return rec, false, nil
 }
 
 // chainEnd is the LSN the chain's next log backup starts at: the last
-// written log's LastLSN, else the base full's LastLSN.
-func chainEnd(rec *catalog.ChainRecord) string {
+// written log's LastLSN, else the base full's LastLSN; set is the backup
+// set GUID of that log or full.
+func chainEnd(rec *catalog.ChainRecord) (lsn, set string) {
 	for i := len(rec.Logs) - 1; i >= 0; i-- {
 		if l := rec.Logs[i]; l.State == catalog.LogWritten || l.State == catalog.LogCopied {
-			return l.LastLSN
+			return l.LastLSN, l.BackupSetGUID
 		}
 	}
 	if len(rec.Fulls) > 0 {
-		return rec.Fulls[0].LastLSN
+		return rec.Fulls[0].LastLSN, rec.Fulls[0].BackupSetGUID
 	}
-	return ""
+	return "", ""
 }
 
 // gapBefore says why log l breaks the chain ("" when it does not): it
