@@ -171,7 +171,14 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	s := activities.Statement{DB: sqlDB, Op: "BACKUP LOG", Command: tsql.CommandBackupLog, Text: stmt, Marker: marker,
 		Log: log.With(zap.Int64("seq", n)), Step: StepBackupLog, Number: n}
 
-	hs, done := a.finished(ctx, sqlDB, layout, rec.Chain, n)
+	// A claim of an earlier attempt may have finished unseen: its files
+	// say so, and only an instance that reads them can tell (else the claim
+	// is kept for the next attempt; a file in use is one its BACKUP LOG
+	// still writes). A fresh number has no files.
+	hs, done, ferr := a.finished(ctx, sqlDB, layout, rec.Chain, n)
+	if ferr != nil && resumed && !errors.Is(ferr, mssql.ErrDeviceInUse) {
+		return out, keepClaim(n, ferr, log)
+	}
 	if !done && resumed {
 		waited, _, werr := activities.AwaitEarlier(a.Base, ctx, s)
 		if werr != nil && !activities.IsEndedUnseen(werr) {
@@ -179,7 +186,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		}
 		if waited {
 			out.Reattached = true
-			hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n)
+			if hs, done, ferr = a.finished(ctx, sqlDB, layout, rec.Chain, n); ferr != nil {
+				return out, keepClaim(n, ferr, log)
+			}
 		}
 	} else if done {
 		out.Reattached = true
@@ -190,11 +199,15 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		if rerr != nil && !activities.IsEndedUnseen(rerr) {
 			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
 		}
-		if hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n); !done {
+		if hs, done, ferr = a.finished(ctx, sqlDB, layout, rec.Chain, n); ferr != nil {
+			// It may well have finished: a later attempt reads its header.
+			return out, keepClaim(n, ferr, log)
+		}
+		if !done {
 			if rerr == nil {
-				rerr = errors.New("BACKUP LOG reported success but its files hold no complete log backup of this number")
+				rerr = errors.New("BACKUP LOG reported success")
 			}
-			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
+			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, &notWritten{rerr}, &out, log)
 		}
 	}
 	off, err := activities.ServerOffset(ctx, sqlDB)
@@ -255,25 +268,66 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 }
 
 // finished reads the log backup's header: complete and of this number
-// (its NAME), or not.
-func (a *Activities) finished(ctx context.Context, sqlDB *mssql.DB, layout []string, chain, n int64) (mssql.BackupHeader, bool) {
+// (its NAME), or not (the files are missing, damaged, incomplete or hold
+// another backup). err when the instance could not say: it or the backup
+// server is away, or refused the read for another reason; that is no
+// answer about the log backup.
+func (a *Activities) finished(ctx context.Context, sqlDB *mssql.DB, layout []string, chain, n int64) (mssql.BackupHeader, bool, error) {
 	hq, err := tsql.RestoreHeaderOnly(layout)
 	if err != nil {
-		return mssql.BackupHeader{}, false
+		return mssql.BackupHeader{}, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	hs, err := sqlDB.HeaderOnly(ctx, hq)
-	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupLogName(chain, n) || hs[0].BackupFinishDate.IsZero() ||
-		!logchain.LSN(hs[0].FirstLSN).Valid() || !logchain.LSN(hs[0].LastLSN).Valid() {
-		return mssql.BackupHeader{}, false
+	switch {
+	case errors.Is(err, mssql.ErrCorruptBackup):
+		return mssql.BackupHeader{}, false, nil
+	case err != nil:
+		return mssql.BackupHeader{}, false, err
 	}
-	return hs[0], true
+	if len(hs) == 0 || hs[0].BackupName != tsql.BackupLogName(chain, n) || hs[0].BackupFinishDate.IsZero() ||
+		!logchain.LSN(hs[0].FirstLSN).Valid() || !logchain.LSN(hs[0].LastLSN).Valid() {
+		return mssql.BackupHeader{}, false, nil
+	}
+	return hs[0], true, nil
+}
+
+// notWritten: the instance answered that the log backup's files hold no
+// complete log backup of its number after its BACKUP LOG ended (err):
+// evidence that it did not complete.
+type notWritten struct{ err error }
+
+func (e *notWritten) Error() string {
+	return e.err.Error() + ", but its files hold no complete log backup of this number"
+}
+func (e *notWritten) Unwrap() error { return e.err }
+
+// keepClaim ends an attempt that cannot tell whether log n's BACKUP LOG
+// completed: the number stays claimed (pending) by the chain's workflow,
+// and its next attempt, or its next tick, reads the files (an outage is no
+// evidence against a log backup, and a finished one is never lost).
+func keepClaim(n int64, err error, log *zap.Logger) error {
+	log.Warn("log backup's outcome not known: the number stays claimed, the next attempt reads its files", zap.Int64("seq", n), zap.Error(err))
+	return activities.SQLError(err)
+}
+
+// answered reports whether err says how a BACKUP LOG ended: SQL Server's
+// own errors for it, or its files read after it ended. A lost connection,
+// an unreachable instance or backup server, or a header that could not be
+// read say nothing: the log backup may have completed.
+func answered(err error) bool {
+	var nw *notWritten
+	var f *mssql.Failure
+	return errors.As(err, &nw) || errors.As(err, &f) && len(f.Errors) > 0 && !errors.Is(f.Kind, mssql.ErrUnreachable)
 }
 
 // backupLogFailed records a BACKUP LOG that did not complete. 4208 and
 // 4214 break the chain (a full backup starts the next one: the output
-// asks for it, and no error is returned). A statement left running keeps
-// its claim for the next attempt. Anything else marks the number failed
-// (never used again) and returns the classified error.
+// asks for it, and no error is returned). A statement left running, or
+// one whose end nobody could see (the instance or the backup server away:
+// not answered), keeps its claim for the next attempt, which reads its
+// files. A BACKUP LOG that SQL Server failed, or whose files hold no log
+// backup once it ended, marks the number failed (never used again) and
+// returns the classified error.
 func (a *Activities) backupLogFailed(ctx context.Context, d *activities.CycleDeps, fsys catalog.FS, server string,
 	rec *catalog.ChainRecord, n int64, err error, out *BackupLogOutput, log *zap.Logger) error {
 	if ctx.Err() != nil {
@@ -282,6 +336,9 @@ func (a *Activities) backupLogFailed(ctx context.Context, d *activities.CycleDep
 	var te interface{ Type() string }
 	if errors.As(err, &te) && (te.Type() == activities.ErrStatementLeftRunning || te.Type() == activities.ErrStatementMayStillRun) {
 		return err
+	}
+	if !answered(err) {
+		return keepClaim(n, err, log)
 	}
 	l := rec.Log(n)
 	now := d.Clock().UTC()
