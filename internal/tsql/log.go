@@ -234,7 +234,8 @@ func RecoveryModel(db string) (string, []any, error) {
 // backups (the next full backup then starts the chain: "View or change the
 // recovery model of a database",
 // https://learn.microsoft.com/sql/relational-databases/backup-restore/view-or-change-the-recovery-model-of-a-database-sql-server).
-// It is shown to people, never run by the product.
+// It is shown to people, never run by the product on their databases
+// (`starter conformance` runs it on the scratch database it created).
 func SimpleRecoveryFix(db string) (string, error) {
 	q, err := QuoteIdent(db)
 	if err != nil {
