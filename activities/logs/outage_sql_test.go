@@ -14,6 +14,16 @@ import (
 // from its file and records it, hashed, with no gap and no number used
 // twice.
 
+// loggedFixture is a chain with log 1 taken, and commits after it.
+func loggedFixture(t *testing.T) *logFixture {
+	f := newLogFixture(t, "")
+	f.full(true)
+	f.commit(2)
+	f.mustBackupLog()
+	f.commit(3)
+	return f
+}
+
 // startAgain brings the crashed source back.
 func (f *logFixture) startAgain() {
 	f.t.Helper()
@@ -78,11 +88,7 @@ func (f *logFixture) afterLogOutage(err error, reattached bool) {
 // The source host dies right after BACKUP LOG returned, before the step
 // reads the log backup's header.
 func TestSQLBackupLogHostLostBeforeTheHeaderKeepsTheLog(t *testing.T) {
-	f := newLogFixture(t, "")
-	f.full(true)
-	f.commit(2)
-	f.mustBackupLog()
-	f.commit(3)
+	f := loggedFixture(t)
 	hq, err := tsql.RestoreHeaderOnly([]string{f.logDisk(2)})
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +105,7 @@ func TestSQLBackupLogHostLostBeforeTheHeaderKeepsTheLog(t *testing.T) {
 // whether it ran. The number is kept; once the host is back, the file holds
 // no log backup of it, and the same number is taken (its own claim).
 func TestSQLBackupLogHostLostDuringTheBackupKeepsTheNumber(t *testing.T) {
-	f := newLogFixture(t, "")
-	f.full(true)
-	f.commit(2)
-	f.mustBackupLog()
-	f.commit(3)
+	f := loggedFixture(t)
 	f.site.Source.CrashOnQuery("BACKUP LOG [Sales] TO DISK = N'"+f.logDisk(2), 1)
 	_, err := f.backupLog()
 	f.afterLogOutage(err, false)

@@ -18,7 +18,6 @@ import (
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
-	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -121,17 +120,17 @@ func (d *devLogs) compare(ctx context.Context, out logs.ProofOutput) pitCheck {
 	}
 	want := map[string]bool{}
 	for _, r := range src {
-		if r.at.After(c.stopAt) {
+		if r.At.After(c.stopAt) {
 			c.later++
 			continue
 		}
-		want[r.key()] = true
+		want[r.Key()] = true
 	}
 	have := map[string]bool{}
 	for _, r := range got {
-		have[r.key()] = true
-		if !want[r.key()] {
-			c.extra = append(c.extra, r.key())
+		have[r.Key()] = true
+		if !want[r.Key()] {
+			c.extra = append(c.extra, r.Key())
 		}
 	}
 	for k := range want {
@@ -174,53 +173,23 @@ func (d *devLogs) stopAt(ctx context.Context, out logs.ProofOutput) (time.Time, 
 	return wall(found.StopAt), nil
 }
 
-// commitRow is a row of dbo.CommitLog: its id and commit time (the
-// source's wall clock).
-type commitRow struct {
-	id int64
-	at time.Time
-}
-
-func (r commitRow) key() string {
-	return fmt.Sprintf("%d@%s", r.id, r.at.Format("2006-01-02T15:04:05.0000000"))
-}
-
 // errNoCommitLog: Sales has no dbo.CommitLog, as databases created by
 // the demo before it had one.
 var errNoCommitLog = errors.New("no dbo.CommitLog: the state directory is of an earlier demo (make clean starts over with it)")
 
 // commitRows reads database's dbo.CommitLog on in as AdminLogin.
-func (d *devLogs) commitRows(ctx context.Context, in *sqlsim.Instance, database string) ([]commitRow, error) {
+func (d *devLogs) commitRows(ctx context.Context, in *sqlsim.Instance, database string) ([]sqlsim.CommitRow, error) {
 	db, err := sql.Open("sqlserver", d.site.AdminDSN(in, "master"))
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	q, err := tsql.QuoteIdent(database)
-	if err != nil {
-		return nil, err
-	}
-	qctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	rows, err := db.QueryContext(qctx, "SELECT id, committed_at FROM "+q+".dbo.CommitLog")
+	rows, err := sqlsim.ReadCommitLog(ctx, db, database)
 	var me mssqldb.Error
 	if errors.As(err, &me) && me.Number == 208 { // Invalid object name
 		return nil, fmt.Errorf("%s: %w", database, errNoCommitLog)
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []commitRow
-	for rows.Next() {
-		var r commitRow
-		if err := rows.Scan(&r.id, &r.at); err != nil {
-			return nil, err
-		}
-		r.at = wall(r.at)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return rows, err
 }
 
 // wall is t's wall clock labelled UTC: datetime and datetime2 carry no
