@@ -30,11 +30,11 @@ func conformanceCommand(e *env) *cobra.Command {
 		Long: `Checks on the real SQL Server what backupcycle assumes where Microsoft's documentation does not settle it:
 LastGoodCheckDbTime after a restore and after a CHECKDB, the phases DBCC CHECKDB shows in sys.dm_exec_requests,
 the batch text sys.dm_exec_sql_text returns, when create_date and restore_date are stamped, whether a BACKUP whose
-client vanished runs on, the drop of a RESTORING copy, the clock of RESTORE HEADERONLY's dates, and the errors of a
-file that is not a backup or does not exist.
+client vanished runs on, the drop of a RESTORING copy, the clock of RESTORE HEADERONLY's dates, the errors of a
+file that is not a backup or does not exist, and the recovery forks of the log backup after a restore.
 
-It first prints what it will create (a scratch database on --instance, two backups on a backup server, two copies on
---verify-instance) and asks before it goes ahead (--yes does not ask). Everything it creates is removed when it ends,
+It first prints what it will create (a scratch database on --instance, its backups and log backups on a backup
+server, two copies on --verify-instance, the scratch database restored over itself) and asks before it goes ahead (--yes does not ask). Everything it creates is removed when it ends,
 also when it fails or is interrupted (Ctrl-C); what it could not remove is named. It needs only the configured logins'
 CREATE DATABASE (it owns what it creates), VIEW SERVER STATE to watch its own statements, and the SQL Server service
 accounts' access to the backup server.

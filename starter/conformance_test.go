@@ -126,7 +126,7 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 	}
 	ids := []string{conformance.IDLastGoodRestored, conformance.IDLastGoodCheckDB, conformance.IDCheckDBPhases, conformance.IDBatchText,
 		conformance.IDCreateDate, conformance.IDRestoreDate, conformance.IDVanishedBackup, conformance.IDVanishedRestore, conformance.IDDropRestoring,
-		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile}
+		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile, conformance.IDLogForkAfterRestore}
 	if len(rep.Probes) != len(ids) {
 		t.Fatalf("%d probes, want %d", len(rep.Probes), len(ids))
 	}
@@ -141,9 +141,10 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 			t.Errorf("%s: assumption, observed or if_it_fails empty: %+v", p.ID, p)
 		}
 	}
-	// Removed: the scratch database, the copy, the two backups (the
-	// RESTORING copy is dropped by its probe).
-	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 4 {
+	// Removed: the scratch database, the copy, the two backups, the log
+	// chain probe's full and two log backups (the RESTORING copy is
+	// dropped by its probe).
+	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 7 {
 		t.Errorf("holds %d, fails %d, left %v, removed %v", rep.Holds, rep.Fails, rep.Cleanup.Left, rep.Cleanup.Removed)
 	}
 	if len(rep.Servers) != 2 || rep.Servers[0].UTCOffsetMinutes == 0 || rep.Servers[1].UTCOffsetMinutes != 0 {

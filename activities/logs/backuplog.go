@@ -134,13 +134,18 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	if err != nil {
 		return out, err
 	}
-	// Other tools' log backups since the chain's last one.
-	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &out, log)
+	// Other tools' log backups since the chain's last one, on its
+	// recovery path.
+	fork, err := a.chainFork(ctx, sqlDB, rec, log)
+	if err != nil {
+		return out, err
+	}
+	rec, stop, err := a.foreignLogs(ctx, sqlDB, st, fsys, db, inst, rec, &fork, &out, log)
 	if err != nil || stop {
 		return out, err
 	}
 
-	end := chainEnd(rec) // where this log backup must start
+	end, _ := chainEnd(rec) // where this log backup must start
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
 	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
@@ -166,7 +171,14 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	s := activities.Statement{DB: sqlDB, Op: "BACKUP LOG", Command: tsql.CommandBackupLog, Text: stmt, Marker: marker,
 		Log: log.With(zap.Int64("seq", n)), Step: StepBackupLog, Number: n}
 
-	hs, done := a.finished(ctx, sqlDB, layout, rec.Chain, n)
+	// A claim of an earlier attempt may have finished unseen: its files
+	// say so, and only an instance that reads them can tell (else the claim
+	// is kept for the next attempt; a file in use is one its BACKUP LOG
+	// still writes). A fresh number has no files.
+	hs, done, ferr := a.finished(ctx, sqlDB, layout, rec.Chain, n)
+	if ferr != nil && resumed && !errors.Is(ferr, mssql.ErrDeviceInUse) {
+		return out, keepClaim(n, ferr, log)
+	}
 	if !done && resumed {
 		waited, _, werr := activities.AwaitEarlier(a.Base, ctx, s)
 		if werr != nil && !activities.IsEndedUnseen(werr) {
@@ -174,7 +186,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		}
 		if waited {
 			out.Reattached = true
-			hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n)
+			if hs, done, ferr = a.finished(ctx, sqlDB, layout, rec.Chain, n); ferr != nil {
+				return out, keepClaim(n, ferr, log)
+			}
 		}
 	} else if done {
 		out.Reattached = true
@@ -185,11 +199,15 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		if rerr != nil && !activities.IsEndedUnseen(rerr) {
 			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
 		}
-		if hs, done = a.finished(ctx, sqlDB, layout, rec.Chain, n); !done {
+		if hs, done, ferr = a.finished(ctx, sqlDB, layout, rec.Chain, n); ferr != nil {
+			// It may well have finished: a later attempt reads its header.
+			return out, keepClaim(n, ferr, log)
+		}
+		if !done {
 			if rerr == nil {
-				rerr = errors.New("BACKUP LOG reported success but its files hold no complete log backup of this number")
+				rerr = errors.New("BACKUP LOG reported success")
 			}
-			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, rerr, &out, log)
+			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, &notWritten{rerr}, &out, log)
 		}
 	}
 	off, err := activities.ServerOffset(ctx, sqlDB)
@@ -217,6 +235,17 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	}
 	l.Servers = []string{server}
 	l.UpdatedAt = d.Clock().UTC()
+	if off := offPath(n, hs.Fork, fork, end); off != "" {
+		// Not a log of this chain: recorded with why, never restored with it.
+		l.State, l.Failure = catalog.LogFailed, truncate(off, 1024)
+		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: off}
+		out.Break, out.NeedFull = &Break{Reason: rec.Break.Reason, Detail: off, At: l.UpdatedAt}, true
+		if err := save(ctx, d, fsys, server, rec); err != nil {
+			return out, err
+		}
+		log.Warn("log chain broken: the database was restored", zap.Int64("chain", rec.Chain), zap.Int64("seq", n))
+		return out, nil
+	}
 	gap := gapBefore(end, *l, fulls)
 	if gap != "" {
 		rec.Break = &catalog.ChainBreak{Reason: string(logchain.BreakGap), At: l.UpdatedAt, Detail: fmt.Sprintf(
@@ -239,25 +268,66 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 }
 
 // finished reads the log backup's header: complete and of this number
-// (its NAME), or not.
-func (a *Activities) finished(ctx context.Context, sqlDB *mssql.DB, layout []string, chain, n int64) (mssql.BackupHeader, bool) {
+// (its NAME), or not (the files are missing, damaged, incomplete or hold
+// another backup). err when the instance could not say: it or the backup
+// server is away, or refused the read for another reason; that is no
+// answer about the log backup.
+func (a *Activities) finished(ctx context.Context, sqlDB *mssql.DB, layout []string, chain, n int64) (mssql.BackupHeader, bool, error) {
 	hq, err := tsql.RestoreHeaderOnly(layout)
 	if err != nil {
-		return mssql.BackupHeader{}, false
+		return mssql.BackupHeader{}, false, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	hs, err := sqlDB.HeaderOnly(ctx, hq)
-	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupLogName(chain, n) || hs[0].BackupFinishDate.IsZero() ||
-		!logchain.LSN(hs[0].FirstLSN).Valid() || !logchain.LSN(hs[0].LastLSN).Valid() {
-		return mssql.BackupHeader{}, false
+	switch {
+	case errors.Is(err, mssql.ErrCorruptBackup):
+		return mssql.BackupHeader{}, false, nil
+	case err != nil:
+		return mssql.BackupHeader{}, false, err
 	}
-	return hs[0], true
+	if len(hs) == 0 || hs[0].BackupName != tsql.BackupLogName(chain, n) || hs[0].BackupFinishDate.IsZero() ||
+		!logchain.LSN(hs[0].FirstLSN).Valid() || !logchain.LSN(hs[0].LastLSN).Valid() {
+		return mssql.BackupHeader{}, false, nil
+	}
+	return hs[0], true, nil
+}
+
+// notWritten: the instance answered that the log backup's files hold no
+// complete log backup of its number after its BACKUP LOG ended (err):
+// evidence that it did not complete.
+type notWritten struct{ err error }
+
+func (e *notWritten) Error() string {
+	return e.err.Error() + ", but its files hold no complete log backup of this number"
+}
+func (e *notWritten) Unwrap() error { return e.err }
+
+// keepClaim ends an attempt that cannot tell whether log n's BACKUP LOG
+// completed: the number stays claimed (pending) by the chain's workflow,
+// and its next attempt, or its next tick, reads the files (an outage is no
+// evidence against a log backup, and a finished one is never lost).
+func keepClaim(n int64, err error, log *zap.Logger) error {
+	log.Warn("log backup's outcome not known: the number stays claimed, the next attempt reads its files", zap.Int64("seq", n), zap.Error(err))
+	return activities.SQLError(err)
+}
+
+// answered reports whether err says how a BACKUP LOG ended: SQL Server's
+// own errors for it, or its files read after it ended. A lost connection,
+// an unreachable instance or backup server, or a header that could not be
+// read say nothing: the log backup may have completed.
+func answered(err error) bool {
+	var nw *notWritten
+	var f *mssql.Failure
+	return errors.As(err, &nw) || errors.As(err, &f) && len(f.Errors) > 0 && !errors.Is(f.Kind, mssql.ErrUnreachable)
 }
 
 // backupLogFailed records a BACKUP LOG that did not complete. 4208 and
 // 4214 break the chain (a full backup starts the next one: the output
-// asks for it, and no error is returned). A statement left running keeps
-// its claim for the next attempt. Anything else marks the number failed
-// (never used again) and returns the classified error.
+// asks for it, and no error is returned). A statement left running, or
+// one whose end nobody could see (the instance or the backup server away:
+// not answered), keeps its claim for the next attempt, which reads its
+// files. A BACKUP LOG that SQL Server failed, or whose files hold no log
+// backup once it ended, marks the number failed (never used again) and
+// returns the classified error.
 func (a *Activities) backupLogFailed(ctx context.Context, d *activities.CycleDeps, fsys catalog.FS, server string,
 	rec *catalog.ChainRecord, n int64, err error, out *BackupLogOutput, log *zap.Logger) error {
 	if ctx.Err() != nil {
@@ -266,6 +336,9 @@ func (a *Activities) backupLogFailed(ctx context.Context, d *activities.CycleDep
 	var te interface{ Type() string }
 	if errors.As(err, &te) && (te.Type() == activities.ErrStatementLeftRunning || te.Type() == activities.ErrStatementMayStillRun) {
 		return err
+	}
+	if !answered(err) {
+		return keepClaim(n, err, log)
 	}
 	l := rec.Log(n)
 	now := d.Clock().UTC()
@@ -526,9 +599,9 @@ func orUnknown(s string) string {
 // log that opens the next part is recorded there, and the chain's next
 // number is claimed in it.
 func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, fsys catalog.FS, db *config.Database,
-	inst *config.SQLInstance, rec *catalog.ChainRecord, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
+	inst *config.SQLInstance, rec *catalog.ChainRecord, fork *string, out *BackupLogOutput, log *zap.Logger) (part *catalog.ChainRecord, stop bool, err error) {
 	d := &a.Base.Cycle
-	after := chainEnd(rec)
+	after, _ := chainEnd(rec)
 	if after == "" {
 		return rec, false, nil // a later part without its logs' ends: the previous part's tail was checked when it was written
 	}
@@ -551,6 +624,12 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 		}
 		if c, _, ok := tsql.ParseBackupLogName(r.Name); ok && c == rec.Chain {
 			continue // ours (a pending claim finished unseen is read from its own files)
+		}
+		if !path(r.Fork).Continues(*fork, logchain.LSN(after)) {
+			// Another recovery path's (taken before a restore): not this
+			// chain's, whatever its LSNs.
+			log.Debug("log backup of another recovery path left out", zap.String("file", r.Path), zap.String("fork", r.Fork.Last))
+			continue
 		}
 		tool := r.Name
 		if tool == "" {
@@ -594,23 +673,25 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 			out.NeedFull = true
 			return rec, true, nil
 		}
+		*fork, after = r.Fork.Last, r.LastLSN
 		log.Info("another tool's log backup adopted into the chain", zap.String("file", r.Path), zap.Int64("seq", n))
 	}
 	return rec, false, nil
 }
 
 // chainEnd is the LSN the chain's next log backup starts at: the last
-// written log's LastLSN, else the base full's LastLSN.
-func chainEnd(rec *catalog.ChainRecord) string {
+// written log's LastLSN, else the base full's LastLSN; set is the backup
+// set GUID of that log or full.
+func chainEnd(rec *catalog.ChainRecord) (lsn, set string) {
 	for i := len(rec.Logs) - 1; i >= 0; i-- {
 		if l := rec.Logs[i]; l.State == catalog.LogWritten || l.State == catalog.LogCopied {
-			return l.LastLSN
+			return l.LastLSN, l.BackupSetGUID
 		}
 	}
 	if len(rec.Fulls) > 0 {
-		return rec.Fulls[0].LastLSN
+		return rec.Fulls[0].LastLSN, rec.Fulls[0].BackupSetGUID
 	}
-	return ""
+	return "", ""
 }
 
 // gapBefore says why log l breaks the chain ("" when it does not): it

@@ -4,8 +4,9 @@
 // phases DBCC CHECKDB shows in sys.dm_exec_requests, the batch text
 // sys.dm_exec_sql_text returns, when create_date and restore_date are
 // stamped, whether a BACKUP whose client vanished runs on, how the drop of
-// a RESTORING copy goes, the clock RESTORE HEADERONLY's dates are on, and
-// the errors of a file that is not a backup or does not exist.
+// a RESTORING copy goes, the clock RESTORE HEADERONLY's dates are on, the
+// errors of a file that is not a backup or does not exist, and the
+// recovery forks of the log backup after a restore.
 //
 // It works on a scratch database of its own (CREATE DATABASE: its creator
 // owns it), backs it up to a backup server, restores it on the
@@ -77,8 +78,11 @@ type Plan struct {
 	// NORECOVERY, then dropped by the product's drop statement).
 	Scratch, Copy, Restoring string
 	FillBytes, FillRows      int64
-	// Backup and VanishBackup are the files written on Server.
+	// Backup and VanishBackup are the files written on Server; ForkBackup
+	// and ForkLogs those of the log chain's probe (forkprobe.go).
 	Backup, VanishBackup string
+	ForkBackup           string
+	ForkLogs             [2]string
 	// SourcePath and VerifyPath are Server's directory as Instance and
 	// VerifyInstance reach it; Location as the worker (this command) does.
 	SourcePaths []string
@@ -153,6 +157,7 @@ func NewPlan(o Options) (*Plan, error) {
 	p.Scratch = ScratchPrefix + hex.EncodeToString(raw[:])
 	p.Copy, p.Restoring = p.Scratch+"_copy", p.Scratch+"_restoring"
 	p.Backup, p.VanishBackup = p.Scratch+".bak", p.Scratch+"_vanish.bak"
+	p.ForkBackup, p.ForkLogs = p.Scratch+"_fork.bak", [2]string{p.Scratch + "_fork_1.trn", p.Scratch + "_fork_2.trn"}
 	p.FillBytes, p.FillRows = o.FillBytes, fillRows(o.FillBytes)
 	return p, nil
 }
@@ -228,6 +233,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		p.Instance, p.Scratch, fill, tsql.FillTable, p.FillRows, tsql.FillView)
 	fmt.Fprintf(&b, "  on backup server %s (%s): two backups of it, %s and %s, about %s each, written by %s's SQL Server as %s; "+
 		"and a 4 KiB probe file, removed at once\n", p.Server, p.Location, p.Backup, p.VanishBackup, fill, p.Instance, p.sourcePath(p.Backup))
+	fmt.Fprintf(&b, "  for the log chain's probe, last: %s set to the FULL recovery model, a full backup %s and two log backups %s and %s "+
+		"on %s, and %s restored over itself from that full backup between them (RESTORE ... WITH REPLACE)\n",
+		p.Scratch, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1], p.Server, p.Scratch)
 	where := "beside the files of " + p.Scratch
 	if p.DataDir != "" {
 		where = "in " + p.DataDir + " and " + p.LogDir

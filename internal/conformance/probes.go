@@ -39,6 +39,8 @@ const (
 	IDHeaderClock      = "headeronly-dates-local-clock"
 	IDGarbageMedia     = "garbage-file-is-3241"
 	IDMissingFile      = "missing-file-os-error"
+	// IDLogForkAfterRestore: forkprobe.go.
+	IDLogForkAfterRestore = "log-fork-after-restore"
 )
 
 // Probe is one assumption and what the server did.
@@ -118,6 +120,14 @@ var assumptions = map[string]struct{ text, ifFails string }{
 			"product classifies as a corrupt set, not as a missing file",
 		"the probe before every BACKUP (an unmounted mount point) misreads a file SQL Server found: it refuses every " +
 			"BACKUP with InvalidConfig, or stops protecting against a BACKUP filling the SQL host's disk",
+	},
+	IDLogForkAfterRestore: {
+		"after RESTORE DATABASE ... WITH REPLACE, RECOVERY of a database in the FULL recovery model from its own full backup, " +
+			"its next log backup is on a new recovery fork: RESTORE HEADERONLY and msdb.dbo.backupset give it the restored full's fork " +
+			"as FirstRecoveryForkID and another as RecoveryForkID, so it is not on the recovery path of the log backups taken before the restore",
+		"the log chain does not see that the source was restored to an earlier point (it records the next log backup as the chain's, " +
+			"and a restore through the chain fails at it), and another tool's log backup taken before the restore still " +
+			"splits every later chain until a log backup passes its LSNs",
 	},
 	IDMissingFile: {
 		"RESTORE HEADERONLY of a file that does not exist answers a device error (3201) quoting the operating system error " +

@@ -255,3 +255,33 @@ func TestFillRows(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeLogFork(t *testing.T) {
+	const a, b = "AAAAAAAA-0000-0000-0000-000000000001", "BBBBBBBB-0000-0000-0000-000000000002"
+	hdr := func(first, last, point, from, to string) mssql.BackupHeader {
+		return mssql.BackupHeader{FirstLSN: from, LastLSN: to, Fork: mssql.RecoveryFork{First: first, Last: last, Point: point}}
+	}
+	good := forkObs{Full: hdr(a, a, "", "100", "120"), Before: hdr(a, a, "", "100", "150"), After: hdr(a, b, "120", "120", "170"),
+		MsdbAfter: mssql.RecoveryFork{First: a, Last: b, Point: "120"}, MsdbFound: true}
+	for _, c := range []struct {
+		name string
+		edit func(*forkObs)
+		want Verdict
+	}{
+		{"as assumed", func(*forkObs) {}, Holds},
+		{"no new fork", func(o *forkObs) { o.After.Fork, o.MsdbAfter = o.Before.Fork, o.Before.Fork }, Fails},
+		{"msdb records other forks", func(o *forkObs) { o.MsdbAfter.Last = a }, Fails},
+		{"msdb has no row", func(o *forkObs) { o.MsdbFound = false }, Fails},
+		{"no fork in the header", func(o *forkObs) { o.After.Fork = mssql.RecoveryFork{} }, Fails},
+		{"refused: no current database backup", func(o *forkObs) {
+			o.AfterErr = &mssql.Failure{Errors: []mssqldb.Error{{Number: 4214, Message: "BACKUP LOG cannot be performed because there is no current database backup."}}}
+		}, Fails},
+		{"could not run", func(o *forkObs) { o.AfterErr = errors.New("connection reset") }, Inconclusive},
+	} {
+		o := good
+		c.edit(&o)
+		if p := judgeLogFork(o); p.Verdict != c.want {
+			t.Errorf("%s: %s, want %s: %s", c.name, p.Verdict, c.want, p.Observed)
+		}
+	}
+}

@@ -42,6 +42,7 @@ type runner struct {
 	drop                        *dropObs
 	header                      *headerObs
 	media                       *mediaObs
+	fork                        *forkObs
 	skip                        map[string]string
 	notSeen                     bool // the server's paths and location are not one directory
 }
@@ -60,7 +61,7 @@ func Run(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	r := &runner{p: p, o: o, skip: map[string]string{},
 		rep: &Report{Instance: p.Instance, VerifyInstance: p.VerifyInstance, Server: p.Server, Started: time.Now().UTC(),
-			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: []string{p.Backup, p.VanishBackup},
+			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: []string{p.Backup, p.VanishBackup, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1]},
 				FillBytes: p.FillRows * tsql.FillRowBytes, FillRows: p.FillRows}}}
 	err := r.connect(ctx)
 	if err == nil {
@@ -146,6 +147,10 @@ func (r *runner) probe(ctx context.Context) error {
 		return ctx.Err()
 	}
 	r.dropRestoring(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.probeFork(ctx)
 	return ctx.Err()
 }
 
@@ -811,5 +816,6 @@ func (r *runner) judge() []Probe {
 		or(IDHeaderClock, r.header != nil, func() Probe { return judgeHeaderClock(*r.header) }),
 		or(IDGarbageMedia, r.media != nil, func() Probe { return judgeGarbage(*r.media) }),
 		or(IDMissingFile, r.media != nil, func() Probe { return judgeMissing(*r.media) }),
+		or(IDLogForkAfterRestore, r.fork != nil, func() Probe { return judgeLogFork(*r.fork) }),
 	}
 }

@@ -59,6 +59,11 @@ const (
 	// RegionRows is the row count of the reference table dbo.Regions that
 	// the `equals` sanity check expects.
 	RegionRows = 5
+	// CommitRate is how many rows a second the emulator commits into
+	// Sales's dbo.CommitLog(id, committed_at) while the site runs: the
+	// transactions its log backups hold, which a point-in-time restore is
+	// compared with row by row.
+	CommitRate = 2
 )
 
 // BackupServers are the rotation, in order.
@@ -161,7 +166,8 @@ type Site struct {
 	// configuration's selection picks besides Sales (Options.FleetDatabases).
 	FleetDatabases []string
 
-	lock *os.File // flock on <state>/site.lock while the site runs
+	lock          *os.File // flock on <state>/site.lock while the site runs
+	adminPassword string
 }
 
 // layout is where things live under the state directory.
@@ -281,6 +287,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 			shares[p] = l.bak[b]
 		}
 	}
+	s.adminPassword = adminPassword
 	logins := map[string]string{AdminLogin: adminPassword}
 	fleet := FleetDatabaseNames[:o.FleetDatabases]
 	srcLogin, verifyLogin := productLogins(password, append([]string{Database}, fleet...))
@@ -514,8 +521,14 @@ func salesSpec(size int64, volumes []string) sqlsim.DatabaseSpec {
 			{Name: "OrderLines", Rows: orders * 3 / 2, IDColumn: "OrderLineID"},
 			{Name: "Customers", Rows: orders / 8, IDColumn: "CustomerID", DateColumn: "CreatedAt", MaxDate: asOf.Add(-24 * time.Hour)},
 		},
-		AsOf: asOf,
+		AsOf: asOf, CommitRate: CommitRate,
 	}
+}
+
+// AdminDSN is a connection string to instance in (Source or Verify) as
+// AdminLogin, for the demo's own checks; database is the initial catalog.
+func (s *Site) AdminDSN(in *sqlsim.Instance, database string) string {
+	return in.DSN(AdminLogin, s.adminPassword, database)
 }
 
 // productLogins are ProductLogin on the source (for databases dbs) and on

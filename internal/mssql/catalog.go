@@ -43,6 +43,9 @@ type BackupHeader struct {
 	// CompressionAlgorithm is MS_XPRESS, QAT_DEFLATE, ... for a compressed
 	// set (SQL Server 2022 and later; "" before).
 	CompressionAlgorithm string
+	// Fork is the recovery path the set is on (FirstRecoveryForkID,
+	// RecoveryForkID, ForkPointLSN).
+	Fork RecoveryFork
 }
 
 // FileListEntry is one row of RESTORE FILELISTONLY.
@@ -78,6 +81,7 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
 			SoftwareVersion: softwareVersion(r), Containment: r.int("Containment"),
 			CompressionAlgorithm: r.str("CompressionAlgorithm"),
+			Fork:                 RecoveryFork{First: r.guid("FirstRecoveryForkID"), Last: r.guid("RecoveryForkID"), Point: r.str("ForkPointLSN")},
 		})
 	})
 	return out, err

@@ -40,6 +40,7 @@ type LogBackupRow struct {
 	Finish      time.Time
 	TimeZone    int64 // 15-minute units; 127 unknown
 	CopyOnly    bool
+	Fork        RecoveryFork
 	Family      int64
 	Path        string
 	DeviceType  int64
@@ -52,8 +53,29 @@ func (db *DB) LogBackupHistory(ctx context.Context, query string, args ...any) (
 		out = append(out, LogBackupRow{SetID: r.int("backup_set_id"), GUID: r.guid("backup_set_uuid"), Name: r.str("name"),
 			Description: r.str("description"), User: r.str("user_name"), Server: r.str("server_name"),
 			FirstLSN: r.str("first_lsn"), LastLSN: r.str("last_lsn"), Start: r.time("backup_start_date"),
-			Finish: r.time("backup_finish_date"), TimeZone: r.int("time_zone"), CopyOnly: r.bool("is_copy_only"),
+			Finish: r.time("backup_finish_date"), TimeZone: r.int("time_zone"), CopyOnly: r.bool("is_copy_only"), Fork: recoveryFork(r),
 			Family: r.int("family_sequence_number"), Path: r.str("physical_device_name"), DeviceType: r.int("device_type")})
 	})
 	return out, err
+}
+
+// RecoveryFork is the recovery path a backup set is on: msdb's
+// first_recovery_fork_guid, last_recovery_fork_guid and fork_point_lsn
+// ("" for NULL), as RESTORE HEADERONLY's FirstRecoveryForkID,
+// RecoveryForkID and ForkPointLSN.
+type RecoveryFork struct {
+	First, Last, Point string
+}
+
+func recoveryFork(r row) RecoveryFork {
+	return RecoveryFork{First: r.guid("first_recovery_fork_guid"), Last: r.guid("last_recovery_fork_guid"), Point: r.str("fork_point_lsn")}
+}
+
+// BackupSetFork runs a tsql.BackupSetFork query: found is false when msdb
+// has no row for the set.
+func (db *DB) BackupSetFork(ctx context.Context, query string, args ...any) (f RecoveryFork, found bool, err error) {
+	err = db.scan(ctx, "backup set recovery fork", query, args, func(r row) {
+		f, found = recoveryFork(r), true
+	})
+	return f, found, err
 }

@@ -347,7 +347,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 	hdr := mediaHeader{Format: 1, MediaSetGUID: mediaSet, BackupSetGUID: backupSet, Families: len(outs), Server: x.in.cfg.Name,
 		Database: d.Name, DatabaseID: d.ID, DatabaseCreated: d.Created, User: x.s.login.User, Files: files,
 		FirstLSN: firstLSN, LastLSN: lastLSN, CheckpointLSN: lsns.checkpoint, DatabaseLSN: lsns.databaseBackup,
-		Type: lsns.hdrType, RecoveryModel: lsns.model, BeginsLogChain: lsns.beginsChain, LogEnd: lsns.logEnd,
+		Type: lsns.hdrType, RecoveryModel: lsns.model, BeginsLogChain: lsns.beginsChain, LogEnd: lsns.logEnd, Forks: lsns.forks,
 		Start: x.in.serverTime(start), Compressed: o.compression, Checksums: o.checksum, CopyOnly: o.copyOnly,
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
@@ -455,7 +455,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name,
 		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID,
 		Type: lsns.typ, CheckpointLSN: lsns.checkpoint, DatabaseBackupLSN: lsns.databaseBackup, User: x.s.login.User,
-		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model})
+		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks})
 	x.in.cat.NextBackupSetID++
 	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
 	serr := x.in.saveCatalog()

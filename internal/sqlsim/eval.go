@@ -368,6 +368,22 @@ func (c collation) compareValues(a, b any) (int, bool) {
 		if y, ok := b.([16]byte); ok {
 			return bytes.Compare(x[:], y[:]), true
 		}
+		// Against a character string, the string is converted: a
+		// uniqueidentifier outranks the character types ("Data type
+		// precedence (Transact-SQL)"); msdb's backup_set_uuid looked up by
+		// a parameter.
+		if y, ok := b.(string); ok {
+			if g, ok := guidFromText(y); ok {
+				return bytes.Compare(x[:], g[:]), true
+			}
+		}
+	}
+	if x, ok := a.(string); ok {
+		if y, ok := b.([16]byte); ok {
+			if g, ok := guidFromText(x); ok {
+				return bytes.Compare(g[:], y[:]), true
+			}
+		}
 	}
 	return 0, false
 }

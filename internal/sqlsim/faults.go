@@ -39,6 +39,10 @@ type faultState struct {
 	// createLate is how long after its start the next RESTORE DATABASE
 	// creates its database (StampCreateLate), one-shot.
 	createLate time.Duration
+	// crashOn is the batch text whose crashOnLeft-th arrival crashes the
+	// instance (CrashOnQuery), one-shot; "" for none.
+	crashOn     string
+	crashOnLeft int
 }
 
 func (f *faultState) init() {

@@ -144,6 +144,7 @@ type backupLSNs struct {
 	logEnd                                  time.Time
 	recs                                    []logRec // a log backup's records
 	redo                                    []logRec // a full backup's redo part
+	forks                                   forkRange
 }
 
 // beginBackup fixes where a backup of d starts: a data backup checkpoints
@@ -157,7 +158,7 @@ func (in *Instance) beginBackup(d *database, log bool, start time.Time) (backupL
 		first := in.advanceLogLocked(d, 2)
 		d.CheckpointLSN = first + 1
 		return backupLSNs{first: first, last: first + 2, checkpoint: first + 1, databaseBackup: d.FullCheckpointLSN,
-			hdrType: 1, typ: "D", model: recoveryModel(d)}, nil
+			hdrType: 1, typ: "D", model: recoveryModel(d), forks: in.backupForksLocked(d, false)}, nil
 	}
 	in.rowsMu.RLock()
 	defer in.rowsMu.RUnlock()
@@ -167,7 +168,7 @@ func (in *Instance) beginBackup(d *database, log bool, start time.Time) (backupL
 		return backupLSNs{}, in.backupRefusal(d, true)
 	}
 	l := backupLSNs{first: d.ChainLSN, checkpoint: d.CheckpointLSN, databaseBackup: d.FullCheckpointLSN, hdrType: 2, typ: "L",
-		model: recoveryModel(d), beginsChain: d.ChainNew, logEnd: wallClock(in.serverTime(start))}
+		model: recoveryModel(d), beginsChain: d.ChainNew, logEnd: wallClock(in.serverTime(start)), forks: in.backupForksLocked(d, true)}
 	l.last = in.advanceLogLocked(d, 1) // the backup's own record comes after its range
 	in.mu.Unlock()
 	rows, err := in.readRowsOf(d)
@@ -222,11 +223,13 @@ func (in *Instance) endBackupLocked(d *database, log, copyOnly bool, l backupLSN
 	}
 	if log {
 		d.ChainLSN, d.ChainNew = last, false
+		in.chainOnCurrentForkLocked(d)
 		return
 	}
 	d.FullCheckpointLSN = l.checkpoint
 	if d.ChainLSN == 0 && recoveryModel(d) != "SIMPLE" {
 		d.ChainLSN, d.ChainNew = l.first, true
+		in.chainOnCurrentForkLocked(d)
 	}
 }
 
@@ -311,14 +314,17 @@ func (x *execCtx) commitLogRelation(d *database, rel *relation) (*relation, erro
 // (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-recovery-status-transact-sql).
 func (x *execCtx) recoveryStatusView(qual string) *relation {
 	rel := &relation{cols: []relCol{col(qual, "database_id", tds.TypeInt, 0), col(qual, "database_guid", tds.TypeUniqueIdentifier, 0),
-		col(qual, "family_guid", tds.TypeUniqueIdentifier, 0), col(qual, "last_log_backup_lsn", tds.TypeNumeric, 0)}}
-	rel.cols[3].col.Precision = 25
+		col(qual, "family_guid", tds.TypeUniqueIdentifier, 0), col(qual, "last_log_backup_lsn", tds.TypeNumeric, 0),
+		col(qual, "recovery_fork_guid", tds.TypeUniqueIdentifier, 0), col(qual, "first_recovery_fork_guid", tds.TypeUniqueIdentifier, 0),
+		col(qual, "fork_point_lsn", tds.TypeNumeric, 0)}}
+	rel.cols[3].col.Precision, rel.cols[6].col.Precision = 25, 25
 	for _, d := range x.in.allDatabases() {
 		var last any
 		if d.ChainLSN != 0 && recoveryModel(&d) != "SIMPLE" && d.State == "" {
 			last = lsnText(d.ChainLSN)
 		}
-		rel.rows = append(rel.rows, []any{int64(d.ID), [16]byte(x.in.familyGUID(&d)), [16]byte(x.in.familyGUID(&d)), last})
+		fork, first, point := x.in.recoveryStatusForks(&d)
+		rel.rows = append(rel.rows, []any{int64(d.ID), [16]byte(x.in.familyGUID(&d)), [16]byte(x.in.familyGUID(&d)), last, fork, first, point})
 	}
 	return rel
 }

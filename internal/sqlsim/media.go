@@ -151,6 +151,8 @@ type mediaHeader struct {
 	RecoveryModel  string    `json:"recovery_model,omitempty"`
 	BeginsLogChain bool      `json:"begins_log_chain,omitempty"`
 	LogEnd         time.Time `json:"log_end,omitzero"`
+	// Forks is the recovery path the set covers (forks.go, headerForks).
+	Forks forkRange `json:"forks,omitzero"`
 }
 
 type mediaTrailer struct {

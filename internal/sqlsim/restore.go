@@ -277,7 +277,8 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if err := x.w.Columns(cols); err != nil {
 		return err
 	}
-	fork := headerFamilyGUID(h)
+	family := headerFamilyGUID(h)
+	firstFork, lastFork, forkPoint := forkColumns(headerForks(h))
 	flags := int64(512)
 	if h.Checksums {
 		flags |= 16
@@ -325,9 +326,9 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	row := []any{name, desc, btype, nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
 		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(setLastLSN(h, t)), lsnText(h.CheckpointLSN),
 		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
-		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), [16]byte(fork),
-		"SQL_Latin1_General_CP1_CI_AS", [16]byte(fork), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, h.BeginsLogChain,
-		false, false, h.CopyOnly, [16]byte(fork), nil, model, nil, nil, bdesc, [16]byte(h.BackupSetGUID),
+		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), lastFork,
+		"SQL_Latin1_General_CP1_CI_AS", [16]byte(family), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, h.BeginsLogChain,
+		false, false, h.CopyOnly, firstFork, forkPoint, model, nil, nil, bdesc, [16]byte(h.BackupSetGUID),
 		t.SetStored, int64(h.Containment), nil, nil, nil}
 	if newer {
 		row = append(row, nil, nil, alg)
@@ -896,7 +897,7 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	nd.ReadOnly = readOnly
 	last := setLastLSN(h, stripes[0].trl)
 	nd.RecoveryModel, _ = checkRecoveryModel(h.RecoveryModel)
-	nd.EndLSN, nd.RedoLSN, nd.RedoTime = last, last, wallClock(stripes[0].trl.Finish)
+	nd.EndLSN, nd.RedoLSN, nd.RedoTime, nd.RedoFork = last, last, wallClock(stripes[0].trl.Finish), headerForks(h).Last
 	nd.CheckpointLSN, nd.FullCheckpointLSN = h.CheckpointLSN, h.CheckpointLSN
 	x.in.endStateLocked(nd, !noRecovery && !standby, undo)
 	setID := x.in.backupSetIDLocked(stripes[0])

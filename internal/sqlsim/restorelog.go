@@ -145,6 +145,7 @@ func (in *Instance) endStateLocked(d *database, recovered bool, standby string) 
 		if recoveryModel(d) != "SIMPLE" {
 			d.ChainLSN, d.ChainNew = d.RedoLSN, false
 		}
+		in.forkOnRecoveryLocked(d)
 	case d.Standby:
 		d.State = ""
 	default:
@@ -175,7 +176,7 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: t.SetRawBytes,
 		CompSize: t.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: headerFamilyGUID(h),
 		Type: typ, CheckpointLSN: h.CheckpointLSN, DatabaseBackupLSN: h.DatabaseLSN, User: h.User, BeginsLogChain: h.BeginsLogChain,
-		RecoveryModel: h.RecoveryModel})
+		RecoveryModel: h.RecoveryModel, Forks: headerForks(h)})
 	return id
 }
 
@@ -205,7 +206,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	x.in.mu.Lock()
 	inSequence := d.State == "RESTORING" || d.Standby
-	p, pTime, stopped, fam := d.RedoLSN, d.RedoTime, d.Stopped, x.in.familyGUID(d)
+	p, pTime, stopped, fam, redoFork := d.RedoLSN, d.RedoTime, d.Stopped, x.in.familyGUID(d), x.in.redoFork(d)
 	busy := x.in.dbInUseLocked(d, x.s)
 	x.in.mu.Unlock()
 	if !inSequence {
@@ -220,6 +221,9 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	if busy {
 		return opError(op, sqlErr(3101, 16, "Exclusive access could not be obtained because the database is in use."))
+	}
+	if !headerForks(h).continues(redoFork, p) {
+		return opError(op, errRecoveryPath())
 	}
 	last := setLastLSN(h, st0.trl)
 	if h.FirstLSN > p {
@@ -295,7 +299,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	pages := h.TotalPages
 	x.in.mu.Lock()
-	d.RedoLSN = next
+	d.RedoLSN, d.RedoFork = next, headerForks(h).at(next)
 	switch {
 	case reached:
 		d.RedoTime = stop.at

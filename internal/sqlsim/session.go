@@ -266,6 +266,10 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 		col := decl[strings.ToLower(p.Name)]
 		x.vars[strings.ToLower(p.Name)] = &variable{v: col.assign(normValue(p.Value)), col: col}
 	}
+	if in.crashOnDue(r.SQL) {
+		in.crashNow()
+		return tds.ErrKillConnection // a dead host sends no reply
+	}
 	stmts, err := parse(r.SQL)
 	if fe := in.queryFault(r.SQL); fe != nil && err == nil {
 		err = fe

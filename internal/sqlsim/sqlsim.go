@@ -256,6 +256,13 @@ type database struct {
 	Standby     bool      `json:"standby,omitempty"`
 	StandbyFile string    `json:"standby_file,omitempty"`
 	Stopped     bool      `json:"stopped,omitempty"`
+	// Recovery forks (forks.go): RecoveryFork the fork the database is on,
+	// ChainFork the fork of ChainLSN and ForkPointLSN where RecoveryFork
+	// began, when they differ; RedoFork the fork of RedoLSN.
+	RecoveryFork guid   `json:"recovery_fork,omitzero"`
+	ChainFork    guid   `json:"chain_fork,omitzero"`
+	ForkPointLSN uint64 `json:"fork_point_lsn,omitempty"`
+	RedoFork     guid   `json:"redo_fork,omitzero"`
 	// CommitRate is the workload's commits per second (workload.go); 0 none.
 	CommitRate float64 `json:"commit_rate,omitempty"`
 	// Trustworthy is ALTER DATABASE ... SET TRUSTWORTHY ON; kept by the
@@ -320,6 +327,9 @@ type backupSetRow struct {
 	Devices           []string `json:"devices,omitempty"`
 	BeginsLogChain    bool     `json:"begins_log_chain,omitempty"`
 	RecoveryModel     string   `json:"recovery_model,omitempty"`
+	// Forks is the recovery path the set covers (forks.go); zero in
+	// catalogs written before.
+	Forks forkRange `json:"forks,omitzero"`
 }
 
 var systemDatabases = []*database{

@@ -249,7 +249,7 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 				// size is in 8-KB pages: the file's allocated size.
 				fileState, redo, fork := "ONLINE", any(nil), any(nil)
 				if db.State == "RESTORING" || db.Standby {
-					redo, fork = lsnText(db.RedoLSN), [16]byte(x.in.familyGUID(&db))
+					redo, fork = lsnText(db.RedoLSN), [16]byte(x.in.redoFork(&db))
 					if db.State == "RESTORING" {
 						fileState = "RESTORING"
 					}
@@ -447,7 +447,10 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			// using the time zone information at the time the backup
 			// operation started ... A value of 127 indicates unknown"
 			// (backupset (Transact-SQL)).
-			col(qual, "time_zone", tds.TypeSmallInt, 0)}
+			col(qual, "time_zone", tds.TypeSmallInt, 0),
+			// The recovery path the set covers (forks.go).
+			col(qual, "first_recovery_fork_guid", tds.TypeUniqueIdentifier, 0), col(qual, "last_recovery_fork_guid", tds.TypeUniqueIdentifier, 0),
+			col(qual, "fork_point_lsn", tds.TypeNumeric, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -465,6 +468,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			if b.FamilyGUID != (guid{}) {
 				family = [16]byte(b.FamilyGUID)
 			}
+			firstFork, lastFork, forkPoint := forkColumns(backupSetForks(b))
 			typ, model := b.Type, b.RecoveryModel
 			if typ == "" {
 				typ = "D"
@@ -479,7 +483,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain,
-				backupTimeZone(b.Start)})
+				backupTimeZone(b.Start), firstFork, lastFork, forkPoint})
 		}
 	case "backupmediafamily":
 		// One row per media family: media_set_id (the emulator's is the

@@ -234,7 +234,8 @@ func RecoveryModel(db string) (string, []any, error) {
 // backups (the next full backup then starts the chain: "View or change the
 // recovery model of a database",
 // https://learn.microsoft.com/sql/relational-databases/backup-restore/view-or-change-the-recovery-model-of-a-database-sql-server).
-// It is shown to people, never run by the product.
+// It is shown to people, never run by the product on their databases
+// (`starter conformance` runs it on the scratch database it created).
 func SimpleRecoveryFix(db string) (string, error) {
 	q, err := QuoteIdent(db)
 	if err != nil {
@@ -253,9 +254,13 @@ func SimpleRecoveryFix(db string) (string, error) {
 // backup_finish_date datetime (the server's local time), time_zone smallint
 // (15-minute units, 127 unknown), is_copy_only bit, family_sequence_number
 // tinyint, physical_device_name nvarchar(260), device_type tinyint (2 disk,
-// 9 URL, 7 virtual device)) ("backupset (Transact-SQL)", "backupmediafamily
-// (Transact-SQL)"). Copy-only log backups are listed too (the caller skips
-// them: they leave the chain alone).
+// 9 URL, 7 virtual device), first_recovery_fork_guid,
+// last_recovery_fork_guid uniqueidentifier and fork_point_lsn
+// numeric(25,0), NULL unless the two differ: the recovery path the backup
+// is on) ("backupset (Transact-SQL)", "backupmediafamily (Transact-SQL)").
+// Copy-only log backups are listed too (the caller skips them: they leave
+// the chain alone); so are those of other recovery paths, which share LSNs
+// with the chain's (logchain.Fork).
 func LogBackupsAfter(db, after string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
 		return "", nil, fmt.Errorf("log backup history lookup: %w", err)
@@ -265,10 +270,43 @@ func LogBackupsAfter(db, after string) (string, []any, error) {
 	}
 	return "SELECT bs.backup_set_id, bs.backup_set_uuid, bs.name, bs.description, bs.user_name, bs.server_name, " +
 		"bs.first_lsn, bs.last_lsn, bs.database_backup_lsn, bs.backup_start_date, bs.backup_finish_date, bs.time_zone, " +
-		"bs.is_copy_only, mf.family_sequence_number, mf.physical_device_name, mf.device_type " +
+		"bs.is_copy_only, bs.first_recovery_fork_guid, bs.last_recovery_fork_guid, bs.fork_point_lsn, " +
+		"mf.family_sequence_number, mf.physical_device_name, mf.device_type " +
 		"FROM msdb.dbo.backupset AS bs JOIN msdb.dbo.backupmediafamily AS mf ON mf.media_set_id = bs.media_set_id " +
 		"WHERE bs.database_name = @p1 AND bs.type = 'L' AND bs.last_lsn > CAST(@p2 AS numeric(25,0)) " +
 		"ORDER BY bs.first_lsn, bs.backup_set_id, mf.family_sequence_number", []any{db, after}, nil
+}
+
+// BackupSetFork returns the query for the recovery path of the backup set
+// msdb knows by backup_set_uuid: one row (first_recovery_fork_guid,
+// last_recovery_fork_guid uniqueidentifier, fork_point_lsn numeric(25,0),
+// NULL unless the two differ; "backupset (Transact-SQL)"), none when msdb
+// has no row for it (its history deleted, or the set taken elsewhere).
+func BackupSetFork(backupSetGUID string) (string, []any, error) {
+	if !guidText(backupSetGUID) {
+		return "", nil, fmt.Errorf("backup set lookup: %w: %q is not a uniqueidentifier", ErrInvalidOption, backupSetGUID)
+	}
+	return "SELECT bs.first_recovery_fork_guid, bs.last_recovery_fork_guid, bs.fork_point_lsn FROM msdb.dbo.backupset AS bs " +
+		"WHERE bs.backup_set_uuid = @p1", []any{backupSetGUID}, nil
+}
+
+// guidText reports whether s is a uniqueidentifier's character form,
+// 8-4-4-4-12 hexadecimal digits.
+func guidText(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return false
+		}
+	}
+	return true
 }
 
 func lsnDigits(s string) bool {

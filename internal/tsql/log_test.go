@@ -98,6 +98,15 @@ func TestLogQueries(t *testing.T) {
 	if _, _, err := LogBackupsAfter("Sales", "1; DROP TABLE x"); err == nil {
 		t.Fatal("a non-LSN is accepted")
 	}
+	q, args, err = BackupSetFork("6F9619FF-8B86-D011-B42D-00C04FC964FF")
+	if err != nil || len(args) != 1 || !strings.Contains(q, "last_recovery_fork_guid") || strings.Contains(q, "6F9619FF") {
+		t.Fatalf("%s %v %v: the GUID must be a parameter", q, args, err)
+	}
+	for _, bad := range []string{"", "6F9619FF-8B86-D011-B42D-00C04FC964F'", "6F9619FF8B86D011B42D00C04FC964FF", "x' OR 1=1 --"} {
+		if _, _, err := BackupSetFork(bad); err == nil {
+			t.Fatalf("%q is accepted as a backup set GUID", bad)
+		}
+	}
 	for _, f := range []func(string) (string, []any, error){RecoveryModel, RestoringState} {
 		q, args, err := f("Sales]")
 		if err != nil || len(args) != 1 || args[0] != "Sales]" || strings.Contains(q, "Sales") {

@@ -24,6 +24,32 @@ var verifiedRE = regexp.MustCompile(`(?m)^cycle (\d) of 2: VERIFIED Sales sequen
 // chainRE is the demo's log chain line, with at least 3 log backups copied.
 var chainRE = regexp.MustCompile(`(?m)^  chain \d+: \d+ log backups taken \(newest started .* ago\), copied through ([3-9]|\d\d+) from bak01 to bak02; state ok$`)
 
+// The demo's point-in-time proof: the proven-to time, what was restored
+// to T, and the copy's rows compared with the source's.
+var (
+	pitProvenRE  = regexp.MustCompile(`(?m)^  proven to \d{4}-\d\d-\d\dT\S+Z by the standby copy \(log \d+ of chain \d+\)$`)
+	pitRestoreRE = regexp.MustCompile(`(?m)^  restored set \d+ and logs \d+-\d+ into Sales_standby_proof on sqlverify WITH STOPAT T = \S+ \(\S+Z\), a random instant of the proven window: recovered; \d+ sanity checks passed \(took \S+\)$`)
+	pitRowsRE    = regexp.MustCompile(`(?m)^  rows:    the copy held exactly the (\d+) rows of dbo\.CommitLog committed at or before T, compared row by row with sql01's Sales \((\d+) committed after T are not in it\)$`)
+)
+
+// checkPITLines checks the demo's point-in-time proof lines in out.
+func checkPITLines(t *testing.T, out string) {
+	t.Helper()
+	for _, re := range []*regexp.Regexp{pitProvenRE, pitRestoreRE} {
+		if !re.MatchString(out) {
+			t.Errorf("demo output lacks the point-in-time proof line %s:\n%s", re, out)
+		}
+	}
+	m := pitRowsRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("demo output lacks the point-in-time proof's row-by-row comparison:\n%s", out)
+		return
+	}
+	if n, _ := strconv.Atoi(m[1]); n == 0 {
+		t.Errorf("the point-in-time copy was compared on no rows: %s", m[0])
+	}
+}
+
 type demoCycle struct {
 	seq            int64
 	server, remote string
@@ -104,6 +130,7 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 	if m := chainRE.FindStringSubmatch(out); m == nil {
 		t.Errorf("demo output lacks the log chain with 3 log backups copied:\n%s", out)
 	}
+	checkPITLines(t, out)
 	// The structured log went to the state directory, one JSON object per
 	// line, and not to the terminal.
 	logPath := filepath.Join(state, LogFile)
@@ -143,6 +170,7 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 	if !strings.Contains(w2.stdout.String(), "emulated site:     continued") {
 		t.Errorf("second demo did not continue the site:\n%s", w2.stdout)
 	}
+	checkPITLines(t, w2.stdout.String())
 	// The first cycle of the second run found bak02 as the last server in
 	// the manifests: the rotation continued rather than restarted.
 	// (Only the second run plans bak01 after bak02 from the manifests.)

@@ -104,6 +104,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 	defer sdk.Close()
 	c := client.New(sdk, tcfg, log)
 
+	checks := &pitChecks{}
 	demo := func(ctx context.Context) error {
 		if err := workerhost.HealthDemo(ctx, c, stdout, srv.WorkflowURL); err != nil {
 			return err
@@ -117,6 +118,9 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 			if err := showLogChain(ctx, c, stdout, o.logEvery); err != nil {
 				return err
 			}
+			if err := showPITProof(ctx, c, stdout, checks, pitEveryTicks*o.logEvery); err != nil {
+				return err
+			}
 		}
 		if u := cyclesURL(srv.UIAddress(), c.Namespace()); u != "" {
 			fmt.Fprintf(stdout, "  all cycles of %s in the Web UI: %s\n", devenv.Database, u)
@@ -125,7 +129,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	defer workerhost.WatchManifests(ctx, mx, live, log)()
 	return workerhost.Serve(ctx, c, workerhost.NewActivities(log, live, c, mx), log, workerhost.Run{
-		Demo: o.demo, Keep: o.keep, RunDemo: demo, LogActivities: workerhost.FastLogs(o.logEvery),
+		Demo: o.demo, Keep: o.keep, RunDemo: demo, LogActivities: newDevLogs(site, live, o.logEvery, checks),
 		Ready: func() {
 			fmt.Fprintf(stdout, "backupcycle worker ready in %s (embedded Temporal, state in %s)\n", workerhost.Since(began), dbFile)
 			if ui := srv.UIAddress(); ui != "" {
