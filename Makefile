@@ -19,9 +19,11 @@ build:
 	$(GO) build -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/sqlsim ./internal/sqlsim/cmd/sqlsim
 
-# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing.
+# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing, and
+# versitygw, the S3 server with Object Lock of the object-storage tests, built from tools/versitygw once per version.
 test-deps:
 	@bash scripts/test-deps.sh
+	@bash scripts/versitygw.sh >/dev/null
 
 test: test-deps lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
