@@ -100,6 +100,7 @@ func (d *decoder) check(c *Config) {
 		d.checkInstanceRotation(inst, path, servers)
 		selects = selects || len(inst.Databases) > 0
 	}
+	d.checkImmutableCopies(c, servers)
 	groups := d.checkGroups(c, instances, servers)
 	if len(c.Databases) == 0 && !selects {
 		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers), or select them per instance with sql_instances[].databases (e.g. [USER_DATABASES]) and sql_instances[].backup_servers")
@@ -407,8 +408,10 @@ func (d *decoder) checkRotation(rotation []string, copyTo, rot, cp, owner string
 	inRot := map[string]bool{}
 	for i, s := range rotation {
 		ip := fmt.Sprintf("%s[%d]", rot, i)
-		if _, ok := servers[s]; !ok {
+		if b, ok := servers[s]; !ok {
 			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, s, keys(servers))
+		} else if b.IsObjectStore() {
+			d.errf(d.line(ip), ip, "%s: backup server %q is an object store (kind: s3): SQL Server cannot back up to it; it takes the immutable copies of verified sets: name it in immutable_copy instead", owner, s)
 		}
 		if inRot[s] {
 			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, s)
@@ -418,6 +421,8 @@ func (d *decoder) checkRotation(rotation []string, copyTo, rot, cp, owner string
 	switch {
 	case copyTo != "" && servers[copyTo] == nil:
 		d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, copyTo, keys(servers))
+	case copyTo != "" && servers[copyTo].IsObjectStore():
+		d.errf(d.line(cp), cp, "%s: copy_to %q is an object store (kind: s3): the remote copy is restored from a share; name it in immutable_copy to keep a locked copy of every verified set there", owner, copyTo)
 	case copyTo != "" && inRot[copyTo]:
 		d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty to copy to the next server in the rotation", owner, copyTo, copyTo)
 	case copyTo != "":
@@ -597,6 +602,22 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	if d.checkName(b.Name, path, owner, "backup_servers", d.seen("backup_servers")) {
 		all[b.Name] = b
 	}
+	switch strings.ToLower(b.Kind) {
+	case "", KindShare:
+		b.Kind = KindShare
+		if b.S3 != nil {
+			d.errf(d.line(join(path, "s3")), join(path, "s3"), "%s: s3: is only used with kind: s3; remove it or set kind: s3", owner)
+		}
+	case KindS3:
+		b.Kind = KindS3
+		d.checkObjectStore(b, path, owner)
+		d.checkServerLimits(b, path, owner)
+		return
+	default:
+		kp := join(path, "kind")
+		d.errf(d.line(kp), kp, "%s: kind %q: use share (the default: SQL Server writes to unc_paths, the worker reaches location) or s3 (an object store with Object Lock for immutable copies)", owner, b.Kind)
+		return
+	}
 	if len(b.UNCPaths) == 0 {
 		d.errf(d.line(join(path, "unc_paths")), join(path, "unc_paths"), `missing required key "unc_paths" in %s (the paths SQL Server writes to, one per NIC, e.g. \\192.168.2.2\backup)`, owner)
 	}
@@ -637,6 +658,12 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	} else if b.RestoreDataDir != "" || b.RestoreLogDir != "" {
 		d.errf(d.line(join(path, "restore_data_dir")), join(path, "verify_instance"), "%s: restore_data_dir/restore_log_dir are set but verify_instance is not: name the SQL instance that restores there", owner)
 	}
+	d.checkServerLimits(b, path, owner)
+}
+
+// checkServerLimits checks what every kind of server has: max_concurrent
+// and task_queue.
+func (d *decoder) checkServerLimits(b *BackupServer, path, owner string) {
 	b.MaxConcurrent = d.positive(b.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultServerConcurrency)
 	if strings.ContainsAny(b.TaskQueue, " \t\n") {
 		d.errf(d.line(join(path, "task_queue")), join(path, "task_queue"), "%s: task_queue %q must not contain spaces", owner, b.TaskQueue)

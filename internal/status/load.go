@@ -85,16 +85,24 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	if open == nil {
 		open = Open
 	}
-	servers := make([]Server, len(c.BackupServers))
-	found := make([][]Found, len(c.BackupServers))
-	chains := make([][]FoundChain, len(c.BackupServers))
+	// The shares hold the manifests; an object store's copies are
+	// recorded in them (catalog.Manifest.Immutable).
+	var shares []*config.BackupServer
+	for i := range c.BackupServers {
+		if !c.BackupServers[i].IsObjectStore() {
+			shares = append(shares, &c.BackupServers[i])
+		}
+	}
+	servers := make([]Server, len(shares))
+	found := make([][]Found, len(shares))
+	chains := make([][]FoundChain, len(shares))
 	instances := InstancesOf(c)
 	targets, defaults := TargetsOf(c)
 	keys, kerr := c.ManifestKeyRing()
 	var wg sync.WaitGroup
-	for i := range c.BackupServers {
+	for i := range shares {
 		if kerr != nil {
-			srv := &c.BackupServers[i]
+			srv := shares[i]
 			servers[i] = Server{Name: srv.Name, Location: srv.Loc.String(), Error: fmt.Sprintf(
 				"manifests not read: %v: give this command the manifest keys the workers have (the same key_env or key_file), or no manifest can be authenticated", kerr)}
 			continue
@@ -102,7 +110,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i], chains[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys, targets)
+			servers[i], found[i], chains[i] = readServer(ctx, shares[i], open, instances, keys, targets)
 		}(i)
 	}
 	wg.Wait()
