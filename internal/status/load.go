@@ -36,6 +36,21 @@ type Report struct {
 	Authentication string     `json:"manifest_authentication"`
 	Databases      []Database `json:"databases"`
 	Servers        []Server   `json:"servers"`
+	// ObjectStores are the kind: s3 backup servers and their newest
+	// immutability probe.
+	ObjectStores []ObjectStore `json:"object_stores,omitempty"`
+}
+
+// NotImmutable lists the object stores whose newest probe found them not
+// immutable.
+func (r Report) NotImmutable() []ObjectStore {
+	var out []ObjectStore
+	for _, o := range r.ObjectStores {
+		if o.NotImmutable() {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Report.Authentication values.
@@ -126,8 +141,13 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	if len(c.ManifestKeys) > 0 {
 		auth = AuthenticationHMAC
 	}
-	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
+	r := Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
 		Servers: servers}
+	if kerr == nil {
+		r.ObjectStores = loadObjectStores(ctx, c, nil, all)
+		judgeImmutable(r.Databases, r.ObjectStores)
+	}
+	return r
 }
 
 // InstancesOf are the instance keys whose sets c reports on: its SQL

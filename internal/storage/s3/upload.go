@@ -668,3 +668,46 @@ func (u *upload) pipelineReader(ctx context.Context, r storage.Reader, ps int64,
 	}
 	return nil
 }
+
+// PutChecked writes a small object (a manifest) as Upload writes a file:
+// not again when the newest version holds the same bytes (its lock
+// extended when shorter), else as a new version, SHA-256 checked by the
+// server, read back and its lock checked.
+func (s *Store) PutChecked(ctx context.Context, name string, data []byte, lock Lock) UploadResult {
+	sum := sha256.Sum256(data)
+	res := UploadResult{Object: Object{Name: name, Size: int64(len(data))}, SHA256Hex: hex.EncodeToString(sum[:])}
+	if lock.IsZero() {
+		lock = s.cfg.Lock
+	}
+	u := &upload{s: s, job: UploadJob{Name: name, Lock: lock}, opts: UploadOptions{PartSize: DefaultPartSize, InFlight: 1}, size: int64(len(data))}
+	res.Err = func() error {
+		if cur, err := s.Head(ctx, name, ""); err == nil {
+			same, err := u.holds(ctx, cur, sum[:])
+			if err != nil {
+				return err
+			}
+			if same {
+				res.Object, res.AlreadyThere = cur, true
+				return u.extendLock(ctx, &res.Object)
+			}
+			res.Replaced = true
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		o, err := s.Put(ctx, name, data, lock, false)
+		if err != nil {
+			return err
+		}
+		res.Object, res.BytesSent = o, int64(len(data))
+		got, err := u.hashObject(ctx, o.VersionID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, sum[:]) {
+			return &storage.Error{Op: "verify", Location: s.Location(), Name: name, Kind: storage.ErrCorrupt,
+				Err: fmt.Errorf("version %s reads back with sha256 %x, %x was written", o.VersionID, got, sum)}
+		}
+		return u.checkLock(ctx, &res.Object)
+	}()
+	return res
+}
