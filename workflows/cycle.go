@@ -51,6 +51,9 @@ type CycleResult struct {
 	// that did not complete), oldest first.
 	Failed  []int64             `json:"failed,omitempty"`
 	Deleted []activities.SetRef `json:"deleted,omitempty"` // removed by retention
+	// Immutable is the verified set's copy to its object store
+	// (immutable_copy), when the database has one and it was made.
+	Immutable *activities.ImmutableOutput `json:"immutable,omitempty"`
 	// Warnings are problems after verification that did not un-verify the
 	// set (verification database not dropped, retention failed).
 	Warnings []string `json:"warnings,omitempty"`
@@ -321,6 +324,35 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		}), a.DropVerifyDB, verify).Get(ctx, nil)
 		if err != nil {
 			result.Warnings = append(result.Warnings, "verification database not dropped: "+err.Error())
+		}
+	}
+
+	// A locked copy on the object store, from the verified set: its
+	// failure is a warning, never an unverified set.
+	if plan.Immutable != "" && workflow.GetVersion(ctx, "immutable-copy", workflow.DefaultVersion, 1) == 1 {
+		c.step(ctx, activities.StepImmutableCopy)
+		var imm activities.ImmutableOutput
+		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+			StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+			HeartbeatTimeout:       c.hb,
+			WaitForCancellation:    true,
+			TaskQueue:              plan.CopyQueue(c.server, plan.Immutable),
+			Summary:                fmt.Sprintf("immutable copy of %s seq %d to %s", in.Database, c.seq, plan.Immutable),
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
+				BackoffCoefficient:     2,
+				MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
+				NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+			},
+		}), a.CopyImmutable, activities.ImmutableInput{
+			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders, Target: plan.Immutable,
+		}).Get(ctx, &imm)
+		if err != nil {
+			c.log(ctx).Warn("immutable copy not made: the set stays verified", "target", plan.Immutable, "error", err)
+			result.Warnings = append(result.Warnings, fmt.Sprintf("immutable copy to %s not made: %v", plan.Immutable, err))
+		} else {
+			result.Immutable = &imm
 		}
 	}
 
