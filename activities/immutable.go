@@ -61,8 +61,8 @@ type ImmutableHeartbeat struct {
 
 // CopyImmutable copies a verified set to its database's object store
 // (immutable_copy): first the store's immutability probe, when its newest
-// is older than ProbeEvery or failed; then every stripe, each locked until
-// the set's verification plus the database's ImmutableLock, its SHA-256
+// is older than ProbeEvery or failed; then every stripe, each locked for
+// the database's ImmutableLock from the upload, its SHA-256
 // checked by the store part by part and read back; the manifest last. The
 // outcome is recorded in the set's manifest on every holder. Nothing here
 // changes the set's state: a failure leaves it verified.
@@ -95,7 +95,9 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 		return out, err
 	}
 	defer src.Close()
-	lock := s3.Lock{Mode: target.S3.LockMode, Until: m.VerifiedAt().Add(db.ImmutableLock()).UTC().Truncate(time.Second)}
+	// Locked from the upload (a later attempt extends what an earlier one
+	// wrote): a set copied late is kept as long as one copied at once.
+	lock := s3.Lock{Mode: target.S3.LockMode, Until: d.now().Add(db.ImmutableLock()).UTC().Truncate(time.Second)}
 	out.Mode, out.RetainUntil = lock.Mode, lock.Until
 	rec := &catalog.ImmutableCopy{Server: target.Name, Mode: lock.Mode, RetainUntil: lock.Until}
 	// Whatever happens from here is recorded in the set's manifest, best
@@ -212,7 +214,9 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 	if err != nil {
 		return out, err
 	}
-	body, err := catalog.EncodeSigned(m, keys)
+	verified := *m
+	verified.Immutable = nil // as it was when verified: what the store holds is that manifest, whatever was recorded since
+	body, err := catalog.EncodeSigned(&verified, keys)
 	if err != nil {
 		return out, nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("manifest of %s seq %d: %w", db.ID(), in.Sequence, err))
 	}
@@ -277,7 +281,7 @@ func (a *Activities) verifiedSource(ctx context.Context, db *config.Database, in
 // probeImmutable returns the store's newest probe when it is recent and
 // passed, else probes now and records the result on the store.
 func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target *config.BackupServer) (s3.ProbeResult, bool, error) {
-	now := a.Cycle.now()
+	now := time.Now() // the probe's own clock
 	last, err := store.ReadProbeRecord(ctx)
 	if err == nil && last.Immutable && last.Mode == target.S3.LockMode && last.Location == store.Location() &&
 		!last.At.After(now) && now.Sub(last.At) < ProbeEvery {
@@ -349,7 +353,8 @@ func objectStoreError(server string, err error) error {
 	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
 		errors.Is(err, storage.ErrInvalidName):
 		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: check the bucket, the access key and the bucket policy (README \"Immutable copies on object storage\")", err))
-	case errors.Is(err, storage.ErrNoSpace), errors.Is(err, storage.ErrUnsupported):
+	case errors.Is(err, storage.ErrNoSpace), errors.Is(err, storage.ErrUnsupported), s3.Refused(err) && !errors.Is(err, storage.ErrConnection):
+		// The server's considered answer: the same request meets it again.
 		return nonRetryable(ErrImmutableCopyFailed, err)
 	}
 	return retryable(ErrObjectStoreUnreachable, err)

@@ -592,6 +592,18 @@ type apiError struct {
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
 
+// Refused reports whether err is the server's considered answer to a
+// request (an S3 error with a 4xx status other than a timeout or
+// throttling): the same request gets the same answer.
+func Refused(err error) bool {
+	var re *awshttp.ResponseError
+	if APICode(err) == "" || !errors.As(err, &re) {
+		return false
+	}
+	st := re.HTTPStatusCode()
+	return st >= 400 && st < 500 && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests
+}
+
 // APICode is the S3 error code err carries ("AccessDenied"), or "".
 func APICode(err error) string {
 	var ae smithy.APIError
