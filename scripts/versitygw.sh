@@ -13,7 +13,7 @@ mkdir -p .cache/tools
 exec 9>.cache/tools/.lock
 flock 9
 if [ ! -x "$bin" ]; then
-  echo "test-deps: building versitygw from tools/versitygw (once per version)" >&2
+  echo "versitygw: building it from tools/versitygw (once per version, about a minute)" >&2
   nice -n 10 $GO build -C tools/versitygw -mod=readonly -trimpath -o "$PWD/$bin.tmp" github.com/versity/versitygw/cmd/versitygw
   mv "$bin.tmp" "$bin"
 fi

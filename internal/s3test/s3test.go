@@ -1,4 +1,5 @@
-// Package s3test starts a real S3 server with Object Lock for tests:
+// Package s3test starts a real S3 server with Object Lock for tests and the
+// demo:
 // versitygw (Apache-2.0) on its posix backend, with versioning, on a free
 // 127.0.0.1 port and a temp dir. Its binary is built from the separate
 // module tools/versitygw (its dependencies stay out of the product's
@@ -62,8 +63,14 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-// Run starts a server with its state under dir (created if missing).
-func Run(dir string) (*Server, error) {
+// Run starts a server with its state under dir (created if missing) and
+// new root credentials.
+func Run(dir string) (*Server, error) { return RunAs(dir, "root", randomSecret()) }
+
+// RunAs starts a server with its state under dir (created if missing) and
+// these root credentials: a later RunAs on the same dir with the same
+// credentials serves the same buckets (the demo's object store).
+func RunAs(dir, rootAccess, rootSecret string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -77,7 +84,7 @@ func Run(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Endpoint: "http://" + ports[0], Admin: "http://" + ports[1], RootAccess: "root", RootSecret: randomSecret(), Dir: dir,
+	s := &Server{Endpoint: "http://" + ports[0], Admin: "http://" + ports[1], RootAccess: rootAccess, RootSecret: rootSecret, Dir: dir,
 		done: make(chan struct{})}
 	s.log, err = os.Create(filepath.Join(dir, "versitygw.log"))
 	if err != nil {
@@ -157,13 +164,18 @@ func Client(endpoint, access, secret string) *awss3.Client {
 }
 
 // CreateBucket creates a bucket, with Object Lock (and so versioning) when
-// locked.
+// locked; one the root user has already is kept as it is.
 func (s *Server) CreateBucket(ctx context.Context, name string, locked bool) error {
 	in := &awss3.CreateBucketInput{Bucket: &name}
 	if locked {
 		in.ObjectLockEnabledForBucket = aws.Bool(true)
 	}
-	if _, err := s.Client().CreateBucket(ctx, in); err != nil {
+	_, err := s.Client().CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if errors.As(err, &owned) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("s3test: create bucket %s: %w", name, err)
 	}
 	return nil
