@@ -15,16 +15,10 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config.example.yaml does not load:\n%v", err)
 	}
-	if len(c.SQLInstances) != 2 || len(c.BackupServers) != 3 || len(c.Databases) != 1 {
+	if len(c.SQLInstances) != 2 || len(c.BackupServers) != 2 || len(c.Databases) != 1 {
 		t.Fatalf("example: %d instances, %d servers, %d databases", len(c.SQLInstances), len(c.BackupServers), len(c.Databases))
 	}
 	for _, b := range c.BackupServers {
-		if b.IsObjectStore() {
-			if b.S3.Bucket == "" || b.S3.LockMode != LockCompliance {
-				t.Errorf("%s: want a bucket in compliance mode: %+v", b.Name, b.S3)
-			}
-			continue
-		}
 		if len(b.UNCPaths) != 2 || b.Loc.Scheme != "smb" || b.VerifyInstance == "" {
 			t.Errorf("%s: want two NIC paths, an smb location and a verify instance: %+v", b.Name, b)
 		}
