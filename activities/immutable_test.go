@@ -114,11 +114,11 @@ func TestCopyImmutableCopiesAVerifiedSetLocked(t *testing.T) {
 	}
 	for _, s := range f.m.Stripes {
 		want, _ := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
-		if got := readObject(t, st, s.Name); string(got) != string(want) {
+		if got := s3test.ReadAll(t, st, s.Name); string(got) != string(want) {
 			t.Errorf("%s on the object store differs from the set's stripe", s.Name)
 		}
 	}
-	onStore, err := catalog.Decode(readObject(t, st, f.m.FileName()))
+	onStore, err := catalog.Decode(s3test.ReadAll(t, st, f.m.FileName()))
 	if err != nil || onStore.State != catalog.StateVerified || onStore.Immutable != nil {
 		t.Errorf("manifest on the object store: %+v, %v; want the verified manifest", onStore, err)
 	}
@@ -172,18 +172,4 @@ func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readObject(t *testing.T, st *s3.Store, name string) []byte {
-	t.Helper()
-	r, err := st.OpenRead(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	buf := make([]byte, r.Size())
-	if _, err := r.ReadAt(buf, 0); err != nil {
-		t.Fatal(err)
-	}
-	return buf
 }

@@ -14,12 +14,7 @@ import (
 // verification copy dropped), the set goes to the object store from the
 // servers holding it, before retention; the result says how it went.
 func TestCycleCopiesTheVerifiedSetToItsObjectStore(t *testing.T) {
-	f := newFakeCycle()
-	f.plan = func(activities.PlanInput) (activities.Plan, error) {
-		p := healthyPlan()
-		p.Immutable = "vault01"
-		return p, nil
-	}
+	f := immutableCycle()
 	r := newCycleRun(t, f)
 	res, err := r.run(CycleInput{Database: "Sales"})
 	if err != nil {
@@ -45,12 +40,7 @@ func TestCycleCopiesTheVerifiedSetToItsObjectStore(t *testing.T) {
 // A failed immutable copy (the store is not immutable) leaves the set
 // verified: the cycle ends verified with a warning naming it.
 func TestCycleImmutableCopyFailureKeepsTheSetVerified(t *testing.T) {
-	f := newFakeCycle()
-	f.plan = func(activities.PlanInput) (activities.Plan, error) {
-		p := healthyPlan()
-		p.Immutable = "vault01"
-		return p, nil
-	}
+	f := immutableCycle()
 	f.immutable = func(activities.ImmutableInput) (activities.ImmutableOutput, error) {
 		return activities.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("vault01 is not immutable: delete went through",
 			activities.ErrNotImmutable, nil)
@@ -70,6 +60,18 @@ func TestCycleImmutableCopyFailureKeepsTheSetVerified(t *testing.T) {
 	if f.count("CopyImmutable") != 1 {
 		t.Errorf("CopyImmutable ran %d times; NotImmutable is not retried", f.count("CopyImmutable"))
 	}
+}
+
+// immutableCycle is a healthy night of a database whose immutable_copy is
+// vault01.
+func immutableCycle() *fakeCycle {
+	f := newFakeCycle()
+	f.plan = func(activities.PlanInput) (activities.Plan, error) {
+		p := healthyPlan()
+		p.Immutable = "vault01"
+		return p, nil
+	}
+	return f
 }
 
 // Without immutable_copy nothing changes: no step, no marker.

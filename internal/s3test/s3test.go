@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
 
@@ -218,6 +220,21 @@ func (s *Server) Versions(ctx context.Context, bucket, key string) ([]types.Obje
 		}
 	}
 	return vs, nil
+}
+
+// ReadAll reads a whole object (any storage.Storage file) for a test.
+func ReadAll(t testing.TB, st storage.Storage, name string) []byte {
+	t.Helper()
+	r, err := st.OpenRead(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	buf := make([]byte, r.Size())
+	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return buf
 }
 
 func randomSecret() string {

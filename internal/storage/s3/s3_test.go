@@ -116,18 +116,33 @@ func lockedStore(t *testing.T, srv *s3test.Server, bucket string) *s3.Store {
 	return st
 }
 
-func readAll(t *testing.T, st storage.Storage, name string) []byte {
+// stopAfter starts job's upload and stops it once the server holds parts
+// of it, returning the last checkpoint with its upload id.
+func stopAfter(t *testing.T, st *s3.Store, src storage.Storage, job s3.UploadJob, opts s3.UploadOptions, parts int) s3.UploadProgress {
 	t.Helper()
-	r, err := st.OpenRead(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var last s3.UploadProgress
+	opts.Progress = func(p s3.UploadProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.UploadID != "" {
+			last = p
+		}
+		if len(p.Parts) >= parts {
+			cancel()
+		}
 	}
-	defer r.Close()
-	buf := make([]byte, r.Size())
-	if _, err := r.ReadAt(buf, 0); err != nil {
-		t.Fatal(err)
+	if res := st.Upload(ctx, src, job, opts); res.Err == nil {
+		t.Fatal("the stopped upload succeeded")
 	}
-	return buf
+	mu.Lock()
+	defer mu.Unlock()
+	if last.UploadID == "" || len(last.Parts) < parts {
+		t.Fatalf("checkpoint %+v: want an upload id and at least %d parts", last, parts)
+	}
+	return last
 }
 
 // A multipart upload stopped after some parts resumes from the upload id
@@ -137,41 +152,19 @@ func TestUploadResumesFromTheCheckpoint(t *testing.T) {
 	srv := s3test.Start(t)
 	st := lockedStore(t, srv, "resume")
 	src, data, sum := source(t, "db_1of2.bak", 41<<20+123)
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var last s3.UploadProgress
-	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 2, Progress: func(p s3.UploadProgress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p.UploadID != "" {
-			last = p
-		}
-		if len(p.Parts) >= 3 {
-			cancel()
-		}
-	}}
-	res := st.Upload(ctx, src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum}, opts)
-	if res.Err == nil {
-		t.Fatal("the cancelled upload succeeded")
-	}
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 2}
+	cp := stopAfter(t, st, src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum}, opts, 3)
 	if _, err := st.Stat(context.Background(), "db_1of2.bak"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("an unfinished upload is visible: %v", err)
 	}
-	mu.Lock()
-	cp := last
-	mu.Unlock()
-	if cp.UploadID == "" || len(cp.Parts) < 3 {
-		t.Fatalf("checkpoint %+v: want an upload id and at least 3 parts", cp)
-	}
-	opts.Progress = nil
-	res = st.Upload(context.Background(), src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum, Resume: &cp}, opts)
+	res := st.Upload(context.Background(), src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum, Resume: &cp}, opts)
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	if res.ResumedParts < 3 || res.BytesSent > int64(len(data))-3*s3.MinPartSize || res.ResumeRejected {
 		t.Errorf("resumed %d parts, sent %d of %d bytes, rejected %v: want the checkpoint's parts kept", res.ResumedParts, res.BytesSent, len(data), res.ResumeRejected)
 	}
-	if !bytes.Equal(readAll(t, st, "db_1of2.bak"), data) {
+	if !bytes.Equal(s3test.ReadAll(t, st, "db_1of2.bak"), data) {
 		t.Fatal("the object reads otherwise than the source")
 	}
 	h, err := st.Head(context.Background(), "db_1of2.bak", res.VersionID)
@@ -196,26 +189,8 @@ func TestUploadChecksEveryResumedPart(t *testing.T) {
 	srv := s3test.Start(t)
 	st := lockedStore(t, srv, "forged")
 	src, data, sum := source(t, "x.bak", 4*s3.MinPartSize)
-	ctx, cancel := context.WithCancel(context.Background())
-	var last s3.UploadProgress
-	var mu sync.Mutex
-	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 1, Progress: func(p s3.UploadProgress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p.UploadID != "" {
-			last = p
-		}
-		if len(p.Parts) >= 2 {
-			cancel()
-		}
-	}}
-	_ = st.Upload(ctx, src, s3.UploadJob{Src: "x.bak", Name: "x.bak", SHA256: sum}, opts)
-	mu.Lock()
-	cp := last
-	mu.Unlock()
-	if len(cp.Parts) < 2 {
-		t.Fatalf("checkpoint %+v", cp)
-	}
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 1}
+	cp := stopAfter(t, st, src, s3.UploadJob{Src: "x.bak", Name: "x.bak", SHA256: sum}, opts, 2)
 	// The source's first part changes in place; the checkpoint is made to
 	// fit its new modification time.
 	changed := bytes.Clone(data)
@@ -227,7 +202,6 @@ func TestUploadChecksEveryResumedPart(t *testing.T) {
 	fi, _ := src.Stat(context.Background(), "x.bak")
 	cp.SrcModTime = fi.ModTime.UnixNano()
 	nsum := sha256.Sum256(changed)
-	opts.Progress = nil
 	res := st.Upload(context.Background(), src, s3.UploadJob{Src: "x.bak", Name: "x.bak", SHA256: hex.EncodeToString(nsum[:]), Resume: &cp}, opts)
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -235,7 +209,7 @@ func TestUploadChecksEveryResumedPart(t *testing.T) {
 	if res.ResumedParts != len(cp.Parts)-1 {
 		t.Errorf("resumed %d parts of the checkpoint's %d; want all but the changed one", res.ResumedParts, len(cp.Parts))
 	}
-	if !bytes.Equal(readAll(t, st, "x.bak"), changed) {
+	if !bytes.Equal(s3test.ReadAll(t, st, "x.bak"), changed) {
 		t.Fatal("the object is not the source as it is now")
 	}
 }

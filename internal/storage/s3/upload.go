@@ -107,35 +107,23 @@ type UploadResult struct {
 // the error joins the failed files' errors. The first failure stops the
 // others (their uploads stay resumable).
 func (s *Store) UploadAll(ctx context.Context, src storage.Storage, jobs []UploadJob, opts UploadOptions) ([]UploadResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	files := opts.Files
-	if files <= 0 {
-		files = 2
-	}
 	var mu sync.Mutex
 	if p := opts.Progress; p != nil {
 		opts.Progress = func(u UploadProgress) { mu.Lock(); defer mu.Unlock(); p(u) }
 	}
-	results := make([]UploadResult, len(jobs))
-	sem := make(chan struct{}, files)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				results[i] = UploadResult{Src: j.Src, Object: Object{Name: j.Name}, Err: ctx.Err()}
-				return
-			}
-			results[i] = s.Upload(ctx, src, j, opts)
-			if results[i].Err != nil {
-				cancel()
-			}
-		})
+	files := opts.Files
+	if files <= 0 {
+		files = 2
 	}
-	wg.Wait()
+	results := make([]UploadResult, len(jobs))
+	for i, err := range storage.EachFile(ctx, len(jobs), files, func(ctx context.Context, i int) error {
+		results[i] = s.Upload(ctx, src, jobs[i], opts)
+		return results[i].Err
+	}) {
+		if results[i].Src == "" { // never started
+			results[i] = UploadResult{Src: jobs[i].Src, Object: Object{Name: jobs[i].Name}, Err: err}
+		}
+	}
 	var errs []error
 	for _, r := range results {
 		if r.Err != nil {
