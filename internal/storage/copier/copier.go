@@ -664,6 +664,23 @@ func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSi
 	return h.Sum(nil), nil
 }
 
+// ReadInOrder reads [0, size) of r in chunkSize pieces, inFlight at once,
+// and passes each piece to each (if not nil) in the worker that read it,
+// then to inOrder in the caller's goroutine, in file order; a piece's
+// buffer is reused once inOrder returns. The first error stops the rest.
+func ReadInOrder(ctx context.Context, r storage.Reader, size, chunkSize int64, inFlight int,
+	each func(off int64, b []byte) error, inOrder func(off int64, b []byte)) error {
+	var write func(*chunk) error
+	if each != nil {
+		write = func(c *chunk) error { return each(c.off, c.buf[:c.n]) }
+	}
+	return pipeline(ctx, r, size, 0, chunkSize, inFlight, nil, write, func(c *chunk, in bool) {
+		if in {
+			inOrder(c.off, c.buf[:c.n])
+		}
+	})
+}
+
 type chunk struct {
 	off int64
 	n   int

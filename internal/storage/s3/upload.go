@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/storage/limit"
 )
 
@@ -216,7 +216,10 @@ func (u *upload) run(ctx context.Context, res *UploadResult) error {
 
 	var obj Object
 	var sum []byte
-	if u.size <= u.opts.PartSize && (u.job.Resume == nil || u.job.Resume.UploadID == "") {
+	if u.size <= u.opts.PartSize {
+		if r := u.job.Resume; r != nil && r.UploadID != "" {
+			u.abort(ctx, r.UploadID) // an upload of a larger part size: one put is all the file needs
+		}
 		obj, sum, err = u.single(ctx)
 	} else {
 		obj, sum, err = u.multipart(ctx, res)
@@ -416,7 +419,7 @@ func (u *upload) multipart(ctx context.Context, res *UploadResult) (Object, []by
 	progress()
 
 	whole := sha256.New()
-	err := u.pipeline(ctx, u.src, u.job.Src, ps, n, whole, func(num int32, buf []byte) error {
+	err := u.pipeline(ctx, u.src, u.job.Src, ps, whole, func(num int32, buf []byte) error {
 		sum := sha256.Sum256(buf)
 		b64 := base64.StdEncoding.EncodeToString(sum[:])
 		if p, ok := have[num]; ok && p.size == int64(len(buf)) && p.sha256 == b64 {
@@ -523,11 +526,9 @@ func (u *upload) hashObject(ctx context.Context, version string) ([]byte, error)
 		return nil, &storage.Error{Op: "verify", Location: u.s.Location(), Name: u.job.Name, Kind: storage.ErrCorrupt,
 			Err: fmt.Errorf("version %s has %d bytes, the source %d", version, r.Size(), u.size)}
 	}
-	ps := u.opts.PartSize
-	n := int32((u.size + ps - 1) / ps)
 	h := sha256.New()
 	var checked int64
-	err = u.pipelineReader(ctx, r, ps, n, h, nil, func(k int) {
+	err = u.pipelineReader(ctx, r, u.opts.PartSize, h, nil, func(k int) {
 		checked += int64(k)
 		u.report(UploadProgress{VersionID: version, Checked: checked})
 	})
@@ -537,7 +538,7 @@ func (u *upload) hashObject(ctx context.Context, version string) ([]byte, error)
 	return h.Sum(nil), nil
 }
 
-func (u *upload) pipeline(ctx context.Context, st storage.Storage, name string, ps int64, n int32, whole hash.Hash,
+func (u *upload) pipeline(ctx context.Context, st storage.Storage, name string, ps int64, whole hash.Hash,
 	each func(num int32, buf []byte) error, inOrder func(int)) error {
 	r, err := st.OpenRead(ctx, name)
 	if err != nil {
@@ -548,113 +549,24 @@ func (u *upload) pipeline(ctx context.Context, st storage.Storage, name string, 
 		return &storage.Error{Op: "upload", Location: st.Location(), Name: name, Kind: storage.ErrCorrupt,
 			Err: fmt.Errorf("size changed from %d to %d while uploading", u.size, r.Size())}
 	}
-	return u.pipelineReader(ctx, r, ps, n, whole, each, inOrder)
+	return u.pipelineReader(ctx, r, ps, whole, each, inOrder)
 }
 
-// pipelineReader reads parts 1..n of r (ps bytes each, the last shorter)
+// pipelineReader reads the parts of r (ps bytes each, the last shorter)
 // with InFlight workers, passes each to each (if not nil) in its worker,
 // and hashes them into whole in order (then calls inOrder with its size).
-// At most 2*InFlight part buffers are live.
-func (u *upload) pipelineReader(ctx context.Context, r storage.Reader, ps int64, n int32, whole hash.Hash,
+func (u *upload) pipelineReader(ctx context.Context, r storage.Reader, ps int64, whole hash.Hash,
 	each func(num int32, buf []byte) error, inOrder func(int)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	inFlight := u.opts.InFlight
-	bufs := make(chan []byte, 2*inFlight)
-	for range 2 * inFlight {
-		bufs <- nil
+	var perPart func(off int64, b []byte) error
+	if each != nil {
+		perPart = func(off int64, b []byte) error { return each(int32(off/ps)+1, b) }
 	}
-	type result struct {
-		num int32
-		buf []byte
-		err error
-	}
-	results := make(chan result, 2*inFlight)
-	var next int32 = 1
-	var takeMu sync.Mutex
-	take := func() (int32, bool) {
-		takeMu.Lock()
-		defer takeMu.Unlock()
-		if next > n {
-			return 0, false
+	return copier.ReadInOrder(ctx, r, u.size, ps, u.opts.InFlight, perPart, func(_ int64, b []byte) {
+		whole.Write(b)
+		if inOrder != nil {
+			inOrder(len(b))
 		}
-		next++
-		return next - 1, true
-	}
-	var wg sync.WaitGroup
-	for range inFlight {
-		wg.Go(func() {
-			for {
-				var buf []byte
-				select {
-				case buf = <-bufs:
-				case <-ctx.Done():
-					return
-				}
-				num, ok := take()
-				if !ok {
-					return
-				}
-				off := int64(num-1) * ps
-				want := int(min(ps, u.size-off))
-				if cap(buf) < want {
-					buf = make([]byte, ps)
-				}
-				buf = buf[:want]
-				k, err := r.ReadAt(buf, off)
-				if err != nil && errors.Is(err, io.EOF) && k == want {
-					err = nil
-				}
-				if err == nil && k != want {
-					err = io.ErrUnexpectedEOF
-				}
-				if err == nil && each != nil {
-					err = each(num, buf)
-				}
-				results <- result{num, buf, err}
-				if err != nil {
-					return
-				}
-			}
-		})
-	}
-	go func() { wg.Wait(); close(results) }()
-	pending := map[int32]result{}
-	expect := int32(1)
-	var first error
-	for res := range results {
-		if res.err != nil {
-			if first == nil {
-				first = res.err
-			}
-			cancel()
-			continue
-		}
-		pending[res.num] = res
-		for {
-			p, ok := pending[expect]
-			if !ok {
-				break
-			}
-			delete(pending, expect)
-			whole.Write(p.buf)
-			if inOrder != nil {
-				inOrder(len(p.buf))
-			}
-			expect++
-			bufs <- p.buf
-		}
-	}
-	if first != nil {
-		return first
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if expect != n+1 {
-		return fmt.Errorf("s3: internal error: read %d of %d parts", expect-1, n)
-	}
-	return nil
+	})
 }
 
 // PutChecked writes a small object (a manifest) as Upload writes a file:
