@@ -275,22 +275,29 @@ func (d *decoder) checkEnvName(name, path, owner, key, what string) {
 // quote it. A missing file with a directory in its path is not refused:
 // it may be mounted only where the worker runs (/run/secrets/...).
 func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
+	d.checkSecretRef(&r.Env, &r.File, path, owner, "password_env", "password_file", "password")
+}
+
+// checkSecretRef is checkSecret of any secret given by reference: an
+// environment variable (*env, key envKey) or a file (*file, key fileKey,
+// made relative to the configuration), what naming the secret.
+func (d *decoder) checkSecretRef(env, file *string, path, owner, envKey, fileKey, what string) {
 	switch {
-	case r.Env != "" && r.File != "":
-		d.errf(d.line(join(path, "password_file")), path, "%s: password_env and password_file are both set: keep one", owner)
-	case r.Env == "" && r.File == "":
-		if d.inline[path] || d.reported[join(path, "password_env")] || d.reported[join(path, "password_file")] {
-			return // the inline or misspelt password key is the error to fix
+	case *env != "" && *file != "":
+		d.errf(d.line(join(path, fileKey)), path, "%s: %s and %s are both set: keep one", owner, envKey, fileKey)
+	case *env == "" && *file == "":
+		if d.inline[path] || d.reported[join(path, envKey)] || d.reported[join(path, fileKey)] {
+			return // the inline or misspelt key is the error to fix
 		}
-		d.errf(d.line(path), path, "missing required key \"password_env\" or \"password_file\" in %s: name the environment variable or file that holds the password", owner)
-	case r.Env != "":
-		d.checkEnvName(r.Env, join(path, "password_env"), owner, "password_env", "password")
+		d.errf(d.line(path), path, "missing required key %q or %q in %s: name the environment variable or file that holds the %s", envKey, fileKey, owner, what)
+	case *env != "":
+		d.checkEnvName(*env, join(path, envKey), owner, envKey, what)
 	default:
-		bare := !strings.ContainsAny(r.File, `/\`)
-		r.File = d.relPath(r.File)
-		if _, err := os.Lstat(r.File); bare && err != nil {
-			fp := join(path, "password_file")
-			d.errf(d.line(fp), fp, "%s: password_file names no file next to the configuration and has no directory in it: %s", owner, pasted("password"))
+		bare := !strings.ContainsAny(*file, `/\`)
+		*file = d.relPath(*file)
+		if _, err := os.Lstat(*file); bare && err != nil {
+			fp := join(path, fileKey)
+			d.errf(d.line(fp), fp, "%s: %s names no file next to the configuration and has no directory in it: %s", owner, fileKey, pasted(what))
 		}
 	}
 }

@@ -97,23 +97,7 @@ func (d *decoder) checkObjectStore(b *BackupServer, path, owner string) {
 		kp := join(sp, "access_key_id")
 		d.errf(d.line(kp), kp, "%s: access_key_id %s", so, pasted("secret access key"))
 	}
-	switch {
-	case s.SecretAccessKeyEnv != "" && s.SecretAccessKeyFile != "":
-		d.errf(d.line(join(sp, "secret_access_key_file")), sp, "%s: secret_access_key_env and secret_access_key_file are both set: keep one", so)
-	case s.SecretAccessKeyEnv == "" && s.SecretAccessKeyFile == "":
-		if !d.inline[sp] {
-			d.errf(d.line(sp), sp, "missing required key \"secret_access_key_env\" or \"secret_access_key_file\" in %s: name the environment variable or file that holds the secret access key", so)
-		}
-	case s.SecretAccessKeyEnv != "":
-		d.checkEnvName(s.SecretAccessKeyEnv, join(sp, "secret_access_key_env"), so, "secret_access_key_env", "secret access key")
-	default:
-		bare := !strings.ContainsAny(s.SecretAccessKeyFile, `/\`)
-		s.SecretAccessKeyFile = d.relPath(s.SecretAccessKeyFile)
-		if _, err := os.Lstat(s.SecretAccessKeyFile); bare && err != nil {
-			fp := join(sp, "secret_access_key_file")
-			d.errf(d.line(fp), fp, "%s: secret_access_key_file names no file next to the configuration and has no directory in it: %s", so, pasted("secret access key"))
-		}
-	}
+	d.checkSecretRef(&s.SecretAccessKeyEnv, &s.SecretAccessKeyFile, sp, so, "secret_access_key_env", "secret_access_key_file", "secret access key")
 	if s.CAFile != "" {
 		cp := join(sp, "ca_file")
 		s.CAFile = d.relPath(s.CAFile)
