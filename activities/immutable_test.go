@@ -173,3 +173,25 @@ func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
 		})
 	}
 }
+
+// The plan names the database's object store: the cycle holds a slot of
+// its max_concurrent, like a backup server's.
+func TestPlanCycleHoldsTheObjectStoresSlot(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	f.cfg.BackupServers[len(f.cfg.BackupServers)-1].MaxConcurrent = 3
+	v, err := f.env.ExecuteActivity(f.acts.PlanCycle, PlanInput{Database: "Sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Plan
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range p.Slots {
+		found = found || s.Kind == SlotServer && s.Name == "vault01" && s.Limit == 3
+	}
+	if p.Immutable != "vault01" || !found {
+		t.Errorf("plan: immutable %q, slots %+v; want vault01 with a slot of its max_concurrent 3", p.Immutable, p.Slots)
+	}
+}
