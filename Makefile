@@ -19,18 +19,22 @@ build:
 	$(GO) build -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/sqlsim ./internal/sqlsim/cmd/sqlsim
 
-# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing.
+# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing, and
+# versitygw, the S3 server with Object Lock of the object-storage tests, built from tools/versitygw once per version.
 test-deps:
 	@bash scripts/test-deps.sh
+	@bash scripts/versitygw.sh >/dev/null
 
 test: test-deps lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
-# The main job on embedded defaults: embedded Temporal + Web UI + worker, emulated SQL instances, backup servers, in
+# The main job on embedded defaults: embedded Temporal + Web UI + worker, emulated SQL instances, backup servers and an
+# object store with Object Lock (versitygw, built from tools/versitygw once), in
 # the development worker (the production worker ./worker links none of that). KEEP=1 leaves the server and the Web UI
 # up afterwards.
 demo:
+	@bash scripts/versitygw.sh >/dev/null
 	$(GO) run ./internal/devenv/cmd/devworker --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
 
 # The README's pictures of the Temporal Web UI (docs/web-ui-*.png) from a fleet run on the dev stack, taken with

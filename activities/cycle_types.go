@@ -27,6 +27,7 @@ const (
 	StepSanity                 = "sanity"
 	StepVerified               = "verified"
 	StepDropVerifyDB           = "drop-verify-db"
+	StepImmutableCopy          = "immutable-copy"
 	StepRetention              = "retention"
 	StepDone                   = "done"
 	StepFailed                 = "failed"
@@ -113,6 +114,10 @@ type Plan struct {
 	CopyQueues     map[string]string `json:"copy_queues,omitempty"`
 	VerifyInstance string            `json:"verify_instance"`
 	KeepVerifyDB   bool              `json:"keep_verify_db,omitempty"`
+	// Immutable is the object store (a kind: s3 backup server) that
+	// receives a locked copy of the set once it is verified
+	// (immutable_copy); "" for none.
+	Immutable string `json:"immutable,omitempty"`
 	// ProofSpace is what the database's copies take on the verification
 	// instance at their peak with its log proof (log_backup only): the
 	// standby copy stays beside the cycle's.
@@ -123,7 +128,8 @@ type Plan struct {
 	Limits      Limits `json:"limits"`
 	// Slots are what the cycle occupies while it runs, as a fleet run
 	// counts it: its instance (or availability group) and the primary and
-	// remote backup servers, each with its max_concurrent, in the one
+	// remote backup servers (and its immutable copy's object store), each
+	// with its max_concurrent, in the one
 	// order every cycle takes them in (SlotOrder).
 	Slots []Slot `json:"slots,omitempty"`
 	// Source is what the plan read from the source instance, Mode how this

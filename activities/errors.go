@@ -88,6 +88,19 @@ const (
 	// its disk needs attention (DBCC CHECKDB on it); no backup set is
 	// corrupt, this one is only incomplete. Not retryable.
 	ErrSourceDatabaseDamaged = "SourceDatabaseDamaged"
+	// ErrNotImmutable: the object store of a database's immutable_copy let
+	// the worker's own credentials delete, shorten or overwrite a locked
+	// object (its probe), or did not keep an object's lock: nothing is
+	// copied there until that is fixed. Not retryable; the set stays
+	// verified.
+	ErrNotImmutable = "NotImmutable"
+	// ErrImmutableCopyFailed: the immutable copy cannot be made as things
+	// are (the set's stripe differs from its manifest, the bucket's quota,
+	// a set that is not verified). Not retryable; the set stays verified.
+	ErrImmutableCopyFailed = "ImmutableCopyFailed"
+	// ErrObjectStoreUnreachable: the object store did not answer, or
+	// answered with a server error; retried until the copy's deadline.
+	ErrObjectStoreUnreachable = "ObjectStoreUnreachable"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -112,6 +125,8 @@ var NonRetryableErrorTypes = []string{
 	ErrSanityCheckCouldNotRun,
 	ErrNoSanityProof,
 	ErrSourceDatabaseDamaged,
+	ErrNotImmutable,
+	ErrImmutableCopyFailed,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or

@@ -189,10 +189,10 @@ func runSequenceMethod(db *config.Database, method string) (string, error) {
 // or an availability group) with primary and remote occupies: its
 // instance's and each server's max_concurrent (the fleet's limits,
 // fleetLimits), in SlotOrder.
-func slotsOf(cfg *config.Config, instance, primary, remote string) []Slot {
+func slotsOf(cfg *config.Config, instance string, servers ...string) []Slot {
 	limits := fleetLimits(cfg)
 	out := []Slot{{Kind: SlotInstance, Name: instance, Limit: max(limits.Instances[instance], 1)}}
-	for _, s := range []string{primary, remote} {
+	for _, s := range servers {
 		if s != "" && !slices.ContainsFunc(out, func(o Slot) bool { return o.Kind == SlotServer && o.Name == s }) {
 			out = append(out, Slot{Kind: SlotServer, Name: s, Limit: max(limits.Servers[s], 1)})
 		}

@@ -205,7 +205,25 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	remote, _ := d.server(p.Remote)
 	p.VerifyInstance = remote.VerifyInstance
-	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote)
+	if db.ImmutableCopy != "" {
+		// The object store that takes the verified set's locked copy: a
+		// slot of its max_concurrent, and its task_queue for the copy.
+		target, err := d.server(db.ImmutableCopy)
+		if err != nil {
+			return Plan{}, err
+		}
+		if !target.IsObjectStore() {
+			return Plan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: immutable_copy %s is not a kind: s3 backup server", db.ID(), target.Name))
+		}
+		p.Immutable = target.Name
+		if target.TaskQueue != "" {
+			if p.CopyQueues == nil {
+				p.CopyQueues = map[string]string{}
+			}
+			p.CopyQueues[target.Name] = target.TaskQueue
+		}
+	}
+	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote, p.Immutable)
 	// Before any BACKUP: can every verification instance read the sets?
 	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
 	if err != nil {

@@ -14,10 +14,13 @@ import (
 
 // outOfObjectives is the exit-1 answer of `status --from-manifests`:
 // monitoring calls the command and alarms on the exit code.
-type outOfObjectives struct{ red, total, unread int }
+type outOfObjectives struct{ red, total, unread, notImmutable int }
 
 func (e outOfObjectives) Error() string {
 	var parts []string
+	if e.notImmutable > 0 {
+		parts = append(parts, fmt.Sprintf("%d object stores are not immutable (lines marked RED object store): a locked object could be deleted, shortened or overwritten there with the worker's credentials", e.notImmutable))
+	}
 	if e.red > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d databases are out of their objectives (lines marked RED: no verified set within rpo, or restore + CHECKDB above rto, or a log chain not proven within rpo, broken or behind its log_proof_lag)", e.red, e.total))
 	}
@@ -68,16 +71,58 @@ func lastProven(ctx context.Context, e *env, c *config.Config, database string, 
 				fmt.Fprintf(e.stdout, "SERVER %s: manifest %s is unreadable and not counted: %s\n", s.Name, tsql.Printable(name), tsql.Printable(s.Broken[name]))
 			}
 		}
+		for _, o := range r.ObjectStores {
+			fmt.Fprintln(e.stdout, objectStoreLine(o))
+		}
 		for _, d := range r.Databases {
 			fmt.Fprintln(e.stdout, provenLine(d))
 		}
 	}
 	red := len(r.OutOfObjectives())
 	unread := len(r.Incomplete())
-	if red > 0 || unread > 0 {
-		return outOfObjectives{red: red, total: len(r.Databases), unread: unread}
+	notImmutable := len(r.NotImmutable())
+	if red > 0 || unread > 0 || notImmutable > 0 {
+		return outOfObjectives{red: red, total: len(r.Databases), unread: unread, notImmutable: notImmutable}
 	}
 	return nil
+}
+
+// objectStoreLine is an object store's newest immutability probe on one
+// line, RED when it found the store not immutable.
+func objectStoreLine(o status.ObjectStore) string {
+	loc := ""
+	if o.Location != "" {
+		loc = " (" + o.Location + ")"
+	}
+	switch {
+	case o.NotImmutable():
+		return fmt.Sprintf("RED  object store %s%s: probed %s: %s", o.Name, loc, stamp(o.ProbedAt), tsql.Printable(o.Verdict))
+	case o.Probed:
+		line := fmt.Sprintf("OK   object store %s%s: probed %s: %s", o.Name, loc, stamp(o.ProbedAt), tsql.Printable(o.Verdict))
+		if o.Error != "" {
+			line += "; its own record not read: " + tsql.Printable(o.Error)
+		}
+		return line
+	}
+	line := fmt.Sprintf("--   object store %s%s: not probed yet (the first copy there probes it)", o.Name, loc)
+	if o.Error != "" {
+		line += "; not read: " + tsql.Printable(o.Error)
+	}
+	return line
+}
+
+// immutableText is a verified set's immutable copy, for its line.
+func immutableText(im *status.Immutable) string {
+	if im == nil {
+		return ""
+	}
+	switch im.State {
+	case "copied":
+		return fmt.Sprintf("; immutable copy on %s, %d objects locked %s until %s", im.Server, im.Objects, im.Mode, stamp(im.RetainUntil))
+	case "not_immutable":
+		return fmt.Sprintf("; NO immutable copy: %s is not immutable", im.Server)
+	}
+	return fmt.Sprintf("; immutable copy to %s %s at %s: %s", im.Server, im.State, stamp(im.At), tsql.Printable(im.Error))
 }
 
 // provenLine is one database on one line: the verdict first, so `grep RED`
@@ -104,6 +149,7 @@ func provenLine(d status.Database) string {
 			b.WriteString(")")
 		}
 		b.WriteString(predictedText(v.Predicted))
+		b.WriteString(immutableText(v.Immutable))
 	} else {
 		b.WriteString(" never verified")
 	}

@@ -275,3 +275,32 @@ func TestStatusFromManifestsShowsProvenTo(t *testing.T) {
 		t.Fatalf("json: %v\n%s", err, out)
 	}
 }
+
+// An object store's line leads with its verdict, RED when its probe found
+// it not immutable; a verified set's line names its immutable copy.
+func TestObjectStoreAndImmutableCopyLines(t *testing.T) {
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	red := objectStoreLine(status.ObjectStore{Name: "vault01", Location: "s3://s3.example.net/worm/bc", Probed: true, ProbedAt: at,
+		Verdict: "NOT immutable: delete the locked version bypassing governance: the server accepted it"})
+	if !strings.HasPrefix(red, "RED  object store vault01 (s3://s3.example.net/worm/bc): probed ") || !strings.Contains(red, "bypassing governance") {
+		t.Errorf("not immutable: %q", red)
+	}
+	ok := objectStoreLine(status.ObjectStore{Name: "vault01", Probed: true, Immutable: true, ProbedAt: at, Verdict: "immutable: ..."})
+	if !strings.HasPrefix(ok, "OK   object store vault01: probed ") {
+		t.Errorf("immutable: %q", ok)
+	}
+	if none := objectStoreLine(status.ObjectStore{Name: "vault01"}); !strings.Contains(none, "not probed yet") {
+		t.Errorf("never probed: %q", none)
+	}
+	line := provenLine(status.Database{Instance: "sql01", Database: "Sales", Configured: true, LastVerified: &status.Verified{Sequence: 4,
+		TakenAt: at, Servers: []string{"bak01"}, Immutable: &status.Immutable{Server: "vault01", State: "copied", Mode: "COMPLIANCE",
+			RetainUntil: at.Add(72 * time.Hour), Objects: 5}}})
+	if !strings.Contains(line, "; immutable copy on vault01, 5 objects locked COMPLIANCE until ") {
+		t.Errorf("verified set with its immutable copy: %q", line)
+	}
+	line = provenLine(status.Database{Instance: "sql01", Database: "Sales", Configured: true, LastVerified: &status.Verified{Sequence: 4,
+		TakenAt: at, Servers: []string{"bak01"}, Immutable: &status.Immutable{Server: "vault01", State: "failed", At: at, Error: "quota"}}})
+	if !strings.Contains(line, "; immutable copy to vault01 failed at ") || !strings.Contains(line, "quota") {
+		t.Errorf("failed immutable copy: %q", line)
+	}
+}

@@ -51,6 +51,9 @@ type CycleResult struct {
 	// that did not complete), oldest first.
 	Failed  []int64             `json:"failed,omitempty"`
 	Deleted []activities.SetRef `json:"deleted,omitempty"` // removed by retention
+	// Immutable is the verified set's copy to its object store
+	// (immutable_copy), when the database has one and it was made.
+	Immutable *activities.ImmutableOutput `json:"immutable,omitempty"`
 	// Warnings are problems after verification that did not un-verify the
 	// set (verification database not dropped, retention failed).
 	Warnings []string `json:"warnings,omitempty"`
@@ -219,24 +222,11 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		c.step(ctx, activities.StepCopy)
 		c.holders = []string{c.server, remote}
 		var out activities.CopyOutput
-		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			// The deadline covers every retry: a remote server that stays down
-			// fails the cycle, and the set stays `written` (not failed: it is
-			// intact on the primary).
-			ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-			StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
-			HeartbeatTimeout:       c.hb,
-			WaitForCancellation:    true, // a cancelled copy stops writing before its files are removed
-			// On a worker next to the backup server when it has a task_queue.
-			TaskQueue: plan.CopyQueue(c.server, remote),
-			Summary:   fmt.Sprintf("copy %s seq %d from %s to %s", in.Database, c.seq, c.server, remote),
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
-				BackoffCoefficient:     2,
-				MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
-				NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-			},
-		}), a.CopyToRemote, activities.CopyInput{
+		// The deadline covers every retry: a remote server that stays down
+		// fails the cycle, and the set stays `written` (not failed: it is
+		// intact on the primary).
+		err := workflow.ExecuteActivity(withOptions(ctx, c.copyOptions(plan, remote,
+			fmt.Sprintf("copy %s seq %d from %s to %s", in.Database, c.seq, c.server, remote))), a.CopyToRemote, activities.CopyInput{
 			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, From: c.server, To: remote,
 		}).Get(ctx, &out)
 		if err != nil {
@@ -324,6 +314,23 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		}
 	}
 
+	// A locked copy on the object store, from the verified set: its
+	// failure is a warning, never an unverified set.
+	if plan.Immutable != "" && workflow.GetVersion(ctx, "immutable-copy", workflow.DefaultVersion, 1) == 1 {
+		c.step(ctx, activities.StepImmutableCopy)
+		var imm activities.ImmutableOutput
+		err = workflow.ExecuteActivity(withOptions(ctx, c.copyOptions(plan, plan.Immutable,
+			fmt.Sprintf("immutable copy of %s seq %d to %s", in.Database, c.seq, plan.Immutable))), a.CopyImmutable, activities.ImmutableInput{
+			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders, Target: plan.Immutable,
+		}).Get(ctx, &imm)
+		if err != nil {
+			c.log(ctx).Warn("immutable copy not made: the set stays verified", "target", plan.Immutable, "error", err)
+			result.Warnings = append(result.Warnings, fmt.Sprintf("immutable copy to %s not made: %v", plan.Immutable, err))
+		} else {
+			result.Immutable = &imm
+		}
+	}
+
 	c.step(ctx, activities.StepRetention)
 	var kept activities.RetentionOutput
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
@@ -343,6 +350,27 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepDone)
 	c.log(ctx).Info("backup cycle verified", "total", c.progress.Timings.Total)
 	return result, nil
+}
+
+// copyOptions are those of a copy from the primary to server: all its
+// attempts within the copy deadline, retried at the copy_wait pace while
+// the server is away, stopped (and awaited) on cancel, on a worker next to
+// the servers when they have a task_queue.
+func (c *cycle) copyOptions(plan activities.Plan, server, summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		ScheduleToCloseTimeout: orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+		StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
+		HeartbeatTimeout:       c.hb,
+		WaitForCancellation:    true, // a cancelled copy stops writing before its files are removed
+		TaskQueue:              plan.CopyQueue(c.server, server),
+		Summary:                summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        orDefault(plan.Limits.CopyRetry, 5*time.Second),
+			BackoffCoefficient:     2,
+			MaximumInterval:        orDefault(plan.Limits.CopyRetryMax, time.Minute),
+			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		},
+	}
 }
 
 // launch runs the cycle under the database's own workflow id, as a child of

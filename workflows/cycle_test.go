@@ -35,6 +35,7 @@ type fakeCycle struct {
 	sanity    func(activities.VerifyInput) (activities.StepOutput, error)
 	manifest  func(activities.ManifestInput) (activities.ManifestOutput, error)
 	retention func(activities.RetentionInput) (activities.RetentionOutput, error)
+	immutable func(activities.ImmutableInput) (activities.ImmutableOutput, error)
 	sequence  func() (int64, error)
 	stop      func(activities.StopInput) (activities.StopOutput, error)
 
@@ -50,6 +51,7 @@ type fakeCycle struct {
 	verifiedIn  []activities.MarkInput
 	retentionIn []activities.RetentionInput
 	dropIn      []activities.VerifyInput
+	immutableIn []activities.ImmutableInput
 }
 
 func healthyPlan() activities.Plan {
@@ -223,6 +225,15 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 			f.record("ApplyRetention")
 			f.retentionIn = append(f.retentionIn, in)
 			return f.retention(in)
+		})
+	env.OnActivity(acts.CopyImmutable, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ImmutableInput) (activities.ImmutableOutput, error) {
+			f.record("CopyImmutable")
+			f.immutableIn = append(f.immutableIn, in)
+			if f.immutable != nil {
+				return f.immutable(in)
+			}
+			return activities.ImmutableOutput{Target: in.Target, State: "copied", Objects: 2}, nil
 		})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)

@@ -35,8 +35,10 @@ import (
 // before. Version 5 adds the CHECKDB baseline of the recorded restore
 // (VerifyCopy.CheckDBBaseline). Version 6 adds the workers' signature
 // (Signature, auth.go): a manifest written with a manifest key configured is
-// version 6, one written without as before.
-const SchemaVersion = 6
+// version 6, one written without as before. Version 7 adds the set's
+// immutable copy on an object store (Immutable); a manifest without one is
+// written as before.
+const SchemaVersion = 7
 
 // SignedSchemaVersion is the version of a signed manifest.
 const SignedSchemaVersion = 6
@@ -405,6 +407,9 @@ type Manifest struct {
 	SanityProof *SanityProof `json:"sanity_proof,omitempty"`
 	// VerifyCopy is the copy the product restores or restored (version 3).
 	VerifyCopy *VerifyCopy `json:"verify_copy,omitempty"`
+	// Immutable is the verified set's copy on an object store (version
+	// 7), recorded once a copy there was tried; it never changes State.
+	Immutable *ImmutableCopy `json:"immutable,omitempty"`
 
 	// WorkflowID and RunID are the run that owns the set: it claimed the
 	// number (StatePending) and only it writes the set's files.
@@ -730,6 +735,12 @@ func (m *Manifest) Validate() error {
 	if m.SchemaVersion < 5 && m.VerifyCopy != nil && m.VerifyCopy.CheckDBBaseline != nil {
 		bad("schema_version %d cannot hold verify_copy.checkdb_baseline (version 5 does)", m.SchemaVersion)
 	}
+	if m.SchemaVersion < 7 && m.Immutable != nil {
+		bad("schema_version %d cannot hold immutable (version 7 does)", m.SchemaVersion)
+	}
+	if m.Immutable != nil && m.State != StateVerified {
+		bad("immutable copy recorded for a set in state %s: only verified sets are copied there", m.State)
+	}
 	if g := m.Signature; g != nil {
 		if m.SchemaVersion < SignedSchemaVersion {
 			bad("schema_version %d cannot hold signature (version %d does)", m.SchemaVersion, SignedSchemaVersion)
@@ -815,7 +826,8 @@ func (m *Manifest) version3Fields() []string {
 // unsigned (a signature m carries is dropped: it does not cover a changed
 // manifest), under the oldest schema version that holds its facts: 2
 // without any of version 3's, 3 with them, 4 with a sanity proof, 5 with a
-// CHECKDB baseline, so that older builds keep reading what they can. The
+// CHECKDB baseline, 6 signed, 7 with an immutable copy, so that older builds
+// keep reading what they can. The
 // output is deterministic (struct order, sorted map keys).
 func Encode(m *Manifest) ([]byte, error) { return EncodeSigned(m, nil) }
 
@@ -835,6 +847,9 @@ func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
 	}
 	if keys != nil {
 		out.SchemaVersion = SignedSchemaVersion
+	}
+	if out.Immutable != nil {
+		out.SchemaVersion = 7
 	}
 	if err := out.Validate(); err != nil {
 		return nil, err

@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 7`, 1), "schema_version 7 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 8`, 1), "schema_version 8 is not supported"},
 		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
@@ -517,5 +517,49 @@ func TestOwnedByNeedsARun(t *testing.T) {
 				t.Errorf("a manifest of workflow %q run %q is owned by workflow %q run %q, want by no run", ids[0], ids[1], run[0], run[1])
 			}
 		}
+	}
+}
+
+// A verified set's immutable copy is recorded under version 7, signed or
+// not, and read back as written; an older version cannot hold it, nor can
+// a set that is not verified.
+func TestImmutableCopyRecord(t *testing.T) {
+	m := New("sql01", "Sales", 3, time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
+	m.Stripes = []Stripe{{Name: m.StripeFileName(1, 1), Size: 10, SHA256: strings.Repeat("a", 64)}}
+	m.Servers = []string{"bak01", "bak02"}
+	for _, s := range []State{StateCopied, StateRestored, StateChecked, StateVerified} {
+		if err := m.Advance(s, m.UpdatedAt.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := Encode(m)
+	if err != nil || !strings.Contains(string(plain), `"schema_version": 3`) {
+		t.Fatalf("without an immutable copy: %v, %s", err, plain[:40])
+	}
+	m.Immutable = &ImmutableCopy{Server: "vault01", Location: "s3://s3.example.net/worm/bc", State: ImmutableCopied, At: m.UpdatedAt,
+		Mode: "COMPLIANCE", RetainUntil: m.UpdatedAt.Add(72 * time.Hour),
+		Objects: []ImmutableObject{{Name: m.Stripes[0].Name, VersionID: "v1", SHA256: m.Stripes[0].SHA256, Size: 10}},
+		Probe:   &ImmutableProbe{At: m.UpdatedAt, Immutable: true, Summary: "immutable"}}
+	keys, err := NewKeys(Key{ID: "k1", Secret: []byte(strings.Repeat("s", 40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []*Keys{nil, keys} {
+		b, err := EncodeSigned(m, k)
+		if err != nil || !strings.Contains(string(b), `"schema_version": 7`) {
+			t.Fatalf("with an immutable copy (keys %v): %v", k != nil, err)
+		}
+		got, err := DecodeWith(b, k)
+		if err != nil || got.Immutable == nil || got.Immutable.Objects[0].VersionID != "v1" || !got.Immutable.RetainUntil.Equal(m.Immutable.RetainUntil) {
+			t.Fatalf("decoded: %+v, %v", got, err)
+		}
+	}
+	old := strings.Replace(string(mustEncode(t, m)), `"schema_version": 7`, `"schema_version": 6`, 1)
+	if _, err := Decode([]byte(old)); err == nil || !strings.Contains(err.Error(), "cannot hold immutable") {
+		t.Errorf("version 6 with an immutable copy: %v", err)
+	}
+	m.State = StateCopied
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "only verified sets") {
+		t.Errorf("an unverified set with an immutable copy: %v", err)
 	}
 }

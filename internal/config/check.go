@@ -100,6 +100,7 @@ func (d *decoder) check(c *Config) {
 		d.checkInstanceRotation(inst, path, servers)
 		selects = selects || len(inst.Databases) > 0
 	}
+	d.checkImmutableCopies(c, servers)
 	groups := d.checkGroups(c, instances, servers)
 	if len(c.Databases) == 0 && !selects {
 		d.errf(d.line("databases"), "databases", "no databases: add at least one under databases: (name, instance, backup_servers), or select them per instance with sql_instances[].databases (e.g. [USER_DATABASES]) and sql_instances[].backup_servers")
@@ -274,22 +275,29 @@ func (d *decoder) checkEnvName(name, path, owner, key, what string) {
 // quote it. A missing file with a directory in its path is not refused:
 // it may be mounted only where the worker runs (/run/secrets/...).
 func (d *decoder) checkSecret(r *SecretRef, path, owner string) {
+	d.checkSecretRef(&r.Env, &r.File, path, owner, "password_env", "password_file", "password")
+}
+
+// checkSecretRef is checkSecret of any secret given by reference: an
+// environment variable (*env, key envKey) or a file (*file, key fileKey,
+// made relative to the configuration), what naming the secret.
+func (d *decoder) checkSecretRef(env, file *string, path, owner, envKey, fileKey, what string) {
 	switch {
-	case r.Env != "" && r.File != "":
-		d.errf(d.line(join(path, "password_file")), path, "%s: password_env and password_file are both set: keep one", owner)
-	case r.Env == "" && r.File == "":
-		if d.inline[path] || d.reported[join(path, "password_env")] || d.reported[join(path, "password_file")] {
-			return // the inline or misspelt password key is the error to fix
+	case *env != "" && *file != "":
+		d.errf(d.line(join(path, fileKey)), path, "%s: %s and %s are both set: keep one", owner, envKey, fileKey)
+	case *env == "" && *file == "":
+		if d.inline[path] || d.reported[join(path, envKey)] || d.reported[join(path, fileKey)] {
+			return // the inline or misspelt key is the error to fix
 		}
-		d.errf(d.line(path), path, "missing required key \"password_env\" or \"password_file\" in %s: name the environment variable or file that holds the password", owner)
-	case r.Env != "":
-		d.checkEnvName(r.Env, join(path, "password_env"), owner, "password_env", "password")
+		d.errf(d.line(path), path, "missing required key %q or %q in %s: name the environment variable or file that holds the %s", envKey, fileKey, owner, what)
+	case *env != "":
+		d.checkEnvName(*env, join(path, envKey), owner, envKey, what)
 	default:
-		bare := !strings.ContainsAny(r.File, `/\`)
-		r.File = d.relPath(r.File)
-		if _, err := os.Lstat(r.File); bare && err != nil {
-			fp := join(path, "password_file")
-			d.errf(d.line(fp), fp, "%s: password_file names no file next to the configuration and has no directory in it: %s", owner, pasted("password"))
+		bare := !strings.ContainsAny(*file, `/\`)
+		*file = d.relPath(*file)
+		if _, err := os.Lstat(*file); bare && err != nil {
+			fp := join(path, fileKey)
+			d.errf(d.line(fp), fp, "%s: %s names no file next to the configuration and has no directory in it: %s", owner, fileKey, pasted(what))
 		}
 	}
 }
@@ -407,8 +415,10 @@ func (d *decoder) checkRotation(rotation []string, copyTo, rot, cp, owner string
 	inRot := map[string]bool{}
 	for i, s := range rotation {
 		ip := fmt.Sprintf("%s[%d]", rot, i)
-		if _, ok := servers[s]; !ok {
+		if b, ok := servers[s]; !ok {
 			d.errf(d.line(ip), ip, "%s: backup server %q is not defined in backup_servers (defined: %s)", owner, s, keys(servers))
+		} else if b.IsObjectStore() {
+			d.errf(d.line(ip), ip, "%s: backup server %q is an object store (kind: s3): SQL Server cannot back up to it; it takes the immutable copies of verified sets: name it in immutable_copy instead", owner, s)
 		}
 		if inRot[s] {
 			d.errf(d.line(ip), ip, "%s: backup server %q is listed twice in backup_servers", owner, s)
@@ -418,6 +428,8 @@ func (d *decoder) checkRotation(rotation []string, copyTo, rot, cp, owner string
 	switch {
 	case copyTo != "" && servers[copyTo] == nil:
 		d.errf(d.line(cp), cp, "%s: copy_to %q is not defined in backup_servers (defined: %s)", owner, copyTo, keys(servers))
+	case copyTo != "" && servers[copyTo].IsObjectStore():
+		d.errf(d.line(cp), cp, "%s: copy_to %q is an object store (kind: s3): the remote copy is restored from a share; name it in immutable_copy to keep a locked copy of every verified set there", owner, copyTo)
 	case copyTo != "" && inRot[copyTo]:
 		d.errf(d.line(cp), cp, "%s: copy_to %q is also in backup_servers, so a cycle would copy %s onto itself: remove it from the rotation, or leave copy_to empty to copy to the next server in the rotation", owner, copyTo, copyTo)
 	case copyTo != "":
@@ -597,6 +609,22 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	if d.checkName(b.Name, path, owner, "backup_servers", d.seen("backup_servers")) {
 		all[b.Name] = b
 	}
+	switch strings.ToLower(b.Kind) {
+	case "", KindShare:
+		b.Kind = KindShare
+		if b.S3 != nil {
+			d.errf(d.line(join(path, "s3")), join(path, "s3"), "%s: s3: is only used with kind: s3; remove it or set kind: s3", owner)
+		}
+	case KindS3:
+		b.Kind = KindS3
+		d.checkObjectStore(b, path, owner)
+		d.checkServerLimits(b, path, owner)
+		return
+	default:
+		kp := join(path, "kind")
+		d.errf(d.line(kp), kp, "%s: kind %q: use share (the default: SQL Server writes to unc_paths, the worker reaches location) or s3 (an object store with Object Lock for immutable copies)", owner, b.Kind)
+		return
+	}
 	if len(b.UNCPaths) == 0 {
 		d.errf(d.line(join(path, "unc_paths")), join(path, "unc_paths"), `missing required key "unc_paths" in %s (the paths SQL Server writes to, one per NIC, e.g. \\192.168.2.2\backup)`, owner)
 	}
@@ -637,6 +665,12 @@ func (d *decoder) checkServer(b *BackupServer, path string, all map[string]*Back
 	} else if b.RestoreDataDir != "" || b.RestoreLogDir != "" {
 		d.errf(d.line(join(path, "restore_data_dir")), join(path, "verify_instance"), "%s: restore_data_dir/restore_log_dir are set but verify_instance is not: name the SQL instance that restores there", owner)
 	}
+	d.checkServerLimits(b, path, owner)
+}
+
+// checkServerLimits checks what every kind of server has: max_concurrent
+// and task_queue.
+func (d *decoder) checkServerLimits(b *BackupServer, path, owner string) {
 	b.MaxConcurrent = d.positive(b.MaxConcurrent, join(path, "max_concurrent"), owner, DefaultServerConcurrency)
 	if strings.ContainsAny(b.TaskQueue, " \t\n") {
 		d.errf(d.line(join(path, "task_queue")), join(path, "task_queue"), "%s: task_queue %q must not contain spaces", owner, b.TaskQueue)

@@ -144,9 +144,16 @@ type AvailabilityGroup struct {
 }
 
 // BackupServer is a file server that receives backups (over one or more NICs)
-// and, at the remote site, hosts the copies the verification instance restores.
+// and, at the remote site, hosts the copies the verification instance restores;
+// or (kind: s3) an object store with Object Lock that receives an immutable
+// copy of each verified set (databases' immutable_copy).
 type BackupServer struct {
 	Name string `yaml:"name"`
+	// Kind is KindShare (the default: a directory SQL Server writes to and
+	// the worker reaches at Location) or KindS3 (a bucket, in S3).
+	Kind string `yaml:"kind"`
+	// S3 is the bucket of a kind: s3 server.
+	S3 *S3 `yaml:"s3"`
 	// UNCPaths are the directories SQL Server writes the stripes to, one per NIC
 	// (\\192.168.2.2\backup, \\192.168.3.2\backup), or an absolute path as SQL
 	// Server sees it (/var/opt/mssql/backup/bak01 for SQL Server on Linux with a
@@ -178,6 +185,49 @@ type BackupServer struct {
 	// per second, all of a worker's concurrent copies together; 0 = unlimited.
 	BandwidthLimit Size `yaml:"bandwidth_limit"`
 }
+
+// Kinds of backup server (BackupServer.Kind).
+const (
+	KindShare = "share"
+	KindS3    = "s3"
+)
+
+// S3 is an object-storage backup target: a bucket with Object Lock on an
+// S3 server (AWS S3 or any server speaking its API).
+type S3 struct {
+	// Endpoint is the server's URL, https://host[:port]; "" is AWS S3 in
+	// Region.
+	Endpoint string `yaml:"endpoint"`
+	Region   string `yaml:"region"` // default us-east-1
+	Bucket   string `yaml:"bucket"`
+	// Prefix is put before every object's name ("backupcycle/"); "" for
+	// the bucket's root.
+	Prefix string `yaml:"prefix"`
+	// PathStyle addresses the bucket in the URL's path rather than its
+	// host name; default true with an endpoint (most S3 servers other
+	// than AWS need it), false for AWS.
+	PathStyle   bool   `yaml:"path_style"`
+	AccessKeyID string `yaml:"access_key_id"`
+	// SecretAccessKey is a reference: exactly one of
+	// secret_access_key_env / secret_access_key_file.
+	SecretAccessKeyEnv  string `yaml:"secret_access_key_env"`
+	SecretAccessKeyFile string `yaml:"secret_access_key_file"`
+	// CAFile is a PEM file of the CA certificates the endpoint's
+	// certificate chains to (relative to the config file); default: the
+	// system's roots.
+	CAFile string `yaml:"ca_file"`
+	// LockMode is the Object Lock mode every object is written with:
+	// LockCompliance (the default: nobody can delete a locked version
+	// before its lock ends) or LockGovernance (a user with
+	// s3:BypassGovernanceRetention can).
+	LockMode string `yaml:"lock_mode"`
+}
+
+// Object Lock modes (S3.LockMode), as S3 spells them.
+const (
+	LockCompliance = "COMPLIANCE"
+	LockGovernance = "GOVERNANCE"
+)
 
 // SMB is how the worker authenticates to a backup server's share.
 type SMB struct {
@@ -307,6 +357,9 @@ type Policy struct {
 	// PITProof is the point-in-time proof: a restore to a random point of
 	// the proven window, WITH STOPAT.
 	PITProof PITProof `yaml:"pit_proof"`
+	// ImmutableCopy names a kind: s3 backup server that receives a copy of
+	// every verified set, locked for Retention.ImmutableFor; "" = none.
+	ImmutableCopy string `yaml:"immutable_copy"`
 }
 
 // LogBackup is `log_backup:`.
@@ -339,6 +392,11 @@ type Retry struct {
 type Retention struct {
 	KeepVerified      int           `yaml:"keep_verified"`       // verified sets kept per server (>= 1)
 	DeleteFailedAfter time.Duration `yaml:"delete_failed_after"` // failed / abandoned sets older than this go
+	// ImmutableFor is how long an immutable copy (immutable_copy) is
+	// locked from its upload: at least keep_verified x rpo, the time the
+	// backup servers keep a set; 0 = (keep_verified + 1) x rpo
+	// (Policy.ImmutableLock).
+	ImmutableFor time.Duration `yaml:"immutable_for"`
 }
 
 // SanityCheck is a query run against the restored copy, with exactly one

@@ -199,6 +199,10 @@ var inlineSecretKeys = map[string]string{
 	"api_key":  "inline API key is not allowed: use api_key_env: VARIABLE (an environment variable of the worker)",
 	"key":      "inline key is not allowed: use key_env: VARIABLE (an environment variable of the worker) or key_file: PATH",
 	"secret":   "inline key is not allowed: use key_env: VARIABLE (an environment variable of the worker) or key_file: PATH",
+	"secret_access_key": "inline secret access key is not allowed: use secret_access_key_env: VARIABLE (an environment variable of the worker) " +
+		"or secret_access_key_file: PATH",
+	"secret_key": "inline secret access key is not allowed: use secret_access_key_env: VARIABLE (an environment variable of the worker) " +
+		"or secret_access_key_file: PATH",
 }
 
 // movedKeys are keys that now live elsewhere, with where to put them.

@@ -17,6 +17,9 @@ type configValues struct {
 	orders              int64
 	fleet               bool // select sql01's databases for the Fleet
 	logs                bool // Sales takes log backups (Options.LogBackups)
+	// vaultEndpoint and vaultSecret are the object store's URL and its
+	// user's secret file (Options.ObjectStore); "" without one.
+	vaultEndpoint, vaultSecret string
 }
 
 // yq quotes s as a YAML single-quoted scalar (backslashes stay literal).
@@ -96,6 +99,18 @@ backup_servers:
     restore_log_dir: %s
 `, VerifyInstance, yq(restorePrefix+`\data`), yq(restorePrefix+`\log`))
 	}
+	if v.vaultEndpoint != "" {
+		w(`  - name: %s                  # an S3 server with Object Lock (versitygw), its bucket under the state directory
+    kind: s3
+    s3:
+      endpoint: %s
+      bucket: %s       # created with Object Lock
+      prefix: %s
+      access_key_id: %s
+      secret_access_key_file: %s   # generated on the first start
+      lock_mode: compliance       # nobody can delete a locked version before its lock ends
+`, ObjectStore, v.vaultEndpoint, ObjectStoreBucket, ObjectStorePrefix, objectStoreUser, yq(v.vaultSecret))
+	}
 	w(`
 databases:
   - name: %s
@@ -115,6 +130,9 @@ databases:
         query: SELECT MAX(LastWrite) FROM dbo.SiteActivity
         max_age: 26h
 `, Database, SourceInstance, strings.Join(BackupServers, ", "), VerifyInstance, v.orders, RegionRows)
+	if v.vaultEndpoint != "" {
+		w("    immutable_copy: %s          # every verified set is copied there, locked, once it is verified\n", ObjectStore)
+	}
 	if v.logs {
 		w(`    owns_backup_chain: true       # the product takes Sales's log backups: the log chain is its own
     log_backup: {every: 1m}       # BACKUP LOG once a minute; the development worker ticks faster (devworker --log-every)

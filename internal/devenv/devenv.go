@@ -19,6 +19,10 @@
 // password in <state>/secrets by reference). Without Samba the worker
 // reaches the directories as file:// locations.
 //
+// Options.ObjectStore adds an object store with Object Lock, vault01: a
+// versitygw (internal/s3test) on a free 127.0.0.1 port keeping its bucket
+// under the state directory, configured as Sales's immutable_copy.
+//
 // Options.FleetDatabases (devworker --dev-fleet) adds a few small databases on
 // sql01, selected with USER_DATABASES, so the Fleet workflow has a fleet to
 // run; without it the configuration names Sales only.
@@ -40,6 +44,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -68,6 +73,15 @@ const (
 
 // BackupServers are the rotation, in order.
 var BackupServers = []string{"bak01", "bak02"}
+
+// The object store of Options.ObjectStore: its name in the configuration,
+// its bucket (with Object Lock) and the prefix of Sales's objects.
+const (
+	ObjectStore       = "vault01"
+	ObjectStoreBucket = "sales-worm"
+	ObjectStorePrefix = "backupcycle/"
+	objectStoreUser   = "backupcycle"
+)
 
 // The logins of both emulated instances. ProductLogin is the one the
 // configuration gives the worker: it holds exactly the grants README
@@ -126,6 +140,9 @@ type Options struct {
 	// owns_backup_chain) with a standby proof (log_proof: standby): the
 	// worker of such a site runs its log chain.
 	LogBackups bool
+	// ObjectStore serves vault01, an S3 bucket with Object Lock
+	// (versitygw), and makes it Sales's immutable_copy.
+	ObjectStore bool
 }
 
 // FleetDatabaseNames are the small databases of Options.FleetDatabases.
@@ -165,6 +182,8 @@ type Site struct {
 	// FleetDatabases are the small databases on sql01 that the
 	// configuration's selection picks besides Sales (Options.FleetDatabases).
 	FleetDatabases []string
+	// Vault is the object store of Options.ObjectStore (nil without).
+	Vault *s3test.Server
 
 	lock          *os.File // flock on <state>/site.lock while the site runs
 	adminPassword string
@@ -180,6 +199,7 @@ type layout struct {
 	restore                 string   // the verify instance's restore volume
 	bak                     map[string]string
 	smbDir, smbPassword     map[string]string // per backup server
+	vault, vaultSecret      string            // the object store's state and its user's secret
 }
 
 func newLayout(root string) layout {
@@ -193,6 +213,8 @@ func newLayout(root string) layout {
 	// Two "volumes" of the source host, like D: and E: on a real one.
 	l.volumes = []string{filepath.Join(l.srcData, "volume-d"), filepath.Join(l.srcData, "volume-e")}
 	l.restore = filepath.Join(l.verifyData, "restore")
+	l.vault = filepath.Join(root, ObjectStore)
+	l.vaultSecret = filepath.Join(l.secrets, ObjectStore+".secret")
 	for _, b := range BackupServers {
 		// The share serves this same directory: a state directory made
 		// without Samba keeps its sets when Samba appears, and vice versa.
@@ -273,6 +295,11 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	if err := s.serveSamba(l, o); err != nil {
 		return nil, err
 	}
+	if o.ObjectStore {
+		if err := s.serveObjectStore(ctx, l); err != nil {
+			return nil, err
+		}
+	}
 
 	shares := map[string]string{}
 	for _, b := range BackupServers {
@@ -345,12 +372,16 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		return nil, err
 	}
 	s.ConfigFile = filepath.Join(root, ConfigFile)
-	text := configText(configValues{
+	values := configValues{
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
 		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups,
-	})
+	}
+	if s.Vault != nil {
+		values.vaultEndpoint, values.vaultSecret = s.Vault.Endpoint, l.vaultSecret
+	}
+	text := configText(values)
 	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("devenv: write %s: %w", s.ConfigFile, err)
 	}
@@ -416,6 +447,23 @@ func (s *Site) stopSamba() error {
 	return errors.Join(errs...)
 }
 
+// serveObjectStore starts vault01 on the site's object store directory and
+// makes sure its bucket exists with Object Lock.
+func (s *Site) serveObjectStore(ctx context.Context, l layout) error {
+	secret, err := ensureSecret(l.vaultSecret, "", 20)
+	if err != nil {
+		return err
+	}
+	s.Vault, err = s3test.RunAs(l.vault, objectStoreUser, secret)
+	if err != nil {
+		return fmt.Errorf("devenv: the object store %s: %w", ObjectStore, err)
+	}
+	if err := s.Vault.CreateBucket(ctx, ObjectStoreBucket, true); err != nil {
+		return fmt.Errorf("devenv: the object store %s: %w", ObjectStore, err)
+	}
+	return nil
+}
+
 // smbPasswordFiles names the password file of each Samba-served server.
 func (s *Site) smbPasswordFiles(l layout) map[string]string {
 	m := map[string]string{}
@@ -450,6 +498,10 @@ func (s *Site) Stop() error {
 	}
 	if s.SMB != nil {
 		errs = append(errs, s.stopSamba())
+	}
+	if s.Vault != nil {
+		s.Vault.Close()
+		s.Vault = nil
 	}
 	if s.lock != nil {
 		errs = append(errs, s.lock.Close()) // releases the flock

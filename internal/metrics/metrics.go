@@ -66,6 +66,8 @@ const (
 	StepCopy    = "copy"
 	StepRestore = "restore"
 	StepCheckDB = "checkdb"
+	// StepImmutable is the copy of a verified set to its object store.
+	StepImmutable = "immutable-copy"
 )
 
 // Recorder receives the activities' measurements at the moment a step of a
@@ -86,6 +88,10 @@ type Recorder interface {
 	// in the database itself (a page failing its checksum, a data file
 	// the disk could not read): the production database needs attention.
 	SourceDamaged(instance, database string)
+	// ImmutableProbed records an object store's immutability probe: false
+	// when a locked object could be deleted, shortened or overwritten
+	// there with the worker's credentials.
+	ImmutableProbed(server string, immutable bool, at time.Time)
 }
 
 // Nop is a Recorder that records nothing.
@@ -102,3 +108,6 @@ func (Nop) SetFailed(string, string) {}
 
 // SourceDamaged does nothing.
 func (Nop) SourceDamaged(string, string) {}
+
+// ImmutableProbed does nothing.
+func (Nop) ImmutableProbed(string, bool, time.Time) {}

@@ -36,6 +36,21 @@ type Report struct {
 	Authentication string     `json:"manifest_authentication"`
 	Databases      []Database `json:"databases"`
 	Servers        []Server   `json:"servers"`
+	// ObjectStores are the kind: s3 backup servers and their newest
+	// immutability probe.
+	ObjectStores []ObjectStore `json:"object_stores,omitempty"`
+}
+
+// NotImmutable lists the object stores whose newest probe found them not
+// immutable.
+func (r Report) NotImmutable() []ObjectStore {
+	var out []ObjectStore
+	for _, o := range r.ObjectStores {
+		if o.NotImmutable() {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Report.Authentication values.
@@ -85,16 +100,24 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	if open == nil {
 		open = Open
 	}
-	servers := make([]Server, len(c.BackupServers))
-	found := make([][]Found, len(c.BackupServers))
-	chains := make([][]FoundChain, len(c.BackupServers))
+	// The shares hold the manifests; an object store's copies are
+	// recorded in them (catalog.Manifest.Immutable).
+	var shares []*config.BackupServer
+	for i := range c.BackupServers {
+		if !c.BackupServers[i].IsObjectStore() {
+			shares = append(shares, &c.BackupServers[i])
+		}
+	}
+	servers := make([]Server, len(shares))
+	found := make([][]Found, len(shares))
+	chains := make([][]FoundChain, len(shares))
 	instances := InstancesOf(c)
 	targets, defaults := TargetsOf(c)
 	keys, kerr := c.ManifestKeyRing()
 	var wg sync.WaitGroup
-	for i := range c.BackupServers {
+	for i := range shares {
 		if kerr != nil {
-			srv := &c.BackupServers[i]
+			srv := shares[i]
 			servers[i] = Server{Name: srv.Name, Location: srv.Loc.String(), Error: fmt.Sprintf(
 				"manifests not read: %v: give this command the manifest keys the workers have (the same key_env or key_file), or no manifest can be authenticated", kerr)}
 			continue
@@ -102,7 +125,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i], chains[i] = readServer(ctx, &c.BackupServers[i], open, instances, keys, targets)
+			servers[i], found[i], chains[i] = readServer(ctx, shares[i], open, instances, keys, targets)
 		}(i)
 	}
 	wg.Wait()
@@ -118,8 +141,13 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	if len(c.ManifestKeys) > 0 {
 		auth = AuthenticationHMAC
 	}
-	return Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
+	r := Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
 		Servers: servers}
+	if kerr == nil {
+		r.ObjectStores = loadObjectStores(ctx, c, nil, all)
+		judgeImmutable(r.Databases, r.ObjectStores)
+	}
+	return r
 }
 
 // InstancesOf are the instance keys whose sets c reports on: its SQL

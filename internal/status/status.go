@@ -24,6 +24,9 @@ type Objectives struct {
 	// With log backups the rpo is judged against the point the log chain
 	// is proven to, not the newest verified set's age.
 	LogObjectives
+	// ImmutableCopy is the object store that keeps a locked copy of every
+	// verified set (immutable_copy); "" for none.
+	ImmutableCopy string `json:"immutable_copy,omitempty"`
 }
 
 // Target is a configured database and its objectives.
@@ -59,6 +62,8 @@ type Verified struct {
 	// Predicted is what the plan predicts for this set's restore and
 	// CHECKDB, beside the measured times above; nil without the set's size.
 	Predicted *Prediction `json:"predicted,omitempty"`
+	// Immutable is the set's copy on an object store, once one was tried.
+	Immutable *Immutable `json:"immutable,omitempty"`
 }
 
 // Failure is the newest failed or cancelled set taken after the last
@@ -160,6 +165,7 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 		if db.LogBackups() {
 			o.LogObjectives = LogObjectives{Every: Duration(db.LogBackup.Every), ProofMode: db.ProofMode(), ProofLag: Duration(db.ProofLag())}
 		}
+		o.ImmutableCopy = db.ImmutableCopy
 		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})
 	}
 	return out, def
@@ -334,6 +340,10 @@ func advanced(a, b *catalog.Manifest) bool {
 	if len(a.Timings) != len(b.Timings) {
 		return len(a.Timings) > len(b.Timings)
 	}
+	// The immutable copy is recorded after verified, without a transition.
+	if ai, bi := a.Immutable, b.Immutable; (ai != nil) != (bi != nil) || ai != nil && !ai.At.Equal(bi.At) {
+		return bi == nil || ai != nil && ai.At.After(bi.At)
+	}
 	return a.UpdatedAt.After(b.UpdatedAt)
 }
 
@@ -413,6 +423,7 @@ func verifiedOf(now time.Time, s *set) *Verified {
 	if m.Proof != nil {
 		v.VerifyInstance = m.Proof.VerifyInstance
 	}
+	v.Immutable = immutableOf(m)
 	return v
 }
 

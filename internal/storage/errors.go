@@ -31,6 +31,10 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrTooLarge: ReadFile of a file bigger than MaxSmallFile.
 	ErrTooLarge = errors.New("too large")
+	// ErrUnsupported: the storage cannot do this by design. An object
+	// store with Object Lock writes each object once, whole: nothing is
+	// modified in place, renamed or removed there.
+	ErrUnsupported = errors.New("not supported by this storage")
 )
 
 // Error is a failed storage operation. Its message names the location (server,
@@ -96,13 +100,15 @@ func hint(kind error) string {
 		return "the worker never follows links nor opens special files in a backup directory; remove it"
 	case ErrTooLarge:
 		return "the product never writes such a file; look at it and remove it"
+	case ErrUnsupported:
+		return "objects on a locked object store are written once and expire with their lock"
 	}
 	return ""
 }
 
 // permanent are the kinds retrying cannot fix, most telling first.
 var permanent = []error{ErrAuth, ErrShareNotFound, ErrNoSpace, ErrPermission, ErrInvalidName,
-	ErrNotRegular, ErrTooLarge, ErrCorrupt, ErrExists, ErrNotFound}
+	ErrNotRegular, ErrTooLarge, ErrUnsupported, ErrCorrupt, ErrExists, ErrNotFound}
 
 // IsRetryable reports whether retrying the operation may succeed: connection
 // failures, timeouts and unclassified I/O errors are; bad input (auth, share,
@@ -140,7 +146,7 @@ func Kind(err error) error {
 // error types: "StorageConnection", "StorageAuth", "StorageShareNotFound",
 // "StorageNotFound", "StorageExists", "StorageNoSpace", "StoragePermission",
 // "StorageInvalidName", "StorageNotRegular", "StorageTooLarge",
-// "StorageCorrupt", or "StorageError" for the rest.
+// "StorageCorrupt", "StorageUnsupported", or "StorageError" for the rest.
 func ErrorType(err error) string {
 	switch Kind(err) {
 	case ErrConnection:
@@ -165,6 +171,8 @@ func ErrorType(err error) string {
 		return "StorageTooLarge"
 	case ErrCorrupt:
 		return "StorageCorrupt"
+	case ErrUnsupported:
+		return "StorageUnsupported"
 	}
 	return "StorageError"
 }

@@ -159,6 +159,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	}
 	p.SetFailed("checkdb", "checkdb_failed")
 	p.SourceDamaged("sql01", "Sales")
+	p.ImmutableProbed("vault01", false, time.Now())
 	// The tags the SDK gives a workflow's handler (worker tags and workflow
 	// type), on which CycleEnded adds its own.
 	metrics.CycleEnded(e.SDKHandler().WithTags(map[string]string{"namespace": "default", "task_queue": "backupcycle", "workflow_type": "BackupCycle"}),

@@ -33,6 +33,8 @@ const (
 	SourceDamaged  = "backupcycle_source_damaged_total"
 	LastProvenLog  = "backupcycle_last_proven_log_timestamp_seconds"
 	LogChainBroken = "backupcycle_log_chain_broken"
+	StoreImmutable = "backupcycle_object_store_immutable"
+	StoreProbedAt  = "backupcycle_object_store_probe_timestamp_seconds"
 	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
@@ -137,6 +139,15 @@ func (p *Product) SourceDamaged(instance, database string) {
 	}
 }
 
+// ImmutableProbed records an object store's probe at once, without waiting
+// for the next read of the manifests (metrics.Recorder).
+func (p *Product) ImmutableProbed(server string, immutable bool, at time.Time) {
+	if p == nil {
+		return
+	}
+	p.state.probed(server, immutable, at)
+}
+
 // Refresh reads the manifests of every backup server of cfg (open nil means
 // status.Open) and makes the per-database gauges say what they say. It
 // returns the report it read.
@@ -227,15 +238,24 @@ type manifestState struct {
 	recent  map[dbKey]row // Verified calls since the current read began
 	servers map[string]bool
 	readAt  time.Time
+	// stores are the object stores' newest probes.
+	stores map[string]probe
 
 	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable, unauthentic *prometheus.Desc
 	lastProven, chainBroken                                                             *prometheus.Desc
+	storeImmutable, storeProbedAt                                                       *prometheus.Desc
+}
+
+// probe is an object store's newest immutability probe.
+type probe struct {
+	immutable bool
+	at        time.Time
 }
 
 func newManifestState() *manifestState {
 	db := []string{"instance", "database"}
 	return &manifestState{
-		rows: map[dbKey]row{}, recent: map[dbKey]row{}, servers: map[string]bool{},
+		rows: map[dbKey]row{}, recent: map[dbKey]row{}, servers: map[string]bool{}, stores: map[string]probe{},
 		lastVerified: prometheus.NewDesc(LastVerified,
 			"Unix time the newest verified backup set of the database was taken (its BACKUP finished): the point a restore "+
 				"returns to. time() minus it is the data a restore would lose; 0 when no set was ever verified. From the "+
@@ -263,7 +283,23 @@ func newManifestState() *manifestState {
 			"1 when the database's log chain ended (a break: SIMPLE recovery, a foreign log backup) or has a hole after its newest "+
 				"verified full, so that no restore reaches the present until the next full backup is verified; else 0. "+
 				"Databases with log_backup only.", db, nil),
+		storeImmutable: prometheus.NewDesc(StoreImmutable,
+			"1 when the newest immutability probe of the object store (a kind: s3 backup server) found that a locked object "+
+				"can be neither deleted, nor its lock shortened, nor overwritten with the worker's own credentials; 0 when one of "+
+				"them went through: the immutable copies there are not immutable. Absent until the store was first probed.",
+			[]string{"server"}, nil),
+		storeProbedAt: prometheus.NewDesc(StoreProbedAt,
+			"Unix time of the object store's newest immutability probe (one a day while copies go there).", []string{"server"}, nil),
 	}
+}
+
+func (s *manifestState) probed(server string, immutable bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.stores[server]; ok && old.at.After(at) {
+		return
+	}
+	s.stores[server] = probe{immutable, at}
 }
 
 func (s *manifestState) beginLoad() {
@@ -334,13 +370,18 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 	for _, srv := range r.Servers {
 		s.servers[srv.Name] = srv.Error == ""
 	}
+	for _, o := range r.ObjectStores {
+		if old, ok := s.stores[o.Name]; o.Probed && (!ok || !old.at.After(o.ProbedAt)) {
+			s.stores[o.Name] = probe{o.Immutable, o.ProbedAt}
+		}
+	}
 	s.readAt = at
 }
 
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic,
-		s.lastProven, s.chainBroken} {
+		s.lastProven, s.chainBroken, s.storeImmutable, s.storeProbedAt} {
 		ch <- d
 	}
 }
@@ -393,6 +434,14 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		gauge(s.readable, v, name)
+	}
+	for name, p := range s.stores {
+		v := 0.0
+		if p.immutable {
+			v = 1
+		}
+		gauge(s.storeImmutable, v, name)
+		gauge(s.storeProbedAt, unixSeconds(p.at), name)
 	}
 	if !s.readAt.IsZero() {
 		gauge(s.readTime, unixSeconds(s.readAt))

@@ -176,8 +176,6 @@ func (c *Copier) Copy(ctx context.Context, src, dst storage.Storage, jobs []Job)
 		seen[j.Dst] = true
 	}
 	dst = limit.Wrap(dst, limit.Rates{Write: c.opts.Limit})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var progressMu sync.Mutex
 	report := func(p Progress) {
 		if c.opts.Progress == nil {
@@ -188,27 +186,15 @@ func (c *Copier) Copy(ctx context.Context, src, dst storage.Storage, jobs []Job)
 		c.opts.Progress(p)
 	}
 	results := make([]Result, len(jobs))
-	sem := make(chan struct{}, c.opts.Files)
-	var wg sync.WaitGroup
-	for i, job := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				results[i] = Result{Src: job.Src, Dst: job.Dst, Err: ctx.Err()}
-				return
-			}
-			fc := &fileCopy{c: c, src: src, dst: dst, job: job, report: report}
-			results[i] = fc.run(ctx)
-			if results[i].Err != nil {
-				cancel()
-			}
-		}()
+	for i, err := range storage.EachFile(ctx, len(jobs), c.opts.Files, func(ctx context.Context, i int) error {
+		fc := &fileCopy{c: c, src: src, dst: dst, job: jobs[i], report: report}
+		results[i] = fc.run(ctx)
+		return results[i].Err
+	}) {
+		if results[i].Src == "" { // never started
+			results[i] = Result{Src: jobs[i].Src, Dst: jobs[i].Dst, Err: err}
+		}
 	}
-	wg.Wait()
 	var errs []error
 	for _, r := range results {
 		if r.Err != nil {
@@ -676,6 +662,23 @@ func hashFile(ctx context.Context, s storage.Storage, name string, size, chunkSi
 		return nil, err
 	}
 	return h.Sum(nil), nil
+}
+
+// ReadInOrder reads [0, size) of r in chunkSize pieces, inFlight at once,
+// and passes each piece to each (if not nil) in the worker that read it,
+// then to inOrder in the caller's goroutine, in file order; a piece's
+// buffer is reused once inOrder returns. The first error stops the rest.
+func ReadInOrder(ctx context.Context, r storage.Reader, size, chunkSize int64, inFlight int,
+	each func(off int64, b []byte) error, inOrder func(off int64, b []byte)) error {
+	var write func(*chunk) error
+	if each != nil {
+		write = func(c *chunk) error { return each(c.off, c.buf[:c.n]) }
+	}
+	return pipeline(ctx, r, size, 0, chunkSize, inFlight, nil, write, func(c *chunk, in bool) {
+		if in {
+			inOrder(c.off, c.buf[:c.n])
+		}
+	})
 }
 
 type chunk struct {

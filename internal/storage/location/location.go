@@ -11,6 +11,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/storage/smb"
 )
 
@@ -72,6 +73,10 @@ func Open(ctx context.Context, raw string, creds storage.Credentials) (storage.S
 // applied (require_signing), a relative local path as Parse resolved it
 // against the configuration's directory.
 func OpenServer(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+	if srv.IsObjectStore() {
+		return nil, &storage.Error{Op: "open", Location: "s3://" + srv.Name, Kind: storage.ErrInvalidName,
+			Err: fmt.Errorf("backup server %s is an object store (kind: s3): it only takes immutable copies", srv.Name)}
+	}
 	creds, err := srv.Credentials()
 	if err != nil {
 		return nil, err
@@ -89,4 +94,21 @@ func OpenServer(ctx context.Context, srv *config.BackupServer) (storage.Storage,
 	// ?sign=required in the location asks for signing too.
 	cfg.RequireSigning = cfg.RequireSigning || srv.SMB.RequireSigning
 	return smb.Open(ctx, cfg, creds)
+}
+
+// OpenObjectStore opens a kind: s3 backup server's bucket as the worker
+// reaches it: its secret access key resolved now (an error wrapping
+// config.ErrSecretUnavailable when it cannot be), every object it writes
+// locked with lock (the zero Lock: none).
+func OpenObjectStore(ctx context.Context, srv *config.BackupServer, lock s3.Lock) (*s3.Store, error) {
+	if !srv.IsObjectStore() || srv.S3 == nil {
+		return nil, fmt.Errorf("%w: backup server %s is not of kind s3", storage.ErrInvalidName, srv.Name)
+	}
+	secret, err := srv.SecretAccessKey()
+	if err != nil {
+		return nil, err
+	}
+	c := srv.S3
+	return s3.Open(ctx, s3.Config{Endpoint: c.Endpoint, Region: c.Region, Bucket: c.Bucket, Prefix: c.Prefix, PathStyle: c.PathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: secret, CAFile: c.CAFile, Lock: lock})
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,18 +26,39 @@ type Options struct {
 	// Dir is the directory behind the Storage on this machine (the local
 	// directory, or the one a test SMB server serves), where the suite
 	// plants what another writer of the share could: symbolic links to
-	// files inside and outside it, FIFOs.
+	// files inside and outside it, FIFOs. Not used for an ObjectStore.
 	Dir string
+	// ObjectStore is an object store whose objects are written once,
+	// whole (package s3): OpenWrite, Rename, Replace and Remove are
+	// refused with storage.ErrUnsupported and change nothing, and the
+	// suite checks what another writer of the bucket may plant there
+	// through Raw instead of links and FIFOs, which a bucket cannot hold.
+	ObjectStore bool
+	// Raw writes and deletes objects beside the Storage under test (keys
+	// relative to its prefix): another client of the same bucket.
+	Raw RawObjects
+}
+
+// RawObjects is another client of an object store's bucket.
+type RawObjects interface {
+	// Put writes an object under key, which may be anything the store
+	// accepts ("dir/" placeholders, keys the Storage never writes).
+	Put(t *testing.T, key string, data []byte)
+	// Delete deletes key the way a client without a version does: the
+	// newest version becomes a delete marker.
+	Delete(t *testing.T, key string)
+}
+
+type conformanceTest struct {
+	name string
+	fn   func(*testing.T, storage.Storage, Options)
 }
 
 // Run runs every conformance test as a subtest of t. newStorage returns a
 // Storage over the same (initially empty) directory each time it is called;
 // the suite closes it.
 func Run(t *testing.T, newStorage func(t *testing.T) storage.Storage, opts Options) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, storage.Storage, Options)
-	}{
+	tests := []conformanceTest{
 		{"Location", testLocation},
 		{"WriteRead", testWriteRead},
 		{"ReadAtEOF", testReadAtEOF},
@@ -50,8 +72,16 @@ func Run(t *testing.T, newStorage func(t *testing.T) storage.Storage, opts Optio
 		{"FreeSpace", testFreeSpace},
 		{"InvalidNames", testInvalidNames},
 		{"ConcurrentIO", testConcurrentIO},
-		{"Symlinks", testSymlinks},
-		{"SpecialFiles", testSpecialFiles},
+	}
+	if opts.ObjectStore {
+		// What a share holds and a bucket cannot (links, FIFOs, files
+		// modified or moved in place) is replaced by what a bucket holds.
+		tests = slices.DeleteFunc(tests, func(tc conformanceTest) bool {
+			return tc.name == "OpenWrite" || tc.name == "Rename" || tc.name == "Replace" || tc.name == "Remove"
+		})
+		tests = append(tests, conformanceTest{"WriteOnce", testWriteOnce}, conformanceTest{"ObjectKeys", testObjectKeys})
+	} else {
+		tests = append(tests, conformanceTest{"Symlinks", testSymlinks}, conformanceTest{"SpecialFiles", testSpecialFiles})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,14 +277,16 @@ func testOpenWrite(t *testing.T, s storage.Storage, _ Options) {
 	}
 }
 
-func testNotFound(t *testing.T, s storage.Storage, _ Options) {
+func testNotFound(t *testing.T, s storage.Storage, o Options) {
 	ctx := context.Background()
 	_, err := s.Stat(ctx, "nope.bak")
 	wantKind(t, "Stat", err, storage.ErrNotFound)
 	_, err = s.OpenRead(ctx, "nope.bak")
 	wantKind(t, "OpenRead", err, storage.ErrNotFound)
-	_, err = s.OpenWrite(ctx, "nope.bak")
-	wantKind(t, "OpenWrite", err, storage.ErrNotFound)
+	if !o.ObjectStore {
+		_, err = s.OpenWrite(ctx, "nope.bak")
+		wantKind(t, "OpenWrite", err, storage.ErrNotFound)
+	}
 	_, err = s.OpenRead(ctx, "nodir/nope.bak")
 	wantKind(t, "OpenRead in a missing directory", err, storage.ErrNotFound)
 	if storage.IsRetryable(err) {

@@ -78,6 +78,10 @@ func printCycle(w io.Writer, i int, run client.CycleRun, uiURL string) {
 		}
 		fmt.Fprintf(w, "  retention deleted: %s\n", strings.Join(del, ", "))
 	}
+	if im := r.Immutable; im != nil {
+		fmt.Fprintf(w, "  immutable: %d objects (%s) on %s, locked %s until %s, %s sent in %s\n", im.Objects, humanSize(im.Bytes), im.Target,
+			im.Mode, im.RetainUntil.Format(time.RFC3339), humanSize(im.Sent), round(im.Duration))
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "  warning:  %s\n", warn)
 	}
@@ -94,6 +98,23 @@ func demoSummary(results []workflows.CycleResult) string {
 		servers = append(servers, fmt.Sprintf("%s (seq %d)", r.Server, r.Sequence))
 	}
 	return fmt.Sprintf("demo: %d of %d cycles verified, round robin %s", len(results), demoCycles, strings.Join(servers, " -> "))
+}
+
+// showImmutable prints the object store's verdict: the probe that a locked
+// object there can be neither deleted, shortened nor overwritten with the
+// worker's credentials. The demo fails when a cycle made no immutable copy.
+func showImmutable(w io.Writer, results []workflows.CycleResult) error {
+	probe := ""
+	for i, r := range results {
+		if r.Immutable == nil {
+			return fmt.Errorf("demo cycle %d of %d: no immutable copy on %s: %s", i+1, demoCycles, devenv.ObjectStore, strings.Join(r.Warnings, "; "))
+		}
+		if r.Immutable.Probed || probe == "" {
+			probe = r.Immutable.Probe
+		}
+	}
+	fmt.Fprintf(w, "object store %s: %s\n", devenv.ObjectStore, probe)
+	return nil
 }
 
 func round(d time.Duration) string {

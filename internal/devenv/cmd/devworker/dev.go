@@ -114,6 +114,11 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout, demoSummary(results))
+		if site.Vault != nil {
+			if err := showImmutable(stdout, results); err != nil {
+				return err
+			}
+		}
 		if o.logEvery > 0 {
 			if err := showLogChain(ctx, c, stdout, o.logEvery); err != nil {
 				return err
@@ -179,6 +184,7 @@ func startSite(ctx context.Context, o options, srv *devserver.Server, log *zap.L
 		DatabaseSize:    int64(o.devDBSize),
 		FleetDatabases:  o.devFleet,
 		LogBackups:      o.logEvery > 0,
+		ObjectStore:     o.objectStore,
 		IP:              o.ip,
 		TemporalAddress: srv.FrontendAddress(),
 		Namespace:       srv.Namespace(),
@@ -208,6 +214,10 @@ func printSite(w io.Writer, site *devenv.Site) {
 	fmt.Fprintf(w, "    %-10s %-21s verification SQL Server at the remote site\n", devenv.VerifyInstance, site.Verify.Addr())
 	for _, b := range devenv.BackupServers {
 		fmt.Fprintf(w, "    %-10s %-21s backup server, SQL Server writes to %s\n", b, relPath(site.BackupDirs[b]), strings.Join(site.UNCPaths[b], " and "))
+	}
+	if v := site.Vault; v != nil {
+		fmt.Fprintf(w, "    %-10s %-21s object store (S3, versitygw), bucket %s with Object Lock: Sales's immutable copies\n",
+			devenv.ObjectStore, strings.TrimPrefix(v.Endpoint, "http://"), devenv.ObjectStoreBucket)
 	}
 	fmt.Fprintf(w, "  %s\n", site.BackupMode())
 }

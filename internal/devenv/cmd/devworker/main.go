@@ -1,7 +1,8 @@
 // Command devworker is the development worker behind `make demo`: an
 // embedded Temporal server (SQLite under --state-dir), its Web UI and a
 // backupcycle worker in one process, with the emulated site of
-// internal/devenv (SQL Servers sql01/sqlverify, backup servers bak01/bak02).
+// internal/devenv (SQL Servers sql01/sqlverify, backup servers bak01/bak02,
+// the object store vault01).
 //
 //	devworker                 run until Ctrl-C; start cycles from the Web UI or the starter
 //	devworker --demo          run the health check and two backup cycles of Sales, print them and Sales's log chain, and exit
@@ -56,6 +57,8 @@ type options struct {
 	// logEvery is how often Sales's log chain ticks (its log_backup.every
 	// is a minute); 0: no log backups.
 	logEvery time.Duration
+	// objectStore serves vault01, Sales's immutable_copy (versitygw).
+	objectStore bool
 }
 
 func main() {
@@ -80,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.metricsWebConfig, "metrics-web-config", "", workerhost.WebConfigUsage)
 	fs.StringVar(&o.taskQueue, "task-queue", "", "poll this task queue instead of "+workflows.TaskQueue)
 	fs.DurationVar(&o.logEvery, "log-every", defaultLogEvery, "Sales takes log backups (log_backup every 1m, a standby proof) and its log chain ticks this often; 0: no log backups")
+	fs.BoolVar(&o.objectStore, "object-store", true, "serve "+devenv.ObjectStore+", an S3 bucket with Object Lock (versitygw, built from tools/versitygw once), as Sales's immutable_copy")
 	fs.BoolVar(&showVersion, "version", false, "print the module version and VCS revision of this build and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: devworker [flags]   embedded Temporal + Web UI + worker + emulated site in one process

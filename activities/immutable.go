@@ -1,0 +1,361 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/metrics"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
+)
+
+// ProbeEvery is how old an object store's newest immutability probe may be
+// before a copy probes it again.
+const ProbeEvery = 24 * time.Hour
+
+// ImmutableInput asks for the immutable copy of a verified set.
+type ImmutableInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Entry    string `json:"entry,omitempty"`
+	Sequence int64  `json:"seq"`
+	// Servers are the backup servers holding the verified set: the copy
+	// reads the first that answers, and its record goes to each.
+	Servers []string `json:"servers"`
+	// Target is the database's immutable_copy (the plan's Immutable).
+	Target string `json:"target"`
+}
+
+// ImmutableOutput is what the copy did.
+type ImmutableOutput struct {
+	Target      string        `json:"target"`
+	State       string        `json:"state"` // catalog.ImmutableState
+	Objects     int           `json:"objects"`
+	Bytes       int64         `json:"bytes"`
+	Sent        int64         `json:"sent"` // sent by this attempt (not what was there already)
+	Mode        string        `json:"mode"`
+	RetainUntil time.Time     `json:"retain_until"`
+	Probe       string        `json:"probe"`            // the probe's verdict
+	Probed      bool          `json:"probed,omitempty"` // this copy ran the probe (else a recent one's record)
+	Duration    time.Duration `json:"duration"`
+}
+
+// ImmutableHeartbeat is what CopyImmutable records: each file's multipart
+// upload (its upload id and the parts the server holds), which a retry
+// continues once the server's own list of parts agrees with the source.
+type ImmutableHeartbeat struct {
+	Files   map[string]*s3.UploadProgress `json:"files"`
+	Percent float64                       `json:"percent"`
+	Bytes   int64                         `json:"bytes"`
+}
+
+// CopyImmutable copies a verified set to its database's object store
+// (immutable_copy): first the store's immutability probe, when its newest
+// is older than ProbeEvery or failed; then every stripe, each locked for
+// the database's ImmutableLock from the upload, its SHA-256
+// checked by the store part by part and read back; the manifest last. The
+// outcome is recorded in the set's manifest on every holder. Nothing here
+// changes the set's state: a failure leaves it verified.
+func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out ImmutableOutput, err error) {
+	d := &a.Cycle
+	start := time.Now()
+	out.Target = in.Target
+	db, err := d.database(in.Instance, in.Database, in.Entry)
+	if err != nil {
+		return out, err
+	}
+	if in.Target == "" || in.Target != db.ImmutableCopy {
+		return out, d.notOfDatabase(db, "immutable copy target", in.Target, "the immutable_copy", []string{db.ImmutableCopy})
+	}
+	if err := d.databaseServerList(db, "servers", in.Servers); err != nil {
+		return out, err
+	}
+	target, err := d.server(in.Target)
+	if err != nil {
+		return out, err
+	}
+	if !target.IsObjectStore() {
+		return out, nonRetryable(ErrInvalidConfig, fmt.Errorf("immutable_copy %s of %s is not a kind: s3 backup server", target.Name, db.ID()))
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence),
+		zap.String("server", target.Name))
+
+	src, from, m, err := a.verifiedSource(ctx, db, in)
+	if err != nil {
+		return out, err
+	}
+	defer src.Close()
+	// Locked from the upload (a later attempt extends what an earlier one
+	// wrote): a set copied late is kept as long as one copied at once.
+	lock := s3.Lock{Mode: target.S3.LockMode, Until: d.now().Add(db.ImmutableLock()).UTC().Truncate(time.Second)}
+	out.Mode, out.RetainUntil = lock.Mode, lock.Until
+	rec := &catalog.ImmutableCopy{Server: target.Name, Mode: lock.Mode, RetainUntil: lock.Until}
+	// Whatever happens from here is recorded in the set's manifest, best
+	// effort: status shows it per set.
+	defer func() {
+		if err == nil {
+			return
+		}
+		rec.State, rec.At, rec.Error = catalog.ImmutableFailed, d.now().UTC(), err.Error()
+		if errorTypeOf(err) == ErrNotImmutable {
+			rec.State = catalog.ImmutableNotImmutable
+		}
+		out.State = string(rec.State)
+		if rerr := a.recordImmutable(ctx, db, in, rec); rerr != nil {
+			log.Warn("immutable copy's failure not recorded in the manifests", zap.Error(rerr))
+		}
+	}()
+
+	store, err := location.OpenObjectStore(ctx, target, lock)
+	if err != nil {
+		return out, objectStoreError(target.Name, err)
+	}
+	defer store.Close()
+	rec.Location = store.Location()
+
+	probe, probed, err := a.probeImmutable(ctx, store, target)
+	if err != nil {
+		return out, objectStoreError(target.Name, err)
+	}
+	out.Probe, out.Probed = probe.Summary(), probed
+	rec.Probe = &catalog.ImmutableProbe{At: probe.At, Immutable: probe.Immutable, Summary: probe.Summary()}
+	if !probe.Immutable {
+		log.Error("object store is not immutable: nothing copied", zap.String("probe", probe.Summary()))
+		return out, nonRetryable(ErrNotImmutable, fmt.Errorf("%s (%s) is not immutable: %s; nothing of %s seq %d was copied there: "+
+			"enable Object Lock on the bucket, use lock_mode compliance, or take s3:DeleteObjectVersion and s3:BypassGovernanceRetention "+
+			"from the worker's S3 user (README \"Immutable copies on object storage\")", target.Name, store.Location(), probe.Summary(), db.ID(), in.Sequence))
+	}
+
+	var hb ImmutableHeartbeat
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &hb)
+	}
+	if hb.Files == nil {
+		hb.Files = map[string]*s3.UploadProgress{}
+	}
+	var total int64
+	jobs := make([]s3.UploadJob, len(m.Stripes))
+	for i, s := range m.Stripes {
+		jobs[i] = s3.UploadJob{Src: s.Name, Name: s.Name, SHA256: s.SHA256, Resume: hb.Files[s.Name]}
+		total += s.Size
+	}
+	rep := a.newReporter(ctx, StepImmutableCopy, in.Sequence)
+	var mu sync.Mutex
+	state := func() ImmutableHeartbeat {
+		mu.Lock()
+		defer mu.Unlock()
+		files := make(map[string]*s3.UploadProgress, len(hb.Files))
+		var done int64
+		for k, p := range hb.Files {
+			cp := *p
+			cp.Parts = append([]int32(nil), p.Parts...)
+			files[k] = &cp
+			switch {
+			case p.Done:
+				done += p.Size
+			case p.PartSize > 0:
+				done += min(int64(len(p.Parts))*p.PartSize, p.Size)
+			}
+		}
+		pct := 0.0
+		if total > 0 {
+			pct = 100 * float64(done) / float64(total)
+		}
+		return ImmutableHeartbeat{Files: files, Percent: pct, Bytes: done}
+	}
+	stop := rep.every(d.poll(), nil, func(float64, int64) any {
+		s := state()
+		rep.set(s.Percent, s.Bytes)
+		return s
+	})
+	defer stop()
+	results, err := store.UploadAll(ctx, src, jobs, s3.UploadOptions{
+		Limit: a.bandwidth.For(target.Name, int64(target.BandwidthLimit)),
+		Progress: func(p s3.UploadProgress) {
+			mu.Lock()
+			prev := hb.Files[p.File]
+			cp := p
+			if p.UploadID == "" && prev != nil && !p.Done {
+				// A read-back report: keep the upload's checkpoint.
+				cp.UploadID, cp.PartSize, cp.Parts = prev.UploadID, prev.PartSize, prev.Parts
+			}
+			hb.Files[p.File] = &cp
+			mu.Unlock()
+			heartbeat(ctx, state())
+		},
+	})
+	if err != nil {
+		return out, a.uploadError(target.Name, src, err)
+	}
+	for i, r := range results {
+		if r.ResumeRejected {
+			log.Warn("upload checkpoint did not hold: stripe sent from the start", zap.String("file", r.Name))
+		}
+		if r.Replaced {
+			log.Warn("the object store held other content under the stripe's name: written as a new version above it", zap.String("file", r.Name))
+		}
+		rec.Objects = append(rec.Objects, catalog.ImmutableObject{Name: r.Name, VersionID: r.VersionID, SHA256: m.Stripes[i].SHA256, Size: r.Size})
+		out.Bytes += r.Size
+		out.Sent += r.BytesSent
+	}
+	// The manifest last, as it is on the backup servers (signed): a
+	// manifest on the store says its stripes are all there.
+	keys, err := d.manifestKeys()
+	if err != nil {
+		return out, err
+	}
+	verified := *m
+	verified.Immutable = nil // as it was when verified: what the store holds is that manifest, whatever was recorded since
+	body, err := catalog.EncodeSigned(&verified, keys)
+	if err != nil {
+		return out, nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("manifest of %s seq %d: %w", db.ID(), in.Sequence, err))
+	}
+	mr := store.PutChecked(ctx, m.FileName(), body, lock)
+	if mr.Err != nil {
+		return out, a.uploadError(target.Name, src, mr.Err)
+	}
+	rec.Objects = append(rec.Objects, catalog.ImmutableObject{Name: mr.Name, VersionID: mr.VersionID, SHA256: mr.SHA256Hex, Size: mr.Size})
+	out.Sent += mr.BytesSent
+	out.Objects = len(rec.Objects)
+	out.Duration = time.Since(start)
+	rec.State, rec.At = catalog.ImmutableCopied, d.now().UTC()
+	out.State = string(rec.State)
+	if err := a.recordImmutable(ctx, db, in, rec); err != nil {
+		return out, err
+	}
+	log.Info("immutable copy made", zap.String("from", from), zap.Int("objects", out.Objects), zap.Int64("bytes", out.Bytes),
+		zap.Int64("sent", out.Sent), zap.String("mode", lock.Mode), zap.Time("retain_until", lock.Until), zap.Duration("duration", out.Duration))
+	a.recorder().StepDone(metrics.StepImmutable, db.Instance, db.Name, target.Name, out.Sent, out.Duration)
+	return out, nil
+}
+
+// verifiedSource opens the first holder of the set that answers and loads
+// its manifest, which must say verified (and be this run's).
+func (a *Activities) verifiedSource(ctx context.Context, db *config.Database, in ImmutableInput) (storage.Storage, string, *catalog.Manifest, error) {
+	d := &a.Cycle
+	var errs []error
+	for _, name := range in.Servers {
+		srv, err := d.server(name)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		st, err := d.openStorage(ctx, srv)
+		if err != nil {
+			if slices.Contains(NonRetryableErrorTypes, errorTypeOf(err)) {
+				return nil, "", nil, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		m, err := d.loadManifest(ctx, st, db, in.Sequence)
+		if err == nil {
+			err = ownedByThisRun(ctx, m, name)
+		}
+		if err == nil && m.State != catalog.StateVerified {
+			err = nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("set %d of %s on %s is %s: only a verified set is copied to the object store",
+				in.Sequence, db.ID(), name, m.State))
+		}
+		if err != nil {
+			st.Close()
+			if isAppError(err) {
+				return nil, "", nil, err
+			}
+			errs = append(errs, storageError(name, err))
+			continue
+		}
+		return st, name, m, nil
+	}
+	return nil, "", nil, retryable(ErrBackupTargetUnreachable, fmt.Errorf("no holder of %s seq %d could be read: %w", db.ID(), in.Sequence, errors.Join(errs...)))
+}
+
+// probeImmutable returns the store's newest probe when it is recent and
+// passed, else probes now and records the result on the store.
+func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target *config.BackupServer) (s3.ProbeResult, bool, error) {
+	now := time.Now() // the probe's own clock
+	last, err := store.ReadProbeRecord(ctx)
+	if err == nil && last.Immutable && last.Mode == target.S3.LockMode && last.Location == store.Location() &&
+		!last.At.After(now) && now.Sub(last.At) < ProbeEvery {
+		return last, false, nil
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrCorrupt) {
+		return s3.ProbeResult{}, false, err
+	}
+	res, err := store.Probe(ctx, target.S3.LockMode)
+	if err != nil {
+		return res, false, err
+	}
+	a.loggerFor(ctx).Info("object store probed", zap.String("server", target.Name), zap.Bool("immutable", res.Immutable),
+		zap.String("verdict", res.Summary()), zap.Duration("took", res.Duration))
+	a.recorder().ImmutableProbed(target.Name, res.Immutable, res.At)
+	if err := store.WriteProbeRecord(ctx, res); err != nil {
+		// The verdict stands; the next copy probes again.
+		a.loggerFor(ctx).Warn("probe result not recorded on the object store", zap.String("server", target.Name), zap.Error(err))
+	}
+	return res, true, nil
+}
+
+// recordImmutable records the immutable copy in the set's manifest on each
+// holder.
+func (a *Activities) recordImmutable(ctx context.Context, db *config.Database, in ImmutableInput, rec *catalog.ImmutableCopy) error {
+	_, err := a.updateManifest(ctx, db, in.Sequence, in.Servers, nil, func(m *catalog.Manifest) error {
+		if m == nil {
+			return nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("no manifest of %s seq %d on %v", db.ID(), in.Sequence, in.Servers))
+		}
+		if m.State != catalog.StateVerified {
+			return nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("set %d of %s is %s: only a verified set is copied", in.Sequence, db.ID(), m.State))
+		}
+		cp := *rec
+		m.Immutable = &cp
+		return nil
+	})
+	return err
+}
+
+// uploadError classifies an upload's failure: the source no longer as its
+// manifest says is ImmutableCopyFailed (no retry changes the source), the
+// rest as objectStoreError.
+func (a *Activities) uploadError(server string, src storage.Storage, err error) error {
+	var se *storage.Error
+	if errors.As(err, &se) && se.Location == src.Location() {
+		if errors.Is(err, storage.ErrCorrupt) {
+			return nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("%w: the set's stripe on the backup server differs from its manifest; "+
+				"the set needs a look (starter run --resume is not affected, the next cycle takes a new set)", err))
+		}
+		return storageError(se.Location, err)
+	}
+	return objectStoreError(server, err)
+}
+
+// objectStoreError classifies an object store's failure: a bucket that does
+// not keep the lock is NotImmutable; credentials, a missing bucket, a
+// refused request are the configuration's (InvalidConfig); the rest is
+// retried (ObjectStoreUnreachable).
+func objectStoreError(server string, err error) error {
+	if err == nil || isAppError(err) {
+		return err
+	}
+	err = fmt.Errorf("object store %s: %w", server, err)
+	switch {
+	case errors.Is(err, config.ErrSecretUnavailable):
+		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, s3.ErrNotLocked):
+		return nonRetryable(ErrNotImmutable, err)
+	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
+		errors.Is(err, storage.ErrInvalidName):
+		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: check the bucket, the access key and the bucket policy (README \"Immutable copies on object storage\")", err))
+	case errors.Is(err, storage.ErrNoSpace), errors.Is(err, storage.ErrUnsupported), s3.Refused(err) && !errors.Is(err, storage.ErrConnection):
+		// The server's considered answer: the same request meets it again.
+		return nonRetryable(ErrImmutableCopyFailed, err)
+	}
+	return retryable(ErrObjectStoreUnreachable, err)
+}

@@ -1,0 +1,197 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/s3test"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
+)
+
+// immutableFixture is the site of cycleFixture with an object store: a
+// versitygw bucket configured as the kind: s3 backup server vault01 and
+// Sales's immutable_copy, and a verified set 5 on bak01 and bak02.
+type immutableFixture struct {
+	*cycleFixture
+	srv    *s3test.Server
+	bucket string
+	m      *catalog.Manifest
+}
+
+func newImmutableFixture(t *testing.T, locked bool, mode string) *immutableFixture {
+	t.Helper()
+	f := &immutableFixture{cycleFixture: newCycleFixture(t, "Sales", ""), srv: s3test.Start(t), bucket: "worm"}
+	if err := f.srv.CreateBucket(context.Background(), f.bucket, locked); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VAULT01_SECRET", f.srv.RootSecret)
+	f.cfg.BackupServers = append(f.cfg.BackupServers, config.BackupServer{Name: "vault01", Kind: config.KindS3, MaxConcurrent: 2,
+		S3: &config.S3{Endpoint: f.srv.Endpoint, Region: "us-east-1", Bucket: f.bucket, Prefix: "sets/", PathStyle: true,
+			AccessKeyID: f.srv.RootAccess, SecretAccessKeyEnv: "VAULT01_SECRET", LockMode: mode}})
+	f.cfg.Databases[0].ImmutableCopy = "vault01"
+	// A verified set on both servers, its stripes hashed as the copy
+	// step records them.
+	f.m = f.writeSet("bak01", "Sales", 5, catalog.StateVerified, "bak01", 300_000)
+	for i, s := range f.m.Stripes {
+		data, err := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(f.dirs["bak02"], s.Name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		f.m.Stripes[i].SHA256 = hex.EncodeToString(sum[:])
+	}
+	f.m.Servers = []string{"bak01", "bak02"}
+	f.save("bak01", f.m)
+	f.save("bak02", f.m)
+	return f
+}
+
+func (f *immutableFixture) copy() (ImmutableOutput, error) {
+	f.t.Helper()
+	v, err := f.env.ExecuteActivity(f.acts.CopyImmutable, ImmutableInput{Database: "Sales", Instance: "sql01", Sequence: 5,
+		Servers: []string{"bak01", "bak02"}, Target: "vault01"})
+	var out ImmutableOutput
+	if err == nil {
+		err = v.Get(&out)
+	}
+	return out, err
+}
+
+func (f *immutableFixture) store() *s3.Store {
+	f.t.Helper()
+	st, err := s3.Open(context.Background(), f.srv.Config(f.bucket, "sets/"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// A verified set goes to the object store stripes first, manifest last,
+// each locked in COMPLIANCE mode from its verification for the database's
+// immutable lock, and read back; the manifests on both holders record it
+// and the set stays verified. A second run sends nothing.
+func TestCopyImmutableCopiesAVerifiedSetLocked(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	out, err := f.copy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, s := range f.m.Stripes {
+		total += s.Size
+	}
+	if out.State != string(catalog.ImmutableCopied) || out.Objects != 3 || out.Bytes != total || out.Sent < total || !out.Probed ||
+		!strings.HasPrefix(out.Probe, "immutable") {
+		t.Errorf("output %+v: want 3 objects, %d bytes sent, probed immutable", out, total)
+	}
+	wantUntil := f.now.Add(f.cfg.Databases[0].ImmutableLock()).UTC().Truncate(time.Second)
+	if !out.RetainUntil.Equal(wantUntil) || out.Mode != config.LockCompliance {
+		t.Errorf("lock %s until %s, want COMPLIANCE until %s (now + (keep_verified+1) x rpo)", out.Mode, out.RetainUntil, wantUntil)
+	}
+	st := f.store()
+	ctx := context.Background()
+	names := append([]string{}, f.m.Stripes[0].Name, f.m.Stripes[1].Name, f.m.FileName())
+	for _, name := range names {
+		l, err := st.Retention(ctx, name, "")
+		if err != nil || l.Mode != s3.ModeCompliance || l.Until.Before(wantUntil) {
+			t.Errorf("%s: lock %+v, %v; want COMPLIANCE until %s", name, l, err, wantUntil)
+		}
+	}
+	for _, s := range f.m.Stripes {
+		want, _ := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
+		if got := s3test.ReadAll(t, st, s.Name); string(got) != string(want) {
+			t.Errorf("%s on the object store differs from the set's stripe", s.Name)
+		}
+	}
+	onStore, err := catalog.Decode(s3test.ReadAll(t, st, f.m.FileName()))
+	if err != nil || onStore.State != catalog.StateVerified || onStore.Immutable != nil {
+		t.Errorf("manifest on the object store: %+v, %v; want the verified manifest", onStore, err)
+	}
+	for _, server := range []string{"bak01", "bak02"} {
+		m := f.load(server, "Sales", 5)
+		im := m.Immutable
+		if m.State != catalog.StateVerified || im == nil || im.State != catalog.ImmutableCopied || len(im.Objects) != 3 ||
+			im.Objects[2].Name != f.m.FileName() || im.Objects[0].VersionID == "" || im.Probe == nil || !im.Probe.Immutable {
+			t.Errorf("manifest on %s: state %s, immutable %+v", server, m.State, im)
+		}
+	}
+	again, err := f.copy()
+	if err != nil || again.Sent != 0 || again.Probed {
+		t.Errorf("second copy: %+v, %v; want nothing sent, the day's probe reused", again, err)
+	}
+}
+
+// The probe turns a target that does not keep a locked object into
+// NotImmutable, not retried, before anything of the set is copied: a
+// bucket without Object Lock, and GOVERNANCE mode with credentials that may
+// bypass it. The set stays verified; its manifests say why.
+func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		locked bool
+		mode   string
+		check  string
+	}{
+		{"bucket without object lock", false, config.LockCompliance, "write a locked object"},
+		{"governance with bypass", true, config.LockGovernance, "bypassing governance"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newImmutableFixture(t, tc.locked, tc.mode)
+			_, err := f.copy()
+			if errorTypeOf(err) != ErrNotImmutable || !strings.Contains(err.Error(), tc.check) {
+				t.Fatalf("error %v: want NotImmutable naming %q", err, tc.check)
+			}
+			m := f.load("bak02", "Sales", 5)
+			if m.State != catalog.StateVerified || m.Immutable == nil || m.Immutable.State != catalog.ImmutableNotImmutable ||
+				m.Immutable.Probe == nil || m.Immutable.Probe.Immutable {
+				t.Errorf("manifest: state %s, immutable %+v", m.State, m.Immutable)
+			}
+			out, err := f.srv.Client().ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String(f.bucket),
+				Prefix: aws.String("sets/sql01")})
+			if err != nil || len(out.Contents) != 0 {
+				t.Errorf("objects of the set on the store: %d, %v; want none", len(out.Contents), err)
+			}
+			rec, err := f.store().ReadProbeRecord(context.Background())
+			if err != nil || rec.Immutable {
+				t.Errorf("probe record %+v, %v: want the failed probe recorded", rec, err)
+			}
+		})
+	}
+}
+
+// The plan names the database's object store: the cycle holds a slot of
+// its max_concurrent, like a backup server's.
+func TestPlanCycleHoldsTheObjectStoresSlot(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	f.cfg.BackupServers[len(f.cfg.BackupServers)-1].MaxConcurrent = 3
+	v, err := f.env.ExecuteActivity(f.acts.PlanCycle, PlanInput{Database: "Sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Plan
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range p.Slots {
+		found = found || s.Kind == SlotServer && s.Name == "vault01" && s.Limit == 3
+	}
+	if p.Immutable != "vault01" || !found {
+		t.Errorf("plan: immutable %q, slots %+v; want vault01 with a slot of its max_concurrent 3", p.Immutable, p.Slots)
+	}
+}

@@ -1,0 +1,324 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/backupcycle/backupcycle/internal/s3test"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
+	"github.com/backupcycle/backupcycle/internal/storage/storagetest"
+)
+
+// raw is a second client of the bucket, for the conformance suite.
+type raw struct {
+	c              *awss3.Client
+	bucket, prefix string
+}
+
+func (r raw) Put(t *testing.T, key string, data []byte) {
+	t.Helper()
+	if _, err := r.c.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: &r.bucket, Key: aws.String(r.prefix + key),
+		Body: bytes.NewReader(data)}); err != nil {
+		t.Fatalf("raw put %s: %v", key, err)
+	}
+}
+
+func (r raw) Delete(t *testing.T, key string) {
+	t.Helper()
+	if _, err := r.c.DeleteObject(context.Background(), &awss3.DeleteObjectInput{Bucket: &r.bucket, Key: aws.String(r.prefix + key)}); err != nil {
+		t.Fatalf("raw delete %s: %v", key, err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateBucket(ctx, "conformance", true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config("conformance", "backupcycle/")
+	cfg.Lock = s3.Lock{Mode: s3.ModeCompliance, Until: time.Now().Add(time.Hour)}
+	storagetest.Run(t, func(t *testing.T) storage.Storage {
+		s, err := s3.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, storagetest.Options{Secret: srv.RootSecret, ObjectStore: true, Raw: raw{srv.Client(), "conformance", "backupcycle/"}})
+}
+
+func TestOpenRefusesAMissingBucketAndBadCredentials(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	_, err := s3.Open(ctx, srv.Config("nosuchbucket", ""))
+	if !errors.Is(err, storage.ErrShareNotFound) || storage.IsRetryable(err) || !strings.Contains(err.Error(), "nosuchbucket") {
+		t.Errorf("Open of a missing bucket: %v; want a non-retryable ErrShareNotFound naming it", err)
+	}
+	if err := srv.CreateBucket(ctx, "bkt", true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config("bkt", "")
+	cfg.SecretAccessKey = "wrong-secret-value"
+	_, err = s3.Open(ctx, cfg)
+	if err == nil || storage.IsRetryable(err) || strings.Contains(err.Error(), "wrong-secret-value") {
+		t.Errorf("Open with a wrong secret: %v; want a non-retryable error without the secret", err)
+	}
+}
+
+// source is a local directory with one file of n random bytes.
+func source(t *testing.T, name string, n int) (storage.Storage, []byte, string) {
+	t.Helper()
+	dir := t.TempDir()
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i*7 + i/4093)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := local.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sum := sha256.Sum256(data)
+	return st, data, hex.EncodeToString(sum[:])
+}
+
+func lockedStore(t *testing.T, srv *s3test.Server, bucket string) *s3.Store {
+	t.Helper()
+	ctx := context.Background()
+	if err := srv.CreateBucket(ctx, bucket, true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config(bucket, "sets/")
+	cfg.Lock = s3.Lock{Mode: s3.ModeCompliance, Until: time.Now().Add(time.Hour)}
+	st, err := s3.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// stopAfter starts job's upload and stops it once the server holds parts
+// of it, returning the last checkpoint with its upload id.
+func stopAfter(t *testing.T, st *s3.Store, src storage.Storage, job s3.UploadJob, opts s3.UploadOptions, parts int) s3.UploadProgress {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var last s3.UploadProgress
+	opts.Progress = func(p s3.UploadProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.UploadID != "" {
+			last = p
+		}
+		if len(p.Parts) >= parts {
+			cancel()
+		}
+	}
+	if res := st.Upload(ctx, src, job, opts); res.Err == nil {
+		t.Fatal("the stopped upload succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last.UploadID == "" || len(last.Parts) < parts {
+		t.Fatalf("checkpoint %+v: want an upload id and at least %d parts", last, parts)
+	}
+	return last
+}
+
+// A multipart upload stopped after some parts resumes from the upload id
+// of its last checkpoint: the parts the server holds are not sent again,
+// and the object is locked, checksummed and reads back as the source.
+func TestUploadResumesFromTheCheckpoint(t *testing.T) {
+	srv := s3test.Start(t)
+	st := lockedStore(t, srv, "resume")
+	src, data, sum := source(t, "db_1of2.bak", 41<<20+123)
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 2}
+	cp := stopAfter(t, st, src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum}, opts, 3)
+	if _, err := st.Stat(context.Background(), "db_1of2.bak"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("an unfinished upload is visible: %v", err)
+	}
+	res := st.Upload(context.Background(), src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum, Resume: &cp}, opts)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res.ResumedParts < 3 || res.BytesSent > int64(len(data))-3*s3.MinPartSize || res.ResumeRejected {
+		t.Errorf("resumed %d parts, sent %d of %d bytes, rejected %v: want the checkpoint's parts kept", res.ResumedParts, res.BytesSent, len(data), res.ResumeRejected)
+	}
+	if !bytes.Equal(s3test.ReadAll(t, st, "db_1of2.bak"), data) {
+		t.Fatal("the object reads otherwise than the source")
+	}
+	h, err := st.Head(context.Background(), "db_1of2.bak", res.VersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Lock.Mode != s3.ModeCompliance || h.Lock.Until.IsZero() || !strings.HasSuffix(h.SHA256, "-9") {
+		t.Errorf("head %+v: want a COMPLIANCE lock and the composite SHA-256 of 9 parts", h)
+	}
+
+	// Once there, the same content is not sent again.
+	again := st.Upload(context.Background(), src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum}, opts)
+	if again.Err != nil || !again.AlreadyThere || again.BytesSent != 0 || again.VersionID != res.VersionID {
+		t.Errorf("second upload: %+v; want AlreadyThere, nothing sent, version %s", again, res.VersionID)
+	}
+}
+
+// A checkpoint is a hint: parts the server holds are kept only where the
+// source hashes as the server recorded them; a part whose source bytes
+// differ is sent again.
+func TestUploadChecksEveryResumedPart(t *testing.T) {
+	srv := s3test.Start(t)
+	st := lockedStore(t, srv, "forged")
+	src, data, sum := source(t, "x.bak", 4*s3.MinPartSize)
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 1}
+	cp := stopAfter(t, st, src, s3.UploadJob{Src: "x.bak", Name: "x.bak", SHA256: sum}, opts, 2)
+	// The source's first part changes in place; the checkpoint is made to
+	// fit its new modification time.
+	changed := bytes.Clone(data)
+	changed[10] ^= 0xff
+	dir := src.Location()[len("file://"):]
+	if err := os.WriteFile(filepath.Join(dir, "x.bak"), changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := src.Stat(context.Background(), "x.bak")
+	cp.SrcModTime = fi.ModTime.UnixNano()
+	nsum := sha256.Sum256(changed)
+	res := st.Upload(context.Background(), src, s3.UploadJob{Src: "x.bak", Name: "x.bak", SHA256: hex.EncodeToString(nsum[:]), Resume: &cp}, opts)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if res.ResumedParts != len(cp.Parts)-1 {
+		t.Errorf("resumed %d parts of the checkpoint's %d; want all but the changed one", res.ResumedParts, len(cp.Parts))
+	}
+	if !bytes.Equal(s3test.ReadAll(t, st, "x.bak"), changed) {
+		t.Fatal("the object is not the source as it is now")
+	}
+}
+
+// A source that does not hash as its manifest says is not uploaded:
+// nothing appears under the name, and the error says which file.
+func TestUploadRefusesASourceThatIsNotTheManifests(t *testing.T) {
+	srv := s3test.Start(t)
+	st := lockedStore(t, srv, "mismatch")
+	for _, n := range []int{1000, 3 * s3.MinPartSize} {
+		src, _, _ := source(t, "y.bak", n)
+		res := st.Upload(context.Background(), src, s3.UploadJob{Src: "y.bak", Name: fmt.Sprintf("y%d.bak", n), SHA256: strings.Repeat("ab", 32)},
+			s3.UploadOptions{PartSize: s3.MinPartSize})
+		if !errors.Is(res.Err, storage.ErrCorrupt) || !strings.Contains(res.Err.Error(), "y.bak") {
+			t.Errorf("%d bytes: %v; want ErrCorrupt naming the source", n, res.Err)
+		}
+		if _, err := st.Stat(context.Background(), fmt.Sprintf("y%d.bak", n)); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("%d bytes: an object was written: %v", n, err)
+		}
+	}
+}
+
+// The probe, both ways: a bucket with Object Lock in COMPLIANCE mode keeps
+// the probe's object whatever the worker's credentials try; a bucket
+// without Object Lock, and GOVERNANCE mode with credentials that may
+// bypass it, do not, and say what went through.
+func TestProbe(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	for _, b := range []struct {
+		name   string
+		locked bool
+	}{{"worm", true}, {"plain", false}} {
+		if err := srv.CreateBucket(ctx, b.name, b.locked); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const user, secret = "backupworker", "backupworker-secret-1"
+	if err := srv.CreateUser(ctx, user, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.PutPolicy(ctx, "worm", workerPolicy("worm", user)); err != nil {
+		t.Fatal(err)
+	}
+	open := func(bucket string, asWorker bool) *s3.Store {
+		cfg := srv.Config(bucket, "p/")
+		if asWorker {
+			cfg.AccessKeyID, cfg.SecretAccessKey = user, secret
+		}
+		st, err := s3.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for _, tc := range []struct {
+		name      string
+		bucket    string
+		worker    bool
+		mode      string
+		immutable bool
+		failed    string
+	}{
+		{"compliance", "worm", false, s3.ModeCompliance, true, ""},
+		{"governance without bypass permission", "worm", true, s3.ModeGovernance, true, ""},
+		{"governance with bypass permission", "worm", false, s3.ModeGovernance, false, "delete the locked version bypassing governance"},
+		{"no object lock", "plain", false, s3.ModeCompliance, false, "write a locked object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := open(tc.bucket, tc.worker)
+			res, err := st.Probe(ctx, tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", tc.name, res.Summary())
+			for _, c := range res.Checks {
+				t.Logf("  %-48s held=%v %s", c.Name, c.Held, c.Detail)
+			}
+			if res.Immutable != tc.immutable {
+				t.Fatalf("Immutable = %v, want %v", res.Immutable, tc.immutable)
+			}
+			if tc.immutable && len(res.Checks) != 6 {
+				t.Errorf("%d checks, want 6", len(res.Checks))
+			}
+			if !tc.immutable && res.Failed().Name != tc.failed {
+				t.Errorf("first failed check %q, want %q", res.Failed().Name, tc.failed)
+			}
+			if err := st.WriteProbeRecord(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := st.ReadProbeRecord(ctx)
+			if err != nil || rec.Immutable != res.Immutable || !rec.At.Equal(res.At) {
+				t.Fatalf("probe record: %+v, %v", rec, err)
+			}
+		})
+	}
+}
+
+// workerPolicy is the bucket policy the README asks for: the worker may
+// write, read and list, extend a lock and abort its own uploads, and may
+// not delete a version, bypass governance mode or change the bucket's lock
+// configuration.
+func workerPolicy(bucket, principal string) string {
+	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
+{"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
+ "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
+ "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
+{"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
+ "s3:PutBucketObjectLockConfiguration","s3:PutBucketVersioning","s3:DeleteBucket","s3:PutBucketPolicy"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
+}
