@@ -88,6 +88,25 @@ const (
 	// its disk needs attention (DBCC CHECKDB on it); no backup set is
 	// corrupt, this one is only incomplete. Not retryable.
 	ErrSourceDatabaseDamaged = "SourceDatabaseDamaged"
+	// ErrRecoveryPointUnreachable: no restore from the backups on the
+	// reachable backup servers reaches the point a recover asks for (before
+	// the oldest verified full, after the newest log held, a hole or a
+	// break in the log chain, no verified full at all); the error says how
+	// far the backups go. Nothing was restored. Not retryable: another
+	// point, or --latest, is a person's choice.
+	ErrRecoveryPointUnreachable = "RecoveryPointUnreachable"
+	// ErrTargetDatabaseExists: a database of the name a recover restores
+	// to exists on the target instance and --replace was not given;
+	// nothing is touched.
+	ErrTargetDatabaseExists = "TargetDatabaseExists"
+	// ErrTargetIsSource: a recover would restore over the source database
+	// itself (same instance and name) without both --replace and an
+	// explicit --as of that name; nothing is touched.
+	ErrTargetIsSource = "TargetIsSource"
+	// ErrTargetInstanceFull: the target instance's data or log volume has
+	// not the space the database's files take (their allocated size); a
+	// person frees it or chooses other directories.
+	ErrTargetInstanceFull = "TargetInstanceFull"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -112,6 +131,10 @@ var NonRetryableErrorTypes = []string{
 	ErrSanityCheckCouldNotRun,
 	ErrNoSanityProof,
 	ErrSourceDatabaseDamaged,
+	ErrRecoveryPointUnreachable,
+	ErrTargetDatabaseExists,
+	ErrTargetIsSource,
+	ErrTargetInstanceFull,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or
