@@ -234,4 +234,3 @@ func (f *fixture) recover(in Request) (Plan, FinishOutput, []StepOutput) {
 	f.must(New(nil).FinishRecover, FinishInput{Target: t, Copy: full.Copy, NoRecovery: in.NoRecovery}, &fin)
 	return p, fin, outs
 }
-
