@@ -233,12 +233,15 @@ func printRecoverResult(w io.Writer, run client.RecoverRun) {
 	}
 	if r.LogsDone > 0 {
 		from += fmt.Sprintf(" and %d log backup(s) of chain %d (logs %d-%d", r.LogsDone, r.Chain, r.FirstLog, r.FirstLog+int64(r.LogsDone)-1)
-		if r.StoppedAt != 0 && r.LogsDone < r.LogsTotal {
-			from += fmt.Sprintf("; STOPAT reached in log %d, %d later log(s) not needed", r.StoppedAt, r.LogsTotal-r.LogsDone)
+		if r.StoppedAt != 0 {
+			from += fmt.Sprintf(", STOPAT reached in log %d", r.StoppedAt)
+		}
+		if r.LogsDone < r.LogsTotal {
+			from += fmt.Sprintf("; %d later log(s) not needed", r.LogsTotal-r.LogsDone)
 		}
 		from += ")"
 	}
-	fmt.Fprintf(w, "  restored: %s, read from %s\n", from, r.FullServer)
+	fmt.Fprintf(w, "  restored: %s, read from %s\n", from, strings.Join(r.Servers, ", "))
 	if len(r.Unreachable) > 0 {
 		fmt.Fprintf(w, "  not read: %s\n", strings.Join(r.Unreachable, "; "))
 	}
@@ -274,7 +277,7 @@ type recoverJSON struct {
 	Outcome           string         `json:"outcome"`
 	State             string         `json:"state,omitempty"`
 	Sequence          int64          `json:"sequence,omitempty"`
-	Server            string         `json:"server,omitempty"`
+	Servers           []string       `json:"servers,omitempty"`
 	Chain             int64          `json:"chain,omitempty"`
 	LogsTotal         int            `json:"logs_total"`
 	LogsDone          int            `json:"logs_done"`
@@ -294,7 +297,7 @@ func recoverJSONOf(run client.RecoverRun) recoverJSON {
 	r := run.Result
 	t := r.Times
 	return recoverJSON{WorkflowID: run.WorkflowID, RunID: run.RunID, Database: r.Database, Instance: r.Instance, Target: r.Target, Name: r.Name,
-		Point: r.Point, Outcome: r.Outcome, State: r.State, Sequence: r.Sequence, Server: r.FullServer, Chain: r.Chain, LogsTotal: r.LogsTotal,
+		Point: r.Point, Outcome: r.Outcome, State: r.State, Sequence: r.Sequence, Servers: r.Servers, Chain: r.Chain, LogsTotal: r.LogsTotal,
 		LogsDone: r.LogsDone, LogsRestored: r.LogsRestored, StoppedAt: r.StoppedAt, StopAt: rfc3339(r.StopAt), RecoveryPoint: rfc3339(r.RecoveryPoint),
 		RecoveryPointFrom: r.RecoveryPointFrom, Bytes: r.BytesDone, Unreachable: r.Unreachable, Warnings: r.Warnings, Error: r.LastError,
 		Times: map[string]any{"plan_seconds": secs(t.Plan), "full_seconds": secs(t.Full), "logs_seconds": secs(t.Logs),

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,10 +88,12 @@ type RecoverStatus struct {
 	Step    string `json:"step"`
 	Outcome string `json:"outcome"`
 	// Sequence is the full restored, FullServer where it was read;
-	// FullPercent the RESTORE's progress.
-	Sequence    int64   `json:"sequence,omitempty"`
-	FullServer  string  `json:"full_server,omitempty"`
-	FullPercent float64 `json:"full_percent,omitempty"`
+	// FullPercent the RESTORE's progress. Servers are every backup server
+	// a file was read from.
+	Sequence    int64    `json:"sequence,omitempty"`
+	FullServer  string   `json:"full_server,omitempty"`
+	FullPercent float64  `json:"full_percent,omitempty"`
+	Servers     []string `json:"servers,omitempty"`
 	// LogsDone of LogsTotal log backups restored (FirstLog to LastLog of
 	// Chain); CurrentLog is being restored now.
 	Chain      int64 `json:"chain,omitempty"`
@@ -264,8 +267,11 @@ func (r *recoverRun) step(ctx workflow.Context, step string) {
 	r.eta(ctx)
 }
 
-// count adds a step's skipped or re-attached statement.
+// count adds a step's server, and its skipped or re-attached statement.
 func (r *recoverRun) count(o recover.StepOutput) {
+	if o.Server != "" && !slices.Contains(r.st.Servers, o.Server) {
+		r.st.Servers = append(r.st.Servers, o.Server)
+	}
 	if o.Skipped {
 		r.st.Skipped++
 	}

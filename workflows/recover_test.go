@@ -53,7 +53,7 @@ func (r *recoverEnv) steps(t *testing.T) {
 	var acts *recover.Activities
 	cp := &catalog.VerifyCopy{BackupSetGUID: "F", RestoreHistoryID: 9}
 	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
-	r.env.OnActivity(acts.RestoreFull, mock.Anything, mock.Anything).After(10*time.Minute).Return(
+	r.env.OnActivity(acts.RestoreFull, mock.Anything, mock.Anything).After(10 * time.Minute).Return(
 		func(_ context.Context, in recover.RestoreFullInput) (recover.StepOutput, error) {
 			if in.Intent == nil || in.Step.Sequence != 7 || in.Name != "Sales" || in.To != "sql02" {
 				t.Errorf("RestoreFull input %+v", in)

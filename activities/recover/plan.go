@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
@@ -175,7 +176,7 @@ func (a *Activities) readServers(ctx context.Context, db *config.Database, log *
 				return nil, nil, ctx.Err()
 			}
 			log.Warn("backup server not read: the others serve", zap.String("server", name), zap.Error(err))
-			unreachable = append(unreachable, fmt.Sprintf("%s: %v", name, err))
+			unreachable = append(unreachable, fmt.Sprintf("%s: %s", name, message(err)))
 			continue
 		}
 		out = append(out, s)
@@ -401,4 +402,14 @@ func timeouts(d *activities.CycleDeps, db *config.Database, p Plan) (restore, lo
 		hb = 4 * time.Minute
 	}
 	return restore, logT, hb
+}
+
+// message is what an error says, without Temporal's type and cause
+// suffixes (an ApplicationError's message already holds its cause).
+func message(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
 }

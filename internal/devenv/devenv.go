@@ -121,6 +121,10 @@ type Options struct {
 	// owns_backup_chain) with a standby proof (log_proof: standby): the
 	// worker of such a site runs its log chain.
 	LogBackups bool
+	// CommitLog gives Sales, when it is created, the emulator's
+	// commit-time workload table dbo.CommitLog (sqlsim.DatabaseSpec): the
+	// tests that restore to a point in time count its rows.
+	CommitLog bool
 }
 
 // FleetDatabaseNames are the small databases of Options.FleetDatabases.
@@ -318,7 +322,9 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		}
 	} else {
 		began := time.Now()
-		if err := s.Source.CreateDatabase(salesSpec(o.DatabaseSize, l.volumes)); err != nil {
+		spec := salesSpec(o.DatabaseSize, l.volumes)
+		spec.CommitLog = o.CommitLog
+		if err := s.Source.CreateDatabase(spec); err != nil {
 			return nil, fmt.Errorf("devenv: create %s on %s: %w", Database, SourceInstance, err)
 		}
 		s.Created, s.CreateTime = true, time.Since(began)
