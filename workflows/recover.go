@@ -173,7 +173,7 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	target := recover.Target{Database: p.Database, Instance: p.Instance, To: p.Target, Name: p.Name, AsGiven: in.As != "", Replace: in.Replace}
 	long := func(timeout time.Duration, summary string) workflow.Context {
 		return withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, ScheduleToCloseTimeout: 3 * timeout,
-			HeartbeatTimeout: p.HeartbeatTimeout, RetryPolicy: retry(10*time.Second, 20), Summary: summary})
+			HeartbeatTimeout: p.HeartbeatTimeout, RetryPolicy: retry(5*time.Second, 20), Summary: summary})
 	}
 	full := p.Restore.Full()
 	r.step(ctx, recover.StepFull)
