@@ -213,3 +213,40 @@ func TestPlanRecoverRefusesWhatWouldFailLate(t *testing.T) {
 		t.Fatalf("older target: %v, want InvalidConfig naming the versions", err)
 	}
 }
+
+// An encrypted database (TDE): a target without the certificate is
+// refused by the plan, naming the thumbprint and how to install it; once
+// it holds the certificate, the plan goes through.
+func TestPlanRecoverNeedsTheTDECertificate(t *testing.T) {
+	f := newFixture(t, sitetest.Options{})
+	if _, err := f.site.Source.CreateCertificate("TDECert", "TDE of Sales"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.site.Source.EnableTDE("Sales", "TDECert"); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := f.site.Source.ExportCertificate("TDECert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The verification instance holds it while the full is verified.
+	if err := f.site.Verify.ImportCertificate(cert); err != nil {
+		t.Fatal(err)
+	}
+	f.history(1)
+	if err := f.site.Verify.DropCertificate("TDECert"); err != nil {
+		t.Fatal(err)
+	}
+	in := Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_tde", Latest: true}
+	var p Plan
+	err = f.run(New(nil).PlanRecover, in, &p)
+	if errType(err) != activities.ErrInvalidConfig || !strings.Contains(err.Error(), cert.ThumbprintText()) || !strings.Contains(err.Error(), "CREATE CERTIFICATE") {
+		t.Fatalf("target without the certificate: %v, want InvalidConfig naming %s and the fix", err, cert.ThumbprintText())
+	}
+	if err := f.site.Verify.ImportCertificate(cert); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(New(nil).PlanRecover, in, &p); err != nil || p.TDEThumbprint != cert.ThumbprintText() {
+		t.Fatalf("with the certificate: %+v, %v", p.TDEThumbprint, err)
+	}
+}
