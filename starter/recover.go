@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -166,35 +165,17 @@ func pointOf(in workflows.RecoverInput) string {
 // followRecover prints a line whenever the recover moves on (a step, a
 // log), with its ETA, until stop.
 func followRecover(ctx context.Context, c *client.Client, workflowID, runID string, w io.Writer) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		last := ""
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
-		for {
-			qctx, qcancel := context.WithTimeout(ctx, client.DefaultProgressTimeout)
-			st, err := c.RecoverStatus(qctx, workflowID, runID)
-			qcancel()
-			if err == nil && ctx.Err() == nil {
-				if line := recoverLine(st); line != last {
-					fmt.Fprintln(w, line)
-					last = line
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	last := ""
+	return every(ctx, func(ctx context.Context) {
+		st, err := c.RecoverStatus(ctx, workflowID, runID)
+		if err != nil || ctx.Err() != nil {
+			return
 		}
-	}()
-	return func() {
-		cancel()
-		wg.Wait()
-	}
+		if line := recoverLine(st); line != last {
+			fmt.Fprintln(w, line)
+			last = line
+		}
+	})
 }
 
 // recoverLine is one progress line: the step and where it stands.

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -66,15 +64,7 @@ var la *logs.Activities
 // logchain/<instance>/<database>, characters outside [A-Za-z0-9._] escaped
 // as CycleWorkflowID does. One id per database lets Temporal keep one chain
 // per database, whoever starts it.
-func LogChainWorkflowID(instance, database string) string {
-	si, sd := unsafeID.ReplaceAllString(instance, "_"), unsafeID.ReplaceAllString(database, "_")
-	id := "logchain/" + si + "/" + sd
-	if si != instance || sd != database {
-		sum := sha256.Sum256([]byte(instance + "\x00" + database))
-		id += "-" + hex.EncodeToString(sum[:4])
-	}
-	return id
-}
+func LogChainWorkflowID(instance, database string) string { return pathID("logchain", instance, database) }
 
 // LogChainInput starts (or continues) a database's chain. Database and
 // Instance are configuration keys; Chain and Last are the cursor a run

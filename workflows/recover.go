@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -55,15 +53,7 @@ const (
 // instance: recover/<instance>/<name>, escaped as LogChainWorkflowID is.
 // One id per target database: Temporal runs one recover into it at a
 // time.
-func RecoverWorkflowID(instance, name string) string {
-	si, sd := unsafeID.ReplaceAllString(instance, "_"), unsafeID.ReplaceAllString(name, "_")
-	id := "recover/" + si + "/" + sd
-	if si != instance || sd != name {
-		sum := sha256.Sum256([]byte(instance + "\x00" + name))
-		id += "-" + hex.EncodeToString(sum[:4])
-	}
-	return id
-}
+func RecoverWorkflowID(instance, name string) string { return pathID("recover", instance, name) }
 
 // RecoverTimes are the measured times of a recover's steps.
 type RecoverTimes struct {

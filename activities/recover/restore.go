@@ -67,6 +67,19 @@ func (a *Activities) open(ctx context.Context, t Target, step string) (*session,
 	return &session{db: db, inst: inst, sqlDB: sqlDB, log: log, stop: stop}, nil
 }
 
+// openStep is open for a step restoring s, after checkStep.
+func (a *Activities) openStep(ctx context.Context, t Target, step string, s recovery.Step, kind recovery.Kind) (*session, error) {
+	ses, err := a.open(ctx, t, step)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStep(ses.db, s, kind); err != nil {
+		ses.close()
+		return nil, err
+	}
+	return ses, nil
+}
+
 // checkStep refuses a step whose files are not the database's backup of
 // that kind and number, or are read from a server the database does not
 // use: an input names only what the configuration allows.
@@ -218,14 +231,11 @@ func (a *Activities) awaitEarlier(ctx context.Context, ses *session, op, command
 // restored already (msdb has its restore after the plan's record, into
 // the database the RESTORE created) is not restored again.
 func (a *Activities) RestoreFull(ctx context.Context, in RestoreFullInput) (StepOutput, error) {
-	ses, err := a.open(ctx, in.Target, StepFull)
+	ses, err := a.openStep(ctx, in.Target, StepFull, in.Step, recovery.KindFull)
 	if err != nil {
 		return StepOutput{}, err
 	}
 	defer ses.close()
-	if err := checkStep(ses.db, in.Step, recovery.KindFull); err != nil {
-		return StepOutput{}, err
-	}
 	v := in.Intent
 	if v == nil || !v.On(ses.inst.Name, in.Name) || !activities.SameGUID(v.BackupSetGUID, in.Step.GUID) || v.InstanceTime.IsZero() || len(in.Moves) == 0 {
 		return StepOutput{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
@@ -360,14 +370,11 @@ func ours(ctx context.Context, ses *session, name string, cp *catalog.VerifyCopy
 // sequence must give it). A log msdb says was restored into the database
 // since its full, or one the redo LSN has passed, is not applied again.
 func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOutput, error) {
-	ses, err := a.open(ctx, in.Target, StepLogs)
+	ses, err := a.openStep(ctx, in.Target, StepLogs, in.Step, recovery.KindLog)
 	if err != nil {
 		return StepOutput{}, err
 	}
 	defer ses.close()
-	if err := checkStep(ses.db, in.Step, recovery.KindLog); err != nil {
-		return StepOutput{}, err
-	}
 	if _, err := ours(ctx, ses, in.Name, in.Copy); err != nil {
 		return StepOutput{}, err
 	}
