@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
 )
@@ -58,3 +60,7 @@ func SameGUID(a, b string) bool { return sameGUID(a, b) }
 // ClockSlack absorbs datetime's rounding between two values one instance
 // reported (GETDATE() as read, a create_date or restore_date it stamped).
 const ClockSlack = clockSlack
+
+// SetsOf is what names db's sets on the backup servers: its instance key
+// and the group's aliases, the entry it was configured under.
+func SetsOf(db *config.Database) catalog.DB { return setsOf(db) }

@@ -115,7 +115,7 @@ func checkStep(db *config.Database, s recovery.Step, kind recovery.Kind) error {
 		}
 		return nil
 	}
-	d := catalog.Of(db.Instance, db.Name)
+	d := activities.SetsOf(db)
 	for _, names := range d.Names() {
 		if matches(func(i int) string { return names.Stripe(s.Sequence, i, n) }) {
 			return nil
