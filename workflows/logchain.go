@@ -64,7 +64,9 @@ var la *logs.Activities
 // logchain/<instance>/<database>, characters outside [A-Za-z0-9._] escaped
 // as CycleWorkflowID does. One id per database lets Temporal keep one chain
 // per database, whoever starts it.
-func LogChainWorkflowID(instance, database string) string { return pathID("logchain", instance, database) }
+func LogChainWorkflowID(instance, database string) string {
+	return pathID("logchain", instance, database)
+}
 
 // LogChainInput starts (or continues) a database's chain. Database and
 // Instance are configuration keys; Chain and Last are the cursor a run
