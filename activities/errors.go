@@ -101,6 +101,25 @@ const (
 	// ErrObjectStoreUnreachable: the object store did not answer, or
 	// answered with a server error; retried until the copy's deadline.
 	ErrObjectStoreUnreachable = "ObjectStoreUnreachable"
+	// ErrRecoveryPointUnreachable: no restore from the backups on the
+	// reachable backup servers reaches the point a recover asks for (before
+	// the oldest verified full, after the newest log held, a hole or a
+	// break in the log chain, no verified full at all); the error says how
+	// far the backups go. Nothing was restored. Not retryable: another
+	// point, or --latest, is a person's choice.
+	ErrRecoveryPointUnreachable = "RecoveryPointUnreachable"
+	// ErrTargetDatabaseExists: a database of the name a recover restores
+	// to exists on the target instance and --replace was not given;
+	// nothing is touched.
+	ErrTargetDatabaseExists = "TargetDatabaseExists"
+	// ErrTargetIsSource: a recover would restore over the source database
+	// itself (same instance and name) without both --replace and an
+	// explicit --as of that name; nothing is touched.
+	ErrTargetIsSource = "TargetIsSource"
+	// ErrTargetInstanceFull: the target instance's data or log volume has
+	// not the space the database's files take (their allocated size); a
+	// person frees it or chooses other directories.
+	ErrTargetInstanceFull = "TargetInstanceFull"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -127,6 +146,10 @@ var NonRetryableErrorTypes = []string{
 	ErrSourceDatabaseDamaged,
 	ErrNotImmutable,
 	ErrImmutableCopyFailed,
+	ErrRecoveryPointUnreachable,
+	ErrTargetDatabaseExists,
+	ErrTargetIsSource,
+	ErrTargetInstanceFull,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or

@@ -123,6 +123,18 @@ type Statement struct {
 	Log     *zap.Logger
 	Step    string // for the heartbeats' progress
 	Number  int64
+	// Signal sends the statement's percent to the workflow as the
+	// ProgressSignal (StepProgress of Step and Number), as the cycle's
+	// steps do; a workflow without a handler for it leaves it quiet.
+	Signal bool
+}
+
+// reporter is the statement's progress reporter: quiet unless Signal.
+func (s Statement) reporter(a *Activities, ctx context.Context) *reporter {
+	if s.Signal {
+		return a.newReporter(ctx, s.Step, s.Number)
+	}
+	return a.newQuietReporter(ctx, s.Step, s.Number)
 }
 
 func (s Statement) long() *longStatement {
@@ -140,7 +152,7 @@ func AwaitEarlier(a *Activities, ctx context.Context, s Statement) (waited bool,
 	if err != nil {
 		return false, res, err
 	}
-	rep := a.newQuietReporter(ctx, s.Step, s.Number)
+	rep := s.reporter(a, ctx)
 	switch {
 	case found.local != nil:
 		res, err = a.wait(ctx, ls, found, rep)
@@ -163,7 +175,7 @@ func RunStatement(a *Activities, ctx context.Context, s Statement) (mssql.Result
 	if err != nil {
 		return mssql.Result{}, err
 	}
-	return a.wait(ctx, ls, running{local: st}, a.newQuietReporter(ctx, s.Step, s.Number))
+	return a.wait(ctx, ls, running{local: st}, s.reporter(a, ctx))
 }
 
 // IsEndedUnseen reports a statement that ended on the instance after its

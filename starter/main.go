@@ -1,5 +1,6 @@
 // Command starter starts and follows backupcycle workflows: a health check,
-// a verified backup cycle now, the fleet, schedules, status, cancel, plans,
+// a verified backup cycle now, a recover to a point in time, the fleet,
+// schedules, status, cancel, plans,
 // the permission checks and the probes of what SQL Server does where the
 // product assumes (conformance). It talks to Temporal through package
 // starter/client, which other services import instead of shelling out to
@@ -193,6 +194,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		calibrateCommand(e),
 		conformanceCommand(e),
 		logsCommand(e),
+		recoverCommand(e),
 	)
 	return root
 }

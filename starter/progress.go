@@ -107,6 +107,22 @@ func where(p workflows.Progress) string {
 // line). A query without an answer (no worker yet) is skipped: the wait
 // itself reports a cycle that does not finish.
 func followProgress(ctx context.Context, c *client.Client, workflowID, runID string, pp *progressPrinter) (stop func()) {
+	end := every(ctx, func(ctx context.Context) {
+		p, err := c.CycleProgress(ctx, workflowID, runID)
+		if err == nil && ctx.Err() == nil {
+			pp.update(p, time.Now())
+		}
+	})
+	return func() {
+		end()
+		pp.finish()
+	}
+}
+
+// every runs ask every progressEvery, each call bounded by
+// client.DefaultProgressTimeout, until the returned stop is called (which
+// waits for the call under way).
+func every(ctx context.Context, ask func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -116,11 +132,8 @@ func followProgress(ctx context.Context, c *client.Client, workflowID, runID str
 		defer t.Stop()
 		for {
 			qctx, qcancel := context.WithTimeout(ctx, client.DefaultProgressTimeout)
-			p, err := c.CycleProgress(qctx, workflowID, runID)
+			ask(qctx)
 			qcancel()
-			if err == nil && ctx.Err() == nil {
-				pp.update(p, time.Now())
-			}
 			select {
 			case <-ctx.Done():
 				return
@@ -131,6 +144,5 @@ func followProgress(ctx context.Context, c *client.Client, workflowID, runID str
 	return func() {
 		cancel()
 		wg.Wait()
-		pp.finish()
 	}
 }

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -67,13 +65,7 @@ var la *logs.Activities
 // as CycleWorkflowID does. One id per database lets Temporal keep one chain
 // per database, whoever starts it.
 func LogChainWorkflowID(instance, database string) string {
-	si, sd := unsafeID.ReplaceAllString(instance, "_"), unsafeID.ReplaceAllString(database, "_")
-	id := "logchain/" + si + "/" + sd
-	if si != instance || sd != database {
-		sum := sha256.Sum256([]byte(instance + "\x00" + database))
-		id += "-" + hex.EncodeToString(sum[:4])
-	}
-	return id
+	return pathID("logchain", instance, database)
 }
 
 // LogChainInput starts (or continues) a database's chain. Database and

@@ -95,3 +95,16 @@ func CycleSummary(instance, database, primary, remote string) string {
 	}
 	return s
 }
+
+// pathID is <prefix>/<instance>/<name>, characters outside
+// [A-Za-z0-9._] escaped as CycleWorkflowID escapes them, with a short hash
+// of the real names when that changed anything.
+func pathID(prefix, instance, name string) string {
+	si, sn := unsafeID.ReplaceAllString(instance, "_"), unsafeID.ReplaceAllString(name, "_")
+	id := prefix + "/" + si + "/" + sn
+	if si != instance || sn != name {
+		sum := sha256.Sum256([]byte(instance + "\x00" + name))
+		id += "-" + hex.EncodeToString(sum[:4])
+	}
+	return id
+}

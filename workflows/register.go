@@ -6,12 +6,14 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/logs"
+	"github.com/backupcycle/backupcycle/activities/recover"
 )
 
 // Register registers every workflow and activity of the product on a worker.
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
 // activities are methods of *activities.Activities (or, for the log chain,
-// of *logs.Activities) and come for free.
+// of *logs.Activities; for the recover, of *recover.Activities) and come
+// for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWithLogs(r, acts, logs.New(acts))
 }
@@ -25,6 +27,8 @@ func RegisterWithLogs(r worker.Registry, acts *activities.Activities, logActs an
 	r.RegisterActivity(acts)
 	// The log chain's, over the same dependencies (package activities/logs).
 	r.RegisterActivity(logActs)
+	// The recover's (package activities/recover).
+	r.RegisterActivity(recover.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;
@@ -38,4 +42,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(LogChain, workflow.RegisterOptions{Name: LogChainName})
 	r.RegisterWorkflowWithOptions(LogProof, workflow.RegisterOptions{Name: LogProofName})
 	r.RegisterWorkflowWithOptions(ScratchProof, workflow.RegisterOptions{Name: ScratchProofName})
+	r.RegisterWorkflowWithOptions(Recover, workflow.RegisterOptions{Name: RecoverName})
 }

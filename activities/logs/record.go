@@ -2,11 +2,7 @@ package logs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -61,24 +57,5 @@ func save(ctx context.Context, d *activities.CycleDeps, fsys catalog.FS, server 
 
 // hashFile is the size and SHA-256 (lower-case hex) of a file on st.
 func hashFile(ctx context.Context, st storage.Storage, name string) (int64, string, error) {
-	r, err := st.OpenRead(ctx, name)
-	if err != nil {
-		return 0, "", err
-	}
-	defer r.Close()
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	var off int64
-	for {
-		n, err := r.ReadAt(buf, off)
-		h.Write(buf[:n])
-		off += int64(n)
-		if errors.Is(err, io.EOF) || n == 0 && err == nil {
-			break
-		}
-		if err != nil {
-			return 0, "", err
-		}
-	}
-	return off, hex.EncodeToString(h.Sum(nil)), nil
+	return activities.HashFile(ctx, st, name)
 }

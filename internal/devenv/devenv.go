@@ -352,7 +352,8 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		}
 	} else {
 		began := time.Now()
-		if err := s.Source.CreateDatabase(salesSpec(o.DatabaseSize, l.volumes)); err != nil {
+		spec := salesSpec(o.DatabaseSize, l.volumes)
+		if err := s.Source.CreateDatabase(spec); err != nil {
 			return nil, fmt.Errorf("devenv: create %s on %s: %w", Database, SourceInstance, err)
 		}
 		s.Created, s.CreateTime = true, time.Since(began)

@@ -23,7 +23,8 @@
 // parameters (@p1, @name) are variables, never pasted into text. Supported:
 //
 //	SELECT @@VERSION | @@SPID | @@SERVERNAME | @@LANGUAGE | @@LANGID, SELECT SERVERPROPERTY('ProductVersion'|
-//	    'ProductMajorVersion'|'Edition'|'MachineName'|'ServerName'|'EngineEdition'|...), select 1;
+//	    'ProductMajorVersion'|'Edition'|'MachineName'|'ServerName'|'EngineEdition'|'InstanceDefaultDataPath'|
+//	    'InstanceDefaultLogPath'|...), select 1;
 //	SELECT [TOP (n)] <expressions | * | t.*> [FROM <source> [alias] [CROSS APPLY sys.dm_exec_sql_text(x.sql_handle) [AS] t
 //	    | CROSS APPLY sys.dm_os_volume_stats(f.database_id, f.file_id) [AS] v]
 //	    {[INNER] JOIN | LEFT [OUTER] JOIN <source> [alias] ON <condition> | CROSS JOIN <source> [alias]} ...]
@@ -97,7 +98,8 @@
 //	    not compressed unless WITH COMPRESSION, which Config.Edition Express and Web refuse (1844 + 3013)
 //	RESTORE FILELISTONLY | HEADERONLY | VERIFYONLY FROM DISK = ... [WITH CHECKSUM, FILE = 1]
 //	RESTORE DATABASE [x] FROM DISK = ... WITH MOVE 'logical' TO 'path', ..., CHECKSUM, REPLACE, RECOVERY | NORECOVERY
-//	    | STANDBY = 'undo file', STOPAT = 'time', STATS [= n]   (NORECOVERY leaves the database RESTORING: only DROP,
+//	    | STANDBY = 'undo file', STOPAT = 'time', BUFFERCOUNT = n, MAXTRANSFERSIZE = n, STATS [= n]
+//	    (NORECOVERY leaves the database RESTORING: only DROP,
 //	    another RESTORE or RESTORE LOG apply; STANDBY leaves it ONLINE, read-only, is_in_standby 1)
 //	BACKUP LOG [db] TO DISK = ... [, DISK = ...] [WITH the BACKUP DATABASE options]   (logchain.go: 4214 before
 //	    the first conventional full backup or after SIMPLE -> FULL, 4208 under SIMPLE, 4212 for master; a

@@ -44,7 +44,7 @@ func (x *execCtx) restore(s *restoreStmt) error {
 	for k := range s.opts {
 		switch k {
 		case "CHECKSUM", "NO_CHECKSUM", "REPLACE", "RECOVERY", "STATS", "FILE", "NOREWIND", "NOUNLOAD", "STOP_ON_ERROR", "LOADHISTORY",
-			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER":
+			"ENABLE_BROKER", "ERROR_BROKER_CONVERSATIONS", "NEW_BROKER", "BUFFERCOUNT", "MAXTRANSFERSIZE":
 		case "NORECOVERY", "STANDBY", "STOPAT", "STOPATMARK":
 			if s.kind != "DATABASE" && s.kind != "LOG" {
 				return errNotSupported("RESTORE " + s.kind + " WITH " + k)
@@ -59,6 +59,9 @@ func (x *execCtx) restore(s *restoreStmt) error {
 		return err
 	} else if n != 1 {
 		return opError(op, sqlErr(3206, 16, "The backup set at position %d on the media does not exist (the emulator writes one backup set per media set).", n))
+	}
+	if err := x.restoreTransfer(s, op); err != nil {
+		return err
 	}
 	if err := x.mayRestore(s, op); err != nil {
 		return err

@@ -815,6 +815,9 @@ func (in *Instance) serverProperty(name string) any {
 	case "instancename":
 		return nil
 	}
+	if v, ok := in.defaultPathProperty(strings.ToLower(name)); ok {
+		return v
+	}
 	return nil
 }
 

@@ -65,6 +65,12 @@ type RestoreOptions struct {
 	// log backups as they come ("RESTORE Statements - Arguments", STANDBY).
 	StandbyFile string
 	Stats       int // STATS = n; 0 omits
+	// BufferCount and MaxTransferSize are RESTORE's data transfer options
+	// (BUFFERCOUNT, MAXTRANSFERSIZE in bytes; 0 omits each): a restore
+	// reads the set as fast as its BACKUP wrote it with the same tuning
+	// ("RESTORE Statements - Arguments", Data Transfer Options).
+	BufferCount     int
+	MaxTransferSize int
 	// NewBroker: NEW_BROKER, a Service Broker identifier of the copy's own;
 	// its source's conversations are removed without end-dialog messages,
 	// so nothing queued in the source is delivered from the copy ("RESTORE
@@ -79,7 +85,8 @@ type RestoreOptions struct {
 //
 //	RESTORE DATABASE [db] FROM DISK = N'...', ...
 //	WITH MOVE N'logical' TO N'physical', ..., CHECKSUM, REPLACE,
-//	{RECOVERY | NORECOVERY | STANDBY = N'...'}, NEW_BROKER, STATS = n
+//	{RECOVERY | NORECOVERY | STANDBY = N'...'}, NEW_BROKER,
+//	BUFFERCOUNT = n, MAXTRANSFERSIZE = n, STATS = n
 //
 // (seed 000, "Restoring the Database to Test the Backup").
 func RestoreDatabase(o RestoreOptions) (string, error) {
@@ -92,6 +99,9 @@ func RestoreDatabase(o RestoreOptions) (string, error) {
 		return "", fmt.Errorf("RESTORE DATABASE %s: %w", db, err)
 	}
 	if err := checkStats(o.Stats); err != nil {
+		return "", fmt.Errorf("RESTORE DATABASE %s: %w", db, err)
+	}
+	if err := CheckTuning(o.BufferCount, o.MaxTransferSize, 0); err != nil {
 		return "", fmt.Errorf("RESTORE DATABASE %s: %w", db, err)
 	}
 	var with []string
@@ -140,6 +150,12 @@ func RestoreDatabase(o RestoreOptions) (string, error) {
 	}
 	if o.NewBroker {
 		with = append(with, "NEW_BROKER")
+	}
+	if o.BufferCount > 0 {
+		with = append(with, fmt.Sprintf("BUFFERCOUNT = %d", o.BufferCount))
+	}
+	if o.MaxTransferSize > 0 {
+		with = append(with, fmt.Sprintf("MAXTRANSFERSIZE = %d", o.MaxTransferSize))
 	}
 	if o.Stats > 0 {
 		with = append(with, fmt.Sprintf("STATS = %d", o.Stats))

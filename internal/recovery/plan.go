@@ -1,0 +1,348 @@
+package recovery
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/logchain"
+)
+
+// Point is where a restore goes: the newest point the backups reach
+// (Latest), or an instant.
+type Point struct {
+	Latest bool      `json:"latest,omitempty"`
+	At     time.Time `json:"at,omitzero"` // instant (UTC)
+}
+
+// String names the point for people.
+func (p Point) String() string {
+	if p.Latest {
+		return "the latest point the backups reach"
+	}
+	return p.At.UTC().Format(time.RFC3339Nano)
+}
+
+// Kind is what a step restores.
+type Kind string
+
+const (
+	// KindFull is the full backup every restore starts with (RESTORE
+	// DATABASE ... NORECOVERY).
+	KindFull Kind = "full"
+	// KindDiff is a differential backup on top of the full, before the
+	// logs. Plans do not make it yet; a step of this kind goes between
+	// the full and the first log.
+	KindDiff Kind = "diff"
+	// KindLog is a log backup (RESTORE LOG ... NORECOVERY [, STOPAT]).
+	KindLog Kind = "log"
+)
+
+// File is one file of a step's backup, as its manifest or chain record
+// recorded it.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Step is one backup to restore, in order.
+type Step struct {
+	Kind     Kind   `json:"kind"`
+	Sequence int64  `json:"sequence,omitempty"` // full or differential: the set's number
+	Chain    int64  `json:"chain,omitempty"`    // log: its chain and number in it
+	Number   int64  `json:"number,omitempty"`
+	GUID     string `json:"backup_set_guid"`
+	FirstLSN string `json:"first_lsn"`
+	LastLSN  string `json:"last_lsn"`
+	// Start and Finish are the instants (UTC) its BACKUP started and
+	// finished; UTCOffsetMinutes is the source's offset from UTC then.
+	Start            time.Time `json:"start,omitzero"`
+	Finish           time.Time `json:"finish"`
+	UTCOffsetMinutes int       `json:"utc_offset_minutes"`
+	Files            []File    `json:"files"`
+	// Servers are the reachable backup servers holding every file, in the
+	// order to try them.
+	Servers []string `json:"servers"`
+	// Proven: restored on the verification instance already (a full:
+	// verified; a log: applied by a log proof).
+	Proven bool  `json:"proven"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Name is "set 12" or "log 7 of chain 3".
+func (s Step) Name() string {
+	if s.Kind == KindLog {
+		return fmt.Sprintf("log %d of chain %d", s.Number, s.Chain)
+	}
+	return fmt.Sprintf("set %d", s.Sequence)
+}
+
+// Plan is a restore sequence: the full, (a differential,) the logs.
+type Plan struct {
+	Point Point  `json:"point"`
+	Steps []Step `json:"steps"`
+	// StopAt is the STOPAT instant of every log (zero: each log to its
+	// end); StopAtOffsetMinutes the offset from UTC of the source's clock
+	// in the log that reaches it, on which STOPAT is written.
+	StopAt              time.Time `json:"stop_at,omitzero"`
+	StopAtOffsetMinutes int       `json:"stop_at_offset_minutes,omitempty"`
+	// RecoveryPoint is the newest commit time the restore reaches: the
+	// point itself for an instant; for the latest, the last log's finish
+	// (its last commit is before it), or the full's finish without logs.
+	RecoveryPoint time.Time `json:"recovery_point"`
+	// RecoveryPointFrom says which: "stopat", "last log's finish",
+	// "full's finish".
+	RecoveryPointFrom string   `json:"recovery_point_from"`
+	Warnings          []string `json:"warnings,omitempty"`
+}
+
+// Full is the plan's full backup.
+func (p Plan) Full() Step { return p.Steps[0] }
+
+// Logs are the plan's log backups, in order.
+func (p Plan) Logs() []Step {
+	var out []Step
+	for _, s := range p.Steps {
+		if s.Kind == KindLog {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Bytes is what the plan reads in all.
+func (p Plan) Bytes() int64 {
+	var n int64
+	for _, s := range p.Steps {
+		n += s.Bytes
+	}
+	return n
+}
+
+// Unreachable is why no restore from the backups held reaches the point.
+type Unreachable struct {
+	Point Point
+	Why   string
+}
+
+func (u *Unreachable) Error() string {
+	return fmt.Sprintf("no restore from the backups on the reachable backup servers reaches %s: %s", u.Point, u.Why)
+}
+
+// Choose is the restore sequence that reaches p: the newest verified full
+// held on a reachable server that finished by p (for the latest, the
+// newest of all), then the log backups from it, in order, without a hole,
+// each held on a reachable server, up to the first that started at or
+// after p (for the latest, as far as the chain goes). Logs not yet proven
+// are used (their files are hash-checked and restored WITH CHECKSUM) and
+// named in the warnings. A full whose logs do not reach p gives way to an
+// older one whose do.
+func Choose(c Catalog, p Point) (Plan, error) {
+	if !p.Latest && p.At.IsZero() {
+		return Plan{}, &Unreachable{Point: p, Why: "no point given: give an instant or ask for the latest"}
+	}
+	p.At = p.At.UTC()
+	var candidates []Set
+	var notVerified []string
+	for _, s := range c.Sets {
+		switch {
+		case !p.Latest && s.Finish.After(p.At):
+		case !s.Verified:
+			notVerified = append(notVerified, fmt.Sprintf("set %d (finished %s) is %s, not verified", s.Sequence, stamp(s.Finish), s.Manifest.State))
+		case len(s.Holders) == 0:
+			notVerified = append(notVerified, fmt.Sprintf("set %d (finished %s) is verified but held on no reachable backup server", s.Sequence, stamp(s.Finish)))
+		default:
+			candidates = append(candidates, s)
+		}
+	}
+	if len(candidates) == 0 {
+		return Plan{}, &Unreachable{Point: p, Why: noFull(c, p, notVerified)}
+	}
+	var first error
+	for i, s := range candidates {
+		plan, err := fromFull(c, s, p)
+		if err == nil {
+			if i > 0 {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("the newer verified set %d does not reach %s (%v): restoring from set %d",
+					candidates[0].Sequence, p, first, s.Sequence))
+			}
+			if len(notVerified) > 0 && p.Latest {
+				plan.Warnings = append(plan.Warnings, "not used: "+strings.Join(notVerified, "; "))
+			}
+			return plan, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return Plan{}, &Unreachable{Point: p, Why: first.Error()}
+}
+
+// noFull says why no full can start the restore.
+func noFull(c Catalog, p Point, notVerified []string) string {
+	var why string
+	switch {
+	case len(c.Sets) == 0:
+		why = fmt.Sprintf("no backup set of the database on %s", strings.Join(c.Servers, ", "))
+	case !p.Latest:
+		oldest := c.Sets[len(c.Sets)-1]
+		for _, s := range c.Sets {
+			if s.Verified && len(s.Holders) > 0 {
+				oldest = s
+			}
+		}
+		if oldest.Finish.After(p.At) {
+			why = fmt.Sprintf("the point is before the oldest verified full backup held (set %d, finished %s)", oldest.Sequence, stamp(oldest.Finish))
+		} else {
+			why = "no verified full backup held on a reachable backup server finished by then"
+		}
+	default:
+		why = "no verified full backup is held on a reachable backup server"
+	}
+	if len(notVerified) > 0 {
+		why += " (" + strings.Join(notVerified, "; ") + ")"
+	}
+	return why
+}
+
+// fromFull is the plan that starts with set s, or why its logs do not
+// reach p.
+func fromFull(c Catalog, s Set, p Point) (Plan, error) {
+	plan := Plan{Point: p, Steps: []Step{fullStep(s)}}
+	f := logchain.Full{Sequence: s.Sequence, BackupSetGUID: s.GUID, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Finish: s.Finish, Verified: true}
+	ch := chainAfter(c, f)
+	if !p.Latest && p.At.Equal(s.Finish) || ch == nil && p.Latest {
+		plan.RecoveryPoint, plan.RecoveryPointFrom = s.Finish, "full's finish"
+		if p.Latest {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("no log backup follows set %d on the reachable backup servers: the restore ends at the full's finish", s.Sequence))
+		}
+		return plan, nil
+	}
+	if ch == nil {
+		return Plan{}, fmt.Errorf("no log backup after set %d (finished %s) is held on a reachable backup server", s.Sequence, stamp(s.Finish))
+	}
+	logs, hole := usable(ch, f)
+	var reach []logchain.Log
+	if p.Latest {
+		reach = logs
+		if hole != "" {
+			plan.Warnings = append(plan.Warnings, "the restore stops where the chain does: "+hole)
+		}
+	} else {
+		for i, l := range logs {
+			if !l.Start.Before(p.At) {
+				reach = logs[:i+1]
+				break
+			}
+		}
+		if reach == nil {
+			return Plan{}, beyond(ch, logs, hole, s, p)
+		}
+	}
+	var unproven []string
+	for _, l := range reach {
+		plan.Steps = append(plan.Steps, logStep(ch, l))
+		if l.Proven == nil {
+			unproven = append(unproven, fmt.Sprint(l.Number))
+		}
+	}
+	if len(unproven) > 0 {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("log(s) %s of chain %d are not proven yet (not restored on the verification instance): "+
+			"their files are hash-checked and restored WITH CHECKSUM", strings.Join(unproven, ", "), ch.ID))
+	}
+	last := plan.Steps[len(plan.Steps)-1]
+	switch {
+	case !p.Latest:
+		plan.StopAt, plan.StopAtOffsetMinutes = p.At, last.UTCOffsetMinutes
+		plan.RecoveryPoint, plan.RecoveryPointFrom = p.At, "stopat"
+	case len(reach) == 0:
+		plan.RecoveryPoint, plan.RecoveryPointFrom = s.Finish, "full's finish"
+	default:
+		plan.RecoveryPoint, plan.RecoveryPointFrom = last.Finish, "last log's finish"
+	}
+	return plan, nil
+}
+
+// chainAfter is the chain holding the log that rolls f forward (its
+// LastLSN inside a log's range), the newest such; nil when none does.
+func chainAfter(c Catalog, f logchain.Full) *Chain {
+	for i := len(c.Chains) - 1; i >= 0; i-- {
+		ch := &c.Chains[i]
+		for _, l := range ch.Logs {
+			if l.Contains(f.LastLSN) {
+				return ch
+			}
+		}
+	}
+	return nil
+}
+
+// usable are the logs that restore in order after f and are held on a
+// reachable server, up to the first hole; hole says where the chain stops
+// ("" when it goes on to its newest log).
+func usable(ch *Chain, f logchain.Full) ([]logchain.Log, string) {
+	logs, gap := ch.Restorable(f)
+	for i, l := range logs {
+		if len(l.Servers) == 0 {
+			return logs[:i], fmt.Sprintf("log %d of chain %d is held on no reachable backup server", l.Number, ch.ID)
+		}
+	}
+	switch {
+	case gap != nil:
+		return logs, gap.String()
+	case ch.Break != nil:
+		return logs, fmt.Sprintf("chain %d broke at %s (%s: %s)", ch.ID, stamp(ch.Break.At), ch.Break.Reason, ch.Break.Detail)
+	}
+	return logs, ""
+}
+
+// beyond says why the logs from s do not reach p, and the newest point
+// they do reach.
+func beyond(ch *Chain, logs []logchain.Log, hole string, s Set, p Point) error {
+	newest := s.Finish
+	if n := len(logs); n > 0 {
+		newest = logs[n-1].Start
+	}
+	why := fmt.Sprintf("the logs after set %d reach %s at the latest (the start of the last log held", s.Sequence, stamp(newest))
+	if n := len(logs); n > 0 {
+		why += fmt.Sprintf(", log %d of chain %d", logs[n-1].Number, ch.ID)
+	}
+	why += ")"
+	if hole != "" {
+		why += "; then " + hole
+	} else {
+		why += "; no later log backup is held yet: restore with --latest to its end, or to a point before " + stamp(newest)
+	}
+	return fmt.Errorf("%s", why)
+}
+
+func fullStep(s Set) Step {
+	m := s.Manifest
+	st := Step{Kind: KindFull, Sequence: s.Sequence, GUID: s.GUID, FirstLSN: string(s.FirstLSN), LastLSN: string(s.LastLSN),
+		Finish: s.Finish, Servers: slices.Clone(s.Holders), Proven: s.Verified}
+	if h := m.Header; h != nil {
+		st.Start = h.BackupStartUTC
+		if h.UTCOffsetMinutes != nil {
+			st.UTCOffsetMinutes = *h.UTCOffsetMinutes
+		}
+	}
+	for _, f := range m.Stripes {
+		st.Files = append(st.Files, File{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+		st.Bytes += f.Size
+	}
+	return st
+}
+
+func logStep(ch *Chain, l logchain.Log) Step {
+	st := Step{Kind: KindLog, Chain: ch.ID, Number: l.Number, GUID: ch.GUIDs[l.Number], FirstLSN: string(l.FirstLSN), LastLSN: string(l.LastLSN),
+		Start: l.Start, Finish: l.Finish, UTCOffsetMinutes: ch.Offsets[l.Number], Servers: slices.Clone(l.Servers), Proven: l.Proven != nil}
+	for _, f := range l.Files {
+		st.Files = append(st.Files, File{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+		st.Bytes += f.Size
+	}
+	return st
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

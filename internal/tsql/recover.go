@@ -1,0 +1,36 @@
+package tsql
+
+import "fmt"
+
+// The queries of a restore to a new home (the Recover workflow): where the
+// target instance puts a database's files by default, and which log
+// backups msdb says were restored into the database since its full.
+
+// DefaultPaths is the query for the target instance's default data and log
+// directories: one row (data_path, log_path nvarchar(512), NULL when
+// unknown): SERVERPROPERTY('InstanceDefaultDataPath') and
+// ('InstanceDefaultLogPath'), "Name of the default path to the instance
+// data files" / "log files", SQL Server 2012 and later ("SERVERPROPERTY
+// (Transact-SQL)",
+// https://learn.microsoft.com/sql/t-sql/functions/serverproperty-transact-sql).
+const DefaultPaths = "SELECT CAST(SERVERPROPERTY(N'InstanceDefaultDataPath') AS nvarchar(512)) AS data_path, " +
+	"CAST(SERVERPROPERTY(N'InstanceDefaultLogPath') AS nvarchar(512)) AS log_path"
+
+// RestoredLogs returns the query for the log backups restored into db after
+// restore-history row `after` (the full restore that started the
+// sequence), oldest first: rows (restore_history_id int, backup_set_uuid
+// uniqueidentifier, first_lsn, last_lsn numeric(25,0), stop_at datetime).
+// RESTORE LOG writes a restorehistory row of restore_type 'L' and the
+// backup set's row of msdb.dbo.backupset on the instance that restores
+// ("restorehistory (Transact-SQL)",
+// https://learn.microsoft.com/sql/relational-databases/system-tables/restorehistory-transact-sql;
+// "backupset (Transact-SQL)").
+func RestoredLogs(db string, after int64) (string, []any, error) {
+	if err := CheckIdent(db); err != nil {
+		return "", nil, fmt.Errorf("restored logs lookup: %w", err)
+	}
+	return "SELECT rh.restore_history_id, bs.backup_set_uuid, bs.first_lsn, bs.last_lsn, rh.stop_at " +
+		"FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs ON bs.backup_set_id = rh.backup_set_id " +
+		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = 'L' AND rh.restore_history_id > @p2 " +
+		"ORDER BY rh.restore_history_id", []any{db, after}, nil
+}

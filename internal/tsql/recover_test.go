@@ -1,0 +1,32 @@
+package tsql
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A restore to a new home reads the set with its BACKUP's tuning.
+func TestRestoreDatabaseWithTheBackupsTuning(t *testing.T) {
+	o := RestoreOptions{Database: "Sales", Disks: []string{`\\bak02\backup\s_1of1.bak`}, Checksum: true, NoRecovery: true,
+		Moves: []Move{{LogicalName: "Sales", PhysicalName: `D:\data\Sales.mdf`}}, BufferCount: 16, MaxTransferSize: 4 << 20}
+	stmt, err := RestoreDatabase(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(stmt, "CHECKSUM, NORECOVERY, BUFFERCOUNT = 16, MAXTRANSFERSIZE = 4194304") {
+		t.Fatalf("statement %q", stmt)
+	}
+	o.MaxTransferSize = 100000
+	if _, err := RestoreDatabase(o); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("MAXTRANSFERSIZE 100000: %v, want ErrInvalidOption", err)
+	}
+	o.MaxTransferSize, o.BufferCount = 0, 0
+	if stmt, _ := RestoreDatabase(o); strings.Contains(stmt, "BUFFERCOUNT") || strings.Contains(stmt, "MAXTRANSFERSIZE") {
+		t.Fatalf("untuned statement %q", stmt)
+	}
+	q, args, err := RestoredLogs("Sales]x", 7)
+	if err != nil || !strings.Contains(q, "restore_type = 'L'") || len(args) != 2 || args[0] != "Sales]x" || args[1] != int64(7) {
+		t.Fatalf("RestoredLogs: %q %v %v", q, args, err)
+	}
+}

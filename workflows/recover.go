@@ -1,0 +1,385 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/recover"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// Recover restores a database to a point in time, or to the newest point
+// its backups reach, on an instance of the operator's choice: the plan
+// (the newest verified full before the point and the log backups that
+// reach it, from every backup server it can read, and every check that
+// would make the restore fail late), the full, each log backup in order,
+// then RECOVERY. Each step is an activity that finds what an earlier
+// attempt left (package activities/recover): a worker, target or Temporal
+// crash anywhere resumes without restoring anything twice. Its progress
+// (step, log n of m, the full's percent, an ETA from the measured rates)
+// is the `recover` query and the Web UI's current details; its result the
+// measured time to recover and the recovery point reached.
+
+// Recover names: the workflow type and its query.
+const (
+	RecoverName  = "Recover"
+	RecoverQuery = "recover"
+)
+
+// RecoverInput is a recover's request (the Web UI's JSON input: see the
+// README, "The bad night").
+type RecoverInput = recover.Request
+
+// ra is only used to name the recover's activity methods.
+var ra *recover.Activities
+
+// Recover outcomes.
+const (
+	RecoverRunning   = "running"
+	RecoverRecovered = "recovered" // online at the recovery point
+	RecoverRestoring = "restoring" // left RESTORING (norecovery)
+	RecoverFailed    = "failed"
+)
+
+// RecoverWorkflowID is the id of a recover into database name on target
+// instance: recover/<instance>/<name>, escaped as LogChainWorkflowID is.
+// One id per target database: Temporal runs one recover into it at a
+// time.
+func RecoverWorkflowID(instance, name string) string { return pathID("recover", instance, name) }
+
+// RecoverTimes are the measured times of a recover's steps.
+type RecoverTimes struct {
+	Plan   time.Duration `json:"plan"`
+	Full   time.Duration `json:"full"`
+	Logs   time.Duration `json:"logs"`
+	Finish time.Duration `json:"finish"`
+	// Total is from the start of the workflow to its end: the measured
+	// time to recover.
+	Total time.Duration `json:"total"`
+}
+
+// RecoverStatus is what the `recover` query returns, the Web UI's current
+// details show and the workflow returns at its end.
+type RecoverStatus struct {
+	Database string `json:"database"`
+	Instance string `json:"instance,omitempty"`
+	Target   string `json:"target"`
+	Name     string `json:"name"`
+	// Point is what was asked: "latest" or an instant.
+	Point   string `json:"point"`
+	Step    string `json:"step"`
+	Outcome string `json:"outcome"`
+	// Sequence is the full restored, FullServer where it was read;
+	// FullPercent the RESTORE's progress. Servers are every backup server
+	// a file was read from.
+	Sequence    int64    `json:"sequence,omitempty"`
+	FullServer  string   `json:"full_server,omitempty"`
+	FullPercent float64  `json:"full_percent,omitempty"`
+	Servers     []string `json:"servers,omitempty"`
+	// LogsDone of LogsTotal log backups restored (FirstLog to LastLog of
+	// Chain); CurrentLog is being restored now.
+	Chain      int64 `json:"chain,omitempty"`
+	FirstLog   int64 `json:"first_log,omitempty"`
+	LastLog    int64 `json:"last_log,omitempty"`
+	LogsTotal  int   `json:"logs_total"`
+	LogsDone   int   `json:"logs_done"`
+	CurrentLog int64 `json:"current_log,omitempty"`
+	// BytesTotal are the backup files the plan reads, BytesDone those
+	// restored so far.
+	BytesTotal int64 `json:"bytes_total"`
+	BytesDone  int64 `json:"bytes_done"`
+	// ETA is the time left, from the rates measured so far (the full's
+	// percent and bytes per second, then the logs' mean time each).
+	ETA   time.Duration `json:"eta"`
+	Times RecoverTimes  `json:"times"`
+	// StopAt is the STOPAT instant (zero for the latest);
+	// RecoveryPoint the newest commit time the restore reaches, and
+	// RecoveryPointFrom how it is known.
+	StopAt            time.Time `json:"stop_at,omitzero"`
+	RecoveryPoint     time.Time `json:"recovery_point,omitzero"`
+	RecoveryPointFrom string    `json:"recovery_point_from,omitempty"`
+	// StoppedAt is the log in which STOPAT was reached (later logs were
+	// not needed).
+	StoppedAt int64 `json:"stopped_at,omitempty"`
+	// Skipped and Reattached count the steps an earlier attempt had done
+	// (not restored again) or left running (waited for).
+	Skipped    int `json:"skipped,omitempty"`
+	Reattached int `json:"reattached,omitempty"`
+	// LogsRestored is how many log backups msdb says were restored into
+	// the database since its full (each once).
+	LogsRestored int       `json:"logs_restored,omitempty"`
+	State        string    `json:"state,omitempty"`
+	DataDir      string    `json:"data_dir,omitempty"`
+	LogDir       string    `json:"log_dir,omitempty"`
+	Replaces     string    `json:"replaces,omitempty"`
+	Unreachable  []string  `json:"unreachable,omitempty"`
+	Warnings     []string  `json:"warnings,omitempty"`
+	LastError    string    `json:"last_error,omitempty"`
+	Started      time.Time `json:"started"`
+}
+
+// recoverRun is one run's state.
+type recoverRun struct {
+	st        RecoverStatus
+	stepBegan time.Time
+	fullBytes int64
+	logBytes  int64 // of the logs done
+}
+
+// Recover runs one recover (see the top of this file).
+func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
+	r := &recoverRun{st: RecoverStatus{Database: in.Database, Instance: in.Instance, Target: in.ToInstance, Name: in.Name(),
+		Point: pointText(in), Step: recover.StepPlan, Outcome: RecoverRunning, Started: workflow.Now(ctx)}}
+	if err := workflow.SetQueryHandler(ctx, RecoverQuery, func() (RecoverStatus, error) { return r.st, nil }); err != nil {
+		return r.st, err
+	}
+	workflow.Go(ctx, r.progress)
+	if err := in.Check(); err != nil {
+		return r.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidConfig, nil))
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrDatabase.ValueSet(in.Database), AttrOutcome.ValueSet(RecoverRunning))
+	r.step(ctx, recover.StepPlan)
+
+	var p recover.Plan
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		// Reading the servers of a site that is gone takes its timeouts;
+		// none readable is retried (NoBackupServerReachable) a while.
+		StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
+		RetryPolicy: retry(10*time.Second, 10), Summary: "plan the recover of " + tsql.Printable(in.Database),
+	}), ra.PlanRecover, in).Get(ctx, &p)
+	if err != nil {
+		return r.fail(ctx, err)
+	}
+	r.planned(ctx, p)
+
+	target := recover.Target{Database: p.Database, Instance: p.Instance, To: p.Target, Name: p.Name, AsGiven: in.As != "", Replace: in.Replace}
+	long := func(timeout time.Duration, summary string) workflow.Context {
+		return withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, ScheduleToCloseTimeout: 3 * timeout,
+			HeartbeatTimeout: p.HeartbeatTimeout, RetryPolicy: retry(5*time.Second, 20), Summary: summary})
+	}
+	full := p.Restore.Full()
+	r.step(ctx, recover.StepFull)
+	var fo recover.StepOutput
+	err = workflow.ExecuteActivity(long(p.RestoreTimeout, fmt.Sprintf("restore set %d into %s on %s", full.Sequence, tsql.Printable(p.Name), p.Target)),
+		ra.RestoreFull, recover.RestoreFullInput{Target: target, Step: full, Moves: p.Moves, BufferCount: p.BufferCount,
+			MaxTransferSize: p.MaxTransferSize, Intent: p.Intent}).Get(ctx, &fo)
+	if err != nil {
+		return r.fail(ctx, err)
+	}
+	r.st.Times.Full, r.st.FullPercent, r.st.FullServer = workflow.Now(ctx).Sub(r.stepBegan), 100, fo.Server
+	r.st.BytesDone += full.Bytes
+	r.count(fo)
+
+	logs := p.Restore.Logs()
+	r.step(ctx, recover.StepLogs)
+	for i, l := range logs {
+		r.st.CurrentLog = l.Number
+		r.eta(ctx)
+		var lo recover.StepOutput
+		err := workflow.ExecuteActivity(long(p.LogTimeout, fmt.Sprintf("restore log %d of %d (log %d of chain %d) into %s", i+1, len(logs), l.Number,
+			l.Chain, tsql.Printable(p.Name))),
+			ra.RestoreLog, recover.RestoreLogInput{Target: target, Step: l, Index: i + 1, Count: len(logs), StopAt: p.Restore.StopAt,
+				StopAtOffsetMinutes: p.Restore.StopAtOffsetMinutes, Copy: fo.Copy}).Get(ctx, &lo)
+		if err != nil {
+			return r.fail(ctx, err)
+		}
+		r.st.LogsDone++
+		r.st.BytesDone += l.Bytes
+		r.logBytes += l.Bytes
+		r.count(lo)
+		r.st.Times.Logs = workflow.Now(ctx).Sub(r.stepBegan)
+		if lo.Reached {
+			// STOPAT was reached inside this log: the later ones hold
+			// nothing the point needs.
+			r.st.StoppedAt = l.Number
+			break
+		}
+	}
+	r.st.CurrentLog = 0
+
+	r.step(ctx, recover.StepFinish)
+	var out recover.FinishOutput
+	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, HeartbeatTimeout: p.HeartbeatTimeout,
+		RetryPolicy: retry(10*time.Second, 20), Summary: "recover " + tsql.Printable(p.Name) + " on " + p.Target,
+	}), ra.FinishRecover, recover.FinishInput{Target: target, Copy: fo.Copy, NoRecovery: in.NoRecovery}).Get(ctx, &out)
+	if err != nil {
+		return r.fail(ctx, err)
+	}
+	now := workflow.Now(ctx)
+	r.st.Times.Finish, r.st.Times.Total = now.Sub(r.stepBegan), now.Sub(r.st.Started)
+	r.st.State, r.st.LogsRestored, r.st.ETA = out.State, len(out.LogsRestored), 0
+	r.st.Outcome = RecoverRecovered
+	if in.NoRecovery {
+		r.st.Outcome = RecoverRestoring
+	}
+	r.st.Step = recover.StepDone
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(recover.StepDone), AttrOutcome.ValueSet(r.st.Outcome))
+	r.details(ctx)
+	return r.st, nil
+}
+
+func pointText(in RecoverInput) string {
+	if in.Latest {
+		return "latest"
+	}
+	return in.AsOf.UTC().Format(time.RFC3339Nano)
+}
+
+// planned takes the plan into the status.
+func (r *recoverRun) planned(ctx workflow.Context, p recover.Plan) {
+	s := &r.st
+	s.Times.Plan = workflow.Now(ctx).Sub(r.stepBegan)
+	s.Database, s.Instance, s.Target, s.Name = p.Database, p.Instance, p.Target, p.Name
+	full := p.Restore.Full()
+	s.Sequence, s.BytesTotal, r.fullBytes = full.Sequence, p.Restore.Bytes(), full.Bytes
+	logs := p.Restore.Logs()
+	s.LogsTotal = len(logs)
+	if len(logs) > 0 {
+		s.Chain, s.FirstLog, s.LastLog = logs[0].Chain, logs[0].Number, logs[len(logs)-1].Number
+	}
+	s.StopAt, s.RecoveryPoint, s.RecoveryPointFrom = p.Restore.StopAt, p.Restore.RecoveryPoint, p.Restore.RecoveryPointFrom
+	s.DataDir, s.LogDir, s.Replaces, s.Unreachable, s.Warnings = p.DataDir, p.LogDir, p.Replaces, p.Unreachable, p.Warnings
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrInstance.ValueSet(p.Instance), AttrSequence.ValueSet(full.Sequence))
+}
+
+// step starts a step: its time, the search attribute, the details.
+func (r *recoverRun) step(ctx workflow.Context, step string) {
+	r.st.Step, r.stepBegan = step, workflow.Now(ctx)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(step))
+	r.eta(ctx)
+}
+
+// count adds a step's server, and its skipped or re-attached statement.
+func (r *recoverRun) count(o recover.StepOutput) {
+	if o.Server != "" && !slices.Contains(r.st.Servers, o.Server) {
+		r.st.Servers = append(r.st.Servers, o.Server)
+	}
+	if o.Skipped {
+		r.st.Skipped++
+	}
+	if o.Reattached {
+		r.st.Reattached++
+	}
+}
+
+// progress takes the full's RESTORE percent from its ProgressSignal.
+func (r *recoverRun) progress(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, activities.ProgressSignal)
+	for {
+		var p activities.StepProgress
+		if !ch.Receive(ctx, &p) {
+			return
+		}
+		if p.Step != recover.StepFull || r.st.Step != recover.StepFull || p.Sequence != r.st.Sequence {
+			continue // late, of an earlier attempt or step
+		}
+		r.st.FullPercent = p.Percent
+		r.eta(ctx)
+	}
+}
+
+// eta estimates the time left from what was measured: during the full,
+// its rate (percent per second) for the rest of it and, at its bytes per
+// second, for the logs; then the mean time of the logs done for the logs
+// left (before the first, the full's rate).
+func (r *recoverRun) eta(ctx workflow.Context) {
+	s := &r.st
+	el := workflow.Now(ctx).Sub(r.stepBegan)
+	left := s.LogsTotal - s.LogsDone
+	var logBytesLeft int64 = s.BytesTotal - r.fullBytes - r.logBytes
+	switch {
+	case s.Step == recover.StepFull && s.FullPercent > 0 && el >= time.Second:
+		fullLeft := time.Duration(float64(el) * (100 - s.FullPercent) / s.FullPercent)
+		rate := float64(r.fullBytes) * s.FullPercent / 100 / el.Seconds()
+		s.ETA = fullLeft + bytesAt(logBytesLeft, rate)
+	case s.Step == recover.StepLogs && s.LogsDone > 0:
+		s.ETA = s.Times.Logs / time.Duration(s.LogsDone) * time.Duration(left)
+	case s.Step == recover.StepLogs && s.Times.Full > 0:
+		s.ETA = bytesAt(logBytesLeft, float64(r.fullBytes)/s.Times.Full.Seconds())
+	default:
+		s.ETA = 0
+	}
+	r.details(ctx)
+}
+
+func bytesAt(b int64, perSecond float64) time.Duration {
+	if perSecond <= 0 || b <= 0 {
+		return 0
+	}
+	return time.Duration(float64(b) / perSecond * float64(time.Second))
+}
+
+// fail ends the run with err, its status saying why.
+func (r *recoverRun) fail(ctx workflow.Context, err error) (RecoverStatus, error) {
+	r.st.Outcome, r.st.LastError = RecoverFailed, err.Error()
+	if t := errorType(err); t != "" {
+		r.st.LastError = fmt.Sprintf("[%s] %s", t, applicationMessage(err))
+	}
+	r.st.Times.Total = workflow.Now(ctx).Sub(r.st.Started)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrOutcome.ValueSet(RecoverFailed))
+	r.details(ctx)
+	return r.st, err
+}
+
+// applicationMessage is the message of the ApplicationError in err's
+// chain (the activity's own words, without Temporal's wrapping).
+func applicationMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+// details shows the recover in the Web UI ("Current details"), in
+// Markdown.
+func (r *recoverRun) details(ctx workflow.Context) {
+	s := r.st
+	out := fmt.Sprintf("**recover %s** of %s into **%s** on **%s** · to %s · step **%s** · outcome **%s**\n\n",
+		tsql.Printable(s.Database), s.Instance, tsql.Printable(s.Name), s.Target, s.Point, s.Step, s.Outcome)
+	if s.Sequence != 0 {
+		out += fmt.Sprintf("full: set %d", s.Sequence)
+		if s.FullServer != "" {
+			out += " from " + s.FullServer
+		}
+		if s.FullPercent > 0 && s.FullPercent < 100 {
+			out += fmt.Sprintf(" · %.0f %%", s.FullPercent)
+		}
+		out += fmt.Sprintf(" · logs %d of %d", s.LogsDone, s.LogsTotal)
+		if s.LogsTotal > 0 {
+			out += fmt.Sprintf(" (chain %d, logs %d-%d)", s.Chain, s.FirstLog, s.LastLog)
+		}
+		if s.CurrentLog != 0 {
+			out += fmt.Sprintf(" · restoring log %d", s.CurrentLog)
+		}
+		out += fmt.Sprintf(" · %s of %s", plan.FormatBytes(s.BytesDone), plan.FormatBytes(s.BytesTotal))
+		if s.ETA > 0 {
+			out += " · ETA " + plan.RoundDuration(s.ETA).String()
+		}
+		out += "\n\n"
+	}
+	if !s.RecoveryPoint.IsZero() {
+		out += fmt.Sprintf("recovery point %s (%s)\n\n", s.RecoveryPoint.UTC().Format(time.RFC3339), s.RecoveryPointFrom)
+	}
+	t := s.Times
+	out += fmt.Sprintf("times: plan %s · full %s · logs %s · finish %s", t.Plan.Round(time.Second), t.Full.Round(time.Second),
+		t.Logs.Round(time.Second), t.Finish.Round(time.Second))
+	if t.Total > 0 {
+		out += " · total " + t.Total.Round(time.Second).String()
+	}
+	if len(s.Unreachable) > 0 {
+		out += "\n\nnot read: " + strings.Join(s.Unreachable, "; ")
+	}
+	if s.LastError != "" {
+		out += "\n\n**error:** " + s.LastError
+	}
+	workflow.SetCurrentDetails(ctx, out)
+}

@@ -1,0 +1,166 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/recover"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/recovery"
+)
+
+// recoverPlan is a plan of set 7 (1 GB) and logs 11-14 of chain 2
+// (10 MB each), STOPAT reached in log 13.
+func recoverPlan() recover.Plan {
+	at := time.Date(2026, 3, 1, 2, 15, 0, 0, time.UTC)
+	steps := []recovery.Step{{Kind: recovery.KindFull, Sequence: 7, GUID: "F", Bytes: 1e9, Servers: []string{"bak02"}}}
+	for n := int64(11); n <= 14; n++ {
+		steps = append(steps, recovery.Step{Kind: recovery.KindLog, Chain: 2, Number: n, GUID: "L", Bytes: 1e7, Servers: []string{"bak02"}})
+	}
+	return recover.Plan{Database: "Sales", Instance: "sql01", Target: "sql02", Name: "Sales", Restore: recovery.Plan{Steps: steps,
+		StopAt: at, StopAtOffsetMinutes: 60, RecoveryPoint: at, RecoveryPointFrom: "stopat"}, Intent: &catalog.VerifyCopy{BackupSetGUID: "F"},
+		Unreachable: []string{"bak01: unreachable"}, RestoreTimeout: time.Hour, LogTimeout: 10 * time.Minute, HeartbeatTimeout: time.Minute}
+}
+
+type recoverEnv struct {
+	env  *testsuite.TestWorkflowEnvironment
+	mu   sync.Mutex
+	logs []recover.RestoreLogInput
+}
+
+func newRecoverEnv(t *testing.T) *recoverEnv {
+	var ts testsuite.WorkflowTestSuite
+	r := &recoverEnv{env: ts.NewTestWorkflowEnvironment()}
+	r.env.RegisterWorkflowWithOptions(Recover, workflow.RegisterOptions{Name: RecoverName})
+	r.env.SetStartTime(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	return r
+}
+
+// steps mocks the plan and the steps: the full takes 10 minutes, each log
+// a minute, log 13 reaches the point; log 12's first attempt fails as a
+// worker stopped in its RESTORE LOG would, and its retry finds it applied.
+func (r *recoverEnv) steps(t *testing.T) {
+	var acts *recover.Activities
+	cp := &catalog.VerifyCopy{BackupSetGUID: "F", RestoreHistoryID: 9}
+	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
+	r.env.OnActivity(acts.RestoreFull, mock.Anything, mock.Anything).After(10 * time.Minute).Return(
+		func(_ context.Context, in recover.RestoreFullInput) (recover.StepOutput, error) {
+			if in.Intent == nil || in.Step.Sequence != 7 || in.Name != "Sales" || in.To != "sql02" {
+				t.Errorf("RestoreFull input %+v", in)
+			}
+			return recover.StepOutput{Server: "bak02", Copy: cp}, nil
+		})
+	failed := false
+	r.env.OnActivity(acts.RestoreLog, mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(_ context.Context, in recover.RestoreLogInput) (recover.StepOutput, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.logs = append(r.logs, in)
+			if in.Step.Number == 12 && !failed {
+				failed = true
+				return recover.StepOutput{}, temporal.NewApplicationError("RESTORE LOG left running: the worker is stopping", activities.ErrStatementLeftRunning)
+			}
+			return recover.StepOutput{Server: "bak02", Skipped: in.Step.Number == 12, Reattached: in.Step.Number == 12,
+				Reached: in.Step.Number == 13}, nil
+		})
+	r.env.OnActivity(acts.FinishRecover, mock.Anything, mock.Anything).Return(recover.FinishOutput{State: "ONLINE", LogsRestored: []string{"a", "b", "c"}}, nil)
+}
+
+func (r *recoverEnv) queryAt(t *testing.T, d time.Duration) *RecoverStatus {
+	st := &RecoverStatus{}
+	r.env.RegisterDelayedCallback(func() {
+		v, err := r.env.QueryWorkflow(RecoverQuery)
+		if err == nil {
+			err = v.Get(st)
+		}
+		if err != nil {
+			t.Errorf("query at %s: %v", d, err)
+		}
+	}, d)
+	return st
+}
+
+// The full, then the logs in order up to the one in which STOPAT is
+// reached (log 14 is not restored), then RECOVERY; a log retried after its
+// attempt was cut short; live progress with an ETA from the measured
+// rates, and the result's times and recovery point.
+func TestRecoverRestoresInOrderAndReports(t *testing.T) {
+	r := newRecoverEnv(t)
+	r.steps(t)
+	// During the full: its RESTORE reports 40 % after 4 minutes.
+	r.env.RegisterDelayedCallback(func() {
+		r.env.SignalWorkflow(activities.ProgressSignal, activities.StepProgress{Step: recover.StepFull, Sequence: 7, Percent: 40})
+	}, 4*time.Minute)
+	duringFull := r.queryAt(t, 5*time.Minute)
+	duringLogs := r.queryAt(t, 11*time.Minute+30*time.Second)
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", AsOf: time.Date(2026, 3, 1, 2, 15, 0, 0, time.UTC)})
+	if !r.env.IsWorkflowCompleted() || r.env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", r.env.GetWorkflowError())
+	}
+	var res RecoverStatus
+	if err := r.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if duringFull.Step != recover.StepFull || duringFull.FullPercent != 40 || duringFull.ETA <= 0 {
+		t.Errorf("during the full: step %s, %.0f %%, ETA %s", duringFull.Step, duringFull.FullPercent, duringFull.ETA)
+	}
+	// 40 % in 4 minutes: 6 minutes left of the full, and the 40 MB of
+	// logs at its 1.67 MB/s: 24 s.
+	if want := 6*time.Minute + 24*time.Second; duringFull.ETA < want-2*time.Second || duringFull.ETA > want+2*time.Second {
+		t.Errorf("ETA during the full %s, want about %s", duringFull.ETA, want)
+	}
+	if duringLogs.Step != recover.StepLogs || duringLogs.LogsDone != 1 || duringLogs.CurrentLog != 12 || duringLogs.ETA <= 0 {
+		t.Errorf("during the logs: %+v", duringLogs)
+	}
+	var numbers []int64
+	for _, l := range r.logs {
+		numbers = append(numbers, l.Step.Number)
+		if !l.StopAt.Equal(recoverPlan().Restore.StopAt) || l.StopAtOffsetMinutes != 60 || l.Copy == nil || l.Copy.RestoreHistoryID != 9 || l.Count != 4 {
+			t.Errorf("RestoreLog input %+v", l)
+		}
+	}
+	if got := numbers; len(got) != 4 || got[0] != 11 || got[1] != 12 || got[2] != 12 || got[3] != 13 {
+		t.Fatalf("logs restored %v, want 11, 12 (twice: its retry), 13; not 14", got)
+	}
+	if res.Outcome != RecoverRecovered || res.LogsDone != 3 || res.StoppedAt != 13 || res.LogsRestored != 3 || res.Skipped != 1 || res.Reattached != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Times.Full != 10*time.Minute || res.Times.Logs < 3*time.Minute || res.Times.Total < 13*time.Minute || res.ETA != 0 {
+		t.Fatalf("times %+v, ETA %s", res.Times, res.ETA)
+	}
+	if !res.RecoveryPoint.Equal(recoverPlan().Restore.RecoveryPoint) || res.RecoveryPointFrom != "stopat" || res.State != "ONLINE" ||
+		res.Sequence != 7 || res.FullServer != "bak02" || len(res.Unreachable) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// A plan the backups do not reach ends the run at once with its type, and
+// the status says why.
+func TestRecoverFailsWithThePlansReason(t *testing.T) {
+	r := newRecoverEnv(t)
+	var acts *recover.Activities
+	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(recover.Plan{},
+		temporal.NewNonRetryableApplicationError("no restore reaches it: before the oldest verified full", activities.ErrRecoveryPointUnreachable, nil))
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", Latest: true})
+	err := r.env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrRecoveryPointUnreachable {
+		t.Fatalf("workflow error %v, want RecoveryPointUnreachable", err)
+	}
+	// A bad input is refused before any activity.
+	r = newRecoverEnv(t)
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02"})
+	if err := r.env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrInvalidConfig || !strings.Contains(err.Error(), "as_of") {
+		t.Fatalf("no point: %v", err)
+	}
+}
