@@ -11,6 +11,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // The plumbing the log chain's activities (package activities/logs) share
@@ -181,3 +182,18 @@ func RunStatement(a *Activities, ctx context.Context, s Statement) (mssql.Result
 // IsEndedUnseen reports a statement that ended on the instance after its
 // connection was lost: only what it left tells whether it completed.
 func IsEndedUnseen(err error) bool { return isEndedUnseen(err) }
+
+// RestoringState is what SQL Server shows of database name on sqlDB's
+// instance while it is restored (state, redo LSN, the restore that made
+// it), failures classified.
+func RestoringState(ctx context.Context, sqlDB *mssql.DB, name string) (mssql.RestoringState, error) {
+	q, args, err := tsql.RestoringState(name)
+	if err != nil {
+		return mssql.RestoringState{}, nonRetryable(ErrInvalidConfig, err)
+	}
+	rs, err := sqlDB.RestoringState(ctx, q, args...)
+	if err != nil {
+		return rs, sqlError(err)
+	}
+	return rs, nil
+}

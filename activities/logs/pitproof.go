@@ -410,7 +410,7 @@ func (a *Activities) restoreScratch(ctx context.Context, p *proofRun, m *catalog
 		}
 		// Stopped inside this log (its redo point short of its end): the
 		// point is reached, no later log applies.
-		rs, err := restoringState(ctx, p.sqlDB, p.name)
+		rs, err := activities.RestoringState(ctx, p.sqlDB, p.name)
 		if err != nil {
 			return err
 		}

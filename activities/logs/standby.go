@@ -134,7 +134,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	var seed *logchain.Full
 	sb := rec.Standby
 	if sb != nil && sb.Copy.On(t.inst.Name, t.name) && sb.Chain == in.Chain && sb.Copy.Confirmed() {
-		rs, err := restoringState(ctx, sqlDB, t.name)
+		rs, err := activities.RestoringState(ctx, sqlDB, t.name)
 		if err != nil {
 			return out, err
 		}
@@ -169,7 +169,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 
 	// Apply what the copy needs, in order.
 	for {
-		rs, err := restoringState(ctx, sqlDB, t.name)
+		rs, err := activities.RestoringState(ctx, sqlDB, t.name)
 		if err != nil {
 			return out, err
 		}
@@ -631,17 +631,4 @@ func saveProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget, r
 		return activities.StorageError(t.srv.Name, err)
 	}
 	return nil
-}
-
-// restoringState reads where a copy that takes logs stands.
-func restoringState(ctx context.Context, sqlDB *mssql.DB, name string) (mssql.RestoringState, error) {
-	q, args, err := tsql.RestoringState(name)
-	if err != nil {
-		return mssql.RestoringState{}, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	rs, err := sqlDB.RestoringState(ctx, q, args...)
-	if err != nil {
-		return rs, activities.SQLError(err)
-	}
-	return rs, nil
 }

@@ -323,7 +323,7 @@ func (a *Activities) confirmFull(ctx context.Context, ses *session, in RestoreFu
 	if err := activities.ConfirmCopy(ctx, ses.sqlDB, &cp); err != nil {
 		return out, err
 	}
-	rs, err := restoringState(ctx, ses.sqlDB, in.Name)
+	rs, err := activities.RestoringState(ctx, ses.sqlDB, in.Name)
 	if err != nil {
 		return out, err
 	}
@@ -414,7 +414,7 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 	if err != nil {
 		return out, err
 	}
-	rs, err := restoringState(ctx, ses.sqlDB, in.Name)
+	rs, err := activities.RestoringState(ctx, ses.sqlDB, in.Name)
 	if err != nil {
 		return out, err
 	}
@@ -450,7 +450,7 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 		// 4326: applied already (an attempt that ended unseen).
 		return out, activities.SQLError(err)
 	}
-	if rs, err = restoringState(ctx, ses.sqlDB, in.Name); err != nil {
+	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err
 	}
 	// Stopped inside this log (its redo point short of its end): the
@@ -486,7 +486,7 @@ func (a *Activities) FinishRecover(ctx context.Context, in FinishInput) (FinishO
 			return FinishOutput{}, activities.SQLError(err)
 		}
 	}
-	rs, err := restoringState(ctx, ses.sqlDB, in.Name)
+	rs, err := activities.RestoringState(ctx, ses.sqlDB, in.Name)
 	if err != nil {
 		return FinishOutput{}, err
 	}
@@ -500,19 +500,6 @@ func (a *Activities) FinishRecover(ctx context.Context, in FinishInput) (FinishO
 	}
 	ses.log.Info("recover finished", zap.String("state", out.State), zap.Int("logs", len(out.LogsRestored)))
 	return out, nil
-}
-
-// restoringState reads where the target stands (state, redo LSN).
-func restoringState(ctx context.Context, sqlDB *mssql.DB, name string) (mssql.RestoringState, error) {
-	q, args, err := tsql.RestoringState(name)
-	if err != nil {
-		return mssql.RestoringState{}, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	rs, err := sqlDB.RestoringState(ctx, q, args...)
-	if err != nil {
-		return rs, activities.SQLError(err)
-	}
-	return rs, nil
 }
 
 // restoredLogs are the log backups msdb says were restored into name
