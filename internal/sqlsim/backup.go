@@ -21,10 +21,10 @@ import (
 type backupOptions struct {
 	checksum, init, format, compression, copyOnly bool
 	// noRecovery: a tail-log backup (BACKUP LOG ... WITH NORECOVERY).
-	noRecovery bool
-	stats                                         int
-	bufferCount, maxTransfer, blockSize           int
-	name, description                             string
+	noRecovery                          bool
+	stats                               int
+	bufferCount, maxTransfer, blockSize int
+	name, description                   string
 }
 
 func (x *execCtx) intOpt(opts map[string]expr, name string, def int) (int, error) {
