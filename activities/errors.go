@@ -120,6 +120,12 @@ const (
 	// not the space the database's files take (their allocated size); a
 	// person frees it or chooses other directories.
 	ErrTargetInstanceFull = "TargetInstanceFull"
+	// ErrTailLogNeeded: a recover over the source database itself to the
+	// newest point (or past the newest log backup) would lose what was
+	// committed after that log backup: --tail-log takes it first (and
+	// leaves the source RESTORING), or an earlier point says it is meant.
+	// Nothing is touched.
+	ErrTailLogNeeded = "TailLogNeeded"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -150,6 +156,7 @@ var NonRetryableErrorTypes = []string{
 	ErrTargetDatabaseExists,
 	ErrTargetIsSource,
 	ErrTargetInstanceFull,
+	ErrTailLogNeeded,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or

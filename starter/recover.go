@@ -55,6 +55,11 @@ the TDE certificate of an encrypted database, the name free (--replace restores 
 for the files' allocated size; it never restores over the source database itself (same instance and
 name) unless both --replace and --as of that name are given.
 
+With --tail-log it first backs up the tail of the source's log (BACKUP LOG WITH NORECOVERY, as the log
+chain's next log backup, hashed and recorded on its backup server), so that no committed transaction is
+lost, and the restore ends with it. That leaves the SOURCE DATABASE RESTORING: no one can use it until a
+restore over it ends. A recover over the source itself to --latest is refused without --tail-log.
+
 The workflow id is recover/<to-instance>/<name>: one recover into a database at a time. Without --wait
 it prints the started run and returns; with --wait it follows the steps (log n of m, ETA) and prints the
 result: the recovery point reached, the measured times, the servers read. Exit 1 unless the database was
@@ -99,6 +104,10 @@ recovered (or left restoring with --norecovery).`,
 				return err
 			}
 			w := cmd.OutOrStdout()
+			if in.TailLog && !asJSON {
+				fmt.Fprintf(w, "tail-log backup: %s on %s is backed up WITH NORECOVERY first and LEFT RESTORING: no one can use it until a restore over it ends\n",
+					tsql.Printable(in.Database), in.Instance)
+			}
 			if !wait {
 				if asJSON {
 					return writeJSON(w, startedJSON{WorkflowID: run.GetID(), RunID: run.GetRunID(), Database: in.Database, Instance: in.Instance,
@@ -148,6 +157,7 @@ recovered (or left restoring with --norecovery).`,
 	f.BoolVar(&in.Latest, "latest", false, "the newest point the backups reach (every log backup held, to its end)")
 	f.BoolVar(&in.Replace, "replace", false, "restore over a database of that name on the target")
 	f.BoolVar(&in.NoRecovery, "norecovery", false, "leave the database RESTORING (more logs may follow by hand)")
+	f.BoolVar(&in.TailLog, "tail-log", false, "back up the tail of the source's log first (WITH NORECOVERY: the source is LEFT RESTORING) and restore to its end")
 	f.StringVar(&in.DataDir, "data-dir", "", "the data files' directory as the target sees it (default: its SERVERPROPERTY('InstanceDefaultDataPath'))")
 	f.StringVar(&in.LogDir, "log-dir", "", "the log file's directory (default: its SERVERPROPERTY('InstanceDefaultLogPath'))")
 	f.BoolVar(&wait, "wait", false, "follow the recover to its end and print its result (no time limit unless --timeout is given)")
@@ -188,6 +198,8 @@ func recoverLine(s workflows.RecoverStatus) string {
 			line += " from " + s.FullServer
 		}
 		line += fmt.Sprintf(")  %3.0f%%", s.FullPercent)
+	case s.Step == "tail-log":
+		line += fmt.Sprintf("  (BACKUP LOG %s WITH NORECOVERY: the source is left RESTORING)", tsql.Printable(s.Database))
 	case s.Step == "restore-logs":
 		line += fmt.Sprintf("  log %d of %d", s.LogsDone+1, s.LogsTotal)
 		if s.CurrentLog != 0 {
@@ -223,6 +235,10 @@ func printRecoverResult(w io.Writer, run client.RecoverRun) {
 		from += ")"
 	}
 	fmt.Fprintf(w, "  restored: %s, read from %s\n", from, strings.Join(r.Servers, ", "))
+	if r.TailLog != 0 {
+		fmt.Fprintf(w, "  tail-log: log %d of chain %d, taken WITH NORECOVERY: the source %s is RESTORING\n", r.TailLog, r.Chain,
+			tsql.Printable(r.Database))
+	}
 	if len(r.Unreachable) > 0 {
 		fmt.Fprintf(w, "  not read: %s\n", strings.Join(r.Unreachable, "; "))
 	}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -106,6 +107,9 @@ type RecoverStatus struct {
 	StopAt            time.Time `json:"stop_at,omitzero"`
 	RecoveryPoint     time.Time `json:"recovery_point,omitzero"`
 	RecoveryPointFrom string    `json:"recovery_point_from,omitempty"`
+	// TailLog is the number in the chain of the tail-log backup this
+	// recover took (0: none).
+	TailLog int64 `json:"tail_log,omitempty"`
 	// StoppedAt is the log in which STOPAT was reached (later logs were
 	// not needed).
 	StoppedAt int64 `json:"stopped_at,omitempty"`
@@ -148,15 +152,32 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrDatabase.ValueSet(in.Database), AttrOutcome.ValueSet(RecoverRunning))
 	r.step(ctx, recover.StepPlan)
 
-	var p recover.Plan
-	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+	planOpts := withOptions(ctx, workflow.ActivityOptions{
 		// Reading the servers of a site that is gone takes its timeouts;
 		// none readable is retried (NoBackupServerReachable) a while.
 		StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
 		RetryPolicy: retry(10*time.Second, 10), Summary: "plan the recover of " + tsql.Printable(in.Database),
-	}), ra.PlanRecover, in).Get(ctx, &p)
+	})
+	var p recover.Plan
+	err := workflow.ExecuteActivity(planOpts, ra.PlanRecover, recover.PlanInput{Request: in}).Get(ctx, &p)
 	if err != nil {
 		return r.fail(ctx, err)
+	}
+	if in.TailLog {
+		// Everything checked, the tail of the source's log is backed up
+		// (leaving it RESTORING) and the plan made again to end with it.
+		// Only a run asked for a tail gets these commands.
+		r.planned(ctx, p)
+		r.step(ctx, recover.StepTailLog)
+		tail, err := r.tailLog(ctx, p)
+		if err != nil {
+			return r.fail(ctx, err)
+		}
+		r.st.TailLog = tail.Number
+		r.step(ctx, recover.StepPlan)
+		if err := workflow.ExecuteActivity(planOpts, ra.PlanRecover, recover.PlanInput{Request: in, Tail: tail}).Get(ctx, &p); err != nil {
+			return r.fail(ctx, err)
+		}
 	}
 	r.planned(ctx, p)
 
@@ -224,6 +245,29 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(recover.StepDone), AttrOutcome.ValueSet(r.st.Outcome))
 	r.details(ctx)
 	return r.st, nil
+}
+
+// tailLog takes the tail-log backup of the plan's source as its log
+// chain's next log backup (logs.BackupLog with Tail).
+func (r *recoverRun) tailLog(ctx workflow.Context, p recover.Plan) (*recover.Tail, error) {
+	var out logs.BackupLogOutput
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
+		RetryPolicy: retry(10*time.Second, 10), Summary: "tail-log backup of " + tsql.Printable(p.Database) + " WITH NORECOVERY",
+	}), la.BackupLog, logs.BackupLogInput{Database: p.Database, Instance: p.Instance, Tail: true}).Get(ctx, &out)
+	if err != nil {
+		return nil, err
+	}
+	if out.Number == 0 || out.Break != nil {
+		why := "no log backup was taken"
+		if out.Break != nil {
+			why = fmt.Sprintf("the log chain broke (%s: %s)", out.Break.Reason, out.Break.Detail)
+		}
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the tail-log backup of %s does not continue its log chain: %s; no restore reaches it", tsql.Printable(p.Database), why),
+			activities.ErrRecoveryPointUnreachable, nil)
+	}
+	return &recover.Tail{Chain: out.Chain, Number: out.Number, Server: out.Server, Finish: out.Finish}, nil
 }
 
 func pointText(in RecoverInput) string {

@@ -40,6 +40,11 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		return BackupLogOutput{}, err
 	}
 	if !db.LogBackups() {
+		if in.Tail {
+			return BackupLogOutput{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+				"a tail-log backup of %s needs its log chain, and it has none: set log_backup for it in %s (or recover without --tail-log, "+
+					"to the newest log backup held)", db.ID(), d.ConfigFile()))
+		}
 		return BackupLogOutput{}, nil // off: the workflow ends
 	}
 	out := BackupLogOutput{Every: db.LogBackup.Every}
@@ -115,6 +120,11 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		if err != nil {
 			return out, err
 		}
+		if started == nil && in.Tail {
+			return out, activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
+				"no tail-log backup of %s was taken: its log chain is broken or not started (%s), so no restore reaches the tail; "+
+					"recover without --tail-log", db.ID(), breakText(br)))
+		}
 		if started == nil {
 			out.Chain, out.NeedFull = prev, true
 			if br != nil {
@@ -160,7 +170,7 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		layout[i] = tsql.JoinPath(srv.PathsFor(inst.Name)[i%len(srv.PathsFor(inst.Name))], fileNames[i])
 	}
 	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: db.Name, Disks: layout, Chain: rec.Chain, Number: n,
-		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize)})
+		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), NoRecovery: in.Tail})
 	if err != nil {
 		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
@@ -265,6 +275,14 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		zap.Int64("bytes", out.Bytes), zap.Bool("reattached", out.Reattached))
 	activities.Recorder(a.Base).StepDone(StepBackupLog, db.Instance, db.Name, server, out.Bytes, l.BackupFinishUTC.Sub(l.BackupStartUTC))
 	return out, nil
+}
+
+// breakText says why a chain ended, for people.
+func breakText(b *catalog.ChainBreak) string {
+	if b == nil {
+		return "no full backup of the database starts one"
+	}
+	return fmt.Sprintf("%s at %s: %s", b.Reason, b.At.UTC().Format(time.RFC3339), b.Detail)
 }
 
 // finished reads the log backup's header: complete and of this number

@@ -61,6 +61,11 @@ type BackupLogInput struct {
 	Database string `json:"database"`
 	Instance string `json:"instance,omitempty"`
 	Chain    int64  `json:"chain,omitempty"`
+	// Tail makes it the tail-log backup a recover over the database takes
+	// first (BACKUP LOG ... WITH NORECOVERY): the chain's next log, hashed
+	// and recorded as every other, after which the database is RESTORING.
+	// No chain to take it in is an error rather than a quiet no-op.
+	Tail bool `json:"tail,omitempty"`
 }
 
 // Break is why a chain ended, as BackupLog found it.

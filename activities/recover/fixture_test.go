@@ -213,8 +213,15 @@ func errType(err error) string {
 // (stopping where STOPAT was reached), the finish.
 func (f *fixture) recover(in Request) (Plan, FinishOutput, []StepOutput) {
 	f.t.Helper()
+	return f.recoverFrom(PlanInput{Request: in})
+}
+
+// recoverFrom is recover with the plan's whole input (a tail taken).
+func (f *fixture) recoverFrom(pin PlanInput) (Plan, FinishOutput, []StepOutput) {
+	f.t.Helper()
+	in := pin.Request
 	var p Plan
-	f.must(New(nil).PlanRecover, in, &p)
+	f.must(New(nil).PlanRecover, pin, &p)
 	t := Target{Database: p.Database, Instance: p.Instance, To: p.Target, Name: p.Name, AsGiven: in.As != "", Replace: in.Replace}
 	var full StepOutput
 	f.must(New(nil).RestoreFull, RestoreFullInput{Target: t, Step: p.Restore.Full(), Moves: p.Moves, BufferCount: p.BufferCount,

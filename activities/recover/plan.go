@@ -36,7 +36,16 @@ const serverReadTimeout = 2 * time.Minute
 // files' allocated size. Nothing is written anywhere. It returns the plan
 // with the record of the target before the RESTORE (Plan.Intent), by
 // which the later steps and their retries know the database they restore.
-func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) {
+//
+// With TailLog it is called twice: before the tail-log backup (Tail nil:
+// everything is checked as for the newest point, the source still online,
+// and the plan says it will be left RESTORING), and after it (the plan
+// must end with the tail when it goes to the newest point). A restore over
+// the source itself to its newest point without TailLog is refused
+// (TailLogNeeded): what was committed after its newest log backup would be
+// written over.
+func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, error) {
+	in := pin.Request
 	if err := in.Check(); err != nil {
 		return Plan{}, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
@@ -48,13 +57,13 @@ func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) 
 		return Plan{}, err
 	}
 	t := Target{Database: db.Name, Instance: db.Instance, To: in.ToInstance, Name: in.Name(), AsGiven: in.As != "", Replace: in.Replace}
-	inst, err := a.checkTarget(t, db)
+	inst, overSource, err := a.checkTarget(t, db)
 	if err != nil {
 		return Plan{}, err
 	}
 	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance),
 		zap.String("step", StepPlan), zap.String("target", inst.Name), zap.String("name", t.Name))
-	p := Plan{Database: db.Name, Instance: db.Instance, Target: inst.Name, Name: t.Name}
+	p := Plan{Database: db.Name, Instance: db.Instance, Target: inst.Name, Name: t.Name, OverSource: overSource}
 
 	servers, unreachable, err := a.readServers(ctx, db, log)
 	if err != nil {
@@ -63,7 +72,12 @@ func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) 
 	p.Unreachable = unreachable
 	cat := recovery.Build(servers)
 	p.Warnings = append(p.Warnings, cat.Ignored...)
-	p.Restore, err = recovery.Choose(cat, in.Point())
+	point := in.Point()
+	if in.TailLog && pin.Tail == nil {
+		// The tail is not taken yet: the point may lie past the logs held.
+		point = recovery.Point{Latest: true}
+	}
+	p.Restore, err = recovery.Choose(cat, point)
 	if err != nil {
 		var u *recovery.Unreachable
 		if errors.As(err, &u) {
@@ -75,6 +89,9 @@ func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) 
 		return Plan{}, err
 	}
 	p.Warnings = append(p.Warnings, p.Restore.Warnings...)
+	if err := tailLog(in, pin.Tail, db, &p); err != nil {
+		return Plan{}, err
+	}
 	full := p.Restore.Full()
 	m := fullManifest(cat, full)
 	p.BufferCount, p.MaxTransferSize = m.Options.BufferCount, m.Options.MaxTransferSize
@@ -117,18 +134,56 @@ func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) 
 	return p, nil
 }
 
+// tailLog applies the tail-log rules to the plan: over the source itself
+// to its newest point without a tail is refused; with one, the plan says
+// the source is (or will be) RESTORING, and a plan to the newest point
+// taken after the tail ends with it.
+func tailLog(in Request, tail *Tail, db *config.Database, p *Plan) error {
+	r := &p.Restore
+	if !in.TailLog {
+		if p.OverSource && in.Latest {
+			return activities.NonRetryable(activities.ErrTailLogNeeded, fmt.Errorf(
+				"restoring over the source database %s to the newest point its backups reach (%s, %s) would write over every "+
+					"transaction committed on it since: give --tail-log to back up the tail of its log first (BACKUP LOG WITH NORECOVERY, "+
+					"which leaves %s RESTORING until the restore ends), or --as-of a point to say that an earlier one is meant; nothing was touched",
+				db.ID(), r.RecoveryPoint.UTC().Format(time.RFC3339), r.RecoveryPointFrom, db.ID()))
+		}
+		return nil
+	}
+	if tail == nil {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("--tail-log: the source database %s is backed up WITH NORECOVERY first and left RESTORING: "+
+			"no one can use it until a restore over it ends (this one, when it restores over it)", db.ID()))
+		return nil
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("the source database %s was left RESTORING by its tail-log backup (log %d of chain %d on %s)",
+		db.ID(), tail.Number, tail.Chain, tail.Server))
+	if !in.Latest {
+		return nil
+	}
+	logs := r.Logs()
+	if n := len(logs); n == 0 || logs[n-1].Chain != tail.Chain || logs[n-1].Number != tail.Number {
+		return activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
+			"the tail-log backup of %s (log %d of chain %d on %s) is not where the restore of the newest point ends (%s): "+
+				"its chain does not reach it from the newest verified full; the source is RESTORING: restore the tail by hand or recover to a point",
+			db.ID(), tail.Number, tail.Chain, tail.Server, r.RecoveryPointFrom))
+	}
+	r.RecoveryPointFrom = "the tail-log backup's finish"
+	return nil
+}
+
 // checkTarget is the target instance, after the refusal of the source
 // database itself: a restore over it (same instance, or the same server
 // under another name or as a replica of its availability group, and the
-// same name) needs both Replace and the name given explicitly.
-func (a *Activities) checkTarget(t Target, db *config.Database) (*config.SQLInstance, error) {
+// same name) needs both Replace and the name given explicitly. overSource
+// says the restore goes over the source.
+func (a *Activities) checkTarget(t Target, db *config.Database) (inst *config.SQLInstance, overSource bool, err error) {
 	d := &a.Base.Cycle
-	inst, err := d.Instance(t.To)
+	inst, err = d.Instance(t.To)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if !strings.EqualFold(t.Name, db.Name) || t.Replace && t.AsGiven {
-		return inst, nil
+	if !strings.EqualFold(t.Name, db.Name) {
+		return inst, false, nil
 	}
 	sources := []string{db.Instance}
 	if g, ok := d.AvailabilityGroup(db.Instance); ok {
@@ -139,14 +194,18 @@ func (a *Activities) checkTarget(t Target, db *config.Database) (*config.SQLInst
 		if err != nil {
 			continue
 		}
-		if src.Name == inst.Name || config.SameAddress(src.Address, inst.Address) {
-			return nil, activities.NonRetryable(activities.ErrTargetIsSource, fmt.Errorf(
-				"%s on %s is the source database %s itself: a recover never restores over it unless asked twice: give both --replace "+
-					"and --as %s (or recover under another name with --as, or to another instance with --to-instance)",
-				t.Name, inst.Name, db.ID(), t.Name))
+		if src.Name != inst.Name && !config.SameAddress(src.Address, inst.Address) {
+			continue
 		}
+		if t.Replace && t.AsGiven {
+			return inst, true, nil
+		}
+		return nil, false, activities.NonRetryable(activities.ErrTargetIsSource, fmt.Errorf(
+			"%s on %s is the source database %s itself: a recover never restores over it unless asked twice: give both --replace "+
+				"and --as %s (or recover under another name with --as, or to another instance with --to-instance)",
+			t.Name, inst.Name, db.ID(), t.Name))
 	}
-	return inst, nil
+	return inst, false, nil
 }
 
 // readServers reads the database's manifests and chain records on every

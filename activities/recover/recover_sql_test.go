@@ -84,7 +84,7 @@ func TestRecoverRestoresNothingTwice(t *testing.T) {
 	f := newFixture(t, sitetest.Options{})
 	hist := f.history(3)
 	var p Plan
-	f.must(New(nil).PlanRecover, Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_dr", Latest: true}, &p)
+	f.must(New(nil).PlanRecover, PlanInput{Request: Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_dr", Latest: true}}, &p)
 	if len(p.Restore.Logs()) != 3 || !p.Restore.RecoveryPoint.Equal(hist[2].Finish) || p.Restore.RecoveryPointFrom != "last log's finish" {
 		t.Fatalf("plan: %d logs, recovery point %s (%s), want 3 to %s", len(p.Restore.Logs()), p.Restore.RecoveryPoint, p.Restore.RecoveryPointFrom, hist[2].Finish)
 	}
@@ -160,7 +160,7 @@ func TestPlanRecoverRefusesWhatWouldFailLate(t *testing.T) {
 	hist := f.history(1)
 	plan := func(in Request) (Plan, error) {
 		var p Plan
-		err := f.run(New(nil).PlanRecover, in, &p)
+		err := f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p)
 		return p, err
 	}
 	for _, tc := range []struct {
@@ -183,9 +183,13 @@ func TestPlanRecoverRefusesWhatWouldFailLate(t *testing.T) {
 			t.Errorf("%s: %v, want %s saying %q", tc.name, err, tc.typ, tc.says)
 		}
 	}
-	// Over the source with both --replace and --as of its name: the plan
-	// goes through (and says what it replaces).
-	p, err := plan(Request{Database: "Sales", ToInstance: "sql01", As: "Sales", Replace: true, Latest: true})
+	// Over the source with both --replace and --as of its name: to the
+	// latest it needs --tail-log (TailLogNeeded); to a point the plan goes
+	// through (and says what it replaces).
+	if _, err := plan(Request{Database: "Sales", ToInstance: "sql01", As: "Sales", Replace: true, Latest: true}); errType(err) != activities.ErrTailLogNeeded {
+		t.Fatalf("over the source to the latest without --tail-log: %v, want TailLogNeeded", err)
+	}
+	p, err := plan(Request{Database: "Sales", ToInstance: "sql01", As: "Sales", Replace: true, AsOf: hist[0].Start})
 	if err != nil || !strings.HasPrefix(p.Replaces, "Sales (ONLINE") {
 		t.Fatalf("over the source, asked twice: %+v, %v", p.Replaces, err)
 	}
@@ -239,14 +243,14 @@ func TestPlanRecoverNeedsTheTDECertificate(t *testing.T) {
 	}
 	in := Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_tde", Latest: true}
 	var p Plan
-	err = f.run(New(nil).PlanRecover, in, &p)
+	err = f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p)
 	if errType(err) != activities.ErrInvalidConfig || !strings.Contains(err.Error(), cert.ThumbprintText()) || !strings.Contains(err.Error(), "CREATE CERTIFICATE") {
 		t.Fatalf("target without the certificate: %v, want InvalidConfig naming %s and the fix", err, cert.ThumbprintText())
 	}
 	if err := f.site.Verify.ImportCertificate(cert); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.run(New(nil).PlanRecover, in, &p); err != nil || p.TDEThumbprint != cert.ThumbprintText() {
+	if err := f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p); err != nil || p.TDEThumbprint != cert.ThumbprintText() {
 		t.Fatalf("with the certificate: %+v, %v", p.TDEThumbprint, err)
 	}
 }

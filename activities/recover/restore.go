@@ -52,7 +52,7 @@ func (a *Activities) open(ctx context.Context, t Target, step string) (*session,
 	if err := tsql.CheckIdent(t.Name); err != nil {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("recover: the name on the target: %w", err))
 	}
-	inst, err := a.checkTarget(t, db)
+	inst, _, err := a.checkTarget(t, db)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ func New(base *activities.Activities) *Activities { return &Activities{Base: bas
 // signal.
 const (
 	StepPlan    = "recover-plan"
+	StepTailLog = "tail-log"
 	StepFull    = "restore-full"
 	StepLogs    = "restore-logs"
 	StepFinish  = "recover-finish"
@@ -67,6 +68,11 @@ type Request struct {
 	// NoRecovery leaves the database RESTORING (more logs, or a
 	// differential, may follow by hand).
 	NoRecovery bool `json:"norecovery,omitempty"`
+	// TailLog takes a tail-log backup of the source first (BACKUP LOG
+	// ... WITH NORECOVERY, as the log chain's next log backup), so that
+	// no transaction committed before the recover is lost: the restore
+	// then ends with it. It leaves the source database RESTORING.
+	TailLog bool `json:"tail_log,omitempty"`
 	// DataDir and LogDir are where the files go, as the target sees
 	// them; default its SERVERPROPERTY('InstanceDefaultDataPath') and
 	// ('InstanceDefaultLogPath').
@@ -108,6 +114,23 @@ func (r Request) Check() error {
 	return nil
 }
 
+// PlanInput is PlanRecover's input: the request and, once it was taken,
+// the tail-log backup the restore must end with (its JSON is the
+// request's, with "tail" beside).
+type PlanInput struct {
+	Request
+	Tail *Tail `json:"tail,omitempty"`
+}
+
+// Tail is the tail-log backup a recover took: the log chain's log Number
+// of Chain.
+type Tail struct {
+	Chain  int64     `json:"chain"`
+	Number int64     `json:"number"`
+	Server string    `json:"server"`
+	Finish time.Time `json:"finish"`
+}
+
 // Plan is what PlanRecover found and checked: the restore sequence, where
 // the files go, and the record of the target before anything is restored.
 type Plan struct {
@@ -142,6 +165,8 @@ type Plan struct {
 	// ids of its databases, the one replaced): how a retry tells the
 	// database this recover restored from any other.
 	Intent *catalog.VerifyCopy `json:"intent"`
+	// OverSource: the restore goes over the source database itself.
+	OverSource bool `json:"over_source,omitempty"`
 	// Unreachable are the backup servers not read, each with why.
 	Unreachable []string `json:"unreachable,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`

@@ -20,9 +20,11 @@ import (
 // backupOptions are the WITH options of BACKUP DATABASE.
 type backupOptions struct {
 	checksum, init, format, compression, copyOnly bool
-	stats                                         int
-	bufferCount, maxTransfer, blockSize           int
-	name, description                             string
+	// noRecovery: a tail-log backup (BACKUP LOG ... WITH NORECOVERY).
+	noRecovery                          bool
+	stats                               int
+	bufferCount, maxTransfer, blockSize int
+	name, description                   string
 }
 
 func (x *execCtx) intOpt(opts map[string]expr, name string, def int) (int, error) {
@@ -63,7 +65,14 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 			o.compression = true
 		case "COPY_ONLY":
 			o.copyOnly = true
-		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR", "NORECOVERY", "NO_TRUNCATE", "STANDBY":
+		case "NORECOVERY":
+			if !s.log {
+				// A log-specific option (BACKUP (Transact-SQL), "Log-specific
+				// options"); what BACKUP DATABASE says of it is not emulated.
+				return o, errNotSupported("BACKUP DATABASE WITH NORECOVERY")
+			}
+			o.noRecovery = true
+		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR", "NO_TRUNCATE", "STANDBY":
 			return o, errNotSupported("BACKUP WITH " + k)
 		default:
 			return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -203,6 +212,28 @@ func (x *execCtx) backup(s *backupStmt) error {
 	}
 	if err := x.in.agBackup(d, o.copyOnly); err != nil {
 		return err
+	}
+	if o.noRecovery {
+		// A tail-log backup WITH NORECOVERY "backs up the tail of the log
+		// and leaves the database in the RESTORING state" (BACKUP
+		// (Transact-SQL), NORECOVERY; "Tail-Log Backups (SQL Server)",
+		// https://learn.microsoft.com/en-us/sql/relational-databases/backup-restore/tail-log-backups-sql-server),
+		// so it takes the database exclusively, as a RESTORE does: another
+		// session in it fails the statement with 3101 ("Database Engine
+		// events and errors 3000 to 3999") and 3013. The hold lasts the
+		// statement (x.req.target), as a RESTORE's does.
+		x.in.mu.Lock()
+		if x.in.dbInUseLocked(d, x.s) {
+			x.in.mu.Unlock()
+			return opError(op, sqlErr(3101, 16, "Exclusive access could not be obtained because the database is in use."))
+		}
+		x.req.target = d.Name
+		x.in.mu.Unlock()
+		defer func() {
+			x.in.mu.Lock()
+			x.req.target = ""
+			x.in.mu.Unlock()
+		}()
 	}
 	// Backup compression is an Enterprise/Standard/Developer feature: Web and
 	// Express refuse WITH COMPRESSION (1844 "%ls is not supported on %ls.",
@@ -458,6 +489,12 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks})
 	x.in.cat.NextBackupSetID++
 	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
+	if o.noRecovery {
+		// RESTORING from now on: later BACKUPs and every use of it fail
+		// with 927 until a RESTORE ends the sequence, as after a RESTORE
+		// WITH NORECOVERY; roll forward would continue at the tail's end.
+		d.State, d.RedoLSN = "RESTORING", lastLSN
+	}
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()
 	if serr != nil {

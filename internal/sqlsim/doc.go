@@ -104,7 +104,9 @@
 //	BACKUP LOG [db] TO DISK = ... [, DISK = ...] [WITH the BACKUP DATABASE options]   (logchain.go: 4214 before
 //	    the first conventional full backup or after SIMPLE -> FULL, 4208 under SIMPLE, 4212 for master; a
 //	    COPY_ONLY log leaves the chain alone; msdb.dbo.backupset type L with first_lsn, last_lsn,
-//	    checkpoint_lsn, database_backup_lsn, user_name, begins_log_chain; backupmediafamily)
+//	    checkpoint_lsn, database_backup_lsn, user_name, begins_log_chain; backupmediafamily;
+//	    WITH NORECOVERY is a tail-log backup: 3101 + 3013 while another session is in the database, then
+//	    the database is RESTORING, and later BACKUPs and uses of it fail with 927)
 //	RESTORE LOG [x] FROM DISK = ... WITH RECOVERY | NORECOVERY | STANDBY = '...', STOPAT = 'time' |
 //	    STOPATMARK = 'lsn:n', STATS   (restorelog.go: 4305 gap, 4326 applied already, 3117 recovered,
 //	    4335 STOPAT before the point reached, 4322 STOPAT past the log's end; restorehistory type L)

@@ -23,6 +23,11 @@ type BackupLogOptions struct {
 	Stats           int // STATS = n; 0 omits
 	BufferCount     int // BUFFERCOUNT; 0 omits
 	MaxTransferSize int // MAXTRANSFERSIZE in bytes; 0 omits
+	// NoRecovery makes it the tail-log backup before a restore over the
+	// database: NORECOVERY "backs up the tail of the log and leaves the
+	// database in the RESTORING state" (BACKUP (Transact-SQL); "Tail-Log
+	// Backups (SQL Server)").
+	NoRecovery bool
 }
 
 // BackupLog builds
@@ -67,6 +72,9 @@ func BackupLog(o BackupLogOptions) (string, error) {
 	}
 	if o.MaxTransferSize > 0 {
 		with = append(with, fmt.Sprintf("MAXTRANSFERSIZE = %d", o.MaxTransferSize))
+	}
+	if o.NoRecovery {
+		with = append(with, "NORECOVERY")
 	}
 	with = append(with, "NAME = "+QuoteString(BackupLogName(o.Chain, o.Number)))
 	if o.Stats > 0 {

@@ -21,6 +21,10 @@ func TestBackupLogGolden(t *testing.T) {
 	if strings.Contains(got, "COPY_ONLY") {
 		t.Fatal("the product's own log backups are never COPY_ONLY")
 	}
+	tail, err := BackupLog(BackupLogOptions{Database: "Sales", Chain: 3, Number: 43, NoRecovery: true, Disks: []string{`\\bak01\backup\t.trn`}})
+	if err != nil || tail != `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\t.trn' WITH CHECKSUM, FORMAT, INIT, NORECOVERY, NAME = N'backupcycle log 000003 00000043'` {
+		t.Fatalf("tail-log backup: %s (%v)", tail, err)
+	}
 	m, err := LogBackupMarker("Sales]; DROP DATABASE x--", `\\bak01-nic1\backup\sql01@Sales~1a2b3c4d~log000003_00000042_1of2.trn`)
 	if err != nil || !strings.HasPrefix(got, m) {
 		t.Fatalf("marker %q (%v) does not start the statement", m, err)
