@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/recovery"
@@ -51,8 +52,14 @@ func newRecoverEnv(t *testing.T) *recoverEnv {
 // worker stopped in its RESTORE LOG would, and its retry finds it applied.
 func (r *recoverEnv) steps(t *testing.T) {
 	var acts *recover.Activities
-	cp := &catalog.VerifyCopy{BackupSetGUID: "F", RestoreHistoryID: 9}
 	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
+	r.restores(t)
+}
+
+// restores mocks the steps after the plan (see steps).
+func (r *recoverEnv) restores(t *testing.T) {
+	var acts *recover.Activities
+	cp := &catalog.VerifyCopy{BackupSetGUID: "F", RestoreHistoryID: 9}
 	r.env.OnActivity(acts.RestoreFull, mock.Anything, mock.Anything).After(10 * time.Minute).Return(
 		func(_ context.Context, in recover.RestoreFullInput) (recover.StepOutput, error) {
 			if in.Intent == nil || in.Step.Sequence != 7 || in.Name != "Sales" || in.To != "sql02" {
@@ -162,5 +169,75 @@ func TestRecoverFailsWithThePlansReason(t *testing.T) {
 	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02"})
 	if err := r.env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrInvalidConfig || !strings.Contains(err.Error(), "as_of") {
 		t.Fatalf("no point: %v", err)
+	}
+}
+
+// --tail-log: the plan checks everything first, then the tail of the
+// source's log is taken (BackupLog with Tail) and the plan made again to
+// end with it; the restore follows the second plan and the result names
+// the tail. A tail that does not continue the chain ends the run before
+// anything is restored.
+func TestRecoverWithTheTailOfTheLog(t *testing.T) {
+	r := newRecoverEnv(t)
+	r.restores(t)
+	var acts *recover.Activities
+	var la *logs.Activities
+	finish := time.Date(2026, 3, 1, 8, 59, 0, 0, time.UTC)
+	var plans []recover.PlanInput
+	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(func(_ context.Context, in recover.PlanInput) (recover.Plan, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		plans = append(plans, in)
+		p := recoverPlan()
+		if in.Tail != nil {
+			p.Restore.Steps = append(p.Restore.Steps[:2], recovery.Step{Kind: recovery.KindLog, Chain: 2, Number: in.Tail.Number, GUID: "T",
+				Bytes: 1e6, Servers: []string{in.Tail.Server}})
+			p.Restore.StopAt, p.Restore.RecoveryPoint, p.Restore.RecoveryPointFrom = time.Time{}, finish, "tail"
+		}
+		return p, nil
+	})
+	var tails []logs.BackupLogInput
+	r.env.OnActivity(la.BackupLog, mock.Anything, mock.Anything).Return(func(_ context.Context, in logs.BackupLogInput) (logs.BackupLogOutput, error) {
+		tails = append(tails, in)
+		return logs.BackupLogOutput{Chain: 2, Number: 15, Server: "bak01", Finish: finish}, nil
+	})
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", Latest: true, TailLog: true})
+	if !r.env.IsWorkflowCompleted() || r.env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", r.env.GetWorkflowError())
+	}
+	var res RecoverStatus
+	if err := r.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if len(tails) != 1 || !tails[0].Tail || tails[0].Database != "Sales" {
+		t.Fatalf("BackupLog calls %+v, want one with Tail", tails)
+	}
+	if len(plans) != 2 || plans[0].Tail != nil || plans[1].Tail == nil || plans[1].Tail.Number != 15 {
+		t.Fatalf("plans %+v, want one without the tail, then one ending with log 15", plans)
+	}
+	var numbers []int64
+	for _, l := range r.logs {
+		numbers = append(numbers, l.Step.Number)
+	}
+	if len(numbers) != 2 || numbers[0] != 11 || numbers[1] != 15 {
+		t.Fatalf("logs restored %v, want 11 then the tail 15", numbers)
+	}
+	if res.TailLog != 15 || !res.RecoveryPoint.Equal(finish) || res.RecoveryPointFrom != "tail" {
+		t.Fatalf("result: tail %d, recovery point %s (%s)", res.TailLog, res.RecoveryPoint, res.RecoveryPointFrom)
+	}
+
+	// A tail the chain does not take: nothing restored.
+	r = newRecoverEnv(t)
+	r.steps(t)
+	r.env.OnActivity(la.BackupLog, mock.Anything, mock.Anything).Return(logs.BackupLogOutput{Chain: 2,
+		Break: &logs.Break{Reason: "gap", Detail: "log 14 missing"}, NeedFull: true}, nil)
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", Latest: true, TailLog: true})
+	var appErr *temporal.ApplicationError
+	if err := r.env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrRecoveryPointUnreachable ||
+		!strings.Contains(err.Error(), "log 14 missing") {
+		t.Fatalf("broken tail: %v, want RecoveryPointUnreachable naming the break", err)
+	}
+	if len(r.logs) != 0 {
+		t.Fatalf("logs restored after a broken tail: %d", len(r.logs))
 	}
 }
