@@ -56,7 +56,7 @@ func (a *Activities) PlanRecover(ctx context.Context, in Request) (Plan, error) 
 		zap.String("step", StepPlan), zap.String("target", inst.Name), zap.String("name", t.Name))
 	p := Plan{Database: db.Name, Instance: db.Instance, Target: inst.Name, Name: t.Name}
 
-	servers, unreachable, err := a.readServers(ctx, db, log)
+	servers, unreachable, err := a.readServers(ctx, db, in.Only, log)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -153,7 +153,7 @@ func (a *Activities) checkTarget(t Target, db *config.Database) (*config.SQLInst
 // backup server of its rotation and copy targets; a server that cannot be
 // read (gone with its site, unreachable, misconfigured) is named in
 // unreachable and the others serve. None readable is retryable.
-func (a *Activities) readServers(ctx context.Context, db *config.Database, log *zap.Logger) ([]recovery.Server, []string, error) {
+func (a *Activities) readServers(ctx context.Context, db *config.Database, only []string, log *zap.Logger) ([]recovery.Server, []string, error) {
 	d := &a.Base.Cycle
 	keys, err := d.ManifestKeys()
 	if err != nil {
@@ -170,6 +170,10 @@ func (a *Activities) readServers(ctx context.Context, db *config.Database, log *
 	var out []recovery.Server
 	var unreachable []string
 	for _, name := range names {
+		if len(only) > 0 && !slices.Contains(only, name) {
+			unreachable = append(unreachable, name+": not asked to read it")
+			continue
+		}
 		s, err := a.readServer(ctx, db, name, keys)
 		if err != nil {
 			if ctx.Err() != nil {
