@@ -181,3 +181,7 @@ func RunStatement(a *Activities, ctx context.Context, s Statement) (mssql.Result
 // IsEndedUnseen reports a statement that ended on the instance after its
 // connection was lost: only what it left tells whether it completed.
 func IsEndedUnseen(err error) bool { return isEndedUnseen(err) }
+
+// CurrentConfig is the configuration the activities run with now (the
+// live one when the worker reloads it).
+func (d *CycleDeps) CurrentConfig() *config.Config { return d.config() }

@@ -417,3 +417,14 @@ func message(err error) string {
 	}
 	return err.Error()
 }
+
+// ReadCatalog is what a recover of db would choose from: the backups on
+// every backup server of db it can read (only those in only, when given),
+// and the servers not read, each with why. A drill picks its point from it.
+func (a *Activities) ReadCatalog(ctx context.Context, db *config.Database, only []string, log *zap.Logger) (recovery.Catalog, []string, error) {
+	servers, unreachable, err := a.readServers(ctx, db, only, log)
+	if err != nil {
+		return recovery.Catalog{}, nil, err
+	}
+	return recovery.Build(servers), unreachable, nil
+}
