@@ -110,7 +110,9 @@ func NewDrillRecord(instance, db string, at time.Time) *DrillRecord {
 }
 
 // FileName is the record's file name.
-func (r *DrillRecord) FileName() string { return tsql.NamesOf(r.SourceInstance, r.Database).DrillRecord() }
+func (r *DrillRecord) FileName() string {
+	return tsql.NamesOf(r.SourceInstance, r.Database).DrillRecord()
+}
 
 // Trusted reports whether the record may steer the product.
 func (r *DrillRecord) Trusted() bool { return r.Auth.Trusted() }
