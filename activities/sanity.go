@@ -496,3 +496,22 @@ func sanityText(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// CheckDBCopy runs DBCC CHECKDB on the copy name (sqlDB connected to its
+// instance's master), for the copies the log proofs and the drills
+// restore: the errors it reported come back as the detail ("" when it
+// found none); an outage as the error.
+func CheckDBCopy(ctx context.Context, sqlDB *mssql.DB, name string) (string, error) {
+	stmt, err := tsql.CheckDB(name)
+	if err != nil {
+		return "", nonRetryable(ErrInvalidConfig, err)
+	}
+	if _, err := sqlDB.Run(ctx, "DBCC CHECKDB", stmt, nil); err != nil {
+		var f *mssql.Failure
+		if errors.As(err, &f) && f.Kind != mssql.ErrUnreachable && len(f.Errors) > 0 {
+			return "DBCC CHECKDB of the copy: " + f.ErrorSummary(), nil
+		}
+		return "", sqlError(err)
+	}
+	return "", nil
+}

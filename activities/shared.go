@@ -197,3 +197,7 @@ func RestoringState(ctx context.Context, sqlDB *mssql.DB, name string) (mssql.Re
 	}
 	return rs, nil
 }
+
+// CurrentConfig is the configuration the activities run with now (the
+// live one when the worker reloads it).
+func (d *CycleDeps) CurrentConfig() *config.Config { return d.config() }

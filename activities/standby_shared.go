@@ -124,6 +124,13 @@ func DropOwnCopy(a *Activities, ctx context.Context, sqlDB *mssql.DB, instance, 
 	if err != nil || st == nil {
 		return err
 	}
+	return DropCopy(ctx, sqlDB, instance, name, st, log)
+}
+
+// DropCopy drops name on instance (st: its state, the caller's guard
+// having shown it is the product's), logging the sessions an online copy
+// had: the drop forces them out (tsql.DropDatabase).
+func DropCopy(ctx context.Context, sqlDB *mssql.DB, instance, name string, st *mssql.DatabaseState, log *zap.Logger) error {
 	stmt, err := tsql.DropDatabase(name)
 	if err != nil {
 		return nonRetryable(ErrInvalidConfig, err)

@@ -162,6 +162,7 @@ func provenLine(d status.Database) string {
 		}
 		fmt.Fprintf(&b, ", log_proof %s", d.ProofMode)
 	}
+	b.WriteString(drillText(d))
 	if f := d.LastFailure; f != nil {
 		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))
 	}
@@ -176,4 +177,29 @@ func provenLine(d status.Database) string {
 		fmt.Fprintf(&b, " -- %s", tsql.Printable(strings.Join(d.Reasons, "; ")))
 	}
 	return b.String()
+}
+
+// drillText is a drilled database's last recovery drill, for its line:
+// its outcome, RTO against rto, the point reached, its age against
+// drill.max_age.
+func drillText(d status.Database) string {
+	if d.DrillEvery <= 0 {
+		return ""
+	}
+	l := d.LastDrill
+	if l == nil {
+		return "; no recovery drill yet"
+	}
+	out := fmt.Sprintf("; drill %s %s (%s ago, max %s): recover %s", l.Outcome, stamp(l.At), l.Age, d.DrillMaxAge, status.Duration(l.RTO))
+	if d.RTO > 0 {
+		out += fmt.Sprintf(" (rto %s)", d.RTO)
+	}
+	if !l.RecoveryPoint.IsZero() {
+		out += " to " + stamp(l.RecoveryPoint)
+	}
+	out += " on " + tsql.Printable(l.Instance)
+	if l.ErrorType != "" {
+		out += " [" + l.ErrorType + "]"
+	}
+	return out
 }

@@ -78,10 +78,12 @@ type RecoverStatus struct {
 	Point   string `json:"point"`
 	Step    string `json:"step"`
 	Outcome string `json:"outcome"`
-	// Sequence is the full restored, FullServer where it was read;
+	// Sequence is the full restored (FullGUID its backup set GUID),
+	// FullServer where it was read;
 	// FullPercent the RESTORE's progress. Servers are every backup server
 	// a file was read from.
 	Sequence    int64    `json:"sequence,omitempty"`
+	FullGUID    string   `json:"full_guid,omitempty"`
 	FullServer  string   `json:"full_server,omitempty"`
 	FullPercent float64  `json:"full_percent,omitempty"`
 	Servers     []string `json:"servers,omitempty"`
@@ -283,7 +285,7 @@ func (r *recoverRun) planned(ctx workflow.Context, p recover.Plan) {
 	s.Times.Plan = workflow.Now(ctx).Sub(r.stepBegan)
 	s.Database, s.Instance, s.Target, s.Name = p.Database, p.Instance, p.Target, p.Name
 	full := p.Restore.Full()
-	s.Sequence, s.BytesTotal, r.fullBytes = full.Sequence, p.Restore.Bytes(), full.Bytes
+	s.Sequence, s.FullGUID, s.BytesTotal, r.fullBytes = full.Sequence, full.GUID, p.Restore.Bytes(), full.Bytes
 	logs := p.Restore.Logs()
 	s.LogsTotal = len(logs)
 	if len(logs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/drill"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 )
@@ -29,6 +30,8 @@ func RegisterWithLogs(r worker.Registry, acts *activities.Activities, logActs an
 	r.RegisterActivity(logActs)
 	// The recover's (package activities/recover).
 	r.RegisterActivity(recover.New(acts))
+	// The drill's (package activities/drill).
+	r.RegisterActivity(drill.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;
@@ -43,4 +46,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(LogProof, workflow.RegisterOptions{Name: LogProofName})
 	r.RegisterWorkflowWithOptions(ScratchProof, workflow.RegisterOptions{Name: ScratchProofName})
 	r.RegisterWorkflowWithOptions(Recover, workflow.RegisterOptions{Name: RecoverName})
+	r.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
 }

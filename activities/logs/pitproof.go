@@ -451,16 +451,5 @@ func (a *Activities) checkScratch(ctx context.Context, p *proofRun, ref *catalog
 	if !checkDB {
 		return "", nil
 	}
-	stmt, err := tsql.CheckDB(p.name)
-	if err != nil {
-		return "", activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	if _, err := p.sqlDB.Run(ctx, "DBCC CHECKDB", stmt, nil); err != nil {
-		var f *mssql.Failure
-		if errors.As(err, &f) && f.Kind != mssql.ErrUnreachable && len(f.Errors) > 0 {
-			return "DBCC CHECKDB of the copy: " + f.ErrorSummary(), nil
-		}
-		return "", activities.SQLError(err)
-	}
-	return "", nil
+	return activities.CheckDBCopy(ctx, p.sqlDB, p.name)
 }

@@ -65,7 +65,7 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 		zap.String("step", StepPlan), zap.String("target", inst.Name), zap.String("name", t.Name))
 	p := Plan{Database: db.Name, Instance: db.Instance, Target: inst.Name, Name: t.Name, OverSource: overSource}
 
-	servers, unreachable, err := a.readServers(ctx, db, log)
+	servers, unreachable, err := a.readServers(ctx, db, in.Only, log)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -212,7 +212,7 @@ func (a *Activities) checkTarget(t Target, db *config.Database) (inst *config.SQ
 // backup server of its rotation and copy targets; a server that cannot be
 // read (gone with its site, unreachable, misconfigured) is named in
 // unreachable and the others serve. None readable is retryable.
-func (a *Activities) readServers(ctx context.Context, db *config.Database, log *zap.Logger) ([]recovery.Server, []string, error) {
+func (a *Activities) readServers(ctx context.Context, db *config.Database, only []string, log *zap.Logger) ([]recovery.Server, []string, error) {
 	d := &a.Base.Cycle
 	keys, err := d.ManifestKeys()
 	if err != nil {
@@ -229,6 +229,10 @@ func (a *Activities) readServers(ctx context.Context, db *config.Database, log *
 	var out []recovery.Server
 	var unreachable []string
 	for _, name := range names {
+		if len(only) > 0 && !slices.Contains(only, name) {
+			unreachable = append(unreachable, name+": not asked to read it")
+			continue
+		}
 		s, err := a.readServer(ctx, db, name, keys)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -471,4 +475,15 @@ func message(err error) string {
 		return appErr.Message()
 	}
 	return err.Error()
+}
+
+// ReadCatalog is what a recover of db would choose from: the backups on
+// every backup server of db it can read (only those in only, when given),
+// and the servers not read, each with why. A drill picks its point from it.
+func (a *Activities) ReadCatalog(ctx context.Context, db *config.Database, only []string, log *zap.Logger) (recovery.Catalog, []string, error) {
+	servers, unreachable, err := a.readServers(ctx, db, only, log)
+	if err != nil {
+		return recovery.Catalog{}, nil, err
+	}
+	return recovery.Build(servers), unreachable, nil
 }

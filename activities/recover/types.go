@@ -78,6 +78,10 @@ type Request struct {
 	// ('InstanceDefaultLogPath').
 	DataDir string `json:"data_dir,omitempty"`
 	LogDir  string `json:"log_dir,omitempty"`
+	// Only, when given, are the only backup servers read (a drill's from:
+	// remote reads the copy targets alone, as if the primary site were
+	// gone); the others are named not read.
+	Only []string `json:"only,omitempty"`
 }
 
 // Name is the database's name on the target.

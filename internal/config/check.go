@@ -113,6 +113,7 @@ func (d *decoder) check(c *Config) {
 	}
 	d.checkChains(c)
 	d.checkLogs(c)
+	d.checkDrills(c)
 	d.checkPlatforms(c)
 	d.checkVerifyNotSource(c)
 }

@@ -27,7 +27,9 @@
 //	retention {keep_verified 2, delete_failed_after 72h}, verify_name "{db}_verify", keep_verify_db false,
 //	rpo 26h, rto 0 (none), log_backup none; with log_backup: log_proof nightly,
 //	log_proof_lag 15m (standby) / 26h (nightly), standby_name "{db}_standby",
-//	adopt_foreign_logs false, pit_proof {every 24h, checkdb false}.
+//	adopt_foreign_logs false, pit_proof {every 24h, checkdb false};
+//	drill none (with drill: point latest, from any, checkdb false, max_age 2 x every,
+//	name "{db}_drill", instance: the copy target's verify_instance).
 package config
 
 import (
@@ -360,6 +362,8 @@ type Policy struct {
 	// ImmutableCopy names a kind: s3 backup server that receives a copy of
 	// every verified set, locked for Retention.ImmutableFor; "" = none.
 	ImmutableCopy string `yaml:"immutable_copy"`
+	// Drill is the scheduled recovery drill (drill.go); every 0: none.
+	Drill Drill `yaml:"drill"`
 }
 
 // LogBackup is `log_backup:`.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -111,6 +112,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	servers := make([]Server, len(shares))
 	found := make([][]Found, len(shares))
 	chains := make([][]FoundChain, len(shares))
+	drills := make([][]FoundDrill, len(shares))
 	instances := InstancesOf(c)
 	targets, defaults := TargetsOf(c)
 	keys, kerr := c.ManifestKeyRing()
@@ -125,7 +127,7 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			servers[i], found[i], chains[i] = readServer(ctx, shares[i], open, instances, keys, targets)
+			servers[i], found[i], chains[i], drills[i] = readServer(ctx, shares[i], open, instances, keys, targets)
 		}(i)
 	}
 	wg.Wait()
@@ -143,6 +145,11 @@ func Load(ctx context.Context, c *config.Config, open OpenFunc, now time.Time) R
 	}
 	r := Report{At: now.UTC(), Authentication: auth, Databases: SummarizeAll(now, targets, defaults, all, AliasesOf(c), allChains),
 		Servers: servers}
+	var allDrills []FoundDrill
+	for _, f := range drills {
+		allDrills = append(allDrills, f...)
+	}
+	judgeDrills(now, r.Databases, allDrills)
 	if kerr == nil {
 		r.ObjectStores = loadObjectStores(ctx, c, nil, all)
 		judgeImmutable(r.Databases, r.ObjectStores)
@@ -183,20 +190,22 @@ func InstancesOf(c *config.Config) []string {
 // readServer reads one server's manifests, and the log chain records of
 // the databases of targets with log backups.
 func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, instances []string, keys *catalog.Keys,
-	targets []Target) (Server, []Found, []FoundChain) {
+	targets []Target) (Server, []Found, []FoundChain, []FoundDrill) {
 	s := Server{Name: srv.Name, Location: srv.Loc.String()}
 	st, err := open(ctx, srv)
 	if err != nil {
 		s.Error = fmt.Sprintf("open backup server %s (%s): %v: check that it is reachable and its location and credentials in the config", srv.Name, s.Location, err)
-		return s, nil, nil
+		return s, nil, nil, nil
 	}
 	defer st.Close()
 	l, err := catalog.ListInstances(ctx, ReadOnlyFS(st), keys, instances)
 	if err != nil {
 		s.Error = fmt.Sprintf("list manifests on backup server %s (%s): %v", srv.Name, s.Location, err)
-		return s, nil, nil
+		return s, nil, nil, nil
 	}
 	chains, brokenChains := readChains(ctx, ReadOnlyFS(st), keys, srv.Name, targets)
+	drills, brokenDrills := readDrills(ctx, ReadOnlyFS(st), keys, srv.Name, targets)
+	maps.Copy(brokenChains, brokenDrills)
 	for name, err := range brokenChains {
 		if l.Broken == nil {
 			l.Broken = map[string]error{}
@@ -219,7 +228,7 @@ func readServer(ctx context.Context, srv *config.BackupServer, open OpenFunc, in
 			s.Broken[n] = l.Broken[n].Error()
 		}
 	}
-	return s, out, chains
+	return s, out, chains, drills
 }
 
 // ErrReadOnly is returned by the writing methods of ReadOnlyFS.

@@ -27,6 +27,8 @@ type Objectives struct {
 	// ImmutableCopy is the object store that keeps a locked copy of every
 	// verified set (immutable_copy); "" for none.
 	ImmutableCopy string `json:"immutable_copy,omitempty"`
+	// Drills: the last drill is judged against rto and drill.max_age.
+	DrillObjectives
 }
 
 // Target is a configured database and its objectives.
@@ -109,6 +111,8 @@ type Database struct {
 	Reasons         []string `json:"reasons,omitempty"`
 	// LogChain is the database's log chain, when it has log backups.
 	LogChain *LogChain `json:"log_chain,omitempty"`
+	// LastDrill is the newest recovery drill, for a database with drill.
+	LastDrill *LastDrill `json:"last_drill,omitempty"`
 }
 
 // Duration marshals to JSON as seconds (a number monitoring can compare).
@@ -166,6 +170,9 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 			o.LogObjectives = LogObjectives{Every: Duration(db.LogBackup.Every), ProofMode: db.ProofMode(), ProofLag: Duration(db.ProofLag())}
 		}
 		o.ImmutableCopy = db.ImmutableCopy
+		if db.Drills() {
+			o.DrillObjectives = DrillObjectives{DrillEvery: Duration(db.Drill.Every), DrillMaxAge: Duration(db.DrillMaxAge())}
+		}
 		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})
 	}
 	return out, def

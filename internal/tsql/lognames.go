@@ -201,3 +201,8 @@ func CheckLogNames(instance, db string, files int, dirs []string) []*LimitError 
 // (the standby copy, the point-in-time proofs). It ends in neither ".trn"
 // nor ".chain.json", so no log or chain parser takes it.
 func (n SetNames) LogProofRecord() string { return n.LogPrefix() + "proof.json" }
+
+// DrillRecord is the name of the database's drill record: the recovery
+// drills run of it (what each restored, the point reached, the measured
+// time to recover). Like LogProofRecord, no log or chain parser takes it.
+func (n SetNames) DrillRecord() string { return n.LogPrefix() + "drill.json" }

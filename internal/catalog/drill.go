@@ -1,0 +1,267 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// A database's drill record (tsql.SetNames.DrillRecord) lives beside the
+// manifests on every backup server a drill read its backups from. It holds
+// the newest MaxDrills drills: what each restored (the full, the logs),
+// the point asked and the recovery point reached, the measured time to
+// recover and each step's time, the checks on the recovered copy, and
+// how it ended; and the own-copy record of the newest drill's scratch
+// copy, by which a later drill knows a copy a crashed one left is the
+// product's. Signed like chain records, with a purpose of its own.
+
+// DrillSchemaVersion is written into every drill record.
+const DrillSchemaVersion = 1
+
+const purposeDrill = "backupcycle drill"
+
+// MaxDrills is how many drills a record keeps.
+const MaxDrills = 30
+
+// Drill outcomes.
+const (
+	DrillPassed = "passed"
+	DrillFailed = "failed"
+)
+
+// DrillStepTimes are a drill's measured step times.
+type DrillStepTimes struct {
+	Prepare  time.Duration `json:"prepare"`
+	Plan     time.Duration `json:"plan"`
+	Full     time.Duration `json:"full"`
+	Logs     time.Duration `json:"logs"`
+	Recovery time.Duration `json:"recovery"`
+	Checks   time.Duration `json:"checks"`
+	Drop     time.Duration `json:"drop"`
+}
+
+// DrillResult is one drill.
+type DrillResult struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	// Instance and Database are where the scratch copy was restored.
+	Instance string `json:"instance"`
+	Database string `json:"database"`
+	// From is any or remote; Servers the backup servers read.
+	From    string   `json:"from"`
+	Servers []string `json:"servers,omitempty"`
+	// Point is what was asked ("latest" or an instant); RecoveryPoint
+	// what the restore reached, RecoveryPointFrom how it is known.
+	Point             string    `json:"point"`
+	RecoveryPoint     time.Time `json:"recovery_point,omitzero"`
+	RecoveryPointFrom string    `json:"recovery_point_from,omitempty"`
+	// Sequence is the full restored; Chain, FirstLog and LastLog the log
+	// backups after it.
+	Sequence int64 `json:"sequence,omitempty"`
+	Chain    int64 `json:"chain,omitempty"`
+	FirstLog int64 `json:"first_log,omitempty"`
+	LastLog  int64 `json:"last_log,omitempty"`
+	Bytes    int64 `json:"bytes,omitempty"`
+	// RTO is the measured time to recover: the Recover's start to the
+	// database online. Steps are each step's time.
+	RTO   time.Duration  `json:"rto"`
+	Steps DrillStepTimes `json:"steps"`
+	// Sanity are the sanity checks that held; CheckDB whether CHECKDB
+	// ran, CheckDBClean whether it found nothing.
+	Sanity       []string `json:"sanity,omitempty"`
+	CheckDB      bool     `json:"checkdb"`
+	CheckDBClean bool     `json:"checkdb_clean,omitempty"`
+	// Dropped says the scratch copy was dropped; DropError why not.
+	Dropped   bool   `json:"dropped"`
+	DropError string `json:"drop_error,omitempty"`
+	// Outcome is DrillPassed or DrillFailed; ErrorType and Error say why
+	// a drill failed (the ApplicationError type of activities/errors.go).
+	Outcome   string    `json:"outcome"`
+	ErrorType string    `json:"error_type,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	At        time.Time `json:"at"` // finished (worker's clock)
+}
+
+// DrillRecord is a database's drill record.
+type DrillRecord struct {
+	SchemaVersion  int    `json:"schema_version"`
+	Database       string `json:"database"`
+	SourceInstance string `json:"source_instance"`
+	// Scratch is the own-copy record of the newest drill's scratch copy
+	// (its BackupSetGUID empty until the Recover chose the full).
+	Scratch   *VerifyCopy   `json:"scratch,omitempty"`
+	Drills    []DrillResult `json:"drills,omitempty"` // oldest first
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+
+	Signature *Signature `json:"signature,omitempty"`
+	Auth      Auth       `json:"-"`
+}
+
+// NewDrillRecord starts the drill record of (instance, db).
+func NewDrillRecord(instance, db string, at time.Time) *DrillRecord {
+	at = at.UTC()
+	return &DrillRecord{SchemaVersion: DrillSchemaVersion, Database: db, SourceInstance: instance, CreatedAt: at, UpdatedAt: at}
+}
+
+// FileName is the record's file name.
+func (r *DrillRecord) FileName() string {
+	return tsql.NamesOf(r.SourceInstance, r.Database).DrillRecord()
+}
+
+// Trusted reports whether the record may steer the product.
+func (r *DrillRecord) Trusted() bool { return r.Auth.Trusted() }
+
+// Last is the newest drill; nil for none.
+func (r *DrillRecord) Last() *DrillResult {
+	if r == nil || len(r.Drills) == 0 {
+		return nil
+	}
+	return &r.Drills[len(r.Drills)-1]
+}
+
+// Add appends a drill (replacing one of the same run: a retried write),
+// keeping the newest MaxDrills.
+func (r *DrillRecord) Add(d DrillResult) {
+	for i := range r.Drills {
+		if r.Drills[i].WorkflowID == d.WorkflowID && r.Drills[i].RunID == d.RunID {
+			r.Drills[i] = d
+			return
+		}
+	}
+	r.Drills = append(r.Drills, d)
+	if n := len(r.Drills); n > MaxDrills {
+		r.Drills = append([]DrillResult(nil), r.Drills[n-MaxDrills:]...)
+	}
+}
+
+// Validate checks that the record is complete and consistent.
+func (r *DrillRecord) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if r.SchemaVersion != DrillSchemaVersion {
+		bad("schema_version %d is not supported (this build reads %d)", r.SchemaVersion, DrillSchemaVersion)
+	}
+	if r.SourceInstance == "" {
+		bad("source_instance is empty")
+	}
+	if err := tsql.CheckIdent(r.Database); err != nil {
+		bad("database: %w", err)
+	}
+	if r.CreatedAt.IsZero() || r.UpdatedAt.IsZero() {
+		bad("created_at and updated_at must be set")
+	}
+	if v := r.Scratch; v != nil && (v.VerifyInstance == "" || tsql.CheckIdent(v.VerifyDatabase) != nil || v.InstanceTime.IsZero()) {
+		bad("scratch: a copy names its instance and database, and the instance's clock before its RESTORE")
+	}
+	if len(r.Drills) > MaxDrills {
+		bad("%d drills, at most %d", len(r.Drills), MaxDrills)
+	}
+	for i, d := range r.Drills {
+		if d.WorkflowID == "" || d.Instance == "" || d.Database == "" || d.StartedAt.IsZero() || d.At.IsZero() {
+			bad("drills[%d]: workflow_id, instance, database, started_at and at must be set", i)
+		}
+		if d.Outcome != DrillPassed && d.Outcome != DrillFailed {
+			bad("drills[%d]: outcome %q is neither %s nor %s", i, d.Outcome, DrillPassed, DrillFailed)
+		}
+		if d.RTO < 0 {
+			bad("drills[%d]: rto is negative", i)
+		}
+	}
+	if g := r.Signature; g != nil && (!keyIDRE.MatchString(g.KeyID) || !hexSHA256.MatchString(g.HMACSHA256)) {
+		bad("signature needs a key_id and hmac_sha256 of 64 lower-case hex digits")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("drill record %s: %w", r.FileName(), err)
+	}
+	return nil
+}
+
+func marshalDrill(r *DrillRecord) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("drill record %s: encode: %w", r.FileName(), err)
+	}
+	return append(b, '\n'), nil
+}
+
+// EncodeDrill validates r and renders it signed with keys (unsigned with
+// nil keys).
+func EncodeDrill(r *DrillRecord, keys *Keys) ([]byte, error) {
+	out := *r
+	out.Signature = nil
+	out.SchemaVersion = DrillSchemaVersion
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := marshalDrill(&out)
+	if err == nil && keys != nil {
+		out.Signature = keys.Sign(purposeDrill, b)
+		b, err = marshalDrill(&out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxChainRecordBytes {
+		return nil, fmt.Errorf("drill record %s: %d bytes, more than the %d a record may have", r.FileName(), len(b), MaxChainRecordBytes)
+	}
+	return b, nil
+}
+
+// DecodeDrill parses a drill record strictly and authenticates it.
+func DecodeDrill(data []byte, keys *Keys) (*DrillRecord, error) {
+	if len(data) > MaxChainRecordBytes {
+		return nil, fmt.Errorf("decode drill record: %d bytes, more than the %d a record may have", len(data), MaxChainRecordBytes)
+	}
+	var r DrillRecord
+	if err := decodeStrict(data, &r, "drill record", r.FileName); err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	body := r
+	body.Signature = nil
+	b, err := marshalDrill(&body)
+	if err != nil {
+		r.Auth = AuthInvalid
+	} else {
+		r.Auth = keys.Verify(purposeDrill, b, r.Signature)
+	}
+	return &r, nil
+}
+
+// LoadDrill reads the drill record of (instance, db); a missing one is
+// nil without error.
+func LoadDrill(ctx context.Context, fsys FS, keys *Keys, instance, db string) (*DrillRecord, error) {
+	name := tsql.NamesOf(instance, db).DrillRecord()
+	data, err := fsys.ReadFile(ctx, name)
+	if IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read drill record %s: %w", name, err)
+	}
+	r, err := DecodeDrill(data, keys)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if r.SourceInstance != instance || r.Database != db {
+		return nil, fmt.Errorf("drill record %s describes %s/%s", name, r.SourceInstance, r.Database)
+	}
+	return r, nil
+}
+
+// SaveDrill writes r signed with keys, atomically.
+func SaveDrill(ctx context.Context, fsys FS, keys *Keys, r *DrillRecord) error {
+	data, err := EncodeDrill(r, keys)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(ctx, fsys, r.FileName(), data)
+}

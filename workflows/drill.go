@@ -1,0 +1,178 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/drill"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// Drill is a recovery drill: the database recovered under a scratch name
+// on the drill instance by a Recover (a child workflow: the Web UI shows
+// it with its progress), its sanity checks (and CHECKDB) run on the copy,
+// the copy dropped (also when a step failed; only the copy this drill
+// created), and the drill recorded beside the manifests on every backup
+// server read: what was restored, the point asked and reached, the
+// measured time to recover and each step's time, the checks, the outcome.
+// A Temporal Schedule per database with drill: starts it (the worker keeps
+// the schedules); `starter drill` starts one now.
+
+// Drill names: the workflow type and its query.
+const (
+	DrillName  = "Drill"
+	DrillQuery = "drill"
+)
+
+// DrillInput is a drill's request.
+type DrillInput = drill.Request
+
+// da is only used to name the drill's activity methods.
+var da *drill.Activities
+
+// DrillWorkflowID is the id of a drill of (instance, database):
+// drill/<instance>/<database>, one drill of a database at a time.
+func DrillWorkflowID(instance, database string) string { return pathID("drill", instance, database) }
+
+// DrillStatus is what the `drill` query returns and the workflow returns
+// at its end.
+type DrillStatus struct {
+	Database string `json:"database"`
+	Instance string `json:"instance,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Name     string `json:"name,omitempty"`
+	From     string `json:"from,omitempty"`
+	Point    string `json:"point,omitempty"`
+	Step     string `json:"step"`
+	// RecoverID is the child Recover's workflow id.
+	RecoverID string `json:"recover_id,omitempty"`
+	// Recover is the child's result (its times, the recovery point).
+	Recover *RecoverStatus     `json:"recover,omitempty"`
+	Checks  *drill.CheckOutput `json:"checks,omitempty"`
+	// Result is the record written.
+	Result   catalog.DrillResult `json:"result"`
+	Recorded []string            `json:"recorded,omitempty"`
+	Leftover string              `json:"leftover,omitempty"`
+}
+
+// Drill runs one drill (see the top of this file).
+func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
+	info := workflow.GetInfo(ctx)
+	started := workflow.Now(ctx)
+	st := DrillStatus{Database: in.Database, Instance: in.Instance, Step: drill.StepPrepare,
+		Result: catalog.DrillResult{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, StartedAt: started.UTC()}}
+	if err := workflow.SetQueryHandler(ctx, DrillQuery, func() (DrillStatus, error) { return st, nil }); err != nil {
+		return st, err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrDatabase.ValueSet(in.Database), AttrOutcome.ValueSet(RecoverRunning))
+	if err := in.Check(); err != nil {
+		return st, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidConfig, nil)
+	}
+	res := &st.Result
+	step := func(name string) time.Time {
+		st.Step = name
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(name))
+		return workflow.Now(ctx)
+	}
+
+	began := step(drill.StepPrepare)
+	var p drill.Plan
+	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour,
+		HeartbeatTimeout: time.Minute, RetryPolicy: retry(10*time.Second, 10), Summary: "prepare the drill of " + tsql.Printable(in.Database)}),
+		da.PrepareDrill, in).Get(ctx, &p)
+	res.Steps.Prepare = workflow.Now(ctx).Sub(began)
+	if err != nil {
+		// Nothing was restored, and nothing is known of where it would
+		// have been recorded: the workflow's failure says why.
+		return st, err
+	}
+	st.Database, st.Instance, st.Target, st.Name, st.From, st.Point, st.Leftover = p.Database, p.Instance, p.Target, p.Name, p.From, p.Point, p.Leftover
+	res.Instance, res.Database, res.From, res.Point, res.Servers, res.CheckDB = p.Target, p.Name, p.From, p.Point, p.Servers, p.CheckDB
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrInstance.ValueSet(p.Instance))
+	cp := drill.Copy{Database: p.Database, Instance: p.Instance, Target: p.Target, Name: p.Name, Scratch: p.Scratch, Fulls: p.Fulls}
+
+	step(drill.StepRecover)
+	st.RecoverID = RecoverWorkflowID(p.Target, p.Name)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            st.RecoverID,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
+		StaticSummary:         fmt.Sprintf("drill: recover %s into %s on %s to %s", tsql.Printable(p.Database), tsql.Printable(p.Name), p.Target, p.Point),
+		TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(p.Database), AttrInstance.ValueSet(p.Instance)),
+	})
+	var rs RecoverStatus
+	err = workflow.ExecuteChildWorkflow(cctx, RecoverName, p.RecoverRequest()).Get(ctx, &rs)
+	if err == nil {
+		st.Recover = &rs
+		t := rs.Times
+		res.RTO, res.Steps.Plan, res.Steps.Full, res.Steps.Logs, res.Steps.Recovery = t.Total, t.Plan, t.Full, t.Logs, t.Finish
+		res.RecoveryPoint, res.RecoveryPointFrom, res.Sequence, res.Bytes = rs.RecoveryPoint.UTC(), rs.RecoveryPointFrom, rs.Sequence, rs.BytesDone
+		if rs.LogsDone > 0 {
+			res.Chain, res.FirstLog, res.LastLog = rs.Chain, rs.FirstLog, rs.FirstLog+int64(rs.LogsDone)-1
+		}
+		if len(rs.Servers) > 0 {
+			res.Servers = rs.Servers
+		}
+
+		began = step(drill.StepChecks)
+		var co drill.CheckOutput
+		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: 2 * time.Minute,
+			RetryPolicy: retry(10*time.Second, 10), Summary: "check the drill copy " + tsql.Printable(p.Name) + " on " + p.Target}),
+			da.CheckDrill, drill.CheckInput{Copy: cp, Sequence: rs.Sequence, RecoveryPoint: rs.RecoveryPoint, CheckDB: p.CheckDB}).Get(ctx, &co)
+		res.Steps.Checks = workflow.Now(ctx).Sub(began)
+		if err == nil {
+			st.Checks = &co
+			res.Sanity, res.CheckDBClean = co.Sanity, co.CheckDB
+		}
+	}
+	failed := err
+
+	// The copy goes, whatever happened, unless the drill is cancelled
+	// while it is being dropped: a disconnected context outlives a
+	// cancellation.
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	began = step(drill.StepDrop)
+	var do drill.DropOutput
+	derr := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, HeartbeatTimeout: 2 * time.Minute,
+		RetryPolicy: retry(10*time.Second, 10), Summary: "drop the drill copy " + tsql.Printable(p.Name) + " on " + p.Target}),
+		da.DropDrill, cp).Get(dctx, &do)
+	res.Steps.Drop = workflow.Now(dctx).Sub(began)
+	res.Dropped, res.DropError = do.Dropped, do.Why
+	if derr != nil {
+		res.DropError = applicationMessage(derr)
+	}
+
+	res.Outcome = catalog.DrillPassed
+	if failed != nil {
+		res.Outcome, res.ErrorType, res.Error = catalog.DrillFailed, errorType(failed), applicationMessage(failed)
+	}
+	res.At = workflow.Now(dctx).UTC()
+	step(drill.StepRecord)
+	scratch := p.Scratch
+	if scratch != nil && st.Recover != nil {
+		s := *scratch
+		s.BackupSetGUID = st.Recover.FullGUID
+		scratch = &s
+	}
+	rerr := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: time.Hour,
+		RetryPolicy: retry(10*time.Second, 20), Summary: "record the drill of " + tsql.Printable(p.Database)}),
+		da.RecordDrill, drill.RecordInput{Database: p.Database, Instance: p.Instance, Servers: p.Servers, Result: *res, Scratch: scratch}).Get(dctx, &st.Recorded)
+	st.Step = drill.StepDone
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(drill.StepDone), AttrOutcome.ValueSet(res.Outcome))
+	switch {
+	case failed != nil:
+		return st, failed
+	case derr != nil:
+		return st, derr
+	case rerr != nil:
+		return st, rerr
+	}
+	return st, nil
+}

@@ -1,0 +1,118 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/drill"
+	"github.com/backupcycle/backupcycle/activities/recover"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+)
+
+func drillPlan() drill.Plan {
+	return drill.Plan{Database: "Sales", Instance: "sql01", Target: "sql02", Name: "Sales_drill", From: "remote", Only: []string{"bak02"},
+		Servers: []string{"bak02"}, Latest: true, Point: "latest", CheckDB: true, Fulls: []string{"F"},
+		Scratch: &catalog.VerifyCopy{VerifyInstance: "sql02", VerifyDatabase: "Sales_drill", InstanceTime: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
+}
+
+// A drill: the plan, the Recover as a child into the scratch name from
+// the servers asked, the checks, the drop, the record with the measured
+// times; and when the checks fail, the copy is still dropped and the
+// failure recorded with its type.
+func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
+	for _, failChecks := range []bool{false, true} {
+		r := newRecoverEnv(t)
+		r.steps(t)
+		env := r.env
+		env.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
+		var acts *drill.Activities
+		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+		env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).After(2 * time.Minute).Return(
+			func(_ context.Context, in drill.CheckInput) (drill.CheckOutput, error) {
+				if in.Name != "Sales_drill" || in.Sequence != 7 || !in.CheckDB || in.Scratch == nil {
+					t.Errorf("CheckDrill input %+v", in)
+				}
+				if failChecks {
+					return drill.CheckOutput{}, temporal.NewNonRetryableApplicationError("sanity check \"rows\" did not hold", activities.ErrSanityCheckFailed, nil)
+				}
+				return drill.CheckOutput{Sanity: []string{"rows"}, CheckDB: true}, nil
+			})
+		dropped := 0
+		env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.Copy) (drill.DropOutput, error) {
+			dropped++
+			if in.Name != "Sales_drill" || in.Target != "sql02" || len(in.Fulls) != 1 {
+				t.Errorf("DropDrill input %+v", in)
+			}
+			return drill.DropOutput{Dropped: true}, nil
+		})
+		var rec drill.RecordInput
+		env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.RecordInput) ([]string, error) {
+			rec = in
+			return in.Servers, nil
+		})
+		env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales", From: "remote"})
+		err := env.GetWorkflowError()
+		if failChecks {
+			var ae *temporal.ApplicationError
+			if !errors.As(err, &ae) || ae.Type() != activities.ErrSanityCheckFailed {
+				t.Fatalf("failed checks: workflow error %v", err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		res := rec.Result
+		if dropped != 1 || !res.Dropped {
+			t.Errorf("failChecks %v: dropped %d times, record %+v", failChecks, dropped, res)
+		}
+		if res.Sequence != 7 || res.Chain != 2 || res.FirstLog != 11 || res.LastLog != 13 || res.RecoveryPointFrom != "stopat" ||
+			res.RTO <= 10*time.Minute || res.Steps.Full != 10*time.Minute || res.Point != "latest" || res.Instance != "sql02" ||
+			res.Database != "Sales_drill" || res.From != "remote" || rec.Scratch == nil || rec.Scratch.BackupSetGUID != "F" {
+			t.Errorf("failChecks %v: recorded %+v (scratch %+v)", failChecks, res, rec.Scratch)
+		}
+		want, wantType := catalog.DrillPassed, ""
+		if failChecks {
+			want, wantType = catalog.DrillFailed, activities.ErrSanityCheckFailed
+		}
+		if res.Outcome != want || res.ErrorType != wantType || res.Steps.Checks != 2*time.Minute || !failChecks && len(res.Sanity) != 1 {
+			t.Errorf("failChecks %v: outcome %s [%s], checks %s, sanity %v", failChecks, res.Outcome, res.ErrorType, res.Steps.Checks, res.Sanity)
+		}
+	}
+}
+
+// A Recover that fails still drops whatever the drill created and records
+// the failure.
+func TestDrillDropsAfterAFailedRecover(t *testing.T) {
+	r := newRecoverEnv(t)
+	env := r.env
+	env.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
+	var ra *recover.Activities
+	env.OnActivity(ra.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
+	env.OnActivity(ra.RestoreFull, mock.Anything, mock.Anything).Return(recover.StepOutput{},
+		temporal.NewNonRetryableApplicationError("the full's files fail their hash", activities.ErrHashMismatch, nil))
+	var acts *drill.Activities
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+	dropped := false
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(func(context.Context, drill.Copy) (drill.DropOutput, error) {
+		dropped = true
+		return drill.DropOutput{Dropped: true}, nil
+	})
+	var rec drill.RecordInput
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.RecordInput) ([]string, error) {
+		rec = in
+		return in.Servers, nil
+	})
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales"})
+	if env.GetWorkflowError() == nil {
+		t.Fatal("the drill passed with a failed Recover")
+	}
+	if !dropped || rec.Result.Outcome != catalog.DrillFailed || rec.Result.ErrorType != activities.ErrHashMismatch || rec.Result.RTO != 0 {
+		t.Errorf("dropped %v, recorded %+v", dropped, rec.Result)
+	}
+}
