@@ -146,7 +146,7 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 			}
 		}
 	}
-	cat, unreachable, err := recover.New(a.Base).ReadCatalog(ctx, db, p.Only, log)
+	cat, unreachable, err := recover.ReadCatalog(ctx, recover.New(a.Base), db, p.Only, log)
 	if err != nil {
 		return Plan{}, err
 	}

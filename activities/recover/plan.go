@@ -480,7 +480,9 @@ func message(err error) string {
 // ReadCatalog is what a recover of db would choose from: the backups on
 // every backup server of db it can read (only those in only, when given),
 // and the servers not read, each with why. A drill picks its point from it.
-func (a *Activities) ReadCatalog(ctx context.Context, db *config.Database, only []string, log *zap.Logger) (recovery.Catalog, []string, error) {
+// A function, not a method: every exported method of Activities is
+// registered as an activity.
+func ReadCatalog(ctx context.Context, a *Activities, db *config.Database, only []string, log *zap.Logger) (recovery.Catalog, []string, error) {
 	servers, unreachable, err := a.readServers(ctx, db, only, log)
 	if err != nil {
 		return recovery.Catalog{}, nil, err
