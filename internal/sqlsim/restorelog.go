@@ -166,8 +166,11 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		}
 	}
 	typ := "D"
-	if h.Type == 2 {
+	switch h.Type {
+	case 2:
 		typ = "L"
+	case 5:
+		typ = "I"
 	}
 	id := in.cat.NextBackupSetID
 	in.cat.NextBackupSetID++
@@ -176,7 +179,7 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: t.SetRawBytes,
 		CompSize: t.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: headerFamilyGUID(h),
 		Type: typ, CheckpointLSN: h.CheckpointLSN, DatabaseBackupLSN: h.DatabaseLSN, User: h.User, BeginsLogChain: h.BeginsLogChain,
-		RecoveryModel: h.RecoveryModel, Forks: headerForks(h)})
+		RecoveryModel: h.RecoveryModel, Forks: headerForks(h), DiffBaseLSN: h.DiffBaseLSN, DiffBaseGUID: h.DiffBaseGUID})
 	return id
 }
 
@@ -300,6 +303,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	pages := h.TotalPages
 	x.in.mu.Lock()
 	d.RedoLSN, d.RedoFork = next, headerForks(h).at(next)
+	d.DiffApplied = true
 	switch {
 	case reached:
 		d.RedoTime = stop.at
