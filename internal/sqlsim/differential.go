@@ -130,18 +130,7 @@ func (x *execCtx) restoreDiff(s *restoreStmt, op string, stripes []*stripe, bega
 		x.in.mu.Unlock()
 	}()
 	var recs []logRec
-	sink := func(bh blockHeader, pages []byte) error {
-		for i := 0; i+PageSize <= len(pages); i += PageSize {
-			pg := pages[i : i+PageSize]
-			if readPageHeader(pg).Type != pageLog {
-				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st0.path)}}
-			}
-			x.in.mu.Lock() // the workers run in parallel
-			recs = append(recs, logPageRecs(pg)...)
-			x.in.mu.Unlock()
-		}
-		return nil
-	}
+	sink := x.logRecSink(st0.path, &recs)
 	start := time.Now()
 	if err := x.restoreData(s, op, stripes, nil, sink); err != nil {
 		return err

@@ -240,18 +240,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	// Read the log records (checksums verified like any RESTORE).
 	var recs []logRec
-	sink := func(bh blockHeader, pages []byte) error {
-		for i := 0; i+PageSize <= len(pages); i += PageSize {
-			pg := pages[i : i+PageSize]
-			if readPageHeader(pg).Type != pageLog {
-				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st0.path)}}
-			}
-			x.in.mu.Lock() // the workers run in parallel
-			recs = append(recs, logPageRecs(pg)...)
-			x.in.mu.Unlock()
-		}
-		return nil
-	}
+	sink := x.logRecSink(st0.path, &recs)
 	if err := x.restoreData(s, op, stripes, nil, sink); err != nil {
 		return err
 	}
@@ -339,6 +328,23 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	x.info(3014, 0, fmt.Sprintf("RESTORE LOG successfully processed %d pages in %.3f seconds (%.3f MB/sec).", pages, 0.001, 0.0))
 	return nil
+}
+
+// logRecSink is a restoreData sink that collects the records of a set
+// written as log pages (a log backup, a differential) into recs.
+func (x *execCtx) logRecSink(path string, recs *[]logRec) func(blockHeader, []byte) error {
+	return func(bh blockHeader, pages []byte) error {
+		for i := 0; i+PageSize <= len(pages); i += PageSize {
+			pg := pages[i : i+PageSize]
+			if readPageHeader(pg).Type != pageLog {
+				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(path)}}
+			}
+			x.in.mu.Lock() // the workers run in parallel
+			*recs = append(*recs, logPageRecs(pg)...)
+			x.in.mu.Unlock()
+		}
+		return nil
+	}
 }
 
 func sortRecs(recs []logRec) []logRec {
