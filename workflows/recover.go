@@ -201,6 +201,21 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	r.st.BytesDone += full.Bytes
 	r.count(fo)
 
+	if d, ok := p.Restore.Diff(); ok {
+		// Only a plan with a differential gets this command; plans made
+		// before differentials existed have none, so their histories
+		// replay unchanged.
+		r.step(ctx, recover.StepDiff)
+		var do recover.StepOutput
+		err = workflow.ExecuteActivity(long(p.RestoreTimeout, fmt.Sprintf("restore differential set %d into %s", d.Sequence, tsql.Printable(p.Name))),
+			ra.RestoreDiff, recover.RestoreDiffInput{Target: target, Step: d, Copy: fo.Copy}).Get(ctx, &do)
+		if err != nil {
+			return r.fail(ctx, err)
+		}
+		r.st.BytesDone += d.Bytes
+		r.count(do)
+	}
+
 	logs := p.Restore.Logs()
 	r.step(ctx, recover.StepLogs)
 	for i, l := range logs {

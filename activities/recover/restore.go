@@ -248,13 +248,9 @@ func (a *Activities) RestoreFull(ctx context.Context, in RestoreFullInput) (Step
 	if err != nil {
 		return out, err
 	}
-	var markers []string
-	for _, c := range cands {
-		m, err := tsql.RestoreMarker(in.Name, c.disks[0])
-		if err != nil {
-			return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
-		}
-		markers = append(markers, m)
+	markers, err := restoreMarkers(in.Name, cands)
+	if err != nil {
+		return out, err
 	}
 	if out.Reattached, err = a.awaitEarlier(ctx, ses, "RESTORE DATABASE", tsql.CommandRestoreDatabase, markers, StepFull, in.Step.Sequence); err != nil {
 		return out, err
@@ -304,6 +300,20 @@ func (a *Activities) RestoreFull(ctx context.Context, in RestoreFullInput) (Step
 		return out, activities.SQLError(err)
 	}
 	return a.confirmFull(ctx, ses, in, out, began)
+}
+
+// restoreMarkers are the texts a RESTORE DATABASE of name from each
+// candidate's files starts with, to find an earlier attempt's statement.
+func restoreMarkers(name string, cands []candidate) ([]string, error) {
+	var markers []string
+	for _, c := range cands {
+		m, err := tsql.RestoreMarker(name, c.disks[0])
+		if err != nil {
+			return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+		}
+		markers = append(markers, m)
+	}
+	return markers, nil
 }
 
 // restoredBy reports whether the database st, whose newest full restore
@@ -363,6 +373,79 @@ func ours(ctx context.Context, ses *session, name string, cp *catalog.VerifyCopy
 			name, ses.inst.Name, cp.RestoreHistoryID, cp.DatabaseID))
 	}
 	return st, nil
+}
+
+// RestoreDiff restores the plan's differential into the target the full
+// left RESTORING, NORECOVERY, WITH CHECKSUM, its files hash-checked as the
+// full's are. A differential SQL Server takes only on top of its own base
+// ("Differential Backups (SQL Server)"): the plan chose it on the full's
+// backup set GUID, and SQL Server refuses any other with 3136. One an
+// earlier attempt restored (the redo LSN at or past its LastLSN) is not
+// restored again.
+func (a *Activities) RestoreDiff(ctx context.Context, in RestoreDiffInput) (StepOutput, error) {
+	ses, err := a.openStep(ctx, in.Target, StepDiff, in.Step, recovery.KindDiff)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	defer ses.close()
+	if _, err := ours(ctx, ses, in.Name, in.Copy); err != nil {
+		return StepOutput{}, err
+	}
+	log := ses.log.With(zap.Int64("seq", in.Step.Sequence))
+	began := time.Now()
+	out := StepOutput{Bytes: in.Step.Bytes}
+	cands, err := a.candidates(in.Step, ses.inst.Name)
+	if err != nil {
+		return out, err
+	}
+	markers, err := restoreMarkers(in.Name, cands)
+	if err != nil {
+		return out, err
+	}
+	if out.Reattached, err = a.awaitEarlier(ctx, ses, "RESTORE DATABASE", tsql.CommandRestoreDatabase, markers, StepDiff, in.Step.Sequence); err != nil {
+		return out, err
+	}
+	rs, err := activities.RestoringState(ctx, ses.sqlDB, in.Name)
+	if err != nil {
+		return out, err
+	}
+	if rs.State != "RESTORING" || rs.RedoLSN == "" {
+		return out, activities.NonRetryable(activities.ErrRestoreMismatch, fmt.Errorf(
+			"%s on %s is %s (redo LSN %q): it no longer takes a differential; something recovered it since its full", in.Name, ses.inst.Name, rs.State, rs.RedoLSN))
+	}
+	if !logchain.LSN(rs.RedoLSN).Less(logchain.LSN(in.Step.LastLSN)) {
+		out.Skipped = !out.Reattached
+		out.RedoLSN, out.Took = rs.RedoLSN, time.Since(began)
+		log.Info("differential restored already: not restored again", zap.String("redo_lsn", rs.RedoLSN))
+		return out, nil
+	}
+	c, err := a.checked(ctx, in.Step, cands, log)
+	if err != nil {
+		return out, err
+	}
+	out.Server = c.server
+	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: in.Name, Disks: c.disks, Checksum: true, NoRecovery: true})
+	if err != nil {
+		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	marker, _ := tsql.RestoreMarker(in.Name, c.disks[0])
+	log.Info("restoring the differential", zap.String("server", c.server))
+	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE DATABASE", Command: tsql.CommandRestoreDatabase,
+		Text: stmt, Marker: marker, Log: log, Step: StepDiff, Number: in.Step.Sequence, Signal: true})
+	if err != nil && !activities.IsEndedUnseen(err) {
+		return out, activities.SQLError(err)
+	}
+	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
+		return out, err
+	}
+	if rs.State != "RESTORING" || logchain.LSN(rs.RedoLSN).Less(logchain.LSN(in.Step.LastLSN)) {
+		return out, activities.NonRetryable(activities.ErrRestoreMismatch, fmt.Errorf(
+			"%s on %s is %s at redo LSN %s after the RESTORE of %s, which ends at LSN %s", in.Name, ses.inst.Name, rs.State, rs.RedoLSN,
+			in.Step.Name(), in.Step.LastLSN))
+	}
+	out.RedoLSN, out.Took = rs.RedoLSN, time.Since(began)
+	log.Info("differential restored", zap.String("redo_lsn", rs.RedoLSN), zap.Duration("took", out.Took))
+	return out, nil
 }
 
 // RestoreLog applies one log backup to the target, NORECOVERY, with the

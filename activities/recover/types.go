@@ -40,6 +40,7 @@ const (
 	StepPlan    = "recover-plan"
 	StepTailLog = "tail-log"
 	StepFull    = "restore-full"
+	StepDiff    = "restore-diff"
 	StepLogs    = "restore-logs"
 	StepFinish  = "recover-finish"
 	StepDone    = "done"
@@ -238,6 +239,14 @@ type RestoreLogInput struct {
 	StopAt              time.Time           `json:"stop_at,omitzero"`
 	StopAtOffsetMinutes int                 `json:"stop_at_offset_minutes,omitempty"`
 	Copy                *catalog.VerifyCopy `json:"copy"`
+}
+
+// RestoreDiffInput asks for the plan's differential (NORECOVERY) on top of
+// the full the target was restored from.
+type RestoreDiffInput struct {
+	Target
+	Step recovery.Step       `json:"step"`
+	Copy *catalog.VerifyCopy `json:"copy"`
 }
 
 // FinishInput ends the restore sequence.

@@ -37,8 +37,9 @@ import (
 // (Signature, auth.go): a manifest written with a manifest key configured is
 // version 6, one written without as before. Version 7 adds the set's
 // immutable copy on an object store (Immutable); a manifest without one is
-// written as before.
-const SchemaVersion = 7
+// written as before. Version 8 records a differential set's base
+// (Differential); a full's manifest is written as before.
+const SchemaVersion = 8
 
 // SignedSchemaVersion is the version of a signed manifest.
 const SignedSchemaVersion = 6
@@ -410,6 +411,9 @@ type Manifest struct {
 	// Immutable is the verified set's copy on an object store (version
 	// 7), recorded once a copy there was tried; it never changes State.
 	Immutable *ImmutableCopy `json:"immutable,omitempty"`
+	// Differential is set for a differential backup set (version 8): the
+	// full it is based on. nil for a full.
+	Differential *DiffBase `json:"differential,omitempty"`
 
 	// WorkflowID and RunID are the run that owns the set: it claimed the
 	// number (StatePending) and only it writes the set's files.
@@ -425,6 +429,20 @@ type Manifest struct {
 	// written: it is what the reader found, Keys.Authenticate).
 	Auth Auth `json:"-"`
 }
+
+// DiffBase is the base of a differential backup set: the full whose
+// changes since it the set holds, as RESTORE HEADERONLY names it
+// (DifferentialBaseGUID: the base's BackupSetGUID; DifferentialBaseLSN)
+// and by its set number. A differential restores only on top of that full
+// ("Differential Backups (SQL Server)").
+type DiffBase struct {
+	Sequence      int64  `json:"base_sequence"`
+	BackupSetGUID string `json:"base_backup_set_guid"`
+	LSN           string `json:"base_lsn"` // DifferentialBaseLSN, numeric(25,0) as decimal digits
+}
+
+// IsDifferential reports whether m is a differential backup set.
+func (m *Manifest) IsDifferential() bool { return m.Differential != nil }
 
 // NamingCaseSafe is Manifest.Naming of sets named safely for
 // case-insensitive shares (tsql.NamesOf).
@@ -738,6 +756,14 @@ func (m *Manifest) Validate() error {
 	if m.SchemaVersion < 7 && m.Immutable != nil {
 		bad("schema_version %d cannot hold immutable (version 7 does)", m.SchemaVersion)
 	}
+	if d := m.Differential; d != nil {
+		if m.SchemaVersion < 8 {
+			bad("schema_version %d cannot hold differential (version 8 does)", m.SchemaVersion)
+		}
+		if d.Sequence <= 0 || d.Sequence >= m.Sequence || d.BackupSetGUID == "" || !lsnRE.MatchString(d.LSN) {
+			bad("differential needs its base's earlier set number, backup set GUID and LSN (decimal digits)")
+		}
+	}
 	if m.Immutable != nil && m.State != StateVerified {
 		bad("immutable copy recorded for a set in state %s: only verified sets are copied there", m.State)
 	}
@@ -826,7 +852,8 @@ func (m *Manifest) version3Fields() []string {
 // unsigned (a signature m carries is dropped: it does not cover a changed
 // manifest), under the oldest schema version that holds its facts: 2
 // without any of version 3's, 3 with them, 4 with a sanity proof, 5 with a
-// CHECKDB baseline, 6 signed, 7 with an immutable copy, so that older builds
+// CHECKDB baseline, 6 signed, 7 with an immutable copy, 8 a differential,
+// so that older builds
 // keep reading what they can. The
 // output is deterministic (struct order, sorted map keys).
 func Encode(m *Manifest) ([]byte, error) { return EncodeSigned(m, nil) }
@@ -850,6 +877,9 @@ func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
 	}
 	if out.Immutable != nil {
 		out.SchemaVersion = 7
+	}
+	if out.Differential != nil {
+		out.SchemaVersion = 8
 	}
 	if err := out.Validate(); err != nil {
 		return nil, err

@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"unknown field", strings.Replace(string(good), `"sequence": 3,`, `"sequence": 3, "sequnce": 4,`, 1), "unknown field"},
 		{"trailing data", string(good) + `{}`, "after the JSON object"},
-		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 8`, 1), "schema_version 8 is not supported"},
+		{"newer schema", strings.Replace(string(good), `"schema_version": 3`, `"schema_version": 9`, 1), "schema_version 9 is not supported"},
 		{"unknown naming", strings.Replace(string(good), `"naming": "case-safe"`, `"naming": "upper"`, 1), `naming "upper" is unknown`},
 		{"unknown state", strings.Replace(string(good), `"state": "written"`, `"state": "done"`, 1), `state "done" is unknown`},
 		{"stripe of another set", strings.Replace(string(good), "Sales~8de4e0ea_00000003_2of2.bak", "Sales~8de4e0ea_00000004_2of2.bak", 1), "want \"sql01@Sales~8de4e0ea_00000003_2of2.bak\""},
@@ -561,5 +561,40 @@ func TestImmutableCopyRecord(t *testing.T) {
 	m.State = StateCopied
 	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "only verified sets") {
 		t.Errorf("an unverified set with an immutable copy: %v", err)
+	}
+}
+
+// A differential set's manifest records its base under version 8 and reads
+// back as written; an older version cannot hold it, nor can a base that is
+// not an earlier set; a full's manifest is written as before.
+func TestDifferentialRecord(t *testing.T) {
+	m := sample("Sales", 9)
+	full, err := Encode(m)
+	if err != nil || strings.Contains(string(full), `"differential"`) || strings.Contains(string(full), `"schema_version": 8`) {
+		t.Fatalf("a full's manifest: %v, %s", err, full)
+	}
+	m.Differential = &DiffBase{Sequence: 7, BackupSetGUID: "9c1e4c0a-8f0e-4f6e-9d7c-1b2a3c4d5e6f", LSN: "37000000012800038"}
+	b := mustEncode(t, m)
+	if !strings.Contains(string(b), `"schema_version": 8`) {
+		t.Fatalf("a differential's manifest is not version 8: %s", b[:60])
+	}
+	got, err := Decode(b)
+	if err != nil || !got.IsDifferential() || *got.Differential != *m.Differential {
+		t.Fatalf("decoded: %+v, %v", got.Differential, err)
+	}
+	old := strings.Replace(string(b), `"schema_version": 8`, `"schema_version": 7`, 1)
+	if _, err := Decode([]byte(old)); err == nil || !strings.Contains(err.Error(), "cannot hold differential") {
+		t.Errorf("version 7 with a differential: %v", err)
+	}
+	for name, d := range map[string]DiffBase{
+		"later base":  {Sequence: 9, BackupSetGUID: "x", LSN: "1"},
+		"no GUID":     {Sequence: 7, LSN: "1"},
+		"hex LSN":     {Sequence: 7, BackupSetGUID: "x", LSN: "0x25"},
+		"no sequence": {BackupSetGUID: "x", LSN: "1"},
+	} {
+		m.Differential = &d
+		if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "differential needs") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -51,6 +51,8 @@ type Set struct {
 	// Manifest is the most advanced trusted copy of its manifest (its
 	// stripes, options, header).
 	Manifest *catalog.Manifest
+	// Base is a differential's base (nil for a full).
+	Base *catalog.DiffBase
 }
 
 // Chain is one log chain as the reachable servers hold it together, with
@@ -67,7 +69,8 @@ type Chain struct {
 type Catalog struct {
 	// Servers are the reachable servers, in the order given.
 	Servers []string
-	Sets    []Set   // newest first (Finish, then sequence)
+	Sets    []Set   // full backups, newest first (Finish, then sequence)
+	Diffs   []Set   // differential backups, newest first
 	Chains  []Chain // by ID
 	// Ignored names what was read and not used: untrusted manifests and
 	// records, chains with a part missing.
@@ -97,7 +100,7 @@ func Build(servers []Server) Catalog {
 			set := byGUID[key]
 			if set == nil {
 				set = &Set{Sequence: m.Sequence, GUID: h.BackupSetGUID, FirstLSN: logchain.LSN(h.FirstLSN), LastLSN: logchain.LSN(h.LastLSN),
-					Finish: m.TakenAt(), Manifest: m}
+					Finish: m.TakenAt(), Manifest: m, Base: m.Differential}
 				byGUID[key] = set
 				order = append(order, key)
 			}
@@ -116,17 +119,27 @@ func Build(servers []Server) Catalog {
 	for _, k := range order {
 		set := byGUID[k]
 		set.Holders = reachable(set.Holders, c.Servers)
-		c.Sets = append(c.Sets, *set)
+		if set.Base != nil {
+			c.Diffs = append(c.Diffs, *set) // never a full: it restores only on top of its base
+		} else {
+			c.Sets = append(c.Sets, *set)
+		}
 	}
-	sort.SliceStable(c.Sets, func(i, j int) bool {
-		a, b := c.Sets[i], c.Sets[j]
+	newestFirst(c.Sets)
+	newestFirst(c.Diffs)
+	c.Chains, c.Ignored = buildChains(servers, c.Sets, c.Servers, c.Ignored)
+	return c
+}
+
+// newestFirst orders sets by their finish, then their number, newest first.
+func newestFirst(sets []Set) {
+	sort.SliceStable(sets, func(i, j int) bool {
+		a, b := sets[i], sets[j]
 		if !a.Finish.Equal(b.Finish) {
 			return a.Finish.After(b.Finish)
 		}
 		return a.Sequence > b.Sequence
 	})
-	c.Chains, c.Ignored = buildChains(servers, c.Sets, c.Servers, c.Ignored)
-	return c
 }
 
 // buildChains assembles each chain from its trusted parts on every server,

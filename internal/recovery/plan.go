@@ -32,8 +32,7 @@ const (
 	// DATABASE ... NORECOVERY).
 	KindFull Kind = "full"
 	// KindDiff is a differential backup on top of the full, before the
-	// logs. Plans do not make it yet; a step of this kind goes between
-	// the full and the first log.
+	// logs (RESTORE DATABASE ... NORECOVERY of the differential).
 	KindDiff Kind = "diff"
 	// KindLog is a log backup (RESTORE LOG ... NORECOVERY [, STOPAT]).
 	KindLog Kind = "log"
@@ -93,13 +92,23 @@ type Plan struct {
 	// (its last commit is before it), or the full's finish without logs.
 	RecoveryPoint time.Time `json:"recovery_point"`
 	// RecoveryPointFrom says which: "stopat", "last log's finish",
-	// "full's finish".
+	// "differential's finish", "full's finish".
 	RecoveryPointFrom string   `json:"recovery_point_from"`
 	Warnings          []string `json:"warnings,omitempty"`
 }
 
 // Full is the plan's full backup.
 func (p Plan) Full() Step { return p.Steps[0] }
+
+// Diff is the plan's differential backup, if it has one.
+func (p Plan) Diff() (Step, bool) {
+	for _, s := range p.Steps {
+		if s.Kind == KindDiff {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
 
 // Logs are the plan's log backups, in order.
 func (p Plan) Logs() []Step {
@@ -138,7 +147,9 @@ func (u *Unreachable) Error() string {
 // after p (for the latest, as far as the chain goes). Logs not yet proven
 // are used (their files are hash-checked and restored WITH CHECKSUM) and
 // named in the warnings. A full whose logs do not reach p gives way to an
-// older one whose do.
+// older one whose do. Between the full and its logs goes the newest
+// verified differential on it that finished by p (diffsOn); the logs then
+// start after it.
 func Choose(c Catalog, p Point) (Plan, error) {
 	if !p.Latest && p.At.IsZero() {
 		return Plan{}, &Unreachable{Point: p, Why: "no point given: give an instant or ask for the latest"}
@@ -184,6 +195,8 @@ func Choose(c Catalog, p Point) (Plan, error) {
 func noFull(c Catalog, p Point, notVerified []string) string {
 	var why string
 	switch {
+	case len(c.Sets) == 0 && len(c.Diffs) > 0:
+		why = fmt.Sprintf("no verified full backup of the database on %s: a differential restores only on top of its full", strings.Join(c.Servers, ", "))
 	case len(c.Sets) == 0:
 		why = fmt.Sprintf("no backup set of the database on %s", strings.Join(c.Servers, ", "))
 	case !p.Latest:
@@ -208,20 +221,61 @@ func noFull(c Catalog, p Point, notVerified []string) string {
 }
 
 // fromFull is the plan that starts with set s, or why its logs do not
-// reach p.
+// reach p: with the newest verified differential on s that finished by p
+// and whose logs reach p, else without one.
 func fromFull(c Catalog, s Set, p Point) (Plan, error) {
-	plan := Plan{Point: p, Steps: []Step{fullStep(s)}}
+	var warnings []string
+	for _, d := range diffsOn(c, s, p) {
+		plan, err := fromBase(c, s, &d, p)
+		if err == nil {
+			plan.Warnings = append(warnings, plan.Warnings...)
+			return plan, nil
+		}
+		warnings = append(warnings, fmt.Sprintf("differential set %d on set %d is not used: %v", d.Sequence, s.Sequence, err))
+	}
+	plan, err := fromBase(c, s, nil, p)
+	plan.Warnings = append(warnings, plan.Warnings...)
+	return plan, err
+}
+
+// diffsOn are the differentials that may follow full s towards p, newest
+// first: based on s (its backup set GUID), verified, held on a reachable
+// server, finished at or before p. A differential holds every change up
+// to its LastLSN, so the logs after it are those a restore needs
+// ("Differential Backups (SQL Server)").
+func diffsOn(c Catalog, s Set, p Point) []Set {
+	var out []Set
+	for _, d := range c.Diffs {
+		if d.Base == nil || !strings.EqualFold(d.Base.BackupSetGUID, s.GUID) || !d.Verified || len(d.Holders) == 0 ||
+			!p.Latest && d.Finish.After(p.At) || !s.LastLSN.Less(d.LastLSN) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// fromBase is the plan that restores full s, then differential d (nil:
+// none), then the logs after it.
+func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
+	plan := Plan{Point: p, Steps: []Step{setStep(s, KindFull)}}
 	f := logchain.Full{Sequence: s.Sequence, BackupSetGUID: s.GUID, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Finish: s.Finish, Verified: true}
+	from, what := s, "full's"
+	if d != nil {
+		plan.Steps = append(plan.Steps, setStep(*d, KindDiff))
+		// The logs continue where the differential left the copy.
+		f.LastLSN, f.Finish, from, what = d.LastLSN, d.Finish, *d, "differential's"
+	}
 	ch := chainAfter(c, f)
-	if !p.Latest && p.At.Equal(s.Finish) || ch == nil && p.Latest {
-		plan.RecoveryPoint, plan.RecoveryPointFrom = s.Finish, "full's finish"
+	if !p.Latest && p.At.Equal(from.Finish) || ch == nil && p.Latest {
+		plan.RecoveryPoint, plan.RecoveryPointFrom = from.Finish, what+" finish"
 		if p.Latest {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("no log backup follows set %d on the reachable backup servers: the restore ends at the full's finish", s.Sequence))
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("no log backup follows set %d on the reachable backup servers: the restore ends at the %s finish", from.Sequence, what))
 		}
 		return plan, nil
 	}
 	if ch == nil {
-		return Plan{}, fmt.Errorf("no log backup after set %d (finished %s) is held on a reachable backup server", s.Sequence, stamp(s.Finish))
+		return Plan{}, fmt.Errorf("no log backup after set %d (finished %s) is held on a reachable backup server", from.Sequence, stamp(from.Finish))
 	}
 	logs, hole := usable(ch, f)
 	var reach []logchain.Log
@@ -238,7 +292,7 @@ func fromFull(c Catalog, s Set, p Point) (Plan, error) {
 			}
 		}
 		if reach == nil {
-			return Plan{}, beyond(ch, logs, hole, s, p)
+			return Plan{}, beyond(ch, logs, hole, from, p)
 		}
 	}
 	var unproven []string
@@ -258,7 +312,7 @@ func fromFull(c Catalog, s Set, p Point) (Plan, error) {
 		plan.StopAt, plan.StopAtOffsetMinutes = p.At, last.UTCOffsetMinutes
 		plan.RecoveryPoint, plan.RecoveryPointFrom = p.At, "stopat"
 	case len(reach) == 0:
-		plan.RecoveryPoint, plan.RecoveryPointFrom = s.Finish, "full's finish"
+		plan.RecoveryPoint, plan.RecoveryPointFrom = from.Finish, what+" finish"
 	default:
 		plan.RecoveryPoint, plan.RecoveryPointFrom = last.Finish, "last log's finish"
 	}
@@ -318,9 +372,10 @@ func beyond(ch *Chain, logs []logchain.Log, hole string, s Set, p Point) error {
 	return fmt.Errorf("%s", why)
 }
 
-func fullStep(s Set) Step {
+// setStep is the step restoring set s, a full or a differential.
+func setStep(s Set, kind Kind) Step {
 	m := s.Manifest
-	st := Step{Kind: KindFull, Sequence: s.Sequence, GUID: s.GUID, FirstLSN: string(s.FirstLSN), LastLSN: string(s.LastLSN),
+	st := Step{Kind: kind, Sequence: s.Sequence, GUID: s.GUID, FirstLSN: string(s.FirstLSN), LastLSN: string(s.LastLSN),
 		Finish: s.Finish, Servers: slices.Clone(s.Holders), Proven: s.Verified}
 	if h := m.Header; h != nil {
 		st.Start = h.BackupStartUTC

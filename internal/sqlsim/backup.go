@@ -20,6 +20,8 @@ import (
 // backupOptions are the WITH options of BACKUP DATABASE.
 type backupOptions struct {
 	checksum, init, format, compression, copyOnly bool
+	// differential: BACKUP DATABASE ... WITH DIFFERENTIAL (differential.go).
+	differential bool
 	// noRecovery: a tail-log backup (BACKUP LOG ... WITH NORECOVERY).
 	noRecovery                          bool
 	stats                               int
@@ -72,7 +74,12 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 				return o, errNotSupported("BACKUP DATABASE WITH NORECOVERY")
 			}
 			o.noRecovery = true
-		case "DIFFERENTIAL", "ENCRYPTION", "MIRROR", "NO_TRUNCATE", "STANDBY":
+		case "DIFFERENTIAL":
+			if s.log {
+				return o, errNotSupported("BACKUP LOG WITH DIFFERENTIAL")
+			}
+			o.differential = true
+		case "ENCRYPTION", "MIRROR", "NO_TRUNCATE", "STANDBY":
 			return o, errNotSupported("BACKUP WITH " + k)
 		default:
 			return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -360,13 +367,21 @@ func (x *execCtx) backup(s *backupStmt) error {
 		totalBlocks += (f.Pages + pagesPerBlock - 1) / pagesPerBlock
 	}
 	start := time.Now()
-	lsns, lerr := x.in.beginBackup(d, s.log, start)
+	var lsns backupLSNs
+	var lerr *tds.Error
+	if o.differential {
+		lsns, lerr = x.in.beginDiffBackup(d)
+	} else {
+		lsns, lerr = x.in.beginBackup(d, s.log, start)
+	}
 	if lerr != nil {
 		return opError(op, lerr)
 	}
 	firstLSN, lastLSN := lsns.first, lsns.last
 	produce := produceFiles(x, d, o.checksum, pagesPerBlock)
-	if s.log {
+	if s.log || o.differential {
+		// A differential holds only what changed since its base
+		// (differential.go): written as the records it redoes.
 		totalPages = (int64(len(lsns.recs)) + logRowsPage - 1) / logRowsPage
 		totalBlocks = (totalPages + pagesPerBlock - 1) / pagesPerBlock
 		produce = produceLog(lsns.recs, pagesPerBlock)
@@ -383,7 +398,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
 		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat,
-		LastGoodCheckDB: lastGood, UserAccess: access}
+		LastGoodCheckDB: lastGood, UserAccess: access, DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID}
 	if o.compression {
 		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
 	}
@@ -486,9 +501,15 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Checksums: o.checksum, Compressed: o.compression, Size: setRaw, CompSize: setStored, Server: x.in.cfg.Name,
 		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID,
 		Type: lsns.typ, CheckpointLSN: lsns.checkpoint, DatabaseBackupLSN: lsns.databaseBackup, User: x.s.login.User,
-		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks})
+		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks,
+		DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID})
 	x.in.cat.NextBackupSetID++
 	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
+	if !s.log && !o.copyOnly && !o.differential {
+		// A conventional full is the base of the differentials after it;
+		// a COPY_ONLY one never is (differential.go).
+		d.DiffBaseGUID, d.DiffBaseLSN = backupSet, lsns.checkpoint
+	}
 	if o.noRecovery {
 		// RESTORING from now on: later BACKUPs and every use of it fail
 		// with 927 until a RESTORE ends the sequence, as after a RESTORE

@@ -145,6 +145,9 @@ type backupLSNs struct {
 	recs                                    []logRec // a log backup's records
 	redo                                    []logRec // a full backup's redo part
 	forks                                   forkRange
+	// A differential's base (differential.go).
+	diffBaseLSN  uint64
+	diffBaseGUID guid
 }
 
 // beginBackup fixes where a backup of d starts: a data backup checkpoints
@@ -226,7 +229,9 @@ func (in *Instance) endBackupLocked(d *database, log, copyOnly bool, l backupLSN
 		in.chainOnCurrentForkLocked(d)
 		return
 	}
-	d.FullCheckpointLSN = l.checkpoint
+	if l.typ != "I" { // a differential is no full: later backups keep their DatabaseBackupLSN
+		d.FullCheckpointLSN = l.checkpoint
+	}
 	if d.ChainLSN == 0 && recoveryModel(d) != "SIMPLE" {
 		d.ChainLSN, d.ChainNew = l.first, true
 		in.chainOnCurrentForkLocked(d)

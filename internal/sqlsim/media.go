@@ -143,7 +143,8 @@ type mediaHeader struct {
 	// to the copy (HEADERONLY IsSingleUser: "1 = Database was single user
 	// at time of backup", "RESTORE Statements - HEADERONLY (Transact-SQL)").
 	UserAccess string `json:"user_access,omitempty"`
-	// Type is 2 for a log backup, 0 or 1 for a full database backup
+	// Type is 2 for a log backup, 5 for a differential, 0 or 1 for a full
+	// database backup
 	// (HEADERONLY BackupType); RecoveryModel and BeginsLogChain are
 	// HEADERONLY's; LogEnd is the wall clock at which a log backup's
 	// LastLSN was the end of the log (the latest point it can restore to).
@@ -153,6 +154,10 @@ type mediaHeader struct {
 	LogEnd         time.Time `json:"log_end,omitzero"`
 	// Forks is the recovery path the set covers (forks.go, headerForks).
 	Forks forkRange `json:"forks,omitzero"`
+	// A differential's base (Type 5, differential.go): the CheckpointLSN
+	// and the backup set GUID of the full it is based on.
+	DiffBaseLSN  uint64 `json:"differential_base_lsn,omitempty"`
+	DiffBaseGUID guid   `json:"differential_base_guid,omitzero"`
 }
 
 type mediaTrailer struct {

@@ -320,9 +320,13 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	// A log backup is BackupType 2; captured output writes the
 	// descriptions in mixed case ("Database", "Transaction Log").
 	btype, bdesc, model := int64(1), "Database", h.RecoveryModel
-	if h.Type == 2 {
+	switch h.Type {
+	case 2:
 		btype, bdesc = 2, "Transaction Log"
+	case 5:
+		btype, bdesc = 5, "Database Differential"
 	}
+	diffBaseLSN, diffBaseGUID := diffBaseColumns(h.DiffBaseLSN, h.DiffBaseGUID)
 	if model == "" {
 		model = "FULL"
 	}
@@ -331,7 +335,7 @@ func (x *execCtx) headerOnly(st *stripe) error {
 		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
 		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), lastFork,
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(family), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, h.BeginsLogChain,
-		false, false, h.CopyOnly, firstFork, forkPoint, model, nil, nil, bdesc, [16]byte(h.BackupSetGUID),
+		false, false, h.CopyOnly, firstFork, forkPoint, model, diffBaseLSN, diffBaseGUID, bdesc, [16]byte(h.BackupSetGUID),
 		t.SetStored, int64(h.Containment), nil, nil, nil}
 	if newer {
 		row = append(row, nil, nil, alg)
@@ -638,6 +642,9 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	if h.Type == 2 {
 		return opError(op, errNotSupported("RESTORE DATABASE from a log backup; use RESTORE LOG"))
 	}
+	if h.Type == 5 {
+		return x.restoreDiff(s, op, stripes, began)
+	}
 	stop, err := x.stopTarget(s)
 	if err != nil {
 		return err
@@ -902,6 +909,11 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	nd.RecoveryModel, _ = checkRecoveryModel(h.RecoveryModel)
 	nd.EndLSN, nd.RedoLSN, nd.RedoTime, nd.RedoFork = last, last, wallClock(stripes[0].trl.Finish), headerForks(h).Last
 	nd.CheckpointLSN, nd.FullCheckpointLSN = h.CheckpointLSN, h.CheckpointLSN
+	if !h.CopyOnly {
+		// The restored full is the base a differential continues
+		// (differential.go); a COPY_ONLY full is none.
+		nd.DiffBaseGUID, nd.DiffBaseLSN = h.BackupSetGUID, h.CheckpointLSN
+	}
 	x.in.endStateLocked(nd, !noRecovery && !standby, undo)
 	setID := x.in.backupSetIDLocked(stripes[0])
 	x.in.cat.RestoreHistory = append(x.in.cat.RestoreHistory, restoreHistoryRow{ID: x.in.cat.NextRestoreID, Date: began,

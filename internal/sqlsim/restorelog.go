@@ -166,8 +166,11 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		}
 	}
 	typ := "D"
-	if h.Type == 2 {
+	switch h.Type {
+	case 2:
 		typ = "L"
+	case 5:
+		typ = "I"
 	}
 	id := in.cat.NextBackupSetID
 	in.cat.NextBackupSetID++
@@ -176,7 +179,7 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: t.SetRawBytes,
 		CompSize: t.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: headerFamilyGUID(h),
 		Type: typ, CheckpointLSN: h.CheckpointLSN, DatabaseBackupLSN: h.DatabaseLSN, User: h.User, BeginsLogChain: h.BeginsLogChain,
-		RecoveryModel: h.RecoveryModel, Forks: headerForks(h)})
+		RecoveryModel: h.RecoveryModel, Forks: headerForks(h), DiffBaseLSN: h.DiffBaseLSN, DiffBaseGUID: h.DiffBaseGUID})
 	return id
 }
 
@@ -237,18 +240,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	// Read the log records (checksums verified like any RESTORE).
 	var recs []logRec
-	sink := func(bh blockHeader, pages []byte) error {
-		for i := 0; i+PageSize <= len(pages); i += PageSize {
-			pg := pages[i : i+PageSize]
-			if readPageHeader(pg).Type != pageLog {
-				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(st0.path)}}
-			}
-			x.in.mu.Lock() // the workers run in parallel
-			recs = append(recs, logPageRecs(pg)...)
-			x.in.mu.Unlock()
-		}
-		return nil
-	}
+	sink := x.logRecSink(st0.path, &recs)
 	if err := x.restoreData(s, op, stripes, nil, sink); err != nil {
 		return err
 	}
@@ -300,6 +292,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	pages := h.TotalPages
 	x.in.mu.Lock()
 	d.RedoLSN, d.RedoFork = next, headerForks(h).at(next)
+	d.DiffApplied = true
 	switch {
 	case reached:
 		d.RedoTime = stop.at
@@ -335,6 +328,23 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	}
 	x.info(3014, 0, fmt.Sprintf("RESTORE LOG successfully processed %d pages in %.3f seconds (%.3f MB/sec).", pages, 0.001, 0.0))
 	return nil
+}
+
+// logRecSink is a restoreData sink that collects the records of a set
+// written as log pages (a log backup, a differential) into recs.
+func (x *execCtx) logRecSink(path string, recs *[]logRec) func(blockHeader, []byte) error {
+	return func(bh blockHeader, pages []byte) error {
+		for i := 0; i+PageSize <= len(pages); i += PageSize {
+			pg := pages[i : i+PageSize]
+			if readPageHeader(pg).Type != pageLog {
+				return &backupErr{errs: []*tds.Error{errIncorrectlyFormed(path)}}
+			}
+			x.in.mu.Lock() // the workers run in parallel
+			*recs = append(*recs, logPageRecs(pg)...)
+			x.in.mu.Unlock()
+		}
+		return nil
+	}
 }
 
 func sortRecs(recs []logRec) []logRec {

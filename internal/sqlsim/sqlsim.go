@@ -245,6 +245,13 @@ type database struct {
 	ChainNew          bool   `json:"chain_new,omitempty"` // no log backup on ChainLSN yet (BeginsLogChain)
 	FullCheckpointLSN uint64 `json:"full_checkpoint_lsn,omitempty"`
 	CheckpointLSN     uint64 `json:"checkpoint_lsn,omitempty"`
+	// DiffBaseGUID and DiffBaseLSN are the differential base
+	// (differential.go): of a source, its last conventional full; of a
+	// database being restored, the full restored first. DiffApplied: a
+	// restore sequence past that full (a differential or a log applied).
+	DiffBaseGUID guid   `json:"diff_base_guid,omitzero"`
+	DiffBaseLSN  uint64 `json:"diff_base_lsn,omitempty"`
+	DiffApplied  bool   `json:"diff_applied,omitempty"`
 	// A database in a restore sequence (restorelog.go): RedoLSN is where
 	// roll forward continues (sys.master_files.redo_start_lsn), RedoTime
 	// the wall clock of the last commit redone (or of the data backup's
@@ -330,6 +337,10 @@ type backupSetRow struct {
 	// Forks is the recovery path the set covers (forks.go); zero in
 	// catalogs written before.
 	Forks forkRange `json:"forks,omitzero"`
+	// A differential's (type "I") base: differential_base_lsn and
+	// differential_base_guid.
+	DiffBaseLSN  uint64 `json:"differential_base_lsn,omitempty"`
+	DiffBaseGUID guid   `json:"differential_base_guid,omitzero"`
 }
 
 var systemDatabases = []*database{

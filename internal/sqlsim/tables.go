@@ -450,7 +450,11 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			col(qual, "time_zone", tds.TypeSmallInt, 0),
 			// The recovery path the set covers (forks.go).
 			col(qual, "first_recovery_fork_guid", tds.TypeUniqueIdentifier, 0), col(qual, "last_recovery_fork_guid", tds.TypeUniqueIdentifier, 0),
-			col(qual, "fork_point_lsn", tds.TypeNumeric, 0)}
+			col(qual, "fork_point_lsn", tds.TypeNumeric, 0),
+			// A differential's base: "Base LSN for differential backups"
+			// and "the unique identifier of the differential base"; NULL
+			// for other types (backupset (Transact-SQL)).
+			col(qual, "differential_base_lsn", tds.TypeNumeric, 0), col(qual, "differential_base_guid", tds.TypeUniqueIdentifier, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -469,6 +473,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 				family = [16]byte(b.FamilyGUID)
 			}
 			firstFork, lastFork, forkPoint := forkColumns(backupSetForks(b))
+			diffBaseLSN, diffBaseGUID := diffBaseColumns(b.DiffBaseLSN, b.DiffBaseGUID)
 			typ, model := b.Type, b.RecoveryModel
 			if typ == "" {
 				typ = "D"
@@ -483,7 +488,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain,
-				backupTimeZone(b.Start), firstFork, lastFork, forkPoint})
+				backupTimeZone(b.Start), firstFork, lastFork, forkPoint, diffBaseLSN, diffBaseGUID})
 		}
 	case "backupmediafamily":
 		// One row per media family: media_set_id (the emulator's is the
