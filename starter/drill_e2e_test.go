@@ -269,3 +269,86 @@ func withDrill(t *testing.T, site *devenv.Site, lines string) {
 	}
 	*site.Config = *c
 }
+
+// The drill's ownership guard over real TDS: a database named like the
+// drill's copy that no drill created stops the drill before anything is
+// restored, and is never dropped; the copy a crashed drill left (its
+// scratch recorded by PrepareDrill, the Recover done, the worker gone
+// before DropDrill) is dropped by the next drill, which then passes.
+func TestDrillDropsOnlyItsOwnCopy(t *testing.T) {
+	const tq = "tq-e2e-drill-own"
+	site, state := startSiteWorker(t, tq)
+	withDrill(t, site, "drill: {every: 24h}")
+	if code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait"); code != exitOK {
+		t.Fatalf("run --wait: exit %d\n%s%s", code, out, errs)
+	}
+	pass, err := os.ReadFile(filepath.Join(state, "secrets", "sa.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("sqlserver", site.Verify.DSN(devenv.AdminLogin, strings.TrimSpace(string(pass)), "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	exists := func() bool {
+		var n int
+		if err := admin.QueryRow("SELECT COUNT(*) FROM sys.databases WHERE name = N'Sales_drill'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	c := sdk(t)
+	id := workflows.DrillWorkflowID(devenv.SourceInstance, devenv.Database)
+	drillNow := func() (workflows.DrillStatus, error) {
+		run, err := c.ExecuteWorkflow(context.Background(), sdkclient.StartWorkflowOptions{ID: id, TaskQueue: tq},
+			workflows.DrillName, drill.Request{Database: devenv.Database})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st workflows.DrillStatus
+		return st, run.Get(context.Background(), &st)
+	}
+
+	// Someone's database of that name: refused, kept.
+	if _, err := admin.Exec("CREATE DATABASE [Sales_drill]"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drillNow(); err == nil || !strings.Contains(err.Error(), "TargetDatabaseExists") || !strings.Contains(err.Error(), "no drill created it") {
+		t.Errorf("a drill over a database it did not create: %v", err)
+	}
+	if !exists() {
+		t.Fatal("the drill dropped a database it did not create")
+	}
+	if _, err := admin.Exec("DROP DATABASE [Sales_drill]"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A crashed drill: prepared (its scratch recorded), recovered, never
+	// dropped.
+	acts := activities.New(zap.NewNop())
+	acts.Cycle = activities.CycleDeps{Config: site.Config}
+	var ts testsuite.WorkflowTestSuite
+	ts.SetLogger(nopLog{})
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(drill.New(acts))
+	v, err := env.ExecuteActivity(drill.New(nil).PrepareDrill, drill.Request{Database: devenv.Database})
+	var p drill.Plan
+	if err == nil {
+		err = v.Get(&p)
+	}
+	if err != nil || p.Scratch == nil {
+		t.Fatalf("PrepareDrill: %+v %v", p, err)
+	}
+	if code, out, errs := on(t, tq, "recover", "--config", site.ConfigFile, "--database", devenv.Database, "--to-instance", devenv.VerifyInstance,
+		"--as", "Sales_drill", "--latest", "--wait"); code != exitOK {
+		t.Fatalf("recover --wait: exit %d\n%s%s", code, out, errs)
+	}
+	st, err := drillNow()
+	if err != nil || !strings.Contains(st.Leftover, "left by an earlier drill") || st.Result.Outcome != catalog.DrillPassed || !st.Result.Dropped {
+		t.Errorf("the drill after a crashed one: %v\n%+v", err, st)
+	}
+	if exists() {
+		t.Error("Sales_drill still on sqlverify after the drill")
+	}
+}
