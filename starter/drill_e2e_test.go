@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -168,14 +169,27 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 
 	began := time.Now()
 	id := workflows.DrillWorkflowID(devenv.SourceInstance, devenv.Database)
-	run, err := c.ExecuteWorkflow(context.Background(), sdkclient.StartWorkflowOptions{ID: id, TaskQueue: tq},
-		workflows.DrillName, drill.Request{Database: devenv.Database, AsOf: point})
-	if err != nil {
-		t.Fatal(err)
+	code, out, errs := on(t, tq, "drill", "--config", site.ConfigFile, "--database", devenv.Database, "--as-of", point.Format(time.RFC3339Nano), "--wait")
+	t.Logf("starter drill --wait:\n%s%s", out, errs)
+	if code != exitOK {
+		t.Fatalf("drill --wait: exit %d", code)
+	}
+	for _, re := range []string{
+		`(?m)^DRILL PASSED Sales: recovered as Sales_drill on sqlverify to ` + regexp.QuoteMeta(point.UTC().Format(time.RFC3339Nano)) +
+			` \(stopat; workflow drill/sql01/Sales, recover recover/sqlverify/Sales_drill\)$`,
+		`(?m)^  rto:      time to recover \S+, within the rto of 1h$`,
+		`(?m)^  restored: set 1 and 4 log backup\(s\) of chain 1 \(logs 1-4\) to the point \S+, read from bak0[12](, bak0[12])?$`,
+		`(?m)^  checks:   sanity checks orders-present, order-lines-present, regions-complete, activity-fresh hold; CHECKDB not run \(drill.checkdb\)$`,
+		`(?m)^  copy:     Sales_drill dropped$`,
+		`(?m)^  recorded: on bak01, bak02$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("drill --wait output lacks %s", re)
+		}
 	}
 	var st workflows.DrillStatus
-	if err := run.Get(context.Background(), &st); err != nil {
-		t.Fatalf("drill: %v (%+v)", err, st)
+	if err := c.GetWorkflow(context.Background(), id, "").Get(context.Background(), &st); err != nil {
+		t.Fatal(err)
 	}
 	took := time.Since(began)
 	res := st.Result
