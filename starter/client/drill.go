@@ -59,22 +59,11 @@ func (c *Client) StartDrill(ctx context.Context, in workflows.DrillInput) (sdkcl
 // drill as recorded (the outcome, the times, what was restored).
 func (c *Client) WaitDrill(ctx context.Context, run sdkclient.WorkflowRun) (DrillRun, error) {
 	out := DrillRun{WorkflowID: run.GetID(), RunID: run.GetRunID()}
-	if err := run.Get(ctx, &out.Result); err != nil {
-		if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return out, fmt.Errorf("stopped waiting for drill %s: %w (it goes on in Temporal and resumes when a worker polls task queue %q)",
-				out.WorkflowID, ctx.Err(), c.taskQueue)
-		}
-		return out, err
-	}
-	return out, nil
+	return out, c.wait(ctx, run, "drill", &out.Result)
 }
 
 // DrillStatus asks a running drill where it stands (the `drill` query).
 func (c *Client) DrillStatus(ctx context.Context, workflowID, runID string) (workflows.DrillStatus, error) {
 	var st workflows.DrillStatus
-	v, err := c.sdk.QueryWorkflow(ctx, workflowID, runID, workflows.DrillQuery)
-	if err != nil {
-		return st, err
-	}
-	return st, v.Get(&st)
+	return st, c.query(ctx, workflowID, runID, workflows.DrillQuery, &st)
 }
