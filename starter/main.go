@@ -195,6 +195,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		conformanceCommand(e),
 		logsCommand(e),
 		recoverCommand(e),
+		drillCommand(e),
 	)
 	return root
 }

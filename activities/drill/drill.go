@@ -54,10 +54,11 @@ type Request struct {
 	Database string `json:"database"`
 	Instance string `json:"instance,omitempty"`
 	// ToInstance overrides drill.instance; From drill.from (any, remote);
-	// AsOf drill.point / within (an instant).
+	// AsOf or Latest drill.point / within (an instant, the latest point).
 	ToInstance string    `json:"to_instance,omitempty"`
 	From       string    `json:"from,omitempty"`
 	AsOf       time.Time `json:"as_of,omitzero"`
+	Latest     bool      `json:"latest,omitempty"`
 }
 
 // Check refuses a request without a database or with an unknown from.
@@ -67,6 +68,8 @@ func (r Request) Check() error {
 		return errors.New(`drill input: give "database" (as configured), e.g. {"database":"Sales"}`)
 	case r.From != "" && r.From != config.DrillFromAny && r.From != config.DrillFromRemote:
 		return fmt.Errorf(`drill input: "from" %q: use any or remote`, r.From)
+	case r.Latest && !r.AsOf.IsZero():
+		return errors.New(`drill input: "as_of" and "latest" both given: give one, or neither for drill.point / drill.within`)
 	}
 	return nil
 }
@@ -157,6 +160,8 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	switch {
 	case !in.AsOf.IsZero():
 		p.AsOf = in.AsOf.UTC()
+	case in.Latest:
+		p.Latest = true
 	case db.Drill.Within > 0:
 		if p.AsOf, err = pickPoint(cat, db.Drill.Within, time.Now()); err != nil {
 			return Plan{}, err

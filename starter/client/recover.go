@@ -66,23 +66,34 @@ func (c *Client) StartRecover(ctx context.Context, in workflows.RecoverInput) (s
 // holds its status as far as it got when Temporal hands it back.
 func (c *Client) WaitRecover(ctx context.Context, run sdkclient.WorkflowRun) (RecoverRun, error) {
 	out := RecoverRun{WorkflowID: run.GetID(), RunID: run.GetRunID()}
-	if err := run.Get(ctx, &out.Result); err != nil {
+	return out, c.wait(ctx, run, "recover", &out.Result)
+}
+
+// wait gets run's result into result; when ctx ended first, the error
+// says the run goes on without us.
+func (c *Client) wait(ctx context.Context, run sdkclient.WorkflowRun, what string, result any) error {
+	if err := run.Get(ctx, result); err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return out, fmt.Errorf("stopped waiting for recover %s: %w (it goes on in Temporal and resumes when a worker polls task queue %q)",
-				out.WorkflowID, ctx.Err(), c.taskQueue)
+			return fmt.Errorf("stopped waiting for %s %s: %w (it goes on in Temporal and resumes when a worker polls task queue %q)",
+				what, run.GetID(), ctx.Err(), c.taskQueue)
 		}
-		return out, err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 // RecoverStatus asks a running recover where it stands (the `recover`
 // query).
 func (c *Client) RecoverStatus(ctx context.Context, workflowID, runID string) (workflows.RecoverStatus, error) {
 	var st workflows.RecoverStatus
-	v, err := c.sdk.QueryWorkflow(ctx, workflowID, runID, workflows.RecoverQuery)
+	return st, c.query(ctx, workflowID, runID, workflows.RecoverQuery, &st)
+}
+
+// query asks a workflow's query into v.
+func (c *Client) query(ctx context.Context, workflowID, runID, name string, v any) error {
+	r, err := c.sdk.QueryWorkflow(ctx, workflowID, runID, name)
 	if err != nil {
-		return st, err
+		return err
 	}
-	return st, v.Get(&st)
+	return r.Get(v)
 }
