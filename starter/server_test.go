@@ -302,3 +302,84 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// The worker's drill schedules: one per database with drill:, an interval
+// of drill.every with overlap SKIP starting a Drill of it; kept paused
+// when updated; not orphan cycle schedules; deleted once drill: is gone.
+func TestDrillSchedulesKeptAndRemoved(t *testing.T) {
+	c := testClient(t, "tq-drill-schedule")
+	ctx := context.Background()
+	drilled := func(every time.Duration) *config.Config {
+		return &config.Config{File: "drill.yaml", Databases: []config.Database{
+			{Name: "Sales", Instance: "sql01", Policy: config.Policy{Drill: config.Drill{Every: every}}},
+			{Name: "HR", Instance: "sql01"}}}
+	}
+	id := client.DrillScheduleID("sql01", "Sales")
+	t.Cleanup(func() { c.DeleteSchedule(ctx, id) })
+	kept, deleted, err := c.EnsureDrillSchedules(ctx, drilled(24*time.Hour))
+	if err != nil || len(kept) != 1 || kept[0].ScheduleID != id || kept[0].Action != "created" || len(deleted) != 0 || len(kept[0].NextRuns) == 0 {
+		t.Fatalf("ensure: %+v, deleted %v, %v", kept, deleted, err)
+	}
+	if id != "drill/sql01/Sales" {
+		t.Errorf("schedule id %q", id)
+	}
+	d, err := sdk(t).ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := d.Schedule.Action.(*sdkclient.ScheduleWorkflowAction)
+	if !ok || a.Workflow != workflows.DrillName || a.ID != id || a.TaskQueue != "tq-drill-schedule" {
+		t.Fatalf("action: %+v", d.Schedule.Action)
+	}
+	if iv := d.Schedule.Spec.Intervals; len(iv) != 1 || iv[0].Every != 24*time.Hour || iv[0].Offset < 0 || iv[0].Offset >= 24*time.Hour ||
+		d.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP {
+		t.Fatalf("spec %+v, policy %+v", d.Schedule.Spec, d.Schedule.Policy)
+	}
+	if next := d.Info.NextActionTimes; len(next) < 2 || next[1].Sub(next[0]) != 24*time.Hour {
+		t.Errorf("next runs %v, want a day apart", next)
+	}
+
+	// Paused by a DBA, then drill.every changes: updated, still paused.
+	if err := c.PauseSchedule(ctx, id, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _, err = c.EnsureDrillSchedules(ctx, drilled(12*time.Hour)); err != nil || len(kept) != 1 || kept[0].Action != "updated" {
+		t.Fatalf("second ensure: %+v, %v", kept, err)
+	}
+	if d, err = sdk(t).ScheduleClient().GetHandle(ctx, id).Describe(ctx); err != nil || !d.Schedule.State.Paused ||
+		d.Schedule.Spec.Intervals[0].Every != 12*time.Hour {
+		t.Fatalf("after update: %+v, %v", d.Schedule, err)
+	}
+
+	// Not an orphan cycle schedule, whichever configuration is asked.
+	eventually(t, func() string {
+		it, err := sdk(t).ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{})
+		for err == nil && it.HasNext() {
+			var e *sdkclient.ScheduleListEntry
+			if e, err = it.Next(); err == nil && e.ID == id {
+				return ""
+			}
+		}
+		return fmt.Sprintf("drill schedule not listed yet (%v)", err)
+	})
+	for _, cfg := range []*config.Config{drilled(24 * time.Hour), {File: "empty.yaml"}} {
+		orphans, err := c.OrphanSchedules(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range orphans {
+			if o.ScheduleID == id {
+				t.Errorf("%s: the drill schedule is listed as an orphan cycle schedule: %+v", cfg.File, o)
+			}
+		}
+	}
+
+	// drill: removed: the schedule goes.
+	_, deleted, err = c.EnsureDrillSchedules(ctx, drilled(0))
+	if err != nil || len(deleted) != 1 || deleted[0] != id {
+		t.Fatalf("ensure without drill: deleted %v, %v", deleted, err)
+	}
+	if _, err := c.DescribeSchedule(ctx, id); err == nil || !strings.Contains(err.Error(), "no such schedule") {
+		t.Errorf("after removal: %v", err)
+	}
+}

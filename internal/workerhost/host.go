@@ -72,6 +72,18 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 		} else if len(ids) > 0 {
 			log.Info("log chains running", zap.Strings("workflow_ids", ids))
 		}
+		// Every database with drill: has its drill schedule, and none
+		// is left of a database whose drill: was removed.
+		kept, deleted, err := c.EnsureDrillSchedules(ctx, cfg)
+		if err != nil {
+			log.Warn("drill schedules not all kept: the next start of the worker tries again", zap.Error(err))
+		}
+		for _, s := range kept {
+			log.Info("drill schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
+		}
+		if len(deleted) > 0 {
+			log.Info("drill schedules deleted: their databases have no drill: any more", zap.Strings("schedule_ids", deleted))
+		}
 	}
 	stopped := false
 	stop := func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -244,24 +245,14 @@ func instancesText(instances []string) string {
 	return " of " + strings.Join(instances, ", ")
 }
 
-// ListSchedules returns every BackupCycle schedule of the namespace, by id,
-// with its next run times.
+// ListSchedules returns every BackupCycle and Fleet schedule of the
+// namespace, by id, with its next run times (drill schedules are the
+// worker's: EnsureDrillSchedules).
 func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleSummary, error) {
-	it, err := c.sdk.ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{PageSize: 1000})
+	ids, err := c.scheduleIDs(ctx, workflows.BackupCycleName, workflows.FleetName)
 	if err != nil {
-		return nil, fmt.Errorf("list schedules of namespace %q: %w", c.namespace, err)
+		return nil, err
 	}
-	var ids []string
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return nil, fmt.Errorf("list schedules of namespace %q: %w", c.namespace, err)
-		}
-		if e.WorkflowType.Name == workflows.BackupCycleName || e.WorkflowType.Name == workflows.FleetName {
-			ids = append(ids, e.ID)
-		}
-	}
-	sort.Strings(ids)
 	out := make([]ScheduleSummary, 0, len(ids))
 	for _, id := range ids {
 		s, err := c.DescribeSchedule(ctx, id)
@@ -275,6 +266,27 @@ func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleSummary, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// scheduleIDs lists, sorted, the ids of the namespace's schedules whose
+// action starts a workflow of one of the types.
+func (c *Client) scheduleIDs(ctx context.Context, types ...string) ([]string, error) {
+	it, err := c.sdk.ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{PageSize: 1000})
+	if err != nil {
+		return nil, fmt.Errorf("list schedules of namespace %q: %w", c.namespace, err)
+	}
+	var ids []string
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("list schedules of namespace %q: %w", c.namespace, err)
+		}
+		if slices.Contains(types, e.WorkflowType.Name) {
+			ids = append(ids, e.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // DescribeSchedule returns one schedule's current state.

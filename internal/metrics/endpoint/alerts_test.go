@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/metrics"
 )
 
@@ -93,7 +94,8 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 		}
 	}
 	// A parse that finds nothing must not pass.
-	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged, "up"} {
+	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged,
+		LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, "up"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}
@@ -141,6 +143,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
     instance: sql01
     backup_servers: [bak01, bak02]
     rto: 1h
+    drill: {every: 24h}
   - name: Ledger
     instance: sql01
     backup_servers: [bak01, bak02]
@@ -150,6 +153,12 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	taken := time.Now().Add(-time.Hour).UTC()
 	save(t, verifiedSet(t, "sql01", "Sales", 1, taken, time.Minute, time.Minute), filepath.Join(dir, "bak01"))
 	save(t, failedSet(t, "sql01", "Sales", 2, taken, "checkdb", "checkdb_failed"), filepath.Join(dir, "bak01"))
+	drill := catalog.NewDrillRecord("sql01", "Sales", taken)
+	drill.Add(catalog.DrillResult{WorkflowID: "w", RunID: "r", Instance: "verify", Database: "Sales_drill", Outcome: catalog.DrillPassed,
+		RTO: time.Minute, StartedAt: taken, At: taken.Add(time.Minute)})
+	if err := catalog.SaveDrill(context.Background(), dirFS(t, filepath.Join(dir, "bak01")), nil, drill); err != nil {
+		t.Fatal(err)
+	}
 
 	e := newEndpoint(t)
 	p := e.Product()

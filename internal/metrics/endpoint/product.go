@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/status"
@@ -35,6 +36,10 @@ const (
 	LogChainBroken = "backupcycle_log_chain_broken"
 	StoreImmutable = "backupcycle_object_store_immutable"
 	StoreProbedAt  = "backupcycle_object_store_probe_timestamp_seconds"
+	LastDrill      = "backupcycle_last_drill_timestamp_seconds"
+	LastDrillRTO   = "backupcycle_last_drill_rto_seconds"
+	LastDrillOK    = "backupcycle_last_drill_ok"
+	DrillMaxAge    = "backupcycle_drill_max_age_seconds"
 	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
@@ -224,6 +229,14 @@ type row struct {
 	logs        bool
 	provenTo    time.Time
 	chainBroken bool
+	// drills: the database has drill; drillAt is its newest drill's end
+	// (zero: none recorded), drillRTO its measured time to recover,
+	// drillOK whether it passed; drillMaxAge is drill.max_age.
+	drills      bool
+	drillAt     time.Time
+	drillRTO    time.Duration
+	drillOK     bool
+	drillMaxAge time.Duration
 }
 
 type dbKey struct{ instance, database string }
@@ -243,6 +256,7 @@ type manifestState struct {
 
 	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable, unauthentic *prometheus.Desc
 	lastProven, chainBroken                                                             *prometheus.Desc
+	lastDrill, lastDrillRTO, lastDrillOK, drillMaxAge                                   *prometheus.Desc
 	storeImmutable, storeProbedAt                                                       *prometheus.Desc
 }
 
@@ -283,6 +297,18 @@ func newManifestState() *manifestState {
 			"1 when the database's log chain ended (a break: SIMPLE recovery, a foreign log backup) or has a hole after its newest "+
 				"verified full, so that no restore reaches the present until the next full backup is verified; else 0. "+
 				"Databases with log_backup only.", db, nil),
+		lastDrill: prometheus.NewDesc(LastDrill,
+			"Unix time the database's newest recovery drill ended (passed or failed), from the authenticated drill records on "+
+				"the backup servers; 0 when none is recorded yet. Databases with drill only.", db, nil),
+		lastDrillRTO: prometheus.NewDesc(LastDrillRTO,
+			"Measured time to recover of the database's newest recovery drill: the Recover's start to the copy online, in "+
+				"seconds. Absent while no drill reached that point.", db, nil),
+		lastDrillOK: prometheus.NewDesc(LastDrillOK,
+			"1 when the database's newest recovery drill passed (recovered, checked, its copy dropped), 0 when it failed. "+
+				"Absent while no drill is recorded.", db, nil),
+		drillMaxAge: prometheus.NewDesc(DrillMaxAge,
+			"Age above which the database's last recovery drill is too old (config drill.max_age, default twice drill.every), "+
+				"in seconds. Databases with drill only.", db, nil),
 		storeImmutable: prometheus.NewDesc(StoreImmutable,
 			"1 when the newest immutability probe of the object store (a kind: s3 backup server) found that a locked object "+
 				"can be neither deleted, nor its lock shortened, nor overwritten with the worker's own credentials; 0 when one of "+
@@ -346,6 +372,15 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 		if l := d.LogChain; l != nil {
 			n.logs, n.provenTo, n.chainBroken = true, l.ProvenTo, l.BrokenOrGap()
 		}
+		if d.DrillEvery > 0 {
+			n.drills, n.drillMaxAge = true, time.Duration(d.DrillMaxAge)
+			if l := d.LastDrill; l != nil {
+				n.drillAt, n.drillRTO, n.drillOK = l.At, l.RTO, l.Outcome == catalog.DrillPassed
+			}
+		}
+		if old, ok := s.rows[k]; ok && !complete && old.drillAt.After(n.drillAt) {
+			n.drillAt, n.drillRTO, n.drillOK = old.drillAt, old.drillRTO, old.drillOK
+		}
 		if old, ok := s.rows[k]; ok && !complete && old.takenAt.After(n.takenAt) {
 			n.takenAt, n.timeToRecover, n.failureAt, n.failureType = old.takenAt, old.timeToRecover, old.failureAt, old.failureType
 		}
@@ -381,7 +416,7 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic,
-		s.lastProven, s.chainBroken, s.storeImmutable, s.storeProbedAt} {
+		s.lastProven, s.chainBroken, s.lastDrill, s.lastDrillRTO, s.lastDrillOK, s.drillMaxAge, s.storeImmutable, s.storeProbedAt} {
 		ch <- d
 	}
 }
@@ -423,6 +458,24 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(s.lastProven, proven, k.instance, k.database)
 			gauge(s.chainBroken, broken, k.instance, k.database)
+		}
+		if r.drills {
+			at := 0.0
+			if !r.drillAt.IsZero() {
+				at = unixSeconds(r.drillAt)
+				ok := 0.0
+				if r.drillOK {
+					ok = 1
+				}
+				gauge(s.lastDrillOK, ok, k.instance, k.database)
+			}
+			if r.drillRTO > 0 {
+				gauge(s.lastDrillRTO, r.drillRTO.Seconds(), k.instance, k.database)
+			}
+			gauge(s.lastDrill, at, k.instance, k.database)
+			if r.drillMaxAge > 0 {
+				gauge(s.drillMaxAge, r.drillMaxAge.Seconds(), k.instance, k.database)
+			}
 		}
 		if !r.failureAt.IsZero() {
 			gauge(s.lastFailure, unixSeconds(r.failureAt), k.instance, k.database, r.failureType)
