@@ -225,3 +225,25 @@ func TestStandbyProofAppliesEveryCopiedLog(t *testing.T) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	t.Logf("log backup finished to proven on the standby: median %s, max %s over %d logs", lat[len(lat)/2], lat[len(lat)-1], len(lat))
 }
+
+// The chain's full was backed up to the chain's copy target (the rotation
+// took bak02 for it; the chain lives on bak01 and is copied to bak02): the
+// standby at bak02's site is seeded from that verified set, which bak02
+// holds as its primary, instead of waiting for the next set the rotation
+// sends to bak01 (in the meantime no log of the chain was proven).
+func TestStandbySeedsFromAFullWhosePrimaryIsTheCopyTarget(t *testing.T) {
+	p := newProofSite(t)
+	p.commit(5)
+	p.verified() // set 1: bak01 -> bak02
+	p.commit(5)
+	p.verified() // set 2: bak02 -> bak01, the chain's full
+	if m := p.f.ManifestOf("bak02", "Ledger", 2); m.PrimaryServer != "bak02" {
+		t.Fatalf("set 2's primary is %s, want bak02 (the rotation)", m.PrimaryServer)
+	}
+	p.commit(3)
+	lb := p.logAndCopy()
+	out, err := p.apply()
+	if err != nil || !out.Seeded || out.Through != lb.Number || out.Waiting != "" {
+		t.Fatalf("ApplyLogs after the chain's first log %d: %+v, %v; want the standby seeded from set 2 and the log applied", lb.Number, out, err)
+	}
+}

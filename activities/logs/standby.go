@@ -270,7 +270,11 @@ func (a *Activities) remoteChain(ctx context.Context, t *standbyTarget, id int64
 }
 
 // verifiedOnTarget are the verified sets held on the copy target, by backup
-// set GUID (upper case).
+// set GUID (upper case): its remote copies of sets the rotation sent to the
+// chain's server, and the sets the rotation sent to it (their primary copy
+// is at the same site, hashed as the verified remote copy was). Leaving
+// those out left a chain whose full went to the copy target unproven until
+// the rotation next sent a set to the chain's server.
 func (a *Activities) verifiedOnTarget(ctx context.Context, t *standbyTarget) (map[string]*catalog.Manifest, error) {
 	l, err := activities.ListManifests(a.Base, ctx, t.srv.Name, t.db)
 	if err != nil {
@@ -279,7 +283,7 @@ func (a *Activities) verifiedOnTarget(ctx context.Context, t *standbyTarget) (ma
 	out := map[string]*catalog.Manifest{}
 	for _, m := range l.Manifests {
 		if m.Trusted() && m.State == catalog.StateVerified && m.Header != nil && m.Header.BackupSetGUID != "" &&
-			slices.Contains(m.Servers, t.srv.Name) && m.PrimaryServer != t.srv.Name {
+			slices.Contains(m.Servers, t.srv.Name) {
 			out[strings.ToUpper(m.Header.BackupSetGUID)] = m
 		}
 	}
