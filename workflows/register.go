@@ -16,22 +16,43 @@ import (
 // of *logs.Activities; for the recover, of *recover.Activities) and come
 // for free.
 func Register(r worker.Registry, acts *activities.Activities) {
-	RegisterWithLogs(r, acts, logs.New(acts))
+	RegisterWith(r, acts, Overrides{})
 }
 
 // RegisterWithLogs is Register with the log chain's activities given: a
 // value whose methods carry the names of *logs.Activities' (the
 // development worker's, which shortens log_backup.every).
 func RegisterWithLogs(r worker.Registry, acts *activities.Activities, logActs any) {
+	RegisterWith(r, acts, Overrides{Logs: logActs})
+}
+
+// Overrides are activities registered instead of the product's own: values
+// whose methods carry the names of *logs.Activities' (Logs) and of
+// *drill.Activities' (Drill); nil registers the product's. The development
+// worker's shorten log_backup.every and compare restored copies with the
+// source.
+type Overrides struct {
+	Logs, Drill any
+}
+
+// RegisterWith is Register with the activities of o in place of the
+// product's.
+func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
+	if o.Logs == nil {
+		o.Logs = logs.New(acts)
+	}
+	if o.Drill == nil {
+		o.Drill = drill.New(acts)
+	}
 	RegisterWorkflows(r)
 	// All exported methods of *Activities, under their method names.
 	r.RegisterActivity(acts)
 	// The log chain's, over the same dependencies (package activities/logs).
-	r.RegisterActivity(logActs)
+	r.RegisterActivity(o.Logs)
 	// The recover's (package activities/recover).
 	r.RegisterActivity(recover.New(acts))
 	// The drill's (package activities/drill).
-	r.RegisterActivity(drill.New(acts))
+	r.RegisterActivity(o.Drill)
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;

@@ -17,6 +17,7 @@ type configValues struct {
 	orders              int64
 	fleet               bool // select sql01's databases for the Fleet
 	logs                bool // Sales takes log backups (Options.LogBackups)
+	drill               bool // Sales has drill: and rto: (Options.Drill)
 	// vaultEndpoint and vaultSecret are the object store's URL and its
 	// user's secret file (Options.ObjectStore); "" without one.
 	vaultEndpoint, vaultSecret string
@@ -138,6 +139,13 @@ databases:
     log_backup: {every: 1m}       # BACKUP LOG once a minute; the development worker ticks faster (devworker --log-every)
     log_proof: standby            # a standby copy (%s_standby on %s) takes each log as it is copied
 `, Database, VerifyInstance)
+	}
+	if v.drill {
+		w(`    rto: 1h                       # a drill's measured time to recover above it turns status red
+    drill:                        # a recovery drill: Recover under Sales_drill on %s, check it, drop it, record it
+      every: 24h                  # the worker's Temporal Schedule; the demo starts one now, after the point-in-time proof
+      within: 1h                  # to a random point of the last hour of the proven window
+`, VerifyInstance)
 	}
 	return b.String()
 }

@@ -143,6 +143,10 @@ type Options struct {
 	// ObjectStore serves vault01, an S3 bucket with Object Lock
 	// (versitygw), and makes it Sales's immutable_copy.
 	ObjectStore bool
+	// Drill gives Sales drill: (a drill a day, to a random point of the
+	// last hour of the proven window, on sqlverify) and rto: 1h. It needs
+	// LogBackups: the point is one of the log chain's.
+	Drill bool
 }
 
 // FleetDatabaseNames are the small databases of Options.FleetDatabases.
@@ -247,6 +251,9 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	}
 	if o.FleetDatabases < 0 || o.FleetDatabases > len(FleetDatabaseNames) {
 		return nil, fmt.Errorf("devenv: %d fleet databases: use 0 to %d", o.FleetDatabases, len(FleetDatabaseNames))
+	}
+	if o.Drill && !o.LogBackups {
+		return nil, errors.New("devenv: Options.Drill without LogBackups: the drill's point is one of the log chain's proven window")
 	}
 	if o.IP == "" {
 		o.IP = "127.0.0.1"
@@ -377,7 +384,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
-		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups,
+		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups, drill: o.Drill,
 	}
 	if s.Vault != nil {
 		values.vaultEndpoint, values.vaultSecret = s.Vault.Endpoint, l.vaultSecret

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -238,7 +239,8 @@ func (s *Server) WorkflowURL(workflowID, runID string) string {
 	if s.uiAddr == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", s.UIAddress(), s.opts.Namespace, workflowID, runID)
+	// A workflow id may hold slashes (drill/sql01/Sales): one path segment.
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", s.UIAddress(), s.opts.Namespace, url.PathEscape(workflowID), runID)
 }
 
 // NewClient dials the frontend; HostPort and an empty Namespace are filled in.

@@ -37,10 +37,9 @@ type Run struct {
 	Ready func()
 	// RunDemo is the --demo work (a health check, the dev mode's cycles).
 	RunDemo func(ctx context.Context) error
-	// LogActivities, when set, gives the log chain's activities to
-	// register instead of logs.New (workflows.RegisterWithLogs): the
-	// development worker's.
-	LogActivities func(*activities.Activities) any
+	// Overrides, when set, gives activities to register instead of the
+	// product's (workflows.RegisterWith): the development worker's.
+	Overrides func(*activities.Activities) workflows.Overrides
 }
 
 // Serve runs the worker until ctx ends (a signal) or, with Demo and without
@@ -55,11 +54,11 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	opts.OnFatalError = func(err error) { fatal <- err }
 	w := worker.New(c.SDK(), c.TaskQueue(), opts)
 	log.Info("worker options", zap.Int("max_concurrent_activities", opts.MaxConcurrentActivityExecutionSize))
-	if r.LogActivities != nil {
-		workflows.RegisterWithLogs(w, acts, r.LogActivities(acts))
-	} else {
-		workflows.Register(w, acts)
+	var o workflows.Overrides
+	if r.Overrides != nil {
+		o = r.Overrides(acts)
 	}
+	workflows.RegisterWith(w, acts, o)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
 	}

@@ -50,6 +50,42 @@ func checkPITLines(t *testing.T, out string) {
 	}
 }
 
+// The demo's recovery drill of Sales: passed, its time to recover within
+// Sales's rto, what was restored, the copy's rows compared with the
+// source's, the Drill run in the Web UI.
+var (
+	drillPassedRE   = regexp.MustCompile(`(?m)^  DRILL PASSED: recovered as Sales_drill on sqlverify to (\S+Z) \(stopat\), checked, dropped, recorded on bak0[12](, bak0[12])?$`)
+	drillRTORE      = regexp.MustCompile(`(?m)^  rto:      time to recover \S+, within Sales's rto of 1h$`)
+	drillRestoredRE = regexp.MustCompile(`(?m)^  restored: set \d+ and logs \d+-\d+ of chain \d+, read from bak0[12](, bak0[12])?; sanity checks \S+(, \S+)* hold$`)
+	drillWebUIRE    = regexp.MustCompile(`(?m)^  Web UI:   http://\S+/workflows/drill%2Fsql01%2FSales/\S+/history \(its Recover child recover/sqlverify/Sales_drill shows from there\)$`)
+)
+
+// checkDrillLines checks the demo's drill lines in out: passed, and the
+// copy held the rows committed at or before the recovery point, at least
+// one.
+func checkDrillLines(t *testing.T, out string) {
+	t.Helper()
+	m := drillPassedRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("demo output lacks the passed drill of Sales:\n%s", out)
+		return
+	}
+	for _, re := range []*regexp.Regexp{drillRTORE, drillRestoredRE, drillWebUIRE} {
+		if !re.MatchString(out) {
+			t.Errorf("demo output lacks the drill line %s:\n%s", re, out)
+		}
+	}
+	rows := regexp.MustCompile(`(?m)^  rows:    the copy held exactly the (\d+) rows of dbo\.CommitLog committed at or before ` + regexp.QuoteMeta(m[1]) +
+		`, compared row by row with sql01's Sales \((\d+) committed after it are not in it\)$`).FindStringSubmatch(out)
+	if rows == nil {
+		t.Errorf("demo output lacks the drill copy's row-by-row comparison to %s:\n%s", m[1], out)
+		return
+	}
+	if n, _ := strconv.Atoi(rows[1]); n == 0 {
+		t.Errorf("the drill copy was compared on no rows: %s", rows[0])
+	}
+}
+
 type demoCycle struct {
 	seq            int64
 	server, remote string
@@ -134,6 +170,7 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 		t.Errorf("demo output lacks the log chain with 3 log backups copied:\n%s", out)
 	}
 	checkPITLines(t, out)
+	checkDrillLines(t, out)
 	// The structured log went to the state directory, one JSON object per
 	// line, and not to the terminal.
 	logPath := filepath.Join(state, LogFile)
@@ -176,6 +213,7 @@ func TestDemoRunsTwoVerifiedCyclesAndContinues(t *testing.T) {
 		t.Errorf("second demo did not continue the site:\n%s", w2.stdout)
 	}
 	checkPITLines(t, w2.stdout.String())
+	checkDrillLines(t, w2.stdout.String())
 	// The first cycle of the second run found bak02 as the last server in
 	// the manifests: the rotation continued rather than restarted.
 	// (Only the second run plans bak01 after bak02 from the manifests.)

@@ -104,7 +104,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 	defer sdk.Close()
 	c := client.New(sdk, tcfg, log)
 
-	checks := &pitChecks{}
+	checks, drills := &pitChecks{}, &drillChecks{}
 	demo := func(ctx context.Context) error {
 		if err := workerhost.HealthDemo(ctx, c, stdout, srv.WorkflowURL); err != nil {
 			return err
@@ -126,6 +126,13 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 			if err := showPITProof(ctx, c, stdout, checks, pitEveryTicks*o.logEvery); err != nil {
 				return err
 			}
+			var rto time.Duration
+			if db, err := live.Config().Database(devenv.SourceInstance, devenv.Database); err == nil {
+				rto = db.RTO
+			}
+			if err := showDrill(ctx, c, stdout, drills, rto, srv.WorkflowURL); err != nil {
+				return err
+			}
 		}
 		if u := cyclesURL(srv.UIAddress(), c.Namespace()); u != "" {
 			fmt.Fprintf(stdout, "  all cycles of %s in the Web UI: %s\n", devenv.Database, u)
@@ -134,7 +141,7 @@ func runDev(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	defer workerhost.WatchManifests(ctx, mx, live, log)()
 	return workerhost.Serve(ctx, c, workerhost.NewActivities(log, live, c, mx), log, workerhost.Run{
-		Demo: o.demo, Keep: o.keep, RunDemo: demo, LogActivities: newDevLogs(site, live, o.logEvery, checks),
+		Demo: o.demo, Keep: o.keep, RunDemo: demo, Overrides: devOverrides(site, live, o.logEvery, checks, drills),
 		Ready: func() {
 			fmt.Fprintf(stdout, "backupcycle worker ready in %s (embedded Temporal, state in %s)\n", workerhost.Since(began), dbFile)
 			if ui := srv.UIAddress(); ui != "" {
@@ -184,6 +191,7 @@ func startSite(ctx context.Context, o options, srv *devserver.Server, log *zap.L
 		DatabaseSize:    int64(o.devDBSize),
 		FleetDatabases:  o.devFleet,
 		LogBackups:      o.logEvery > 0,
+		Drill:           o.logEvery > 0, // a drill to a point of the log chain's proven window
 		ObjectStore:     o.objectStore,
 		IP:              o.ip,
 		TemporalAddress: srv.FrontendAddress(),

@@ -13,6 +13,7 @@ import (
 	mssqldb "github.com/microsoft/go-mssqldb"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/drill"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/devenv"
@@ -48,6 +49,79 @@ type devLogs struct {
 	checks   *pitChecks
 }
 
+// rowCheck is a restored copy's dbo.CommitLog compared row by row with the
+// source's: it must hold exactly the rows committed at or before at.
+type rowCheck struct {
+	at time.Time // on the source's clock
+	// rows the copy held, all of them committed at or before at (when
+	// missing and extra are empty); later the source's rows after at.
+	rows, later    int
+	missing, extra []string
+	err            error // the comparison could not be made
+}
+
+// siteRows reads dbo.CommitLog on the site's instances.
+type siteRows struct{ site *devenv.Site }
+
+// compare compares the copy on sqlverify with the source's rows committed
+// at or before at (the source's clock).
+func (s siteRows) compare(ctx context.Context, copy string, at time.Time) rowCheck {
+	c := rowCheck{at: at}
+	got, err := s.commitRows(ctx, s.site.Verify, copy)
+	if err != nil {
+		c.err = fmt.Errorf("read the copy %s on %s: %w", copy, devenv.VerifyInstance, err)
+		return c
+	}
+	src, err := s.commitRows(ctx, s.site.Source, devenv.Database)
+	if err != nil {
+		c.err = fmt.Errorf("read %s on %s: %w", devenv.Database, devenv.SourceInstance, err)
+		return c
+	}
+	want := map[string]bool{}
+	for _, r := range src {
+		if r.At.After(at) {
+			c.later++
+			continue
+		}
+		want[r.Key()] = true
+	}
+	have := map[string]bool{}
+	for _, r := range got {
+		have[r.Key()] = true
+		if !want[r.Key()] {
+			c.extra = append(c.extra, r.Key())
+		}
+	}
+	for k := range want {
+		if !have[k] {
+			c.missing = append(c.missing, k)
+		}
+	}
+	sort.Strings(c.missing)
+	c.rows = len(got)
+	return c
+}
+
+// show prints the rows line of the comparison, point naming at and after
+// referring to it; a copy that does not hold exactly the rows committed
+// by then fails the demo.
+func (c rowCheck) show(w io.Writer, what, point, after string) error {
+	switch {
+	case c.err != nil:
+		if errors.Is(c.err, errNoCommitLog) {
+			fmt.Fprintf(w, "  rows:    not compared: %v\n", c.err)
+			return nil
+		}
+		return fmt.Errorf("%s: the copy's rows were not compared: %w", what, c.err)
+	case len(c.missing)+len(c.extra) > 0:
+		return fmt.Errorf("%s to %s: the copy holds %d rows, %d of the source's committed by then missing %v, %d it should not have %v",
+			what, c.at.Format("2006-01-02T15:04:05.000"), c.rows, len(c.missing), head(c.missing), len(c.extra), head(c.extra))
+	}
+	fmt.Fprintf(w, "  rows:    the copy held exactly the %d rows of dbo.CommitLog committed at or before %s, compared row by row with %s's %s (%d committed after %s are not in it)\n",
+		c.rows, point, devenv.SourceInstance, devenv.Database, c.later, after)
+	return nil
+}
+
 // LogPlan is the fast tick's plan with the point-in-time proof every
 // pitEvery.
 func (d *devLogs) LogPlan(ctx context.Context, in logs.LogPlanInput) (logs.LogPlan, error) {
@@ -68,15 +142,11 @@ func (d *devLogs) PITProof(ctx context.Context, in logs.PITProofInput) (logs.Pro
 	return out, err
 }
 
-// pitCheck is one point-in-time copy compared with the source.
+// pitCheck is one point-in-time copy compared with the source; its at is
+// T on the source's clock, the STOPAT sent.
 type pitCheck struct {
-	proof  logs.ProofOutput
-	stopAt time.Time // T on the source's clock, the STOPAT sent
-	// rows the copy held, all of them committed at or before T (when
-	// missing and extra are empty); later the source's rows after T.
-	rows, later    int
-	missing, extra []string
-	err            error // the comparison could not be made
+	proof logs.ProofOutput
+	rowCheck
 }
 
 // pitChecks are the comparisons this process made.
@@ -103,44 +173,11 @@ func (p *pitChecks) first() (pitCheck, bool) {
 // compare reads the STOPAT the proof sent from its record and compares the
 // copy's rows with the source's committed at or before it.
 func (d *devLogs) compare(ctx context.Context, out logs.ProofOutput) pitCheck {
-	c := pitCheck{proof: out}
-	c.stopAt, c.err = d.stopAt(ctx, out)
-	if c.err != nil {
-		return c
-	}
-	got, err := d.commitRows(ctx, d.site.Verify, out.Copy)
+	stopAt, err := d.stopAt(ctx, out)
 	if err != nil {
-		c.err = fmt.Errorf("read the copy %s on %s: %w", out.Copy, out.Instance, err)
-		return c
+		return pitCheck{proof: out, rowCheck: rowCheck{err: err}}
 	}
-	src, err := d.commitRows(ctx, d.site.Source, devenv.Database)
-	if err != nil {
-		c.err = fmt.Errorf("read %s on %s: %w", devenv.Database, devenv.SourceInstance, err)
-		return c
-	}
-	want := map[string]bool{}
-	for _, r := range src {
-		if r.At.After(c.stopAt) {
-			c.later++
-			continue
-		}
-		want[r.Key()] = true
-	}
-	have := map[string]bool{}
-	for _, r := range got {
-		have[r.Key()] = true
-		if !want[r.Key()] {
-			c.extra = append(c.extra, r.Key())
-		}
-	}
-	for k := range want {
-		if !have[k] {
-			c.missing = append(c.missing, k)
-		}
-	}
-	sort.Strings(c.missing)
-	c.rows = len(got)
-	return c
+	return pitCheck{proof: out, rowCheck: siteRows{d.site}.compare(ctx, out.Copy, stopAt)}
 }
 
 // stopAt is the STOPAT of the proof out in the database's proof record on
@@ -178,8 +215,8 @@ func (d *devLogs) stopAt(ctx context.Context, out logs.ProofOutput) (time.Time, 
 var errNoCommitLog = errors.New("no dbo.CommitLog: the state directory is of an earlier demo (make clean starts over with it)")
 
 // commitRows reads database's dbo.CommitLog on in as AdminLogin.
-func (d *devLogs) commitRows(ctx context.Context, in *sqlsim.Instance, database string) ([]sqlsim.CommitRow, error) {
-	db, err := sql.Open("sqlserver", d.site.AdminDSN(in, "master"))
+func (s siteRows) commitRows(ctx context.Context, in *sqlsim.Instance, database string) ([]sqlsim.CommitRow, error) {
+	db, err := sql.Open("sqlserver", s.site.AdminDSN(in, "master"))
 	if err != nil {
 		return nil, err
 	}
@@ -245,33 +282,23 @@ func showPITProof(ctx context.Context, c *client.Client, stdout io.Writer, check
 	}
 	p := chk.proof
 	fmt.Fprintf(stdout, "  restored set %d and logs %d-%d into %s on %s WITH STOPAT T = %s (%s), a random instant of the proven window: %s (took %s)\n",
-		p.Sequence, p.FirstLog, p.LastLog, p.Copy, p.Instance, chk.stopAt.Format("2006-01-02T15:04:05.000"),
+		p.Sequence, p.FirstLog, p.LastLog, p.Copy, p.Instance, chk.at.Format("2006-01-02T15:04:05.000"),
 		p.Target.UTC().Format("2006-01-02T15:04:05.000Z"), p.Detail, round(p.Took))
-	switch {
-	case chk.err != nil:
-		if errors.Is(chk.err, errNoCommitLog) {
-			fmt.Fprintf(stdout, "  rows:    not compared: %v\n", chk.err)
-			return nil
-		}
-		return fmt.Errorf("point-in-time proof of %s: the copy's rows were not compared: %w", devenv.Database, chk.err)
-	case len(chk.missing)+len(chk.extra) > 0:
-		return fmt.Errorf("point-in-time proof of %s to %s: the copy holds %d rows, %d of the source's committed by then missing %v, %d it should not have %v",
-			devenv.Database, chk.stopAt.Format("2006-01-02T15:04:05.000"), chk.rows, len(chk.missing), head(chk.missing), len(chk.extra), head(chk.extra))
-	}
-	fmt.Fprintf(stdout, "  rows:    the copy held exactly the %d rows of dbo.CommitLog committed at or before T, compared row by row with %s's %s (%d committed after T are not in it)\n",
-		chk.rows, devenv.SourceInstance, devenv.Database, chk.later)
-	return nil
+	return chk.show(stdout, "point-in-time proof of "+devenv.Database, "T", "T")
 }
 
 func head(s []string) []string { return s[:min(len(s), 3)] }
 
-// newDevLogs is Run.LogActivities of the development worker.
-func newDevLogs(site *devenv.Site, live *workerhost.LiveConfig, every time.Duration, checks *pitChecks) func(*activities.Activities) any {
-	if every <= 0 {
-		return nil
-	}
-	return func(acts *activities.Activities) any {
-		return &devLogs{FastLogActivities: workerhost.NewFastLogs(acts, every), pitEvery: pitEveryTicks * every, site: site,
-			keys: func() (*catalog.Keys, error) { return live.Config().ManifestKeyRing() }, checks: checks}
+// devOverrides is Run.Overrides of the development worker: the log
+// chain's activities with the fast tick (every; none when 0) and the
+// point-in-time proof's comparison, the drill's with its comparison.
+func devOverrides(site *devenv.Site, live *workerhost.LiveConfig, every time.Duration, pit *pitChecks, drills *drillChecks) func(*activities.Activities) workflows.Overrides {
+	return func(acts *activities.Activities) workflows.Overrides {
+		o := workflows.Overrides{Drill: &devDrill{Activities: drill.New(acts), rows: siteRows{site}, checks: drills}}
+		if every > 0 {
+			o.Logs = &devLogs{FastLogActivities: workerhost.NewFastLogs(acts, every), pitEvery: pitEveryTicks * every, site: site,
+				keys: func() (*catalog.Keys, error) { return live.Config().ManifestKeyRing() }, checks: pit}
+		}
+		return o
 	}
 }
