@@ -103,7 +103,9 @@
 //	   with InvalidConfig, never ran a cycle under its own id.
 //
 //	I9 the chain from the newest verified full to the newest log backup has
-//	   no LSN gap (each log starting at or before where the last ended) and
+//	   no LSN gap (each log starting at or before where the last ended), no
+//	   log taken on the other side of a restore of the source over itself
+//	   (the rollback fault) than the full (two recovery paths), and
 //	   each of its log files is intact (size, SHA-256) on every server its
 //	   record names, or the product says so: its LogChain query broken with
 //	   the break or degraded with the error, its LogProof's error or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +28,9 @@ import (
 
 // logChecks is what the simulation tells the log checks.
 type logChecks struct {
-	rollbacks []time.Time     // LogTarget restored over by the harness (FaultRollback)
+	// rollbacks are the RESTOREs over LogTarget the harness ran
+	// (FaultRollback), from before it sent each to after it returned.
+	rollbacks []restoreSpan
 	deleted   map[string]bool // server|file of log files the harness deleted
 	// pitDraw chooses the point in time of the run's I11 restore.
 	pitDraw uint64
@@ -44,9 +47,26 @@ func (l *logChecks) stats() string {
 		l.pits, LogTarget, counts(l.pitSkip), l.replays)
 }
 
-func (c *Checker) rolledBack(t Target, at time.Time) {
+// restoreSpan is a RESTORE over the source: sent after began, returned
+// before ended.
+type restoreSpan struct{ began, ended time.Time }
+
+// side says on which side of the RESTORE a backup finished at t lies: -1
+// before it (the database's life it replaced), 1 after it, 0 when t falls
+// within it (a backup of either life may finish then).
+func (r restoreSpan) side(t time.Time) int {
+	switch {
+	case t.Before(r.began):
+		return -1
+	case t.After(r.ended):
+		return 1
+	}
+	return 0
+}
+
+func (c *Checker) rolledBack(t Target, began, ended time.Time) {
 	if t == LogTarget {
-		c.logs.rollbacks = append(c.logs.rollbacks, at)
+		c.logs.rollbacks = append(c.logs.rollbacks, restoreSpan{began, ended})
 	}
 }
 
@@ -247,15 +267,13 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		return false
 	}
 	// I9: no gap from the newest verified full to the newest log backup,
-	// every file of the walk intact where the record says it is.
-	type defect struct {
-		log  int64
-		text string
-	}
+	// no log of another life of the database, every file of the walk
+	// intact where the record says it is.
 	var defects []defect
 	if gap != "" && v.brk == nil {
 		defects = append(defects, defect{gapAt, gap})
 	}
+	defects = append(defects, c.acrossRestore(v, seq)...)
 	for _, l := range seq {
 		for _, srv := range l.Servers {
 			for _, f := range l.Files {
@@ -294,6 +312,44 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		notes = append(notes, n)
 	}
 	return notes
+}
+
+// defect is what I9 finds wrong with the chain, at log backup log.
+type defect struct {
+	log  int64
+	text string
+}
+
+// acrossRestore names the log backups of the chain that lie on the other
+// side of a restore of the source over itself (FaultRollback) than its
+// full: those of the walk (seq), and those finished after the full. A
+// database restored WITH RECOVERY begins a new recovery fork, its LSNs
+// going on from the restored set's, and a log backup of another recovery
+// path does not apply to a copy ("This backup set cannot be applied
+// because it is on a recovery path that is inconsistent with the
+// database", 4330, "Database Engine events and errors (4000 to 4999)",
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-4000-to-4999),
+// whatever their LSNs say. A backup that finished while the RESTORE ran
+// is of either life: it is not judged.
+func (c *Checker) acrossRestore(v *chainView, seq []catalog.LogBackup) []defect {
+	if v.full.FinishUTC.IsZero() {
+		return nil
+	}
+	var out []defect
+	for _, l := range v.logs {
+		inWalk := slices.ContainsFunc(seq, func(x catalog.LogBackup) bool { return x.Number == l.Number })
+		if l.BackupFinishUTC.IsZero() || !inWalk && !l.BackupFinishUTC.After(v.full.FinishUTC) {
+			continue
+		}
+		for _, r := range c.logs.rollbacks {
+			if r.side(l.BackupFinishUTC)*r.side(v.full.FinishUTC) < 0 {
+				out = append(out, defect{l.Number, fmt.Sprintf("log %d (finished %s) and full %d (finished %s) lie on either side of %s restored over at %s: two recovery paths, which no restore joins",
+					l.Number, l.BackupFinishUTC.Format(time.RFC3339), v.full.Sequence, v.full.FinishUTC.Format(time.RFC3339), LogTarget, r.began.UTC().Format(time.RFC3339))})
+				break
+			}
+		}
+	}
+	return out
 }
 
 func proofBrief(p workflows.LogProofStatus) string {
@@ -354,8 +410,8 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 		return skip("fewer than two proven log backups after the newest verified full")
 	}
 	proven := seq[:k]
-	for _, at := range c.logs.rollbacks {
-		if at.After(v.full.FinishUTC) {
+	for _, r := range c.logs.rollbacks {
+		if r.side(v.full.FinishUTC) <= 0 {
 			return skip("the source was restored over since the full")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -73,5 +74,54 @@ func TestCheckerLogChain(t *testing.T) {
 		if red, _ := (productSays{chain: tc.st}).red(); red != tc.red {
 			t.Errorf("%+v: red %v, want %v", tc.st, red, tc.red)
 		}
+	}
+}
+
+// TestCheckerLogChainAcrossRestore: a full and a log taken on either side
+// of a restore of the source over itself are of two recovery paths, which
+// no restore joins, whatever their LSNs say: the logs of the walk from a
+// full taken after the restore that were taken before it (the LSNs of the
+// restored database start again from the restored set's), and a log taken
+// after the restore in a chain whose full was taken before it.
+func TestCheckerLogChainAcrossRestore(t *testing.T) {
+	c := NewChecker(&Fleet{})
+	at := time.Date(2026, 12, 2, 1, 41, 57, 0, time.UTC)
+	lg := func(n int64, first, last string, finished time.Time) catalog.LogBackup {
+		return catalog.LogBackup{Number: n, FirstLSN: first, LastLSN: last, Files: []catalog.Stripe{{Name: "l.trn"}},
+			State: catalog.LogCopied, BackupFinishUTC: finished}
+	}
+	after := &catalog.ChainFull{Sequence: 7, LastLSN: "1114", FinishUTC: at.Add(20 * time.Second)}
+	v := &chainView{full: after, logs: []catalog.LogBackup{lg(1, "1102", "1208", at.Add(-2*time.Minute)), lg(2, "1208", "1323", at.Add(-time.Minute))}}
+	seq, gap, _ := v.walk()
+	if len(seq) != 2 || gap != "" {
+		t.Fatalf("by their LSNs the logs follow the full: %v %q", seq, gap)
+	}
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("no restore of the source yet: %v", d)
+	}
+	c.rolledBack(LogTarget, at, at.Add(time.Second))
+	d := c.acrossRestore(v, seq)
+	if len(d) != 2 || d[0].log != 1 || d[1].log != 2 || !strings.Contains(d[0].text, "restored over") {
+		t.Fatalf("logs of the earlier life after a full of the later: %v", d)
+	}
+
+	before := &catalog.ChainFull{Sequence: 5, LastLSN: "1900", FinishUTC: at.Add(-3 * time.Minute)}
+	v = &chainView{full: before, logs: []catalog.LogBackup{lg(9, "1800", "2000", at.Add(-2*time.Minute)), lg(10, "2000", "2100", at.Add(-time.Minute)),
+		lg(11, "1010", "1111", at.Add(10*time.Second))}}
+	seq, gap, _ = v.walk()
+	if len(seq) != 2 || gap != "" {
+		t.Fatalf("by its LSNs log 11 lies before the full: %v %q", seq, gap)
+	}
+	if d := c.acrossRestore(v, seq); len(d) != 1 || d[0].log != 11 {
+		t.Fatalf("a log of the later life in a chain from a full of the earlier: %v", d)
+	}
+	// A log that finished while the RESTORE ran is of either life.
+	v.logs[2].BackupFinishUTC = at.Add(500 * time.Millisecond)
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("a log that finished during the restore: %v", d)
+	}
+	v.logs = v.logs[:2]
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("a chain of the earlier life alone: %v", d)
 	}
 }
