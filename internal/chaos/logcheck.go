@@ -31,7 +31,7 @@ type logChecks struct {
 	// rollbacks are the RESTOREs over LogTarget the harness ran
 	// (FaultRollback), from before it sent each to after it returned.
 	rollbacks []restoreSpan
-	deleted   map[string]bool // server|file of log files the harness deleted
+	deleted   map[string]time.Time // server|file of log files the harness deleted, when
 	// pitDraw chooses the point in time of the run's I11 restore.
 	pitDraw uint64
 	// pits counts the I11 restores compared and skipped (why), replays
@@ -72,9 +72,9 @@ func (c *Checker) rolledBack(t Target, began, ended time.Time) {
 
 func (c *Checker) deletedLog(server, name string) {
 	if c.logs.deleted == nil {
-		c.logs.deleted = map[string]bool{}
+		c.logs.deleted = map[string]time.Time{}
 	}
-	c.logs.deleted[server+"|"+name] = true
+	c.logs.deleted[server+"|"+name] = time.Now()
 }
 
 func openShare(ctx context.Context, dir string) (*local.Storage, error) {
@@ -274,18 +274,9 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		defects = append(defects, defect{gapAt, gap})
 	}
 	defects = append(defects, c.acrossRestore(v, seq)...)
-	for _, l := range seq {
-		for _, srv := range l.Servers {
-			for _, f := range l.Files {
-				if why := c.logFileIntact(srv, f); why != "" {
-					defects = append(defects, defect{l.Number, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why)})
-				}
-			}
-		}
-		if l.State == catalog.LogCopied && len(l.Servers) < 2 {
-			defects = append(defects, defect{l.Number, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers)})
-		}
-	}
+	now := time.Now().UTC()
+	fd, fn := c.fileDefects(seq, now)
+	defects, notes = append(defects, fd...), append(notes, fn...)
 	for _, d := range defects {
 		if !names(d.log) {
 			add(9, fmt.Sprintf("%d|%s", v.id, d.text), "chain %d of %s from full %d: %s; the product says %s %s (proof: %q; status: %q)",
@@ -294,7 +285,6 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	}
 	// I10: every log backup of the walk finished more than ProofLag ago is
 	// proven, or the product says why not.
-	now := time.Now().UTC()
 	for _, l := range seq {
 		if l.Proven != nil || now.Sub(l.BackupFinishUTC) <= ProofLag {
 			continue
@@ -352,6 +342,41 @@ func (c *Checker) acrossRestore(v *chainView, seq []catalog.LogBackup) []defect 
 	return out
 }
 
+// deletedGrace is how long the product has to notice a log backup file
+// the harness deleted (FaultLogDelete) before I9 judges it: it looks at
+// its next copy of the chain (CopyLogs, after a tick), which a worker
+// restarted, killed or frozen delays; the proof gets as long.
+const deletedGrace = ProofLag
+
+// fileDefects are the files of the walk (seq) that are not intact on a
+// server their log's record names, and the copied logs held on one server
+// only, as at now; a file the harness deleted less than deletedGrace ago
+// is noted, not judged yet.
+func (c *Checker) fileDefects(seq []catalog.LogBackup, now time.Time) ([]defect, Notes) {
+	var out []defect
+	var notes Notes
+	for _, l := range seq {
+		for _, srv := range l.Servers {
+			for _, f := range l.Files {
+				why := c.logFileIntact(srv, f)
+				if why == "" {
+					continue
+				}
+				if at, ok := c.logs.deleted[srv+"|"+f.Name]; ok && now.Sub(at) < deletedGrace {
+					notes = append(notes, fmt.Sprintf("log %d: %s on %s deleted by the harness %s ago: judged after %s", l.Number, f.Name, srv,
+						now.Sub(at).Round(time.Second), deletedGrace))
+					continue
+				}
+				out = append(out, defect{l.Number, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why)})
+			}
+		}
+		if l.State == catalog.LogCopied && len(l.Servers) < 2 {
+			out = append(out, defect{l.Number, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers)})
+		}
+	}
+	return out, notes
+}
+
 func proofBrief(p workflows.LogProofStatus) string {
 	return fmt.Sprintf("{through %d, seq %d, lag %s, waiting %q, error %q}", p.Through, p.Sequence, p.Lag.Round(time.Second), p.Waiting, p.LastError)
 }
@@ -365,7 +390,7 @@ func (c *Checker) logFileIntact(server string, f catalog.Stripe) string {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		if c.logs.deleted[server+"|"+f.Name] {
+		if _, ok := c.logs.deleted[server+"|"+f.Name]; ok {
 			return "missing (deleted by the harness)"
 		}
 		return "missing"

@@ -125,3 +125,24 @@ func TestCheckerLogChainAcrossRestore(t *testing.T) {
 		t.Fatalf("a chain of the earlier life alone: %v", d)
 	}
 }
+
+// TestCheckerDeletedLogFileGrace: a log backup file the harness deleted is
+// judged once the product has had as long as a proof to notice it (it
+// looks at its next copy of the chain, which a worker restart delays); a
+// file gone otherwise is judged at once.
+func TestCheckerDeletedLogFileGrace(t *testing.T) {
+	dir := t.TempDir()
+	c := NewChecker(&Fleet{dirs: map[string]string{Bak01: dir}})
+	seq := []catalog.LogBackup{{Number: 36, Servers: []string{Bak01}, Files: []catalog.Stripe{{Name: "l36.trn"}}},
+		{Number: 37, Servers: []string{Bak01}, Files: []catalog.Stripe{{Name: "l37.trn"}}}}
+	c.deletedLog(Bak01, "l36.trn")
+	now := time.Now()
+	d, notes := c.fileDefects(seq, now)
+	if len(d) != 1 || d[0].log != 37 || len(notes) != 1 || !strings.Contains(notes[0], "l36.trn") {
+		t.Fatalf("just deleted by the harness: defects %v, notes %v", d, notes)
+	}
+	d, _ = c.fileDefects(seq, now.Add(ProofLag+time.Second))
+	if len(d) != 2 || d[0].log != 36 || !strings.Contains(d[0].text, "deleted by the harness") {
+		t.Fatalf("deleted by the harness %s ago: %v", ProofLag+time.Second, d)
+	}
+}
