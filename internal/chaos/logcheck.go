@@ -94,7 +94,9 @@ func lsnCmp(a, b string) int {
 }
 
 // chainView is LogTarget's current chain as the records on both servers
-// hold it: each part from the server whose copy was updated last.
+// hold it together: each part's copies merged as the product's status
+// merges them (catalog.MergeChainPart: the chain's server writes each log
+// backup first, the copy target gets its proof first).
 type chainView struct {
 	id    int64
 	parts []*catalog.ChainRecord
@@ -107,7 +109,7 @@ type chainView struct {
 }
 
 func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chainView, error) {
-	newest := map[[2]int64]*catalog.ChainRecord{}
+	copies := map[[2]int64][]*catalog.ChainRecord{}
 	for _, srv := range Servers {
 		parts, _, err := c.chainParts(ctx, srv)
 		if err != nil {
@@ -115,21 +117,19 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 		}
 		for _, p := range parts {
 			k := [2]int64{p.Chain, int64(p.Part)}
-			if o := newest[k]; o == nil || p.UpdatedAt.After(o.UpdatedAt) {
-				newest[k] = p
-			}
+			copies[k] = append(copies[k], p)
 		}
 	}
 	v := &chainView{}
-	for k := range newest {
+	for k := range copies {
 		v.id = max(v.id, k[0])
 	}
 	if v.id == 0 {
 		return nil, nil
 	}
-	for k, p := range newest {
+	for k, rs := range copies {
 		if k[0] == v.id {
-			v.parts = append(v.parts, p)
+			v.parts = append(v.parts, catalog.MergeChainPart(rs))
 		}
 	}
 	sort.Slice(v.parts, func(i, j int) bool { return v.parts[i].Part < v.parts[j].Part })
@@ -143,8 +143,11 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 	}
 	for _, p := range v.parts {
 		for i := range p.Fulls {
-			if mf := verified[normGUID(p.Fulls[i].BackupSetGUID)]; mf != nil {
-				v.full, v.mf = &p.Fulls[i], mf
+			// The newest by its end: after a restore of the source over
+			// itself, a later full can have the lower LSNs.
+			f := &p.Fulls[i]
+			if mf := verified[normGUID(f.BackupSetGUID)]; mf != nil && (v.full == nil || f.FinishUTC.After(v.full.FinishUTC)) {
+				v.full, v.mf = f, mf
 			}
 		}
 		for _, l := range p.Logs {

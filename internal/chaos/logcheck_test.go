@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +146,65 @@ func TestCheckerDeletedLogFileGrace(t *testing.T) {
 	d, _ = c.fileDefects(seq, now.Add(ProofLag+time.Second))
 	if len(d) != 2 || d[0].log != 36 || !strings.Contains(d[0].text, "deleted by the harness") {
 		t.Fatalf("deleted by the harness %s ago: %v", ProofLag+time.Second, d)
+	}
+}
+
+// TestCheckerChainMergesCopies: the chain's server and the copy target
+// each hold a copy of a chain record part, and neither alone is the whole
+// story (the copy target gets the proof first, the chain's server the
+// next log backup first): the checker reads a log as proven when either
+// copy says so, as the product's status does (catalog.MergeChainPart),
+// not from the copy written last.
+func TestCheckerChainMergesCopies(t *testing.T) {
+	f := testFleet(t)
+	keys, err := catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(strings.Repeat("k", 40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys = keys
+	c := NewChecker(f)
+	at := time.Date(2026, 12, 2, 1, 23, 0, 0, time.UTC)
+	off := 0
+	part := func(logs int64, updated time.Time, proven bool) *catalog.ChainRecord {
+		r := catalog.NewChainRecord(LogTarget.Instance, LogTarget.Database, 1, 1, at)
+		r.Fulls = []catalog.ChainFull{{Sequence: 1, BackupSetGUID: "A1", FirstLSN: "90", LastLSN: "100", CheckpointLSN: "95", FinishUTC: at}}
+		for n := int64(1); n <= logs; n++ {
+			l := catalog.LogBackup{Number: n, State: catalog.LogCopied, WorkflowID: "logchain/sql01/DBA", FirstLSN: fmt.Sprint(100 * n),
+				LastLSN: fmt.Sprint(100 * (n + 1)), BackupStart: at.Add(time.Duration(n) * time.Second),
+				BackupFinish: at.Add(time.Duration(n)*time.Second + time.Millisecond), Servers: []string{Bak01, Bak02}, UpdatedAt: updated}
+			l.SetUTCOffset(off)
+			l.Files = []catalog.Stripe{{Name: r.LogFileName(n, 1, 1), Size: 1, SHA256: strings.Repeat("a", 64)}}
+			if proven {
+				l.Proven = &catalog.LogProof{At: updated, Mode: "standby", Instance: Verify01, Database: "DBA_standby"}
+			}
+			r.Logs = append(r.Logs, l)
+		}
+		r.UpdatedAt = updated
+		return r
+	}
+	save := func(server string, r *catalog.ChainRecord) {
+		st, err := openShare(context.Background(), f.ShareDir(server))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := catalog.SaveChain(context.Background(), catalog.StorageFS{Storage: st}, keys, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The copy target proved logs 1 and 2; the chain's server wrote log 3
+	// since, on its copy, which has no proof.
+	save(Bak02, part(2, at.Add(time.Minute), true))
+	save(Bak01, part(3, at.Add(2*time.Minute), false))
+	v, err := c.currentChain(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.logs) != 3 {
+		t.Fatalf("logs %d, want the 3 of both copies", len(v.logs))
+	}
+	for _, l := range v.logs {
+		if (l.Proven != nil) != (l.Number <= 2) {
+			t.Errorf("log %d proven %v: the copy target proved logs 1 and 2", l.Number, l.Proven != nil)
+		}
 	}
 }
