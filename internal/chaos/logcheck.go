@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,8 +28,10 @@ import (
 
 // logChecks is what the simulation tells the log checks.
 type logChecks struct {
-	rollbacks []time.Time     // LogTarget restored over by the harness (FaultRollback)
-	deleted   map[string]bool // server|file of log files the harness deleted
+	// rollbacks are the RESTOREs over LogTarget the harness ran
+	// (FaultRollback), from before it sent each to after it returned.
+	rollbacks []restoreSpan
+	deleted   map[string]time.Time // server|file of log files the harness deleted, when
 	// pitDraw chooses the point in time of the run's I11 restore.
 	pitDraw uint64
 	// pits counts the I11 restores compared and skipped (why), replays
@@ -44,17 +47,34 @@ func (l *logChecks) stats() string {
 		l.pits, LogTarget, counts(l.pitSkip), l.replays)
 }
 
-func (c *Checker) rolledBack(t Target, at time.Time) {
+// restoreSpan is a RESTORE over the source: sent after began, returned
+// before ended.
+type restoreSpan struct{ began, ended time.Time }
+
+// side says on which side of the RESTORE a backup finished at t lies: -1
+// before it (the database's life it replaced), 1 after it, 0 when t falls
+// within it (a backup of either life may finish then).
+func (r restoreSpan) side(t time.Time) int {
+	switch {
+	case t.Before(r.began):
+		return -1
+	case t.After(r.ended):
+		return 1
+	}
+	return 0
+}
+
+func (c *Checker) rolledBack(t Target, began, ended time.Time) {
 	if t == LogTarget {
-		c.logs.rollbacks = append(c.logs.rollbacks, at)
+		c.logs.rollbacks = append(c.logs.rollbacks, restoreSpan{began, ended})
 	}
 }
 
 func (c *Checker) deletedLog(server, name string) {
 	if c.logs.deleted == nil {
-		c.logs.deleted = map[string]bool{}
+		c.logs.deleted = map[string]time.Time{}
 	}
-	c.logs.deleted[server+"|"+name] = true
+	c.logs.deleted[server+"|"+name] = time.Now()
 }
 
 func openShare(ctx context.Context, dir string) (*local.Storage, error) {
@@ -74,7 +94,9 @@ func lsnCmp(a, b string) int {
 }
 
 // chainView is LogTarget's current chain as the records on both servers
-// hold it: each part from the server whose copy was updated last.
+// hold it together: each part's copies merged as the product's status
+// merges them (catalog.MergeChainPart: the chain's server writes each log
+// backup first, the copy target gets its proof first).
 type chainView struct {
 	id    int64
 	parts []*catalog.ChainRecord
@@ -87,7 +109,7 @@ type chainView struct {
 }
 
 func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chainView, error) {
-	newest := map[[2]int64]*catalog.ChainRecord{}
+	copies := map[[2]int64][]*catalog.ChainRecord{}
 	for _, srv := range Servers {
 		parts, _, err := c.chainParts(ctx, srv)
 		if err != nil {
@@ -95,21 +117,19 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 		}
 		for _, p := range parts {
 			k := [2]int64{p.Chain, int64(p.Part)}
-			if o := newest[k]; o == nil || p.UpdatedAt.After(o.UpdatedAt) {
-				newest[k] = p
-			}
+			copies[k] = append(copies[k], p)
 		}
 	}
 	v := &chainView{}
-	for k := range newest {
+	for k := range copies {
 		v.id = max(v.id, k[0])
 	}
 	if v.id == 0 {
 		return nil, nil
 	}
-	for k, p := range newest {
+	for k, rs := range copies {
 		if k[0] == v.id {
-			v.parts = append(v.parts, p)
+			v.parts = append(v.parts, catalog.MergeChainPart(rs))
 		}
 	}
 	sort.Slice(v.parts, func(i, j int) bool { return v.parts[i].Part < v.parts[j].Part })
@@ -123,8 +143,11 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 	}
 	for _, p := range v.parts {
 		for i := range p.Fulls {
-			if mf := verified[normGUID(p.Fulls[i].BackupSetGUID)]; mf != nil {
-				v.full, v.mf = &p.Fulls[i], mf
+			// The newest by its end: after a restore of the source over
+			// itself, a later full can have the lower LSNs.
+			f := &p.Fulls[i]
+			if mf := verified[normGUID(f.BackupSetGUID)]; mf != nil && (v.full == nil || f.FinishUTC.After(v.full.FinishUTC)) {
+				v.full, v.mf = f, mf
 			}
 		}
 		for _, l := range p.Logs {
@@ -247,27 +270,16 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		return false
 	}
 	// I9: no gap from the newest verified full to the newest log backup,
-	// every file of the walk intact where the record says it is.
-	type defect struct {
-		log  int64
-		text string
-	}
+	// no log of another life of the database, every file of the walk
+	// intact where the record says it is.
 	var defects []defect
 	if gap != "" && v.brk == nil {
 		defects = append(defects, defect{gapAt, gap})
 	}
-	for _, l := range seq {
-		for _, srv := range l.Servers {
-			for _, f := range l.Files {
-				if why := c.logFileIntact(srv, f); why != "" {
-					defects = append(defects, defect{l.Number, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why)})
-				}
-			}
-		}
-		if l.State == catalog.LogCopied && len(l.Servers) < 2 {
-			defects = append(defects, defect{l.Number, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers)})
-		}
-	}
+	defects = append(defects, c.acrossRestore(v, seq)...)
+	now := time.Now().UTC()
+	fd, fn := c.fileDefects(seq, now)
+	defects, notes = append(defects, fd...), append(notes, fn...)
 	for _, d := range defects {
 		if !names(d.log) {
 			add(9, fmt.Sprintf("%d|%s", v.id, d.text), "chain %d of %s from full %d: %s; the product says %s %s (proof: %q; status: %q)",
@@ -276,7 +288,6 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	}
 	// I10: every log backup of the walk finished more than ProofLag ago is
 	// proven, or the product says why not.
-	now := time.Now().UTC()
 	for _, l := range seq {
 		if l.Proven != nil || now.Sub(l.BackupFinishUTC) <= ProofLag {
 			continue
@@ -296,6 +307,79 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	return notes
 }
 
+// defect is what I9 finds wrong with the chain, at log backup log.
+type defect struct {
+	log  int64
+	text string
+}
+
+// acrossRestore names the log backups of the chain that lie on the other
+// side of a restore of the source over itself (FaultRollback) than its
+// full: those of the walk (seq), and those finished after the full. A
+// database restored WITH RECOVERY begins a new recovery fork, its LSNs
+// going on from the restored set's, and a log backup of another recovery
+// path does not apply to a copy ("This backup set cannot be applied
+// because it is on a recovery path that is inconsistent with the
+// database", 4330, "Database Engine events and errors (4000 to 4999)",
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-4000-to-4999),
+// whatever their LSNs say. A backup that finished while the RESTORE ran
+// is of either life: it is not judged.
+func (c *Checker) acrossRestore(v *chainView, seq []catalog.LogBackup) []defect {
+	if v.full.FinishUTC.IsZero() {
+		return nil
+	}
+	var out []defect
+	for _, l := range v.logs {
+		inWalk := slices.ContainsFunc(seq, func(x catalog.LogBackup) bool { return x.Number == l.Number })
+		if l.BackupFinishUTC.IsZero() || !inWalk && !l.BackupFinishUTC.After(v.full.FinishUTC) {
+			continue
+		}
+		for _, r := range c.logs.rollbacks {
+			if r.side(l.BackupFinishUTC)*r.side(v.full.FinishUTC) < 0 {
+				out = append(out, defect{l.Number, fmt.Sprintf("log %d (finished %s) and full %d (finished %s) lie on either side of %s restored over at %s: two recovery paths, which no restore joins",
+					l.Number, l.BackupFinishUTC.Format(time.RFC3339), v.full.Sequence, v.full.FinishUTC.Format(time.RFC3339), LogTarget, r.began.UTC().Format(time.RFC3339))})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// deletedGrace is how long the product has to notice a log backup file
+// the harness deleted (FaultLogDelete) before I9 judges it: it looks at
+// its next copy of the chain (CopyLogs, after a tick), which a worker
+// restarted, killed or frozen delays; the proof gets as long.
+const deletedGrace = ProofLag
+
+// fileDefects are the files of the walk (seq) that are not intact on a
+// server their log's record names, and the copied logs held on one server
+// only, as at now; a file the harness deleted less than deletedGrace ago
+// is noted, not judged yet.
+func (c *Checker) fileDefects(seq []catalog.LogBackup, now time.Time) ([]defect, Notes) {
+	var out []defect
+	var notes Notes
+	for _, l := range seq {
+		for _, srv := range l.Servers {
+			for _, f := range l.Files {
+				why := c.logFileIntact(srv, f)
+				if why == "" {
+					continue
+				}
+				if at, ok := c.logs.deleted[srv+"|"+f.Name]; ok && now.Sub(at) < deletedGrace {
+					notes = append(notes, fmt.Sprintf("log %d: %s on %s deleted by the harness %s ago: judged after %s", l.Number, f.Name, srv,
+						now.Sub(at).Round(time.Second), deletedGrace))
+					continue
+				}
+				out = append(out, defect{l.Number, fmt.Sprintf("log %d: %s on %s %s", l.Number, f.Name, srv, why)})
+			}
+		}
+		if l.State == catalog.LogCopied && len(l.Servers) < 2 {
+			out = append(out, defect{l.Number, fmt.Sprintf("log %d is copied but held on %v only", l.Number, l.Servers)})
+		}
+	}
+	return out, notes
+}
+
 func proofBrief(p workflows.LogProofStatus) string {
 	return fmt.Sprintf("{through %d, seq %d, lag %s, waiting %q, error %q}", p.Through, p.Sequence, p.Lag.Round(time.Second), p.Waiting, p.LastError)
 }
@@ -309,7 +393,7 @@ func (c *Checker) logFileIntact(server string, f catalog.Stripe) string {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		if c.logs.deleted[server+"|"+f.Name] {
+		if _, ok := c.logs.deleted[server+"|"+f.Name]; ok {
 			return "missing (deleted by the harness)"
 		}
 		return "missing"
@@ -354,8 +438,8 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 		return skip("fewer than two proven log backups after the newest verified full")
 	}
 	proven := seq[:k]
-	for _, at := range c.logs.rollbacks {
-		if at.After(v.full.FinishUTC) {
+	for _, r := range c.logs.rollbacks {
+		if r.side(v.full.FinishUTC) <= 0 {
 			return skip("the source was restored over since the full")
 		}
 	}

@@ -1,12 +1,15 @@
 package chaos
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -72,6 +75,136 @@ func TestCheckerLogChain(t *testing.T) {
 	} {
 		if red, _ := (productSays{chain: tc.st}).red(); red != tc.red {
 			t.Errorf("%+v: red %v, want %v", tc.st, red, tc.red)
+		}
+	}
+}
+
+// TestCheckerLogChainAcrossRestore: a full and a log taken on either side
+// of a restore of the source over itself are of two recovery paths, which
+// no restore joins, whatever their LSNs say: the logs of the walk from a
+// full taken after the restore that were taken before it (the LSNs of the
+// restored database start again from the restored set's), and a log taken
+// after the restore in a chain whose full was taken before it.
+func TestCheckerLogChainAcrossRestore(t *testing.T) {
+	c := NewChecker(&Fleet{})
+	at := time.Date(2026, 12, 2, 1, 41, 57, 0, time.UTC)
+	lg := func(n int64, first, last string, finished time.Time) catalog.LogBackup {
+		return catalog.LogBackup{Number: n, FirstLSN: first, LastLSN: last, Files: []catalog.Stripe{{Name: "l.trn"}},
+			State: catalog.LogCopied, BackupFinishUTC: finished}
+	}
+	after := &catalog.ChainFull{Sequence: 7, LastLSN: "1114", FinishUTC: at.Add(20 * time.Second)}
+	v := &chainView{full: after, logs: []catalog.LogBackup{lg(1, "1102", "1208", at.Add(-2*time.Minute)), lg(2, "1208", "1323", at.Add(-time.Minute))}}
+	seq, gap, _ := v.walk()
+	if len(seq) != 2 || gap != "" {
+		t.Fatalf("by their LSNs the logs follow the full: %v %q", seq, gap)
+	}
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("no restore of the source yet: %v", d)
+	}
+	c.rolledBack(LogTarget, at, at.Add(time.Second))
+	d := c.acrossRestore(v, seq)
+	if len(d) != 2 || d[0].log != 1 || d[1].log != 2 || !strings.Contains(d[0].text, "restored over") {
+		t.Fatalf("logs of the earlier life after a full of the later: %v", d)
+	}
+
+	before := &catalog.ChainFull{Sequence: 5, LastLSN: "1900", FinishUTC: at.Add(-3 * time.Minute)}
+	v = &chainView{full: before, logs: []catalog.LogBackup{lg(9, "1800", "2000", at.Add(-2*time.Minute)), lg(10, "2000", "2100", at.Add(-time.Minute)),
+		lg(11, "1010", "1111", at.Add(10*time.Second))}}
+	seq, gap, _ = v.walk()
+	if len(seq) != 2 || gap != "" {
+		t.Fatalf("by its LSNs log 11 lies before the full: %v %q", seq, gap)
+	}
+	if d := c.acrossRestore(v, seq); len(d) != 1 || d[0].log != 11 {
+		t.Fatalf("a log of the later life in a chain from a full of the earlier: %v", d)
+	}
+	// A log that finished while the RESTORE ran is of either life.
+	v.logs[2].BackupFinishUTC = at.Add(500 * time.Millisecond)
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("a log that finished during the restore: %v", d)
+	}
+	v.logs = v.logs[:2]
+	if d := c.acrossRestore(v, seq); len(d) != 0 {
+		t.Fatalf("a chain of the earlier life alone: %v", d)
+	}
+}
+
+// TestCheckerDeletedLogFileGrace: a log backup file the harness deleted is
+// judged once the product has had as long as a proof to notice it (it
+// looks at its next copy of the chain, which a worker restart delays); a
+// file gone otherwise is judged at once.
+func TestCheckerDeletedLogFileGrace(t *testing.T) {
+	dir := t.TempDir()
+	c := NewChecker(&Fleet{dirs: map[string]string{Bak01: dir}})
+	seq := []catalog.LogBackup{{Number: 36, Servers: []string{Bak01}, Files: []catalog.Stripe{{Name: "l36.trn"}}},
+		{Number: 37, Servers: []string{Bak01}, Files: []catalog.Stripe{{Name: "l37.trn"}}}}
+	c.deletedLog(Bak01, "l36.trn")
+	now := time.Now()
+	d, notes := c.fileDefects(seq, now)
+	if len(d) != 1 || d[0].log != 37 || len(notes) != 1 || !strings.Contains(notes[0], "l36.trn") {
+		t.Fatalf("just deleted by the harness: defects %v, notes %v", d, notes)
+	}
+	d, _ = c.fileDefects(seq, now.Add(ProofLag+time.Second))
+	if len(d) != 2 || d[0].log != 36 || !strings.Contains(d[0].text, "deleted by the harness") {
+		t.Fatalf("deleted by the harness %s ago: %v", ProofLag+time.Second, d)
+	}
+}
+
+// TestCheckerChainMergesCopies: the chain's server and the copy target
+// each hold a copy of a chain record part, and neither alone is the whole
+// story (the copy target gets the proof first, the chain's server the
+// next log backup first): the checker reads a log as proven when either
+// copy says so, as the product's status does (catalog.MergeChainPart),
+// not from the copy written last.
+func TestCheckerChainMergesCopies(t *testing.T) {
+	f := testFleet(t)
+	keys, err := catalog.NewKeys(catalog.Key{ID: manifestKeyID, Secret: []byte(strings.Repeat("k", 40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys = keys
+	c := NewChecker(f)
+	at := time.Date(2026, 12, 2, 1, 23, 0, 0, time.UTC)
+	off := 0
+	part := func(logs int64, updated time.Time, proven bool) *catalog.ChainRecord {
+		r := catalog.NewChainRecord(LogTarget.Instance, LogTarget.Database, 1, 1, at)
+		r.Fulls = []catalog.ChainFull{{Sequence: 1, BackupSetGUID: "A1", FirstLSN: "90", LastLSN: "100", CheckpointLSN: "95", FinishUTC: at}}
+		for n := int64(1); n <= logs; n++ {
+			l := catalog.LogBackup{Number: n, State: catalog.LogCopied, WorkflowID: "logchain/sql01/DBA", FirstLSN: fmt.Sprint(100 * n),
+				LastLSN: fmt.Sprint(100 * (n + 1)), BackupStart: at.Add(time.Duration(n) * time.Second),
+				BackupFinish: at.Add(time.Duration(n)*time.Second + time.Millisecond), Servers: []string{Bak01, Bak02}, UpdatedAt: updated}
+			l.SetUTCOffset(off)
+			l.Files = []catalog.Stripe{{Name: r.LogFileName(n, 1, 1), Size: 1, SHA256: strings.Repeat("a", 64)}}
+			if proven {
+				l.Proven = &catalog.LogProof{At: updated, Mode: "standby", Instance: Verify01, Database: "DBA_standby"}
+			}
+			r.Logs = append(r.Logs, l)
+		}
+		r.UpdatedAt = updated
+		return r
+	}
+	save := func(server string, r *catalog.ChainRecord) {
+		st, err := openShare(context.Background(), f.ShareDir(server))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := catalog.SaveChain(context.Background(), catalog.StorageFS{Storage: st}, keys, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The copy target proved logs 1 and 2; the chain's server wrote log 3
+	// since, on its copy, which has no proof.
+	save(Bak02, part(2, at.Add(time.Minute), true))
+	save(Bak01, part(3, at.Add(2*time.Minute), false))
+	v, err := c.currentChain(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.logs) != 3 {
+		t.Fatalf("logs %d, want the 3 of both copies", len(v.logs))
+	}
+	for _, l := range v.logs {
+		if (l.Proven != nil) != (l.Number <= 2) {
+			t.Errorf("log %d proven %v: the copy target proved logs 1 and 2", l.Number, l.Proven != nil)
 		}
 	}
 }

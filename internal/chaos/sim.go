@@ -332,12 +332,13 @@ func (s *Sim) before(ctx context.Context, r *run) error {
 			r.note("%s is an availability database: not restored over", p.Target)
 			break
 		}
+		began := time.Now()
 		at, err := s.rollback(ctx, p)
 		if err != nil {
 			return err
 		}
 		if at != "" {
-			s.C.rolledBack(p.Target, time.Now())
+			s.C.rolledBack(p.Target, began, time.Now())
 			r.injected, r.at = true, at
 		} else {
 			r.note("no verified set of %s to restore the source from", p.Target)

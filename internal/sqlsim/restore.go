@@ -813,6 +813,13 @@ func (x *execCtx) restoreDatabase(s *restoreStmt, op string, stripes []*stripe) 
 	}
 	nd := &database{ID: id, Name: name, Files: plan, Created: x.in.serverTime(time.Now()), UserAccess: access, State: "RESTORING",
 		FamilyGUID: family, Owner: owner, TDEThumbprint: h.TDEThumbprint, Containment: h.Containment, LastGoodCheckDB: h.LastGoodCheckDB}
+	if existing != nil {
+		// The workload stands for the application, which writes to the
+		// database by its name: a RESTORE over the database does not stop
+		// it (it commits into the restored database once it is online),
+		// so Start resumes it as before.
+		nd.CommitRate = existing.CommitRate
+	}
 	x.in.cat.Databases = append(x.in.cat.Databases, nd)
 	serr := x.in.saveCatalog()
 	x.in.mu.Unlock()

@@ -306,7 +306,8 @@ func (in *Instance) CommitNow(db string) error {
 // second until StopWorkload, Stop or Crash (Start resumes it); the
 // database needs dbo.CommitLog (DatabaseSpec.CommitRate or CommitLog).
 // Commits pause while the database is not writable (RESTORING, STANDBY,
-// READ_ONLY, OFFLINE), as an application's would.
+// READ_ONLY, OFFLINE), as an application's would; a RESTORE over db keeps
+// its workload.
 func (in *Instance) StartWorkload(db string, perSecond float64) error {
 	if perSecond <= 0 {
 		return fmt.Errorf("sqlsim: StartWorkload %s: rate %v is not positive", db, perSecond)

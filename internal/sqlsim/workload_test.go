@@ -159,3 +159,40 @@ func TestWorkloadRateAndRestart(t *testing.T) {
 		}
 	}
 }
+
+// A DBA restores the database the workload writes over itself (RESTORE
+// ... WITH REPLACE from an older full) while it runs: the database then
+// holds the full's rows and nothing committed after it, the workload goes
+// on committing into it, and a restart of the instance resumes it as it
+// resumes any other.
+func TestWorkloadGoesOnAfterRestoreReplace(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, DatabaseSpec{Name: "Sales", Size: 2 << 20, CommitRate: 100, CommitLogRows: 10000})
+	time.Sleep(200 * time.Millisecond)
+	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT`)
+	time.Sleep(200 * time.Millisecond)
+	// The backup's rows, read from a copy restored under another name.
+	mustRun(t, e.db, `RESTORE DATABASE [C] FROM DISK = N'\\bak01\backup\full.bak' WITH `+restoreMoves("c"))
+	inFull := commitRows(t, e.db, "C")
+	if before := commitRows(t, e.db, "Sales"); len(before) <= len(inFull) {
+		t.Fatalf("no commits after the backup: %d rows, the full %d", len(before), len(inFull))
+	}
+	mustRun(t, e.db, `RESTORE DATABASE [Sales] FROM DISK = N'\\bak01\backup\full.bak' WITH REPLACE`)
+	time.Sleep(200 * time.Millisecond)
+	after := commitRows(t, e.db, "Sales")
+	if len(after) <= len(inFull) {
+		t.Fatalf("no commits after RESTORE WITH REPLACE: %d rows, the full %d", len(after), len(inFull))
+	}
+	sameRows(t, "the restored database's first rows against the full's", after[:len(inFull)], inFull)
+
+	e.in.Crash()
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.open(t, "master")
+	n1 := len(commitRows(t, db, "Sales"))
+	time.Sleep(300 * time.Millisecond)
+	if n2 := len(commitRows(t, db, "Sales")); n2 <= n1 {
+		t.Fatalf("no commits after a restart of the instance that restored the database over itself: %d then %d rows", n1, n2)
+	}
+}
