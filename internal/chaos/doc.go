@@ -104,13 +104,13 @@
 //
 //	I9 the chain from the newest verified full to the newest log backup has
 //	   no LSN gap (each log starting at or before where the last ended), no
-//	   log taken on the other side of a restore of the source over itself
-//	   (the rollback fault) than the full (two recovery paths), and each of
-//	   its log files is intact (size, SHA-256) on every server its record
-//	   names (one the harness deleted once the product has had ProofLag to
-//	   notice), or the product says so: its LogChain query broken with the
-//	   break or degraded with the error, its LogProof's error or status's
-//	   reasons (status.Load) naming the log;
+//	   full of it followed by a log taken on the other side of a restore of
+//	   the source over itself (the rollback fault; two recovery paths), and
+//	   each of its log files is intact (size, SHA-256) on every server its
+//	   record names (one the harness deleted once the product has had
+//	   ProofLag to notice), or the product says so: its LogChain query
+//	   broken with the break or degraded with the error, its LogProof's
+//	   error or status's reasons (status.Load) naming the log;
 //	I10 every log backup of that chain finished more than ProofLag ago is
 //	   proven, or LogChain, LogProof or status says why not;
 //	I11 the checker restores the chain on an instance of its own (pit01,

@@ -103,9 +103,10 @@ type chainView struct {
 	logs  []catalog.LogBackup // written or copied, by number
 	brk   *catalog.ChainBreak
 	// full is the newest full of the chain that a trusted manifest calls
-	// verified, and its manifest (nil when none).
-	full *catalog.ChainFull
-	mf   *manifestFile
+	// verified, and its manifest (nil when none); fulls are all of them.
+	full  *catalog.ChainFull
+	mf    *manifestFile
+	fulls []*catalog.ChainFull
 }
 
 func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chainView, error) {
@@ -146,7 +147,12 @@ func (c *Checker) currentChain(ctx context.Context, files []manifestFile) (*chai
 			// The newest by its end: after a restore of the source over
 			// itself, a later full can have the lower LSNs.
 			f := &p.Fulls[i]
-			if mf := verified[normGUID(f.BackupSetGUID)]; mf != nil && (v.full == nil || f.FinishUTC.After(v.full.FinishUTC)) {
+			mf := verified[normGUID(f.BackupSetGUID)]
+			if mf == nil {
+				continue
+			}
+			v.fulls = append(v.fulls, f)
+			if v.full == nil || f.FinishUTC.After(v.full.FinishUTC) {
 				v.full, v.mf = f, mf
 			}
 		}
@@ -276,7 +282,7 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	if gap != "" && v.brk == nil {
 		defects = append(defects, defect{gapAt, gap})
 	}
-	defects = append(defects, c.acrossRestore(v, seq)...)
+	defects = append(defects, c.acrossRestore(v)...)
 	now := time.Now().UTC()
 	fd, fn := c.fileDefects(seq, now)
 	defects, notes = append(defects, fd...), append(notes, fn...)
@@ -313,32 +319,40 @@ type defect struct {
 	text string
 }
 
-// acrossRestore names the log backups of the chain that lie on the other
-// side of a restore of the source over itself (FaultRollback) than its
-// full: those of the walk (seq), and those finished after the full. A
-// database restored WITH RECOVERY begins a new recovery fork, its LSNs
-// going on from the restored set's, and a log backup of another recovery
-// path does not apply to a copy ("This backup set cannot be applied
-// because it is on a recovery path that is inconsistent with the
-// database", 4330, "Database Engine events and errors (4000 to 4999)",
+// acrossRestore names, for each verified full of the chain, the first of
+// the chain's log backups after it (in its walk, or finished after it)
+// that lies on the other side of a restore of the source over itself
+// (FaultRollback). A database restored WITH RECOVERY begins a new recovery
+// fork, its LSNs going on from the restored set's, and a log backup of
+// another recovery path does not apply to a copy ("This backup set cannot
+// be applied because it is on a recovery path that is inconsistent with
+// the database", 4330, "Database Engine events and errors (4000 to
+// 4999)",
 // https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-4000-to-4999),
-// whatever their LSNs say. A backup that finished while the RESTORE ran
-// is of either life: it is not judged.
-func (c *Checker) acrossRestore(v *chainView, seq []catalog.LogBackup) []defect {
-	if v.full.FinishUTC.IsZero() {
-		return nil
-	}
+// whatever their LSNs say: a chain that lists such a full offers a restore
+// no server runs. A backup that finished while the RESTORE ran is of
+// either life: it is not judged.
+func (c *Checker) acrossRestore(v *chainView) []defect {
 	var out []defect
-	for _, l := range v.logs {
-		inWalk := slices.ContainsFunc(seq, func(x catalog.LogBackup) bool { return x.Number == l.Number })
-		if l.BackupFinishUTC.IsZero() || !inWalk && !l.BackupFinishUTC.After(v.full.FinishUTC) {
+	for _, f := range v.fulls {
+		if f.FinishUTC.IsZero() {
 			continue
 		}
-		for _, r := range c.logs.rollbacks {
-			if r.side(l.BackupFinishUTC)*r.side(v.full.FinishUTC) < 0 {
-				out = append(out, defect{l.Number, fmt.Sprintf("log %d (finished %s) and full %d (finished %s) lie on either side of %s restored over at %s: two recovery paths, which no restore joins",
-					l.Number, l.BackupFinishUTC.Format(time.RFC3339), v.full.Sequence, v.full.FinishUTC.Format(time.RFC3339), LogTarget, r.began.UTC().Format(time.RFC3339))})
-				break
+		from := *v
+		from.full = f
+		seq, _, _ := from.walk()
+	logs:
+		for _, l := range v.logs {
+			inWalk := slices.ContainsFunc(seq, func(x catalog.LogBackup) bool { return x.Number == l.Number })
+			if l.BackupFinishUTC.IsZero() || !inWalk && !l.BackupFinishUTC.After(f.FinishUTC) {
+				continue
+			}
+			for _, r := range c.logs.rollbacks {
+				if r.side(l.BackupFinishUTC)*r.side(f.FinishUTC) < 0 {
+					out = append(out, defect{l.Number, fmt.Sprintf("full %d (finished %s) and log %d (finished %s), the first of the chain's logs after it taken on the other side of %s restored over at %s: two recovery paths, which no restore joins",
+						f.Sequence, f.FinishUTC.Format(time.RFC3339), l.Number, l.BackupFinishUTC.Format(time.RFC3339), LogTarget, r.began.UTC().Format(time.RFC3339))})
+					break logs
+				}
 			}
 		}
 	}

@@ -93,38 +93,49 @@ func TestCheckerLogChainAcrossRestore(t *testing.T) {
 			State: catalog.LogCopied, BackupFinishUTC: finished}
 	}
 	after := &catalog.ChainFull{Sequence: 7, LastLSN: "1114", FinishUTC: at.Add(20 * time.Second)}
-	v := &chainView{full: after, logs: []catalog.LogBackup{lg(1, "1102", "1208", at.Add(-2*time.Minute)), lg(2, "1208", "1323", at.Add(-time.Minute))}}
+	v := &chainView{full: after, fulls: []*catalog.ChainFull{after},
+		logs: []catalog.LogBackup{lg(1, "1102", "1208", at.Add(-2*time.Minute)), lg(2, "1208", "1323", at.Add(-time.Minute))}}
 	seq, gap, _ := v.walk()
 	if len(seq) != 2 || gap != "" {
 		t.Fatalf("by their LSNs the logs follow the full: %v %q", seq, gap)
 	}
-	if d := c.acrossRestore(v, seq); len(d) != 0 {
+	if d := c.acrossRestore(v); len(d) != 0 {
 		t.Fatalf("no restore of the source yet: %v", d)
 	}
 	c.rolledBack(LogTarget, at, at.Add(time.Second))
-	d := c.acrossRestore(v, seq)
-	if len(d) != 2 || d[0].log != 1 || d[1].log != 2 || !strings.Contains(d[0].text, "restored over") {
+	d := c.acrossRestore(v)
+	if len(d) != 1 || d[0].log != 1 || !strings.Contains(d[0].text, "full 7") || !strings.Contains(d[0].text, "restored over") {
 		t.Fatalf("logs of the earlier life after a full of the later: %v", d)
 	}
 
 	before := &catalog.ChainFull{Sequence: 5, LastLSN: "1900", FinishUTC: at.Add(-3 * time.Minute)}
-	v = &chainView{full: before, logs: []catalog.LogBackup{lg(9, "1800", "2000", at.Add(-2*time.Minute)), lg(10, "2000", "2100", at.Add(-time.Minute)),
-		lg(11, "1010", "1111", at.Add(10*time.Second))}}
+	v = &chainView{full: before, fulls: []*catalog.ChainFull{before}, logs: []catalog.LogBackup{lg(9, "1800", "2000", at.Add(-2*time.Minute)),
+		lg(10, "2000", "2100", at.Add(-time.Minute)), lg(11, "1010", "1111", at.Add(10*time.Second))}}
 	seq, gap, _ = v.walk()
 	if len(seq) != 2 || gap != "" {
 		t.Fatalf("by its LSNs log 11 lies before the full: %v %q", seq, gap)
 	}
-	if d := c.acrossRestore(v, seq); len(d) != 1 || d[0].log != 11 {
+	if d := c.acrossRestore(v); len(d) != 1 || d[0].log != 11 {
 		t.Fatalf("a log of the later life in a chain from a full of the earlier: %v", d)
 	}
 	// A log that finished while the RESTORE ran is of either life.
 	v.logs[2].BackupFinishUTC = at.Add(500 * time.Millisecond)
-	if d := c.acrossRestore(v, seq); len(d) != 0 {
+	if d := c.acrossRestore(v); len(d) != 0 {
 		t.Fatalf("a log that finished during the restore: %v", d)
 	}
 	v.logs = v.logs[:2]
-	if d := c.acrossRestore(v, seq); len(d) != 0 {
+	if d := c.acrossRestore(v); len(d) != 0 {
 		t.Fatalf("a chain of the earlier life alone: %v", d)
+	}
+
+	// A chain of the later life that also lists a full of the earlier
+	// (higher LSNs, taken before the restore): the newest full is fine,
+	// the older one offers a restore that fails.
+	later := &catalog.ChainFull{Sequence: 6, LastLSN: "1200", FinishUTC: at.Add(30 * time.Second)}
+	v = &chainView{full: later, fulls: []*catalog.ChainFull{later, before},
+		logs: []catalog.LogBackup{lg(1, "1150", "1250", at.Add(45*time.Second)), lg(2, "1250", "1350", at.Add(50*time.Second))}}
+	if d := c.acrossRestore(v); len(d) != 1 || d[0].log != 1 || !strings.Contains(d[0].text, "full 5") {
+		t.Fatalf("a full of the earlier life listed in a chain of the later: %v", d)
 	}
 }
 
