@@ -138,23 +138,38 @@ func (a *Activities) copyRecords(ctx context.Context, db *config.Database, insta
 // created: created no earlier than the instance's clock before it, with an
 // id no other database had then; or the database v replaces, as it was.
 func madeBy(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
-	if r := v.Replaces; r != nil && st.ID == r.ID && st.Created.Equal(r.Created) {
-		return true
-	}
-	if slices.Contains(v.OtherDatabaseIDs, st.ID) {
-		return false
-	}
+	return !slices.Contains(v.OtherDatabaseIDs, st.ID) && madeAfter(v, st) || replaced(v, st)
+}
+
+// replaced reports whether st is the database v's RESTORE replaced, as it
+// was (a RESTORE WITH REPLACE keeps its id and creation date).
+func replaced(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
+	r := v.Replaces
+	return r != nil && st.ID == r.ID && st.Created.Equal(r.Created)
+}
+
+// madeAfter reports whether st was created no earlier than the instance's
+// clock before v's RESTORE.
+func madeAfter(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
 	return v.InstanceTime.IsZero() || !st.Created.Before(v.InstanceTime.Add(-clockSlack))
 }
 
 // finishedBy reports whether st, whose newest restore is last, is the copy
 // the RESTORE recorded in v produced and msdb recorded.
 func finishedBy(v *catalog.VerifyCopy, st *mssql.DatabaseState, last *mssql.RestoreProof) bool {
-	if last == nil || !sameGUID(last.BackupSetGUID, v.BackupSetGUID) || !madeBy(v, st) {
+	if last == nil || !sameGUID(last.BackupSetGUID, v.BackupSetGUID) {
 		return false
 	}
 	if v.Confirmed() {
-		return last.HistoryID == v.RestoreHistoryID && st.ID == v.DatabaseID && !st.Created.After(v.ConfirmedAt.Add(clockSlack))
+		// The confirmation read this restore and this database once the
+		// RESTORE had ended. An id another database held when the
+		// RESTORE was sent proves nothing then: SQL Server reuses the id
+		// of a database dropped while the RESTORE ran.
+		return last.HistoryID == v.RestoreHistoryID && st.ID == v.DatabaseID && !st.Created.After(v.ConfirmedAt.Add(clockSlack)) &&
+			(madeAfter(v, st) || replaced(v, st))
+	}
+	if !madeBy(v, st) {
+		return false
 	}
 	// Finished while no worker watched it: msdb recorded it after v.
 	return !v.InstanceTime.IsZero() && !last.RestoreDate.Before(v.InstanceTime.Add(-clockSlack))

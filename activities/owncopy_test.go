@@ -45,6 +45,11 @@ func TestOwnCopyRules(t *testing.T) {
 		{"a DBA's restore of the same set", ours("ONLINE", 7, late), restore(41, guid, t0.Add(4*time.Hour)), rec(confirmed()), "a restore no backupcycle set records"},
 		{"re-created after the restore ended", ours("ONLINE", 7, t0.Add(4*time.Hour)), restore(40, guid, t0), rec(confirmed()), "no backupcycle set records"},
 		{"another database id", ours("ONLINE", 8, late), restore(40, guid, t0), rec(confirmed()), "no backupcycle set records"},
+		// SQL Server reuses a dropped database's id: another database
+		// held 6 when the RESTORE was sent and was dropped while it ran;
+		// the confirmation read this restore and this database.
+		{"finished, an id freed while it restored", ours("ONLINE", 6, late), restore(40, guid, t0.Add(time.Second)),
+			rec(func() *catalog.VerifyCopy { v := confirmed(); v.DatabaseID = 6; return v }()), ""},
 		{"finished unseen, unconfirmed", ours("ONLINE", 7, late), restore(40, guid, t0.Add(time.Minute)), rec(sent()), ""},
 		{"finished before the record", ours("ONLINE", 7, late), restore(40, guid, t0.Add(-time.Hour)), rec(sent()), "no backupcycle set records"},
 		{"never restored, online", ours("ONLINE", 7, late), nil, rec(sent()), "never restored"},
