@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -338,71 +337,28 @@ func (r *ChainRecord) validateLog(l *LogBackup, i int, bad func(string, ...any))
 	}
 }
 
+var chainKind = recordKind{what: "chain record", purpose: purposeChain, version: ChainSchemaVersion}
+
+func (r *ChainRecord) seal() (*int, **Signature, *Auth) {
+	return &r.SchemaVersion, &r.Signature, &r.Auth
+}
+
 // EncodeChain validates r and renders it as indented JSON, signed with
 // the current key of keys (unsigned with nil keys). A record over
 // MaxChainRecordBytes is refused: start the next part instead.
-func EncodeChain(r *ChainRecord, keys *Keys) ([]byte, error) {
-	out := *r
-	out.Signature = nil
-	out.SchemaVersion = ChainSchemaVersion
-	if err := out.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := marshalChain(&out)
-	if err == nil && keys != nil {
-		out.Signature = keys.Sign(purposeChain, b)
-		b, err = marshalChain(&out)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("chain record %s: %d bytes, more than the %d a record may have", r.FileName(), len(b), MaxChainRecordBytes)
-	}
-	return b, nil
-}
-
-func marshalChain(r *ChainRecord) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("chain record %s: encode: %w", r.FileName(), err)
-	}
-	return append(b, '\n'), nil
-}
+func EncodeChain(r *ChainRecord, keys *Keys) ([]byte, error) { return encodeRecord(r, chainKind, keys) }
 
 // DecodeChain parses a chain record strictly (unknown fields, trailing
 // data, another schema version, an inconsistent record or one over
 // MaxChainRecordBytes are errors) and authenticates it with keys.
 func DecodeChain(data []byte, keys *Keys) (*ChainRecord, error) {
-	if len(data) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("decode chain record: %d bytes, more than the %d a record may have", len(data), MaxChainRecordBytes)
-	}
-	var r ChainRecord
-	if err := decodeStrict(data, &r, "chain record", r.FileName); err != nil {
-		return nil, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, err
-	}
-	unsignedRec := r
-	unsignedRec.Signature = nil
-	body, err := marshalChain(&unsignedRec)
-	if err != nil {
-		r.Auth = AuthInvalid
-	} else {
-		r.Auth = keys.Verify(purposeChain, body, r.Signature)
-	}
-	return &r, nil
+	return decodeRecord[ChainRecord, *ChainRecord](data, chainKind, keys)
 }
 
 // SaveChain encodes r, signed with keys, and writes it atomically as
 // r.FileName().
 func SaveChain(ctx context.Context, fsys FS, keys *Keys, r *ChainRecord) error {
-	data, err := EncodeChain(r, keys)
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(ctx, fsys, r.FileName(), data)
+	return saveRecord(ctx, fsys, r, chainKind, keys)
 }
 
 // LoadChain reads part `part` of chain of (instance, db), checking that the

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -182,86 +181,29 @@ func (r *DrillRecord) Validate() error {
 	return nil
 }
 
-func marshalDrill(r *DrillRecord) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("drill record %s: encode: %w", r.FileName(), err)
-	}
-	return append(b, '\n'), nil
+var drillKind = recordKind{what: "drill record", purpose: purposeDrill, version: DrillSchemaVersion}
+
+func (r *DrillRecord) seal() (*int, **Signature, *Auth) {
+	return &r.SchemaVersion, &r.Signature, &r.Auth
 }
 
 // EncodeDrill validates r and renders it signed with keys (unsigned with
 // nil keys).
-func EncodeDrill(r *DrillRecord, keys *Keys) ([]byte, error) {
-	out := *r
-	out.Signature = nil
-	out.SchemaVersion = DrillSchemaVersion
-	if err := out.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := marshalDrill(&out)
-	if err == nil && keys != nil {
-		out.Signature = keys.Sign(purposeDrill, b)
-		b, err = marshalDrill(&out)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("drill record %s: %d bytes, more than the %d a record may have", r.FileName(), len(b), MaxChainRecordBytes)
-	}
-	return b, nil
-}
+func EncodeDrill(r *DrillRecord, keys *Keys) ([]byte, error) { return encodeRecord(r, drillKind, keys) }
 
 // DecodeDrill parses a drill record strictly and authenticates it.
 func DecodeDrill(data []byte, keys *Keys) (*DrillRecord, error) {
-	if len(data) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("decode drill record: %d bytes, more than the %d a record may have", len(data), MaxChainRecordBytes)
-	}
-	var r DrillRecord
-	if err := decodeStrict(data, &r, "drill record", r.FileName); err != nil {
-		return nil, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, err
-	}
-	body := r
-	body.Signature = nil
-	b, err := marshalDrill(&body)
-	if err != nil {
-		r.Auth = AuthInvalid
-	} else {
-		r.Auth = keys.Verify(purposeDrill, b, r.Signature)
-	}
-	return &r, nil
+	return decodeRecord[DrillRecord, *DrillRecord](data, drillKind, keys)
 }
 
 // LoadDrill reads the drill record of (instance, db); a missing one is
 // nil without error.
 func LoadDrill(ctx context.Context, fsys FS, keys *Keys, instance, db string) (*DrillRecord, error) {
-	name := tsql.NamesOf(instance, db).DrillRecord()
-	data, err := fsys.ReadFile(ctx, name)
-	if IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read drill record %s: %w", name, err)
-	}
-	r, err := DecodeDrill(data, keys)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if r.SourceInstance != instance || r.Database != db {
-		return nil, fmt.Errorf("drill record %s describes %s/%s", name, r.SourceInstance, r.Database)
-	}
-	return r, nil
+	return loadOneRecord(ctx, fsys, keys, tsql.NamesOf(instance, db).DrillRecord(), drillKind, instance, db,
+		func(r *DrillRecord) (string, string) { return r.SourceInstance, r.Database })
 }
 
 // SaveDrill writes r signed with keys, atomically.
 func SaveDrill(ctx context.Context, fsys FS, keys *Keys, r *DrillRecord) error {
-	data, err := EncodeDrill(r, keys)
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(ctx, fsys, r.FileName(), data)
+	return saveRecord(ctx, fsys, r, drillKind, keys)
 }

@@ -39,9 +39,9 @@ func TestDrillRecordSignedAndBounded(t *testing.T) {
 	// A signature made for another purpose does not verify a drill record.
 	body := *r
 	body.Signature = nil
-	plain, _ := marshalDrill(&body)
+	plain, _ := marshalRecord[DrillRecord](&body, drillKind)
 	body.Signature = keys.Sign(purposeLogProof, plain)
-	forged, _ := marshalDrill(&body)
+	forged, _ := marshalRecord[DrillRecord](&body, drillKind)
 	if got, err := DecodeDrill(forged, keys); err != nil || got.Trusted() {
 		t.Errorf("a proof record's signature: %v, trusted %v", err, got != nil && got.Trusted())
 	}

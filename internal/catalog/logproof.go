@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -158,86 +157,31 @@ func (r *LogProofRecord) Validate() error {
 	return nil
 }
 
-func marshalLogProof(r *LogProofRecord) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("log proof record %s: encode: %w", r.FileName(), err)
-	}
-	return append(b, '\n'), nil
+var logProofKind = recordKind{what: "log proof record", purpose: purposeLogProof, version: LogProofSchemaVersion}
+
+func (r *LogProofRecord) seal() (*int, **Signature, *Auth) {
+	return &r.SchemaVersion, &r.Signature, &r.Auth
 }
 
 // EncodeLogProof validates r and renders it signed with keys (unsigned
 // with nil keys).
 func EncodeLogProof(r *LogProofRecord, keys *Keys) ([]byte, error) {
-	out := *r
-	out.Signature = nil
-	out.SchemaVersion = LogProofSchemaVersion
-	if err := out.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := marshalLogProof(&out)
-	if err == nil && keys != nil {
-		out.Signature = keys.Sign(purposeLogProof, b)
-		b, err = marshalLogProof(&out)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("log proof record %s: %d bytes, more than the %d a record may have", r.FileName(), len(b), MaxChainRecordBytes)
-	}
-	return b, nil
+	return encodeRecord(r, logProofKind, keys)
 }
 
 // DecodeLogProof parses a proof record strictly and authenticates it.
 func DecodeLogProof(data []byte, keys *Keys) (*LogProofRecord, error) {
-	if len(data) > MaxChainRecordBytes {
-		return nil, fmt.Errorf("decode log proof record: %d bytes, more than the %d a record may have", len(data), MaxChainRecordBytes)
-	}
-	var r LogProofRecord
-	if err := decodeStrict(data, &r, "log proof record", r.FileName); err != nil {
-		return nil, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, err
-	}
-	body := r
-	body.Signature = nil
-	b, err := marshalLogProof(&body)
-	if err != nil {
-		r.Auth = AuthInvalid
-	} else {
-		r.Auth = keys.Verify(purposeLogProof, b, r.Signature)
-	}
-	return &r, nil
+	return decodeRecord[LogProofRecord, *LogProofRecord](data, logProofKind, keys)
 }
 
 // LoadLogProof reads the proof record of (instance, db); a missing one is
 // nil without error.
 func LoadLogProof(ctx context.Context, fsys FS, keys *Keys, instance, db string) (*LogProofRecord, error) {
-	name := tsql.NamesOf(instance, db).LogProofRecord()
-	data, err := fsys.ReadFile(ctx, name)
-	if IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read log proof record %s: %w", name, err)
-	}
-	r, err := DecodeLogProof(data, keys)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if r.SourceInstance != instance || r.Database != db {
-		return nil, fmt.Errorf("log proof record %s describes %s/%s", name, r.SourceInstance, r.Database)
-	}
-	return r, nil
+	return loadOneRecord(ctx, fsys, keys, tsql.NamesOf(instance, db).LogProofRecord(), logProofKind, instance, db,
+		func(r *LogProofRecord) (string, string) { return r.SourceInstance, r.Database })
 }
 
 // SaveLogProof writes r signed with keys, atomically.
 func SaveLogProof(ctx context.Context, fsys FS, keys *Keys, r *LogProofRecord) error {
-	data, err := EncodeLogProof(r, keys)
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(ctx, fsys, r.FileName(), data)
+	return saveRecord(ctx, fsys, r, logProofKind, keys)
 }
