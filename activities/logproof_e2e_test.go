@@ -16,8 +16,10 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // master opens a connection to in's master database (closed at the end).
@@ -247,3 +249,73 @@ func TestStandbySeedsFromAFullWhosePrimaryIsTheCopyTarget(t *testing.T) {
 		t.Fatalf("ApplyLogs after the chain's first log %d: %+v, %v; want the standby seeded from set 2 and the log applied", lb.Number, out, err)
 	}
 }
+
+// The source restored over itself from an older set starts a new
+// recovery path; the next chain starts on the first full of that path.
+// A full of the path before the restore has higher LSNs than that chain's
+// base, yet none of its logs applies to it (4330): the standby of the new
+// chain is seeded from the new chain's full, and the old full is never
+// listed in the new chain.
+func TestStandbyIgnoresAFullOfThePathBeforeARestoreOfTheSource(t *testing.T) {
+	p := newProofSite(t)
+	p.commit(5)
+	p.verified() // set 1
+	p.commit(60)
+	p.verified() // set 2: LSNs far past set 1's
+	p.commit(2)
+	p.logAndCopy()
+	if out, err := p.apply(); err != nil || out.Through != 1 {
+		t.Fatalf("ApplyLogs of chain 1: %+v, %v", out, err)
+	}
+
+	// A DBA restores Ledger over itself from set 1.
+	m := p.f.Manifest("bak01", 1)
+	srv, _ := p.f.Config().BackupServer(m.PrimaryServer)
+	var disks []string
+	for _, s := range m.Stripes {
+		disks = append(disks, tsql.JoinPath(srv.UNCPaths[0], s.Name))
+	}
+	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: "Ledger", Disks: disks, Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sitetest.ExecIn(t, p.f.Source(), "master", stmt)
+
+	p.commit(2)
+	var out logs.BackupLogOutput
+	if err := p.run(logs.New(nil).BackupLog, logs.BackupLogInput{Database: "Ledger", Instance: "sql01"}, &out); err != nil || !out.NeedFull {
+		t.Fatalf("the first log backup after the restore: %+v, %v; want the chain broken", out, err)
+	}
+	p.verified() // set 3: the first full of the new path
+	m3 := p.f.Manifest("bak01", 3)
+	if m2 := p.f.Manifest("bak01", 2); !logchainLess(m3.Header.LastLSN, m2.Header.LastLSN) {
+		t.Fatalf("set 3 (LSN %s) does not end before set 2: the case is not built", m3.Header.LastLSN)
+	}
+	p.commit(2)
+	lb := p.logAndCopy()
+	if lb.Chain != 2 {
+		t.Fatalf("the log after set 3: %+v, want chain 2", lb)
+	}
+	got, err := p.apply()
+	if err != nil || got.Sequence != 3 || got.Through != lb.Number || got.Waiting != "" {
+		t.Fatalf("ApplyLogs of chain 2: %+v, %v; want the standby seeded from set 3 and log %d applied", got, err, lb.Number)
+	}
+	for _, srv := range []string{"bak01", "bak02"} {
+		keys, _ := p.f.Config().ManifestKeyRing()
+		st, err := local.Open(context.Background(), p.f.Dir(srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := catalog.LoadChain(context.Background(), catalog.StorageFS{Storage: st}, keys, "sql01", "Ledger", 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range r.Fulls {
+			if f.Sequence < 3 {
+				t.Fatalf("chain 2 on %s lists full %d, a full of the recovery path before the restore", srv, f.Sequence)
+			}
+		}
+	}
+}
+
+func logchainLess(a, b string) bool { return logchain.LSN(a).Less(logchain.LSN(b)) }

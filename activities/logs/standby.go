@@ -291,9 +291,9 @@ func (a *Activities) verifiedOnTarget(ctx context.Context, t *standbyTarget) (ma
 }
 
 // seedFull is the full to seed the standby copy from: the newest verified
-// set on the copy target that belongs to the chain (it ends at or after
-// the chain's base) and from which the chain's logs restore without a
-// hole; nil with why there is none.
+// set on the copy target that belongs to the chain (ofChain) and from
+// which the chain's logs restore without a hole; nil with why there is
+// none.
 func (a *Activities) seedFull(ctx context.Context, t *standbyTarget, c *logchain.Chain) (logchain.Full, *catalog.Manifest, string) {
 	verified, err := a.verifiedOnTarget(ctx, t)
 	if err != nil {
@@ -305,8 +305,8 @@ func (a *Activities) seedFull(ctx context.Context, t *standbyTarget, c *logchain
 		h := m.Header
 		f := logchain.Full{Sequence: m.Sequence, BackupSetGUID: h.BackupSetGUID, FirstLSN: logchain.LSN(h.FirstLSN),
 			LastLSN: logchain.LSN(h.LastLSN), DatabaseBackupLSN: logchain.LSN(h.DatabaseBackupLSN), Finish: h.BackupFinishUTC, Verified: true}
-		if !f.LastLSN.Valid() || f.LastLSN.Less(c.Base().LastLSN) {
-			continue // before the chain: its logs are another chain's
+		if !ofChain(f, c.Base()) {
+			continue
 		}
 		if _, _, gap := c.FirstAfter(f); gap != nil {
 			continue
@@ -541,9 +541,27 @@ func (a *Activities) markOn(ctx context.Context, st storage.Storage, server stri
 	return nil
 }
 
+// ofChain reports whether full f can be one of the chain based on full
+// base: it ends at or after the base in LSNs and in time. LSNs alone do not
+// say it: after the source was restored over itself from an older set, the
+// new recovery path reuses the old one's LSNs ("Recovery Paths"), so a full
+// taken before the restore holds higher LSNs than the first full of the
+// path after it, and none of the new chain's logs applies to it (4330).
+// Every full of a chain finished after its base did; the instants are UTC
+// (the source's offset applied), so a source in another time zone is
+// compared right.
+func ofChain(f, base logchain.Full) bool {
+	if !f.LastLSN.Valid() || f.LastLSN.Less(base.LastLSN) {
+		return false
+	}
+	return f.Finish.IsZero() || base.Finish.IsZero() || !f.Finish.Before(base.Finish)
+}
+
 // recordFull adds the full the standby copy was seeded from to the chain's
 // newest record part (on the copy target, then the chain's server) when the
-// chain does not list it: the proofs count from it (logchain ProvenTo).
+// chain does not list it: the proofs count from it (logchain ProvenTo). A
+// full that is not of the chain (ofChain, against the chain's first part)
+// is never added.
 func (a *Activities) recordFull(ctx context.Context, t *standbyTarget, chain int64, m *catalog.Manifest, sqlDB *mssql.DB) error {
 	layout, err := tsql.Layout(t.srv.PathsFor(t.inst.Name), m.Names(), m.Sequence, len(m.Stripes))
 	if err != nil {
@@ -582,9 +600,17 @@ func (a *Activities) recordFull(ctx context.Context, t *standbyTarget, chain int
 				return activities.StorageError(server, err)
 			}
 			var newest *catalog.ChainRecord
+			f := logchain.Full{LastLSN: logchain.LSN(full.LastLSN), Finish: full.FinishUTC}
 			for _, r := range l.Records {
 				if r.Chain != chain || !r.Trusted() {
 					continue
+				}
+				if r.Part == 1 && len(r.Fulls) > 0 {
+					if b := r.Fulls[0]; !ofChain(f, logchain.Full{LastLSN: logchain.LSN(b.LastLSN), Finish: b.FinishUTC}) {
+						return activities.NonRetryable(activities.ErrRestoreMismatch, fmt.Errorf(
+							"set %d of %s is not of chain %d (it ends before the chain's first full, set %d): it is not added to the chain",
+							m.Sequence, t.db.ID(), chain, b.Sequence))
+					}
 				}
 				for _, f := range r.Fulls {
 					if strings.EqualFold(f.BackupSetGUID, full.BackupSetGUID) {
