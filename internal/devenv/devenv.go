@@ -31,6 +31,7 @@ package devenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -147,7 +148,18 @@ type Options struct {
 	// last hour of the proven window, on sqlverify) and rto: 1h. It needs
 	// LogBackups: the point is one of the log chain's.
 	Drill bool
+	// ShareRoot is where the backup servers' shares are kept when smbd's
+	// share user cannot reach the state directory (a clone in a home
+	// directory of mode 0700 or 0750, a mktemp -d directory): the share of
+	// each server lives in <ShareRoot>/<hash of the state directory>/<server>
+	// and <state>/<server>/backup links to it. Default DefaultShareRoot.
+	ShareRoot string
 }
+
+// DefaultShareRoot is Options.ShareRoot's default: searchable by every
+// user (like /tmp) and kept across reboots, so the demo's sets outlive them
+// as the state directory does.
+const DefaultShareRoot = "/var/tmp/backupcycle-shares"
 
 // FleetDatabaseNames are the small databases of Options.FleetDatabases.
 var FleetDatabaseNames = []string{"Inventory", "Payroll", "CRM", "Billing", "Support", "Web",
@@ -176,6 +188,9 @@ type Site struct {
 	// SambaNote says why the backup servers are local directories (empty
 	// when they are served over Samba).
 	SambaNote string
+	// ShareNote says where the shares live when not under the state
+	// directory, and why (empty when they are there).
+	ShareNote string
 	// UNCPaths maps a backup server name to the paths SQL Server writes to.
 	UNCPaths map[string][]string
 	// Created is true when this Start created Sales (a fresh state
@@ -410,6 +425,9 @@ func (s *Site) serveSamba(l layout, o Options) error {
 	}
 	err := sambatest.Installed()
 	if err == nil {
+		err = s.placeShares(l, o)
+	}
+	if err == nil {
 		err = s.startSamba(l)
 	}
 	if err == nil {
@@ -434,14 +452,95 @@ func (s *Site) startSamba(l layout) error {
 		if err != nil {
 			return err
 		}
+		share, err := filepath.EvalSymlinks(l.bak[b])
+		if err != nil {
+			return err
+		}
 		srv, err := sambatest.Run(sambatest.Options{Dir: l.smbDir[b], User: smbUser, Password: pw,
-			SharePaths: map[string]string{"backup": l.bak[b]}})
+			SharePaths: map[string]string{"backup": share}})
 		if err != nil {
 			return fmt.Errorf("smbd for %s: %w", b, err)
 		}
 		s.SMB[b] = srv
 	}
 	return nil
+}
+
+// placeShares moves each backup server's share where smbd's share user
+// can reach it when the state directory is closed to other users (Debian
+// makes home directories 0700, Ubuntu 0750; mktemp -d makes 0700): smbd
+// switches to the share user for file access and could not reach a share
+// under it. The share goes to a directory of its own under
+// Options.ShareRoot, named by a hash of the state directory so that two
+// clones never share one, with the sets already there, and the state
+// directory keeps a link to it: the emulators and the worker's local
+// paths go through the link, smbd serves the directory itself. A state
+// directory others can reach keeps its shares.
+func (s *Site) placeShares(l layout, o Options) error {
+	root := o.ShareRoot
+	if root == "" {
+		root = DefaultShareRoot
+	}
+	sum := sha256.Sum256([]byte(l.root))
+	dir := filepath.Join(root, hex.EncodeToString(sum[:6]))
+	for _, b := range BackupServers {
+		cur, err := filepath.EvalSymlinks(l.bak[b])
+		if err != nil {
+			return err
+		}
+		closed := sambatest.Reachable(cur)
+		if closed == nil {
+			if cur != l.bak[b] {
+				s.ShareNote = "shares in " + dir
+			}
+			continue
+		}
+		if cur != l.bak[b] {
+			return closed // a link already, to a place smbd cannot reach
+		}
+		share := filepath.Join(dir, b)
+		if err := mkdirOpen(root, share); err != nil {
+			return fmt.Errorf("a share for %s in %s: %w", b, root, err)
+		}
+		if err := sambatest.Reachable(share); err != nil {
+			return fmt.Errorf("%w; and the share root %s is not reachable either (Options.ShareRoot)", closed, root)
+		}
+		// Move what the state directory holds (sets of runs without
+		// Samba) into the share, then link to it.
+		entries, err := os.ReadDir(cur)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := os.Rename(filepath.Join(cur, e.Name()), filepath.Join(share, e.Name())); err != nil {
+				return fmt.Errorf("move %s into the share %s: %w", e.Name(), share, err)
+			}
+		}
+		if err := os.Remove(cur); err != nil {
+			return err
+		}
+		if err := os.Symlink(share, cur); err != nil {
+			return err
+		}
+		s.ShareNote = "shares in " + dir + ": a parent of the state directory is closed to smbd's share user"
+	}
+	return nil
+}
+
+// mkdirOpen creates dir and its missing parents up from root (root too),
+// each searchable and readable by every user whatever the umask.
+func mkdirOpen(root, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return err
+		}
+		if d == root || d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 func (s *Site) stopSamba() error {
@@ -488,7 +587,11 @@ func (s *Site) BackupMode() string {
 	for _, b := range BackupServers {
 		parts = append(parts, b+" "+s.Locations[b])
 	}
-	mode := "(Samba: private smbd per server, user " + smbUser + ", password in secrets/)"
+	mode := "(Samba: private smbd per server, user " + smbUser + ", password in secrets/"
+	if s.ShareNote != "" {
+		mode += "; " + s.ShareNote
+	}
+	mode += ")"
 	if len(s.SMB) == 0 {
 		mode = "(local directories: " + s.SambaNote + ")"
 	}

@@ -406,11 +406,94 @@ func smbdPids(t *testing.T, conf string) []int {
 	return pids
 }
 
-// In auto mode a Samba that cannot serve the state directory (t.TempDir's
-// parent is closed to smbd's share user) leaves the backup servers local,
-// and the mode line says why.
+// A clone in a home directory closed to other users (Debian's 0700, as
+// t.TempDir's parent is): smbd's share user cannot reach the state
+// directory, so each backup server's share moves to a directory of its own
+// under the share root, with the sets a run without Samba left there, and
+// the state directory links to it. The shares are served over SMB, what the
+// emulator writes through the link is read over SMB, and a second start
+// finds everything where it was.
+func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "clone", ".demo")
+	shareRoot := smbStateDir(t)
+	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: testSize, Samba: devenv.SambaOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range devenv.BackupServers {
+		if err := os.WriteFile(filepath.Join(s.BackupDirs[b], "earlier-"+b+".txt"), []byte("a set of a run without Samba"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ {
+		s, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: testSize, Samba: devenv.SambaRequired, ShareRoot: shareRoot})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if line := s.BackupMode(); !strings.Contains(line, "Samba") || !strings.Contains(line, "shares in "+shareRoot+"/") {
+			t.Errorf("round %d: mode line %q: want Samba and where the shares are", round, line)
+		}
+		for _, b := range devenv.BackupServers {
+			if fi, err := os.Lstat(s.BackupDirs[b]); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("round %d: %s: %v, %v; want a link to its share", round, s.BackupDirs[b], fi, err)
+			}
+			target, _ := filepath.EvalSymlinks(s.BackupDirs[b])
+			if !strings.HasPrefix(target, shareRoot+"/") {
+				t.Fatalf("round %d: %s links to %s, want a directory under %s", round, s.BackupDirs[b], target, shareRoot)
+			}
+			name := fmt.Sprintf("probe-%s-%d.txt", b, round)
+			if err := os.WriteFile(filepath.Join(s.BackupDirs[b], name), []byte("through the link"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bs := findServer(t, s.Config, b)
+			if !strings.HasPrefix(bs.Location, "smb://127.0.0.1:") {
+				t.Fatalf("round %d: %s location %q, want smb://", round, b, bs.Location)
+			}
+			pw, err := bs.SMB.Password.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := location.Open(context.Background(), bs.Location, storage.Credentials{User: bs.SMB.User, Password: pw})
+			if err != nil {
+				t.Fatalf("round %d: open %s: %v", round, bs.Location, err)
+			}
+			for n, want := range map[string]string{"earlier-" + b + ".txt": "a set of a run without Samba", name: "through the link",
+				fmt.Sprintf("probe-%s-1.txt", b): "through the link"} {
+				r, err := st.OpenRead(context.Background(), n)
+				if err != nil {
+					t.Fatalf("round %d: %s over SMB: %v", round, n, err)
+				}
+				got := make([]byte, r.Size())
+				_, err = r.ReadAt(got, 0)
+				r.Close()
+				if (err != nil && err != io.EOF) || string(got) != want {
+					t.Errorf("round %d: %s over SMB: %q, %v; want %q", round, n, got, err, want)
+				}
+			}
+			_ = st.Close()
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// When the share root is closed to smbd's share user too, auto mode leaves
+// the backup servers local, and the mode line says why.
 func TestSambaAutoFallsBackToLocal(t *testing.T) {
-	s := startMode(t, t.TempDir(), devenv.SambaAuto)
+	closed := t.TempDir()
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: t.TempDir(), DatabaseSize: testSize,
+		TemporalAddress: "127.0.0.1:7399", Namespace: "default", ShareRoot: filepath.Join(closed, "shares")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
 	if len(s.SMB) != 0 || s.SambaNote == "" {
 		t.Fatalf("SMB %v, note %q: want local directories and a reason", s.SMB, s.SambaNote)
 	}

@@ -251,7 +251,7 @@ func (s *Server) setup(nss string) error {
 			if err != nil {
 				return fmt.Errorf("chown share %s to uid %d: %w (run as root)", p, uid, err)
 			}
-			if err := checkReachable(p); err != nil {
+			if err := Reachable(p); err != nil {
 				return err
 			}
 		} else if err := os.Chown(p, uid, gid); err != nil {
@@ -283,9 +283,9 @@ func (s *Server) setup(nss string) error {
 	return nil
 }
 
-// checkReachable fails when a parent of dir is closed to other users: smbd,
+// Reachable fails when a parent of dir is closed to other users: smbd,
 // switched to the share user, would answer "access denied" much later.
-func checkReachable(dir string) error {
+func Reachable(dir string) error {
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
