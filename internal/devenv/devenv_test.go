@@ -349,15 +349,8 @@ func TestBackupServersOverSamba(t *testing.T) {
 				t.Fatalf("round %d: open %s with the configured credentials: %v", round, bs.Location, err)
 			}
 			for _, n := range []string{name, fmt.Sprintf("probe-%s-1.txt", b)} {
-				r, err := st.OpenRead(context.Background(), n)
-				if err != nil {
-					t.Fatalf("round %d: %s over SMB: %v", round, n, err)
-				}
-				got := make([]byte, r.Size())
-				_, err = r.ReadAt(got, 0)
-				r.Close()
-				if (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
-					t.Errorf("round %d: %s over SMB: %q, %v; want %q", round, n, got, err, want)
+				if got := readOverSMB(t, st, n); !bytes.Equal(got, want) {
+					t.Errorf("round %d: %s over SMB: %q, want %q", round, n, got, want)
 				}
 			}
 			_ = st.Close()
@@ -375,6 +368,21 @@ func TestBackupServersOverSamba(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readOverSMB is the whole of file name on st.
+func readOverSMB(t *testing.T, st storage.Storage, name string) []byte {
+	t.Helper()
+	r, err := st.OpenRead(context.Background(), name)
+	if err != nil {
+		t.Fatalf("%s over SMB: %v", name, err)
+	}
+	defer r.Close()
+	got := make([]byte, r.Size())
+	if _, err := r.ReadAt(got, 0); err != nil && err != io.EOF {
+		t.Fatalf("read %s over SMB: %v", name, err)
+	}
+	return got
 }
 
 func findServer(t *testing.T, c *config.Config, name string) config.BackupServer {
@@ -462,15 +470,8 @@ func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
 			}
 			for n, want := range map[string]string{"earlier-" + b + ".txt": "a set of a run without Samba", name: "through the link",
 				fmt.Sprintf("probe-%s-1.txt", b): "through the link"} {
-				r, err := st.OpenRead(context.Background(), n)
-				if err != nil {
-					t.Fatalf("round %d: %s over SMB: %v", round, n, err)
-				}
-				got := make([]byte, r.Size())
-				_, err = r.ReadAt(got, 0)
-				r.Close()
-				if (err != nil && err != io.EOF) || string(got) != want {
-					t.Errorf("round %d: %s over SMB: %q, %v; want %q", round, n, got, err, want)
+				if got := readOverSMB(t, st, n); string(got) != want {
+					t.Errorf("round %d: %s over SMB: %q, want %q", round, n, got, want)
 				}
 			}
 			_ = st.Close()
