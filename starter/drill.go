@@ -120,6 +120,10 @@ prints the started run and returns; with --wait it prints the outcome. Exit 1 un
 // what was restored, the checks, the copy dropped, where it is recorded.
 func printDrillResult(w io.Writer, run client.DrillRun, rto time.Duration) {
 	st := run.Result
+	if st.Skipped != "" {
+		fmt.Fprintf(w, "DRILL SKIPPED %s: %s\n", tsql.Printable(st.Database), st.Skipped)
+		return
+	}
 	r := st.Result
 	fmt.Fprintf(w, "DRILL %s %s: recovered as %s on %s to %s (%s; workflow %s, recover %s)\n", strings.ToUpper(r.Outcome), tsql.Printable(st.Database),
 		tsql.Printable(r.Database), r.Instance, r.RecoveryPoint.UTC().Format(time.RFC3339Nano), r.RecoveryPointFrom, run.WorkflowID, st.RecoverID)

@@ -40,6 +40,41 @@ var da *drill.Activities
 // drill/<instance>/<database>, one drill of a database at a time.
 func DrillWorkflowID(instance, database string) string { return pathID("drill", instance, database) }
 
+// launchDrill runs the drill as a child under the database's drill id;
+// skipped when a drill runs there.
+func launchDrill(ctx workflow.Context, id string, in DrillInput, st *DrillStatus) (DrillStatus, error) {
+	st.Database, st.Instance, st.Step = in.Database, in.Instance, StepLaunch
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation:   true,
+		StaticSummary:         "drill of " + tsql.Printable(in.Database) + " on " + in.Instance,
+		TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(in.Database), AttrInstance.ValueSet(in.Instance)),
+	})
+	child := workflow.ExecuteChildWorkflow(cctx, DrillName, in)
+	if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			st.Skipped = fmt.Sprintf("skipped: a drill of %s/%s is running as workflow %s; one drill of a database runs at a time",
+				in.Instance, in.Database, id)
+			st.HeldBy, st.Step = id, drill.StepDone
+			workflow.GetLogger(ctx).Warn(st.Skipped)
+			_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(drill.StepDone), AttrOutcome.ValueSet(OutcomeSkipped))
+			return *st, nil
+		}
+		return *st, err
+	}
+	var out DrillStatus
+	err := child.Get(ctx, &out)
+	out.RunBy = id
+	if out.Step == "" {
+		out.Database, out.Instance, out.Step = in.Database, in.Instance, drill.StepDone
+	}
+	*st = out
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(drill.StepDone), AttrOutcome.ValueSet(out.Result.Outcome))
+	return out, err
+}
+
 // DrillStatus is what the `drill` query returns and the workflow returns
 // at its end.
 type DrillStatus struct {
@@ -59,6 +94,13 @@ type DrillStatus struct {
 	Result   catalog.DrillResult `json:"result"`
 	Recorded []string            `json:"recorded,omitempty"`
 	Leftover string              `json:"leftover,omitempty"`
+	// Skipped is set, and nothing else was done, when this start found a
+	// drill of the database running under its workflow id (HeldBy).
+	Skipped string `json:"skipped,omitempty"`
+	HeldBy  string `json:"held_by,omitempty"`
+	// RunBy is the workflow id that ran the drill when this start
+	// launched it under the database's own (a scheduled start).
+	RunBy string `json:"run_by,omitempty"`
 }
 
 // Drill runs one drill (see the top of this file).
@@ -73,6 +115,26 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrDatabase.ValueSet(in.Database), AttrOutcome.ValueSet(RecoverRunning))
 	if err := in.Check(); err != nil {
 		return st, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidConfig, nil)
+	}
+	// One drill of a database at a time: a drill clears what an earlier
+	// one left under the scratch name, so a second one running beside it
+	// would drop the copy the first is checking. The id
+	// drill/<instance>/<database> is the lock: a start under another id
+	// (a schedule appends its time to it; a Web UI start may spell the
+	// names otherwise) runs the drill as a child under that id, or is
+	// skipped while one runs there.
+	if workflow.GetVersion(ctx, "drill-one-at-a-time", workflow.DefaultVersion, 1) == 1 {
+		var canon DrillInput
+		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 10 * time.Minute,
+			RetryPolicy: retry(5*time.Second, 10), Summary: "resolve the drill of " + tsql.Printable(in.Database)}),
+			da.ResolveDrill, in).Get(ctx, &canon)
+		if err != nil {
+			return st, err
+		}
+		if id := DrillWorkflowID(canon.Instance, canon.Database); info.WorkflowExecution.ID != id {
+			return launchDrill(ctx, id, canon, &st)
+		}
+		in = canon
 	}
 	res := &st.Result
 	step := func(name string) time.Time {

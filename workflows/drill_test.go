@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -22,6 +24,57 @@ func drillPlan() drill.Plan {
 		Scratch: &catalog.VerifyCopy{VerifyInstance: "sql02", VerifyDatabase: "Sales_drill", InstanceTime: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
 }
 
+// registerDrill registers the Drill workflow, started under id, on a
+// configuration that names the database Sales on sql01.
+func registerDrill(r *recoverEnv, id string) {
+	r.env.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
+	r.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+	var acts *drill.Activities
+	r.env.OnActivity(acts.ResolveDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.Request) (drill.Request, error) {
+		in.Database, in.Instance = "Sales", "sql01"
+		return in, nil
+	})
+}
+
+// A start under another id than the database's drill id (a schedule
+// appends its time to it; a Web UI start may spell the database in
+// another case) runs the drill as a child under drill/sql01/Sales, which
+// is what keeps two drills of a database from running at once; the
+// start's result is the child's, naming it.
+func TestDrillStartedUnderAnotherIDRunsUnderTheDatabases(t *testing.T) {
+	r := newRecoverEnv(t)
+	r.steps(t)
+	env := r.env
+	registerDrill(r, "drill/sql01/Sales-2026-03-01T09:00:00Z")
+	var acts *drill.Activities
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.Request) (drill.Plan, error) {
+		if in.Database != "Sales" || in.Instance != "sql01" {
+			t.Errorf("PrepareDrill input %+v, want the configuration's names", in)
+		}
+		return drillPlan(), nil
+	})
+	env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).Return(drill.CheckOutput{Sanity: []string{"rows"}}, nil)
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(drill.DropOutput{Dropped: true}, nil)
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return([]string{"bak02"}, nil)
+	var child string
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		if info.WorkflowType.Name == DrillName {
+			child = info.WorkflowExecution.ID
+		}
+	})
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "sales", Instance: "sql01"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var st DrillStatus
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if child != "drill/sql01/Sales" || st.RunBy != child || st.Result.Outcome != catalog.DrillPassed || st.Skipped != "" {
+		t.Errorf("child %q, result run by %q, outcome %q, skipped %q: want the drill run as drill/sql01/Sales", child, st.RunBy, st.Result.Outcome, st.Skipped)
+	}
+}
+
 // A drill: the plan, the Recover as a child into the scratch name from
 // the servers asked, the checks, the drop, the record with the measured
 // times; and when the checks fail, the copy is still dropped and the
@@ -31,7 +84,7 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 		r := newRecoverEnv(t)
 		r.steps(t)
 		env := r.env
-		env.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
+		registerDrill(r, DrillWorkflowID("sql01", "Sales"))
 		var acts *drill.Activities
 		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
 		env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).After(2 * time.Minute).Return(
@@ -91,7 +144,7 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 func TestDrillDropsAfterAFailedRecover(t *testing.T) {
 	r := newRecoverEnv(t)
 	env := r.env
-	env.RegisterWorkflowWithOptions(Drill, workflow.RegisterOptions{Name: DrillName})
+	registerDrill(r, DrillWorkflowID("sql01", "Sales"))
 	var ra *recover.Activities
 	env.OnActivity(ra.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
 	env.OnActivity(ra.RestoreFull, mock.Anything, mock.Anything).Return(recover.StepOutput{},

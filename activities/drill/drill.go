@@ -106,6 +106,23 @@ func (p Plan) RecoverRequest() recover.Request {
 	return recover.Request{Database: p.Database, Instance: p.Instance, ToInstance: p.Target, As: p.Name, AsOf: p.AsOf, Latest: p.Latest, Only: p.Only}
 }
 
+// ResolveDrill is the request with the database and instance as the
+// configuration names them (a start may spell them otherwise, or give an
+// alias of the instance): the drill's workflow id is made of those, so
+// that one drill of a database runs at a time whatever started it.
+// Nothing is read or changed on any instance.
+func (a *Activities) ResolveDrill(ctx context.Context, in Request) (Request, error) {
+	if err := in.Check(); err != nil {
+		return Request{}, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	db, err := a.Base.Cycle.Database(in.Instance, in.Database)
+	if err != nil {
+		return Request{}, err
+	}
+	in.Database, in.Instance = db.Name, db.Instance
+	return in, nil
+}
+
 // PrepareDrill resolves the drill's settings, reads the database's backups
 // (from the copy targets alone with from: remote), picks the point (a
 // random instant of the last drill.within of the proven window), drops a
