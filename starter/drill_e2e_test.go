@@ -263,7 +263,7 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 
 // withDrill writes Sales's drill settings (the lines given, after its
 // log_proof) into the site's configuration, and loads it back.
-func withDrill(t *testing.T, site *devenv.Site, lines string) {
+func withDrill(t testing.TB, site *devenv.Site, lines string) {
 	t.Helper()
 	b, err := os.ReadFile(site.ConfigFile)
 	if err != nil {

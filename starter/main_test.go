@@ -14,12 +14,12 @@ import (
 	"github.com/backupcycle/backupcycle/internal/version"
 )
 
-func runStarter(t *testing.T, args ...string) (int, string, string) {
+func runStarter(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	return runStarterCtx(t, context.Background(), args...)
 }
 
-func runStarterCtx(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+func runStarterCtx(t testing.TB, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(ctx, args, &out, &errb)

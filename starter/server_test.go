@@ -44,12 +44,12 @@ func TestMain(m *testing.M) {
 const site = "testdata/site.yaml"
 
 // on runs the starter against the embedded server on its own task queue.
-func on(t *testing.T, tq string, args ...string) (int, string, string) {
+func on(t testing.TB, tq string, args ...string) (int, string, string) {
 	t.Helper()
 	return runStarter(t, append(args, "--address", srv.FrontendAddress(), "--task-queue", tq)...)
 }
 
-func sdk(t *testing.T) sdkclient.Client {
+func sdk(t testing.TB) sdkclient.Client {
 	t.Helper()
 	c, err := srv.NewClient(context.Background(), sdkclient.Options{Logger: nopLog{}})
 	if err != nil {
