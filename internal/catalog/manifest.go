@@ -296,6 +296,14 @@ type VerifyCopy struct {
 	// restore-history row a restore_date, no earlier. Zero for a copy
 	// whose RESTORE was found rather than sent (not known then).
 	InstanceTime time.Time `json:"instance_time,omitzero"`
+	// NewestRestoreBefore is the id of msdb's newest restore-history row
+	// (0: none) read with InstanceTime: the row of the RESTORE recorded
+	// here, and of any restore after it, has a higher one (an identity
+	// column). Whether msdb recorded a restore since is judged by it, not
+	// by restore_date, a wall clock that runs back when the instance's time
+	// zone changes or daylight saving time ends. Nil in records written
+	// before.
+	NewestRestoreBefore *int64 `json:"newest_restore_before,omitempty"`
 	// Replaces is the database that held the name then (the product's own
 	// copy, or the guard would have refused): a RESTORE ... REPLACE cut
 	// short may leave it as it was, or created anew.
@@ -353,6 +361,13 @@ func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
 func (v *VerifyCopy) SetUTCOffset(minutes int) {
 	v.UTCOffsetMinutes = &minutes
 	v.InstanceTimeUTC = Instant(v.InstanceTime, minutes)
+}
+
+// newestRestoreOK reports whether NewestRestoreBefore, when recorded, is
+// a restore_history_id (0 for none) read with InstanceTime.
+func (v *VerifyCopy) newestRestoreOK() bool {
+	n := v.NewestRestoreBefore
+	return n == nil || *n >= 0 && !v.InstanceTime.IsZero()
 }
 
 // DatabaseRef is a database of a verification instance as sys.databases

@@ -497,6 +497,29 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 		t.Error("an instant without its offset was written")
 	}
 	v.InstanceTimeUTC = time.Time{}
+	// msdb's newest restore-history row then reads back as written (0:
+	// msdb had none); a negative id, or one without the instance time it
+	// was read with, is refused.
+	for _, n := range []int64{0, 41} {
+		v.NewestRestoreBefore = &n
+		if out, err = Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		if back, err = Decode(out); err != nil || back.VerifyCopy.NewestRestoreBefore == nil || *back.VerifyCopy.NewestRestoreBefore != n {
+			t.Errorf("copy with msdb's newest restore %d read back: %+v %v", n, back.VerifyCopy, err)
+		}
+	}
+	bad := int64(-1)
+	v.NewestRestoreBefore = &bad
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "newest_restore_before") {
+		t.Errorf("a negative restore_history_id: %v", err)
+	}
+	n, at := int64(41), v.InstanceTime
+	v.NewestRestoreBefore, v.InstanceTime = &n, time.Time{}
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "newest_restore_before") {
+		t.Errorf("msdb's newest restore without the instance time: %v", err)
+	}
+	v.NewestRestoreBefore, v.InstanceTime = nil, at
 	v.SentAt = time.Time{}
 	if _, err := Encode(m); err == nil {
 		t.Error("a copy without sent_at was written")

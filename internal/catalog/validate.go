@@ -96,6 +96,9 @@ func (m *Manifest) Validate() error {
 			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
 		}
 		checkInstants("verify_copy", v.UTCOffsetMinutes, bad, reported{"instance_time", v.InstanceTime, v.InstanceTimeUTC})
+		if !v.newestRestoreOK() {
+			bad("verify_copy.newest_restore_before is a restore_history_id (0 for none), read with instance_time")
+		}
 		if b := v.CheckDBBaseline; b != nil && (!v.Confirmed() || b.At.IsZero()) {
 			bad("verify_copy.checkdb_baseline is recorded with a confirmed restore, and has its at")
 		}
