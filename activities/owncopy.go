@@ -173,11 +173,31 @@ func finishedBy(v *catalog.VerifyCopy, st *mssql.DatabaseState, last *mssql.Rest
 		// RESTORE had ended. An id another database held when the
 		// RESTORE was sent proves nothing then: SQL Server reuses the id
 		// of a database dropped while the RESTORE ran.
-		return last.HistoryID == v.RestoreHistoryID && st.ID == v.DatabaseID && !st.Created.After(v.ConfirmedAt.Add(clockSlack)) &&
-			(madeAfter(v, st) || replaced(v, st))
+		if last.HistoryID != v.RestoreHistoryID || !confirmedDatabase(v, st) {
+			return false
+		}
+		// A record written before the copy's create_date was kept: created
+		// after the instance's clock before the RESTORE, or the database
+		// it replaced.
+		return !v.DatabaseCreated.IsZero() || madeAfter(v, st) || replaced(v, st)
 	}
 	// Finished while no worker watched it: msdb recorded it after v.
 	return madeBy(v, st) && recordedAfter(v, last)
+}
+
+// confirmedDatabase reports whether st is the database v's confirmation
+// read: its id and create_date, exactly. A record written before the
+// create_date was kept has the instance's clock at the confirmation: st
+// was created no later. (Its wall clock runs back when daylight saving
+// time ends, so a copy restored across that hour may look created after.)
+func confirmedDatabase(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
+	if st.ID != v.DatabaseID {
+		return false
+	}
+	if !v.DatabaseCreated.IsZero() {
+		return st.Created.Equal(v.DatabaseCreated)
+	}
+	return !st.Created.After(v.ConfirmedAt.Add(clockSlack))
 }
 
 // recordedAfter reports whether msdb recorded restore last after the

@@ -29,6 +29,12 @@ func TestOwnCopyRules(t *testing.T) {
 	restore := func(id int64, g string, at time.Time) *mssql.RestoreProof {
 		return &mssql.RestoreProof{HistoryID: id, BackupSetGUID: g, RestoreDate: at, BackupSetName: "backupcycle seq 00000009"}
 	}
+	// confirmedCreated is confirmed() keeping the copy's create_date.
+	confirmedCreated := func(created time.Time) *catalog.VerifyCopy {
+		v := confirmed()
+		v.DatabaseCreated = created
+		return v
+	}
 	// sentAfter is sent() recording msdb's newest restore-history row then.
 	sentAfter := func(newest int64) *catalog.VerifyCopy {
 		v := sent()
@@ -88,6 +94,19 @@ func TestOwnCopyRules(t *testing.T) {
 		{"finished unseen, dated before the record", ours("ONLINE", 7, late), restore(40, guid, t0.Add(-30*time.Minute)), rec(sentAfter(39)), ""},
 		{"finished before the record, dated after it", ours("ONLINE", 7, late), restore(39, guid, t0.Add(time.Hour)), rec(sentAfter(39)),
 			"no backupcycle set records"},
+		// The confirmation kept the copy's create_date: the copy is the
+		// database with that id and that create_date, whatever the clock
+		// did. Daylight saving time ended during the RESTORE: create_date
+		// (CEST) is after the GETDATE() read at the confirmation (CET), or
+		// (created on CET) before the one read before the RESTORE (CEST).
+		{"finished across the fall-back, created after the confirmation's clock", ours("ONLINE", 7, t0.Add(3*time.Hour+30*time.Minute)),
+			restore(40, guid, t0), rec(confirmedCreated(t0.Add(3*time.Hour + 30*time.Minute))), ""},
+		{"finished across the fall-back, created before the record's clock", ours("ONLINE", 7, t0.Add(-50*time.Minute)),
+			restore(40, guid, t0), rec(confirmedCreated(t0.Add(-50 * time.Minute))), ""},
+		{"re-created with its id after the clock fell back", ours("ONLINE", 7, late.Add(time.Minute)), restore(40, guid, t0),
+			rec(confirmedCreated(late)), "no backupcycle set records"},
+		{"RESTORING after a confirmed restore, its create_date kept", ours("RESTORING", 7, late), restore(40, guid, t0),
+			rec(confirmedCreated(late)), "left by a RESTORE"},
 		// A record written before msdb's newest row was kept has only the
 		// wall clock: an earlier restore dated later disowns the copy.
 		{"cut short, a record without msdb's newest, an earlier restore dated later", ours("RESTORING", 7, late),

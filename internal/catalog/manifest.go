@@ -319,6 +319,14 @@ type VerifyCopy struct {
 	RestoreHistoryID int64     `json:"restore_history_id,omitempty"`
 	DatabaseID       int64     `json:"database_id,omitempty"`
 	ConfirmedAt      time.Time `json:"confirmed_at,omitzero"`
+	// DatabaseCreated is the create_date of the database the RESTORE
+	// produced, read with DatabaseID: that database is the one with both,
+	// exactly, whatever the instance's clock did since. Comparing its
+	// create_date with the instance's clock before and after the RESTORE
+	// disowned a copy restored across the end of daylight saving time (a
+	// create_date stamped on CEST after a GETDATE() read on CET, or on CET
+	// before one read on CEST). Zero in records written before.
+	DatabaseCreated time.Time `json:"database_create_date,omitzero"`
 	// UTCOffsetMinutes is the instance's offset from UTC read with
 	// InstanceTime, InstanceTimeUTC the instant InstanceTime names: the
 	// records of copies restored before and after the instance's clock

@@ -477,6 +477,20 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 	if _, err := Encode(m); err != nil || !v.Confirmed() {
 		t.Errorf("confirmed copy: %v", err)
 	}
+	// The confirmation keeps the copy's create_date, read back as
+	// written; without the database id it is refused.
+	v.DatabaseCreated = t0.Add(90 * time.Minute)
+	if out, err = Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = Decode(out); err != nil || !back.VerifyCopy.DatabaseCreated.Equal(v.DatabaseCreated) {
+		t.Errorf("confirmed copy with its create_date read back: %+v %v", back.VerifyCopy, err)
+	}
+	v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = 0, 0, time.Time{}
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "recorded together") {
+		t.Errorf("a create_date without the confirmation: %v", err)
+	}
+	v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = 12, 9, t0.Add(2*time.Hour)
 	// The instance 13 hours ahead of UTC: the instant is its wall clock
 	// minus that, read back as written; an instant without its offset, or
 	// one that does not follow from it, is refused.
