@@ -206,13 +206,7 @@ func TestStandbyProofAppliesEveryCopiedLog(t *testing.T) {
 	// stays where the previous log left it, and the log applies again.
 	p.commit(3000)
 	lb = p.logAndCopy()
-	p.f.Verify().SetThrottle(256 << 10)
-	if err := p.f.Verify().CrashAt("RESTORE", 50); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.apply(); err == nil {
-		t.Fatal("ApplyLogs through a crash of the verification instance succeeded")
-	}
+	p.crashInApply(256<<10, "RESTORE LOG")
 	if err := p.f.Verify().Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +315,20 @@ func TestStandbyIgnoresAFullOfThePathBeforeARestoreOfTheSource(t *testing.T) {
 
 func logchainLess(a, b string) bool { return logchain.LSN(a).Less(logchain.LSN(b)) }
 
+// crashInApply runs ApplyLogs into a crash of the verification instance
+// at half of its next RESTORE, which reads its backups at rate bytes a
+// second; the instance is left down.
+func (p *proofSite) crashInApply(rate int64, what string) {
+	p.t.Helper()
+	p.f.Verify().SetThrottle(rate)
+	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.apply(); err == nil {
+		p.t.Fatalf("ApplyLogs through a crash of the verification instance in %s succeeded", what)
+	}
+}
+
 // dbState is name's state_desc on the verification instance ("" for
 // no such database).
 func (p *proofSite) dbState(name string) string {
@@ -361,13 +369,7 @@ func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
 	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
 	p.commit(5)
 	lb = p.logAndCopy()
-	p.f.Verify().SetThrottle(2 << 20)
-	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.apply(); err == nil {
-		t.Fatal("ApplyLogs through a crash of the verification instance succeeded")
-	}
+	p.crashInApply(2<<20, "the seeding RESTORE")
 	if err := p.f.Verify().Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -383,13 +385,7 @@ func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
 	// A RESTORE LOG cut short; the instance comes back 13 hours ahead.
 	p.commit(3000)
 	lb = p.logAndCopy()
-	p.f.Verify().SetThrottle(256 << 10)
-	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.apply(); err == nil {
-		t.Fatal("ApplyLogs through a crash in RESTORE LOG succeeded")
-	}
+	p.crashInApply(256<<10, "RESTORE LOG")
 	auckland, err := time.LoadLocation("Pacific/Auckland")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,23 @@ func proofSiteWith(t *testing.T, mode, extra string) *proofSite {
 	return &proofSite{t: t, f: f, e: e, env: env}
 }
 
+// provenLogs takes n log backups, each after three commits a quarter of a
+// second apart, copies them and applies them to the standby copy: a
+// proven window with rows to split.
+func (p *proofSite) provenLogs(n int) {
+	p.t.Helper()
+	for range n {
+		for range 3 {
+			p.commit(1)
+			time.Sleep(250 * time.Millisecond)
+		}
+		p.logAndCopy()
+		if _, err := p.apply(); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
 // proofRecord is the database's proof record on the copy target.
 func (p *proofSite) proofRecord() *catalog.LogProofRecord {
 	p.t.Helper()
@@ -91,16 +108,7 @@ func TestPITProofRestoresExactlyTheRowsCommittedByT(t *testing.T) {
 	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h, checkdb: true}\n")
 	p.commit(20)
 	p.verified()
-	for range 4 {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p.provenLogs(4)
 
 	sitetest.ExecIn(t, p.f.Verify(), "master", "CREATE DATABASE [Ledger_standby_proof]")
 	var out logs.ProofOutput
@@ -221,16 +229,7 @@ func TestProofCopyCutShortAfterTheClockWentBack(t *testing.T) {
 	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = auckland })
 	p.commit(20)
 	p.verified()
-	for range 2 {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p.provenLogs(2)
 	if out, err := p.pit(0.5); err != nil || !out.OK {
 		t.Fatalf("PITProof: %+v, %v", out, err)
 	}
