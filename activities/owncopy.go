@@ -21,14 +21,16 @@ import (
 // about to restore: the copy's name, the backup set, the instance's
 // GETDATE(), the id of msdb's newest restore-history row, the database the
 // name held and the ids of every other database; once msdb confirms the
-// RESTORE, the restore-history row and the id of the database it produced. A database of the copy's name is the
-// product's when the verification instance agrees with one of those
-// records:
+// RESTORE, the restore-history row and the id and create_date of the
+// database it produced. A database of the copy's name is the product's
+// when the verification instance agrees with one of those records:
 //   - it is owned by this login (sys.databases.owner_sid = SUSER_SID(): the
 //     login whose RESTORE created it);
 //   - finished: its newest restore-history row is the recorded one (id and
-//     backup set GUID), it has the recorded database_id, and it was created
-//     between the instance's clock before that RESTORE and after it;
+//     backup set GUID), and it is the recorded database (database_id and
+//     create_date, exactly; a record written before create_date was kept:
+//     created between the instance's clock before that RESTORE and after
+//     it);
 //   - RESTORING (a RESTORE cut short before msdb recorded anything): the
 //     newest record is unconfirmed, msdb recorded no restore of another
 //     set into the name since (a higher restore_history_id than its newest
@@ -40,15 +42,23 @@ import (
 // a crash of the verification instance mid-RESTORE, which leaves only the
 // RESTORING database (state, database_id, create_date, owner_sid) and no
 // restore-history row. No create_date slack is guessed at: when SQL Server
-// stamps create_date during a RESTORE is not documented, and the records
-// bound it by the instance's own clock on both sides, read around the one
-// RESTORE (a clock that runs back meanwhile is one that fell back from
-// daylight saving time during it). Which restore came first is never told
-// by dates: SQL Server keeps create_date and restore_date as the wall clock
-// of the moment (sys.databases, restorehistory: datetime, no zone), and
+// stamps create_date during a RESTORE is not documented; the confirmation
+// reads it, and for a RESTORE cut short the record bounds it by the
+// instance's clock read just before (a clock that falls back from daylight
+// saving time between that read and the database's creation is not
+// allowed for: the copy is refused then, and nothing is lost).
+//
+// Which restore came first is never told by dates: SQL Server keeps
+// create_date and restore_date as the wall clock of the moment
+// (sys.databases, restorehistory: datetime, which is neither time zone
+// offset nor daylight saving aware, "datetime (Transact-SQL)",
+// https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime-transact-sql),
+// while GETDATE() is the operating system's local time now ("GETDATE
+// (Transact-SQL)",
+// https://learn.microsoft.com/en-us/sql/t-sql/functions/getdate-transact-sql):
 // a change of the instance's time zone, or the end of daylight saving
-// time, leaves older ones later than its GETDATE(). Restore history
-// alone would not do: a DBA's restore of a backupcycle set under the
+// time, leaves older ones later than its GETDATE(). Restore history alone
+// would not do either: a DBA's restore of a backupcycle set under the
 // copy's name names a backupcycle backup set too.
 
 // copyRecord is what one set records about a copy: its VerifyCopy, or for
