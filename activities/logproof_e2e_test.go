@@ -18,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -205,13 +206,7 @@ func TestStandbyProofAppliesEveryCopiedLog(t *testing.T) {
 	// stays where the previous log left it, and the log applies again.
 	p.commit(3000)
 	lb = p.logAndCopy()
-	p.f.Verify().SetThrottle(256 << 10)
-	if err := p.f.Verify().CrashAt("RESTORE", 50); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.apply(); err == nil {
-		t.Fatal("ApplyLogs through a crash of the verification instance succeeded")
-	}
+	p.crashInApply(256<<10, "RESTORE LOG")
 	if err := p.f.Verify().Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,3 +314,88 @@ func TestStandbyIgnoresAFullOfThePathBeforeARestoreOfTheSource(t *testing.T) {
 }
 
 func logchainLess(a, b string) bool { return logchain.LSN(a).Less(logchain.LSN(b)) }
+
+// crashInApply runs ApplyLogs into a crash of the verification instance
+// at half of its next RESTORE, which reads its backups at rate bytes a
+// second; the instance is left down.
+func (p *proofSite) crashInApply(rate int64, what string) {
+	p.t.Helper()
+	p.f.Verify().SetThrottle(rate)
+	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.apply(); err == nil {
+		p.t.Fatalf("ApplyLogs through a crash of the verification instance in %s succeeded", what)
+	}
+}
+
+// dbState is name's state_desc on the verification instance ("" for
+// no such database).
+func (p *proofSite) dbState(name string) string {
+	p.t.Helper()
+	var st string
+	err := master(p.t, p.f.Verify()).QueryRow("SELECT state_desc FROM sys.databases WHERE name = @p1", name).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ""
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return st
+}
+
+// The verification instance's clock runs back an hour (daylight saving
+// time ends; a time zone change does it by up to a day) after the standby
+// copy was seeded: msdb's restore of that seed bears a later wall clock
+// than the instance's GETDATE() recorded before the next seeding, which a
+// crash of the instance cuts short. The RESTORING copy is still the
+// product's own: the next ApplyLogs seeds it again and applies the chain's
+// logs. A RESTORE LOG cut short, the instance back in yet another zone,
+// applies again without re-seeding.
+func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
+	p := newProofSite(t)
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("CEST", 2*3600) })
+	p.commit(20)
+	p.verified()
+	p.commit(5)
+	lb := p.logAndCopy()
+	if out, err := p.apply(); err != nil || !out.Seeded || out.Through != lb.Number {
+		t.Fatalf("ApplyLogs: %+v, %v; want the standby seeded and log %d applied", out, err, lb.Number)
+	}
+
+	// Winter time; the standby copy is gone (a DBA dropped it): it is
+	// seeded again, and the instance crashes in that RESTORE.
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("CET", 3600) })
+	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
+	p.commit(5)
+	lb = p.logAndCopy()
+	p.crashInApply(2<<20, "the seeding RESTORE")
+	if err := p.f.Verify().Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.f.Verify().SetThrottle(0)
+	if st := p.dbState("Ledger_standby"); st != "RESTORING" {
+		t.Fatalf("the standby copy after the cut seeding: %q, want RESTORING", st)
+	}
+	out, err := p.apply()
+	if err != nil || !out.Seeded || out.Through != lb.Number {
+		t.Fatalf("ApplyLogs over its own seeding cut short: %+v, %v; want the standby seeded again and log %d applied", out, err, lb.Number)
+	}
+
+	// A RESTORE LOG cut short; the instance comes back 13 hours ahead.
+	p.commit(3000)
+	lb = p.logAndCopy()
+	p.crashInApply(256<<10, "RESTORE LOG")
+	auckland, err := time.LoadLocation("Pacific/Auckland")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = auckland })
+	out, err = p.apply()
+	if err != nil || out.Seeded || out.Through != lb.Number {
+		t.Fatalf("after the cut RESTORE LOG: %+v, %v; want log %d applied again without re-seeding", out, err, lb.Number)
+	}
+	if got, want := ids(t, master(t, p.f.Verify()), "Ledger_standby"), ids(t, master(t, p.f.Source()), "Ledger"); !slices.Equal(got, want) {
+		t.Fatalf("the standby holds %d rows, the source %d", len(got), len(want))
+	}
+}

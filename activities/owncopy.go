@@ -19,28 +19,46 @@ import (
 // The product replaces and drops only its own verification copy. Before
 // each RESTORE it records in the set's manifest (VerifyCopy) what it is
 // about to restore: the copy's name, the backup set, the instance's
-// GETDATE(), the database the name held and the ids of every other
-// database; once msdb confirms the RESTORE, the restore-history row and
-// the id of the database it produced. A database of the copy's name is the
-// product's when the verification instance agrees with one of those
-// records:
+// GETDATE(), the id of msdb's newest restore-history row, the database the
+// name held and the ids of every other database; once msdb confirms the
+// RESTORE, the restore-history row and the id and create_date of the
+// database it produced. A database of the copy's name is the product's
+// when the verification instance agrees with one of those records:
 //   - it is owned by this login (sys.databases.owner_sid = SUSER_SID(): the
 //     login whose RESTORE created it);
 //   - finished: its newest restore-history row is the recorded one (id and
-//     backup set GUID), it has the recorded database_id, and it was created
-//     between the instance's clock before that RESTORE and after it;
+//     backup set GUID), and it is the recorded database (database_id and
+//     create_date, exactly; a record written before create_date was kept:
+//     created between the instance's clock before that RESTORE and after
+//     it);
 //   - RESTORING (a RESTORE cut short before msdb recorded anything): the
-//     newest record is unconfirmed, and the database is one its RESTORE
-//     created (no earlier than the instance's clock then, with an id no
-//     other database had) or the database it was replacing, untouched.
+//     newest record is unconfirmed, msdb recorded no restore of another
+//     set into the name since (a higher restore_history_id than its newest
+//     then), and the database is one its RESTORE created (no earlier than
+//     the instance's clock then, with an id no other database had) or the
+//     database it was replacing, untouched.
 //
 // The manifests live on the backup servers, beside the stripes, and outlive
 // a crash of the verification instance mid-RESTORE, which leaves only the
 // RESTORING database (state, database_id, create_date, owner_sid) and no
 // restore-history row. No create_date slack is guessed at: when SQL Server
-// stamps create_date during a RESTORE is not documented, and the records
-// bound it by the instance's own clock on both sides. Restore history
-// alone would not do: a DBA's restore of a backupcycle set under the
+// stamps create_date during a RESTORE is not documented; the confirmation
+// reads it, and for a RESTORE cut short the record bounds it by the
+// instance's clock read just before (a clock that falls back from daylight
+// saving time between that read and the database's creation is not
+// allowed for: the copy is refused then, and nothing is lost).
+//
+// Which restore came first is never told by dates: SQL Server keeps
+// create_date and restore_date as the wall clock of the moment
+// (sys.databases, restorehistory: datetime, which is neither time zone
+// offset nor daylight saving aware, "datetime (Transact-SQL)",
+// https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime-transact-sql),
+// while GETDATE() is the operating system's local time now ("GETDATE
+// (Transact-SQL)",
+// https://learn.microsoft.com/en-us/sql/t-sql/functions/getdate-transact-sql):
+// a change of the instance's time zone, or the end of daylight saving
+// time, leaves older ones later than its GETDATE(). Restore history alone
+// would not do either: a DBA's restore of a backupcycle set under the
 // copy's name names a backupcycle backup set too.
 
 // copyRecord is what one set records about a copy: its VerifyCopy, or for
@@ -165,14 +183,57 @@ func finishedBy(v *catalog.VerifyCopy, st *mssql.DatabaseState, last *mssql.Rest
 		// RESTORE had ended. An id another database held when the
 		// RESTORE was sent proves nothing then: SQL Server reuses the id
 		// of a database dropped while the RESTORE ran.
-		return last.HistoryID == v.RestoreHistoryID && st.ID == v.DatabaseID && !st.Created.After(v.ConfirmedAt.Add(clockSlack)) &&
-			(madeAfter(v, st) || replaced(v, st))
-	}
-	if !madeBy(v, st) {
-		return false
+		if last.HistoryID != v.RestoreHistoryID || !confirmedDatabase(v, st) {
+			return false
+		}
+		// A record written before the copy's create_date was kept: created
+		// after the instance's clock before the RESTORE, or the database
+		// it replaced.
+		return !v.DatabaseCreated.IsZero() || madeAfter(v, st) || replaced(v, st)
 	}
 	// Finished while no worker watched it: msdb recorded it after v.
+	return madeBy(v, st) && recordedAfter(v, last)
+}
+
+// confirmedDatabase reports whether st is the database v's confirmation
+// read: its id and create_date, exactly. A record written before the
+// create_date was kept has the instance's clock at the confirmation: st
+// was created no later. (Its wall clock runs back when daylight saving
+// time ends, so a copy restored across that hour may look created after.)
+func confirmedDatabase(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
+	if st.ID != v.DatabaseID {
+		return false
+	}
+	if !v.DatabaseCreated.IsZero() {
+		return st.Created.Equal(v.DatabaseCreated)
+	}
+	return !st.Created.After(v.ConfirmedAt.Add(clockSlack))
+}
+
+// recordedAfter reports whether msdb recorded restore last after the
+// RESTORE v records was about to be sent: its restore_history_id is higher
+// than msdb's newest then (tsql.NewestRestore). A record written before
+// that id was kept has only the instance's wall clock: restore_date no
+// earlier than its GETDATE() then.
+func recordedAfter(v *catalog.VerifyCopy, last *mssql.RestoreProof) bool {
+	if n := v.NewestRestoreBefore; n != nil {
+		return last.HistoryID > *n
+	}
 	return !v.InstanceTime.IsZero() && !last.RestoreDate.Before(v.InstanceTime.Add(-clockSlack))
+}
+
+// restoredSince reports whether restore last is a later RESTORE than the
+// one v records: msdb recorded it after v's was about to be sent, and of
+// another backup set (v's own RESTORE, ended while no worker watched it,
+// has a row of v's set). A record written before restore_history_id was
+// kept has only the instance's wall clock, which runs back when its time
+// zone changes or daylight saving time ends: a restore before it may then
+// look later.
+func restoredSince(v *catalog.VerifyCopy, last *mssql.RestoreProof) bool {
+	if n := v.NewestRestoreBefore; n != nil {
+		return last.HistoryID > *n && !sameGUID(last.BackupSetGUID, v.BackupSetGUID)
+	}
+	return !v.InstanceTime.IsZero() && last.RestoreDate.After(v.InstanceTime.Add(clockSlack))
 }
 
 // ownCopy judges whether st (the copy's row of sys.databases, last the
@@ -188,13 +249,11 @@ func ownCopy(st *mssql.DatabaseState, last *mssql.RestoreProof, recs []copyRecor
 		// a RESTORE msdb confirmed, a RESTORING database is a later one.
 		if len(recs) > 0 && recs[0].vc != nil {
 			v := recs[0].vc
-			// msdb recorded a RESTORE after this one was sent: the
-			// RESTORING database is a later RESTORE's. A restore an
-			// earlier record confirmed is not one, whatever its date
-			// says (the instance's wall clock may have run back since).
-			restoredSince := last != nil && !v.InstanceTime.IsZero() && last.RestoreDate.After(v.InstanceTime.Add(clockSlack)) &&
-				!confirmedBy(recs[1:], last)
-			if !v.Confirmed() && !restoredSince && madeBy(v, st) {
+			// msdb recorded another RESTORE after this one was sent: the
+			// RESTORING database is that later RESTORE's. A restore an
+			// earlier record confirmed is not one.
+			later := last != nil && restoredSince(v, last) && !confirmedBy(recs[1:], last)
+			if !v.Confirmed() && !later && madeBy(v, st) {
 				return &recs[0], ""
 			}
 		}
@@ -274,7 +333,12 @@ func copyIntent(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB, guid s
 	if err != nil {
 		return nil, err
 	}
-	v := &catalog.VerifyCopy{VerifyInstance: instance, VerifyDatabase: verifyDB, BackupSetGUID: guid, SentAt: sentAt.UTC(), InstanceTime: now}
+	newest, err := sqlDB.NewestRestore(ctx, tsql.NewestRestore)
+	if err != nil {
+		return nil, sqlError(err)
+	}
+	v := &catalog.VerifyCopy{VerifyInstance: instance, VerifyDatabase: verifyDB, BackupSetGUID: guid, SentAt: sentAt.UTC(), InstanceTime: now,
+		NewestRestoreBefore: &newest}
 	v.SetUTCOffset(off)
 	for _, id := range ids {
 		if st == nil || id != st.ID {

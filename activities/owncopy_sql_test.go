@@ -1,8 +1,10 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -395,4 +397,69 @@ func TestOwnCutRestoreAfterTheClockWentBack(t *testing.T) {
 		t.Fatalf("next cycle's restore over its own cut copy: %v", err)
 	}
 	f.must(f.acts.CheckDB, fourth, nil)
+}
+
+// fallBackAt is central European time whose daylight saving time ends at
+// at: two hours ahead of UTC (CEST) before, one hour (CET) from then on,
+// as its zone data (TZif, RFC 8536) would say for that night.
+func fallBackAt(t *testing.T, at time.Time) *time.Location {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("TZif\x00")
+	b.Write(make([]byte, 15))
+	// isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt
+	for _, n := range []uint32{0, 0, 0, 1, 2, 9} {
+		_ = binary.Write(&b, binary.BigEndian, n)
+	}
+	_ = binary.Write(&b, binary.BigEndian, int32(at.Unix()))
+	b.WriteByte(1) // to CET
+	for _, z := range []struct {
+		off      int32
+		dst, idx byte
+	}{{2 * 3600, 1, 0}, {3600, 0, 5}} {
+		_ = binary.Write(&b, binary.BigEndian, z.off)
+		b.WriteByte(z.dst)
+		b.WriteByte(z.idx)
+	}
+	b.WriteString("CEST\x00CET\x00")
+	loc, err := time.LoadLocationFromTZData("Europe/Fallback", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, off := at.Add(-time.Second).In(loc).Zone(); off != 2*3600 {
+		t.Fatalf("before the fall-back the zone is %d s ahead of UTC", off)
+	}
+	if _, off := at.In(loc).Zone(); off != 3600 {
+		t.Fatalf("after the fall-back the zone is %d s ahead of UTC", off)
+	}
+	return loc
+}
+
+// TestOwnCopyAcrossTheEndOfDaylightSavingTime: daylight saving time ends
+// during a RESTORE. The instance's GETDATE() recorded before it reads CEST,
+// and the RESTORE, which creates its database ten minutes after it starts
+// (a large log zeroed first), stamps create_date on CET, before that
+// GETDATE() as a wall clock. The copy is still the product's own: CHECKDB
+// proves it, the next cycle replaces it, and DropVerifyDB drops it.
+func TestOwnCopyAcrossTheEndOfDaylightSavingTime(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = fallBackAt(t, time.Now().Add(5*time.Minute)) })
+	_, first := f.copiedSet()
+	f.verify.StampCreateLate(10 * time.Minute)
+	f.must(f.acts.Restore, first, nil)
+	v := f.load(first.Server, first.Sequence).VerifyCopy
+	st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify")
+	if err != nil || st == nil || v == nil || !st.Created.Before(v.InstanceTime.Add(-time.Minute)) {
+		t.Fatalf("the copy %+v, its record %+v, %v: want it created before the GETDATE() recorded for its RESTORE (the case is not built)", st, v, err)
+	}
+	f.must(f.acts.CheckDB, first, nil)
+	_, second := f.copiedSet()
+	if err := f.run(f.acts.Restore, second, nil); err != nil {
+		t.Fatalf("next cycle's restore over its own copy restored across the end of daylight saving time: %v", err)
+	}
+	f.must(f.acts.CheckDB, second, nil)
+	f.must(f.acts.DropVerifyDB, second, nil)
+	if st, err := databaseState(context.Background(), f.verifySQL(), "Sales_verify"); err != nil || st != nil {
+		t.Fatalf("after DropVerifyDB: %+v %v, want no database", st, err)
+	}
 }

@@ -29,6 +29,18 @@ func TestOwnCopyRules(t *testing.T) {
 	restore := func(id int64, g string, at time.Time) *mssql.RestoreProof {
 		return &mssql.RestoreProof{HistoryID: id, BackupSetGUID: g, RestoreDate: at, BackupSetName: "backupcycle seq 00000009"}
 	}
+	// confirmedCreated is confirmed() keeping the copy's create_date.
+	confirmedCreated := func(created time.Time) *catalog.VerifyCopy {
+		v := confirmed()
+		v.DatabaseCreated = created
+		return v
+	}
+	// sentAfter is sent() recording msdb's newest restore-history row then.
+	sentAfter := func(newest int64) *catalog.VerifyCopy {
+		v := sent()
+		v.NewestRestoreBefore = &newest
+		return v
+	}
 	rec := func(v *catalog.VerifyCopy) []copyRecord { return []copyRecord{{seq: 9, vc: v}} }
 	late := t0.Add(2 * time.Hour) // created long after restore_date: a slow file allocation
 
@@ -69,6 +81,36 @@ func TestOwnCopyRules(t *testing.T) {
 		{"RESTORING, only an older record unconfirmed", ours("RESTORING", 7, late), nil,
 			[]copyRecord{{seq: 10, vc: confirmed()}, {seq: 9, vc: sent()}}, "left by a RESTORE"},
 		{"no record at all", ours("RESTORING", 7, late), nil, nil, "left by a RESTORE no backupcycle set records"},
+		// Which restore msdb recorded after the record is told by
+		// restore_history_id: the instance's wall clock runs back when its
+		// time zone changes or daylight saving time ends, and an earlier
+		// restore then bears a later restore_date than GETDATE() before
+		// the RESTORE, a later one an earlier date.
+		{"cut short, an earlier restore dated later", ours("RESTORING", 7, late), restore(39, other, t0.Add(13*time.Hour)), rec(sentAfter(39)), ""},
+		{"cut short, a later restore of another set dated earlier", ours("RESTORING", 7, late), restore(40, other, t0.Add(-time.Hour)),
+			rec(sentAfter(39)), "left by a RESTORE"},
+		{"RESTORING after its own RESTORE ended unseen", ours("RESTORING", 7, late), restore(40, guid, t0.Add(10*time.Second)),
+			rec(sentAfter(39)), ""},
+		{"finished unseen, dated before the record", ours("ONLINE", 7, late), restore(40, guid, t0.Add(-30*time.Minute)), rec(sentAfter(39)), ""},
+		{"finished before the record, dated after it", ours("ONLINE", 7, late), restore(39, guid, t0.Add(time.Hour)), rec(sentAfter(39)),
+			"no backupcycle set records"},
+		// The confirmation kept the copy's create_date: the copy is the
+		// database with that id and that create_date, whatever the clock
+		// did. Daylight saving time ended during the RESTORE: create_date
+		// (CEST) is after the GETDATE() read at the confirmation (CET), or
+		// (created on CET) before the one read before the RESTORE (CEST).
+		{"finished across the fall-back, created after the confirmation's clock", ours("ONLINE", 7, t0.Add(3*time.Hour+30*time.Minute)),
+			restore(40, guid, t0), rec(confirmedCreated(t0.Add(3*time.Hour + 30*time.Minute))), ""},
+		{"finished across the fall-back, created before the record's clock", ours("ONLINE", 7, t0.Add(-50*time.Minute)),
+			restore(40, guid, t0), rec(confirmedCreated(t0.Add(-50 * time.Minute))), ""},
+		{"re-created with its id after the clock fell back", ours("ONLINE", 7, late.Add(time.Minute)), restore(40, guid, t0),
+			rec(confirmedCreated(late)), "no backupcycle set records"},
+		{"RESTORING after a confirmed restore, its create_date kept", ours("RESTORING", 7, late), restore(40, guid, t0),
+			rec(confirmedCreated(late)), "left by a RESTORE"},
+		// A record written before msdb's newest row was kept has only the
+		// wall clock: an earlier restore dated later disowns the copy.
+		{"cut short, a record without msdb's newest, an earlier restore dated later", ours("RESTORING", 7, late),
+			restore(39, other, t0.Add(13*time.Hour)), rec(sent()), "left by a RESTORE"},
 		{"legacy proof", ours("ONLINE", 7, t0.Add(time.Second)), restore(40, guid, t0),
 			[]copyRecord{{seq: 9, proof: &catalog.Proof{RestoreHistoryID: 40, BackupSetGUID: guid}, window: 2 * time.Second}}, ""},
 		{"legacy proof, re-created", ours("ONLINE", 7, t0.Add(time.Minute)), restore(40, guid, t0),

@@ -14,6 +14,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 )
 
@@ -28,6 +29,23 @@ func proofSiteWith(t *testing.T, mode, extra string) *proofSite {
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(logs.New(f.Acts()))
 	return &proofSite{t: t, f: f, e: e, env: env}
+}
+
+// provenLogs takes n log backups, each after three commits a quarter of a
+// second apart, copies them and applies them to the standby copy: a
+// proven window with rows to split.
+func (p *proofSite) provenLogs(n int) {
+	p.t.Helper()
+	for range n {
+		for range 3 {
+			p.commit(1)
+			time.Sleep(250 * time.Millisecond)
+		}
+		p.logAndCopy()
+		if _, err := p.apply(); err != nil {
+			p.t.Fatal(err)
+		}
+	}
 }
 
 // proofRecord is the database's proof record on the copy target.
@@ -90,16 +108,7 @@ func TestPITProofRestoresExactlyTheRowsCommittedByT(t *testing.T) {
 	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h, checkdb: true}\n")
 	p.commit(20)
 	p.verified()
-	for range 4 {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p.provenLogs(4)
 
 	sitetest.ExecIn(t, p.f.Verify(), "master", "CREATE DATABASE [Ledger_standby_proof]")
 	var out logs.ProofOutput
@@ -182,4 +191,91 @@ func TestNightlyProofProvesEveryCopiedLog(t *testing.T) {
 		t.Fatalf("DropProofCopy: %v", err)
 	}
 	t.Logf("nightly proof of set %d and logs %d-%d took %s", out.Sequence, out.FirstLog, out.LastLog, out.Took)
+}
+
+// pit runs a point-in-time proof at fraction f.
+func (p *proofSite) pit(f float64) (logs.ProofOutput, error) {
+	p.t.Helper()
+	var out logs.ProofOutput
+	err := p.run(logs.New(nil).PITProof, logs.PITProofInput{Database: "Ledger", Instance: "sql01", Fraction: f}, &out)
+	return out, err
+}
+
+// dropProof runs DropProofCopy and wants the scratch copy gone.
+func (p *proofSite) dropProof(what string) {
+	p.t.Helper()
+	if err := p.run(logs.New(nil).DropProofCopy, logs.DropProofInput{Database: "Ledger", Instance: "sql01"}, nil); err != nil {
+		p.t.Fatalf("DropProofCopy %s: %v", what, err)
+	}
+	if p.dbExists("Ledger_standby_proof") {
+		p.t.Fatalf("DropProofCopy %s: the scratch copy is still there", what)
+	}
+}
+
+// The verification instance's clock runs back 13 hours (its time zone
+// changed; the end of daylight saving time does it by an hour) after a
+// point-in-time proof: msdb's restore of that proof's scratch copy bears a
+// later wall clock than the instance's GETDATE() recorded before the next
+// proof's RESTORE DATABASE, which a crash cuts short. The RESTORING copy
+// is still the product's own: the proof run again replaces it, and
+// DropProofCopy drops it; so it is after a RESTORE LOG cut short (its
+// RESTORE DATABASE confirmed), the instance back in another zone.
+func TestProofCopyCutShortAfterTheClockWentBack(t *testing.T) {
+	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h}\n")
+	auckland, err := time.LoadLocation("Pacific/Auckland")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = auckland })
+	p.commit(20)
+	p.verified()
+	p.provenLogs(2)
+	if out, err := p.pit(0.5); err != nil || !out.OK {
+		t.Fatalf("PITProof: %+v, %v", out, err)
+	}
+	p.dropProof("after the proof")
+
+	// The clock runs back; the next proof's RESTORE DATABASE is cut short.
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.UTC })
+	cut := func(what string) {
+		p.t.Helper()
+		if _, err := p.pit(0.5); err == nil {
+			t.Fatalf("PITProof through a crash in %s succeeded", what)
+		}
+		if err := p.f.Verify().Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.f.Verify().SetThrottle(0)
+		if st := p.dbState("Ledger_standby_proof"); st != "RESTORING" {
+			t.Fatalf("the scratch copy after the cut %s: %q, want RESTORING", what, st)
+		}
+	}
+	p.f.Verify().SetThrottle(2 << 20)
+	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
+		t.Fatal(err)
+	}
+	cut("RESTORE DATABASE")
+	if out, err := p.pit(0.5); err != nil || !out.OK {
+		t.Fatalf("PITProof over its own scratch copy cut short: %+v, %v", out, err)
+	}
+	p.dropProof("after the proof over its cut copy")
+	p.f.Verify().SetThrottle(2 << 20)
+	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
+		t.Fatal(err)
+	}
+	cut("RESTORE DATABASE")
+	p.dropProof("of its own copy cut short")
+
+	// A RESTORE LOG cut short; the instance comes back 8 hours behind UTC.
+	p.f.Verify().CrashOnQuery("RESTORE LOG", 1)
+	cut("RESTORE LOG")
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = la })
+	if out, err := p.pit(0.5); err != nil || !out.OK {
+		t.Fatalf("PITProof over its own copy cut in RESTORE LOG: %+v, %v", out, err)
+	}
+	p.dropProof("after the proof over its copy cut in RESTORE LOG")
 }

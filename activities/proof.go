@@ -190,10 +190,10 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 		case p.HistoryID != v.RestoreHistoryID:
 			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 				fmt.Sprintf("it was restored again (restore_history_id %d; this set's restore was %d)", p.HistoryID, v.RestoreHistoryID))
-		case st.ID != v.DatabaseID || st.Created.After(v.ConfirmedAt.Add(clockSlack)):
+		case !confirmedDatabase(v, st):
 			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
-				fmt.Sprintf("it was created at %s (database_id %d), after this set's restore ended at %s (database_id %d)",
-					st.Created.Format(time.DateTime), st.ID, v.ConfirmedAt.Format(time.DateTime), v.DatabaseID))
+				fmt.Sprintf("it is database_id %d created at %s, not the database this set's restore produced (database_id %d, %s)",
+					st.ID, st.Created.Format(time.DateTime), v.DatabaseID, producedWhen(v)))
 		case st.OwnerSID != st.LoginSID:
 			return nil, restoreMismatch(verifyDB, instance, seq, db, want, p.BackupSetGUID,
 				fmt.Sprintf("it is owned by SID %s, not by this login (%s)", st.OwnerSID, st.LoginSID))
@@ -205,6 +205,15 @@ func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *co
 			fmt.Sprintf("it was created at %s, after its last restore at %s", st.Created.Format(time.DateTime), p.RestoreDate.Format(time.DateTime)))
 	}
 	return p, nil
+}
+
+// producedWhen says when the database v's restore produced was created,
+// as v records it.
+func producedWhen(v *catalog.VerifyCopy) string {
+	if !v.DatabaseCreated.IsZero() {
+		return "created at " + v.DatabaseCreated.Format(time.DateTime)
+	}
+	return "created before " + v.ConfirmedAt.Format(time.DateTime)
 }
 
 // stillRestored checks, after a step ran on the copy, that nothing restored

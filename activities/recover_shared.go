@@ -54,6 +54,13 @@ func LastRestore(ctx context.Context, sqlDB *mssql.DB, name string) (*mssql.Rest
 	return lastRestoreProof(ctx, sqlDB, name)
 }
 
+// RecordedAfter reports whether msdb recorded restore last after the
+// RESTORE v records was about to be sent (by restore_history_id when v has
+// msdb's newest then; see recordedAfter).
+func RecordedAfter(v *catalog.VerifyCopy, last *mssql.RestoreProof) bool {
+	return recordedAfter(v, last)
+}
+
 // SameGUID compares backup set GUIDs as SQL Server does (case-insensitively).
 func SameGUID(a, b string) bool { return sameGUID(a, b) }
 

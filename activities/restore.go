@@ -332,7 +332,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 			// build): its start on the instance's clock is not known.
 			v = &catalog.VerifyCopy{VerifyInstance: inst.Name, VerifyDatabase: verifyDB, BackupSetGUID: want, SentAt: now.UTC()}
 		}
-		v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = after.HistoryID, copied.ID, copied.Now
+		v.RestoreHistoryID, v.DatabaseID, v.DatabaseCreated, v.ConfirmedAt = after.HistoryID, copied.ID, copied.Created, copied.Now
 		v.CheckDBBaseline = base
 		m.VerifyCopy = v
 		_ = m.SetTiming(catalog.StepRestore, now.Add(-out.Duration), now)

@@ -67,7 +67,8 @@ func CopyIntent(a *Activities, ctx context.Context, sqlDB *mssql.DB, instance, n
 
 // ConfirmCopy records in v what msdb and sys.databases say after the
 // RESTORE DATABASE of v's set into its database: its restore-history row,
-// the id of the database it produced and the instance's clock. It fails
+// the id and create_date of the database it produced and the instance's
+// clock. It fails
 // when the newest full restore into the database is not of v's set.
 func ConfirmCopy(ctx context.Context, sqlDB *mssql.DB, v *catalog.VerifyCopy) error {
 	last, err := lastRestoreProof(ctx, sqlDB, v.VerifyDatabase)
@@ -89,7 +90,7 @@ func ConfirmCopy(ctx context.Context, sqlDB *mssql.DB, v *catalog.VerifyCopy) er
 	if st == nil {
 		return retryable(ErrSQLHostUnreachable, fmt.Errorf("%s is gone from %s after its RESTORE", v.VerifyDatabase, v.VerifyInstance))
 	}
-	v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = last.HistoryID, st.ID, st.Now
+	v.RestoreHistoryID, v.DatabaseID, v.DatabaseCreated, v.ConfirmedAt = last.HistoryID, st.ID, st.Created, st.Now
 	return nil
 }
 

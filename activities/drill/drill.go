@@ -286,9 +286,10 @@ func (a *Activities) clearLeftover(ctx context.Context, sqlDB *mssql.DB, db *con
 // own reports whether name is the copy the drill recorded in v created:
 // it did not exist then (its id was no database's, created no earlier
 // than the instance's clock), this login owns it, and its newest restore,
-// when msdb recorded one since, is of one of the database's fulls (a
-// RESTORE cut short records none, and leaves it RESTORING). The cycle's
-// own-copy guard judges its copies by the same facts.
+// when msdb recorded one since (a higher restore_history_id than its
+// newest then), is of one of the database's fulls (a RESTORE cut short
+// records none, and leaves it RESTORING). The cycle's own-copy guard
+// judges its copies by the same facts.
 func own(ctx context.Context, sqlDB *mssql.DB, name string, v *catalog.VerifyCopy, fulls []string) (bool, string, error) {
 	st, err := activities.DatabaseState(ctx, sqlDB, name)
 	if err != nil || st == nil {
@@ -305,7 +306,7 @@ func own(ctx context.Context, sqlDB *mssql.DB, name string, v *catalog.VerifyCop
 		return false, what + ", owned by another login", nil
 	case slices.Contains(v.OtherDatabaseIDs, st.ID) || st.Created.Before(since):
 		return false, what + ", there before the drill", nil
-	case last != nil && !last.RestoreDate.Before(since):
+	case last != nil && activities.RecordedAfter(v, last):
 		if slices.ContainsFunc(fulls, func(g string) bool { return activities.SameGUID(g, last.BackupSetGUID) }) {
 			return true, "", nil
 		}

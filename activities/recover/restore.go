@@ -318,11 +318,12 @@ func restoreMarkers(name string, cands []candidate) ([]string, error) {
 
 // restoredBy reports whether the database st, whose newest full restore
 // is last, is the one the RESTORE recorded in v produced: msdb recorded a
-// restore of v's set into it no earlier than the instance's clock before
-// that RESTORE, and its id was no other database's then.
+// restore of v's set into it after that RESTORE was about to be sent (a
+// higher restore_history_id than its newest then: the instance's wall
+// clock may have run back since), and its id was no other database's then.
 func restoredBy(v *catalog.VerifyCopy, st *mssql.DatabaseState, last *mssql.RestoreProof) bool {
 	return st != nil && last != nil && activities.SameGUID(last.BackupSetGUID, v.BackupSetGUID) &&
-		!last.RestoreDate.Before(v.InstanceTime.Add(-activities.ClockSlack)) && !slices.Contains(v.OtherDatabaseIDs, st.ID)
+		activities.RecordedAfter(v, last) && !slices.Contains(v.OtherDatabaseIDs, st.ID)
 }
 
 // confirmFull records what msdb and the target say after the full: the

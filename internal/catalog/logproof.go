@@ -124,6 +124,9 @@ func (r *LogProofRecord) Validate() error {
 		if v.VerifyInstance == "" || tsql.CheckIdent(v.VerifyDatabase) != nil || v.BackupSetGUID == "" || v.SentAt.IsZero() {
 			bad("%s: a copy names its instance, database and backup set GUID, and when its RESTORE was sent", what)
 		}
+		if !v.newestRestoreOK() {
+			bad("%s: newest_restore_before is a restore_history_id (0 for none), read with instance_time", what)
+		}
 	}
 	if s := r.Standby; s != nil {
 		if s.Chain < 1 || s.Sequence < 1 {

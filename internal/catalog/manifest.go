@@ -296,6 +296,14 @@ type VerifyCopy struct {
 	// restore-history row a restore_date, no earlier. Zero for a copy
 	// whose RESTORE was found rather than sent (not known then).
 	InstanceTime time.Time `json:"instance_time,omitzero"`
+	// NewestRestoreBefore is the id of msdb's newest restore-history row
+	// (0: none) read with InstanceTime: the row of the RESTORE recorded
+	// here, and of any restore after it, has a higher one (an identity
+	// column). Whether msdb recorded a restore since is judged by it, not
+	// by restore_date, a wall clock that runs back when the instance's time
+	// zone changes or daylight saving time ends. Nil in records written
+	// before.
+	NewestRestoreBefore *int64 `json:"newest_restore_before,omitempty"`
 	// Replaces is the database that held the name then (the product's own
 	// copy, or the guard would have refused): a RESTORE ... REPLACE cut
 	// short may leave it as it was, or created anew.
@@ -311,6 +319,14 @@ type VerifyCopy struct {
 	RestoreHistoryID int64     `json:"restore_history_id,omitempty"`
 	DatabaseID       int64     `json:"database_id,omitempty"`
 	ConfirmedAt      time.Time `json:"confirmed_at,omitzero"`
+	// DatabaseCreated is the create_date of the database the RESTORE
+	// produced, read with DatabaseID: that database is the one with both,
+	// exactly, whatever the instance's clock did since. Comparing its
+	// create_date with the instance's clock before and after the RESTORE
+	// disowned a copy restored across the end of daylight saving time (a
+	// create_date stamped on CEST after a GETDATE() read on CET, or on CET
+	// before one read on CEST). Zero in records written before.
+	DatabaseCreated time.Time `json:"database_create_date,omitzero"`
 	// UTCOffsetMinutes is the instance's offset from UTC read with
 	// InstanceTime, InstanceTimeUTC the instant InstanceTime names: the
 	// records of copies restored before and after the instance's clock
@@ -353,6 +369,13 @@ func (b CheckDBBaseline) CleanSince(lastGood time.Time) bool {
 func (v *VerifyCopy) SetUTCOffset(minutes int) {
 	v.UTCOffsetMinutes = &minutes
 	v.InstanceTimeUTC = Instant(v.InstanceTime, minutes)
+}
+
+// newestRestoreOK reports whether NewestRestoreBefore, when recorded, is
+// a restore_history_id (0 for none) read with InstanceTime.
+func (v *VerifyCopy) newestRestoreOK() bool {
+	n := v.NewestRestoreBefore
+	return n == nil || *n >= 0 && !v.InstanceTime.IsZero()
 }
 
 // DatabaseRef is a database of a verification instance as sys.databases

@@ -477,6 +477,20 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 	if _, err := Encode(m); err != nil || !v.Confirmed() {
 		t.Errorf("confirmed copy: %v", err)
 	}
+	// The confirmation keeps the copy's create_date, read back as
+	// written; without the database id it is refused.
+	v.DatabaseCreated = t0.Add(90 * time.Minute)
+	if out, err = Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = Decode(out); err != nil || !back.VerifyCopy.DatabaseCreated.Equal(v.DatabaseCreated) {
+		t.Errorf("confirmed copy with its create_date read back: %+v %v", back.VerifyCopy, err)
+	}
+	v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = 0, 0, time.Time{}
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "recorded together") {
+		t.Errorf("a create_date without the confirmation: %v", err)
+	}
+	v.RestoreHistoryID, v.DatabaseID, v.ConfirmedAt = 12, 9, t0.Add(2*time.Hour)
 	// The instance 13 hours ahead of UTC: the instant is its wall clock
 	// minus that, read back as written; an instant without its offset, or
 	// one that does not follow from it, is refused.
@@ -497,6 +511,29 @@ func TestVerifyCopyIsAVersion3Fact(t *testing.T) {
 		t.Error("an instant without its offset was written")
 	}
 	v.InstanceTimeUTC = time.Time{}
+	// msdb's newest restore-history row then reads back as written (0:
+	// msdb had none); a negative id, or one without the instance time it
+	// was read with, is refused.
+	for _, n := range []int64{0, 41} {
+		v.NewestRestoreBefore = &n
+		if out, err = Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		if back, err = Decode(out); err != nil || back.VerifyCopy.NewestRestoreBefore == nil || *back.VerifyCopy.NewestRestoreBefore != n {
+			t.Errorf("copy with msdb's newest restore %d read back: %+v %v", n, back.VerifyCopy, err)
+		}
+	}
+	bad := int64(-1)
+	v.NewestRestoreBefore = &bad
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "newest_restore_before") {
+		t.Errorf("a negative restore_history_id: %v", err)
+	}
+	n, at := int64(41), v.InstanceTime
+	v.NewestRestoreBefore, v.InstanceTime = &n, time.Time{}
+	if _, err := Encode(m); err == nil || !strings.Contains(err.Error(), "newest_restore_before") {
+		t.Errorf("msdb's newest restore without the instance time: %v", err)
+	}
+	v.NewestRestoreBefore, v.InstanceTime = nil, at
 	v.SentAt = time.Time{}
 	if _, err := Encode(m); err == nil {
 		t.Error("a copy without sent_at was written")

@@ -92,10 +92,14 @@ func (m *Manifest) Validate() error {
 		if v.VerifyInstance == "" || tsql.CheckIdent(v.VerifyDatabase) != nil || v.BackupSetGUID == "" || v.SentAt.IsZero() {
 			bad("verify_copy needs verify_instance, a valid verify_database, backup_set_guid and sent_at")
 		}
-		if (v.RestoreHistoryID != 0) != (v.DatabaseID != 0) || (v.RestoreHistoryID != 0) == v.ConfirmedAt.IsZero() {
-			bad("verify_copy: restore_history_id, database_id and confirmed_at are recorded together")
+		if (v.RestoreHistoryID != 0) != (v.DatabaseID != 0) || (v.RestoreHistoryID != 0) == v.ConfirmedAt.IsZero() ||
+			!v.DatabaseCreated.IsZero() && v.DatabaseID == 0 {
+			bad("verify_copy: restore_history_id, database_id, database_create_date and confirmed_at are recorded together")
 		}
 		checkInstants("verify_copy", v.UTCOffsetMinutes, bad, reported{"instance_time", v.InstanceTime, v.InstanceTimeUTC})
+		if !v.newestRestoreOK() {
+			bad("verify_copy.newest_restore_before is a restore_history_id (0 for none), read with instance_time")
+		}
 		if b := v.CheckDBBaseline; b != nil && (!v.Confirmed() || b.At.IsZero()) {
 			bad("verify_copy.checkdb_baseline is recorded with a confirmed restore, and has its at")
 		}

@@ -221,6 +221,14 @@ func (db *DB) LastRestoreProof(ctx context.Context, query string, args ...any) (
 	return p, err
 }
 
+// NewestRestore runs tsql.NewestRestore: the id of msdb's newest
+// restore-history row, 0 when it has none.
+func (db *DB) NewestRestore(ctx context.Context, query string) (int64, error) {
+	var id int64
+	err := db.scan(ctx, "read msdb restore history", query, nil, func(r row) { id = r.int("newest") })
+	return id, err
+}
+
 // DatabaseState is a database's row of sys.databases (tsql.DatabaseState,
 // or tsql.CopyState with the columns after Created).
 type DatabaseState struct {

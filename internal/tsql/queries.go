@@ -310,3 +310,18 @@ func CopyState(db string) (string, []any, error) {
 // AllDatabaseIDs is the query for the id of every database with the
 // instance's GETDATE(): rows (database_id int, server_now datetime).
 const AllDatabaseIDs = "SELECT database_id, GETDATE() AS server_now FROM sys.databases"
+
+// NewestRestore is the query for the id of msdb's newest restore-history
+// row: one row (newest int, NULL when msdb has none). restore_history_id is
+// an identity column ("Unique identification number that identifies each
+// restore operation. Identity, primary key.", restorehistory
+// (Transact-SQL),
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/restorehistory-transact-sql),
+// and an identity column generates each new value from the current one and
+// its increment and never reuses one ("IDENTITY (Property)",
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/create-table-transact-sql-identity-property):
+// every restore msdb records later has a higher id, whatever the server's
+// wall clock did meanwhile. restore_date cannot tell that: it is a
+// datetime on the server's local clock of then, never re-expressed when
+// the time zone changes or daylight saving time ends.
+const NewestRestore = "SELECT MAX(restore_history_id) AS newest FROM msdb.dbo.restorehistory"
