@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -130,6 +132,22 @@ func invariants(vs []Violation) []int {
 	return out
 }
 
+// bySet names each violation by its invariant and the set number its
+// detail names ("I7 seq 2"), for sets 1 to last, and logs every one.
+func bySet(t *testing.T, vs []Violation, last int64) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, v := range vs {
+		t.Logf("I%d: %s", v.Invariant, v.Detail)
+		for seq := int64(1); seq <= last; seq++ {
+			if strings.Contains(v.Detail, fmt.Sprintf("seq %d ", seq)) {
+				got[fmt.Sprintf("I%d seq %d", v.Invariant, seq)] = true
+			}
+		}
+	}
+	return got
+}
+
 // TestCheckerFindsViolations breaks each file invariant on purpose and
 // expects the checker to report exactly those, once, without the password.
 func TestCheckerFindsViolations(t *testing.T) {
@@ -202,6 +220,82 @@ func TestCheckerFindsViolations(t *testing.T) {
 	}
 }
 
+// copyDB is the verification copy of the checker's tests.
+const copyDB = "DBA_verify"
+
+// setGUID is the backup set GUID of set seq in the checker's tests.
+func setGUID(seq int64) string { return fmt.Sprintf("%08d-0000-0000-0000-000000000000", seq) }
+
+// copyTimeline is what a test says verify01 ran on copyDB and recorded, at
+// seconds from t0: its statement log, its restore history (restore_date in
+// zone, as the instance stamps it) and the start of each run.
+type copyTimeline struct {
+	t       *testing.T
+	f       *Fleet
+	t0      time.Time
+	zone    *time.Location
+	stmts   []sqlsim.StatementRecord
+	history []sqlsim.RestoreRecord
+	runs    map[string]time.Time
+}
+
+func newCopyTimeline(t *testing.T, f *Fleet, t0 time.Time, zone *time.Location) *copyTimeline {
+	return &copyTimeline{t: t, f: f, t0: t0, zone: zone, runs: map[string]time.Time{}}
+}
+
+func (l *copyTimeline) at(s float64) time.Time {
+	return l.t0.Add(time.Duration(s * float64(time.Second)))
+}
+
+// restore logs a RESTORE into the copy in [start, end] that ended with
+// outcome and the errors errs.
+func (l *copyTimeline) restore(start, end float64, outcome string, errs ...int32) {
+	st := sqlsim.StatementRecord{Kind: "RESTORE DATABASE", Database: copyDB, Start: l.at(start), End: l.at(end), Outcome: outcome,
+		SQL: `RESTORE DATABASE [DBA_verify] FROM DISK = N'\\bak02\backup\x' WITH CHECKSUM, REPLACE`}
+	if len(errs) > 0 {
+		var e tds.Errors
+		for _, n := range errs {
+			e = append(e, &tds.Error{Number: n, Class: 16})
+		}
+		st.Error = e
+	}
+	l.stmts = append(l.stmts, st)
+}
+
+// verified: set seq restored in [rs, re] (restore_date just after rs), its
+// CHECKDB in [cs, ce] with outcome, marked verified at v by a run that
+// started at begun; its manifest on both servers.
+func (l *copyTimeline) verified(seq int64, begun, rs, re, cs, ce, v float64, outcome string) {
+	id := int64(len(l.history) + 1)
+	l.history = append(l.history, sqlsim.RestoreRecord{ID: id, Database: copyDB, Date: l.at(rs + 0.02).In(l.zone), BackupSetGUID: setGUID(seq)})
+	l.restore(rs, re, "ok")
+	l.stmts = append(l.stmts, sqlsim.StatementRecord{Kind: "DBCC CHECKDB", Database: copyDB, Start: l.at(cs), End: l.at(ce), Outcome: outcome,
+		SQL: "DBCC CHECKDB([DBA_verify]) WITH NO_INFOMSGS /* " + tsql.BackupSetName(seq) + " */"})
+	run := fmt.Sprintf("run-%d", seq)
+	l.runs[run] = l.at(begun)
+	for _, s := range Servers {
+		writeSet(l.t, l.f, s, seq, setGUID(seq), catalog.StateVerified, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+			m.VerifyDB, m.WorkflowID, m.RunID = copyDB, "backup-sql01-DBA", run
+			m.Proof = &catalog.Proof{VerifyInstance: Verify01, VerifyDatabase: copyDB, RestoreHistoryID: id, BackupSetGUID: setGUID(seq),
+				CheckedAt: l.at(ce)}
+			m.History = append(m.History, catalog.Transition{State: catalog.StateVerified, At: l.at(v)})
+		})
+	}
+}
+
+// feed makes c read the timeline, and others as every other instance's
+// statement log.
+func (l *copyTimeline) feed(c *Checker, others ...sqlsim.StatementRecord) {
+	c.stmts = func(instance string) []sqlsim.StatementRecord {
+		if instance == Verify01 {
+			return l.stmts
+		}
+		return others
+	}
+	c.restores = func() []sqlsim.RestoreRecord { return l.history }
+	c.runStart = func(_ context.Context, _, runID string) (time.Time, error) { return l.runs[runID], nil }
+}
+
 // TestCheckerI7I8: I7 finds a verified set whose clean CHECKDB ended only
 // after it was marked verified, and one whose proof names a restore an
 // earlier run sent; I8 finds sets failed for what is not their content:
@@ -215,38 +309,13 @@ func TestCheckerI7I8(t *testing.T) {
 	c := NewChecker(f)
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	guid := func(seq int64) string { return fmt.Sprintf("%08d-0000-0000-0000-000000000000", seq) }
-	const copyDB = "DBA_verify"
-	var stmts []sqlsim.StatementRecord
-	var history []sqlsim.RestoreRecord
-	runs := map[string]time.Time{}
-	// verified: set seq restored in [rs, re] (restore_date rs+0.5), its
-	// CHECKDB in [cs, ce] with outcome, marked verified at v by a run that
-	// started at begun.
-	verified := func(seq int64, begun, rs, re, cs, ce, v float64, outcome string) {
-		id := int64(len(history) + 1)
-		history = append(history, sqlsim.RestoreRecord{ID: id, Database: copyDB, Date: at(rs + 0.5), BackupSetGUID: guid(seq)})
-		stmts = append(stmts,
-			sqlsim.StatementRecord{Kind: "RESTORE DATABASE", Database: copyDB, Start: at(rs), End: at(re), Outcome: "ok"},
-			sqlsim.StatementRecord{Kind: "DBCC CHECKDB", Database: copyDB, Start: at(cs), End: at(ce), Outcome: outcome,
-				SQL: "DBCC CHECKDB([DBA_verify]) WITH NO_INFOMSGS /* " + tsql.BackupSetName(seq) + " */"})
-		run := fmt.Sprintf("run-%d", seq)
-		runs[run] = at(begun)
-		for _, s := range Servers {
-			writeSet(t, f, s, seq, guid(seq), catalog.StateVerified, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
-				m.VerifyDB, m.WorkflowID, m.RunID = copyDB, "backup-sql01-DBA", run
-				m.Proof = &catalog.Proof{VerifyInstance: Verify01, VerifyDatabase: copyDB, RestoreHistoryID: id, BackupSetGUID: guid(seq),
-					CheckedAt: at(ce)}
-				m.History = append(m.History, catalog.Transition{State: catalog.StateVerified, At: at(v)})
-			})
-		}
-	}
-	verified(1, 0, 1, 2, 3, 4, 5, "ok")       // clean
-	verified(2, 9, 10, 12, 13, 16, 15, "ok")  // marked verified before its CHECKDB ended
-	verified(3, 25, 20, 22, 23, 24, 26, "ok") // the restore is an earlier run's
+	l := newCopyTimeline(t, f, t0, time.UTC)
+	at := l.at
+	l.verified(1, 0, 1, 2, 3, 4, 5, "ok")       // clean
+	l.verified(2, 9, 10, 12, 13, 16, 15, "ok")  // marked verified before its CHECKDB ended
+	l.verified(3, 25, 20, 22, 23, 24, 26, "ok") // the restore is an earlier run's
 	failed := func(seq int64, step catalog.Step, ev catalog.Evidence, reason string, when float64) {
-		writeSet(t, f, Bak01, seq, guid(seq), catalog.StateFailed, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
+		writeSet(t, f, Bak01, seq, setGUID(seq), catalog.StateFailed, fmt.Sprintf("set %d ", seq), func(m *catalog.Manifest) {
 			m.Header.SoftwareVersion = "16.0.4135"
 			m.Failure = &catalog.Failure{Step: step, Evidence: ev, Reason: reason, At: at(when)}
 		})
@@ -263,29 +332,14 @@ func TestCheckerI7I8(t *testing.T) {
 	c.Damaged(catalog.New(Sql01, SharedDB, 8, t0).StripeFileName(1, 2))
 	stmts7 := sqlsim.StatementRecord{Kind: "BACKUP DATABASE", Outcome: "error 3013",
 		SQL: `BACKUP DATABASE [DBA] TO DISK = N'\\bak01\backup\` + catalog.New(Sql01, SharedDB, 7, t0).StripeFileName(1, 2) + `'`}
-	c.stmts = func(instance string) []sqlsim.StatementRecord {
-		if instance == Verify01 {
-			return stmts
-		}
-		return []sqlsim.StatementRecord{stmts7}
-	}
-	c.restores = func() []sqlsim.RestoreRecord { return history }
-	c.runStart = func(_ context.Context, _, runID string) (time.Time, error) { return runs[runID], nil }
+	l.feed(c, stmts7)
 	older := baseEstate
 	older.Build[estateIndex(Verify01)] = "15.0.4385.2"
 	c.EstateFrom(at(-3600), baseEstate)
 	c.EstateFrom(at(35), older)
 
 	vs, _ := c.Check(ctx, nil)
-	got := map[string]bool{}
-	for _, v := range vs {
-		t.Logf("I%d: %s", v.Invariant, v.Detail)
-		for seq := int64(1); seq <= 9; seq++ {
-			if strings.Contains(v.Detail, fmt.Sprintf("seq %d ", seq)) {
-				got[fmt.Sprintf("I%d seq %d", v.Invariant, seq)] = true
-			}
-		}
-	}
+	got := bySet(t, vs, 9)
 	want := []string{"I7 seq 2", "I7 seq 3", "I8 seq 4", "I8 seq 5", "I8 seq 6"}
 	for _, w := range want {
 		if !got[w] {
@@ -293,6 +347,39 @@ func TestCheckerI7I8(t *testing.T) {
 		}
 	}
 	if len(got) != len(want) {
+		t.Errorf("violations %v, want exactly %v", got, want)
+	}
+}
+
+// TestCheckerRefusedRestore: a RESTORE into the copy that SQL Server
+// refused with 3101 (another session held the database) replaced nothing,
+// so it neither spoils the CHECKDB that follows the restore it ran beside
+// (I2: a worker that froze before its RESTORE and sent it once it thawed,
+// while the retry's RESTORE ran) nor one it was refused by (I2, I7). A
+// RESTORE that failed after it began writing over the copy still does. The
+// restore history is stamped on the verification instance's clock, in its
+// zone, as the emulator keeps it.
+func TestCheckerRefusedRestore(t *testing.T) {
+	f := testFleet(t)
+	c := NewChecker(f)
+	ctx := context.Background()
+	zone, err := location("Pacific/Auckland")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newCopyTimeline(t, f, time.Date(2026, 12, 2, 3, 50, 0, 0, time.UTC), zone)
+	l.verified(1, 0, 1.4, 6.4, 6.5, 9.8, 10.1, "ok")
+	l.restore(2.2, 2.21, "error 3013", 3101, 3013) // the thawed attempt's, while the retry's RESTORE ran
+	l.verified(2, 0, 11, 12, 13, 16, 17, "ok")
+	l.restore(14, 14.01, "error 3013", 3101, 3013) // refused by the CHECKDB
+	l.verified(3, 0, 21, 22, 23, 24, 25, "ok")
+	l.restore(22.5, 22.8, "error 3013", 3183, 3013) // began writing over the copy, then failed
+	l.feed(c)
+
+	vs, _ := c.Check(ctx, nil)
+	got := bySet(t, vs, 3)
+	want := map[string]bool{"I2 seq 3": true, "I7 seq 3": true}
+	if !maps.Equal(got, want) {
 		t.Errorf("violations %v, want exactly %v", got, want)
 	}
 }

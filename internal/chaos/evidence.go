@@ -94,9 +94,10 @@ func (c *Checker) started(ctx context.Context, workflowID, runID string) (time.T
 // set's name) of the same database started after the RESTORE ended and
 // ended "ok" (DBCC CHECKDB finished and found nothing: not cut, killed,
 // dropped or failed) before the manifest's transition to verified, with no
-// other RESTORE into that database in between. A CHECKDB of an earlier
-// restore, of another set, one that ended with errors or never ended, or
-// the source's LastGoodCheckDbTime carried into the copy, is no proof.
+// other RESTORE into that database in between (one SQL Server refused
+// replaced nothing: overwrote). A CHECKDB of an earlier restore, of another
+// set, one that ended with errors or never ended, or the source's
+// LastGoodCheckDbTime carried into the copy, is no proof.
 func (c *Checker) checkI7(ctx context.Context, files []manifestFile, add addFunc) Notes {
 	todo, history, stmts, notes := c.unproven(files, c.checkedI7, "I7")
 	for _, mf := range todo {
@@ -150,7 +151,7 @@ func (c *Checker) checkI7(ctx context.Context, files []manifestFile, add addFunc
 			}
 			over := false
 			for _, o := range stmts {
-				if o.Kind == "RESTORE DATABASE" && strings.EqualFold(o.Database, rec.Dest) && o.Start.After(restore.End) && o.Start.Before(st.End) {
+				if overwrote(o, rec.Dest) && o.Start.After(restore.End) && o.Start.Before(st.End) {
 					over = true
 				}
 			}

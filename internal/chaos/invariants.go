@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // Violation is one broken invariant.
@@ -423,7 +425,8 @@ func (c *Checker) unproven(files []manifestFile, done map[setID]bool, inv string
 
 // I2: every verified manifest's set was restored from its own backup (its
 // GUID in the verification instance's restore history) and a clean CHECKDB
-// ran on that restored copy before anything replaced it.
+// ran on that restored copy before anything replaced it (a RESTORE SQL
+// Server refused replaced nothing: overwrote).
 func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc) Notes {
 	todo, history, stmts, notes := c.unproven(files, c.proven, "I2")
 	if len(todo) == 0 {
@@ -471,11 +474,8 @@ func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc
 				// Nothing restored over the copy while CHECKDB read it.
 				clean := true
 				for _, o := range stmts {
-					if o.Kind == "RESTORE DATABASE" && strings.EqualFold(o.Database, r.Dest) {
-						ostart := o.Start
-						if ostart.After(restoredAt.Add(slack)) && ostart.Before(end) {
-							clean = false
-						}
+					if overwrote(o, r.Dest) && o.Start.After(restoredAt.Add(slack)) && o.Start.Before(end) {
+						clean = false
 					}
 				}
 				if clean {
@@ -517,6 +517,23 @@ func (c *Checker) checkI2(ctx context.Context, files []manifestFile, add addFunc
 		c.proven[id] = true
 	}
 	return nil
+}
+
+// overwrote reports whether st is a RESTORE DATABASE into dest that may
+// have written over it: any but one SQL Server refused before it touched
+// the database, with 3101 "Exclusive access could not be obtained because
+// the database is in use" (Database Engine events and errors 3000 to 3999,
+// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-3000-to-3999):
+// another session (a RESTORE, a CHECKDB) held it, and it stayed as it was.
+// A RESTORE that failed later (a damaged page, a crash, KILL) had begun
+// replacing it.
+func overwrote(st sqlsim.StatementRecord, dest string) bool {
+	if st.Kind != "RESTORE DATABASE" || !strings.EqualFold(st.Database, dest) {
+		return false
+	}
+	var errs tds.Errors
+	refused := errors.As(st.Error, &errs) && slices.ContainsFunc(errs, func(e *tds.Error) bool { return e.Number == 3101 })
+	return !refused
 }
 
 // intactOn reports whether server holds set id intact: a manifest of the

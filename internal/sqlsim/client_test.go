@@ -10,6 +10,8 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 )
 
 // grabDialer keeps the client's TCP connections so a test can close them
@@ -299,8 +301,16 @@ func TestSecondRestoreOfSameDatabase(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the first RESTORE: %v", err)
 	}
-	if got := statementsOf(e.in, "RESTORE DATABASE"); len(got) != 2 || got[0].Outcome != "ok" || got[1].Outcome != "error 3013" {
+	got := statementsOf(e.in, "RESTORE DATABASE")
+	if len(got) != 2 || got[0].Outcome != "ok" || got[1].Outcome != "error 3013" {
 		t.Fatalf("RESTORE statements %+v; want the first ok, the second refused", got)
+	}
+	// The log keeps the refusal's errors: 3101 says the RESTORE never
+	// touched the database (the fault simulation's checker tells a refused
+	// RESTORE from one that began replacing a copy by it).
+	var errs tds.Errors
+	if !errors.As(got[1].Error, &errs) || len(errs) != 2 || errs[0].Number != 3101 || errs[1].Number != 3013 {
+		t.Fatalf("the refused RESTORE's errors %v, want 3101 and 3013", got[1].Error)
 	}
 	e.in.SetThrottle(0)
 	mustRun(t, e.db, restore) // once it has ended, the database is free again
