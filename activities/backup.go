@@ -188,7 +188,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	if !attached {
 		log.Info("backup starting", zap.Int("stripes", len(layout)))
-		s, err := ls.start()
+		s, err := ls.start(ctx)
 		if err != nil {
 			return BackupOutput{}, err
 		}

@@ -219,7 +219,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	stop := rep.every(d.poll(), nil, nil)
 	defer stop()
 	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
-	s, err := ls.start()
+	s, err := ls.start(ctx)
 	if err != nil {
 		return res, err
 	}

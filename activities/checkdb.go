@@ -150,7 +150,7 @@ func (a *Activities) checkDB(ctx context.Context, ls *longStatement, verifyDB st
 			return blindError(ls, nil)
 		}
 	}
-	s, err := ls.start()
+	s, err := ls.start(ctx)
 	if err != nil {
 		return err
 	}

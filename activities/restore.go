@@ -268,7 +268,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		intoMu.Unlock()
 		beat()
 		log.Info("restore starting", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
-		s, err := ls.start()
+		s, err := ls.start(ctx)
 		if err != nil {
 			undoSingleUser(ctx, sqlDB, single, old, inst.Name, verifyDB, log)
 			return StepOutput{}, err

@@ -172,7 +172,7 @@ func AwaitEarlier(a *Activities, ctx context.Context, s Statement) (waited bool,
 // left), the end of the attempt leaves it running (StatementLeftRunning).
 func RunStatement(a *Activities, ctx context.Context, s Statement) (mssql.Result, error) {
 	ls := s.long()
-	st, err := ls.start()
+	st, err := ls.start(ctx)
 	if err != nil {
 		return mssql.Result{}, err
 	}

@@ -76,8 +76,15 @@ func (ls *longStatement) findOnInstance(ctx context.Context) (running, error) {
 }
 
 // start sends the statement (or attaches to the same one still running in
-// this process).
-func (ls *longStatement) start() (*mssql.Statement, error) {
+// this process). An attempt whose context has ended sends nothing: its
+// heartbeat learned that it timed out (a worker frozen past its heartbeat
+// timeout and thawed), or the workflow cancelled it, and its retry may be
+// running the same step: a stale RESTORE ... REPLACE would replace the copy
+// the retry restored and is about to check.
+func (ls *longStatement) start(ctx context.Context) (*mssql.Statement, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s not sent: the attempt ended before it (%w)", ls.op, err)
+	}
 	s, started, err := ls.db.Start(ls.marker.Key(), ls.op, ls.text, nil)
 	if err != nil {
 		return nil, sqlError(err)

@@ -1,77 +1,35 @@
 package activities
 
 import (
-	"strings"
+	"context"
+	"errors"
 	"testing"
 
-	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
-// A retried BACKUP whose login cannot see other sessions (no VIEW SERVER
-// STATE) cannot find the earlier attempt's statement. RESTORE HEADERONLY of
-// the stripes shows the files still held (3201, OS error 32): no second
-// BACKUP is sent, and the step says so (BackupDeviceInUse naming VIEW
-// SERVER STATE) instead of failing the set; the first BACKUP completes
-// untouched, and the next retry finds it complete.
-func TestSQLBackupRetryBlindLogin(t *testing.T) {
+// An attempt whose context has ended never sends its statement: its
+// heartbeat learned that the attempt timed out (a frozen worker thawed
+// after its retry had started), and the retry's RESTORE or CHECKDB may be
+// running; a stale RESTORE ... REPLACE sent now would replace the copy the
+// retry is about to check, failing a sound set on RestoreMismatch.
+func TestStatementOfAnEndedAttemptIsNotSent(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
-	f.blindBackupLogin()
-	var seq int64
-	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
-	done := f.firstAttemptBackup(seq)
-	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 10})
-	err := f.run(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, nil)
-	ae := appErrorOf(t, err)
-	if ae.Type() != ErrBackupDeviceInUse || !strings.Contains(err.Error(), "VIEW SERVER STATE") || !strings.Contains(err.Error(), "3201") {
-		t.Fatalf("retry by a login blind to other sessions: %v (type %s); want BackupDeviceInUse naming VIEW SERVER STATE", err, ae.Type())
+	sqlDB := f.verifySQL()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	text := `RESTORE DATABASE [Sales_verify] FROM DISK = N'\\bak01-nic1\backup\none.bak' WITH REPLACE`
+	ls := &longStatement{db: sqlDB, op: "RESTORE DATABASE", command: tsql.CommandRestoreDatabase, text: text,
+		marker: mssql.Marker{Prefix: "RESTORE DATABASE [Sales_verify]"}, log: zap.NewNop()}
+	if _, err := ls.start(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("start of an ended attempt: %v, want context.Canceled", err)
 	}
-	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
-		t.Fatalf("%d BACKUP statements; want only the first attempt's (no second BACKUP over its files)", n)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("the first attempt's BACKUP failed: %v", err)
-	}
-	var out BackupOutput
-	f.must(f.acts.Backup, BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}, &out)
-	if got := statements(f.src, "BACKUP DATABASE"); len(got) != 1 || got[0].Outcome != "ok" || !out.Reattached {
-		t.Errorf("BACKUP statements %+v, output %+v; want the first attempt's alone, found complete", got, out)
-	}
-}
-
-// A cancel that came while no attempt ran: StopStatements KILLs the set's
-// BACKUP an earlier attempt left running on the source (found by its text),
-// and reports one it cannot stop when the login may not KILL.
-func TestSQLStopStatementsOfACancelledSet(t *testing.T) {
-	f := newSQLFixture(t, "Sales", "")
-	var seq int64
-	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
-	done := f.firstAttemptBackup(seq)
-	var out StopOutput
-	f.must(f.acts.StopStatements, StopInput{Database: "Sales", Sequence: seq, Server: "bak01", Remote: "bak02"}, &out)
-	if len(out.Stopped) != 1 || len(out.Left) != 0 {
-		t.Errorf("stopped %v, left %v; want the BACKUP stopped", out.Stopped, out.Left)
-	}
-	if err := <-done; err == nil {
-		t.Error("the left-running BACKUP completed; want it killed")
-	}
-	if got := statements(f.src, "BACKUP DATABASE"); len(got) != 1 || got[0].Outcome != "killed" {
-		t.Errorf("BACKUP statements %+v, want one, killed", got)
-	}
-
-	// A login without ALTER ANY CONNECTION: the statement runs on, and the
-	// output says so.
-	f.loginAs("sql01", f.src, sqlsim.Login{Name: "backup_op", Password: sqlPassword, Server: []string{"VIEW SERVER STATE"},
-		Databases: map[string][]string{"Sales": {"db_backupoperator"}}})
-	seq++
-	done = f.firstAttemptBackup(seq)
-	out = StopOutput{}
-	f.must(f.acts.StopStatements, StopInput{Database: "Sales", Sequence: seq, Server: "bak01"}, &out)
-	if len(out.Stopped) != 0 || len(out.Left) != 1 || !strings.Contains(out.Left[0], "GRANT ALTER ANY CONNECTION TO [backup_op];") {
-		t.Errorf("without ALTER ANY CONNECTION: stopped %v, left %v; want the BACKUP reported left running with the GRANT that fixes it",
-			out.Stopped, out.Left)
-	}
-	f.src.SetThrottle(0)
-	if err := <-done; err != nil {
-		t.Errorf("the BACKUP the login could not stop: %v, want it to run to its end", err)
+	for _, s := range f.verify.Statements() {
+		if s.Kind == "RESTORE DATABASE" {
+			t.Fatalf("an ended attempt sent %q (outcome %s)", s.SQL, s.Outcome)
+		}
 	}
 }
