@@ -75,6 +75,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
+	if m.IsDifferential() {
+		return a.restoreDifferential(ctx, in, db, srv, inst, verifyDB, m, want)
+	}
 	layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), in.Sequence, len(m.Stripes))
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)

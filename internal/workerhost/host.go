@@ -83,6 +83,17 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 		if len(deleted) > 0 {
 			log.Info("drill schedules deleted: their databases have no drill: any more", zap.Strings("schedule_ids", deleted))
 		}
+		// And every database with diff_backup its differential schedule.
+		kept, deleted, err = c.EnsureDiffSchedules(ctx, cfg)
+		if err != nil {
+			log.Warn("differential schedules not all kept: the next start of the worker tries again", zap.Error(err))
+		}
+		for _, s := range kept {
+			log.Info("differential schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
+		}
+		if len(deleted) > 0 {
+			log.Info("differential schedules deleted: their databases have no diff_backup any more", zap.Strings("schedule_ids", deleted))
+		}
 	}
 	stopped := false
 	stop := func() {
