@@ -731,3 +731,59 @@ func TestSQLBackupLogGapAfterARestartedLogChain(t *testing.T) {
 		})
 	}
 }
+
+// diff takes a differential of Sales on the newest verified full with the
+// cycle's own activities; verified advances it as the cycle's later steps
+// would.
+func (f *logFixture) diff(verified bool) *catalog.Manifest {
+	f.t.Helper()
+	var p activities.Plan
+	f.must(f.base.PlanCycle, activities.PlanInput{Database: "Sales", Differential: true}, &p)
+	if p.NoDifferentialBase != "" {
+		f.t.Fatal(p.NoDifferentialBase)
+	}
+	var seq int64
+	f.must(f.base.AllocateSequence, activities.SequenceInput{Database: "Sales"}, &seq)
+	var b activities.BackupOutput
+	f.must(f.base.Backup, activities.BackupInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes, Mode: p.RunMode()}, &b)
+	f.must(f.base.WriteManifest, activities.ManifestInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
+	st := f.storage(p.Rotation[0])
+	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), catalog.Of(f.site.Instance, "Sales"), seq)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if verified {
+		for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
+			if err := m.Advance(s, time.Now()); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+		if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), m); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// A verified differential is no full of the log chain: the chain starts
+// on and continues from fulls only (a restore may still take full +
+// differential + the logs after it, which the chain's logs reach).
+func TestSQLBackupLogDifferentialIsNotAFullOfTheChain(t *testing.T) {
+	f := newLogFixture(t, "    diff_backup: {every: 6h}\n")
+	base := f.full(true)
+	// As its copy would have: the differential goes beside a base its
+	// copy target holds too.
+	base.AddServer("bak02")
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: f.storage("bak01")}, f.keys(), base); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(2)
+	f.mustBackupLog()
+	f.commit(2)
+	d := f.diff(true)
+	f.commit(2)
+	f.mustBackupLog()
+	if r := f.newest(); len(r.Fulls) != 1 || r.Fulls[0].Sequence != base.Sequence {
+		t.Fatalf("the chain's fulls %+v, want only set %d (not the differential %d)", r.Fulls, base.Sequence, d.Sequence)
+	}
+}
