@@ -111,3 +111,31 @@ func TestDiffSchedulesKeptAndRemoved(t *testing.T) {
 		t.Errorf("after removal: %v", err)
 	}
 }
+
+// `starter run --differential` starts the database's cycle asking for a
+// differential; with --resume it is a usage error (a resumed set is
+// finished as it was taken).
+func TestRunDifferential(t *testing.T) {
+	if code, _, errs := on(t, "tq-run-diff", "run", "--database", "Diffy", "--instance", "sql01", "--differential"); code != exitOK {
+		t.Fatalf("run --differential: %d %s", code, errs)
+	}
+	id := client.CycleWorkflowID("sql01", "Diffy")
+	defer terminate(t, id)
+	it := sdk(t).GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	ev, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in workflows.CycleInput
+	p := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+	if len(p) != 1 {
+		t.Fatalf("start event %v", ev)
+	}
+	if err := converter.GetDefaultDataConverter().FromPayload(p[0], &in); err != nil || !in.Differential || in.Database != "Diffy" {
+		t.Fatalf("started with %+v (%v), want a differential of Diffy", in, err)
+	}
+	code, _, errs := on(t, "tq-run-diff", "run", "--database", "Diffy", "--instance", "sql01", "--differential", "--resume", "3")
+	if code != exitUsage || !strings.Contains(errs, "without --differential") {
+		t.Errorf("--differential --resume: %d %q", code, errs)
+	}
+}
