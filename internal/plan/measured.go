@@ -63,7 +63,7 @@ type StepRate struct {
 
 // Measured reports whether r is a measurement (not an assumption).
 func (r StepRate) Measured() bool {
-	return r.MBps > 0 && !math.IsInf(r.MBps, 0) && (r.Source == SourceCycle || r.Source == SourceCalibration)
+	return r.MBps > 0 && !math.IsInf(r.MBps, 0) && (r.Source == SourceCycle || r.Source == SourceCalibration || r.Source == SourceDrill)
 }
 
 // Throughput is what was measured of one database's steps; a step not

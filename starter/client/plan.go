@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/backupcycle/backupcycle/activities"
@@ -102,6 +103,9 @@ type CyclePlan struct {
 	// measured (plan.SourceCycle, plan.SourceCalibration) or assumed (the
 	// Assumptions); zero without SizeBytes.
 	Rates plan.Throughput
+	// DiffEvery is diff_backup.every (0: no differentials): `starter plan`
+	// then compares the restores with and without one (CompareRecovery).
+	DiffEvery time.Duration
 	// Names are the names a cycle derives, each at its widest (sequence
 	// tsql.MaxSequence, the widest stripe), with its limit; Over says
 	// whether it exceeds it. PlanCycle fails when any does: the cycle
@@ -139,7 +143,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		return CyclePlan{}, err
 	}
 	p := CyclePlan{Database: db.ID(), Rotation: db.BackupServers, LastServer: req.LastServer, Compression: db.Compression,
-		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions}
+		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions, DiffEvery: db.DiffBackup.Every}
 	// A database of an availability group backs up on one of its
 	// replicas; the plan shows the first (they share the site).
 	source := cfg.Sources(db.Instance)[0]
