@@ -106,7 +106,18 @@ func sameGUID(a, b string) bool {
 
 // lastRestoreProof reads the newest full restore into verifyDB (nil: none).
 func lastRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.RestoreProof, error) {
-	q, args, err := tsql.RestoreProof(verifyDB)
+	return restoreProofBy(ctx, sqlDB, verifyDB, tsql.RestoreProof)
+}
+
+// lastDiffRestoreProof reads the newest differential restored into
+// verifyDB (nil: none).
+func lastDiffRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.RestoreProof, error) {
+	return restoreProofBy(ctx, sqlDB, verifyDB, tsql.DifferentialRestoreProof)
+}
+
+// restoreProofBy reads the first row of a restore proof query (nil: none).
+func restoreProofBy(ctx context.Context, sqlDB *mssql.DB, verifyDB string, query func(string) (string, []any, error)) (*mssql.RestoreProof, error) {
+	q, args, err := query(verifyDB)
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, err)
 	}

@@ -144,14 +144,7 @@ func (a *Activities) restoreDifferential(ctx context.Context, in VerifyInput, db
 	case lastDiff == nil || lastDiff.HistoryID < lastFull.HistoryID || !sameGUID(lastDiff.BackupSetGUID, want):
 		return StepOutput{}, restoreMismatch(verifyDB, inst.Name, in.Sequence, db, want, guidOf(lastDiff), "its newest differential restore after the base's is not this set's")
 	}
-	if err := multiUser(ctx, sqlDB, st, inst.Name, verifyDB, log); err != nil {
-		log.Warn("verification copy left as restored", zap.String("verify_db", verifyDB), zap.String("user_access", st.UserAccess), zap.Error(err))
-	}
-	cb, err := checkDBBaseline(ctx, diffLS, verifyDB)
-	if err != nil {
-		log.Warn("CHECKDB baseline not read: a CHECKDB of the copy that ends unseen runs again", zap.String("verify_db", verifyDB), zap.Error(err))
-		cb = nil
-	}
+	cb := settleCopy(ctx, sqlDB, diffLS, st, inst.Name, verifyDB, log)
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()
 	now := a.Cycle.now()
@@ -211,35 +204,9 @@ func (a *Activities) diffBaseOn(ctx context.Context, srv *config.BackupServer, d
 func (a *Activities) restoreBase(ctx context.Context, sqlDB *mssql.DB, ls *longStatement, db *config.Database, srv *config.BackupServer,
 	instance, verifyDB string, seq int64, m, base *catalog.Manifest, layout []tsql.Stripe, rep *reporter, log *zap.Logger) (*catalog.VerifyCopy, error) {
 	disks := tsql.Paths(layout)
-	facts, factsRead := hostFacts(ctx, sqlDB, instance, log)
-	if factsRead {
-		if err := checkHostPaths(instance, facts, srv); err != nil {
-			return nil, err
-		}
-	}
-	fq, err := tsql.RestoreFileListOnly(disks)
+	moves, err := a.hostedMoves(ctx, sqlDB, db, srv, instance, verifyDB, layout, base, log)
 	if err != nil {
-		return nil, nonRetryable(ErrInvalidConfig, err)
-	}
-	files, err := sqlDB.FileListOnly(ctx, fq)
-	if err != nil {
-		if apart := a.locationApart(ctx, srv, instance, layout, err); apart != nil {
-			return nil, apart
-		}
-		return nil, a.baseFailed(ctx, sqlDB, db, instance, m, base, err)
-	}
-	if factsRead {
-		if err := a.checkVerifyHost(ctx, sqlDB, facts, db, srv, instance, verifyDB, disks, files, log); err != nil {
-			return nil, err
-		}
-	}
-	rows := make([]tsql.FileListRow, len(files))
-	for i, f := range files {
-		rows[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
-	}
-	moves, err := tsql.Moves(verifyDB, rows, srv.RestoreDataDir, srv.RestoreLogDir)
-	if err != nil {
-		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
+		return nil, baseUnusable(db, m, base, err)
 	}
 	stmt, err := tsql.RestoreDatabase(tsql.RestoreOptions{Database: verifyDB, Disks: disks, Moves: moves,
 		Checksum: true, Replace: true, NoRecovery: true, NewBroker: true})
@@ -275,7 +242,7 @@ func (a *Activities) restoreBase(ctx context.Context, sqlDB *mssql.DB, ls *longS
 		if apart := a.locationApart(ctx, srv, instance, layout, err); apart != nil {
 			return nil, apart
 		}
-		return nil, a.baseFailed(ctx, sqlDB, db, instance, m, base, err)
+		return nil, baseUnusable(db, m, base, a.restoreFailed(ctx, sqlDB, db, instance, base, err))
 	}
 	st, lastFull, _, err := copyRestores(ctx, sqlDB, verifyDB)
 	if err != nil {
@@ -342,17 +309,16 @@ func (a *Activities) restoreDiffOnBase(ctx context.Context, ls *longStatement, d
 	return nil
 }
 
-// baseFailed classifies a RESTORE of a differential's base that did not
-// complete: media damage is the base's, never evidence against the
-// differential (DifferentialBaseUnusable); the rest as any RESTORE's.
-func (a *Activities) baseFailed(ctx context.Context, sqlDB *mssql.DB, db *config.Database, instance string, m, base *catalog.Manifest, err error) error {
-	err = a.restoreFailed(ctx, sqlDB, db, instance, base, err)
-	if errorTypeOf(err) == ErrCorruptBackup {
-		return nonRetryable(ErrDifferentialBaseUnusable, fmt.Errorf(
-			"differential set %d of %s: its base, set %d, does not restore from its copy on this server (%w): the differential stays %s; "+
-				"the base's other copies are intact or not, the next full cycle takes a new base", m.Sequence, db.ID(), base.Sequence, err, m.State))
+// baseUnusable is err of a differential's base, as classified for the
+// base: media damage is the base's, never evidence against the
+// differential (DifferentialBaseUnusable); anything else passes.
+func baseUnusable(db *config.Database, m, base *catalog.Manifest, err error) error {
+	if errorTypeOf(err) != ErrCorruptBackup {
+		return err
 	}
-	return err
+	return nonRetryable(ErrDifferentialBaseUnusable, fmt.Errorf(
+		"differential set %d of %s: its base, set %d, does not restore from its copy on this server (%w): the differential stays %s; "+
+			"the next full cycle takes a new base", m.Sequence, db.ID(), base.Sequence, err, m.State))
 }
 
 // copyRestores reads the copy's row of sys.databases (nil: none), its
@@ -371,20 +337,6 @@ func copyRestores(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql
 		return nil, nil, nil, err
 	}
 	return st, full, diff, nil
-}
-
-// lastDiffRestoreProof reads the newest differential restored into
-// verifyDB (nil: none).
-func lastDiffRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.RestoreProof, error) {
-	q, args, err := tsql.DifferentialRestoreProof(verifyDB)
-	if err != nil {
-		return nil, nonRetryable(ErrInvalidConfig, err)
-	}
-	p, err := sqlDB.LastRestoreProof(ctx, q, args...)
-	if err != nil {
-		return nil, sqlError(err)
-	}
-	return p, nil
 }
 
 func guidOf(p *mssql.RestoreProof) string {

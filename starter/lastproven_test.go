@@ -41,6 +41,13 @@ func timedSet(t *testing.T, db string, seq int64, ago time.Duration, data int64,
 			at = at.Add(d)
 		}
 	}
+	writeVerified(t, m, at, dirs...)
+}
+
+// writeVerified advances m to verified at at and writes it into the
+// server directories.
+func writeVerified(t *testing.T, m *catalog.Manifest, at time.Time, dirs ...string) {
+	t.Helper()
 	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
 		if err := m.Advance(s, at); err != nil {
 			t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,20 +24,7 @@ func diffSet(t *testing.T, db string, seq, base int64, ago time.Duration, data i
 	m.Header = &catalog.Header{FirstLSN: "3", LastLSN: "4", BackupFinish: taken, BackupSize: data, CompressedBackupSize: data}
 	m.Header.SetUTCOffset(0)
 	m.Differential = &catalog.DiffBase{Sequence: base, BackupSetGUID: "base", LSN: "1"}
-	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
-		if err := m.Advance(s, taken); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, err := catalog.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, m.FileName()), raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeVerified(t, m, taken, dirs...)
 }
 
 // logChainOf writes chain 1 of db with log backups of the sizes given, one an

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -330,12 +329,7 @@ func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, datab
 	if open == nil {
 		open = status.Open
 	}
-	servers := slices.Clone(db.BackupServers)
-	for _, s := range db.BackupServers {
-		if t := db.CopyTarget(s); t != "" && !slices.Contains(servers, t) {
-			servers = append(servers, t)
-		}
-	}
+	servers := db.ServersAndTargets()
 	var out Measured
 	var all []*catalog.Manifest
 	var calibrations []plan.Throughput

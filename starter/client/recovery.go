@@ -54,7 +54,7 @@ func ReadRecoveryFacts(ctx context.Context, cfg *config.Config, instance, databa
 	var all []*catalog.Manifest
 	logs := map[logKey]catalog.LogBackup{}
 	var drills []catalog.DrillResult
-	for _, name := range serversOf(db) {
+	for _, name := range db.ServersAndTargets() {
 		srv, ok := cfg.BackupServer(name)
 		if !ok {
 			continue
@@ -112,17 +112,6 @@ func ReadRecoveryFacts(ctx context.Context, cfg *config.Config, instance, databa
 	}
 	f.LogReplay = drillLogRate(drills, logs)
 	return f, nil
-}
-
-// serversOf are db's backup servers and their copy targets.
-func serversOf(db *config.Database) []string {
-	out := slices.Clone(db.BackupServers)
-	for _, s := range db.BackupServers {
-		if t := db.CopyTarget(s); t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // logFinish is when a log backup finished, as an instant when recorded.
