@@ -57,9 +57,13 @@ func diffBase(d catalog.DB, all []*catalog.Manifest) (base *catalog.Manifest, ho
 		case conventional(m) && m.Newer(base):
 			// Its BACKUP completed (it has a header): SQL Server made it
 			// the base, whatever became of the set since.
+			next := "the next full cycle"
+			if !m.State.Terminal() {
+				next = fmt.Sprintf("`starter run --database %s --resume %d`, or %s", d.Database, m.Sequence, next)
+			}
 			return nil, nil, fmt.Sprintf("set %d of %s, a full backup taken after the newest verified one (set %d), is %s: it is the "+
-				"database's differential base now, and a differential on it is proven only once it is verified (`starter run --resume %d`, "+
-				"or the next full cycle)", m.Sequence, d, base.Sequence, m.State, m.Sequence)
+				"database's differential base now, and a differential on it is proven only once a full is verified again (%s)",
+				m.Sequence, d, base.Sequence, m.State, next)
 		case d.Owns(m) && m.Trusted() && m.IsDifferential() && m.Differential.Sequence == base.Sequence &&
 			m.Failure != nil && m.Failure.Evidence == catalog.EvidenceForeignBase:
 			return nil, nil, fmt.Sprintf("differential set %d of %s found the differential base moved past set %d to a full backup this "+
