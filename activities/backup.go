@@ -76,7 +76,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 		}
 		stmt, err := tsql.BackupDatabase(tsql.BackupOptions{
 			Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
-			Compression: &mode.Compression, CopyOnly: mode.CopyOnly,
+			Compression: &mode.Compression, CopyOnly: mode.CopyOnly, Differential: mode.Differential != nil,
 			BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize),
 			Name: tsql.BackupSetName(in.Sequence),
 		})
@@ -106,7 +106,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	// Claim the number on this server before anything is written: INIT,
 	// FORMAT would overwrite whatever holds these file names.
-	names, resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence)
+	names, resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence, mode.Differential)
 	if err != nil {
 		return BackupOutput{}, err
 	}
@@ -352,10 +352,12 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 // SequenceInUse, and nothing of theirs is touched. Every naming of the
 // database's sets is checked (a set written before file names were made
 // case-safe holds the number too). Otherwise it records the claim, a
-// pending manifest naming this run, which a retry recognises. names is the
-// naming of the set's files: the claim's. resumed: the claim was already
-// this run's (an earlier attempt or activity of this run began the set).
-func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64) (names tsql.SetNames, resumed bool, err error) {
+// pending manifest naming this run (and, for a differential, the base its
+// plan chose: base), which a retry recognises. names is the naming of the
+// set's files: the claim's. resumed: the claim was already this run's (an
+// earlier attempt or activity of this run began the set).
+func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *config.Database, server string, seq int64,
+	base *catalog.DiffBase) (names tsql.SetNames, resumed bool, err error) {
 	sets := setsOf(db)
 	keys, err := a.Cycle.manifestKeys()
 	if err != nil {
@@ -393,6 +395,10 @@ func (a *Activities) claimSet(ctx context.Context, st storage.Storage, db *confi
 	wid, rid := runOf(ctx)
 	claim := catalog.NewPending(db.Instance, db.Name, seq, a.Cycle.now(), wid, rid)
 	claim.PrimaryServer, claim.Entry = server, db.Entry
+	if base != nil {
+		b := *base
+		claim.Differential = &b
+	}
 	// The claim is created exclusively (Create never replaces; on SMB one
 	// CREATE request): of two runs racing for the number, one gets
 	// ErrExists and reads the other's claim.

@@ -57,7 +57,7 @@ func (a *Activities) CheckDB(ctx context.Context, in VerifyInput) (StepOutput, e
 	// Heartbeats are never trusted for it: anyone polling the task queue
 	// can forge them.
 	earlier := checkDBHeartbeat(ctx)
-	base := recordedBaseline(m, inst.Name, verifyDB, want)
+	base := recordedBaseline(m, inst.Name, verifyDB, copyGUID(m, want))
 	if base == nil {
 		if base, err = checkDBBaseline(ctx, ls, verifyDB); err != nil {
 			return StepOutput{}, sqlError(err)

@@ -93,7 +93,7 @@ func (f *cycleFixture) checkNobodysClaim(seq int64, why string) {
 			return false, err
 		}
 		defer st.Close()
-		_, resumed, err := f.acts.claimSet(ctx, st, db, "bak01", seq)
+		_, resumed, err := f.acts.claimSet(ctx, st, db, "bak01", seq, nil)
 		return resumed, err
 	}, activity.RegisterOptions{Name: name})
 	if _, err := f.env.ExecuteActivity(name); errorTypeOf(err) != ErrSequenceInUse || !strings.Contains(err.Error(), why) {

@@ -61,6 +61,9 @@ type PlanInput struct {
 	// cycle as the caller knows it; when empty PlanCycle reads the manifests
 	// on the rotation's servers.
 	LastServer string `json:"last_server,omitempty"`
+	// Differential plans a differential backup on the newest verified
+	// full (diff_backup) instead of a full one.
+	Differential bool `json:"differential,omitempty"`
 }
 
 // Plan is what one cycle will do, decided from the configuration and the
@@ -84,6 +87,11 @@ type Plan struct {
 	// SkipNotPreferredReplica, when no replica of the group can back the
 	// database up now: it says what each one answered.
 	NotPreferred string `json:"not_preferred,omitempty"`
+	// NoDifferentialBase is set, and a differential cycle ends skipped
+	// with the reason SkipNoDifferentialBase, when no differential can be
+	// proven now: no verified full to base it on, or the database's
+	// differential base moved past it (diff.go). It says why.
+	NoDifferentialBase string `json:"no_differential_base,omitempty"`
 	// Entry is the databases: entry whose settings apply, when it is
 	// spelled otherwise than Database (an entry "sales" for the database
 	// Sales of a case-insensitive instance); every later activity gets it.

@@ -126,6 +126,21 @@ const (
 	// leaves the source RESTORING), or an earlier point says it is meant.
 	// Nothing is touched.
 	ErrTailLogNeeded = "TailLogNeeded"
+	// ErrDifferentialBaseMoved: a differential's header names as its base
+	// (DifferentialBaseGUID) a full backup that is not the verified set its
+	// plan chose: a full backup someone else took (or one of the
+	// product's that is not verified) became the database's differential
+	// base. The differential restores on none of the product's verified
+	// sets: it is marked failed (foreign_base) and nothing else is;
+	// differentials wait for the next verified full. Not retryable.
+	ErrDifferentialBaseMoved = "DifferentialBaseMoved"
+	// ErrDifferentialBaseUnusable: the verified full a differential is
+	// proven on cannot be restored from the verification server now (its
+	// manifest is missing or no longer verified there, or its files fail
+	// RESTORE WITH CHECKSUM). Nothing is known against the differential,
+	// which stays copied; not retryable: the base needs a person, or the
+	// next full cycle makes a new one.
+	ErrDifferentialBaseUnusable = "DifferentialBaseUnusable"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:
@@ -157,6 +172,8 @@ var NonRetryableErrorTypes = []string{
 	ErrTargetIsSource,
 	ErrTargetInstanceFull,
 	ErrTailLogNeeded,
+	ErrDifferentialBaseMoved,
+	ErrDifferentialBaseUnusable,
 }
 
 // Evidence maps an error type to what it proves about the set's content, or
@@ -172,6 +189,8 @@ func Evidence(errorType string) catalog.Evidence {
 		return catalog.EvidenceSanityFailed
 	case ErrHashMismatch:
 		return catalog.EvidenceHashMismatch
+	case ErrDifferentialBaseMoved:
+		return catalog.EvidenceForeignBase
 	}
 	return ""
 }

@@ -121,6 +121,21 @@ func runMode(db *config.Database, m *BackupMode) (BackupMode, error) {
 	got := want
 	got.CopyOnly = db.CopyOnly || m.CopyOnly
 	got.Compression = db.Compression && m.Compression
+	if b := m.Differential; b != nil {
+		// Only where diff_backup is configured, never COPY_ONLY (which
+		// owns_backup_chain rules out), on an earlier set.
+		switch {
+		case !db.DiffBackups() || db.CopyOnly:
+			return got, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"BACKUP of %s asked for a differential; the configuration takes none of it (diff_backup with owns_backup_chain: true)", db.ID()))
+		case b.Sequence <= 0 || b.BackupSetGUID == "" || b.LSN != "":
+			return got, nonRetryable(ErrInvalidConfig, fmt.Errorf(
+				"BACKUP of %s asked for a differential on base %+v: a base is a set number and its backup set GUID", db.ID(), *b))
+		}
+		got.CopyOnly = false
+		base := *b
+		got.Differential = &base
+	}
 	if m.MaxTransferSize != 0 && m.MaxTransferSize != int(db.MaxTransferSize) {
 		if db.MaxTransferSize != 0 || m.MaxTransferSize != plan.DefaultMaxTransferSize {
 			return got, nonRetryable(ErrInvalidConfig, fmt.Errorf(

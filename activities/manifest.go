@@ -88,6 +88,23 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
 			"stripes of %s seq %d hold backup %q of database %q, not this set", db.ID(), in.Sequence, h.BackupName, h.DatabaseName))
 	}
+	// A differential's claim names the base its plan chose; the header
+	// names the one SQL Server took (diff.go).
+	var claimed *catalog.DiffBase
+	if loadErr == nil && m.Differential != nil {
+		claimed = m.Differential
+	}
+	if (h.BackupType == tsql.BackupTypeDifferential) != (claimed != nil) {
+		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
+			"stripes of %s seq %d hold a backup of type %d; the set's claim is a %s", db.ID(), in.Sequence, h.BackupType, kindOf(claimed != nil)))
+	}
+	if claimed != nil && !sameGUID(h.DifferentialBaseGUID, claimed.BackupSetGUID) {
+		return ManifestOutput{}, nonRetryable(ErrDifferentialBaseMoved, fmt.Errorf(
+			"differential set %d of %s holds the changes since %s, not since set %d (backup set %s), the verified full its plan chose: "+
+				"a full backup taken since moved the database's differential base, so this differential restores on none of the product's "+
+				"verified sets; differentials wait for the next verified full (the next full cycle, or `starter run --database %s`)",
+			in.Sequence, db.ID(), a.foreignBase(ctx, sqlDB, db, h.DifferentialBaseGUID), claimed.Sequence, claimed.BackupSetGUID, db.Name))
+	}
 	// What the worker sees of each stripe, measured again.
 	written, err := finishedBackup(ctx, st, srv, inst.Name, layout, in.Backup.Duration)
 	if err != nil {
@@ -136,6 +153,9 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		TDEThumbprint: tdeThumbprint(ctx, sqlDB, paths),
 	}
 	m.Header.SetUTCOffset(offset)
+	if claimed != nil {
+		m.Differential.LSN = h.DifferentialBaseLSN
+	}
 	if h.FirstLSN == "" || h.LastLSN == "" {
 		m.Header.FirstLSN, m.Header.LastLSN = orZero(h.FirstLSN), orZero(h.LastLSN)
 	}
@@ -165,6 +185,14 @@ func tdeThumbprint(ctx context.Context, sqlDB *mssql.DB, paths []string) string 
 		}
 	}
 	return ""
+}
+
+// kindOf names a set's kind in messages.
+func kindOf(differential bool) string {
+	if differential {
+		return "differential"
+	}
+	return "full"
 }
 
 func orZero(s string) string {

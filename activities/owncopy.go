@@ -69,12 +69,15 @@ type copyRecord struct {
 	vc     *catalog.VerifyCopy
 	proof  *catalog.Proof
 	window time.Duration
+	// diff: the record of a differential set, whose VerifyCopy is its
+	// base's RESTORE ... NORECOVERY (restorediff.go).
+	diff bool
 }
 
 // recordOf is m's record of the copy verifyDB on instance, if any.
 func recordOf(m *catalog.Manifest, instance, verifyDB string) (copyRecord, bool) {
 	if m.VerifyCopy.On(instance, verifyDB) {
-		return copyRecord{seq: m.Sequence, vc: m.VerifyCopy}, true
+		return copyRecord{seq: m.Sequence, vc: m.VerifyCopy, diff: m.IsDifferential()}, true
 	}
 	if p := m.Proof; p != nil && p.VerifyInstance == instance && p.VerifyDatabase == verifyDB {
 		return copyRecord{seq: m.Sequence, proof: p, window: createWindow(m)}, true
@@ -254,6 +257,11 @@ func ownCopy(st *mssql.DatabaseState, last *mssql.RestoreProof, recs []copyRecor
 			// earlier record confirmed is not one.
 			later := last != nil && restoredSince(v, last) && !confirmedBy(recs[1:], last)
 			if !v.Confirmed() && !later && madeBy(v, st) {
+				return &recs[0], ""
+			}
+			// A differential's base restored WITH NORECOVERY and
+			// confirmed, its differential not (yet) restored on it.
+			if recs[0].diff && v.Confirmed() && finishedBy(v, st, last) {
 				return &recs[0], ""
 			}
 		}

@@ -99,22 +99,44 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		all = append(all, listing.Manifests...)
 		readable = append(readable, name)
 	}
-	if last == "" {
-		last, source = catalog.LastServer(setsOf(db), all), "manifests"
-		if last == "" {
-			source = "none"
+	var primary string
+	var rotation []string
+	var diff *catalog.DiffBase
+	if in.Differential {
+		// A differential goes beside its base, the newest verified full
+		// (diff.go), and leaves the full backups' round robin alone.
+		if err := differentialAllowed(d.config(), db); err != nil {
+			return Plan{}, err
 		}
+		base, holders, why := diffBase(setsOf(db), all)
+		if why == "" {
+			rotation, why = diffRotation(db, base, holders, unreachable)
+		}
+		if why != "" {
+			log.Warn("plan: no differential now: "+why, zap.String("instance", db.Instance))
+			return Plan{Database: db.Name, Instance: db.Instance, Entry: db.Entry, NoDifferentialBase: why, Warnings: choice.warnings}, nil
+		}
+		diff = &catalog.DiffBase{Sequence: base.Sequence, BackupSetGUID: base.Header.BackupSetGUID}
+		primary, last, source = rotation[0], base.PrimaryServer, "differential base"
+	} else {
+		if last == "" {
+			last, source = catalog.LastServer(setsOf(db), all), "manifests"
+			if last == "" {
+				source = "none"
+			}
+		}
+		var err error
+		primary, err = plan.NextServer(db.BackupServers, last, unreachable)
+		if errors.Is(err, plan.ErrNoServerReachable) {
+			// Let the backup step find out and wait for a server.
+			primary, err = plan.NextServer(db.BackupServers, last, nil)
+		}
+		if err != nil {
+			return Plan{}, nonRetryable(ErrInvalidConfig, err)
+		}
+		i := slices.Index(db.BackupServers, primary)
+		rotation = append(slices.Clone(db.BackupServers[i:]), db.BackupServers[:i]...)
 	}
-	primary, err := plan.NextServer(db.BackupServers, last, unreachable)
-	if errors.Is(err, plan.ErrNoServerReachable) {
-		// Let the backup step find out and wait for a server.
-		primary, err = plan.NextServer(db.BackupServers, last, nil)
-	}
-	if err != nil {
-		return Plan{}, nonRetryable(ErrInvalidConfig, err)
-	}
-	i := slices.Index(db.BackupServers, primary)
-	rotation := append(slices.Clone(db.BackupServers[i:]), db.BackupServers[:i]...)
 
 	srv, err := d.server(primary)
 	if err != nil {
@@ -127,6 +149,13 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		warnings = append(warnings, note)
 	}
 	mode, modeWarnings := backupMode(db, src)
+	if diff != nil {
+		// A differential is never COPY_ONLY (SQL Server ignores it beside
+		// DIFFERENTIAL): whatever made this run's full COPY_ONLY does not
+		// apply; its base is a conventional full.
+		mode.CopyOnly, mode.Differential = false, diff
+		modeWarnings = slices.DeleteFunc(modeWarnings, func(w string) bool { return strings.HasPrefix(w, "copy_only:") })
+	}
 	warnings = append(warnings, modeWarnings...)
 	size := src.SizeBytes
 	if size <= 0 {
@@ -318,6 +347,11 @@ type BackupMode struct {
 	// (0): a TDE database on SQL Server 2016 or 2017 compresses only with
 	// an explicit one (plan.TDEMaxTransferSize).
 	MaxTransferSize int `json:"max_transfer_size,omitempty"`
+	// Differential, when set, takes a differential (BACKUP ... WITH
+	// DIFFERENTIAL, never COPY_ONLY) on this base, the newest verified
+	// full as the plan found it: its set number and backup set GUID (the
+	// LSN comes with the header).
+	Differential *catalog.DiffBase `json:"differential,omitempty"`
 }
 
 // backupMode adjusts the configured mode to the source, saying why:

@@ -59,7 +59,7 @@ func TestClaimIgnoresDatabaseNamedLikeTheSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.acts.claimSet(testContext(t), st, db, "bak01", 5); err != nil {
+	if _, _, err := f.acts.claimSet(testContext(t), st, db, "bak01", 5, nil); err != nil {
 		t.Fatalf("claim of Sales set 5: %v; the files of Sales_00000005 are not Sales's", err)
 	}
 }

@@ -106,7 +106,18 @@ func sameGUID(a, b string) bool {
 
 // lastRestoreProof reads the newest full restore into verifyDB (nil: none).
 func lastRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.RestoreProof, error) {
-	q, args, err := tsql.RestoreProof(verifyDB)
+	return restoreProofBy(ctx, sqlDB, verifyDB, tsql.RestoreProof)
+}
+
+// lastDiffRestoreProof reads the newest differential restored into
+// verifyDB (nil: none).
+func lastDiffRestoreProof(ctx context.Context, sqlDB *mssql.DB, verifyDB string) (*mssql.RestoreProof, error) {
+	return restoreProofBy(ctx, sqlDB, verifyDB, tsql.DifferentialRestoreProof)
+}
+
+// restoreProofBy reads the first row of a restore proof query (nil: none).
+func restoreProofBy(ctx context.Context, sqlDB *mssql.DB, verifyDB string, query func(string) (string, []any, error)) (*mssql.RestoreProof, error) {
+	q, args, err := query(verifyDB)
 	if err != nil {
 		return nil, nonRetryable(ErrInvalidConfig, err)
 	}
@@ -162,7 +173,42 @@ func restoreMismatch(verifyDB, instance string, seq int64, db *config.Database, 
 // VerifyCopy was recorded is judged by createWindow. A copy that is gone
 // is retryable SQLHostUnreachable (the workflow restores again, as when the
 // instance lost it); anything else is RestoreMismatch.
+//
+// A differential's copy was created by its base's restore (copyGUID), which
+// its VerifyCopy records and which stays the copy's newest full restore;
+// the proof is then the newest differential restored after it, which must
+// be of this set (want).
 func proveRestored(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
+	m *catalog.Manifest) (*mssql.RestoreProof, error) {
+	p, err := proveCopy(ctx, sqlDB, instance, db, seq, verifyDB, copyGUID(m, want), m)
+	if err != nil || !m.IsDifferential() {
+		return p, err
+	}
+	d, err := lastDiffRestoreProof(ctx, sqlDB, verifyDB)
+	switch {
+	case err != nil:
+		return nil, err
+	case d == nil || d.HistoryID < p.HistoryID:
+		return nil, restoreMismatch(verifyDB, instance, seq, db, want, "", fmt.Sprintf("msdb has no differential restored into it after its base (restore_history_id %d)", p.HistoryID))
+	case !sameGUID(d.BackupSetGUID, want):
+		return nil, restoreMismatch(verifyDB, instance, seq, db, want, d.BackupSetGUID,
+			fmt.Sprintf("restore_history_id %d, backup set %q", d.HistoryID, d.BackupSetName))
+	}
+	return d, nil
+}
+
+// copyGUID is the backup set whose RESTORE DATABASE created the copy of set
+// m (want its own GUID): the set itself, or a differential's base.
+func copyGUID(m *catalog.Manifest, want string) string {
+	if m.IsDifferential() {
+		return m.Differential.BackupSetGUID
+	}
+	return want
+}
+
+// proveCopy is proveRestored's check of the copy's full restore: the set
+// of backup set want created it, as m recorded it.
+func proveCopy(ctx context.Context, sqlDB *mssql.DB, instance string, db *config.Database, seq int64, verifyDB, want string,
 	m *catalog.Manifest) (*mssql.RestoreProof, error) {
 	st, err := databaseState(ctx, sqlDB, verifyDB)
 	if err != nil {

@@ -75,6 +75,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if err != nil {
 		return StepOutput{}, err
 	}
+	if m.IsDifferential() {
+		return a.restoreDifferential(ctx, in, db, srv, inst, verifyDB, m, want)
+	}
 	layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), in.Sequence, len(m.Stripes))
 	if err != nil {
 		return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
@@ -189,40 +192,9 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 		}
 	}
 	if !restored {
-		// What the instance cannot host is found before SQL Server is
-		// asked to restore it (verifyhost.go).
-		facts, factsRead := hostFacts(ctx, sqlDB, inst.Name, log)
-		if factsRead {
-			if err := checkHostPaths(inst.Name, facts, srv); err != nil {
-				return StepOutput{}, err
-			}
-		}
-		fq, err := tsql.RestoreFileListOnly(disks)
+		moves, err := a.hostedMoves(ctx, sqlDB, db, srv, inst.Name, verifyDB, layout, m, log)
 		if err != nil {
-			return StepOutput{}, nonRetryable(ErrInvalidConfig, err)
-		}
-		files, err := sqlDB.FileListOnly(ctx, fq)
-		if err != nil {
-			if apart := a.locationApart(ctx, srv, inst.Name, layout, err); apart != nil {
-				return StepOutput{}, apart
-			}
-			if u := a.unreadable(ctx, sqlDB, db, inst.Name, m, err); u != nil {
-				return StepOutput{}, u
-			}
-			return StepOutput{}, sqlError(err)
-		}
-		if factsRead {
-			if err := a.checkVerifyHost(ctx, sqlDB, facts, db, srv, inst.Name, verifyDB, disks, files, log); err != nil {
-				return StepOutput{}, err
-			}
-		}
-		rows := make([]tsql.FileListRow, len(files))
-		for i, f := range files {
-			rows[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
-		}
-		moves, err := tsql.Moves(verifyDB, rows, srv.RestoreDataDir, srv.RestoreLogDir)
-		if err != nil {
-			return StepOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
+			return StepOutput{}, err
 		}
 		// No STATS: a progress message is a network write, and SQL Server
 		// stops the RESTORE of a vanished client at its next write; without
@@ -308,16 +280,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if copied == nil || copied.State != "ONLINE" {
 		return StepOutput{}, retryable(ErrSQLHostUnreachable, fmt.Errorf("restored copy %s is gone from %s, or not online (%+v): restore it again", verifyDB, inst.Name, copied))
 	}
-	if err := multiUser(ctx, sqlDB, copied, inst.Name, verifyDB, log); err != nil {
-		log.Warn("verification copy left as restored", zap.String("verify_db", verifyDB), zap.String("user_access", copied.UserAccess), zap.Error(err))
-	}
-	// What the copy says before any CHECKDB of it, recorded with the
-	// restore: the baseline CheckDB judges a CHECKDB that ended unseen by.
-	base, err := checkDBBaseline(ctx, ls, verifyDB)
-	if err != nil {
-		log.Warn("CHECKDB baseline not read: a CHECKDB of the copy that ends unseen runs again", zap.String("verify_db", verifyDB), zap.Error(err))
-		base = nil
-	}
+	base := settleCopy(ctx, sqlDB, ls, copied, inst.Name, verifyDB, log)
 	out := StepOutput{VerifyDatabase: verifyDB, Duration: time.Since(start)}
 	_, out.Bytes = rep.get()
 	now := a.Cycle.now()
@@ -344,6 +307,74 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	log.Info("restore done", zap.String("verify_db", verifyDB), zap.Duration("duration", out.Duration))
 	a.recorder().StepDone(metrics.StepRestore, db.Instance, db.Name, srv.Name, 0, out.Duration)
 	return out, nil
+}
+
+// hostedMoves are the MOVE clauses that restore set m (its stripes at
+// layout on srv) as verifyDB on instance, once the instance showed it can
+// host the copy (verifyhost.go): what it cannot is found before SQL Server
+// is asked to restore it. A stripe the instance does not find where the
+// worker sees it is the configuration's (locationApart), a set the
+// instance cannot read its version's or certificate's (unreadable).
+func (a *Activities) hostedMoves(ctx context.Context, sqlDB *mssql.DB, db *config.Database, srv *config.BackupServer, instance, verifyDB string,
+	layout []tsql.Stripe, m *catalog.Manifest, log *zap.Logger) ([]tsql.Move, error) {
+	disks := tsql.Paths(layout)
+	facts, factsRead := hostFacts(ctx, sqlDB, instance, log)
+	if factsRead {
+		if err := checkHostPaths(instance, facts, srv); err != nil {
+			return nil, err
+		}
+	}
+	fq, err := tsql.RestoreFileListOnly(disks)
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, err)
+	}
+	files, err := sqlDB.FileListOnly(ctx, fq)
+	if err != nil {
+		if apart := a.locationApart(ctx, srv, instance, layout, err); apart != nil {
+			return nil, apart
+		}
+		if u := a.unreadable(ctx, sqlDB, db, instance, m, err); u != nil {
+			return nil, u
+		}
+		return nil, sqlError(err)
+	}
+	if factsRead {
+		if err := a.checkVerifyHost(ctx, sqlDB, facts, db, srv, instance, verifyDB, disks, files, log); err != nil {
+			return nil, err
+		}
+	}
+	return movesOf(verifyDB, srv, files)
+}
+
+// movesOf are the MOVE clauses that put the files of a set (its RESTORE
+// FILELISTONLY) restored as name into srv's restore directories.
+func movesOf(name string, srv *config.BackupServer, files []mssql.FileListEntry) ([]tsql.Move, error) {
+	rows := make([]tsql.FileListRow, len(files))
+	for i, f := range files {
+		rows[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
+	}
+	moves, err := tsql.Moves(name, rows, srv.RestoreDataDir, srv.RestoreLogDir)
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
+	}
+	return moves, nil
+}
+
+// settleCopy makes the restored copy st MULTI_USER when it is not, and
+// reads what it says before any CHECKDB of it, recorded with the restore:
+// the baseline CheckDB judges a CHECKDB that ended unseen by (nil when not
+// read: such a CHECKDB then runs again).
+func settleCopy(ctx context.Context, sqlDB *mssql.DB, ls *longStatement, st *mssql.DatabaseState, instance, verifyDB string,
+	log *zap.Logger) *CheckDBBaseline {
+	if err := multiUser(ctx, sqlDB, st, instance, verifyDB, log); err != nil {
+		log.Warn("verification copy left as restored", zap.String("verify_db", verifyDB), zap.String("user_access", st.UserAccess), zap.Error(err))
+	}
+	base, err := checkDBBaseline(ctx, ls, verifyDB)
+	if err != nil {
+		log.Warn("CHECKDB baseline not read: a CHECKDB of the copy that ends unseen runs again", zap.String("verify_db", verifyDB), zap.Error(err))
+		return nil
+	}
+	return base
 }
 
 // undoSingleUser makes the copy MULTI_USER again when this attempt set it

@@ -41,6 +41,9 @@ type ResumeOutput struct {
 	State    string   `json:"state"`   // ResumeFromCopy or ResumeFromRestore
 	Manifest string   `json:"manifest"`
 	Stripes  []Stripe `json:"stripes"`
+	// Base is a differential's base set (its manifest's), 0 for a full:
+	// the differential is restored on top of it.
+	Base int64 `json:"base,omitempty"`
 }
 
 // ResumeSet finds the set's manifests, refuses a set that is verified,
@@ -88,6 +91,9 @@ func (a *Activities) ResumeSet(ctx context.Context, in ResumeInput) (ResumeOutpu
 	}
 	wid, rid := runOf(ctx)
 	out := ResumeOutput{Sequence: in.Sequence, Primary: best.PrimaryServer, Manifest: best.FileName(), State: ResumeFromRestore}
+	if best.IsDifferential() {
+		out.Base = best.Differential.Sequence
+	}
 	if best.State == catalog.StateWritten {
 		out.State = ResumeFromCopy
 	}

@@ -243,7 +243,9 @@ func planChains(manifests []catalog.ServerManifest, dels []catalog.Deletion, cha
 	kept := map[string]bool{}
 	for _, sm := range manifests {
 		m := sm.Manifest
-		if m == nil || !m.Verified() || !m.Trusted() || m.Header == nil || m.Header.BackupSetGUID == "" {
+		// A differential is no full of a chain (its base is, whose logs
+		// the chain holds): it keeps no log and protects nothing here.
+		if m == nil || !m.Verified() || !m.Trusted() || m.IsDifferential() || m.Header == nil || m.Header.BackupSetGUID == "" {
 			continue
 		}
 		g := strings.ToLower(m.Header.BackupSetGUID)

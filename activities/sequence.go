@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -272,7 +271,7 @@ func (a *Activities) recordSequence(ctx context.Context, db *config.Database, n 
 		return
 	}
 	var missed []string
-	for _, name := range sequenceServers(db) {
+	for _, name := range db.ServersAndTargets() {
 		if err := a.recordOn(ctx, db, name, n, data, keys); err != nil {
 			missed = append(missed, name)
 			log.Warn("sequence file not written", zap.String("server", name), zap.Error(err))
@@ -384,7 +383,7 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 		// file names do.
 		log.Warn("sequence files not authenticated", zap.Error(kerr))
 	}
-	for _, name := range sequenceServers(db) {
+	for _, name := range db.ServersAndTargets() {
 		srv, err := a.Cycle.server(name)
 		if err != nil {
 			unread = append(unread, name)
@@ -441,17 +440,6 @@ func (a *Activities) highestSequence(ctx context.Context, db *config.Database, l
 		}
 	}
 	return highest, unread
-}
-
-// sequenceServers are the rotation and every copy target of db, once each.
-func sequenceServers(db *config.Database) []string {
-	out := slices.Clone(db.BackupServers)
-	for _, s := range db.BackupServers {
-		if t := db.CopyTarget(s); t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // utcSequence is yyyymmddhhmmss of t in UTC.

@@ -107,15 +107,7 @@ func RestoreMoves(ctx context.Context, sqlDB *mssql.DB, srv *config.BackupServer
 	if err != nil {
 		return nil, sqlError(err)
 	}
-	rows := make([]tsql.FileListRow, len(files))
-	for i, f := range files {
-		rows[i] = tsql.FileListRow{LogicalName: f.LogicalName, PhysicalName: f.PhysicalName, Type: f.Type, FileID: f.FileID}
-	}
-	moves, err := tsql.Moves(name, rows, srv.RestoreDataDir, srv.RestoreLogDir)
-	if err != nil {
-		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("backup server %s: %w", srv.Name, err))
-	}
-	return moves, nil
+	return movesOf(name, srv, files)
 }
 
 // DropOwnCopy drops name on instance when recs show it is the product's

@@ -26,6 +26,9 @@ type StopInput struct {
 	// Replica is the plan's (Plan.Replica): the replica of the
 	// database's availability group the BACKUP ran on.
 	Replica string `json:"replica,omitempty"`
+	// Base is a differential's base set: its RESTORE into the copy is the
+	// differential's too (restorediff.go).
+	Base int64 `json:"base,omitempty"`
 }
 
 // StopOutput says which statements were stopped and which could not be.
@@ -89,12 +92,17 @@ func (a *Activities) StopStatements(ctx context.Context, in StopInput) (StopOutp
 			return out, nonRetryable(ErrInvalidConfig, err)
 		}
 		for _, names := range setsOf(db).Names() {
-			rm, err := tsql.SetRestoreMarker(verifyDB, srv.PathsFor(inst.Name), names, in.Sequence)
-			if err != nil {
-				return out, nonRetryable(ErrInvalidConfig, err)
-			}
-			if err := a.stopOn(ctx, inst.Name, "RESTORE DATABASE", tsql.CommandRestoreDatabase, mssql.Marker{Prefix: rm}, &out, log); err != nil {
-				return out, err
+			for _, seq := range []int64{in.Sequence, in.Base} {
+				if seq <= 0 {
+					continue
+				}
+				rm, err := tsql.SetRestoreMarker(verifyDB, srv.PathsFor(inst.Name), names, seq)
+				if err != nil {
+					return out, nonRetryable(ErrInvalidConfig, err)
+				}
+				if err := a.stopOn(ctx, inst.Name, "RESTORE DATABASE", tsql.CommandRestoreDatabase, mssql.Marker{Prefix: rm}, &out, log); err != nil {
+					return out, err
+				}
 			}
 		}
 		if err := a.stopOn(ctx, inst.Name, mssql.OpCheckDB, tsql.CommandCheckDB, mssql.Marker{Prefix: cm, Whole: true}, &out, log); err != nil {

@@ -126,7 +126,8 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 	}
 	ids := []string{conformance.IDLastGoodRestored, conformance.IDLastGoodCheckDB, conformance.IDCheckDBPhases, conformance.IDBatchText,
 		conformance.IDCreateDate, conformance.IDRestoreDate, conformance.IDVanishedBackup, conformance.IDVanishedRestore, conformance.IDDropRestoring,
-		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile, conformance.IDLogForkAfterRestore}
+		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile, conformance.IDLogForkAfterRestore,
+		conformance.IDDifferentialBase}
 	if len(rep.Probes) != len(ids) {
 		t.Fatalf("%d probes, want %d", len(rep.Probes), len(ids))
 	}
@@ -142,9 +143,9 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 		}
 	}
 	// Removed: the scratch database, the copy, the two backups, the log
-	// chain probe's full and two log backups (the RESTORING copy is
-	// dropped by its probe).
-	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 7 {
+	// chain probe's full, its differential and two log backups (the
+	// RESTORING copy is dropped by its probe).
+	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 8 {
 		t.Errorf("holds %d, fails %d, left %v, removed %v", rep.Holds, rep.Fails, rep.Cleanup.Left, rep.Cleanup.Removed)
 	}
 	if len(rep.Servers) != 2 || rep.Servers[0].UTCOffsetMinutes == 0 || rep.Servers[1].UTCOffsetMinutes != 0 {

@@ -153,6 +153,12 @@ func provenLine(d status.Database) string {
 	} else {
 		b.WriteString(" never verified")
 	}
+	if v := d.LastDifferential; v != nil {
+		fmt.Fprintf(&b, "; differential seq %d on it taken %s (%s ago) on %s", v.Sequence, stamp(v.TakenAt), v.Age, strings.Join(v.Servers, ", "))
+		if v.TimeToRecover > 0 {
+			fmt.Fprintf(&b, "; recover %s (restore of both %s + CHECKDB %s)", v.TimeToRecover, v.Restore, v.CheckDB)
+		}
+	}
 	if l := d.LogChain; l != nil {
 		switch {
 		case l.ProvenTo.IsZero():
@@ -164,7 +170,15 @@ func provenLine(d status.Database) string {
 	}
 	b.WriteString(drillText(d))
 	if f := d.LastFailure; f != nil {
-		fmt.Fprintf(&b, "; since then seq %d %s at %s (%s) %s", f.Sequence, f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))
+		kind := ""
+		if f.Base > 0 {
+			kind = "differential "
+		}
+		fmt.Fprintf(&b, "; since then %sseq %d", kind, f.Sequence)
+		if f.Base > 0 {
+			fmt.Fprintf(&b, " (on seq %d)", f.Base)
+		}
+		fmt.Fprintf(&b, " %s at %s (%s) %s", f.Type, f.Step, tsql.Printable(f.Reason), stamp(f.At))
 	}
 	if u := d.Unauthenticated; len(u) > 0 {
 		fmt.Fprintf(&b, "; %d set(s) with unauthenticated manifests, not counted (newest seq %d claims %s on %s, %s)",

@@ -10,6 +10,8 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/status"
+	"github.com/backupcycle/backupcycle/starter/client"
+	"github.com/backupcycle/backupcycle/workflows"
 )
 
 // provenSet writes the manifest of a verified set of (sql01, db) taken
@@ -39,6 +41,13 @@ func timedSet(t *testing.T, db string, seq int64, ago time.Duration, data int64,
 			at = at.Add(d)
 		}
 	}
+	writeVerified(t, m, at, dirs...)
+}
+
+// writeVerified advances m to verified at at and writes it into the
+// server directories.
+func writeVerified(t *testing.T, m *catalog.Manifest, at time.Time, dirs ...string) {
+	t.Helper()
 	for _, s := range []catalog.State{catalog.StateCopied, catalog.StateRestored, catalog.StateChecked, catalog.StateVerified} {
 		if err := m.Advance(s, at); err != nil {
 			t.Fatal(err)
@@ -302,5 +311,36 @@ func TestObjectStoreAndImmutableCopyLines(t *testing.T) {
 		TakenAt: at, Servers: []string{"bak01"}, Immutable: &status.Immutable{Server: "vault01", State: "failed", At: at, Error: "quota"}}})
 	if !strings.Contains(line, "; immutable copy to vault01 failed at ") || !strings.Contains(line, "quota") {
 		t.Errorf("failed immutable copy: %q", line)
+	}
+}
+
+// The line tells a differential from a full: the newest verified full,
+// then the newest verified differential on it with its own age and time
+// to recover; a failed differential is named as one, on its base.
+func TestProvenLineNamesTheDifferential(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	d := status.Database{Instance: "sql01", Database: "Sales", Configured: true, Objectives: status.Objectives{RPO: status.Duration(26 * time.Hour)},
+		LastVerified: &status.Verified{Sequence: 10, TakenAt: at, Age: status.Duration(30 * time.Hour), Servers: []string{"bak01", "bak02"}},
+		LastDifferential: &status.Verified{Sequence: 12, Base: 10, TakenAt: at.Add(28 * time.Hour), Age: status.Duration(2 * time.Hour),
+			Servers: []string{"bak01", "bak02"}, Restore: status.Duration(40 * time.Minute), CheckDB: status.Duration(20 * time.Minute),
+			TimeToRecover: status.Duration(time.Hour)},
+		LastFailure: &status.Failure{Sequence: 13, Base: 10, Type: "foreign_base", Step: "catalog", Reason: "differentials wait for the next verified full", At: at}}
+	got := provenLine(d)
+	for _, want := range []string{"verified seq 10 taken 2026-11-30 10:00:00Z (30h ago, rpo 26h)",
+		"; differential seq 12 on it taken 2026-12-01 14:00:00Z (2h ago) on bak01, bak02; recover 1h (restore of both 40m + CHECKDB 20m)",
+		"; since then differential seq 13 (on seq 10) foreign_base at catalog (differentials wait for the next verified full)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line %q lacks %q", got, want)
+		}
+	}
+}
+
+// A running differential says so, with its base, in `status`.
+func TestCycleStatusNamesADifferential(t *testing.T) {
+	var b strings.Builder
+	writeCycleStatus(&b, client.CycleSummary{WorkflowID: "backup-sql01-Sales", Status: "Running", Database: "Sales", Instance: "sql01",
+		Step: "restore", Sequence: 12, Progress: &workflows.Progress{Database: "Sales", Step: "restore", Sequence: 12, Base: 10, Percent: 40}})
+	if !strings.Contains(b.String(), "progress: step restore 40% (a differential on seq 10)") {
+		t.Errorf("status %q does not name the differential's base", b.String())
 	}
 }

@@ -153,7 +153,7 @@ func readChains(ctx context.Context, cfg *config.Config, db *config.Database) lo
 			var ml catalog.Listing
 			if ml, err = catalog.ListInstances(ctx, fsys, keys, []string{db.Instance}); err == nil {
 				for _, m := range ml.Manifests {
-					if m.Trusted() && m.Database == db.Name && m.State == catalog.StateVerified && m.Header != nil {
+					if m.Trusted() && m.Database == db.Name && m.State == catalog.StateVerified && !m.IsDifferential() && m.Header != nil {
 						verified[m.Header.BackupSetGUID] = true
 					}
 				}

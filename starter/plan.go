@@ -64,6 +64,21 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 				return err
 			}
 			writePlan(e.stdout, p, req.SizeBytes, m)
+			if p.DiffEvery > 0 && m != nil {
+				// With differentials: both restores to the newest point,
+				// from what the backup servers hold and measured.
+				rctx, cancel := e.withTimeout(ctx, defaultTimeout)
+				facts, err := client.ReadRecoveryFacts(rctx, cfg, req.Instance, req.Database, nil)
+				cancel()
+				if err != nil {
+					return err
+				}
+				c, err := client.CompareRecovery(p, facts, m.Throughput)
+				if err != nil {
+					return err
+				}
+				writeRecovery(e.stdout, c)
+			}
 			return nil
 		}),
 	}
@@ -177,6 +192,50 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 		fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
 	}
 	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
+}
+
+// writeRecovery prints the two restores of a database with differentials
+// to its newest point and which is shorter (nil: no verified full).
+func writeRecovery(w io.Writer, c *client.RecoveryComparison) {
+	if c == nil {
+		fmt.Fprintf(w, "recovery:  no verified full yet: nothing to estimate a restore from\n")
+		return
+	}
+	f, e := c.Facts, c.Estimate
+	fmt.Fprintf(w, "recovery:  to the newest point, from full seq %d (%s) at %.0f MB/s (%s): %s\n", f.Full.Sequence,
+		humanBytes(f.Full.Header.BackupSize), c.Restore.MBps, rateWhere(c.Restore, "the flags above"), hm(e.Full))
+	fmt.Fprintf(w, "  full + %s since it (%s at %.0f MB/s, %s)  %s\n", logsText(f.Logs), humanBytes(f.LogBytesSinceFull), c.LogReplay.MBps,
+		rateWhere(c.LogReplay, "assumed at the restore rate: a drill (drill:) measures it"), hm(e.FullAndLogs))
+	if f.Diff == nil {
+		fmt.Fprintf(w, "  full + differential: no verified differential on seq %d yet: the first one gives this estimate\n", f.Full.Sequence)
+		return
+	}
+	fmt.Fprintf(w, "  full + differential seq %d (%s) + %s since it (%s)  %s\n", f.Diff.Sequence, humanBytes(f.Diff.Header.BackupSize),
+		logsText(f.LogsSinceDiff), humanBytes(f.LogBytesSinceDiff), hm(e.FullDiffAndLogs))
+	if e.DiffShortens() {
+		fmt.Fprintf(w, "  differentials shorten this recovery by %s\n", hm(e.FullAndLogs-e.FullDiffAndLogs))
+		return
+	}
+	fmt.Fprintf(w, "  differentials lengthen this recovery by %s: they cost more than the logs they spare; diff_backup: {every: 0s} turns them off for this database\n",
+		hm(e.FullDiffAndLogs-e.FullAndLogs))
+}
+
+// rateWhere says where a rate comes from; assumed names what it assumes.
+func rateWhere(r plan.StepRate, assumed string) string {
+	switch {
+	case r.Source == plan.SourceDrill:
+		return "measured by the drill of " + stamp(r.At)
+	case r.Measured():
+		return measuredWhere(r)
+	}
+	return assumed
+}
+
+func logsText(n int) string {
+	if n == 1 {
+		return "1 log"
+	}
+	return fmt.Sprintf("%d logs", n)
 }
 
 // writeMeasured says which steps the manifests measured and which the

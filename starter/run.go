@@ -39,6 +39,9 @@ hours. Exit 1 unless the set is verified.`,
 			if in.Resume < 0 {
 				return usageError{msg: "--resume SEQ takes the positive sequence number of an unfinished set (see `starter status`)"}
 			}
+			if in.Resume > 0 && in.Differential {
+				return usageError{msg: "--resume SEQ finishes a set as it was taken (full or differential): give it without --differential"}
+			}
 			inst, _, err := e.resolveInstance(in.Instance, in.Database)
 			if err != nil {
 				return err
@@ -111,6 +114,7 @@ hours. Exit 1 unless the set is verified.`,
 	f.StringVar(&in.Instance, "instance", "", "source SQL instance (sql_instances[].name), when the database name is configured on several")
 	f.StringVar(&in.LastServer, "last-server", "", "previous cycle's primary backup server (default: read from the manifests)")
 	f.Int64Var(&in.Resume, "resume", 0, "finish set SEQ, left written/copied/restored/checked by an outage, instead of taking a new backup")
+	f.BoolVar(&in.Differential, "differential", false, "take a differential on the newest verified full (diff_backup), proven on top of it, instead of a full")
 	f.BoolVar(&wait, "wait", false, "follow the cycle to its end and print its result; exit 1 unless it is verified (no time limit unless --timeout is given)")
 	jsonFlag(cmd, &asJSON, "print the started run (with --wait: the result)")
 	return cmd
@@ -118,7 +122,11 @@ hours. Exit 1 unless the set is verified.`,
 
 func printCycleResult(e *env, run client.CycleRun) {
 	r := run.Result
-	fmt.Fprintf(e.stdout, "VERIFIED %s sequence %d (workflow %s)\n", tsql.Printable(r.Database), r.Sequence, run.WorkflowID)
+	kind := ""
+	if r.Base > 0 {
+		kind = fmt.Sprintf(" (a differential on sequence %d)", r.Base)
+	}
+	fmt.Fprintf(e.stdout, "VERIFIED %s sequence %d%s (workflow %s)\n", tsql.Printable(r.Database), r.Sequence, kind, run.WorkflowID)
 	fmt.Fprintf(e.stdout, "  backed up to %s, copied to %s, restored as %s, CHECKDB clean, sanity checks hold\n", r.Server, r.Remote, tsql.Printable(r.VerifyDatabase))
 	fmt.Fprintf(e.stdout, "  set:     %d stripes, manifest %s, on %s\n", len(r.Stripes), r.Manifest, strings.Join(r.Locations, " and "))
 	t := r.Timings

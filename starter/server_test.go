@@ -303,6 +303,35 @@ func TestScheduleApplyListPauseTriggerDelete(t *testing.T) {
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
+// notOrphan waits for schedule id to be listed, then checks that no
+// configuration of cfgs calls it an orphan cycle schedule: it is the
+// worker's.
+func notOrphan(t *testing.T, c *client.Client, id string, cfgs ...*config.Config) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, func() string {
+		it, err := sdk(t).ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{})
+		for err == nil && it.HasNext() {
+			var e *sdkclient.ScheduleListEntry
+			if e, err = it.Next(); err == nil && e.ID == id {
+				return ""
+			}
+		}
+		return fmt.Sprintf("schedule %s not listed yet (%v)", id, err)
+	})
+	for _, cfg := range cfgs {
+		orphans, err := c.OrphanSchedules(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range orphans {
+			if o.ScheduleID == id {
+				t.Errorf("%s: schedule %s is listed as an orphan cycle schedule: %+v", cfg.File, id, o)
+			}
+		}
+	}
+}
+
 // The worker's drill schedules: one per database with drill:, an interval
 // of drill.every with overlap SKIP starting a Drill of it; kept paused
 // when updated; not orphan cycle schedules; deleted once drill: is gone.
@@ -352,27 +381,7 @@ func TestDrillSchedulesKeptAndRemoved(t *testing.T) {
 	}
 
 	// Not an orphan cycle schedule, whichever configuration is asked.
-	eventually(t, func() string {
-		it, err := sdk(t).ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{})
-		for err == nil && it.HasNext() {
-			var e *sdkclient.ScheduleListEntry
-			if e, err = it.Next(); err == nil && e.ID == id {
-				return ""
-			}
-		}
-		return fmt.Sprintf("drill schedule not listed yet (%v)", err)
-	})
-	for _, cfg := range []*config.Config{drilled(24 * time.Hour), {File: "empty.yaml"}} {
-		orphans, err := c.OrphanSchedules(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range orphans {
-			if o.ScheduleID == id {
-				t.Errorf("%s: the drill schedule is listed as an orphan cycle schedule: %+v", cfg.File, o)
-			}
-		}
-	}
+	notOrphan(t, c, id, drilled(24*time.Hour), &config.Config{File: "empty.yaml"})
 
 	// drill: removed: the schedule goes.
 	_, deleted, err = c.EnsureDrillSchedules(ctx, drilled(0))

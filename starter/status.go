@@ -102,7 +102,11 @@ func writeCycleStatus(w io.Writer, s client.CycleSummary) {
 	switch {
 	case s.Progress != nil:
 		p := s.Progress
-		fmt.Fprintf(w, "    progress: step %s %.0f%%%s%s\n", p.Step, p.Percent, bytesText(p.Bytes), timingsText(p.Timings))
+		diff := ""
+		if p.Base > 0 {
+			diff = fmt.Sprintf(" (a differential on seq %d)", p.Base)
+		}
+		fmt.Fprintf(w, "    progress: step %s %.0f%%%s%s%s\n", p.Step, p.Percent, bytesText(p.Bytes), timingsText(p.Timings), diff)
 		if p.Error != "" {
 			fmt.Fprintf(w, "    last error: %s\n", p.Error)
 		}

@@ -31,6 +31,10 @@ type CycleInput struct {
 	// marked failed or cancelled) is copied if needed, restored, checked and
 	// verified by this run.
 	Resume int64 `json:"resume,omitempty"`
+	// Differential takes a differential backup on the newest verified full
+	// (diff_backup) instead of a full one, proven on top of it; without a
+	// verified full to base it on, the cycle ends skipped.
+	Differential bool `json:"differential,omitempty"`
 }
 
 // CycleResult is a verified backup set and what it took to prove it.
@@ -47,6 +51,9 @@ type CycleResult struct {
 	// Locations are the backup servers holding the verified set.
 	Locations []string           `json:"locations"`
 	Timings   activities.Timings `json:"timings"`
+	// Base is a differential's base: the verified full set it holds the
+	// changes since; 0 for a full.
+	Base int64 `json:"base,omitempty"`
 	// Failed lists sequences this run marked failed on its way (a BACKUP
 	// that did not complete), oldest first.
 	Failed  []int64             `json:"failed,omitempty"`
@@ -91,6 +98,7 @@ type Progress struct {
 	Step     string             `json:"step"`
 	Sequence int64              `json:"seq,omitempty"`
 	Server   string             `json:"server,omitempty"`
+	Base     int64              `json:"base,omitempty"` // a differential's base set
 	Percent  float64            `json:"percent"`
 	Bytes    int64              `json:"bytes"`
 	Outcome  string             `json:"outcome"`
@@ -159,7 +167,13 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	// search attributes, whatever spelling started it.
 	c.rename(plan)
 	if plan.NotPreferred != "" {
-		return c.skipNotPreferred(ctx, plan), nil
+		return c.skip(ctx, plan, plan.NotPreferred, activities.SkipNotPreferredReplica), nil
+	}
+	// A differential without a verified full to prove it on is not taken.
+	// Only a start asking for a differential gets here: the commands of
+	// every full cycle's history stay as they were.
+	if plan.NoDifferentialBase != "" {
+		return c.skip(ctx, plan, plan.NoDifferentialBase, activities.SkipNoDifferentialBase), nil
 	}
 	if id := CycleWorkflowID(plan.Instance, c.in.Database); workflow.GetInfo(ctx).WorkflowExecution.ID != id {
 		return c.launch(ctx, id, plan)
@@ -289,7 +303,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeVerified, "")
 
 	result := CycleResult{
-		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Remote: remote,
+		Database: in.Database, Instance: c.instance, Sequence: c.seq, Server: c.server, Remote: remote, Base: c.base,
 		VerifyDatabase: c.verifyDB,
 		Manifest:       manifest.Manifest, Stripes: manifest.Stripes, Locations: c.holders,
 		Timings: c.progress.Timings, Failed: c.progress.Failed,
@@ -420,18 +434,19 @@ func (c *cycle) launch(ctx workflow.Context, id string, plan activities.Plan) (C
 	return res, nil
 }
 
-// skipNotPreferred ends a start whose plan found no replica of the
-// database's availability group that can back it up now: skipped, with the
-// reason, in the result, the search attributes and the cycle metric (type
-// not-preferred-replica); no set is touched and nothing is failed.
-func (c *cycle) skipNotPreferred(ctx workflow.Context, plan activities.Plan) CycleResult {
-	c.log(ctx).Warn("skipped: " + plan.NotPreferred)
-	c.progress.Error = plan.NotPreferred
+// skip ends a start whose plan found nothing to back up now (why): no
+// replica of the database's availability group that can back it up
+// (activities.SkipNotPreferredReplica), no verified full to prove a
+// differential on (activities.SkipNoDifferentialBase). Skipped, with the
+// reason, in the result, the search attributes and the cycle metric (its
+// type); no set is touched and nothing is failed.
+func (c *cycle) skip(ctx workflow.Context, plan activities.Plan, why, reason string) CycleResult {
+	c.log(ctx).Warn("skipped: " + why)
+	c.progress.Error = why
 	c.outcome(ctx, OutcomeSkipped)
-	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeSkipped, activities.SkipNotPreferredReplica)
+	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeSkipped, reason)
 	c.step(ctx, activities.StepDone)
-	return CycleResult{Database: c.in.Database, Instance: plan.Instance, Skipped: plan.NotPreferred,
-		SkipReason: activities.SkipNotPreferredReplica}
+	return CycleResult{Database: c.in.Database, Instance: plan.Instance, Skipped: why, SkipReason: reason}
 }
 
 func (r CycleResult) outcome() string {
@@ -461,6 +476,7 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 	c.setServer(ctx, set.Primary)
 	c.setSequence(ctx, set.Sequence)
 	c.holders = set.Holders
+	c.base, c.progress.Base = set.Base, set.Base
 	c.log(ctx).Info("resuming set", "state", set.State, "holders", set.Holders)
 	return set, nil
 }
@@ -506,14 +522,17 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 		RetryPolicy:            retry(5*time.Second, 5),
 		Summary:                "plan the cycle of " + c.in.Database,
 	}), a.PlanCycle, activities.PlanInput{
-		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer,
+		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer, Differential: c.in.Differential,
 	}).Get(ctx, &plan)
 	if err != nil {
 		return plan, err
 	}
 	c.instance = plan.Instance
-	if plan.NotPreferred != "" {
-		return plan, nil // no replica backs it up now: nothing else was planned
+	if plan.NotPreferred != "" || plan.NoDifferentialBase != "" {
+		return plan, nil // nothing to back up now: nothing else was planned
+	}
+	if b := plan.Mode.Differential; b != nil {
+		c.base, c.progress.Base = b.Sequence, b.Sequence
 	}
 	if len(plan.Rotation) == 0 || plan.Remote == "" || slices.Contains(plan.Rotation[:1], plan.Remote) {
 		return plan, temporal.NewNonRetryableApplicationError(fmt.Sprintf(

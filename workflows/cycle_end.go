@@ -91,7 +91,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 		// its files removed.
 		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
 			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server,
-				Replica: c.replica}
+				Replica: c.replica, Base: c.base}
 			if c.restoreStarted {
 				stop.Remote = c.remoteOf()
 			}
@@ -214,7 +214,7 @@ func (c *cycle) stopFailedStep(ctx workflow.Context, step, typ string) []string 
 	if c.seq == 0 || c.verified || typ == activities.ErrSQLHostUnreachable {
 		return nil
 	}
-	stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Replica: c.replica}
+	stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Sequence: c.seq, Replica: c.replica, Base: c.base}
 	switch step {
 	case activities.StepBackup:
 		stop.Server = c.server

@@ -29,6 +29,7 @@ type cycle struct {
 	verifyDB string // the restored copy's name, from Restore
 	progress Progress
 	seq      int64
+	base     int64 // a differential's base set (the plan's), 0 for a full
 	server   string
 	holders  []string // servers that may hold files of the current set
 	// backedUp: the current set's BACKUP completed (or the set was

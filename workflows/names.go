@@ -96,6 +96,11 @@ func CycleSummary(instance, database, primary, remote string) string {
 	return s
 }
 
+// DiffStartID is the id under which a scheduled differential of
+// (instance, database) starts (Temporal appends each run's start time); it
+// runs the cycle under CycleWorkflowID, one cycle of a database at a time.
+func DiffStartID(instance, database string) string { return pathID("diff", instance, database) }
+
 // pathID is <prefix>/<instance>/<name>, characters outside
 // [A-Za-z0-9._] escaped as CycleWorkflowID escapes them, with a short hash
 // of the real names when that changed anything.

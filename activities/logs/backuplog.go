@@ -486,8 +486,9 @@ func (a *Activities) startChain(ctx context.Context, fsys catalog.FS, sqlDB *mss
 	return r, nil
 }
 
-// verifiedFulls are db's verified full backups on the servers of its
-// rotation (trusted manifests with their header), oldest first (by LSN),
+// verifiedFulls are db's verified full backups (not its differentials) on
+// the servers of its rotation (trusted manifests with their header), oldest
+// first (by LSN),
 // as a chain records them: the checkpoint LSN, which the manifest does not
 // hold, read from the full's own header. A full whose files no longer hold
 // the manifest's backup is left out; a server that cannot be read is
@@ -509,7 +510,9 @@ func (a *Activities) verifiedFulls(ctx context.Context, sqlDB *mssql.DB, inst *c
 		}
 		for _, m := range l.Manifests {
 			h := m.Header
-			if !m.Trusted() || !m.Verified() || h == nil || seen[h.BackupSetGUID] {
+			// A differential is no full of the chain: a restore takes it
+			// on top of its base, whose logs the chain holds anyway.
+			if !m.Trusted() || !m.Verified() || m.IsDifferential() || h == nil || seen[h.BackupSetGUID] {
 				continue
 			}
 			layout, err := tsql.Layout(srv.PathsFor(inst.Name), m.Names(), m.Sequence, len(m.Stripes))

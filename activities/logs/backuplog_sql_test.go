@@ -87,12 +87,23 @@ func (f *logFixture) must(fn, in, out any) {
 // manifest to verified, as the cycle's later steps would.
 func (f *logFixture) full(verified bool) *catalog.Manifest {
 	f.t.Helper()
+	return f.take(false, verified)
+}
+
+// take takes a backup of Sales, a full or a differential on the newest
+// verified full, with the cycle's own activities; verified then advances
+// its manifest to verified, as the cycle's later steps would.
+func (f *logFixture) take(differential, verified bool) *catalog.Manifest {
+	f.t.Helper()
 	var p activities.Plan
-	f.must(f.base.PlanCycle, activities.PlanInput{Database: "Sales"}, &p)
+	f.must(f.base.PlanCycle, activities.PlanInput{Database: "Sales", Differential: differential}, &p)
+	if p.NoDifferentialBase != "" {
+		f.t.Fatal(p.NoDifferentialBase)
+	}
 	var seq int64
 	f.must(f.base.AllocateSequence, activities.SequenceInput{Database: "Sales"}, &seq)
 	var b activities.BackupOutput
-	f.must(f.base.Backup, activities.BackupInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes}, &b)
+	f.must(f.base.Backup, activities.BackupInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes, Mode: p.RunMode()}, &b)
 	f.must(f.base.WriteManifest, activities.ManifestInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
 	st := f.storage(p.Rotation[0])
 	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), catalog.Of(f.site.Instance, "Sales"), seq)
@@ -729,5 +740,28 @@ func TestSQLBackupLogGapAfterARestartedLogChain(t *testing.T) {
 				t.Fatalf("%+v, want a gap break", out)
 			}
 		})
+	}
+}
+
+// A verified differential is no full of the log chain: the chain starts
+// on and continues from fulls only (a restore may still take full +
+// differential + the logs after it, which the chain's logs reach).
+func TestSQLBackupLogDifferentialIsNotAFullOfTheChain(t *testing.T) {
+	f := newLogFixture(t, "    diff_backup: {every: 6h}\n")
+	base := f.full(true)
+	// As its copy would have: the differential goes beside a base its
+	// copy target holds too.
+	base.AddServer("bak02")
+	if err := catalog.Save(context.Background(), catalog.StorageFS{Storage: f.storage("bak01")}, f.keys(), base); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(2)
+	f.mustBackupLog()
+	f.commit(2)
+	d := f.take(true, true)
+	f.commit(2)
+	f.mustBackupLog()
+	if r := f.newest(); len(r.Fulls) != 1 || r.Fulls[0].Sequence != base.Sequence {
+		t.Fatalf("the chain's fulls %+v, want only set %d (not the differential %d)", r.Fulls, base.Sequence, d.Sequence)
 	}
 }

@@ -269,8 +269,9 @@ func (a *Activities) remoteChain(ctx context.Context, t *standbyTarget, id int64
 	return &remoteChainOf{chain: &c, names: parts[0].Names()}, nil
 }
 
-// verifiedOnTarget are the verified sets held on the copy target, by backup
-// set GUID (upper case): its remote copies of sets the rotation sent to the
+// verifiedOnTarget are the verified full sets held on the copy target (a
+// differential seeds nothing: it restores only on top of its base), by
+// backup set GUID (upper case): its remote copies of sets the rotation sent to the
 // chain's server, and the sets the rotation sent to it (their primary copy
 // is at the same site, hashed as the verified remote copy was). Leaving
 // those out left a chain whose full went to the copy target unproven until
@@ -282,7 +283,7 @@ func (a *Activities) verifiedOnTarget(ctx context.Context, t *standbyTarget) (ma
 	}
 	out := map[string]*catalog.Manifest{}
 	for _, m := range l.Manifests {
-		if m.Trusted() && m.State == catalog.StateVerified && m.Header != nil && m.Header.BackupSetGUID != "" &&
+		if m.Trusted() && m.State == catalog.StateVerified && !m.IsDifferential() && m.Header != nil && m.Header.BackupSetGUID != "" &&
 			slices.Contains(m.Servers, t.srv.Name) {
 			out[strings.ToUpper(m.Header.BackupSetGUID)] = m
 		}

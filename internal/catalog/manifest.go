@@ -100,12 +100,18 @@ const (
 	EvidenceCheckDBFailed    Evidence = "checkdb_failed"    // DBCC CHECKDB reported errors on the restored copy
 	EvidenceSanityFailed     Evidence = "sanity_failed"     // a sanity check on the restored copy did not hold
 	EvidenceHashMismatch     Evidence = "hash_mismatch"     // a copy's bytes differ from the primary's
+	// EvidenceForeignBase: a differential's header names as its base
+	// (DifferentialBaseGUID) a full backup that is not the verified set
+	// its plan chose: someone else's full backup moved the database's
+	// differential base, and the set restores on none of the product's.
+	EvidenceForeignBase Evidence = "foreign_base"
 )
 
 // Valid reports whether e is a known kind of evidence.
 func (e Evidence) Valid() bool {
 	switch e {
-	case EvidenceBackupIncomplete, EvidenceCorruptBackup, EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch:
+	case EvidenceBackupIncomplete, EvidenceCorruptBackup, EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch,
+		EvidenceForeignBase:
 		return true
 	}
 	return false
@@ -455,11 +461,13 @@ type Manifest struct {
 // changes since it the set holds, as RESTORE HEADERONLY names it
 // (DifferentialBaseGUID: the base's BackupSetGUID; DifferentialBaseLSN)
 // and by its set number. A differential restores only on top of that full
-// ("Differential Backups (SQL Server)").
+// ("Differential Backups (SQL Server)"). The claim of a differential names
+// the base its plan chose; the LSN is recorded with the header, once
+// HEADERONLY confirmed that base.
 type DiffBase struct {
 	Sequence      int64  `json:"base_sequence"`
 	BackupSetGUID string `json:"base_backup_set_guid"`
-	LSN           string `json:"base_lsn"` // DifferentialBaseLSN, numeric(25,0) as decimal digits
+	LSN           string `json:"base_lsn,omitempty"` // DifferentialBaseLSN, numeric(25,0) as decimal digits
 }
 
 // IsDifferential reports whether m is a differential backup set.
@@ -613,9 +621,9 @@ func (m *Manifest) Fail(step Step, evidence Evidence, reason string, at time.Tim
 		return fmt.Errorf("%w: unknown step %q", ErrIllegalTransition, step)
 	}
 	if !evidence.Valid() {
-		return fmt.Errorf("%w: set %d of %q: %q is no evidence about the set's content; only %s, %s, %s, %s or %s mark a set failed",
+		return fmt.Errorf("%w: set %d of %q: %q is no evidence about the set's content; only %s, %s, %s, %s, %s or %s mark a set failed",
 			ErrIllegalTransition, m.Sequence, m.Database, evidence, EvidenceBackupIncomplete, EvidenceCorruptBackup,
-			EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch)
+			EvidenceCheckDBFailed, EvidenceSanityFailed, EvidenceHashMismatch, EvidenceForeignBase)
 	}
 	if reason == "" {
 		return fmt.Errorf("%w: a failure needs a reason", ErrIllegalTransition)

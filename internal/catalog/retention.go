@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,9 @@ type Deletion struct {
 	Files  []string
 	Reason Reason
 	Detail string // human-readable: state, age, rank
+	// differential: the set is a differential (deleted before the fulls
+	// of its database on the server).
+	differential bool
 }
 
 // dbSeq is a set as file names identify it: owner is tsql's "<inst>@<db>"
@@ -125,13 +129,17 @@ func keyOf(m *Manifest) dbSeq { return dbSeq{m.Names().Owner(), m.Sequence} }
 // worker's clock, Manifest.VerifiedAt) is kept as well.
 //
 // Rules:
-//   - per server and (instance, database), verified sets beyond the newest
-//     KeepVerified are deleted (ReasonSuperseded);
+//   - per server and (instance, database), verified full sets beyond the
+//     newest KeepVerified are deleted (ReasonSuperseded);
+//   - a verified differential is kept only while its base is the newest
+//     verified full on its server, and only the newest KeepVerified of
+//     that base's; every other goes (ReasonSuperseded), before the fulls
+//     of its database, so that none is left without its base;
 //   - failed and cancelled sets older than DeleteFailedAfter are deleted;
 //   - sets in written/copied/restored/checked older than DeleteAbandonedAfter
 //     are deleted;
-//   - NEVER deleted: the newest verified set of an (instance, database) (on
-//     every server holding it), and its newest verified set on each server,
+//   - NEVER deleted: the newest verified full of an (instance, database)
+//     (on every server holding it), and its newest verified full on each server,
 //     whatever KeepVerified and however old; nor a verified set of a higher
 //     sequence number, verified later, than either of those;
 //   - stripe files whose set has no manifest file on that server, and
@@ -167,13 +175,14 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		}
 	}
 
-	// The protected sets: newest verified per (instance, database), and per
-	// (server, instance, database).
+	// The protected sets: newest verified full per (instance, database),
+	// and per (server, instance, database). Differentials are judged by
+	// their base (below).
 	newestGlobal := map[string]*Manifest{}
 	newestOnServer := map[[2]string]*Manifest{}
 	for _, sm := range manifests {
 		m := sm.Manifest
-		if m == nil || !m.Verified() || !m.Trusted() {
+		if m == nil || !m.Verified() || !m.Trusted() || m.IsDifferential() {
 			continue
 		}
 		owner := sm.group()
@@ -193,19 +202,54 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 	}
 	protected := func(server, owner string, m *Manifest) bool {
 		g, s := newestGlobal[owner], newestOnServer[[2]string{server, owner}]
-		return m.Verified() && m.Trusted() && (isNewest(g, m) || isNewest(s, m) || after(g, m) || after(s, m))
+		return m.Verified() && m.Trusted() && !m.IsDifferential() && (isNewest(g, m) || isNewest(s, m) || after(g, m) || after(s, m))
 	}
 
-	// Verified sets per (server, instance, database), newest first, for KeepVerified.
+	// Verified full sets per (server, instance, database), newest first,
+	// for KeepVerified; the verified differentials of each base per
+	// server, newest first.
 	rank := map[[2]string][]*Manifest{}
+	diffRank := map[[2]string][]*Manifest{}
 	for _, sm := range manifests {
-		if m := sm.Manifest; m != nil && m.Verified() && m.Trusted() {
-			k := [2]string{sm.Server, sm.group()}
-			rank[k] = append(rank[k], m)
+		m := sm.Manifest
+		if m == nil || !m.Verified() || !m.Trusted() {
+			continue
+		}
+		k := [2]string{sm.Server, sm.group()}
+		if m.IsDifferential() {
+			k[1] += "\x00" + strconv.FormatInt(m.Differential.Sequence, 10)
+			diffRank[k] = append(diffRank[k], m)
+			continue
+		}
+		rank[k] = append(rank[k], m)
+	}
+	for _, r := range []map[[2]string][]*Manifest{rank, diffRank} {
+		for k := range r {
+			sort.SliceStable(r[k], func(i, j int) bool { return r[k][i].Newer(r[k][j]) })
 		}
 	}
-	for k := range rank {
-		sort.SliceStable(rank[k], func(i, j int) bool { return rank[k][i].Newer(rank[k][j]) })
+	// A verified differential counts only on top of its base: it is kept
+	// while its base is the newest verified full on its server (the one a
+	// restore from there starts with; "Differential Backups (SQL
+	// Server)": only the most recent differential is restored after its
+	// base), the newest KeepVerified of them, and goes with or before an
+	// older base.
+	diffKept := func(server, group string, m *Manifest) (string, bool) {
+		base := newestOnServer[[2]string{server, group}]
+		if base == nil || base.Sequence != m.Differential.Sequence {
+			newest := "none"
+			if base != nil {
+				newest = fmt.Sprintf("set %d", base.Sequence)
+			}
+			return fmt.Sprintf("differential set %d is on set %d, not on the newest verified full on %s (%s)", m.Sequence,
+				m.Differential.Sequence, server, newest), false
+		}
+		k := [2]string{server, group + "\x00" + strconv.FormatInt(m.Differential.Sequence, 10)}
+		if pos := indexOf(diffRank[k], m); pos >= max(r.KeepVerified, 1) {
+			return fmt.Sprintf("differential set %d is number %d of set %d's on %s, keeping the newest %d", m.Sequence, pos+1,
+				m.Differential.Sequence, server, max(r.KeepVerified, 1)), false
+		}
+		return "", true
 	}
 
 	// Files on each server, parsed once and grouped by set.
@@ -257,6 +301,12 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		var reason Reason
 		var detail string
 		switch {
+		case m.Verified() && m.IsDifferential():
+			why, keep := diffKept(sm.Server, group, m)
+			if keep {
+				continue
+			}
+			reason, detail = ReasonSuperseded, why
 		case m.Verified():
 			pos := indexOf(rank[[2]string{sm.Server, group}], m)
 			if pos < r.KeepVerified {
@@ -279,7 +329,7 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		}
 		out = append(out, Deletion{
 			Server: sm.Server, Set: SetKey{m.SourceInstance, m.Database, m.Sequence}, Reason: reason, Detail: detail,
-			Files: setFiles(m, stripesOf[sm.Server][key]),
+			Files: setFiles(m, stripesOf[sm.Server][key]), differential: m.IsDifferential(),
 		})
 	}
 
@@ -332,6 +382,11 @@ func Decide(r Retention, manifests []ServerManifest, files map[string][]FileInfo
 		}
 		if a.Set.Database != b.Set.Database {
 			return a.Set.Database < b.Set.Database
+		}
+		if a.differential != b.differential {
+			// A differential goes before any full of its database: never
+			// one left whose base is gone.
+			return a.differential
 		}
 		if a.Set.Sequence != b.Set.Sequence {
 			return a.Set.Sequence < b.Set.Sequence

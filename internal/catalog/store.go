@@ -305,15 +305,17 @@ func list(ctx context.Context, fsys FS, keys *Keys, prefixes []string, suffix st
 	return l, nil
 }
 
-// LastServer returns the primary server of the newest set (by when it was
-// taken) of the database among the given manifests (from every server of
-// the rotation), for plan.NextServer; "" when there is none. Failed sets
+// LastServer returns the primary server of the newest full set (by when it
+// was taken) of the database among the given manifests (from every server
+// of the rotation), for plan.NextServer; "" when there is none. Failed sets
 // count: a cycle that failed on BAK01 still moves the rotation on to BAK02.
-// Untrusted manifests do not.
+// Untrusted manifests do not, nor do differentials: they are written to the
+// servers of their base and leave the round robin of the full backups
+// alone.
 func LastServer(d DB, manifests []*Manifest) string {
 	var best *Manifest
 	for _, m := range manifests {
-		if !d.Owns(m) || m.PrimaryServer == "" || !m.Trusted() {
+		if !d.Owns(m) || m.PrimaryServer == "" || !m.Trusted() || m.IsDifferential() {
 			continue
 		}
 		if best == nil || m.Newer(best) {
@@ -329,12 +331,13 @@ func LastServer(d DB, manifests []*Manifest) string {
 // ErrNotFound is returned by NewestVerified when no verified set exists.
 var ErrNotFound = errors.New("no verified backup set")
 
-// NewestVerified returns the verified set of the database taken last, of
-// the trusted manifests.
+// NewestVerified returns the verified full set of the database taken
+// last, of the trusted manifests: the one a restore starts from (a
+// differential restores only on top of its base).
 func NewestVerified(d DB, manifests []*Manifest) (*Manifest, error) {
 	var best *Manifest
 	for _, m := range manifests {
-		if d.Owns(m) && m.Verified() && m.Trusted() && (best == nil || m.Newer(best)) {
+		if d.Owns(m) && m.Verified() && m.Trusted() && !m.IsDifferential() && (best == nil || m.Newer(best)) {
 			best = m
 		}
 	}

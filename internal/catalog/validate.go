@@ -120,9 +120,15 @@ func (m *Manifest) Validate() error {
 		if m.SchemaVersion < 8 {
 			bad("schema_version %d cannot hold differential (version 8 does)", m.SchemaVersion)
 		}
-		if d.Sequence <= 0 || d.Sequence >= m.Sequence || d.BackupSetGUID == "" || !lsnRE.MatchString(d.LSN) {
+		if d.Sequence <= 0 || d.Sequence >= m.Sequence || d.BackupSetGUID == "" || d.LSN != "" && !lsnRE.MatchString(d.LSN) {
 			bad("differential needs its base's earlier set number, backup set GUID and LSN (decimal digits)")
 		}
+		if m.Header != nil && d.LSN == "" {
+			bad("differential with a header needs its base's LSN (the header's DifferentialBaseLSN)")
+		}
+	}
+	if f := m.Failure; f != nil && f.Evidence == EvidenceForeignBase && m.Differential == nil {
+		bad("failure evidence %s is a differential's: a full backup has no differential base", EvidenceForeignBase)
 	}
 	if m.Immutable != nil && m.State != StateVerified {
 		bad("immutable copy recorded for a set in state %s: only verified sets are copied there", m.State)

@@ -114,6 +114,7 @@ func (d *decoder) check(c *Config) {
 	d.checkChains(c)
 	d.checkLogs(c)
 	d.checkDrills(c)
+	d.checkDiffs(c)
 	d.checkPlatforms(c)
 	d.checkVerifyNotSource(c)
 }

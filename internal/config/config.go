@@ -29,7 +29,7 @@
 //	log_proof_lag 15m (standby) / 26h (nightly), standby_name "{db}_standby",
 //	adopt_foreign_logs false, pit_proof {every 24h, checkdb false};
 //	drill none (with drill: point latest, from any, checkdb false, max_age 2 x every,
-//	name "{db}_drill", instance: the copy target's verify_instance).
+//	name "{db}_drill", instance: the copy target's verify_instance); diff_backup none.
 package config
 
 import (
@@ -364,6 +364,9 @@ type Policy struct {
 	ImmutableCopy string `yaml:"immutable_copy"`
 	// Drill is the scheduled recovery drill (drill.go); every 0: none.
 	Drill Drill `yaml:"drill"`
+	// DiffBackup is the product's own differential backups of the
+	// database (diff.go); every 0: none.
+	DiffBackup DiffBackup `yaml:"diff_backup"`
 }
 
 // LogBackup is `log_backup:`.

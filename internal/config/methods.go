@@ -103,6 +103,18 @@ func (db *Database) CopyTarget(primary string) string {
 	return ""
 }
 
+// ServersAndTargets are the rotation and every copy target of db, once
+// each: every server that may hold a set of it.
+func (db *Database) ServersAndTargets() []string {
+	out := slices.Clone(db.BackupServers)
+	for _, s := range db.BackupServers {
+		if t := db.CopyTarget(s); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // VerifyDatabaseName is the name of the restored copy for a sequence number:
 // verify_name with {db}, {instance} (the source instance's name) and {seq}
 // (8 digits, zero padded) replaced.

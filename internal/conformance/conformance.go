@@ -79,10 +79,12 @@ type Plan struct {
 	Scratch, Copy, Restoring string
 	FillBytes, FillRows      int64
 	// Backup and VanishBackup are the files written on Server; ForkBackup
-	// and ForkLogs those of the log chain's probe (forkprobe.go).
+	// and ForkLogs those of the log chain's probe (forkprobe.go),
+	// ForkDiff the differential on ForkBackup (the differential base's).
 	Backup, VanishBackup string
 	ForkBackup           string
 	ForkLogs             [2]string
+	ForkDiff             string
 	// SourcePath and VerifyPath are Server's directory as Instance and
 	// VerifyInstance reach it; Location as the worker (this command) does.
 	SourcePaths []string
@@ -158,6 +160,7 @@ func NewPlan(o Options) (*Plan, error) {
 	p.Copy, p.Restoring = p.Scratch+"_copy", p.Scratch+"_restoring"
 	p.Backup, p.VanishBackup = p.Scratch+".bak", p.Scratch+"_vanish.bak"
 	p.ForkBackup, p.ForkLogs = p.Scratch+"_fork.bak", [2]string{p.Scratch + "_fork_1.trn", p.Scratch + "_fork_2.trn"}
+	p.ForkDiff = p.Scratch + "_fork.dif"
 	p.FillBytes, p.FillRows = o.FillBytes, fillRows(o.FillBytes)
 	return p, nil
 }
@@ -233,9 +236,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		p.Instance, p.Scratch, fill, tsql.FillTable, p.FillRows, tsql.FillView)
 	fmt.Fprintf(&b, "  on backup server %s (%s): two backups of it, %s and %s, about %s each, written by %s's SQL Server as %s; "+
 		"and a 4 KiB probe file, removed at once\n", p.Server, p.Location, p.Backup, p.VanishBackup, fill, p.Instance, p.sourcePath(p.Backup))
-	fmt.Fprintf(&b, "  for the log chain's probe, last: %s set to the FULL recovery model, a full backup %s and two log backups %s and %s "+
-		"on %s, and %s restored over itself from that full backup between them (RESTORE ... WITH REPLACE)\n",
-		p.Scratch, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1], p.Server, p.Scratch)
+	fmt.Fprintf(&b, "  for the log chain's probe, last: %s set to the FULL recovery model, a full backup %s, a differential %s on it and "+
+		"two log backups %s and %s on %s, and %s restored over itself from that full backup between them (RESTORE ... WITH REPLACE)\n",
+		p.Scratch, p.ForkBackup, p.ForkDiff, p.ForkLogs[0], p.ForkLogs[1], p.Server, p.Scratch)
 	where := "beside the files of " + p.Scratch
 	if p.DataDir != "" {
 		where = "in " + p.DataDir + " and " + p.LogDir

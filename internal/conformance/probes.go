@@ -41,6 +41,8 @@ const (
 	IDMissingFile      = "missing-file-os-error"
 	// IDLogForkAfterRestore: forkprobe.go.
 	IDLogForkAfterRestore = "log-fork-after-restore"
+	// IDDifferentialBase: forkprobe.go.
+	IDDifferentialBase = "differential-base-is-the-full"
 )
 
 // Probe is one assumption and what the server did.
@@ -128,6 +130,12 @@ var assumptions = map[string]struct{ text, ifFails string }{
 		"the log chain does not see that the source was restored to an earlier point (it records the next log backup as the chain's, " +
 			"and a restore through the chain fails at it), and another tool's log backup taken before the restore still " +
 			"splits every later chain until a log backup passes its LSNs",
+	},
+	IDDifferentialBase: {
+		"RESTORE HEADERONLY of a differential taken after a full backup that is not COPY_ONLY gives BackupType 5, that full's " +
+			"BackupSetGUID as DifferentialBaseGUID and an LSN as DifferentialBaseLSN",
+		"every differential (diff_backup) fails its catalog step with DifferentialBaseMoved, as if another tool's full backup had " +
+			"moved the base, and none is ever proven",
 	},
 	IDMissingFile: {
 		"RESTORE HEADERONLY of a file that does not exist answers a device error (3201) quoting the operating system error " +

@@ -285,3 +285,24 @@ func TestJudgeLogFork(t *testing.T) {
 		}
 	}
 }
+
+// The differential names the full it was taken on; another GUID, no LSN
+// or another backup type fails.
+func TestJudgeDifferentialBase(t *testing.T) {
+	full := mssql.BackupHeader{BackupSetGUID: "6F9A2B10-3C4D-4E5F-8091-A2B3C4D5E6F7"}
+	diff := mssql.BackupHeader{BackupType: 5, DifferentialBaseGUID: "6f9a2b10-3c4d-4e5f-8091-a2b3c4d5e6f7", DifferentialBaseLSN: "37000000012800038"}
+	if p := judgeDifferentialBase(diffObs{Full: full, Diff: diff}); p.Verdict != Holds {
+		t.Fatalf("%s: %s", p.Verdict, p.Observed)
+	}
+	for _, bad := range []func(*mssql.BackupHeader){
+		func(h *mssql.BackupHeader) { h.DifferentialBaseGUID = "00000000-0000-0000-0000-000000000001" },
+		func(h *mssql.BackupHeader) { h.DifferentialBaseLSN = "" },
+		func(h *mssql.BackupHeader) { h.BackupType = 1 },
+	} {
+		d := diff
+		bad(&d)
+		if p := judgeDifferentialBase(diffObs{Full: full, Diff: d}); p.Verdict != Fails {
+			t.Errorf("%+v: %s", d, p.Verdict)
+		}
+	}
+}

@@ -41,6 +41,7 @@ type runner struct {
 	vanishBackup, vanishRestore *vanishObs
 	drop                        *dropObs
 	header                      *headerObs
+	diff                        *diffObs
 	media                       *mediaObs
 	fork                        *forkObs
 	skip                        map[string]string
@@ -61,7 +62,7 @@ func Run(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	r := &runner{p: p, o: o, skip: map[string]string{},
 		rep: &Report{Instance: p.Instance, VerifyInstance: p.VerifyInstance, Server: p.Server, Started: time.Now().UTC(),
-			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: []string{p.Backup, p.VanishBackup, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1]},
+			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: []string{p.Backup, p.VanishBackup, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1], p.ForkDiff},
 				FillBytes: p.FillRows * tsql.FillRowBytes, FillRows: p.FillRows}}}
 	err := r.connect(ctx)
 	if err == nil {
@@ -817,5 +818,6 @@ func (r *runner) judge() []Probe {
 		or(IDGarbageMedia, r.media != nil, func() Probe { return judgeGarbage(*r.media) }),
 		or(IDMissingFile, r.media != nil, func() Probe { return judgeMissing(*r.media) }),
 		or(IDLogForkAfterRestore, r.fork != nil, func() Probe { return judgeLogFork(*r.fork) }),
+		or(IDDifferentialBase, r.diff != nil, func() Probe { return judgeDifferentialBase(*r.diff) }),
 	}
 }

@@ -34,6 +34,11 @@ type BackupHeader struct {
 	IsCopyOnly           bool
 	BackupSetGUID        string
 	FamilyGUID           string
+	// DifferentialBaseGUID and DifferentialBaseLSN name a differential's
+	// base, the full backup whose changes since it the set holds ("" for
+	// any other type; RESTORE HEADERONLY).
+	DifferentialBaseGUID string
+	DifferentialBaseLSN  string
 	// SoftwareVersion is the build that wrote the backup,
 	// SoftwareVersionMajor.Minor.Build ("16.0.4135"); "" when not reported.
 	SoftwareVersion string
@@ -79,6 +84,7 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			Compressed: r.bool("Compressed"), HasBackupChecksums: r.bool("HasBackupChecksums"),
 			IsDamaged: r.bool("IsDamaged"), IsCopyOnly: r.bool("IsCopyOnly"),
 			BackupSetGUID: r.guid("BackupSetGUID"), FamilyGUID: r.guid("FamilyGUID"),
+			DifferentialBaseGUID: r.guid("DifferentialBaseGUID"), DifferentialBaseLSN: r.str("DifferentialBaseLSN"),
 			SoftwareVersion: softwareVersion(r), Containment: r.int("Containment"),
 			CompressionAlgorithm: r.str("CompressionAlgorithm"),
 			Fork:                 RecoveryFork{First: r.guid("FirstRecoveryForkID"), Last: r.guid("RecoveryForkID"), Point: r.str("ForkPointLSN")},

@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -78,4 +79,30 @@ func (db *DB) BackupSetFork(ctx context.Context, query string, args ...any) (f R
 		f, found = recoveryFork(r), true
 	})
 	return f, found, err
+}
+
+// BackupSetInfo is what msdb knows of one backup set (tsql.BackupSetByGUID).
+type BackupSetInfo struct {
+	Type     string // D database, I differential, L log
+	CopyOnly bool
+	// Finish is backup_finish_date: the source's wall clock, labelled UTC.
+	Finish  time.Time
+	User    string
+	Devices []string // physical_device_name of each media family
+}
+
+// BackupSet runs a tsql.BackupSetByGUID query: found is false when msdb has
+// no row for the set.
+func (db *DB) BackupSet(ctx context.Context, query string, args ...any) (s BackupSetInfo, found bool, err error) {
+	err = db.scan(ctx, "read msdb.dbo.backupset", query, args, func(r row) {
+		if !found {
+			s = BackupSetInfo{Type: strings.TrimSpace(r.str("type")), CopyOnly: r.bool("is_copy_only"), Finish: r.time("backup_finish_date"),
+				User: r.str("user_name")}
+			found = true
+		}
+		if d := r.str("physical_device_name"); d != "" {
+			s.Devices = append(s.Devices, d)
+		}
+	})
+	return s, found, err
 }

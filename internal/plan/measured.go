@@ -63,7 +63,7 @@ type StepRate struct {
 
 // Measured reports whether r is a measurement (not an assumption).
 func (r StepRate) Measured() bool {
-	return r.MBps > 0 && !math.IsInf(r.MBps, 0) && (r.Source == SourceCycle || r.Source == SourceCalibration)
+	return r.MBps > 0 && !math.IsInf(r.MBps, 0) && (r.Source == SourceCycle || r.Source == SourceCalibration || r.Source == SourceDrill)
 }
 
 // Throughput is what was measured of one database's steps; a step not
@@ -203,10 +203,14 @@ func newest(t Throughput) time.Time {
 // backup server (each set counts once, by its copy with the most timings),
 // and of more: measurements made elsewhere, such as a calibration's
 // (Throughput{Backup: StepRate{Source: SourceCalibration, ...}}).
+//
+// Differentials are left out: their BackupSize is the changes only, while
+// their restore step restored their base as well and their CHECKDB read
+// the whole copy.
 func FromManifests(d catalog.DB, manifests []*catalog.Manifest, more ...Throughput) Throughput {
 	best := map[int64]*catalog.Manifest{}
 	for _, m := range manifests {
-		if m == nil || !d.Owns(m) || !m.Verified() || !m.Trusted() {
+		if m == nil || !d.Owns(m) || !m.Verified() || !m.Trusted() || m.IsDifferential() {
 			continue
 		}
 		if b := best[m.Sequence]; b == nil || len(m.Timings) > len(b.Timings) {

@@ -29,6 +29,8 @@ type Objectives struct {
 	ImmutableCopy string `json:"immutable_copy,omitempty"`
 	// Drills: the last drill is judged against rto and drill.max_age.
 	DrillObjectives
+	// DiffEvery is diff_backup.every: the database takes differentials.
+	DiffEvery Duration `json:"diff_every_seconds,omitempty"`
 }
 
 // Target is a configured database and its objectives.
@@ -43,7 +45,8 @@ type Found struct {
 	Manifest *catalog.Manifest
 }
 
-// Verified is the newest verified set of a database.
+// Verified is the newest verified set of a database (a full), or the
+// newest verified differential on it.
 type Verified struct {
 	Sequence   int64     `json:"sequence"`
 	TakenAt    time.Time `json:"taken_at"`    // the instant the BACKUP finished (catalog.Manifest.TakenAt)
@@ -56,7 +59,8 @@ type Verified struct {
 	// Servers hold the set with a manifest saying verified: where the copies are.
 	Servers []string `json:"servers"`
 	// Restore and CheckDB are the measured step times; TimeToRecover is their
-	// sum, 0 when the manifest has no restore timing.
+	// sum, 0 when the manifest has no restore timing. A differential's
+	// restore step restored its base too: to the point it reaches.
 	Restore        Duration `json:"restore_seconds"`
 	CheckDB        Duration `json:"checkdb_seconds"`
 	TimeToRecover  Duration `json:"time_to_recover_seconds"`
@@ -66,6 +70,8 @@ type Verified struct {
 	Predicted *Prediction `json:"predicted,omitempty"`
 	// Immutable is the set's copy on an object store, once one was tried.
 	Immutable *Immutable `json:"immutable,omitempty"`
+	// Base is a differential's base set; 0 for a full.
+	Base int64 `json:"base,omitempty"`
 }
 
 // Failure is the newest failed or cancelled set taken after the last
@@ -81,6 +87,8 @@ type Failure struct {
 	At      time.Time `json:"at"`
 	TakenAt time.Time `json:"taken_at"`
 	Servers []string  `json:"servers"`
+	// Base is a failed differential's base set; 0 for a full.
+	Base int64 `json:"base,omitempty"`
 }
 
 // Unauthenticated is a set of a database whose manifests are not
@@ -100,8 +108,13 @@ type Database struct {
 	Database   string `json:"database"`
 	Configured bool   `json:"configured"` // listed in the config (else found only in manifests)
 	Objectives
-	LastVerified *Verified `json:"last_verified"` // nil: never verified
-	LastFailure  *Failure  `json:"last_failure,omitempty"`
+	// LastVerified is the newest verified full (nil: never verified): a
+	// restore starts from it. LastDifferential is the newest verified
+	// differential on it (diff_backup), whose point the rpo and rto are
+	// judged by when there is one.
+	LastVerified     *Verified `json:"last_verified"`
+	LastDifferential *Verified `json:"last_differential,omitempty"`
+	LastFailure      *Failure  `json:"last_failure,omitempty"`
 	// Unauthenticated are the sets whose manifests are not authenticated,
 	// newest number first; they count for nothing above.
 	Unauthenticated []Unauthenticated `json:"unauthenticated,omitempty"`
@@ -173,6 +186,7 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 		if db.Drills() {
 			o.DrillObjectives = DrillObjectives{DrillEvery: Duration(db.Drill.Every), DrillMaxAge: Duration(db.DrillMaxAge())}
 		}
+		o.DiffEvery = Duration(db.DiffBackup.Every)
 		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})
 	}
 	return out, def
@@ -356,7 +370,7 @@ func advanced(a, b *catalog.Manifest) bool {
 
 func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[setKey]*set, former []string, chains []FoundChain) Database {
 	d := Database{Instance: k.instance, Database: k.database, Configured: configured, Objectives: o}
-	var lastOK, lastBad *set
+	var lastOK, lastDiff, lastBad *set
 	trusted := map[setID]*set{}
 	for id, s := range sets {
 		m := s.best
@@ -366,7 +380,7 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 		}
 		trusted[id.setID] = s
 		switch {
-		case m.State == catalog.StateVerified:
+		case m.State == catalog.StateVerified && !m.IsDifferential():
 			if lastOK == nil || m.Newer(lastOK.best) {
 				lastOK = s
 			}
@@ -377,23 +391,42 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 		}
 	}
 	sort.Slice(d.Unauthenticated, func(i, j int) bool { return d.Unauthenticated[i].Sequence > d.Unauthenticated[j].Sequence })
+	newest := lastOK
 	if lastOK != nil {
 		d.LastVerified = verifiedOf(now, lastOK)
 		d.LastVerified.Predicted = predict(k, lastOK, trusted, former)
+		// Only a differential of the newest verified full counts: one of
+		// an older full restores only on that full.
+		for id, s := range trusted {
+			m := s.best
+			if m.State == catalog.StateVerified && m.IsDifferential() && id.instance == lastOK.best.SourceInstance &&
+				m.Differential.Sequence == lastOK.best.Sequence && (lastDiff == nil || m.Newer(lastDiff.best)) {
+				lastDiff = s
+			}
+		}
+		if lastDiff != nil && lastDiff.best.Newer(lastOK.best) {
+			d.LastDifferential, newest = verifiedOf(now, lastDiff), lastDiff
+		}
 	}
 	// A failure older than the last verified set is history, not news.
-	if lastBad != nil && (lastOK == nil || lastBad.best.Newer(lastOK.best)) {
+	if lastBad != nil && (newest == nil || lastBad.best.Newer(newest.best)) {
 		d.LastFailure = failureOf(lastBad)
 	}
-	switch v := d.LastVerified; {
+	v, what := d.LastVerified, "last verified set"
+	if d.LastDifferential != nil {
+		v, what = d.LastDifferential, fmt.Sprintf("last verified differential (on set %d)", d.LastDifferential.Base)
+	}
+	switch {
 	case v == nil && len(d.Unauthenticated) > 0:
 		d.Reasons = append(d.Reasons, fmt.Sprintf("no authenticated verified backup set on any backup server (the manifests of %d set(s) are not authenticated and count for nothing)",
 			len(d.Unauthenticated)))
+	case v == nil && o.DiffEvery > 0:
+		d.Reasons = append(d.Reasons, "no verified backup set on any backup server: differentials (diff_backup) wait for a verified full")
 	case v == nil:
 		d.Reasons = append(d.Reasons, "no verified backup set on any backup server")
 	default:
 		if o.RPO > 0 && v.Age > o.RPO && o.Every <= 0 {
-			d.Reasons = append(d.Reasons, fmt.Sprintf("last verified set is %s old, above the RPO of %s", v.Age, o.RPO))
+			d.Reasons = append(d.Reasons, fmt.Sprintf("%s is %s old, above the RPO of %s", what, v.Age, o.RPO))
 		}
 		if o.RTO > 0 && v.TimeToRecover > o.RTO {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("measured time to recover %s is above the RTO of %s", v.TimeToRecover, o.RTO))
@@ -402,7 +435,7 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 	if configured && o.Every > 0 {
 		verified := map[string]bool{}
 		for _, s := range trusted {
-			if m := s.best; m.State == catalog.StateVerified && m.Header != nil && m.Header.BackupSetGUID != "" {
+			if m := s.best; m.State == catalog.StateVerified && !m.IsDifferential() && m.Header != nil && m.Header.BackupSetGUID != "" {
 				verified[strings.ToUpper(m.Header.BackupSetGUID)] = true
 			}
 		}
@@ -416,6 +449,9 @@ func verifiedOf(now time.Time, s *set) *Verified {
 	m := s.best
 	v := &Verified{Sequence: m.Sequence, TakenAt: m.TakenAt(), VerifiedAt: m.VerifiedAt(), OffsetUnknown: !m.TakenAtKnown(),
 		Servers: sorted(s.servers[catalog.StateVerified])}
+	if m.IsDifferential() {
+		v.Base = m.Differential.Sequence
+	}
 	if v.VerifiedAt.IsZero() {
 		v.VerifiedAt = m.UpdatedAt
 	}
@@ -448,6 +484,9 @@ func unauthenticatedOf(s *set) Unauthenticated {
 func failureOf(s *set) *Failure {
 	m := s.best
 	f := &Failure{Sequence: m.Sequence, State: m.State, TakenAt: m.TakenAt()}
+	if m.IsDifferential() {
+		f.Base = m.Differential.Sequence
+	}
 	rec := m.Failure
 	if m.State == catalog.StateCancelled {
 		rec, f.Type = m.Cancelled, "cancelled"

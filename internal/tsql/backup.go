@@ -15,6 +15,14 @@ const (
 	MaxDescriptionLen  = 255      // DESCRIPTION is nvarchar(255)
 )
 
+// RESTORE HEADERONLY's BackupType of the sets the product takes ("RESTORE
+// Statements - HEADERONLY (Transact-SQL)").
+const (
+	BackupTypeDatabase     = 1
+	BackupTypeLog          = 2
+	BackupTypeDifferential = 5
+)
+
 // ErrInvalidOption is wrapped by every rejected BACKUP/RESTORE option value.
 var ErrInvalidOption = errors.New("invalid backup option")
 
@@ -51,12 +59,18 @@ type BackupOptions struct {
 	BlockSize       int    // BLOCKSIZE in bytes; 0 omits
 	Name            string // NAME = backup set name (<= 128 chars); "" omits
 	Description     string // DESCRIPTION (<= 255 chars); "" omits
+	// Differential: DIFFERENTIAL, the changes since the database's
+	// differential base, its newest full backup that is not COPY_ONLY
+	// ("Differential Backups (SQL Server)"). Never with CopyOnly: SQL
+	// Server ignores COPY_ONLY beside DIFFERENTIAL (BACKUP (Transact-SQL),
+	// COPY_ONLY), so asking for both is refused.
+	Differential bool
 }
 
 // BackupDatabase builds
 //
 //	BACKUP DATABASE [db] TO DISK = N'...', DISK = N'...'
-//	WITH CHECKSUM, INIT, FORMAT, COMPRESSION, COPY_ONLY, BUFFERCOUNT = n,
+//	WITH [DIFFERENTIAL,] CHECKSUM, INIT, FORMAT, COMPRESSION, COPY_ONLY, BUFFERCOUNT = n,
 //	MAXTRANSFERSIZE = n, BLOCKSIZE = n, NAME = N'...', DESCRIPTION = N'...', STATS = n
 //
 // (seed 000, "Handling File Storage Corruption" and "Using Multiple NICs").
@@ -75,7 +89,13 @@ func BackupDatabase(o BackupOptions) (string, error) {
 	if err := checkStats(o.Stats); err != nil {
 		return "", fmt.Errorf("BACKUP DATABASE %s: %w", db, err)
 	}
+	if o.Differential && o.CopyOnly {
+		return "", fmt.Errorf("BACKUP DATABASE %s: %w: DIFFERENTIAL with COPY_ONLY: SQL Server ignores COPY_ONLY for a differential", db, ErrInvalidOption)
+	}
 	var with []string
+	if o.Differential {
+		with = append(with, "DIFFERENTIAL")
+	}
 	if o.Checksum {
 		with = append(with, "CHECKSUM")
 	}

@@ -298,6 +298,22 @@ func BackupSetFork(backupSetGUID string) (string, []any, error) {
 		"WHERE bs.backup_set_uuid = @p1", []any{backupSetGUID}, nil
 }
 
+// BackupSetByGUID returns the query for what msdb knows of the backup set
+// backup_set_uuid: rows (type char(1): D database, I differential, L log;
+// is_copy_only bit, backup_finish_date datetime, user_name nvarchar,
+// physical_device_name nvarchar, one row per media family), none when msdb
+// has no row for it ("backupset (Transact-SQL)", "backupmediafamily
+// (Transact-SQL)"). It names the full backup a differential's header gives
+// as its base (DifferentialBaseGUID) when that is none of the product's.
+func BackupSetByGUID(backupSetGUID string) (string, []any, error) {
+	if !guidText(backupSetGUID) {
+		return "", nil, fmt.Errorf("backup set lookup: %w: %q is not a uniqueidentifier", ErrInvalidOption, backupSetGUID)
+	}
+	return "SELECT bs.type, bs.is_copy_only, bs.backup_finish_date, bs.user_name, mf.physical_device_name " +
+		"FROM msdb.dbo.backupset AS bs JOIN msdb.dbo.backupmediafamily AS mf ON mf.media_set_id = bs.media_set_id " +
+		"WHERE bs.backup_set_uuid = @p1 ORDER BY mf.family_sequence_number", []any{backupSetGUID}, nil
+}
+
 // guidText reports whether s is a uniqueidentifier's character form,
 // 8-4-4-4-12 hexadecimal digits.
 func guidText(s string) bool {

@@ -269,12 +269,24 @@ func SequenceRaise(db string) (string, error) {
 // .../backupset-transact-sql); RESTORE writes the backupset row of a set
 // taken on another instance from the media header, NAME included.
 func RestoreProof(db string) (string, []any, error) {
+	return restoreProofOfType(db, "D")
+}
+
+// DifferentialRestoreProof is RestoreProof for the newest differential
+// restored into db (restore_type 'I', "restorehistory (Transact-SQL)"):
+// the copy a differential set is proven on holds its base's restore
+// ('D') and this one after it.
+func DifferentialRestoreProof(db string) (string, []any, error) {
+	return restoreProofOfType(db, "I")
+}
+
+func restoreProofOfType(db, typ string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
 		return "", nil, fmt.Errorf("restore proof lookup: %w", err)
 	}
 	return "SELECT TOP (1) rh.restore_history_id, rh.restore_date, bs.backup_set_uuid, bs.name " +
 		"FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs ON bs.backup_set_id = rh.backup_set_id " +
-		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = 'D' " +
+		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = '" + typ + "' " +
 		"ORDER BY rh.restore_history_id DESC", []any{db}, nil
 }
 

@@ -71,17 +71,23 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 		} else if len(ids) > 0 {
 			log.Info("log chains running", zap.Strings("workflow_ids", ids))
 		}
-		// Every database with drill: has its drill schedule, and none
-		// is left of a database whose drill: was removed.
-		kept, deleted, err := c.EnsureDrillSchedules(ctx, cfg)
-		if err != nil {
-			log.Warn("drill schedules not all kept: the next start of the worker tries again", zap.Error(err))
-		}
-		for _, s := range kept {
-			log.Info("drill schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
-		}
-		if len(deleted) > 0 {
-			log.Info("drill schedules deleted: their databases have no drill: any more", zap.Strings("schedule_ids", deleted))
+		// Every database with drill: has its drill schedule, and every
+		// one with diff_backup its differential schedule; none is left of
+		// a database whose drill: or diff_backup was removed.
+		for _, k := range []struct {
+			what, key string
+			ensure    func(context.Context, *config.Config) ([]client.ScheduleResult, []string, error)
+		}{{"drill", "drill:", c.EnsureDrillSchedules}, {"differential", "diff_backup", c.EnsureDiffSchedules}} {
+			kept, deleted, err := k.ensure(ctx, cfg)
+			if err != nil {
+				log.Warn(k.what+" schedules not all kept: the next start of the worker tries again", zap.Error(err))
+			}
+			for _, s := range kept {
+				log.Info(k.what+" schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
+			}
+			if len(deleted) > 0 {
+				log.Info(k.what+" schedules deleted: their databases have no "+k.key+" any more", zap.Strings("schedule_ids", deleted))
+			}
 		}
 	}
 	stopped := false

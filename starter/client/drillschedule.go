@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -26,60 +27,73 @@ func DrillScheduleID(instance, database string) string {
 	return workflows.DrillWorkflowID(instance, database)
 }
 
-// drillOffset spreads the drills of databases with one drill.every over
-// the interval, so they do not all restore at the same moment: a phase of
-// the database's own, stable across restarts.
-func drillOffset(db *config.Database, every time.Duration) time.Duration {
+// DiffScheduleNote is shown with every differential schedule in the Web UI.
+const DiffScheduleNote = "backupcycle: one differential backup of this database per run (diff_backup.every), taken, copied and proven " +
+	"on its base like a full; kept by the worker from the configuration; a run ends skipped while another cycle of the database runs"
+
+// DiffSchedulePrefix starts the id of every differential schedule.
+const DiffSchedulePrefix = "diff/"
+
+// DiffScheduleID is the id of the differential schedule of (instance,
+// database), and the workflow id (Temporal appends each run's start time)
+// of the start that runs the differential under the database's own cycle
+// id: one cycle of a database at a time, full or differential.
+func DiffScheduleID(instance, database string) string {
+	return workflows.DiffStartID(instance, database)
+}
+
+// scheduleOffset spreads the schedules of databases with one interval over
+// it, so they do not all run at the same moment: a phase of the
+// database's own, stable across restarts.
+func scheduleOffset(db *config.Database, every time.Duration) time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(db.Instance + "\x00" + db.Name))
 	return time.Duration(h.Sum64()%uint64(every/time.Second)) * time.Second
 }
 
-// EnsureDrillSchedules keeps one Temporal Schedule per database of cfg with
-// drill: (its databases: entries): created or updated to start a Drill
-// every drill.every (overlap SKIP: a drill that comes due while the
-// previous one runs is skipped; an existing schedule keeps its paused
-// state), and deletes the drill schedules of databases that no longer have
-// drill:. The error joins the schedules that could not be kept or
-// deleted; the others are handled anyway.
-func (c *Client) EnsureDrillSchedules(ctx context.Context, cfg *config.Config) (kept []ScheduleResult, deleted []string, err error) {
+// kept is one schedule the worker keeps from the configuration: every
+// `every`, overlap SKIP, starting workflow with args under id.
+type kept struct {
+	id       string
+	db       *config.Database
+	every    time.Duration
+	workflow string
+	args     any
+	summary  string
+}
+
+// keepSchedules creates or updates each schedule of want (an existing
+// schedule keeps its paused state) and deletes those of have that want
+// does not name; what names them in errors ("drill schedule"). The error
+// joins the schedules that could not be kept or deleted; the others are
+// handled anyway.
+func (c *Client) keepSchedules(ctx context.Context, want []kept, have []string, what, note string) (done []ScheduleResult, deleted []string, err error) {
 	var errs []error
-	want := map[string]bool{}
-	for i := range cfg.Databases {
-		db := &cfg.Databases[i]
-		if !db.Drills() {
-			continue
-		}
-		id := DrillScheduleID(db.Instance, db.Name)
-		want[id] = true
-		in := workflows.DrillInput{Database: db.Name, Instance: db.Instance}
-		every := db.Drill.Every
-		sspec := sdkclient.ScheduleSpec{Intervals: []sdkclient.ScheduleIntervalSpec{{Every: every, Offset: drillOffset(db, every)}}}
+	wanted := map[string]bool{}
+	for _, k := range want {
+		wanted[k.id] = true
+		sspec := sdkclient.ScheduleSpec{Intervals: []sdkclient.ScheduleIntervalSpec{{Every: k.every, Offset: scheduleOffset(k.db, k.every)}}}
 		action := &sdkclient.ScheduleWorkflowAction{
-			ID:                    id,
-			Workflow:              workflows.DrillName,
-			Args:                  []any{in},
+			ID:                    k.id,
+			Workflow:              k.workflow,
+			Args:                  []any{k.args},
 			TaskQueue:             c.taskQueue,
-			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(db.Name), workflows.AttrInstance.ValueSet(db.Instance)),
-			StaticSummary:         "scheduled drill " + workflows.CycleSummary(db.Instance, db.Name, "", ""),
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.AttrDatabase.ValueSet(k.db.Name), workflows.AttrInstance.ValueSet(k.db.Instance)),
+			StaticSummary:         k.summary + " " + workflows.CycleSummary(k.db.Instance, k.db.Name, "", ""),
 		}
-		// A drill missed while Temporal was down still starts within
-		// the cycles' catch-up window, or within every when shorter.
-		policy := &sdkclient.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: min(DefaultCatchupWindow, every)}
-		res, e := c.upsertSchedule(ctx, id, sspec, action, policy, DrillScheduleNote)
-		res.Database = db.ID()
+		// A run missed while Temporal was down still starts within the
+		// cycles' catch-up window, or within every when shorter.
+		policy := &sdkclient.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: min(DefaultCatchupWindow, k.every)}
+		res, e := c.upsertSchedule(ctx, k.id, sspec, action, policy, note)
+		res.Database = k.db.ID()
 		if e != nil {
-			errs = append(errs, fmt.Errorf("drill schedule %s of database %s: %w", id, db.ID(), e))
+			errs = append(errs, fmt.Errorf("%s %s of database %s: %w", what, k.id, k.db.ID(), e))
 			continue
 		}
-		kept = append(kept, res)
+		done = append(done, res)
 	}
-	ids, e := c.scheduleIDs(ctx, workflows.DrillName)
-	if e != nil {
-		errs = append(errs, e)
-	}
-	for _, id := range ids {
-		if want[id] {
+	for _, id := range have {
+		if wanted[id] {
 			continue
 		}
 		err := c.sdk.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
@@ -93,5 +107,53 @@ func (c *Client) EnsureDrillSchedules(ctx context.Context, cfg *config.Config) (
 			deleted = append(deleted, id)
 		}
 	}
-	return kept, deleted, errors.Join(errs...)
+	return done, deleted, errors.Join(errs...)
+}
+
+// EnsureDrillSchedules keeps one Temporal Schedule per database of cfg with
+// drill: (its databases: entries): created or updated to start a Drill
+// every drill.every (overlap SKIP: a drill that comes due while the
+// previous one runs is skipped; an existing schedule keeps its paused
+// state), and deletes the drill schedules of databases that no longer have
+// drill:. The error joins the schedules that could not be kept or
+// deleted; the others are handled anyway.
+func (c *Client) EnsureDrillSchedules(ctx context.Context, cfg *config.Config) (done []ScheduleResult, deleted []string, err error) {
+	var want []kept
+	for i := range cfg.Databases {
+		db := &cfg.Databases[i]
+		if db.Drills() {
+			want = append(want, kept{id: DrillScheduleID(db.Instance, db.Name), db: db, every: db.Drill.Every, workflow: workflows.DrillName,
+				args: workflows.DrillInput{Database: db.Name, Instance: db.Instance}, summary: "scheduled drill"})
+		}
+	}
+	have, err := c.scheduleIDs(ctx, workflows.DrillName)
+	done, deleted, kerr := c.keepSchedules(ctx, want, have, "drill schedule", DrillScheduleNote)
+	return done, deleted, errors.Join(err, kerr)
+}
+
+// EnsureDiffSchedules keeps one Temporal Schedule per database of cfg with
+// diff_backup (its databases: entries): created or updated to start a
+// differential BackupCycle every diff_backup.every (overlap SKIP; the
+// cycle it starts runs under the database's own cycle id, so a
+// differential that comes due while a cycle of the database runs ends
+// skipped; an existing schedule keeps its paused state), and deletes the
+// differential schedules of databases that no longer have diff_backup.
+func (c *Client) EnsureDiffSchedules(ctx context.Context, cfg *config.Config) (done []ScheduleResult, deleted []string, err error) {
+	var want []kept
+	for i := range cfg.Databases {
+		db := &cfg.Databases[i]
+		if db.DiffBackups() {
+			want = append(want, kept{id: DiffScheduleID(db.Instance, db.Name), db: db, every: db.DiffBackup.Every, workflow: workflows.BackupCycleName,
+				args: workflows.CycleInput{Database: db.Name, Instance: db.Instance, Differential: true}, summary: "scheduled differential"})
+		}
+	}
+	ids, err := c.scheduleIDs(ctx, workflows.BackupCycleName)
+	var have []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, DiffSchedulePrefix) {
+			have = append(have, id)
+		}
+	}
+	done, deleted, kerr := c.keepSchedules(ctx, want, have, "differential schedule", DiffScheduleNote)
+	return done, deleted, errors.Join(err, kerr)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/backupcycle/backupcycle/activities"
@@ -102,6 +102,9 @@ type CyclePlan struct {
 	// measured (plan.SourceCycle, plan.SourceCalibration) or assumed (the
 	// Assumptions); zero without SizeBytes.
 	Rates plan.Throughput
+	// DiffEvery is diff_backup.every (0: no differentials): `starter plan`
+	// then compares the restores with and without one (CompareRecovery).
+	DiffEvery time.Duration
 	// Names are the names a cycle derives, each at its widest (sequence
 	// tsql.MaxSequence, the widest stripe), with its limit; Over says
 	// whether it exceeds it. PlanCycle fails when any does: the cycle
@@ -139,7 +142,7 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		return CyclePlan{}, err
 	}
 	p := CyclePlan{Database: db.ID(), Rotation: db.BackupServers, LastServer: req.LastServer, Compression: db.Compression,
-		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions}
+		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions, DiffEvery: db.DiffBackup.Every}
 	// A database of an availability group backs up on one of its
 	// replicas; the plan shows the first (they share the site).
 	source := cfg.Sources(db.Instance)[0]
@@ -326,12 +329,7 @@ func MeasuredThroughput(ctx context.Context, cfg *config.Config, instance, datab
 	if open == nil {
 		open = status.Open
 	}
-	servers := slices.Clone(db.BackupServers)
-	for _, s := range db.BackupServers {
-		if t := db.CopyTarget(s); t != "" && !slices.Contains(servers, t) {
-			servers = append(servers, t)
-		}
-	}
+	servers := db.ServersAndTargets()
 	var out Measured
 	var all []*catalog.Manifest
 	var calibrations []plan.Throughput

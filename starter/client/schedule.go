@@ -246,8 +246,8 @@ func instancesText(instances []string) string {
 }
 
 // ListSchedules returns every BackupCycle and Fleet schedule of the
-// namespace, by id, with its next run times (drill schedules are the
-// worker's: EnsureDrillSchedules).
+// namespace, by id, with its next run times (drill and differential
+// schedules are the worker's: EnsureDrillSchedules, EnsureDiffSchedules).
 func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleSummary, error) {
 	ids, err := c.scheduleIDs(ctx, workflows.BackupCycleName, workflows.FleetName)
 	if err != nil {
@@ -255,6 +255,9 @@ func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleSummary, error) {
 	}
 	out := make([]ScheduleSummary, 0, len(ids))
 	for _, id := range ids {
+		if strings.HasPrefix(id, DiffSchedulePrefix) {
+			continue
+		}
 		s, err := c.DescribeSchedule(ctx, id)
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {

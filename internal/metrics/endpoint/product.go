@@ -365,6 +365,11 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 		if v := d.LastVerified; v != nil {
 			n.takenAt, n.timeToRecover = v.TakenAt, time.Duration(v.TimeToRecover)
 		}
+		// The newest point a restore reaches: a differential on that full
+		// (its restore step restored both), as status judges it.
+		if v := d.LastDifferential; v != nil {
+			n.takenAt, n.timeToRecover = v.TakenAt, time.Duration(v.TimeToRecover)
+		}
 		if f := d.LastFailure; f != nil {
 			n.failureAt, n.failureType = f.At, f.Type
 		}

@@ -1,0 +1,70 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A restore to the newest point reads the newest verified full, then either
+// every log backup since it, or the newest differential on it and the log
+// backups since that differential: "restoring a differential backup ...
+// reduces the number of log backups that must be restored" ("Differential
+// Backups (SQL Server)",
+// https://learn.microsoft.com/sql/relational-databases/backup-restore/differential-backups-sql-server).
+// A differential holds every extent changed since its base, so where most
+// of the database changes between two fulls it approaches the full's size
+// and the second restore is the longer one (seed 000's VLDB).
+
+// SourceDrill: a drill's measured log restore (its logs' bytes over its
+// logs step).
+const SourceDrill Source = "drill"
+
+// RecoveryInput is what the two restores read and how fast.
+type RecoveryInput struct {
+	// FullBytes is the full's data (its BackupSize), DiffBytes the newest
+	// differential's (0: none yet).
+	FullBytes, DiffBytes int64
+	// LogBytesSinceFull are the log backups' bytes from the full to the
+	// point, LogBytesSinceDiff those after the differential.
+	LogBytesSinceFull, LogBytesSinceDiff int64
+	// Restore is the throughput of a RESTORE DATABASE (full or
+	// differential data), LogReplay of RESTORE LOG.
+	Restore, LogReplay StepRate
+}
+
+// RecoveryEstimate is each part's time and the two restores'.
+type RecoveryEstimate struct {
+	Full, Diff, LogsSinceFull, LogsSinceDiff time.Duration
+	// FullAndLogs = Full + LogsSinceFull; FullDiffAndLogs = Full + Diff +
+	// LogsSinceDiff.
+	FullAndLogs, FullDiffAndLogs time.Duration
+}
+
+// DiffShortens reports whether the restore through the differential is
+// the shorter one.
+func (e RecoveryEstimate) DiffShortens() bool { return e.FullDiffAndLogs < e.FullAndLogs }
+
+// EstimateRecovery estimates both restores of in.
+func EstimateRecovery(in RecoveryInput) (RecoveryEstimate, error) {
+	var errs []error
+	if in.FullBytes < 0 || in.DiffBytes < 0 || in.LogBytesSinceFull < 0 || in.LogBytesSinceDiff < 0 {
+		errs = append(errs, errors.New("sizes must not be negative"))
+	}
+	if in.LogBytesSinceDiff > in.LogBytesSinceFull {
+		errs = append(errs, fmt.Errorf("%d bytes of logs after the differential but only %d since its full", in.LogBytesSinceDiff, in.LogBytesSinceFull))
+	}
+	if in.Restore.MBps <= 0 || in.LogReplay.MBps <= 0 {
+		errs = append(errs, fmt.Errorf("restore rate %g MB/s and log replay rate %g MB/s must be positive", in.Restore.MBps, in.LogReplay.MBps))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return RecoveryEstimate{}, fmt.Errorf("recovery estimate: %w", err)
+	}
+	e := RecoveryEstimate{
+		Full: durationFor(in.FullBytes, in.Restore.MBps), Diff: durationFor(in.DiffBytes, in.Restore.MBps),
+		LogsSinceFull: durationFor(in.LogBytesSinceFull, in.LogReplay.MBps), LogsSinceDiff: durationFor(in.LogBytesSinceDiff, in.LogReplay.MBps),
+	}
+	e.FullAndLogs = e.Full + e.LogsSinceFull
+	e.FullDiffAndLogs = e.Full + e.Diff + e.LogsSinceDiff
+	return e, nil
+}
