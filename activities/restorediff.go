@@ -232,7 +232,7 @@ func (a *Activities) restoreBase(ctx context.Context, sqlDB *mssql.DB, ls *longS
 		}
 	}
 	log.Info("restoring the differential's base", zap.String("verify_db", verifyDB), zap.Int("files", len(moves)))
-	s, err := ls.start()
+	s, err := ls.start(ctx)
 	if err != nil {
 		undoSingleUser(ctx, sqlDB, single, old, instance, verifyDB, log)
 		return nil, err
@@ -299,7 +299,7 @@ func (a *Activities) restoreDiffOnBase(ctx context.Context, ls *longStatement, d
 	}
 	ls.text = stmt
 	log.Info("restoring the differential on its base", zap.String("verify_db", verifyDB))
-	s, err := ls.start()
+	s, err := ls.start(ctx)
 	if err != nil {
 		return err
 	}
