@@ -202,3 +202,43 @@ func siteWithDeadInstance(t *testing.T) (*devserver.Server, string, string) {
 	}
 	return srv, cfgFile, site
 }
+
+// A drill: added to the config file of a running worker gets its drill
+// schedule without a restart, and loses it when drill: is removed again.
+func TestWorkerKeepsDrillSchedulesAsItsConfigChanges(t *testing.T) {
+	ctx := context.Background()
+	srv, cfgFile, site := siteWithDeadInstance(t)
+	runWorker(t, "--config", cfgFile)
+	c, err := client.Dial(ctx, config.Temporal{Address: srv.FrontendAddress()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := client.DrillScheduleID("sql01", "Sales")
+	exists := func() bool {
+		_, err := c.SDK().ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+		return err == nil
+	}
+	waitFor := func(want bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for exists() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: schedule %s exists %v after a minute, want %v", what, id, !want, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if exists() {
+		t.Fatalf("schedule %s exists before any drill: was configured", id)
+	}
+	withDrill := site + "    drill: {every: 24h}\n"
+	if err := os.WriteFile(cfgFile, []byte(withDrill), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(true, "drill: added")
+	if err := os.WriteFile(cfgFile, []byte(site), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(false, "drill: removed")
+}

@@ -62,33 +62,37 @@ func Serve(ctx context.Context, c *client.Client, acts *activities.Activities, l
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %q, namespace %q: %w", c.TaskQueue(), c.Namespace(), err)
 	}
-	// Every database with log_backup has its log chain running: started
-	// now if it is not (one workflow id per database, an existing one
-	// kept).
+	// What the configuration asks to keep running: the log chains, the
+	// drill and differential schedules. Kept at start, and again whenever
+	// the worker takes a changed configuration file (a drill: or
+	// diff_backup added or removed takes effect without a restart).
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
 	if cfg != nil {
-		if ids, err := c.EnsureLogChains(ctx, cfg); err != nil {
-			log.Warn("log chains not all started: the next start of the worker tries again", zap.Error(err))
-		} else if len(ids) > 0 {
-			log.Info("log chains running", zap.Strings("workflow_ids", ids))
-		}
-		// Every database with drill: has its drill schedule, and every
-		// one with diff_backup its differential schedule; none is left of
-		// a database whose drill: or diff_backup was removed.
-		for _, k := range []struct {
-			what, key string
-			ensure    func(context.Context, *config.Config) ([]client.ScheduleResult, []string, error)
-		}{{"drill", "drill:", c.EnsureDrillSchedules}, {"differential", "diff_backup", c.EnsureDiffSchedules}} {
-			kept, deleted, err := k.ensure(ctx, cfg)
-			if err != nil {
-				log.Warn(k.what+" schedules not all kept: the next start of the worker tries again", zap.Error(err))
+		keepRunning(kctx, c, cfg, log)
+	}
+	if lc, ok := acts.Cycle.Live.(interface{ OnChange(func(*config.Config)) }); ok {
+		changed := make(chan *config.Config, 1)
+		lc.OnChange(func(cfg *config.Config) {
+			// Only the newest configuration matters: one waiting is
+			// replaced (OnChange is called one reload at a time).
+			select {
+			case <-changed:
+			default:
 			}
-			for _, s := range kept {
-				log.Info(k.what+" schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
+			changed <- cfg
+		})
+		go func() {
+			for {
+				select {
+				case <-kctx.Done():
+					return
+				case cfg := <-changed:
+					log.Info("configuration changed: keeping its log chains and schedules")
+					keepRunning(kctx, c, cfg, log)
+				}
 			}
-			if len(deleted) > 0 {
-				log.Info(k.what+" schedules deleted: their databases have no "+k.key+" any more", zap.Strings("schedule_ids", deleted))
-			}
-		}
+		}()
 	}
 	stopped := false
 	stop := func() {
@@ -156,6 +160,35 @@ func ActivityConcurrency(cfg *config.Config) int {
 		n += max(g.MaxConcurrent, 1)
 	}
 	return n
+}
+
+// keepRunning starts the log chain of every database with log_backup that
+// has none running (one workflow id per database, an existing one kept),
+// and keeps one drill schedule per database with drill: and one
+// differential schedule per database with diff_backup, deleting those of
+// databases that no longer have them. Failures are logged: the next start
+// of the worker or change of its configuration tries again.
+func keepRunning(ctx context.Context, c *client.Client, cfg *config.Config, log *zap.Logger) {
+	if ids, err := c.EnsureLogChains(ctx, cfg); err != nil {
+		log.Warn("log chains not all started: the next start of the worker or change of its configuration tries again", zap.Error(err))
+	} else if len(ids) > 0 {
+		log.Info("log chains running", zap.Strings("workflow_ids", ids))
+	}
+	for _, k := range []struct {
+		what, key string
+		ensure    func(context.Context, *config.Config) ([]client.ScheduleResult, []string, error)
+	}{{"drill", "drill:", c.EnsureDrillSchedules}, {"differential", "diff_backup", c.EnsureDiffSchedules}} {
+		kept, deleted, err := k.ensure(ctx, cfg)
+		if err != nil {
+			log.Warn(k.what+" schedules not all kept: the next start of the worker or change of its configuration tries again", zap.Error(err))
+		}
+		for _, s := range kept {
+			log.Info(k.what+" schedule "+s.Action, zap.String("schedule_id", s.ScheduleID), zap.String("db", s.Database), zap.Times("next_runs", s.NextRuns))
+		}
+		if len(deleted) > 0 {
+			log.Info(k.what+" schedules deleted: their databases have no "+k.key+" any more", zap.Strings("schedule_ids", deleted))
+		}
+	}
 }
 
 // WorkerOptions are the options of a worker of cfg.
