@@ -219,3 +219,33 @@ func TestCheckerChainMergesCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerLogsToStopAt: a restore to T applies the logs up to and
+// including the one that contains T, the first that started at or after
+// T (a log backup holds what was logged before it started), whether T
+// falls between two log backups, on a start, or while one ran; none after.
+func TestCheckerLogsToStopAt(t *testing.T) {
+	base := time.Date(2026, 12, 2, 4, 50, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
+	var proven []catalog.LogBackup
+	for i, s := range []float64{0, 5, 10, 15} {
+		proven = append(proven, catalog.LogBackup{Number: int64(i + 3), BackupStart: at(s), BackupFinish: at(s + 0.5)})
+	}
+	for _, tc := range []struct {
+		t    float64
+		last int64
+	}{{2, 4}, {5, 4}, {5.2, 5}, {7, 5}, {10.4, 6}, {14.9, 6}} {
+		logs := logsToStopAt(proven, at(tc.t))
+		if len(logs) == 0 || logs[0].Number != 3 || logs[len(logs)-1].Number != tc.last {
+			t.Errorf("T %.1f s after log 3 started: logs %v, want 3..%d", tc.t, numbers(logs), tc.last)
+		}
+	}
+}
+
+func numbers(logs []catalog.LogBackup) []int64 {
+	var out []int64
+	for _, l := range logs {
+		out = append(out, l.Number)
+	}
+	return out
+}
