@@ -73,6 +73,22 @@ func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
 	return out, n
 }
 
+// provenLogs takes n log backups, each after three commits a quarter of a
+// second apart, copies each and applies it to the standby copy.
+func (p *proofSite) provenLogs(n int) {
+	p.t.Helper()
+	for range n {
+		for range 3 {
+			p.commit(1)
+			time.Sleep(250 * time.Millisecond)
+		}
+		p.logAndCopy()
+		if _, err := p.apply(); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
 func (p *proofSite) dbExists(name string) bool {
 	p.t.Helper()
 	var n int
@@ -91,16 +107,7 @@ func TestPITProofRestoresExactlyTheRowsCommittedByT(t *testing.T) {
 	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h, checkdb: true}\n")
 	p.commit(20)
 	p.verified()
-	for range 4 {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p.provenLogs(4)
 
 	sitetest.ExecIn(t, p.f.Verify(), "master", "CREATE DATABASE [Ledger_standby_proof]")
 	var out logs.ProofOutput
@@ -163,16 +170,7 @@ func TestPITProofAfterTheSourcesOffsetChanged(t *testing.T) {
 	p.commit(3)
 	atUTC := len(ids(t, master(t, p.f.Source()), "Ledger")) // committed on UTC
 	p.f.RestartSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+2", 2*3600) })
-	for range 4 {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p.provenLogs(4)
 	// T halfway between the starts of logs 2 and 3: log 3 reaches it, and
 	// the source's offset was +2 hours all along from before log 2 to log 3.
 	rec := p.record("bak02")

@@ -774,12 +774,7 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 		return nil, fmt.Errorf("restore set %d from %s: %w", v.full.Sequence, v.mf.Server, err)
 	}
 	for i, l := range logs {
-		srv := ""
-		for _, s := range l.Servers {
-			if srv == "" || s == v.mf.Server {
-				srv = s
-			}
-		}
+		srv := c.logServer(l, v.mf.Server)
 		var ld []string
 		for _, f := range l.Files {
 			ld = append(ld, UNC(srv)+`\`+f.Name)
@@ -828,6 +823,28 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 	out, err := queryCommitRows(ctx, conn, pitName)
 	_ = exec("DROP DATABASE " + q)
 	return out, err
+}
+
+// logServer is the server to restore log l from, as a DBA picks it: one
+// of those its record names where its files are intact, the full's
+// server first (a copy the harness deleted or damaged on one server is
+// read from the other); the full's, or the first named, when none is.
+func (c *Checker) logServer(l catalog.LogBackup, full string) string {
+	servers := slices.Clone(l.Servers)
+	sort.SliceStable(servers, func(i, j int) bool { return servers[i] == full && servers[j] != full })
+	for _, srv := range servers {
+		intact := true
+		for _, f := range l.Files {
+			intact = intact && c.logFileIntact(srv, f) == ""
+		}
+		if intact {
+			return srv
+		}
+	}
+	if slices.Contains(servers, full) || len(servers) == 0 {
+		return full
+	}
+	return servers[0]
 }
 
 // redoPoint is where roll forward of pitName continues

@@ -249,3 +249,29 @@ func numbers(logs []catalog.LogBackup) []int64 {
 	}
 	return out
 }
+
+// TestCheckerLogServer: a log is restored from the full's server when its
+// file is intact there, else from the other server that holds it intact.
+func TestCheckerLogServer(t *testing.T) {
+	dirs := map[string]string{Bak01: t.TempDir(), Bak02: t.TempDir()}
+	c := NewChecker(&Fleet{dirs: dirs})
+	body := []byte("log backup")
+	sum := sha256.Sum256(body)
+	l := catalog.LogBackup{Number: 7, Servers: []string{Bak02, Bak01},
+		Files: []catalog.Stripe{{Name: "l.trn", Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:])}}}
+	if got := c.logServer(l, Bak01); got != Bak01 {
+		t.Fatalf("held nowhere: %s, want the full's %s", got, Bak01)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[Bak02], "l.trn"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.logServer(l, Bak01); got != Bak02 {
+		t.Fatalf("deleted on the full's server: %s, want %s", got, Bak02)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[Bak01], "l.trn"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.logServer(l, Bak01); got != Bak01 {
+		t.Fatalf("intact on both: %s, want the full's %s", got, Bak01)
+	}
+}
