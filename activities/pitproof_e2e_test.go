@@ -47,30 +47,44 @@ func (p *proofSite) proofRecord() *catalog.LogProofRecord {
 	return r
 }
 
-// committedBy are the ids of the source's dbo.CommitLog rows committed at
-// or before wall (the source's clock), and the count of all its rows.
-func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
+// sourceRow is a row of the source's dbo.CommitLog: its id and commit
+// time on the source's clock.
+type sourceRow struct {
+	id int64
+	at time.Time
+}
+
+// sourceRows are the source's dbo.CommitLog rows, by id.
+func (p *proofSite) sourceRows() []sourceRow {
 	p.t.Helper()
-	rows, err := master(p.t, p.f.Source()).Query("SELECT id, committed_at FROM [Ledger].dbo.CommitLog")
+	rows, err := master(p.t, p.f.Source()).Query("SELECT id, committed_at FROM [Ledger].dbo.CommitLog ORDER BY id")
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []int64
-	n := 0
+	var out []sourceRow
 	for rows.Next() {
-		var id int64
-		var at time.Time
-		if err := rows.Scan(&id, &at); err != nil {
+		var r sourceRow
+		if err := rows.Scan(&r.id, &r.at); err != nil {
 			p.t.Fatal(err)
 		}
-		n++
-		if !at.After(wall) {
-			out = append(out, id)
+		out = append(out, r)
+	}
+	return out
+}
+
+// committedBy are the ids of the source's dbo.CommitLog rows committed at
+// or before wall (the source's clock), and the count of all its rows.
+func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
+	p.t.Helper()
+	rows := p.sourceRows()
+	var out []int64
+	for _, r := range rows {
+		if !r.at.After(wall) {
+			out = append(out, r.id)
 		}
 	}
-	slices.Sort(out)
-	return out, n
+	return out, len(rows)
 }
 
 // provenLogs takes n log backups, each after three commits a quarter of a
@@ -189,24 +203,16 @@ func TestPITProofAfterTheSourcesOffsetChanged(t *testing.T) {
 	}
 	// Each row's instant: its commit time on the clock of its day, UTC
 	// for the first atUTC rows, UTC+2 after the restart.
-	rows, err := master(t, p.f.Source()).Query("SELECT id, committed_at FROM [Ledger].dbo.CommitLog ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	rows := p.sourceRows()
+	n := len(rows)
 	var want []int64
-	n := 0
-	for rows.Next() {
-		var id int64
-		var at time.Time
-		if err := rows.Scan(&id, &at); err != nil {
-			t.Fatal(err)
-		}
-		if n++; n > atUTC {
+	for i, r := range rows {
+		at := r.at
+		if i >= atUTC {
 			at = at.Add(-2 * time.Hour)
 		}
 		if !at.After(out.Target) {
-			want = append(want, id)
+			want = append(want, r.id)
 		}
 	}
 	got := ids(t, master(t, p.f.Verify()), "Ledger_standby_proof")
