@@ -58,3 +58,7 @@ func (f *sqlFixture) RestartVerify(tweak func(*sqlsim.Config)) *sqlsim.Instance 
 	f.verify = f.site.RestartVerify(tweak)
 	return f.verify
 }
+
+// RestartSource restarts the source instance on its data with its
+// emulator configuration changed by tweak (a time zone): Source follows.
+func (f *sqlFixture) RestartSource(tweak func(*sqlsim.Config)) { f.withSource(tweak) }

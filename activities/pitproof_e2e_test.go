@@ -64,30 +64,60 @@ func (p *proofSite) proofRecord() *catalog.LogProofRecord {
 	return r
 }
 
-// committedBy are the ids of the source's dbo.CommitLog rows committed at
-// or before wall (the source's clock), and the count of all its rows.
-func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
+// sourceRow is a row of the source's dbo.CommitLog: its id and commit
+// time on the source's clock.
+type sourceRow struct {
+	id int64
+	at time.Time
+}
+
+// sourceRows are the source's dbo.CommitLog rows, by id.
+func (p *proofSite) sourceRows() []sourceRow {
 	p.t.Helper()
-	rows, err := master(p.t, p.f.Source()).Query("SELECT id, committed_at FROM [Ledger].dbo.CommitLog")
+	rows, err := master(p.t, p.f.Source()).Query("SELECT id, committed_at FROM [Ledger].dbo.CommitLog ORDER BY id")
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []int64
-	n := 0
+	var out []sourceRow
 	for rows.Next() {
-		var id int64
-		var at time.Time
-		if err := rows.Scan(&id, &at); err != nil {
+		var r sourceRow
+		if err := rows.Scan(&r.id, &r.at); err != nil {
 			p.t.Fatal(err)
 		}
-		n++
-		if !at.After(wall) {
-			out = append(out, id)
+		out = append(out, r)
+	}
+	return out
+}
+
+// committedBy are the ids of the source's dbo.CommitLog rows committed at
+// or before wall (the source's clock), and the count of all its rows.
+func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
+	p.t.Helper()
+	rows := p.sourceRows()
+	var out []int64
+	for _, r := range rows {
+		if !r.at.After(wall) {
+			out = append(out, r.id)
 		}
 	}
-	slices.Sort(out)
-	return out, n
+	return out, len(rows)
+}
+
+// provenLogs takes n log backups, each after three commits a quarter of a
+// second apart, copies each and applies it to the standby copy.
+func (p *proofSite) provenLogs(n int) {
+	p.t.Helper()
+	for range n {
+		for range 3 {
+			p.commit(1)
+			time.Sleep(250 * time.Millisecond)
+		}
+		p.logAndCopy()
+		if _, err := p.apply(); err != nil {
+			p.t.Fatal(err)
+		}
+	}
 }
 
 func (p *proofSite) dbExists(name string) bool {
@@ -155,6 +185,62 @@ func TestPITProofRestoresExactlyTheRowsCommittedByT(t *testing.T) {
 	}
 	if split == 0 {
 		t.Fatal("no target split the rows committed after the full: the test proves nothing")
+	}
+}
+
+// The source's clock moves to another offset from UTC after the full (a
+// change of daylight saving time, a server moved to another zone): its
+// log backups and commits after the change carry the new offset, and
+// STOPAT, a time on the source's clock, must name T with the offset of
+// the log that reaches it, not the full's. The copy then holds exactly
+// the rows committed at or before the instant T.
+func TestPITProofAfterTheSourcesOffsetChanged(t *testing.T) {
+	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h}\n")
+	p.commit(20)
+	p.verified()
+	p.commit(3)
+	atUTC := len(ids(t, master(t, p.f.Source()), "Ledger")) // committed on UTC
+	p.f.RestartSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+2", 2*3600) })
+	p.provenLogs(4)
+	// T halfway between the starts of logs 2 and 3: log 3 reaches it, and
+	// the source's offset was +2 hours all along from before log 2 to log 3.
+	rec := p.record("bak02")
+	full, l2, l3, l4 := rec.Fulls[len(rec.Fulls)-1].FinishUTC, rec.Log(2).BackupStartUTC, rec.Log(3).BackupStartUTC, rec.Log(4).BackupStartUTC
+	if o := rec.Log(3).UTCOffsetMinutes; o == nil || *o != 120 {
+		t.Fatalf("log 3 recorded with offset %v, want +120 minutes", o)
+	}
+	target := l2.Add(l3.Sub(l2) / 2)
+	var out logs.ProofOutput
+	in := logs.PITProofInput{Database: "Ledger", Instance: "sql01", Fraction: float64(target.Sub(full)) / float64(l4.Sub(full))}
+	if err := p.run(logs.New(nil).PITProof, in, &out); err != nil || !out.OK {
+		t.Fatalf("PITProof: %+v, %v", out, err)
+	}
+	if out.LastLog != 3 || out.Target.Before(l2) || !out.Target.Before(l3) {
+		t.Fatalf("PITProof to %s with logs %d-%d, want a target between the starts of logs 2 (%s) and 3 (%s)", out.Target, out.FirstLog, out.LastLog, l2, l3)
+	}
+	// Each row's instant: its commit time on the clock of its day, UTC
+	// for the first atUTC rows, UTC+2 after the restart.
+	rows := p.sourceRows()
+	n := len(rows)
+	var want []int64
+	for i, r := range rows {
+		at := r.at
+		if i >= atUTC {
+			at = at.Add(-2 * time.Hour)
+		}
+		if !at.After(out.Target) {
+			want = append(want, r.id)
+		}
+	}
+	got := ids(t, master(t, p.f.Verify()), "Ledger_standby_proof")
+	if !slices.Equal(got, want) {
+		t.Fatalf("restored to %s: the copy holds %d rows, the source committed %d by then (%d before its offset changed)", out.Target, len(got), len(want), atUTC)
+	}
+	if len(want) <= atUTC+6 || len(want) >= n {
+		t.Fatalf("the target %s keeps %d of %d rows: it is not inside log 3, the test proves nothing", out.Target, len(want), n)
+	}
+	if stop := p.proofRecord().PIT[0].StopAt; !stop.Equal(out.Target.Add(2 * time.Hour)) {
+		t.Fatalf("recorded STOPAT %s for T %s, want T on the source's clock of log 3 (+2 hours)", stop, out.Target)
 	}
 }
 

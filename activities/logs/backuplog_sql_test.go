@@ -605,6 +605,49 @@ func TestSQLBackupLogAdoptsAReachableForeignLog(t *testing.T) {
 	}
 }
 
+// Another tool's log backup taken before the source's clock moved to
+// another offset from UTC (a change of daylight saving time, a restart in
+// another zone) keeps the offset it was taken with: msdb records it beside
+// the backup's local dates (backupset.time_zone, "using the time zone
+// information at the time the backup operation started", backupset
+// (Transact-SQL),
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql),
+// and the instant its record gives is when it ran.
+func TestSQLBackupLogForeignLogKeepsItsOwnOffset(t *testing.T) {
+	f := newLogFixture(t, "    adopt_foreign_logs: true\n")
+	f.full(true)
+	f.mustBackupLog()
+	f.commit(3)
+	ran := time.Now().UTC()
+	if _, err := f.foreignTool().Exec(`BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\tool_sales_1.trn' WITH INIT, NAME = N'NightlyTool'`); err != nil {
+		t.Fatal(err)
+	}
+	f.site.RestartSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+2", 2*3600) })
+	f.commit(3)
+	out := f.mustBackupLog()
+	if len(out.Foreign) != 1 || !out.Foreign[0].Adopted {
+		t.Fatalf("foreign %+v", out.Foreign)
+	}
+	l := f.newest().Log(2)
+	if l == nil || l.Foreign == nil || l.UTCOffsetMinutes == nil || *l.UTCOffsetMinutes != 0 {
+		t.Fatalf("the tool's log, taken on UTC: recorded with offset %v, started %s (%s on its clock)", offsetOf(l), l.BackupStartUTC, l.BackupStart)
+	}
+	if d := l.BackupStartUTC.Sub(ran); d < -time.Second || d > 5*time.Second || out.Foreign[0].Start.Sub(ran).Abs() > 5*time.Second {
+		t.Fatalf("the tool's log ran at %s; its record says it started at %s (%s in the output)", ran, l.BackupStartUTC, out.Foreign[0].Start)
+	}
+	if l := f.newest().Log(3); offsetOf(l) != "120" {
+		t.Fatalf("the product's log after the change: offset %s, want +120 minutes", offsetOf(l))
+	}
+}
+
+// offsetOf is a log record's offset from UTC in minutes, for messages.
+func offsetOf(l *catalog.LogBackup) string {
+	if l == nil || l.UTCOffsetMinutes == nil {
+		return "none"
+	}
+	return fmt.Sprint(*l.UTCOffsetMinutes)
+}
+
 // Another tool's log backup to a path the worker cannot reach breaks the
 // chain even with adopt_foreign_logs, and without it one it could reach
 // does too: the break names the file, the time and the tool, and asks for

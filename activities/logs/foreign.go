@@ -65,12 +65,19 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 	if err != nil {
 		return rec, false, activities.SQLError(err)
 	}
-	off, err := activities.ServerOffset(ctx, sqlDB)
+	now, err := activities.ServerOffset(ctx, sqlDB)
 	if err != nil {
 		return rec, false, err
 	}
 	for _, set := range groupSets(rows) {
 		r := set[0]
+		// Its dates are on the clock it was taken with, which a change of
+		// daylight saving time or of the server's zone since leaves
+		// behind; msdb keeps that offset beside them.
+		off, ok := r.UTCOffsetMinutes()
+		if !ok {
+			off = now
+		}
 		if r.CopyOnly {
 			continue // "has no effect on the log chain"
 		}

@@ -102,12 +102,17 @@ func (a *Activities) PITProof(ctx context.Context, in PITProofInput) (ProofOutpu
 		out.Skipped = fmt.Sprintf("the manifest of set %d is not on %s", tg.Full.Sequence, p.t.srv.Name)
 		return out, nil
 	}
+	// STOPAT names the instant on the wall clock of the server that wrote
+	// the log, with the offset from UTC of the log that reaches it: the
+	// full's may be another (a change of daylight saving time, a server
+	// moved to another zone since), and commits carry the clock of their
+	// moment. A log recorded without one falls back to the full's.
 	offset := 0
-	if o := m.Header.UTCOffsetMinutes; o != nil {
+	if o, ok := p.chain.offsets[tg.Logs[len(tg.Logs)-1].Number]; ok {
+		offset = o
+	} else if o := m.Header.UTCOffsetMinutes; o != nil {
 		offset = *o
 	}
-	// STOPAT names the instant on the wall clock of the server that wrote
-	// the log (the source's).
 	stopAt := target.Add(time.Duration(offset) * time.Minute)
 	out.Target, out.Sequence, out.FirstLog, out.LastLog = target, m.Sequence, tg.Logs[0].Number, tg.Logs[len(tg.Logs)-1].Number
 	res := catalog.PITProof{Chain: p.chain.chain.ID, Sequence: m.Sequence, Target: target, StopAt: stopAt, FirstLog: out.FirstLog,

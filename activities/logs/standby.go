@@ -231,6 +231,9 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 type remoteChainOf struct {
 	chain *logchain.Chain
 	names tsql.SetNames
+	// offsets are the source's offsets from UTC of its log backups, by
+	// number (catalog.LogOffsets).
+	offsets map[int64]int
 }
 
 // remoteChain assembles chain id (0: the newest) from its records on the
@@ -266,7 +269,7 @@ func (a *Activities) remoteChain(ctx context.Context, t *standbyTarget, id int64
 	if err != nil {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("log chain %d of %s on %s: %w", id, t.db.ID(), t.srv.Name, err))
 	}
-	return &remoteChainOf{chain: &c, names: parts[0].Names()}, nil
+	return &remoteChainOf{chain: &c, names: parts[0].Names(), offsets: catalog.LogOffsets(parts)}, nil
 }
 
 // verifiedOnTarget are the verified full sets held on the copy target (a

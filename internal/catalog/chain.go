@@ -447,6 +447,22 @@ func ListChains(ctx context.Context, fsys FS, keys *Keys, d DB) (ChainListing, e
 	return l, nil
 }
 
+// LogOffsets are the source's offsets from UTC, in minutes, with which
+// the log backups of parts reported their dates, by number (a log
+// recorded without one is left out): the logchain model holds instants
+// only, but STOPAT is a time on the source's clock.
+func LogOffsets(parts []*ChainRecord) map[int64]int {
+	out := map[int64]int{}
+	for _, p := range parts {
+		for _, l := range p.Logs {
+			if l.UTCOffsetMinutes != nil {
+				out[l.Number] = *l.UTCOffsetMinutes
+			}
+		}
+	}
+	return out
+}
+
 // AssembleChain joins the trusted parts of one chain (any order) into the
 // logchain model. verified says which fulls (BackupSetGUID) are verified
 // sets. Pending and failed log backups are left out (they hold nothing);

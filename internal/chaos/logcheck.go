@@ -497,9 +497,6 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 			return skip("STOPAT: the source's time zone changed since the full")
 		}
 	}
-	wall := func(t time.Time) time.Time {
-		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-	}
 	lo, hi := wall(proven[0].BackupStart), wall(proven[k-1].BackupStart)
 	if f := wall(h.BackupFinish).Add(time.Millisecond); f.After(lo) {
 		lo = f
@@ -509,13 +506,7 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 	}
 	r := rand.New(rand.NewPCG(c.logs.pitDraw, uint64(v.id)))
 	at := lo.Add(time.Duration(r.Int64N(int64(hi.Sub(lo))))).Truncate(time.Millisecond)
-	var logs []catalog.LogBackup
-	for _, l := range proven {
-		logs = append(logs, l)
-		if !wall(l.BackupFinish).Before(at) {
-			break
-		}
-	}
+	logs := logsToStopAt(proven, at)
 	got, err := c.restoreTo(ctx, v, logs, at)
 	if err != nil {
 		return "", fmt.Errorf("STOPAT %s: %w", at.Format("2006-01-02T15:04:05.000"), err)
@@ -535,6 +526,29 @@ func (c *Checker) checkPIT(ctx context.Context, v *chainView, seq []catalog.LogB
 	}
 	return fmt.Sprintf("I11: chain %d restored from full %d and logs %d..%d as the source, and to STOPAT %s with logs ..%d: %d rows", v.id,
 		v.full.Sequence, proven[0].Number, proven[k-1].Number, at.Format("15:04:05.000"), logs[len(logs)-1].Number, len(got)), nil
+}
+
+// wall is t's wall clock (its date and time of day, labelled UTC), as a
+// datetime of the source holds it.
+func wall(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// logsToStopAt are the logs a DBA restores to the wall clock at: up to
+// and including the log backup that contains it ("Restore a SQL Server
+// Database to a Point in Time (Full Recovery Model)"), the first that
+// started at or after at, since a log backup holds the log written
+// before it started, and commits while it runs may be in the next one;
+// a log backup that was running at at does not hold it all.
+func logsToStopAt(logs []catalog.LogBackup, at time.Time) []catalog.LogBackup {
+	var out []catalog.LogBackup
+	for _, l := range logs {
+		out = append(out, l)
+		if !wall(l.BackupStart).Before(at) {
+			break
+		}
+	}
+	return out
 }
 
 // replayPITProofs (I11) restores, on the checker's instance, what the
@@ -720,7 +734,8 @@ func queryCommitRows(ctx context.Context, conn *sql.DB, db string) ([]commitRow,
 
 // restoreTo restores the chain's full and logs to at on the checker's
 // instance under pitName and returns its rows (the copy is dropped); no
-// logs restores the full alone.
+// logs restores the full alone. With at, every log WITH STOPAT = at,
+// NORECOVERY up to the one in which at was reached, then RECOVERY.
 func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.LogBackup, at time.Time) ([]commitRow, error) {
 	conn, err := c.f.PitDB()
 	if err != nil {
@@ -759,18 +774,13 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 		return nil, fmt.Errorf("restore set %d from %s: %w", v.full.Sequence, v.mf.Server, err)
 	}
 	for i, l := range logs {
-		srv := ""
-		for _, s := range l.Servers {
-			if srv == "" || s == v.mf.Server {
-				srv = s
-			}
-		}
+		srv := c.logServer(l, v.mf.Server)
 		var ld []string
 		for _, f := range l.Files {
 			ld = append(ld, UNC(srv)+`\`+f.Name)
 		}
 		rec := tsql.LogNoRecovery
-		if i == len(logs)-1 {
+		if i == len(logs)-1 && at.IsZero() {
 			rec = tsql.LogRecover
 		}
 		stmt, err := tsql.RestoreLog(tsql.RestoreLogOptions{Database: pitName, Disks: ld, Recovery: rec, StopAt: at})
@@ -779,6 +789,19 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 		}
 		if err := exec(stmt); err != nil {
 			return nil, fmt.Errorf("RESTORE LOG %d from %s STOPAT %s: %w", l.Number, srv, at.Format("15:04:05.000"), err)
+		}
+		if at.IsZero() {
+			continue
+		}
+		// Roll forward stopped at T inside this log (its redo point short
+		// of its end): a later log no longer applies (4305), and RECOVERY
+		// ends the sequence, as a DBA ends it.
+		redo, err := redoPoint(ctx, conn)
+		if err != nil {
+			return nil, fmt.Errorf("after RESTORE LOG %d STOPAT %s: %w", l.Number, at.Format("15:04:05.000"), err)
+		}
+		if redo != "" && lsnCmp(redo, l.LastLSN) < 0 {
+			break
 		}
 	}
 	var state string
@@ -800,6 +823,45 @@ func (c *Checker) restoreTo(ctx context.Context, v *chainView, logs []catalog.Lo
 	out, err := queryCommitRows(ctx, conn, pitName)
 	_ = exec("DROP DATABASE " + q)
 	return out, err
+}
+
+// logServer is the server to restore log l from, as a DBA picks it: one
+// of those its record names where its files are intact, the full's
+// server first (a copy the harness deleted or damaged on one server is
+// read from the other); the full's, or the first named, when none is.
+func (c *Checker) logServer(l catalog.LogBackup, full string) string {
+	servers := slices.Clone(l.Servers)
+	sort.SliceStable(servers, func(i, j int) bool { return servers[i] == full && servers[j] != full })
+	for _, srv := range servers {
+		intact := true
+		for _, f := range l.Files {
+			intact = intact && c.logFileIntact(srv, f) == ""
+		}
+		if intact {
+			return srv
+		}
+	}
+	if slices.Contains(servers, full) || len(servers) == 0 {
+		return full
+	}
+	return servers[0]
+}
+
+// redoPoint is where roll forward of pitName continues
+// (sys.master_files.redo_start_lsn of its primary file; "" when NULL).
+func redoPoint(ctx context.Context, conn *sql.DB) (string, error) {
+	q, args, err := tsql.RestoringState(pitName)
+	if err != nil {
+		return "", err
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var state, standby, fork any
+	var redo sql.NullString
+	if err := conn.QueryRowContext(qctx, q, args...).Scan(&state, &standby, &redo, &fork); err != nil {
+		return "", fmt.Errorf("redo_start_lsn of %s: %w", pitName, err)
+	}
+	return redo.String, nil
 }
 
 // fileList runs RESTORE FILELISTONLY on the checker's instance through

@@ -219,3 +219,59 @@ func TestCheckerChainMergesCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerLogsToStopAt: a restore to T applies the logs up to and
+// including the one that contains T, the first that started at or after
+// T (a log backup holds what was logged before it started), whether T
+// falls between two log backups, on a start, or while one ran; none after.
+func TestCheckerLogsToStopAt(t *testing.T) {
+	base := time.Date(2026, 12, 2, 4, 50, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
+	var proven []catalog.LogBackup
+	for i, s := range []float64{0, 5, 10, 15} {
+		proven = append(proven, catalog.LogBackup{Number: int64(i + 3), BackupStart: at(s), BackupFinish: at(s + 0.5)})
+	}
+	for _, tc := range []struct {
+		t    float64
+		last int64
+	}{{2, 4}, {5, 4}, {5.2, 5}, {7, 5}, {10.4, 6}, {14.9, 6}} {
+		logs := logsToStopAt(proven, at(tc.t))
+		if len(logs) == 0 || logs[0].Number != 3 || logs[len(logs)-1].Number != tc.last {
+			t.Errorf("T %.1f s after log 3 started: logs %v, want 3..%d", tc.t, numbers(logs), tc.last)
+		}
+	}
+}
+
+func numbers(logs []catalog.LogBackup) []int64 {
+	var out []int64
+	for _, l := range logs {
+		out = append(out, l.Number)
+	}
+	return out
+}
+
+// TestCheckerLogServer: a log is restored from the full's server when its
+// file is intact there, else from the other server that holds it intact.
+func TestCheckerLogServer(t *testing.T) {
+	dirs := map[string]string{Bak01: t.TempDir(), Bak02: t.TempDir()}
+	c := NewChecker(&Fleet{dirs: dirs})
+	body := []byte("log backup")
+	sum := sha256.Sum256(body)
+	l := catalog.LogBackup{Number: 7, Servers: []string{Bak02, Bak01},
+		Files: []catalog.Stripe{{Name: "l.trn", Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:])}}}
+	if got := c.logServer(l, Bak01); got != Bak01 {
+		t.Fatalf("held nowhere: %s, want the full's %s", got, Bak01)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[Bak02], "l.trn"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.logServer(l, Bak01); got != Bak02 {
+		t.Fatalf("deleted on the full's server: %s, want %s", got, Bak02)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[Bak01], "l.trn"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.logServer(l, Bak01); got != Bak01 {
+		t.Fatalf("intact on both: %s, want the full's %s", got, Bak01)
+	}
+}

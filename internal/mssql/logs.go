@@ -47,6 +47,18 @@ type LogBackupRow struct {
 	DeviceType  int64
 }
 
+// UTCOffsetMinutes is the offset from UTC the backup's dates are on:
+// time_zone, "in 15-minute intervals using the time zone information at
+// the time the backup operation started" (backupset (Transact-SQL),
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql);
+// false when msdb does not know it (127) or holds a value outside -48..48.
+func (r LogBackupRow) UTCOffsetMinutes() (int, bool) {
+	if r.TimeZone < -48 || r.TimeZone > 48 {
+		return 0, false
+	}
+	return int(r.TimeZone) * 15, true
+}
+
 // LogBackupHistory runs a tsql.LogBackupsAfter query.
 func (db *DB) LogBackupHistory(ctx context.Context, query string, args ...any) ([]LogBackupRow, error) {
 	var out []LogBackupRow

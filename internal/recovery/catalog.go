@@ -182,13 +182,10 @@ func buildChains(servers []Server, sets []Set, reachableServers, ignored []strin
 			ignored = append(ignored, fmt.Sprintf("log chain %d is not used: %v", id, err))
 			continue
 		}
-		c := Chain{Chain: ch, GUIDs: map[int64]string{}, Offsets: map[int64]int{}}
+		c := Chain{Chain: ch, GUIDs: map[int64]string{}, Offsets: catalog.LogOffsets(parts[id])}
 		for _, p := range parts[id] {
 			for _, l := range p.Logs {
 				c.GUIDs[l.Number] = l.BackupSetGUID
-				if l.UTCOffsetMinutes != nil {
-					c.Offsets[l.Number] = *l.UTCOffsetMinutes
-				}
 			}
 		}
 		for i := range c.Logs {

@@ -108,8 +108,9 @@
 //	    WITH NORECOVERY is a tail-log backup: 3101 + 3013 while another session is in the database, then
 //	    the database is RESTORING, and later BACKUPs and uses of it fail with 927)
 //	RESTORE LOG [x] FROM DISK = ... WITH RECOVERY | NORECOVERY | STANDBY = '...', STOPAT = 'time' |
-//	    STOPATMARK = 'lsn:n', STATS   (restorelog.go: 4305 gap, 4326 applied already, 3117 recovered,
-//	    4335 STOPAT before the point reached, 4322 STOPAT past the log's end; restorehistory type L)
+//	    STOPATMARK = 'lsn:n', STATS   (restorelog.go: 4305 gap or a log after the one in which STOPAT was
+//	    reached, 4326 applied already, 3117 recovered, 4335 STOPAT before the point reached, 4322 STOPAT
+//	    past the log's end; restorehistory type L)
 //	RESTORE DATABASE [x] WITH RECOVERY   (ends a restore sequence; 3153 on a recovered database)
 //	ALTER DATABASE [x] SET RECOVERY FULL | BULK_LOGGED | SIMPLE   (sys.databases.recovery_model[_desc],
 //	    sys.database_recovery_status.last_log_backup_lsn, sys.master_files.redo_start_lsn)

@@ -444,3 +444,50 @@ func TestLogBackupDuringFullBackup(t *testing.T) {
 	mustRun(t, e.db, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\after.trn' WITH RECOVERY`)
 	sameRows(t, "full 2 + the log after it", commitRows(t, e.db, "V"), commitRows(t, e.db, "Sales"))
 }
+
+// A point-in-time restore that gives STOPAT on every RESTORE LOG WITH
+// NORECOVERY stops in the log that holds T; a log after it no longer
+// applies: SQL Server refuses it as too recent (4305) and RESTORE
+// DATABASE ... WITH RECOVERY ends the sequence at T ("restore every
+// subsequent log backup, up to and including the log backup that contains
+// your target point in time", "Restore a SQL Server Database to a Point in
+// Time (Full Recovery Model)"). T at a commit inside the log, and T after
+// the log's last commit but before its backup began.
+func TestRestoreLogAfterTheStopPointIsTooRecent(t *testing.T) {
+	e := newEnv(t)
+	logDB(t, e, "Sales", 2<<20, 5000)
+	commit(t, e, "Sales", 5)
+	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT, CHECKSUM`)
+	var ends []commitRow // each log's last row
+	for _, f := range []string{"l1", "l2", "l3"} {
+		commit(t, e, "Sales", 6)
+		rows := commitRows(t, e.db, "Sales")
+		ends = append(ends, rows[len(rows)-1])
+		time.Sleep(20 * time.Millisecond) // the backup begins after its last commit
+		mustRun(t, e.db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\`+f+`.trn' WITH INIT, CHECKSUM`)
+	}
+	all := commitRows(t, e.db, "Sales")
+	for i, at := range []time.Time{all[len(all)-9].at, ends[1].at.Add(time.Millisecond)} {
+		name := fmt.Sprintf("P%d", i)
+		stopAt := at.Format("2006-01-02 15:04:05.9999999")
+		var want []commitRow
+		for _, r := range all {
+			if !r.at.After(at) {
+				want = append(want, r)
+			}
+		}
+		mustRun(t, e.db, `RESTORE DATABASE `+qi(name)+` FROM DISK = N'\\bak01\backup\full.bak' WITH NORECOVERY, `+restoreMoves(name))
+		for _, f := range []string{"l1", "l2"} {
+			mustRun(t, e.db, `RESTORE LOG `+qi(name)+` FROM DISK = N'\\bak01\backup\`+f+`.trn' WITH NORECOVERY, STOPAT = '`+stopAt+`'`)
+		}
+		res := mustFail(t, e.db, 3013, `RESTORE LOG `+qi(name)+` FROM DISK = N'\\bak01\backup\l3.trn' WITH NORECOVERY, STOPAT = '`+stopAt+`'`)
+		if res.errs[0].Number != 4305 || !strings.Contains(res.errs[0].Message, "which is too recent to apply to the database") {
+			t.Fatalf("STOPAT %s: the log after the one holding it: %v %q", stopAt, res.errNums(), res.errs[0].Message)
+		}
+		if st, _ := dbState(t, e.db, name); st != "RESTORING" {
+			t.Fatalf("STOPAT %s: after the refused log: %s", stopAt, st)
+		}
+		mustRun(t, e.db, `RESTORE DATABASE `+qi(name)+` WITH RECOVERY`)
+		sameRows(t, "STOPAT "+stopAt+" reached in log 2", commitRows(t, e.db, name), want)
+	}
+}

@@ -219,8 +219,16 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 	if headerFamilyGUID(h) != fam {
 		return opError(op, errNotSupported("RESTORE LOG of another database's log backup"))
 	}
-	if stopped {
-		return opError(op, errNotSupported("RESTORE LOG after a STOPAT point was reached WITH NORECOVERY; RESTORE DATABASE ... WITH RECOVERY ends the sequence"))
+	// Roll forward stopped at a STOPAT point inside an earlier log: a log
+	// that begins there or later holds nothing before the point and is
+	// too recent, as for a gap (only the logs "up to and including the log
+	// backup that contains your target point in time" apply, "Restore a
+	// SQL Server Database to a Point in Time (Full Recovery Model)"); the
+	// point lies strictly inside that log, though redo may stand at its
+	// end here when no commit followed the point in it.
+	tooRecent := h.FirstLSN > p || stopped && h.FirstLSN >= p
+	if stopped && !tooRecent {
+		return opError(op, errNotSupported("RESTORE LOG of the log holding a STOPAT point reached WITH NORECOVERY again, to another point"))
 	}
 	if busy {
 		return opError(op, sqlErr(3101, 16, "Exclusive access could not be obtained because the database is in use."))
@@ -229,7 +237,7 @@ func (x *execCtx) restoreLog(s *restoreStmt, op string, stripes []*stripe) error
 		return opError(op, errRecoveryPath())
 	}
 	last := setLastLSN(h, st0.trl)
-	if h.FirstLSN > p {
+	if tooRecent {
 		return opError(op, sqlErr(4305, 16, "The log in this backup set begins at LSN %s, which is too recent to apply to the database. An earlier log backup that includes LSN %s can be restored.", lsnText(h.FirstLSN), lsnText(p)))
 	}
 	if last <= p {

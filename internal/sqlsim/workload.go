@@ -410,6 +410,43 @@ func waitWorkloads(ws []workload) {
 	}
 }
 
+// recoverLogEndsLocked is what crash recovery gives the workload: the log
+// of an online database goes on after the last commit it hardened. A
+// commit writes its row, with its LSN, before it returns, but not the
+// catalog that holds EndLSN, so after a crash EndLSN may lag behind the
+// rows; LSNs are never handed out twice and only grow with time ("if
+// LSN2 is greater than LSN1, the change described by the log record
+// referred to by LSN2 occurred after", "SQL Server transaction log
+// architecture and management guide",
+// https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-log-architecture-and-management-guide),
+// and a log backup after the restart holds the commits made before it.
+// in.mu is held (Start, before it serves: nothing else reads or writes
+// rows yet).
+func (in *Instance) recoverLogEndsLocked() {
+	for _, d := range in.cat.Databases {
+		if d.system || d.State != "" || d.Standby {
+			continue // a database in a restore sequence has no log of its own yet
+		}
+		md, err := in.readMetadata(d)
+		if err != nil {
+			continue
+		}
+		for _, t := range md.Tables {
+			if !t.CommitLog || len(t.Extents) != 1 {
+				continue
+			}
+			rows, err := in.readCommitRowsLocked(d, &commitLogState{ext: t.Extents[0], count: -1})
+			if err != nil {
+				in.log.Warn("log end not recovered", zap.String("db", d.Name), zap.Error(err))
+				continue
+			}
+			for _, r := range rows {
+				d.EndLSN = max(d.EndLSN, r.LSN+1)
+			}
+		}
+	}
+}
+
 // resumeWorkloadsLocked starts the workloads of the databases that have a
 // CommitRate (Start).
 func (in *Instance) resumeWorkloadsLocked() {

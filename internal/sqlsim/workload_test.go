@@ -160,6 +160,42 @@ func TestWorkloadRateAndRestart(t *testing.T) {
 	}
 }
 
+// A crash of the instance loses no committed transaction and reuses no
+// LSN: the log goes on after the last commit hardened before the crash
+// ("every record in the SQL Server transaction log is uniquely identified
+// by a log sequence number"; "if LSN2 is greater than LSN1, the change
+// described by the log record referred to by LSN2 occurred after",
+// "SQL Server transaction log architecture and management guide",
+// https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-log-architecture-and-management-guide).
+// So the log backup after the restart holds the commits made before it,
+// and a copy restored from the full and that log holds every row.
+func TestCommitsBeforeACrashKeepTheirPlaceInTheLog(t *testing.T) {
+	e := newEnv(t)
+	logDB(t, e, "Sales", 2<<20, 5000)
+	commitMany(t, e, "Sales", 10)
+	mustRun(t, e.db, `BACKUP DATABASE [Sales] TO DISK = N'\\bak01\backup\full.bak' WITH INIT`)
+	commitMany(t, e, "Sales", 30)
+	e.in.Crash()
+	if err := e.in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.open(t, "master")
+	commitMany(t, e, "Sales", 5)
+	rows, err := e.in.commitRows(e.in.lookupDB("Sales"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].LSN <= rows[i-1].LSN {
+			t.Fatalf("row %d committed after the restart has LSN %d, row %d before it %d", rows[i].ID, rows[i].LSN, rows[i-1].ID, rows[i-1].LSN)
+		}
+	}
+	mustRun(t, db, `BACKUP LOG [Sales] TO DISK = N'\\bak01\backup\l1.trn' WITH INIT`)
+	mustRun(t, db, `RESTORE DATABASE [V] FROM DISK = N'\\bak01\backup\full.bak' WITH NORECOVERY, `+restoreMoves("v"))
+	mustRun(t, db, `RESTORE LOG [V] FROM DISK = N'\\bak01\backup\l1.trn' WITH RECOVERY`)
+	sameRows(t, "the copy restored from the full and the log after the crash", commitRows(t, db, "V"), commitRows(t, db, "Sales"))
+}
+
 // A DBA restores the database the workload writes over itself (RESTORE
 // ... WITH REPLACE from an older full) while it runs: the database then
 // holds the full's rows and nothing committed after it, the workload goes
