@@ -504,6 +504,7 @@ func (in *Instance) Start() error {
 		ln.Close()
 		return err
 	}
+	in.recoverLogEndsLocked()
 	in.ln, in.addr, in.running = ln, ln.Addr().String(), true
 	in.crashed = make(chan struct{})
 	v := in.versionInfo()
