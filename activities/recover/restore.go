@@ -533,6 +533,21 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 		// 4326: applied already (an attempt that ended unseen).
 		return out, activities.SQLError(err)
 	}
+	if activities.IsEndedUnseen(err) {
+		// The statement outlived its lost connection (the target may have
+		// crashed and come back): only msdb tells whether it completed. One
+		// that did not applied nothing, and the redo LSN it left short of
+		// the log's end is no STOPAT reached inside it: the step fails and
+		// its retry applies the log.
+		applied, aerr := restoredLogs(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID)
+		if aerr != nil {
+			return out, aerr
+		}
+		if !slices.ContainsFunc(applied, func(l mssql.RestoredLog) bool { return activities.SameGUID(l.BackupSetGUID, in.Step.GUID) }) {
+			return out, activities.SQLError(fmt.Errorf("%s into %s on %s did not complete (msdb has no restore of it): %w", in.Step.Name(), in.Name,
+				ses.inst.Name, err))
+		}
+	}
 	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err
 	}
