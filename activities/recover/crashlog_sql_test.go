@@ -1,11 +1,16 @@
 package recover
 
 import (
+	"errors"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
@@ -91,5 +96,28 @@ func TestRecoverRetriesALogTheTargetCrashedIn(t *testing.T) {
 	wall := point.Add(time.Duration(p.Restore.StopAtOffsetMinutes) * time.Minute).UTC()
 	if got, want := rows(t, v, "Sales_pit", time.Time{}), rows(t, f.site.Source, "Sales", wall); !slices.Equal(got, want) {
 		t.Fatalf("the copy holds %d rows, the source committed %d by %s", len(got), len(want), point)
+	}
+}
+
+// SQL Server refusing the STOPAT of a RESTORE LOG as before what the copy
+// already reached (4335: the source's clock went back, which the plan
+// checks, or a point it could not see) refuses it on every attempt: the
+// step fails at once naming why, not after retrying for half an hour.
+func TestRestoreLogStopAtTooEarlyIsNotRetried(t *testing.T) {
+	f := newFixture(t, sitetest.Options{})
+	hist := f.history(2)
+	var p Plan
+	f.must(New(nil).PlanRecover, PlanInput{Request: Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_early",
+		AsOf: hist[0].Finish.Add(hist[1].Start.Sub(hist[0].Finish) / 2)}}, &p)
+	tg := Target{Database: "Sales", Instance: "sql01", To: sitetest.VerifyInstance, Name: "Sales_early", AsGiven: true}
+	var full StepOutput
+	f.must(New(nil).RestoreFull, RestoreFullInput{Target: tg, Step: p.Restore.Full(), Moves: p.Moves, Intent: p.Intent}, &full)
+	// A STOPAT before the full's end, on the source's clock.
+	early := p.Restore.Full().Finish.Add(-time.Minute)
+	err := f.run(New(nil).RestoreLog, RestoreLogInput{Target: tg, Step: p.Restore.Logs()[0], Index: 1, Count: len(p.Restore.Logs()), StopAt: early,
+		StopAtOffsetMinutes: p.Restore.StopAtOffsetMinutes, Copy: full.Copy}, nil)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrRecoveryPointUnreachable || !app.NonRetryable() || !strings.Contains(err.Error(), "4335") {
+		t.Fatalf("STOPAT before the full's end: %v, want a non-retryable RecoveryPointUnreachable naming 4335", err)
 	}
 }
