@@ -113,21 +113,35 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 			logs = append(logs, l)
 		}
 	}
-	if h.UTCOffsetMinutes == nil {
-		return out, c.recs.skipped("the full records no UTC offset")
-	}
-	off := *h.UTCOffsetMinutes
+	// The rows of the logs that started before the point were all
+	// committed before it (each log holds what was committed before it
+	// started; the last is the first that started at or after the point);
+	// those of the last log are read on its clock, the source's offset from
+	// UTC then, which is theirs when the log before it (or the full) was
+	// taken on the same one: a time zone changes with a restart, between
+	// two logs.
+	offs := []*int{h.UTCOffsetMinutes}
 	for _, l := range logs {
-		if l.UTCOffsetMinutes == nil || *l.UTCOffsetMinutes != off {
-			return out, c.recs.skipped("the source's time zone changed between the full and its logs")
-		}
+		offs = append(offs, l.UTCOffsetMinutes)
+	}
+	if slices.Contains(offs, nil) {
+		return out, c.recs.skipped("a backup records no UTC offset")
+	}
+	off, prev := *offs[len(offs)-1], *offs[max(len(offs)-2, 0)]
+	oneClock := off == prev
+	if !cl.latest && !oneClock {
+		return out, c.recs.skipped("the source's time zone changed just before the log that reaches the point")
 	}
 	v := &chainView{full: &catalog.ChainFull{Sequence: mf.ID.Sequence}, mf: mf}
-	inFull, err := c.restoreTo(ctx, v, nil, time.Time{})
-	if err != nil {
-		return out, Notes{fmt.Sprintf("I12: restore set %d on %s: %v", mf.ID.Sequence, pitInstance, err)}
+	k := 0
+	for k < len(logs)-1 && (cl.latest || logs[k].BackupStartUTC.Before(cl.point)) {
+		k++
 	}
-	all := inFull
+	before, err := c.restoreTo(ctx, v, logs[:k], time.Time{})
+	if err != nil {
+		return out, Notes{fmt.Sprintf("I12: restore set %d and the logs before %d on %s: %v", mf.ID.Sequence, cl.last, pitInstance, err)}
+	}
+	all := before
 	if len(logs) > 0 {
 		if all, err = c.restoreTo(ctx, v, logs, time.Time{}); err != nil {
 			return out, Notes{fmt.Sprintf("I12: restore set %d and logs %d..%d on %s: %v", mf.ID.Sequence, cl.first, cl.last, pitInstance, err)}
@@ -151,10 +165,10 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 	if err != nil {
 		return out, Notes{fmt.Sprintf("I12: %v", err)}
 	}
-	fullMax, allMax := maxID(inFull), maxID(all)
+	beforeMax, allMax := maxID(before), maxID(all)
 	want := map[string]bool{}
 	for _, row := range src {
-		if row.id <= fullMax || row.id <= allMax && (cl.latest || !row.at.After(pw)) {
+		if row.id <= beforeMax || row.id <= allMax && (cl.latest || !row.at.After(pw)) {
 			want[row.key()] = true
 		}
 	}
@@ -185,7 +199,7 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 		}
 	}
 	for _, row := range got {
-		if row.id > fullMax && row.at.After(pw.Add(pointPrecision)) {
+		if oneClock && row.id > beforeMax && row.at.After(pw.Add(pointPrecision)) {
 			add("beyond", "reports the latest point as %s (%s), but the copy holds row %d committed at %s on the source's clock, after it",
 				stamp(cl.point), cl.from, row.id, row.at.Format("15:04:05.0000000"))
 			break
@@ -274,8 +288,8 @@ func (c *Checker) chainLogs(ctx context.Context, id int64) (map[int64]catalog.Lo
 }
 
 // snapRecover reads LogTarget's chain before a recovery entry: the proven
-// window from its newest verified full on the full's UTC offset, and the
-// newest proven log held intact on a server other than gone.
+// window from its newest verified full, and the newest proven log held
+// intact on a server other than gone.
 func (c *Checker) snapRecover(ctx context.Context, gone string) recoverSnap {
 	var out recoverSnap
 	files, _ := c.scan()
@@ -285,10 +299,8 @@ func (c *Checker) snapRecover(ctx context.Context, gone string) recoverSnap {
 	}
 	seq, _, _ := v.walk()
 	out.chain, out.logs = v.id, seq
-	h := v.mf.M.Header
 	k := 0
-	for k < len(seq) && seq[k].Proven != nil && h.UTCOffsetMinutes != nil && seq[k].UTCOffsetMinutes != nil &&
-		*seq[k].UTCOffsetMinutes == *h.UTCOffsetMinutes {
+	for k < len(seq) && seq[k].Proven != nil {
 		k++
 	}
 	if k > 0 {

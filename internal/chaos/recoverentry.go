@@ -157,7 +157,7 @@ type recRun struct {
 // server that is not gone).
 type recoverSnap struct {
 	chain      int64
-	lo, hi     time.Time // proven window on the full's UTC offset (UTC)
+	lo, hi     time.Time // the proven window (UTC)
 	newest     int64     // newest proven log held intact on a reachable server
 	newestText string
 	logs       []catalog.LogBackup // the walk from the newest verified full
@@ -188,7 +188,7 @@ func (s *Sim) recoverRun(ctx context.Context, r *run) error {
 		span := int64(rr.snap.hi.Sub(rr.snap.lo))
 		rr.point = rr.snap.lo.Add(time.Duration(p.Recover.Point % uint64(span))).Truncate(time.Millisecond)
 	} else if !p.Recover.Latest && p.Entry != EntryDrillSchedule {
-		r.note("no proven window of %s on one UTC offset to draw a point in: latest", LogTarget)
+		r.note("no proven window of %s to draw a point in: latest", LogTarget)
 	}
 	if p.Fault == FaultRecoverLogFile {
 		if err := s.spoilLog(r); err != nil {
