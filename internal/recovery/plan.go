@@ -333,9 +333,19 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 // daylight saving time) the old clock at the later one's start, read no
 // later than the point. Otherwise commits made before the point carry
 // later clock times than it: SQL Server would stop short of it, or refuse
-// it with 4335 when the full already ended later on the clock.
+// it with 4335 when the full already ended later on the clock. And the
+// last log must have been written on one clock (the step before it on
+// the same): a clock that changed while it was written leaves its commits
+// on two, which one STOPAT cannot split at the point.
 func clockNames(steps []Step, at time.Time) error {
 	last := steps[len(steps)-1]
+	if n := len(steps); n > 1 && steps[n-2].UTCOffsetMinutes != last.UTCOffsetMinutes {
+		prev := steps[n-2]
+		return fmt.Errorf("the source's clock changed from %s to %s between %s and %s, the log that holds the point (a time zone change, "+
+			"or daylight saving time): its commits are on two clocks, which one STOPAT cannot split at the point; recover to a point after %s "+
+			"(the start of %s), or to the latest", utcOffset(prev.UTCOffsetMinutes), utcOffset(last.UTCOffsetMinutes), prev.Name(), last.Name(),
+			stamp(last.Start), last.Name())
+	}
 	stop := onClock(at, last.UTCOffsetMinutes)
 	var latest time.Time
 	for i, s := range steps {
