@@ -52,7 +52,8 @@ bench: test-deps
 # The seeded fault simulation (internal/chaos): RUNS backup cycles over three source instances, two backup
 # servers on Samba, a verification instance, the embedded Temporal server and worker processes, each cycle in a random
 # SQL Server estate (versions, time zones, TDE, case, availability group roles) with at most one random fault (among
-# them files a share writer plants on one share); the invariants I1-I8 and I13-I15 are checked after every cycle. Prints each run and each violation with the command
+# them files a share writer plants on one share), now and then a recover or a drill of the log chain's database instead
+# of a cycle; the invariants I1-I15 are checked after every run. Prints each run and each violation with the command
 # that replays it, ends with `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`, and
 # fails on a violation. The same SEED replays the same choices. `make test` runs a short budget (4 runs, seed 1).
 SEED ?= 1

@@ -104,9 +104,10 @@ const (
 	// ErrRecoveryPointUnreachable: no restore from the backups on the
 	// reachable backup servers reaches the point a recover asks for (before
 	// the oldest verified full, after the newest log held, a hole or a
-	// break in the log chain, no verified full at all); the error says how
-	// far the backups go. Nothing was restored. Not retryable: another
-	// point, or --latest, is a person's choice.
+	// break in the log chain, shortly after the source's clock went back,
+	// no verified full at all); the error says how far the backups go.
+	// Nothing was restored, or SQL Server refused the point (4335). Not
+	// retryable: another point, or --latest, is a person's choice.
 	ErrRecoveryPointUnreachable = "RecoveryPointUnreachable"
 	// ErrTargetDatabaseExists: a database of the name a recover restores
 	// to exists on the target instance and --replace was not given;

@@ -530,9 +530,35 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 	}
 	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE LOG", Command: tsql.CommandRestoreLog,
 		Text: stmt, Marker: marker, Log: log, Step: StepLogs, Number: in.Step.Number})
-	if err != nil && !activities.IsEndedUnseen(err) && !mssql.HasNumber(err, 4326) {
+	switch {
+	case err == nil, activities.IsEndedUnseen(err), mssql.HasNumber(err, 4326):
 		// 4326: applied already (an attempt that ended unseen).
+	case mssql.HasNumber(err, 4335):
+		// "The specified STOPAT time is too early. All or part of the
+		// database is already rolled forward beyond that point" ("Database
+		// Engine events and errors (4000 to 4999)",
+		// https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-4000-to-4999):
+		// the same on every attempt.
+		return out, activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
+			"%s into %s on %s: SQL Server refuses STOPAT %s as before the point the copy already reached (the source's clock went back since "+
+				"the full?); recover to a later point or to the latest: %w", in.Step.Name(), in.Name, ses.inst.Name, stopAt.Format("2006-01-02T15:04:05.000"), err))
+	default:
 		return out, activities.SQLError(err)
+	}
+	if activities.IsEndedUnseen(err) {
+		// The statement outlived its lost connection (the target may have
+		// crashed and come back): only msdb tells whether it completed. One
+		// that did not applied nothing, and the redo LSN it left short of
+		// the log's end is no STOPAT reached inside it: the step fails and
+		// its retry applies the log.
+		applied, aerr := restoredLogs(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID)
+		if aerr != nil {
+			return out, aerr
+		}
+		if !slices.ContainsFunc(applied, func(l mssql.RestoredLog) bool { return activities.SameGUID(l.BackupSetGUID, in.Step.GUID) }) {
+			return out, activities.SQLError(fmt.Errorf("%s into %s on %s did not complete (msdb has no restore of it): %w", in.Step.Name(), in.Name,
+				ses.inst.Name, err))
+		}
 	}
 	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err

@@ -91,6 +91,7 @@ func TestChaos(t *testing.T) {
 		time.Since(began).Seconds()/float64(max(sim.Runs, 1)))
 	fmt.Printf("chaos: %s\n", sim.OutcomeSummary())
 	fmt.Printf("chaos: %s\n", sim.EstateSummary())
+	fmt.Printf("chaos: %s\n", sim.RecoverSummary())
 	fmt.Printf("chaos: %s\n", sim.C.Stats())
 	if sim.Violations > 0 {
 		t.Fail()

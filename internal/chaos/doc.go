@@ -58,8 +58,20 @@
 // DBA switched to SIMPLE and back to FULL after the heal time, verify01
 // crashing at a percent of its next RESTORE (the standby's RESTORE LOG, or
 // its seeding) and a log backup file of the chain deleted on one server.
-// Every
-// choice comes from a generator seeded by (seed, run), so a seed replays
+//
+// The recovery entries (recoverentry.go): one run in eight recovers
+// LogTarget instead of running a cycle, as `starter recover` does
+// (client.StartRecover, to a point drawn in the proven window or latest,
+// into RecoverScratch on verify01, which the harness drops afterwards), as
+// `starter drill` does (client.StartDrill, with such a point) or as its
+// drill schedule does (a trigger: drill: picks a point of the last 10
+// minutes of the proven window). Faults of their own: the worker restoring
+// log n of m killed, verify01 crashing at a percent of its next RESTORE
+// once n logs are restored, one backup server gone for the run (smbd
+// killed, its share unreachable for every instance), a log file the
+// recover needs deleted or damaged on one server (put back after the run).
+//
+// Every choice comes from a generator seeded by (seed, run), so a seed replays
 // (what the product does with them may still vary with timing). A cycle
 // stuck on an activity of a killed worker that is not retried before its
 // StartToClose timeout is noted as a stall and terminated after StallLimit.
@@ -122,11 +134,23 @@
 //	   the product recorded as ok (pit_proof.every PITEvery; its full, its
 //	   logs, its STOPAT) and compares the rows the same way.
 //
-// (I12 is kept for recovery.) The chain's records are read with their own
-// rules (LSNs, files, rows): the product's verdict is only what its
-// queries say.
+//	I12 a recovery entry's Recover (a drill's child) either completed with
+//	   the target holding exactly the source's rows committed at or before
+//	   the point it reports (read on verify01; for a drill while its copy
+//	   exists, else its record's restore replayed on pit01), that point the
+//	   one asked (for the latest: no row committed by it missing, none
+//	   after it held, and no earlier than the newest proven log held
+//	   before it started), or ended failed with a stable error type of
+//	   package activities; a drill's record holds its run, its copy is
+//	   gone after it (or its record says why not), and no recovery entry
+//	   sends the source database a restore, drop, change, write, CHECKDB
+//	   or tail-log backup.
+//
+// The chain's records are read with their own rules (LSNs, files, rows):
+// the product's verdict is only what its queries say.
 //
 // `make chaos SEED=n RUNS=n` runs TestChaos; each violation is printed with
-// the seed, run and fault to replay it, and the output ends with
+// the seed, run and fault to replay it, the recovery entries are counted
+// by how they ended with what I12 judged and skipped, and the output ends with
 // `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`.
 package chaos

@@ -178,6 +178,9 @@ type Plan struct {
 	// Blank: a Web UI start types the name with a leading ("lead"),
 	// trailing ("trail") or both blanks ("both"); "" types it as Spell says.
 	Blank string
+	// Recover, when set, makes the run a recover or a drill of LogTarget
+	// instead of a cycle (recoverentry.go); Entry and Fault are then its.
+	Recover *RecoverPlan
 }
 
 // blanked is name as a start with blank types it.
@@ -247,18 +250,22 @@ func Draw(seed uint64, run int, force Fault) Plan {
 	if p.Target.Database == SharedDB {
 		p.NoInst = false // the name alone is ambiguous: the Web UI user names the instance
 	}
+	// Drawn after everything above, so that the cycles' draws are those of
+	// builds before the recover entries.
+	drawRecover(r, force, &p)
 	return p
 }
 
 // ParseFault checks a fault name.
 func ParseFault(s string) (Fault, error) {
-	for _, fw := range faultWeights {
+	all := append(append([]weighted[Fault](nil), faultWeights...), recoverFaultWeights[1:]...)
+	for _, fw := range all {
 		if string(fw.v) == s {
 			return fw.v, nil
 		}
 	}
 	var names []string
-	for _, fw := range faultWeights {
+	for _, fw := range all {
 		names = append(names, string(fw.v))
 	}
 	return "", fmt.Errorf("unknown fault %q: use one of %v", s, names)
@@ -279,10 +286,13 @@ func (p Plan) Where() string {
 
 func (p Plan) String() string {
 	s := fmt.Sprintf("%s via %s", p.Target, p.Entry)
+	if p.Recover != nil {
+		s += " " + p.Recover.String()
+	}
 	if p.Fault != FaultNone {
 		s += fmt.Sprintf(", fault %s at %s", p.Fault, p.Where())
 		switch p.Fault {
-		case FaultSMBKill, FaultSMBFreeze, FaultShareFullSMB, FaultShareFullSQL, FaultFlipOld, FaultLogDelete:
+		case FaultSMBKill, FaultSMBFreeze, FaultShareFullSMB, FaultShareFullSQL, FaultFlipOld, FaultLogDelete, FaultServerGone, FaultRecoverLogFile:
 			s += " on " + p.Server
 		case FaultSecondStart:
 			s += " via " + p.Second

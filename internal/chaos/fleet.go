@@ -318,6 +318,13 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 			return nil, err
 		}
 	}
+	// LogTarget's drill schedule, as the worker keeps it: paused as well.
+	if _, _, err := sc.EnsureDrillSchedules(ctx, f.Cfg); err != nil {
+		return nil, fmt.Errorf("chaos: drill schedules: %w", err)
+	}
+	if err := sc.PauseSchedule(ctx, client.DrillScheduleID(LogTarget.Instance, LogTarget.Database), "chaos: triggered by the simulation only"); err != nil {
+		return nil, err
+	}
 	for range opts.Workers {
 		if _, err := f.StartWorker(); err != nil {
 			return nil, err

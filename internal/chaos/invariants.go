@@ -89,6 +89,8 @@ type Checker struct {
 	later []func(addFunc)
 	// logs is what the simulation told the log chain's checks (I9-I11).
 	logs logChecks
+	// recs counts what I12 judged (recovercheck.go).
+	recs recoverChecks
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
 	// nil reads the fleet.

@@ -33,7 +33,11 @@ const (
 // logYAML is the log keys of LogTarget's databases: entry.
 // A DBA's log backup to a share the worker reaches is adopted into the
 // chain (adopt_foreign_logs); one to a disk it does not reach breaks it.
-const logYAML = "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n    log_proof_lag: 15m\n    adopt_foreign_logs: true\n"
+// Its drills (recoverentry.go) recover it on verify01 to a point of the
+// last 10 minutes of the proven window and run CHECKDB on the copy; their
+// schedule is paused, triggered by the simulation only.
+const logYAML = "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n    log_proof_lag: 15m\n    adopt_foreign_logs: true\n" +
+	"    drill: {every: 24h, within: 10m, checkdb: true}\n"
 
 // ScaleLogChain sets LogTarget's log_backup.every, log_proof_lag and
 // pit_proof.every to the simulation's (below what the configuration accepts, set on the loaded

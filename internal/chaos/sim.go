@@ -56,6 +56,9 @@ type Sim struct {
 	// Outcomes counts the cycles by how they ended ("verified", "failed
 	// <type>", "cancelled", "skipped", "terminated").
 	Outcomes map[string]int
+	// Recovers counts the recovery entries by how they ended
+	// (recoverentry.go).
+	Recovers map[string]int
 	streak   map[Target]streak
 }
 
@@ -106,6 +109,8 @@ type run struct {
 	// run's sets ("" when it can); swapped: Estate.VerifySwap was applied.
 	unreadable string
 	swapped    bool
+	// rec is a recovery entry's state (nil for a cycle).
+	rec *recRun
 }
 
 type heal struct {
@@ -150,23 +155,13 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 			r.note("DBA's CHECKDB of %s on %s: %v", p.Target.Database, r.source, err)
 		}
 	}
-	if err := s.before(ctx, r); err != nil {
+	if p.Recover != nil {
+		if err := s.recoverRun(ctx, r); err != nil {
+			return err
+		}
+	} else if err := s.cycleRun(ctx, r); err != nil {
 		return err
 	}
-	if err := s.twin(ctx, r); err != nil {
-		return err
-	}
-	if err := s.arm(r); err != nil {
-		return err
-	}
-	ref, err := s.startCycle(ctx, p.Entry, p, "")
-	if err != nil {
-		return err
-	}
-	if ref.ID != "" {
-		r.refs = append(r.refs, ref)
-	}
-	s.watch(ctx, r)
 	// Heal whatever is still away, disarm a crash that did not fire, and
 	// let every cycle finish.
 	for _, h := range r.heals {
@@ -186,10 +181,17 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		s.Faults++
 	}
 	s.twinMet(r)
-	outcomes, errs, classes := s.outcomes(ctx, r)
+	var outcomes, errs, classes []string
+	var recNotes Notes
+	if p.Recover != nil {
+		outcomes, errs, recNotes = s.recoverOutcome(ctx, r)
+	} else {
+		outcomes, errs, classes = s.outcomes(ctx, r)
+	}
 	s.tally(r, classes)
 	s.C.logs.pitDraw = p.Pick ^ p.Offset
 	vs, notes := s.C.Check(ctx, errs)
+	notes = append(recNotes, notes...)
 	at := r.at
 	if !r.injected {
 		at = p.Where()
@@ -198,7 +200,9 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		}
 	}
 	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
-	if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
+	if p.Recover != nil {
+		desc += " " + p.Recover.String()
+	} else if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
 		desc += fmt.Sprintf(" (as %q)", blanked(n, p.Blank))
 	} else if n != p.Target.Database && p.Entry != EntrySchedule {
 		desc += fmt.Sprintf(" (as %q)", n)
@@ -220,6 +224,30 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		s.printf("violation I%d seed %d run %d fault %s step %s: %s", v.Invariant, s.Seed, i, p.Fault, where, v.Detail)
 		s.printf("  replay: make chaos SEED=%d RUNS=%d", s.Seed, i+1)
 	}
+	return nil
+}
+
+// cycleRun starts the run's cycle after the faults that come before it,
+// and follows it.
+func (s *Sim) cycleRun(ctx context.Context, r *run) error {
+	p := r.plan
+	if err := s.before(ctx, r); err != nil {
+		return err
+	}
+	if err := s.twin(ctx, r); err != nil {
+		return err
+	}
+	if err := s.arm(r); err != nil {
+		return err
+	}
+	ref, err := s.startCycle(ctx, p.Entry, p, "")
+	if err != nil {
+		return err
+	}
+	if ref.ID != "" {
+		r.refs = append(r.refs, ref)
+	}
+	s.watch(ctx, r)
 	return nil
 }
 
@@ -568,31 +596,36 @@ func (s *Sim) startCycle(ctx context.Context, entry string, p Plan, suffix strin
 		}
 		return wfRef{ID: run.GetID(), RunID: run.GetRunID(), Entry: entry}, nil
 	case EntrySchedule:
-		sc := s.F.Starter()
-		id := client.ScheduleID(p.Target.Instance, p.Target.Database)
-		before, err := sc.DescribeSchedule(sctx, id)
-		if err != nil {
-			return wfRef{}, fmt.Errorf("chaos: schedule of %s: %w", p.Target, err)
-		}
-		if err := sc.TriggerSchedule(sctx, id); err != nil {
-			return wfRef{}, fmt.Errorf("chaos: trigger schedule of %s: %w", p.Target, err)
-		}
-		// The started workflow shows in the schedule's recent actions.
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			d, err := s.F.Client().ScheduleClient().GetHandle(sctx, id).Describe(sctx)
-			if err != nil {
-				continue
-			}
-			if n := len(d.Info.RecentActions); n > 0 {
-				last := d.Info.RecentActions[n-1]
-				if last.StartWorkflowResult != nil && last.StartWorkflowResult.WorkflowID != before.LastWorkflowID {
-					return wfRef{ID: last.StartWorkflowResult.WorkflowID, RunID: last.StartWorkflowResult.FirstExecutionRunID, Entry: entry}, nil
-				}
-			}
-		}
-		return wfRef{Entry: entry}, nil
+		return s.trigger(sctx, client.ScheduleID(p.Target.Instance, p.Target.Database), p.Target, entry)
 	}
 	return wfRef{}, fmt.Errorf("chaos: unknown entry point %q", entry)
+}
+
+// trigger triggers the schedule id of t and returns the workflow it
+// started (no id when none showed within 10 s).
+func (s *Sim) trigger(ctx context.Context, id string, t Target, entry string) (wfRef, error) {
+	sc := s.F.Starter()
+	before, err := sc.DescribeSchedule(ctx, id)
+	if err != nil {
+		return wfRef{}, fmt.Errorf("chaos: schedule %s of %s: %w", id, t, err)
+	}
+	if err := sc.TriggerSchedule(ctx, id); err != nil {
+		return wfRef{}, fmt.Errorf("chaos: trigger schedule %s of %s: %w", id, t, err)
+	}
+	// The started workflow shows in the schedule's recent actions.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		d, err := s.F.Client().ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+		if err != nil {
+			continue
+		}
+		if n := len(d.Info.RecentActions); n > 0 {
+			last := d.Info.RecentActions[n-1]
+			if last.StartWorkflowResult != nil && last.StartWorkflowResult.WorkflowID != before.LastWorkflowID {
+				return wfRef{ID: last.StartWorkflowResult.WorkflowID, RunID: last.StartWorkflowResult.FirstExecutionRunID, Entry: entry}, nil
+			}
+		}
+	}
+	return wfRef{Entry: entry}, nil
 }
 
 // unfinished picks a set of p.Target an outage left written, copied,

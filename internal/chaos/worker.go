@@ -85,6 +85,10 @@ func RunWorker() error {
 	} else if len(ids) > 0 {
 		log.Info("log chains running", zap.Strings("workflow_ids", ids))
 	}
+	// ... and every database with drill: has its drill schedule.
+	if _, _, err := client.New(c, cfg.Temporal, log).EnsureDrillSchedules(ctx, cfg); err != nil {
+		log.Warn("drill schedules not all kept: the next start of the worker tries again", zap.Error(err))
+	}
 	cancel()
 	<-worker.InterruptCh()
 	return nil

@@ -309,6 +309,9 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 	last := plan.Steps[len(plan.Steps)-1]
 	switch {
 	case !p.Latest:
+		if err := clockNames(plan.Steps, p.At); err != nil {
+			return Plan{}, err
+		}
 		plan.StopAt, plan.StopAtOffsetMinutes = p.At, last.UTCOffsetMinutes
 		plan.RecoveryPoint, plan.RecoveryPointFrom = p.At, "stopat"
 	case len(reach) == 0:
@@ -317,6 +320,79 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 		plan.RecoveryPoint, plan.RecoveryPointFrom = last.Finish, "last log's finish"
 	}
 	return plan, nil
+}
+
+// clockNames checks that STOPAT, written on the source's clock as the
+// last log has it, names at on the clock SQL Server reads the commit times
+// of every step on (its local time: "RESTORE Statements - Arguments",
+// STOPAT,
+// https://learn.microsoft.com/en-us/sql/t-sql/statements/restore-statements-arguments-transact-sql):
+// where the restore stands after each earlier step (a full's or a
+// differential's end, a log's start) on that step's clock, and where the
+// clock went back between two steps (a time zone change, the end of
+// daylight saving time) the old clock at the later one's start, read no
+// later than the point. Otherwise commits made before the point carry
+// later clock times than it: SQL Server would stop short of it, or refuse
+// it with 4335 when the full already ended later on the clock. And the
+// last log must have been written on one clock (the step before it on
+// the same): a clock that changed while it was written leaves its commits
+// on two, which one STOPAT cannot split at the point.
+func clockNames(steps []Step, at time.Time) error {
+	last := steps[len(steps)-1]
+	if n := len(steps); n > 1 && steps[n-2].UTCOffsetMinutes != last.UTCOffsetMinutes {
+		prev := steps[n-2]
+		return fmt.Errorf("the source's clock changed from %s to %s between %s and %s, the log that holds the point (a time zone change, "+
+			"or daylight saving time): its commits are on two clocks, which one STOPAT cannot split at the point; recover to a point after %s "+
+			"(the start of %s), or to the latest", utcOffset(prev.UTCOffsetMinutes), utcOffset(last.UTCOffsetMinutes), prev.Name(), last.Name(),
+			stamp(last.Start), last.Name())
+	}
+	stop := onClock(at, last.UTCOffsetMinutes)
+	var latest time.Time
+	for i, s := range steps {
+		if i < len(steps)-1 {
+			end := s.Finish
+			if s.Kind == KindLog {
+				end = s.Start
+			}
+			if r := onClock(end, s.UTCOffsetMinutes); !end.IsZero() && r.After(latest) {
+				latest = r
+			}
+		}
+		if i > 0 && steps[i-1].UTCOffsetMinutes > s.UTCOffsetMinutes && !s.Start.IsZero() {
+			if r := onClock(s.Start, steps[i-1].UTCOffsetMinutes); r.After(latest) {
+				latest = r
+			}
+		}
+	}
+	if !latest.After(stop) {
+		return nil
+	}
+	why := "the source's clock went back"
+	for i := len(steps) - 1; i > 0; i-- {
+		if a, b := steps[i-1], steps[i]; a.UTCOffsetMinutes > b.UTCOffsetMinutes {
+			why = fmt.Sprintf("the source's clock went back from %s to %s between %s and %s (a time zone change, or the end of daylight saving time)",
+				utcOffset(a.UTCOffsetMinutes), utcOffset(b.UTCOffsetMinutes), a.Name(), b.Name())
+			break
+		}
+	}
+	from := latest.Add(-time.Duration(last.UTCOffsetMinutes) * time.Minute)
+	return fmt.Errorf("%s: commits made before the point read up to %s on its clock, later than the %s STOPAT would name, "+
+		"so SQL Server would stop short of the point (or refuse it, 4335); recover to a point after %s, or to the latest",
+		why, latest.Format("2006-01-02T15:04:05"), stop.Format("2006-01-02T15:04:05.000"), stamp(from))
+}
+
+// onClock is instant t as a clock offset minutes from UTC reads it.
+func onClock(t time.Time, offset int) time.Time {
+	return t.UTC().Add(time.Duration(offset) * time.Minute)
+}
+
+// utcOffset names an offset from UTC: UTC+05:30, UTC-08:00.
+func utcOffset(minutes int) string {
+	sign := "+"
+	if minutes < 0 {
+		sign, minutes = "-", -minutes
+	}
+	return fmt.Sprintf("UTC%s%02d:%02d", sign, minutes/60, minutes%60)
 }
 
 // chainAfter is the chain holding the log that rolls f forward (its

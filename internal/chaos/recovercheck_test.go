@@ -1,0 +1,102 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
+)
+
+// I12 takes the stable error types from package activities' source: every
+// Err... constant, wherever in the package it is declared.
+func TestErrorTypesAreActivities(t *testing.T) {
+	got := errorTypes()
+	for _, want := range []string{activities.ErrRecoveryPointUnreachable, activities.ErrHashMismatch, activities.ErrSQLHostUnreachable,
+		activities.ErrStatementLeftRunning, activities.ErrTargetDatabaseExists} {
+		if !slices.Contains(got, want) {
+			t.Errorf("error types %v lack %s", got, want)
+		}
+	}
+}
+
+// A recover that failed names why with a stable type, in whatever
+// wrapping Temporal hands it back; a timeout or a type of no one's is a
+// violation, a recover the harness stopped is not judged.
+func TestI12JudgesFailures(t *testing.T) {
+	c := &Checker{}
+	named := fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("no restore reaches it", activities.ErrRecoveryPointUnreachable, nil))
+	if f, _ := c.judgeFailure("recover a", named); len(f) != 0 {
+		t.Errorf("RecoveryPointUnreachable: %v, want no finding", f)
+	}
+	for name, err := range map[string]error{
+		"a timeout":     temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil),
+		"no one's type": temporal.NewApplicationError("something", "Whatever"),
+		"a plain error": fmt.Errorf("it broke"),
+	} {
+		if f, _ := c.judgeFailure("recover b", err); len(f) != 1 {
+			t.Errorf("%s: %v, want one finding", name, f)
+		}
+	}
+	if f, n := c.judgeFailure("recover c", temporal.NewCanceledError()); len(f) != 0 || len(n) != 1 {
+		t.Errorf("cancelled: %v %v, want skipped", f, n)
+	}
+	if c.recs.failed != 4 || c.recs.skip["cancelled"] != 1 {
+		t.Errorf("counted %+v", c.recs)
+	}
+}
+
+// A drill's record says its point as the Recover was asked it: the latest,
+// or an instant.
+func TestDrillClaimReadsTheRecordsPoint(t *testing.T) {
+	at := time.Date(2026, 3, 1, 2, 15, 0, 123e6, time.UTC)
+	for _, tc := range []struct {
+		point  string
+		latest bool
+		asked  time.Time
+	}{
+		{"the latest point the backups reach", true, time.Time{}},
+		{at.Format(time.RFC3339Nano), false, at},
+	} {
+		cl, err := drillClaim("drill", &catalog.DrillResult{Point: tc.point, RecoveryPoint: at, Sequence: 3, Chain: 1, FirstLog: 2, LastLog: 5})
+		if err != nil || cl.latest != tc.latest || !cl.asked.Equal(tc.asked) || cl.seq != 3 || cl.first != 2 || cl.last != 5 {
+			t.Errorf("%q: %+v, %v", tc.point, cl, err)
+		}
+	}
+	if _, err := drillClaim("drill", &catalog.DrillResult{Point: "yesterday"}); err == nil {
+		t.Error("a point neither the latest nor an instant: no error")
+	}
+}
+
+// One run in eight is a recovery entry of LogTarget; the draws of the
+// cycles before it are those of builds without them, so a cycle run keeps
+// its plan.
+func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
+	n := 0
+	for i := range 4000 {
+		p := Draw(7, i, "")
+		if p.Recover == nil {
+			continue
+		}
+		n++
+		if p.Target != LogTarget || p.Entry != p.Recover.Entry || p.Fault != FaultNone && !isRecoverFault(p.Fault) {
+			t.Fatalf("run %d: %s", i, p)
+		}
+	}
+	if n < 400 || n > 600 {
+		t.Errorf("%d recovery entries in 4000 runs, want about 500", n)
+	}
+	if p := Draw(7, 3, FaultServerGone); p.Recover == nil || p.Fault != FaultServerGone {
+		t.Errorf("a forced recovery fault: %s", p)
+	}
+	for i := range 50 {
+		if p := Draw(7, i, FaultWorkerKill); p.Recover != nil {
+			t.Fatalf("run %d with a forced cycle fault is a recovery entry: %s", i, p)
+		}
+	}
+}
