@@ -104,22 +104,6 @@ func (p *proofSite) committedBy(wall time.Time) ([]int64, int) {
 	return out, len(rows)
 }
 
-// provenLogs takes n log backups, each after three commits a quarter of a
-// second apart, copies each and applies it to the standby copy.
-func (p *proofSite) provenLogs(n int) {
-	p.t.Helper()
-	for range n {
-		for range 3 {
-			p.commit(1)
-			time.Sleep(250 * time.Millisecond)
-		}
-		p.logAndCopy()
-		if _, err := p.apply(); err != nil {
-			p.t.Fatal(err)
-		}
-	}
-}
-
 func (p *proofSite) dbExists(name string) bool {
 	p.t.Helper()
 	var n int

@@ -248,41 +248,6 @@ func (in *Instance) truncateCommitRows(d *database, lsn uint64) error {
 	return nil
 }
 
-// recoverLogEndsLocked redoes, as recovery does when the instance starts,
-// the log the workload wrote: each database's log goes on after its newest
-// committed record. A commit is in the log once it returns, and each new
-// log record gets an LSN higher than the one before it ("SQL Server
-// transaction log architecture and management guide",
-// https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-log-architecture-and-management-guide);
-// here a database's EndLSN is saved with the catalog, not with each
-// commit, and the rows carry their commit LSNs. Without this, the commits
-// since the catalog was last saved would share LSNs with those after the
-// restart and fall outside the next log backup. in.mu is held; the
-// instance serves nothing yet and no workload runs.
-func (in *Instance) recoverLogEndsLocked() {
-	for _, d := range in.cat.Databases {
-		if d.system || d.EndLSN == 0 || len(d.Files) == 0 {
-			continue
-		}
-		md, err := readBoot(d.Files[0].Path)
-		if err != nil {
-			continue // unreadable (a RESTORE cut short): its first statement says so
-		}
-		for _, t := range md.Tables {
-			if !t.CommitLog || len(t.Extents) != 1 {
-				continue
-			}
-			rows, err := in.readCommitRowsLocked(d, &commitLogState{ext: t.Extents[0], count: -1})
-			if err != nil {
-				continue
-			}
-			for _, r := range rows {
-				d.EndLSN = max(d.EndLSN, r.LSN+1)
-			}
-		}
-	}
-}
-
 // commitOne commits one workload transaction in d: the next id, the
 // server's wall clock, the next LSN of d's log.
 func (in *Instance) commitOne(name string) error {
