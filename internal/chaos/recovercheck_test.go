@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +32,8 @@ func TestErrorTypesAreActivities(t *testing.T) {
 func TestI12JudgesFailures(t *testing.T) {
 	c := &Checker{}
 	named := fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("no restore reaches it", activities.ErrRecoveryPointUnreachable, nil))
-	if f, _ := c.judgeFailure("recover a", named); len(f) != 0 {
-		t.Errorf("RecoveryPointUnreachable: %v, want no finding", f)
+	if f, n := c.judgeFailure("recover a", named); len(f) != 0 || len(n) != 1 || !strings.Contains(n[0], "no restore reaches it") {
+		t.Errorf("RecoveryPointUnreachable: %v %v, want no finding, a note of why", f, n)
 	}
 	for name, err := range map[string]error{
 		"a timeout":     temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil),

@@ -183,6 +183,7 @@ func (s *Sim) recoverRun(ctx context.Context, r *run) error {
 			}
 		}
 	}()
+	s.freshLog(ctx)
 	rr.snap = s.C.snapRecover(ctx, rr.gone)
 	if !p.Recover.Latest && p.Entry != EntryDrillSchedule && rr.snap.hi.After(rr.snap.lo) {
 		span := int64(rr.snap.hi.Sub(rr.snap.lo))
@@ -201,6 +202,32 @@ func (s *Sim) recoverRun(ctx context.Context, r *run) error {
 	}
 	s.watchRecover(ctx, r)
 	return nil
+}
+
+// freshLog waits a while for a log backup of LogTarget started since the
+// run's estate was applied (which may have restarted its instance on
+// another clock), so that the newest log the entry restores was taken on
+// the source's clock of now.
+func (s *Sim) freshLog(ctx context.Context) {
+	since := time.Now()
+	if n := len(s.C.estates); n > 0 {
+		since = s.C.estates[n-1].from
+	}
+	for deadline := time.Now().Add(3 * LogEvery); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
+		for _, srv := range Servers {
+			parts, _, err := s.C.chainParts(ctx, srv)
+			if err != nil {
+				continue
+			}
+			for _, p := range parts {
+				for _, l := range p.Logs {
+					if (l.State == catalog.LogWritten || l.State == catalog.LogCopied) && l.BackupStartUTC.After(since) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // recoverBefore applies the fault that holds for the whole run: a backup
