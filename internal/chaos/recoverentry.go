@@ -544,18 +544,7 @@ func (s *Sim) recoverOutcome(ctx context.Context, r *run) ([]string, []string, N
 	class := "completed"
 	if err != nil {
 		errs = append(errs, err.Error())
-		var canceled *temporal.CanceledError
-		var app *temporal.ApplicationError
-		var term *temporal.TerminatedError
-		class = "failed"
-		switch {
-		case errors.As(err, &canceled):
-			class = "cancelled"
-		case errors.As(err, &term):
-			class = "terminated"
-		case errors.As(err, &app):
-			class = "failed " + app.Type()
-		}
+		class = outcomeClass(err)
 		out = append(out, fmt.Sprintf("%s %s: %s", p.Entry, class, short(err.Error())))
 		fs, n = s.C.judgeFailure(what, err)
 		notes = append(notes, n...)
