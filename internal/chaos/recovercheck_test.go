@@ -81,7 +81,7 @@ func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
 	n := 0
 	for i := range 4000 {
 		p := Draw(7, i, "")
-		if p.Recover == nil {
+		if !p.Recovers() {
 			continue
 		}
 		n++
@@ -92,11 +92,11 @@ func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
 	if n < 400 || n > 600 {
 		t.Errorf("%d recovery entries in 4000 runs, want about 500", n)
 	}
-	if p := Draw(7, 3, FaultServerGone); p.Recover == nil || p.Fault != FaultServerGone {
+	if p := Draw(7, 3, FaultServerGone); !p.Recovers() || p.Fault != FaultServerGone {
 		t.Errorf("a forced recovery fault: %s", p)
 	}
 	for i := range 50 {
-		if p := Draw(7, i, FaultWorkerKill); p.Recover != nil {
+		if p := Draw(7, i, FaultWorkerKill); p.Recovers() {
 			t.Fatalf("run %d with a forced cycle fault is a recovery entry: %s", i, p)
 		}
 	}

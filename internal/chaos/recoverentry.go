@@ -83,15 +83,18 @@ type RecoverPlan struct {
 	// the proven window (a drill from the schedule picks its own).
 	Latest bool
 	Point  uint64
-	// LogAt: a mid-chain fault hits once this share of the logs is
-	// restored.
+	// LogAt: a mid-chain fault hits once this share of the logs (5 to
+	// 95 %) is restored.
 	LogAt float64
 	// Damage: FaultRecoverLogFile flips a byte of the file instead of
 	// deleting it.
 	Damage bool
 }
 
-func (rp *RecoverPlan) String() string {
+// Recovers reports whether the run is a recovery entry.
+func (p Plan) Recovers() bool { return p.Recover.Entry != "" }
+
+func (rp RecoverPlan) String() string {
 	switch {
 	case rp.Entry == EntryDrillSchedule:
 		return "(the drill's own point)"
@@ -106,8 +109,8 @@ func (rp *RecoverPlan) String() string {
 // one; a forced cycle fault none.
 func drawRecover(r *rand.Rand, force Fault, p *Plan) {
 	on := r.IntN(8) == 0
-	rp := &RecoverPlan{Entry: []string{EntryRecover, EntryRecover, EntryDrill, EntryDrillSchedule}[r.IntN(4)], Latest: r.IntN(3) == 0,
-		Point: r.Uint64(), LogAt: r.Float64(), Damage: r.IntN(2) == 0}
+	rp := RecoverPlan{Entry: []string{EntryRecover, EntryRecover, EntryDrill, EntryDrillSchedule}[r.IntN(4)], Latest: r.IntN(3) == 0,
+		Point: r.Uint64(), LogAt: 0.05 + 0.9*r.Float64(), Damage: r.IntN(2) == 0}
 	fault := pick(r, recoverFaultWeights)
 	pct := 5 + r.Float64()*90
 	server := Servers[r.IntN(len(Servers))]
@@ -121,7 +124,7 @@ func drawRecover(r *rand.Rand, force Fault, p *Plan) {
 		return
 	}
 	p.Recover, p.Entry, p.Target, p.Fault, p.Server = rp, rp.Entry, LogTarget, fault, server
-	p.Step, p.Percent, p.Dwell, p.Twin, p.Blank = "", 0, 0, false, ""
+	p.Step, p.Percent, p.Dwell, p.Twin, p.Blank, p.NoInst = "", 0, 0, false, "", false
 	switch fault {
 	case FaultRecoverWorkerKill:
 		p.Step, p.Percent = recover.StepLogs, 100*rp.LogAt // of the logs

@@ -155,7 +155,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 			r.note("DBA's CHECKDB of %s on %s: %v", p.Target.Database, r.source, err)
 		}
 	}
-	if p.Recover != nil {
+	if p.Recovers() {
 		if err := s.recoverRun(ctx, r); err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	s.twinMet(r)
 	var outcomes, errs, classes []string
 	var recNotes Notes
-	if p.Recover != nil {
+	if p.Recovers() {
 		outcomes, errs, recNotes = s.recoverOutcome(ctx, r)
 	} else {
 		outcomes, errs, classes = s.outcomes(ctx, r)
@@ -200,7 +200,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		}
 	}
 	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
-	if p.Recover != nil {
+	if p.Recovers() {
 		desc += " " + p.Recover.String()
 	} else if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
 		desc += fmt.Sprintf(" (as %q)", blanked(n, p.Blank))
