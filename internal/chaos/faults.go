@@ -178,9 +178,10 @@ type Plan struct {
 	// Blank: a Web UI start types the name with a leading ("lead"),
 	// trailing ("trail") or both blanks ("both"); "" types it as Spell says.
 	Blank string
-	// Recover, when set, makes the run a recover or a drill of LogTarget
-	// instead of a cycle (recoverentry.go); Entry and Fault are then its.
-	Recover *RecoverPlan
+	// Recover, when its Entry is set, makes the run a recover or a drill
+	// of LogTarget instead of a cycle (recoverentry.go); Entry and Fault
+	// are then its.
+	Recover RecoverPlan
 }
 
 // blanked is name as a start with blank types it.
@@ -286,7 +287,7 @@ func (p Plan) Where() string {
 
 func (p Plan) String() string {
 	s := fmt.Sprintf("%s via %s", p.Target, p.Entry)
-	if p.Recover != nil {
+	if p.Recovers() {
 		s += " " + p.Recover.String()
 	}
 	if p.Fault != FaultNone {

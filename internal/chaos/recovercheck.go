@@ -344,7 +344,7 @@ func (c *Checker) judgeFailure(what string, err error) ([]finding, Notes) {
 	c.recs.failed++
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && slices.Contains(errorTypes(), app.Type()) {
-		return nil, nil
+		return nil, Notes{fmt.Sprintf("I12: %s failed %s: %s", what, app.Type(), short(firstLine(app.Message())))}
 	}
 	typ := ""
 	if app != nil {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +32,8 @@ func TestErrorTypesAreActivities(t *testing.T) {
 func TestI12JudgesFailures(t *testing.T) {
 	c := &Checker{}
 	named := fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("no restore reaches it", activities.ErrRecoveryPointUnreachable, nil))
-	if f, _ := c.judgeFailure("recover a", named); len(f) != 0 {
-		t.Errorf("RecoveryPointUnreachable: %v, want no finding", f)
+	if f, n := c.judgeFailure("recover a", named); len(f) != 0 || len(n) != 1 || !strings.Contains(n[0], "no restore reaches it") {
+		t.Errorf("RecoveryPointUnreachable: %v %v, want no finding, a note of why", f, n)
 	}
 	for name, err := range map[string]error{
 		"a timeout":     temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil),
@@ -80,7 +81,7 @@ func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
 	n := 0
 	for i := range 4000 {
 		p := Draw(7, i, "")
-		if p.Recover == nil {
+		if !p.Recovers() {
 			continue
 		}
 		n++
@@ -91,11 +92,11 @@ func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
 	if n < 400 || n > 600 {
 		t.Errorf("%d recovery entries in 4000 runs, want about 500", n)
 	}
-	if p := Draw(7, 3, FaultServerGone); p.Recover == nil || p.Fault != FaultServerGone {
+	if p := Draw(7, 3, FaultServerGone); !p.Recovers() || p.Fault != FaultServerGone {
 		t.Errorf("a forced recovery fault: %s", p)
 	}
 	for i := range 50 {
-		if p := Draw(7, i, FaultWorkerKill); p.Recover != nil {
+		if p := Draw(7, i, FaultWorkerKill); p.Recovers() {
 			t.Fatalf("run %d with a forced cycle fault is a recovery entry: %s", i, p)
 		}
 	}

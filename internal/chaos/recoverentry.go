@@ -83,15 +83,18 @@ type RecoverPlan struct {
 	// the proven window (a drill from the schedule picks its own).
 	Latest bool
 	Point  uint64
-	// LogAt: a mid-chain fault hits once this share of the logs is
-	// restored.
+	// LogAt: a mid-chain fault hits once this share of the logs (5 to
+	// 95 %) is restored.
 	LogAt float64
 	// Damage: FaultRecoverLogFile flips a byte of the file instead of
 	// deleting it.
 	Damage bool
 }
 
-func (rp *RecoverPlan) String() string {
+// Recovers reports whether the run is a recovery entry.
+func (p Plan) Recovers() bool { return p.Recover.Entry != "" }
+
+func (rp RecoverPlan) String() string {
 	switch {
 	case rp.Entry == EntryDrillSchedule:
 		return "(the drill's own point)"
@@ -106,8 +109,8 @@ func (rp *RecoverPlan) String() string {
 // one; a forced cycle fault none.
 func drawRecover(r *rand.Rand, force Fault, p *Plan) {
 	on := r.IntN(8) == 0
-	rp := &RecoverPlan{Entry: []string{EntryRecover, EntryRecover, EntryDrill, EntryDrillSchedule}[r.IntN(4)], Latest: r.IntN(3) == 0,
-		Point: r.Uint64(), LogAt: r.Float64(), Damage: r.IntN(2) == 0}
+	rp := RecoverPlan{Entry: []string{EntryRecover, EntryRecover, EntryDrill, EntryDrillSchedule}[r.IntN(4)], Latest: r.IntN(3) == 0,
+		Point: r.Uint64(), LogAt: 0.05 + 0.9*r.Float64(), Damage: r.IntN(2) == 0}
 	fault := pick(r, recoverFaultWeights)
 	pct := 5 + r.Float64()*90
 	server := Servers[r.IntN(len(Servers))]
@@ -121,7 +124,7 @@ func drawRecover(r *rand.Rand, force Fault, p *Plan) {
 		return
 	}
 	p.Recover, p.Entry, p.Target, p.Fault, p.Server = rp, rp.Entry, LogTarget, fault, server
-	p.Step, p.Percent, p.Dwell, p.Twin, p.Blank = "", 0, 0, false, ""
+	p.Step, p.Percent, p.Dwell, p.Twin, p.Blank, p.NoInst = "", 0, 0, false, "", false
 	switch fault {
 	case FaultRecoverWorkerKill:
 		p.Step, p.Percent = recover.StepLogs, 100*rp.LogAt // of the logs
@@ -183,6 +186,7 @@ func (s *Sim) recoverRun(ctx context.Context, r *run) error {
 			}
 		}
 	}()
+	s.freshLog(ctx)
 	rr.snap = s.C.snapRecover(ctx, rr.gone)
 	if !p.Recover.Latest && p.Entry != EntryDrillSchedule && rr.snap.hi.After(rr.snap.lo) {
 		span := int64(rr.snap.hi.Sub(rr.snap.lo))
@@ -201,6 +205,32 @@ func (s *Sim) recoverRun(ctx context.Context, r *run) error {
 	}
 	s.watchRecover(ctx, r)
 	return nil
+}
+
+// freshLog waits a while for a log backup of LogTarget started since the
+// run's estate was applied (which may have restarted its instance on
+// another clock), so that the newest log the entry restores was taken on
+// the source's clock of now.
+func (s *Sim) freshLog(ctx context.Context) {
+	since := time.Now()
+	if n := len(s.C.estates); n > 0 {
+		since = s.C.estates[n-1].from
+	}
+	for deadline := time.Now().Add(3 * LogEvery); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
+		for _, srv := range Servers {
+			parts, _, err := s.C.chainParts(ctx, srv)
+			if err != nil {
+				continue
+			}
+			for _, p := range parts {
+				for _, l := range p.Logs {
+					if (l.State == catalog.LogWritten || l.State == catalog.LogCopied) && l.BackupStartUTC.After(since) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // recoverBefore applies the fault that holds for the whole run: a backup
@@ -517,18 +547,7 @@ func (s *Sim) recoverOutcome(ctx context.Context, r *run) ([]string, []string, N
 	class := "completed"
 	if err != nil {
 		errs = append(errs, err.Error())
-		var canceled *temporal.CanceledError
-		var app *temporal.ApplicationError
-		var term *temporal.TerminatedError
-		class = "failed"
-		switch {
-		case errors.As(err, &canceled):
-			class = "cancelled"
-		case errors.As(err, &term):
-			class = "terminated"
-		case errors.As(err, &app):
-			class = "failed " + app.Type()
-		}
+		class = outcomeClass(err)
 		out = append(out, fmt.Sprintf("%s %s: %s", p.Entry, class, short(err.Error())))
 		fs, n = s.C.judgeFailure(what, err)
 		notes = append(notes, n...)

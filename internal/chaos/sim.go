@@ -155,7 +155,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 			r.note("DBA's CHECKDB of %s on %s: %v", p.Target.Database, r.source, err)
 		}
 	}
-	if p.Recover != nil {
+	if p.Recovers() {
 		if err := s.recoverRun(ctx, r); err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	s.twinMet(r)
 	var outcomes, errs, classes []string
 	var recNotes Notes
-	if p.Recover != nil {
+	if p.Recovers() {
 		outcomes, errs, recNotes = s.recoverOutcome(ctx, r)
 	} else {
 		outcomes, errs, classes = s.outcomes(ctx, r)
@@ -200,7 +200,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		}
 	}
 	desc := fmt.Sprintf("%s/%s via %s", p.Target.Instance, p.Target.Database, p.Entry)
-	if p.Recover != nil {
+	if p.Recovers() {
 		desc += " " + p.Recover.String()
 	} else if n := spell(p.Target.Database, p.Estate.Spell); p.Entry == EntryWebUI && blanked(n, p.Blank) != p.Target.Database {
 		desc += fmt.Sprintf(" (as %q)", blanked(n, p.Blank))
@@ -811,18 +811,7 @@ func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []strin
 		}
 		if err != nil {
 			errs = append(errs, err.Error())
-			var canceled *temporal.CanceledError
-			var app *temporal.ApplicationError
-			var term *temporal.TerminatedError
-			class := "failed"
-			switch {
-			case errors.As(err, &canceled):
-				class = "cancelled"
-			case errors.As(err, &term):
-				class = "terminated"
-			case errors.As(err, &app):
-				class = "failed " + app.Type()
-			}
+			class := outcomeClass(err)
 			if class == "failed" {
 				out = append(out, fmt.Sprintf("%s failed: %s", name, short(err.Error())))
 			} else {
@@ -848,6 +837,23 @@ func (s *Sim) outcomes(ctx context.Context, r *run) ([]string, []string, []strin
 		}
 	}
 	return out, errs, classes
+}
+
+// outcomeClass is how a workflow that ended with err ended: "cancelled",
+// "terminated", "failed <type>" or "failed" (no type).
+func outcomeClass(err error) string {
+	var canceled *temporal.CanceledError
+	var app *temporal.ApplicationError
+	var term *temporal.TerminatedError
+	switch {
+	case errors.As(err, &canceled):
+		return "cancelled"
+	case errors.As(err, &term):
+		return "terminated"
+	case errors.As(err, &app):
+		return "failed " + app.Type()
+	}
+	return "failed"
 }
 
 // launcher reports whether ref is a start under another id than the
