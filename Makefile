@@ -73,5 +73,5 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	@for l in $(STATE)/*/backup; do if [ -L "$$l" ]; then rm -rf "$$(readlink -f "$$l")"; fi; done
+	@for l in $(STATE)/*/backup; do if [ -L "$$l" ]; then rm -rf "$$(dirname "$$(readlink -f "$$l")")"; fi; done
 	rm -rf $(BIN) $(STATE)

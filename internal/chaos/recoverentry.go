@@ -552,8 +552,21 @@ func (s *Sim) recoverOutcome(ctx context.Context, r *run) ([]string, []string, N
 		fs, n = s.C.judgeFailure(what, err)
 		notes = append(notes, n...)
 	}
+	// A drill started under another id than the database's drill id (the
+	// schedule's) runs as a child under that id: its record and its copy
+	// are the child's. One that found a drill running there was skipped.
+	skipped := false
+	if err == nil && p.Entry != EntryRecover {
+		switch {
+		case dst.Skipped != "":
+			skipped = true
+			out = append(out, "drill skipped: "+short(dst.Skipped))
+		case dst.RunBy != "" && dst.Result.WorkflowID != "":
+			ref = wfRef{ID: dst.Result.WorkflowID, RunID: dst.Result.RunID, Entry: ref.Entry}
+		}
+	}
 	switch {
-	case err != nil:
+	case err != nil, skipped:
 	case p.Entry == EntryRecover:
 		cl := recoverClaimOf(what, rst, rr.began)
 		out = append(out, fmt.Sprintf("recover %s to %s: set %d, logs %d..%d, point %s (%s), %s", rst.Outcome, rst.Point, rst.Sequence, cl.first, cl.last,
@@ -587,7 +600,7 @@ func (s *Sim) recoverOutcome(ctx context.Context, r *run) ([]string, []string, N
 		fs, notes = append(fs, f...), append(notes, n...)
 	}
 	s.tallyRecover(p.Entry + " " + class)
-	if p.Entry != EntryRecover && class != "terminated" {
+	if p.Entry != EntryRecover && class != "terminated" && !skipped {
 		f, n := s.drillDropped(ctx, what, ref, err)
 		fs, notes = append(fs, f...), append(notes, n...)
 	}

@@ -474,8 +474,9 @@ func (s *Site) startSamba(l layout) error {
 // Options.ShareRoot, named by a hash of the state directory so that two
 // clones never share one, with the sets already there, and the state
 // directory keeps a link to it: the emulators and the worker's local
-// paths go through the link, smbd serves the directory itself. A state
-// directory others can reach keeps its shares.
+// paths go through the link, smbd serves the directory itself and keeps
+// its own state beside it. A state directory others can reach keeps its
+// shares.
 func (s *Site) placeShares(l layout, o Options) error {
 	root := o.ShareRoot
 	if root == "" {
@@ -491,6 +492,8 @@ func (s *Site) placeShares(l layout, o Options) error {
 		closed := sambatest.Reachable(cur)
 		if closed == nil {
 			if cur != l.bak[b] {
+				// Moved by an earlier start: smbd's directories are there.
+				l.smbDir[b] = filepath.Join(dir, "samba-"+b)
 				s.ShareNote = "shares in " + dir
 			}
 			continue
@@ -498,6 +501,10 @@ func (s *Site) placeShares(l layout, o Options) error {
 		if cur != l.bak[b] {
 			return closed // a link already, to a place smbd cannot reach
 		}
+		// smbd's own directories go there too: its processes, switched
+		// to the share user, open the lock directory's databases (share
+		// modes) and fail on every directory handle otherwise.
+		l.smbDir[b] = filepath.Join(dir, "samba-"+b)
 		share := filepath.Join(dir, b)
 		if err := mkdirOpen(root, share); err != nil {
 			return fmt.Errorf("a share for %s in %s: %w", b, root, err)

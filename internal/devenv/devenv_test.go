@@ -474,6 +474,19 @@ func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
 					t.Errorf("round %d: %s over SMB: %q, want %q", round, n, got, want)
 				}
 			}
+			// A directory handle and a write: smbd's share-user processes
+			// reach its lock databases too.
+			if l, err := st.List(context.Background(), "probe-", ".txt"); err != nil || len(l) != round {
+				t.Errorf("round %d: list over SMB: %v, %v; want %d probes", round, l, err, round)
+			}
+			w, err := st.Create(context.Background(), fmt.Sprintf("over-smb-%d.txt", round))
+			if err != nil {
+				t.Fatalf("round %d: create over SMB: %v", round, err)
+			}
+			if _, err := w.WriteAt([]byte("written over SMB"), 0); err != nil {
+				t.Errorf("round %d: write over SMB: %v", round, err)
+			}
+			_ = w.Close()
 			_ = st.Close()
 		}
 		if err := s.Stop(); err != nil {
