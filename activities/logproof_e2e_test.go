@@ -399,3 +399,60 @@ func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
 		t.Fatalf("the standby holds %d rows, the source %d", len(got), len(want))
 	}
 }
+
+// The standby copy is seeded again and the worker dies after the seeding
+// RESTORE ended, before the confirmation was saved; the instance's clock
+// had run back an hour between the own-copy record and that RESTORE (it
+// came back in another time zone, or daylight saving time ended): the
+// copy's create_date is before the GETDATE() the record holds. The copy is
+// still the product's own: the next ApplyLogs seeds it again and applies
+// the chain's logs.
+func TestStandbySeedFinishedUnseenAfterTheClockWentBack(t *testing.T) {
+	p := newProofSite(t)
+	p.commit(20)
+	p.verified()
+	p.commit(5)
+	lb := p.logAndCopy()
+	if out, err := p.apply(); err != nil || !out.Seeded || out.Through != lb.Number {
+		t.Fatalf("ApplyLogs: %+v, %v; want the standby seeded and log %d applied", out, err, lb.Number)
+	}
+
+	// A DBA dropped the copy; it is seeded again, and the worker is lost
+	// once its RESTORE ended: the confirmation's read of msdb fails.
+	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
+	p.commit(5)
+	lb = p.logAndCopy()
+	p.f.Verify().FailQueries("rh.restore_type = 'D'", 10054, 20, "TCP Provider: An existing connection was forcibly closed by the remote host.")
+	if _, err := p.apply(); err == nil {
+		t.Fatal("ApplyLogs with its confirmation lost succeeded")
+	}
+	p.f.Verify().FailQueries("rh.restore_type = 'D'", 0, 0, "")
+	if st := p.dbState("Ledger_standby"); st != "ONLINE" {
+		t.Fatalf("the standby copy after its seeding RESTORE: %q, want ONLINE (read-only, STANDBY)", st)
+	}
+	// The record as the worker wrote it with the instance an hour ahead.
+	keys, _ := p.f.Config().ManifestKeyRing()
+	st, err := local.Open(context.Background(), p.f.Dir("bak02"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec := p.proofRecord()
+	v := &rec.Standby.Copy
+	if v.Confirmed() {
+		t.Fatalf("the standby copy's record after the lost confirmation: %+v, want it unconfirmed", v)
+	}
+	v.InstanceTime = v.InstanceTime.Add(time.Hour)
+	v.SetUTCOffset(*v.UTCOffsetMinutes + 60)
+	if err := catalog.SaveLogProof(context.Background(), catalog.StorageFS{Storage: st}, keys, rec); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := p.apply()
+	if err != nil || !out.Seeded || out.Through != lb.Number {
+		t.Fatalf("ApplyLogs over its own seeding ended unseen: %+v, %v; want the standby seeded again and log %d applied", out, err, lb.Number)
+	}
+	if got, want := ids(t, master(t, p.f.Verify()), "Ledger_standby"), ids(t, master(t, p.f.Source()), "Ledger"); !slices.Equal(got, want) {
+		t.Fatalf("the standby holds %d rows, the source %d", len(got), len(want))
+	}
+}

@@ -34,19 +34,24 @@ import (
 //   - RESTORING (a RESTORE cut short before msdb recorded anything): the
 //     newest record is unconfirmed, msdb recorded no restore of another
 //     set into the name since (a higher restore_history_id than its newest
-//     then), and the database is one its RESTORE created (no earlier than
-//     the instance's clock then, with an id no other database had) or the
-//     database it was replacing, untouched.
+//     then), and the database is one its RESTORE created (with an id no
+//     other database had then, and not the one it replaced as it was) or
+//     the database it was replacing, untouched. A RESTORE that ended while
+//     no worker watched it is judged so too, its restore-history row of the
+//     recorded set and recorded since.
 //
 // The manifests live on the backup servers, beside the stripes, and outlive
 // a crash of the verification instance mid-RESTORE, which leaves only the
 // RESTORING database (state, database_id, create_date, owner_sid) and no
 // restore-history row. No create_date slack is guessed at: when SQL Server
 // stamps create_date during a RESTORE is not documented; the confirmation
-// reads it, and for a RESTORE cut short the record bounds it by the
-// instance's clock read just before (a clock that falls back from daylight
-// saving time between that read and the database's creation is not
-// allowed for: the copy is refused then, and nothing is lost).
+// reads it, and for a RESTORE no worker saw end the record tells the
+// database it created by the ids of every database, read with the
+// instance's clock just before: not by create_date, which is before that
+// clock when the instance came back in another time zone or daylight
+// saving time ended in between. (A record written before msdb's newest
+// restore-history row was kept bounds create_date by that clock: such a
+// copy is refused then.)
 //
 // Which restore came first is never told by dates: SQL Server keeps
 // create_date and restore_date as the wall clock of the moment
@@ -156,10 +161,23 @@ func (a *Activities) copyRecords(ctx context.Context, db *config.Database, insta
 }
 
 // madeBy reports whether st can be the database the RESTORE recorded in v
-// created: created no earlier than the instance's clock before it, with an
-// id no other database had then; or the database v replaces, as it was.
+// created: one created since v was written, with an id no other database
+// had then; or the database v replaces, as it was. A record with msdb's
+// newest restore then (NewestRestoreBefore) read every database's id in
+// the statement that read the instance's clock (tsql.AllDatabaseIDs): a
+// database with none of those ids, or with the replaced one's id and
+// another create_date, was created since, whatever its create_date says
+// (a wall clock that runs back when the instance comes back in another
+// time zone or daylight saving time ends). An older record has the clock
+// only: created no earlier than it.
 func madeBy(v *catalog.VerifyCopy, st *mssql.DatabaseState) bool {
-	return !slices.Contains(v.OtherDatabaseIDs, st.ID) && madeAfter(v, st) || replaced(v, st)
+	switch {
+	case replaced(v, st):
+		return true
+	case slices.Contains(v.OtherDatabaseIDs, st.ID):
+		return false
+	}
+	return v.NewestRestoreBefore != nil || madeAfter(v, st)
 }
 
 // replaced reports whether st is the database v's RESTORE replaced, as it

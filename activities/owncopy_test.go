@@ -94,6 +94,23 @@ func TestOwnCopyRules(t *testing.T) {
 		{"finished unseen, dated before the record", ours("ONLINE", 7, late), restore(40, guid, t0.Add(-30*time.Minute)), rec(sentAfter(39)), ""},
 		{"finished before the record, dated after it", ours("ONLINE", 7, late), restore(39, guid, t0.Add(time.Hour)), rec(sentAfter(39)),
 			"no backupcycle set records"},
+		// The instance came back an hour behind (a time zone change, the
+		// end of daylight saving time) between the record and its RESTORE,
+		// which ended while no worker watched it: the copy's create_date is
+		// before the GETDATE() recorded. No database had its id then (the
+		// record read every id with that clock), or the one it replaced had
+		// another create_date: it was created since.
+		{"finished unseen, created before the record's clock", ours("ONLINE", 7, t0.Add(-59*time.Minute)), restore(40, guid, t0.Add(-59*time.Minute)),
+			rec(sentAfter(39)), ""},
+		{"finished unseen over the copy it replaced, created before the record's clock", ours("ONLINE", 3, t0.Add(-59*time.Minute)),
+			restore(40, guid, t0.Add(-59*time.Minute)), rec(func() *catalog.VerifyCopy {
+				v := sentAfter(39)
+				v.Replaces, v.OtherDatabaseIDs = &catalog.DatabaseRef{ID: 3, Created: t0.Add(-24 * time.Hour)}, []int64{1, 2, 4, 5, 6}
+				return v
+			}()), ""},
+		{"cut short, created before the record's clock", ours("RESTORING", 7, t0.Add(-59*time.Minute)), nil, rec(sentAfter(39)), ""},
+		{"finished unseen, an id another database had then", ours("ONLINE", 6, t0.Add(-59*time.Minute)), restore(40, guid, t0),
+			rec(sentAfter(39)), "no backupcycle set records"},
 		// The confirmation kept the copy's create_date: the copy is the
 		// database with that id and that create_date, whatever the clock
 		// did. Daylight saving time ended during the RESTORE: create_date
