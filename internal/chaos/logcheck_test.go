@@ -275,3 +275,29 @@ func TestCheckerLogServer(t *testing.T) {
 		t.Fatalf("intact on both: %s, want the full's %s", got, Bak01)
 	}
 }
+
+// TestCheckerStopAtRows: a restore to STOPAT holds the full's rows and
+// those committed at or before it; when the source's wall clock ran back
+// after the full (it went to a zone an hour ahead and came back before the
+// first log, the full and the logs all taken on one offset), the commits
+// after it are not in time order and STOPAT names no one point: the
+// comparison is skipped.
+func TestCheckerStopAtRows(t *testing.T) {
+	base := time.Date(2026, 12, 2, 6, 28, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
+	rows := []commitRow{{1, at(-2)}, {2, at(-1)}, {3, at(1)}, {4, at(2)}, {5, at(3)}, {6, at(4)}}
+	want, why := stopAtRows(rows, 2, 6, at(2.5))
+	if why != "" || len(want) != 4 || !want[rows[3].key()] || want[rows[4].key()] {
+		t.Fatalf("STOPAT in time order: %v %q, want rows 1..4", want, why)
+	}
+	// Rows 3 and 4 committed an hour ahead (Europe/Berlin), 5 and 6 back on UTC.
+	rows[2].at, rows[3].at = at(3601), at(3602)
+	if _, why := stopAtRows(rows, 2, 6, at(3.5)); !strings.Contains(why, "ran back") {
+		t.Fatalf("STOPAT after the source's wall clock ran back: %q, want the comparison skipped", why)
+	}
+	// A wall clock that ran back in the full (before fullMax) or after the
+	// logs (beyond allMax) leaves the restored commits in time order.
+	if _, why := stopAtRows(rows, 4, 6, at(3.5)); why != "" {
+		t.Fatalf("the clock ran back within the full: %q, want it compared", why)
+	}
+}
