@@ -329,6 +329,19 @@ func (p *proofSite) crashInApply(rate int64, what string) {
 	}
 }
 
+// seeded verifies a full, takes and copies a log backup and seeds the
+// standby copy with it.
+func (p *proofSite) seeded() {
+	p.t.Helper()
+	p.commit(20)
+	p.verified()
+	p.commit(5)
+	lb := p.logAndCopy()
+	if out, err := p.apply(); err != nil || !out.Seeded || out.Through != lb.Number {
+		p.t.Fatalf("ApplyLogs: %+v, %v; want the standby seeded and log %d applied", out, err, lb.Number)
+	}
+}
+
 // dbState is name's state_desc on the verification instance ("" for
 // no such database).
 func (p *proofSite) dbState(name string) string {
@@ -355,20 +368,14 @@ func (p *proofSite) dbState(name string) string {
 func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
 	p := newProofSite(t)
 	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("CEST", 2*3600) })
-	p.commit(20)
-	p.verified()
-	p.commit(5)
-	lb := p.logAndCopy()
-	if out, err := p.apply(); err != nil || !out.Seeded || out.Through != lb.Number {
-		t.Fatalf("ApplyLogs: %+v, %v; want the standby seeded and log %d applied", out, err, lb.Number)
-	}
+	p.seeded()
 
 	// Winter time; the standby copy is gone (a DBA dropped it): it is
 	// seeded again, and the instance crashes in that RESTORE.
 	p.f.RestartVerify(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("CET", 3600) })
 	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
 	p.commit(5)
-	lb = p.logAndCopy()
+	lb := p.logAndCopy()
 	p.crashInApply(2<<20, "the seeding RESTORE")
 	if err := p.f.Verify().Start(); err != nil {
 		t.Fatal(err)
@@ -409,19 +416,13 @@ func TestStandbySeedCutShortAfterTheClockWentBack(t *testing.T) {
 // the chain's logs.
 func TestStandbySeedFinishedUnseenAfterTheClockWentBack(t *testing.T) {
 	p := newProofSite(t)
-	p.commit(20)
-	p.verified()
-	p.commit(5)
-	lb := p.logAndCopy()
-	if out, err := p.apply(); err != nil || !out.Seeded || out.Through != lb.Number {
-		t.Fatalf("ApplyLogs: %+v, %v; want the standby seeded and log %d applied", out, err, lb.Number)
-	}
+	p.seeded()
 
 	// A DBA dropped the copy; it is seeded again, and the worker is lost
 	// once its RESTORE ended: the confirmation's read of msdb fails.
 	sitetest.ExecIn(t, p.f.Verify(), "master", "DROP DATABASE [Ledger_standby]")
 	p.commit(5)
-	lb = p.logAndCopy()
+	lb := p.logAndCopy()
 	p.f.Verify().FailQueries("rh.restore_type = 'D'", 10054, 20, "TCP Provider: An existing connection was forcibly closed by the remote host.")
 	if _, err := p.apply(); err == nil {
 		t.Fatal("ApplyLogs with its confirmation lost succeeded")
