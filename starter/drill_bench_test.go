@@ -9,14 +9,11 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/testsuite"
-	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/drill"
 	"github.com/backupcycle/backupcycle/activities/logs"
-	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -54,25 +51,9 @@ func BenchmarkDrillOf500Logs(b *testing.B) {
 	c := sdk(b)
 	acts := activities.New(zap.NewNop())
 	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
-	w := sdkworker.New(c, tq, sdkworker.Options{})
-	workflows.RegisterWorkflows(w)
-	w.RegisterActivity(acts)
-	w.RegisterActivity(logs.New(acts))
-	w.RegisterActivity(recover.New(acts))
-	w.RegisterActivity(drill.New(acts))
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(w.Stop)
-	if code, out, errs := on(b, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait"); code != exitOK {
-		b.Fatalf("run --wait: exit %d\n%s%s", code, out, errs)
-	}
+	env := verifiedSiteWorker(b, c, tq, site, acts, drill.New(acts))
 
 	// n log backups, a commit before each, then one copy of them all.
-	var ts testsuite.WorkflowTestSuite
-	ts.SetLogger(nopLog{})
-	env := ts.NewTestActivityEnvironment()
-	env.RegisterActivity(logs.New(acts))
 	var chain int64
 	for range n {
 		if err := site.Source.CommitNow(devenv.Database); err != nil {

@@ -121,24 +121,7 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 	acts := activities.New(zap.NewNop())
 	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
 	checked := &rowsDrill{Activities: drill.New(acts), read: func(name string) []int64 { return rows(site.Verify, name, time.Time{}) }}
-	w := sdkworker.New(c, tq, sdkworker.Options{})
-	workflows.RegisterWorkflows(w)
-	w.RegisterActivity(acts)
-	w.RegisterActivity(logs.New(acts))
-	w.RegisterActivity(recover.New(acts))
-	w.RegisterActivity(checked)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-
-	if code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait"); code != exitOK {
-		t.Fatalf("run --wait: exit %d\n%s%s", code, out, errs)
-	}
-	var ts testsuite.WorkflowTestSuite
-	ts.SetLogger(nopLog{})
-	env := ts.NewTestActivityEnvironment()
-	env.RegisterActivity(logs.New(acts))
+	env := verifiedSiteWorker(t, c, tq, site, acts, checked)
 	var taken []logs.BackupLogOutput
 	commit := func(n int) {
 		for range n {
@@ -259,6 +242,32 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 	if code == exitOK || !d.OutOfObjectives || !slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, "above the RTO of") }) {
 		t.Errorf("status with rto %s: exit %d, %+v\n%s", rto, code, d, out)
 	}
+}
+
+// verifiedSiteWorker runs a worker of the product's workflows and
+// activities (drills: the drill activities to register) on task queue tq,
+// runs a verified cycle of the site's Sales through the starter, and
+// returns an activity environment for the log chain's activities.
+func verifiedSiteWorker(t testing.TB, c sdkclient.Client, tq string, site *devenv.Site, acts *activities.Activities, drills any) *testsuite.TestActivityEnvironment {
+	t.Helper()
+	w := sdkworker.New(c, tq, sdkworker.Options{})
+	workflows.RegisterWorkflows(w)
+	w.RegisterActivity(acts)
+	w.RegisterActivity(logs.New(acts))
+	w.RegisterActivity(recover.New(acts))
+	w.RegisterActivity(drills)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if code, out, errs := on(t, tq, "run", "--config", site.ConfigFile, "--database", devenv.Database, "--wait"); code != exitOK {
+		t.Fatalf("run --wait: exit %d\n%s%s", code, out, errs)
+	}
+	var ts testsuite.WorkflowTestSuite
+	ts.SetLogger(nopLog{})
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(logs.New(acts))
+	return env
 }
 
 // withDrill writes Sales's drill settings (the lines given, after its
