@@ -54,11 +54,7 @@ func (d *decoder) checkDiffs(c *Config) {
 		// differential there, and none whose base a fail-over moves.
 		if db.DiffBackups() {
 			if g, ok := c.AvailabilityGroup(db.Instance); ok {
-				kp := join(path, "diff_backup")
-				l := d.line(kp)
-				if !d.given(kp) && !d.given(join(path, "diff_backup.every")) {
-					l = d.line(path)
-				}
+				l, kp := d.everyLine(path, "diff_backup")
 				d.errf(l, kp, "%s: diff_backup: %s is a database of availability group %s, which may be backed up COPY_ONLY on a secondary "+
 					"where SQL Server takes no differential backups: set diff_backup: {every: 0s} for it (its verified full backups go on)",
 					labelled(path, db.Name), db.Name, g.Name)

@@ -103,17 +103,24 @@ func (d *decoder) checkLogs(c *Config) {
 		// rather than a chain that fails every night.
 		if db := &c.Databases[i]; db.LogBackups() {
 			if g, ok := c.AvailabilityGroup(db.Instance); ok {
-				kp := join(path, "log_backup")
-				l := d.line(kp)
-				if !d.given(kp) && !d.given(join(path, "log_backup.every")) {
-					l = d.line(path)
-				}
+				l, kp := d.everyLine(path, "log_backup")
 				d.errf(l, kp, "%s: log_backup: %s is a database of availability group %s, whose log backups this product does not take: "+
 					"keep the group's own log backup job and set log_backup: {every: 0s} for it (its verified full backups go on)",
 					labelled(path, db.Name), db.Name, g.Name)
 			}
 		}
 	}
+}
+
+// everyLine is where an error about a section with an every: key (log_backup,
+// diff_backup) of the database entry at path goes: the section when the
+// entry gives it, else the entry (the value came from defaults:).
+func (d *decoder) everyLine(path, key string) (int, string) {
+	kp := join(path, key)
+	if !d.given(kp) && !d.given(join(kp, "every")) {
+		return d.line(path), kp
+	}
+	return d.line(kp), kp
 }
 
 // checkLog checks one policy's log keys. Errors go to the key that is
