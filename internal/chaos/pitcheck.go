@@ -232,6 +232,15 @@ func (c *Checker) replayPITProofs(ctx context.Context, v *chainView, files []man
 		if !same {
 			return Notes{fmt.Sprintf("I11: the product's point-in-time proof to %s spans a change of the source's time zone: not replayed", p.StopAt.Format("15:04:05.000"))}
 		}
+		// The source's rows are compared: a RESTORE over the source since
+		// the full replaced the rows committed after its point with others
+		// of the same ids (the rule checkPIT and I12 follow).
+		for _, r := range c.logs.rollbacks {
+			if r.ended.After(vv.mf.M.Header.BackupStartUTC) {
+				return Notes{fmt.Sprintf("I11: the product's point-in-time proof to %s (set %d): the source was restored over since the full, not replayed",
+					p.StopAt.Format("15:04:05.000"), p.Sequence)}
+			}
+		}
 		inFull, err := c.restoreTo(ctx, &vv, nil, time.Time{})
 		if err != nil {
 			return Notes{fmt.Sprintf("I11 replay: %v", err)}
