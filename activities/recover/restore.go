@@ -297,7 +297,7 @@ func (a *Activities) RestoreFull(ctx context.Context, in RestoreFullInput) (Step
 	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE DATABASE", Command: tsql.CommandRestoreDatabase,
 		Text: stmt, Marker: marker, Log: ses.log.With(zap.Int64("seq", in.Step.Sequence)), Step: StepFull, Number: in.Step.Sequence, Signal: true})
 	if err != nil && !activities.IsEndedUnseen(err) {
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
 	}
 	return a.confirmFull(ctx, ses, in, out, began)
 }
@@ -434,7 +434,7 @@ func (a *Activities) RestoreDiff(ctx context.Context, in RestoreDiffInput) (Step
 	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE DATABASE", Command: tsql.CommandRestoreDatabase,
 		Text: stmt, Marker: marker, Log: log, Step: StepDiff, Number: in.Step.Sequence, Signal: true})
 	if err != nil && !activities.IsEndedUnseen(err) {
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
 	}
 	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err
@@ -543,7 +543,7 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 			"%s into %s on %s: SQL Server refuses STOPAT %s as before the point the copy already reached (the source's clock went back since "+
 				"the full?); recover to a later point or to the latest: %w", in.Step.Name(), in.Name, ses.inst.Name, stopAt.Format("2006-01-02T15:04:05.000"), err))
 	default:
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
 	}
 	if activities.IsEndedUnseen(err) {
 		// The statement outlived its lost connection (the target may have
@@ -569,6 +569,26 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 	log.Info("log backup applied", zap.String("server", c.server), zap.String("redo_lsn", rs.RedoLSN), zap.Bool("reached", out.Reached),
 		zap.Duration("took", out.Took))
 	return out, nil
+}
+
+// restoreFailed is the error of the RESTORE of step s into name that
+// SQL Server failed with err. A backup the target's version cannot read
+// (3169, or 3241 from a newer build than the target's: the step's
+// recorded build, else the source's now) is InvalidConfig naming the
+// versions, never CorruptBackup: it says nothing about the backup, and a
+// recover to another instance restores it. Anything else is as
+// activities.SQLError classifies it.
+func (a *Activities) restoreFailed(ctx context.Context, ses *session, name string, s recovery.Step, err error) error {
+	why, fix, verr := activities.VersionRefusal(a.Base, ctx, ses.sqlDB, ses.db, ses.inst.Name, s.SoftwareVersion, false, err)
+	switch {
+	case verr != nil:
+		return verr
+	case why == "":
+		return activities.SQLError(err)
+	}
+	return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+		"%s into %s on %s: the instance cannot read it, which says nothing about the backup: %s; %s, or recover to an instance that can (--to-instance): %w",
+		s.Name(), name, ses.inst.Name, why, fix, err))
 }
 
 // FinishRecover ends the restore sequence: RESTORE DATABASE ... WITH
