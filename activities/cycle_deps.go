@@ -304,7 +304,7 @@ func sqlError(err error, details ...any) error {
 	case errors.Is(err, mssql.ErrUnreachable):
 		return retryable(ErrSQLHostUnreachable, err, details...)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), "SQLError", err, details...)
+	return temporal.NewApplicationErrorWithCause(err.Error(), ErrSQLError, err, details...)
 }
 
 // storageError maps a storage failure of a backup server to the cycle's types.
