@@ -2,7 +2,6 @@ package recover
 
 import (
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -11,9 +10,21 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/recovery"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
+
+// diffRestored is a site with diffHistory, the plan's full restored: what
+// RestoreDiff is given next (the differential's step).
+func diffRestored(t *testing.T) (*fixture, Plan, Target, StepOutput, recovery.Step) {
+	f := newFixture(t, sitetest.Options{Extra: "    diff_backup: {every: 6h}\n"})
+	p, tg := f.diffHistory()
+	var full StepOutput
+	f.must(New(nil).RestoreFull, RestoreFullInput{Target: tg, Step: p.Restore.Full(), Moves: p.Moves, Intent: p.Intent}, &full)
+	d, _ := p.Restore.Diff()
+	return f, p, tg, full, d
+}
 
 // diffHistory is a verified full, a verified differential on it and a log
 // backup after it, each after a few commits; the plan to the latest point
@@ -68,11 +79,7 @@ func diffRestores(v *sqlsim.Instance, p Plan) []sqlsim.StatementRecord {
 // history that it completed, and goes on: one RESTORE of the differential,
 // not two.
 func TestRestoreDiffThroughALostConnection(t *testing.T) {
-	f := newFixture(t, sitetest.Options{Extra: "    diff_backup: {every: 6h}\n"})
-	p, tg := f.diffHistory()
-	var full StepOutput
-	f.must(New(nil).RestoreFull, RestoreFullInput{Target: tg, Step: p.Restore.Full(), Moves: p.Moves, Intent: p.Intent}, &full)
-	d, _ := p.Restore.Diff()
+	f, p, tg, full, d := diffRestored(t)
 	v := f.site.Verify
 	v.SetThrottle(1 << 20)
 	if err := v.DropConnectionAt(sqlsim.OpRestore, 40); err != nil {
@@ -99,28 +106,9 @@ func TestRestoreDiffThroughALostConnection(t *testing.T) {
 // fails as one the workflow retries (never as evidence, never for good),
 // its retry restores the differential, and the copy ends with every row.
 func TestRestoreDiffRetriedAfterTheTargetCrashedInIt(t *testing.T) {
-	f := newFixture(t, sitetest.Options{Extra: "    diff_backup: {every: 6h}\n"})
-	p, tg := f.diffHistory()
-	var full StepOutput
-	f.must(New(nil).RestoreFull, RestoreFullInput{Target: tg, Step: p.Restore.Full(), Moves: p.Moves, Intent: p.Intent}, &full)
-	d, _ := p.Restore.Diff()
+	f, p, tg, full, d := diffRestored(t)
 	v := f.site.Verify
-	if err := v.CrashAt(sqlsim.OpRestore, 50); err != nil {
-		t.Fatal(err)
-	}
-	addr := v.Addr()
-	back := make(chan error, 1)
-	go func() {
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-				c.Close()
-				continue
-			}
-			back <- v.Start()
-			return
-		}
-		back <- nil
-	}()
+	back := crashAndBack(t, v, sqlsim.OpRestore, 50)
 	in := RestoreDiffInput{Target: tg, Step: d, Copy: full.Copy}
 	err := f.run(New(nil).RestoreDiff, in, nil)
 	if err := <-back; err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"testing"
@@ -248,4 +249,28 @@ func (f *fixture) recoverFrom(pin PlanInput) (Plan, FinishOutput, []StepOutput) 
 	var fin FinishOutput
 	f.must(New(nil).FinishRecover, FinishInput{Target: t, Copy: full.Copy, NoRecovery: in.NoRecovery}, &fin)
 	return p, fin, outs
+}
+
+// crashAndBack arms a crash of the target when its next op reaches
+// percent and starts it again at once once it is down (within the step's
+// wait for its lost connection); the channel says how the start went.
+func crashAndBack(t *testing.T, v *sqlsim.Instance, op string, percent float64) <-chan error {
+	t.Helper()
+	if err := v.CrashAt(op, percent); err != nil {
+		t.Fatal(err)
+	}
+	addr := v.Addr()
+	back := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+				c.Close()
+				continue
+			}
+			back <- v.Start()
+			return
+		}
+		back <- nil
+	}()
+	return back
 }
