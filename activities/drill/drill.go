@@ -252,13 +252,28 @@ func pickPoint(cat recovery.Catalog, within time.Duration, now time.Time) (time.
 	if lo := to.Add(-within); lo.After(from) {
 		from = lo
 	}
+	// Almost always the random point is one the plan accepts (the clock
+	// goes back twice a year at most): one plan checks it. Only when it is
+	// not are the acceptable spans worked out (a plan per log of the
+	// window) and the point drawn again among them, which keeps it
+	// uniform over the acceptable points.
+	lo, hi := from.UTC().Add(time.Millisecond-1).Truncate(time.Millisecond), to.UTC().Truncate(time.Millisecond)
+	if !hi.Before(lo) {
+		at := lo.Add(time.Duration(rand.Int64N(hi.Sub(lo).Milliseconds()+1)) * time.Millisecond)
+		if _, err := recovery.Choose(cat, recovery.Point{At: at}); err == nil {
+			return at, nil
+		}
+	}
 	spans := recovery.Accepted(cat, from, to)
 	var total int64 // milliseconds to pick from
 	for _, s := range spans {
 		total += s.To.Sub(s.From).Milliseconds() + 1
 	}
 	if total == 0 {
-		_, why := recovery.Choose(cat, recovery.Point{At: to})
+		_, why := recovery.Choose(cat, recovery.Point{At: hi})
+		if why == nil {
+			return hi, nil // a window of one instant
+		}
 		return time.Time{}, activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
 			"drill.within picks a point of the last %s of the proven window (%s to %s), and the recovery plan accepts none of them (%v): "+
 				"drill with a longer drill.within, once later logs are proven, or with point: latest",

@@ -54,12 +54,16 @@ func Accepted(c Catalog, from, to time.Time) []Span {
 		// The milliseconds strictly between two cuts.
 		lo, hi := ceilMillis(cuts[i-1].Add(time.Nanosecond)), cuts[i].Add(-time.Nanosecond).Truncate(time.Millisecond)
 		end := hi
-		if hi.Before(lo) || !ok(hi) {
+		if hi.Before(lo) {
 			continue
 		}
-		// The first accepted millisecond: lo when it is, else bisected
-		// between a refused one (lo) and an accepted one (hi).
+		// The first accepted millisecond: lo when it is (then all are),
+		// none when hi is not, else bisected between a refused one (lo)
+		// and an accepted one (hi).
 		if !ok(lo) {
+			if !ok(hi) {
+				continue
+			}
 			for hi.Sub(lo) > time.Millisecond {
 				mid := lo.Add(hi.Sub(lo) / 2).Truncate(time.Millisecond)
 				if ok(mid) {

@@ -300,6 +300,7 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 		}
 	}
 	var unproven []string
+	plan.Steps = slices.Grow(plan.Steps, len(reach))
 	for _, l := range reach {
 		plan.Steps = append(plan.Steps, logStep(ch, l))
 		if l.Proven == nil {
