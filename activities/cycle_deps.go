@@ -38,6 +38,10 @@ type CycleDeps struct {
 	// Signal sends a signal to a workflow (client.SignalWorkflow); nil
 	// disables live progress in the `progress` query.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
+	// Schedules keeps the drill and differential schedules of databases a
+	// selection picks (the worker's Temporal client); nil: a fleet run
+	// keeps none.
+	Schedules ScheduleKeeper
 	// Now is the clock of manifests and retention. Default time.Now.
 	Now func() time.Time
 	// Poll is how often a re-attached statement is polled and idle
@@ -46,6 +50,13 @@ type CycleDeps struct {
 	// HeartbeatTimeout of the long activities, handed to the workflow in
 	// the plan; 0 = the workflow's default (1 min).
 	HeartbeatTimeout time.Duration
+}
+
+// ScheduleKeeper creates or updates the drill schedules of drills and the
+// differential schedules of diffs (starter/client's Client), deleting
+// none, and returns the ids of those kept.
+type ScheduleKeeper interface {
+	KeepSelectedSchedules(ctx context.Context, drills, diffs []*config.Database) ([]string, error)
 }
 
 // LiveConfig is a configuration file the worker re-reads while it runs
@@ -304,7 +315,7 @@ func sqlError(err error, details ...any) error {
 	case errors.Is(err, mssql.ErrUnreachable):
 		return retryable(ErrSQLHostUnreachable, err, details...)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), "SQLError", err, details...)
+	return temporal.NewApplicationErrorWithCause(err.Error(), ErrSQLError, err, details...)
 }
 
 // storageError maps a storage failure of a backup server to the cycle's types.

@@ -135,6 +135,15 @@ const (
 	// sets: it is marked failed (foreign_base) and nothing else is;
 	// differentials wait for the next verified full. Not retryable.
 	ErrDifferentialBaseMoved = "DifferentialBaseMoved"
+	// ErrSQLError: SQL Server failed a statement, or answered one with
+	// something the step cannot use, in a way no other type names: retried
+	// (an unknown failure may pass); never evidence about a set.
+	ErrSQLError = "SQLError"
+	// ErrRestoreNotRecorded: the verification instance's RESTORE reported
+	// success, yet msdb.dbo.restorehistory holds no row of it: the copy
+	// cannot be told to be this set's, so it is not used. Retried; never
+	// evidence about the set.
+	ErrRestoreNotRecorded = "RestoreNotRecorded"
 	// ErrDifferentialBaseUnusable: the verified full a differential is
 	// proven on cannot be restored from the verification server now (its
 	// manifest is missing or no longer verified there, or its files fail

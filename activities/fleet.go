@@ -40,10 +40,18 @@ type FleetPlan struct {
 	// under databases: or picked by a selection: the run keeps a log chain
 	// running for each (one workflow per database, an existing one kept).
 	LogChains []FleetLogChain `json:"log_chains,omitempty"`
+	// Drills and Diffs are the databases a selection picks (no databases:
+	// entry: the worker keeps those's) with drill: and diff_backup from
+	// defaults:: the run keeps their drill and differential schedules
+	// (KeepSelectedSchedules), which the worker's start cannot, knowing
+	// only the entries.
+	Drills []FleetLogChain `json:"drills,omitempty"`
+	Diffs  []FleetLogChain `json:"diffs,omitempty"`
 }
 
-// FleetLogChain names a database whose log chain a Fleet run ensures:
-// configuration keys, the name as sys.databases spells it.
+// FleetLogChain names a database whose log chain (or drill or
+// differential schedule) a Fleet run ensures: configuration keys, the
+// name as sys.databases spells it.
 type FleetLogChain struct {
 	Instance string `json:"instance"`
 	Database string `json:"database"`
@@ -169,6 +177,22 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
 	}
 
+	for _, db := range dbs {
+		if entryOf(cfg, &db) {
+			continue
+		}
+		ref := FleetLogChain{Instance: db.Instance, Database: db.Name}
+		if db.Drills() {
+			out.Drills = append(out.Drills, ref)
+		}
+		// A group's database takes no differential (it may be backed up
+		// COPY_ONLY on a secondary); one a selection picks inherits
+		// diff_backup from defaults:, so it is left out here.
+		if _, group := cfg.AvailabilityGroup(db.Instance); db.DiffBackups() && !group {
+			out.Diffs = append(out.Diffs, ref)
+		}
+	}
+
 	verifyNames := map[string]string{}
 	for _, db := range dbs {
 		if err := a.Cycle.checkNames(&db); err != nil {
@@ -204,6 +228,62 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	log.Info("fleet planned", zap.Int("databases", len(out.Items)), zap.Int("not_run", len(out.NotRun)),
 		zap.Int("log_chains", len(out.LogChains)))
 	return out, nil
+}
+
+// SelectedSchedules are the databases a fleet run keeps the drill and
+// differential schedules of (FleetPlan.Drills, Diffs).
+type SelectedSchedules struct {
+	Drills []FleetLogChain `json:"drills,omitempty"`
+	Diffs  []FleetLogChain `json:"diffs,omitempty"`
+}
+
+// KeepSelectedSchedules keeps the drill schedule of every database of
+// in.Drills and the differential schedule of every one of in.Diffs, as the
+// worker keeps those of the databases: entries (same ids, intervals,
+// phases and policies; a paused one stays paused), each database's
+// settings as the configuration resolves it now (defaults:); a name the
+// configuration no longer selects is refused by that lookup. It returns
+// the schedule ids kept.
+func (a *Activities) KeepSelectedSchedules(ctx context.Context, in SelectedSchedules) ([]string, error) {
+	if a.Cycle.Schedules == nil {
+		return nil, nonRetryable(ErrInvalidConfig, errors.New("fleet: this worker keeps no schedules (no Temporal client wired)"))
+	}
+	resolve := func(refs []FleetLogChain, keep func(*config.Database) bool) ([]*config.Database, error) {
+		var out []*config.Database
+		for _, r := range refs {
+			db, err := a.Cycle.Database(r.Instance, r.Database)
+			if err != nil {
+				return nil, err
+			}
+			if keep(db) {
+				out = append(out, db)
+			}
+		}
+		return out, nil
+	}
+	drills, err := resolve(in.Drills, (*config.Database).Drills)
+	if err != nil {
+		return nil, err
+	}
+	diffs, err := resolve(in.Diffs, (*config.Database).DiffBackups)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := a.Cycle.Schedules.KeepSelectedSchedules(ctx, drills, diffs)
+	if err != nil {
+		return ids, fmt.Errorf("fleet: schedules of selected databases: %w", err)
+	}
+	a.loggerFor(ctx).Info("fleet: schedules of selected databases kept", zap.Strings("schedule_ids", ids))
+	return ids, nil
+}
+
+// entryOf reports whether db is a databases: entry of cfg (the name as
+// the entry spells it, or in another case): the worker keeps its
+// schedules from the configuration alone.
+func entryOf(cfg *config.Config, db *config.Database) bool {
+	return slices.ContainsFunc(cfg.Databases, func(e config.Database) bool {
+		return e.Instance == db.Instance && strings.EqualFold(e.Name, db.Name)
+	})
 }
 
 // fleetLimits are the configuration's max_concurrent settings a fleet run

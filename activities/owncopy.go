@@ -353,7 +353,7 @@ func copyIntent(ctx context.Context, sqlDB *mssql.DB, instance, verifyDB, guid s
 		return nil, sqlError(err)
 	}
 	if now.IsZero() {
-		return nil, temporal.NewApplicationError(fmt.Sprintf("%s did not report its GETDATE(): nothing is restored without a record of it", instance), "SQLError")
+		return nil, temporal.NewApplicationError(fmt.Sprintf("%s did not report its GETDATE(): nothing is restored without a record of it", instance), ErrSQLError)
 	}
 	off, err := serverOffset(ctx, sqlDB)
 	if err != nil {

@@ -264,7 +264,7 @@ func (a *Activities) Restore(ctx context.Context, in VerifyInput) (StepOutput, e
 	if after == nil || (before != nil && after.HistoryID == before.HistoryID) {
 		return StepOutput{}, temporal.NewApplicationError(fmt.Sprintf(
 			"RESTORE of %s seq %d into %s on %s reported success but msdb.dbo.restorehistory has no new row", db.ID(), in.Sequence, verifyDB, inst.Name),
-			"RestoreNotRecorded")
+			ErrRestoreNotRecorded)
 	}
 	if !sameGUID(after.BackupSetGUID, want) {
 		// A re-attached RESTORE that was another cycle's, or a restore that

@@ -350,7 +350,7 @@ func (a *Activities) tableSequence(ctx context.Context, db *config.Database, hig
 		}
 		if n <= highest {
 			return 0, temporal.NewApplicationError(fmt.Sprintf(
-				"sequence table of %s returned %d, not above the highest used number %d", db.ID(), n, highest), "SQLError")
+				"sequence table of %s returned %d, not above the highest used number %d", db.ID(), n, highest), ErrSQLError)
 		}
 	}
 	return n, nil
@@ -364,7 +364,7 @@ func allocate(ctx context.Context, query func(context.Context, string, string, .
 	}
 	n, isInt := v.(int64)
 	if !ok || !isInt || n <= 0 {
-		return 0, temporal.NewApplicationError(fmt.Sprintf("sequence table of %s returned %v, want a positive number", db.ID(), v), "SQLError")
+		return 0, temporal.NewApplicationError(fmt.Sprintf("sequence table of %s returned %v, want a positive number", db.ID(), v), ErrSQLError)
 	}
 	return n, nil
 }

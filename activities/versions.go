@@ -173,20 +173,54 @@ func (a *Activities) unreadable(ctx context.Context, verifyDB *mssql.DB, db *con
 		tp := mssql.MissingThumbprint(err)
 		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w (SQL Server: %w)", missingCertificate(db, verify, tp, a.sourceCertificate(ctx, db, tp)), err))
 	}
+	written := ""
+	if m.Header != nil {
+		written = m.Header.SoftwareVersion
+	}
 	if !versionMatters(err) {
 		return nil
 	}
-	pv, verr := verifyDB.ProductVersion(ctx)
+	src, dst, verr := a.versions(ctx, verifyDB, db, written)
 	if verr != nil {
-		return sqlError(verr)
-	}
-	dst, _ := plan.ParseVersion(pv)
-	src, serr := a.setVersion(ctx, db, m)
-	if serr != nil {
-		return serr
+		return verr
 	}
 	tdeCompressed := m.Options.Compression && (m.Header != nil && m.Header.TDEThumbprint != "" || errors.Is(err, mssql.ErrUnreadableFormat))
 	return versionVerdict(err, src, dst, tdeCompressed, db, verify, m.Sequence)
+}
+
+// VersionRefusal says why instance target (targetDB) failed a RESTORE of
+// a backup of db written by SQL Server build written ("" when its record
+// has none: the source instance's build now) with err, when the versions
+// decide it: a backup of a newer version or a format the target's build
+// does not read (3169, 3241, a severity 20+ error on an open connection),
+// and the fix. "" when err is something else, a 3241 between versions
+// that read each other included: that one is damage. An error reading a
+// version is returned as it is (retryable).
+// (A function, not a method: every exported method of Activities is an
+// activity.)
+func VersionRefusal(a *Activities, ctx context.Context, targetDB *mssql.DB, db *config.Database, target, written string, tdeCompressed bool,
+	err error) (why, fix string, verr error) {
+	if ctx.Err() != nil || err == nil || !versionMatters(err) {
+		return "", "", nil
+	}
+	src, dst, verr := a.versions(ctx, targetDB, db, written)
+	if verr != nil {
+		return "", "", verr
+	}
+	why, fix = versionWhy(err, src, dst, tdeCompressed, target)
+	return why, fix, nil
+}
+
+// versions are the build that wrote a backup of db (backupVersion) and
+// the target's (targetDB).
+func (a *Activities) versions(ctx context.Context, targetDB *mssql.DB, db *config.Database, written string) (src, dst plan.Version, err error) {
+	pv, err := targetDB.ProductVersion(ctx)
+	if err != nil {
+		return src, dst, sqlError(err)
+	}
+	dst, _ = plan.ParseVersion(pv)
+	src, err = a.backupVersion(ctx, db, written)
+	return src, dst, err
 }
 
 // versionMatters reports a RESTORE failure that the versions of the set and
@@ -197,33 +231,46 @@ func versionMatters(err error) bool {
 		errors.Is(err, mssql.ErrNewerVersion) || errors.Is(err, mssql.ErrUnreadableFormat)
 }
 
-// versionVerdict is unreadable's decision once the versions are known: the
-// set of seq made by src, the verification instance verify of version dst.
-// nil for a 3241 between versions that read each other: that is damage.
-func versionVerdict(err error, src, dst plan.Version, tdeCompressed bool, db *config.Database, verify string, seq int64) error {
-	why, fix := plan.Incompatible(src, dst, tdeCompressed, verify)
+// versionWhy is VersionRefusal's decision once the versions are known: a
+// backup made by src, the instance target of version dst. "" for a 3241
+// between versions that read each other: that is damage.
+func versionWhy(err error, src, dst plan.Version, tdeCompressed bool, target string) (why, fix string) {
+	why, fix = plan.Incompatible(src, dst, tdeCompressed, target)
 	switch {
 	case why != "":
 	case errors.Is(err, mssql.ErrCorruptBackup):
-		return nil // versions that read each other: the media are damaged
+		return "", "" // versions that read each other: the media are damaged
 	case errors.Is(err, mssql.ErrNewerVersion):
-		why, fix = fmt.Sprintf("SQL Server answers that the versions are incompatible (3169): the set was made by %s, the instance is %s",
-			src.Product(), dst.Product()), fmt.Sprintf("upgrade %s to the source's version or newer", verify)
+		why, fix = fmt.Sprintf("SQL Server answers that the versions are incompatible (3169): the backup was made by %s, the instance is %s",
+			src.Product(), dst.Product()), fmt.Sprintf("upgrade %s to the source's version or newer", target)
 	default:
 		why, fix = fmt.Sprintf("an error of severity 20 or more inside the RESTORE, on a connection that stayed open: %s cannot read "+
-			"this backup's format (the set was made by %s)", dst.Product(), src.Product()),
-			fmt.Sprintf("patch %s to the source's build or later", verify)
+			"this backup's format (it was made by %s)", dst.Product(), src.Product()),
+			fmt.Sprintf("patch %s to the source's build or later", target)
+	}
+	return why, fix
+}
+
+// versionVerdict is unreadable's decision once the versions are known:
+// the set of seq made by src, the verification instance verify of version
+// dst. nil for a 3241 between versions that read each other: that is
+// damage.
+func versionVerdict(err error, src, dst plan.Version, tdeCompressed bool, db *config.Database, verify string, seq int64) error {
+	why, fix := versionWhy(err, src, dst, tdeCompressed, verify)
+	if why == "" {
+		return nil
 	}
 	return nonRetryable(ErrInvalidConfig, fmt.Errorf("set %d of %s: verification instance %s cannot read it, which says nothing about the set: %s; %s "+
 		"(the set stays as it is: `starter run --database %s --resume %d` verifies it once fixed): %w",
 		seq, db.ID(), verify, why, fix, db.Name, seq, err))
 }
 
-// setVersion is the build that wrote set m: its manifest's, else (sets of
-// earlier builds) the source instance's now.
-func (a *Activities) setVersion(ctx context.Context, db *config.Database, m *catalog.Manifest) (plan.Version, error) {
-	if m.Header != nil && m.Header.SoftwareVersion != "" {
-		return plan.ParseVersion(m.Header.SoftwareVersion)
+// backupVersion is the build that wrote a backup: written (its manifest's
+// or chain record's), else (backups of earlier builds) the source
+// instance's now.
+func (a *Activities) backupVersion(ctx context.Context, db *config.Database, written string) (plan.Version, error) {
+	if written != "" {
+		return plan.ParseVersion(written)
 	}
 	inst, err := a.Cycle.sourceInstance(db)
 	if err != nil {

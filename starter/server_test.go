@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -391,4 +392,74 @@ func TestDrillSchedulesKeptAndRemoved(t *testing.T) {
 	if _, err := c.DescribeSchedule(ctx, id); err == nil || !strings.Contains(err.Error(), "no such schedule") {
 		t.Errorf("after removal: %v", err)
 	}
+}
+
+// The drill and differential schedules of a database an instance's
+// selection picks: a fleet run keeps them (KeepSelectedSchedules, as the
+// worker keeps the entries'), and the worker, which knows only the
+// entries, leaves them while the instance selects and defaults: has the
+// key; once defaults: drops it, they go.
+func TestSelectedDatabasesKeepTheirSchedules(t *testing.T) {
+	c := testClient(t, "tq-selected-schedules")
+	ctx := context.Background()
+	cfgOf := func(on bool) *config.Config {
+		cfg := &config.Config{File: "selected.yaml", SQLInstances: []config.SQLInstance{{Name: "sql01", Databases: []string{"USER_DATABASES"}}},
+			Databases: []config.Database{{Name: "Sales", Instance: "sql01"}}}
+		if on {
+			cfg.Defaults.Drill, cfg.Defaults.DiffBackup = config.Drill{Every: 24 * time.Hour}, config.DiffBackup{Every: 6 * time.Hour}
+		}
+		return cfg
+	}
+	archive := &config.Database{Name: "Archive", Instance: "sql01", Policy: cfgOf(true).Defaults}
+	drill, diff := client.DrillScheduleID("sql01", "Archive"), client.DiffScheduleID("sql01", "Archive")
+	t.Cleanup(func() { c.DeleteSchedule(ctx, drill); c.DeleteSchedule(ctx, diff) })
+	ids, err := c.KeepSelectedSchedules(ctx, []*config.Database{archive}, []*config.Database{archive})
+	if err != nil || !slices.Equal(ids, []string{drill, diff}) {
+		t.Fatalf("kept %v, %v; want %s and %s", ids, err, drill, diff)
+	}
+	d, err := sdk(t).ScheduleClient().GetHandle(ctx, drill).Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := d.Schedule.Action.(*sdkclient.ScheduleWorkflowAction); !ok || a.Workflow != workflows.DrillName || a.ID != drill ||
+		d.Schedule.Spec.Intervals[0].Every != 24*time.Hour {
+		t.Fatalf("drill schedule %+v", d.Schedule)
+	}
+	// Listed (visibility is eventually consistent), the worker's keeping
+	// of the entries' leaves them.
+	eventually(t, func() string {
+		for _, id := range []string{drill, diff} {
+			if s, err := c.DescribeSchedule(ctx, id); err != nil || !listed(ctx, t, id) {
+				return fmt.Sprintf("schedule %s not listed yet (%+v, %v)", id, s, err)
+			}
+		}
+		return ""
+	})
+	for what, ensure := range map[string]func(context.Context, *config.Config) ([]client.ScheduleResult, []string, error){
+		"drill": c.EnsureDrillSchedules, "differential": c.EnsureDiffSchedules} {
+		if _, deleted, err := ensure(ctx, cfgOf(true)); err != nil || len(deleted) != 0 {
+			t.Fatalf("the worker's %s schedules: deleted %v, %v; want the selected database's left", what, deleted, err)
+		}
+		if _, deleted, err := ensure(ctx, cfgOf(false)); err != nil || len(deleted) != 1 {
+			t.Fatalf("the worker's %s schedules, defaults: without it: deleted %v, %v; want the selected database's", what, deleted, err)
+		}
+	}
+}
+
+// listed reports whether the namespace's schedule listing shows id.
+func listed(ctx context.Context, t *testing.T, id string) bool {
+	it, err := sdk(t).ScheduleClient().List(ctx, sdkclient.ScheduleListOptions{PageSize: 1000})
+	if err != nil {
+		return false
+	}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return false
+		}
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -150,6 +150,11 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 		if workflow.GetVersion(ctx, "fleet-log-chains", workflow.DefaultVersion, 1) >= 1 {
 			ensureLogChains(ctx, p.LogChains)
 		}
+		// Plans before this version list no schedules of selected
+		// databases; runs before it kept none.
+		if len(p.Drills)+len(p.Diffs) > 0 && workflow.GetVersion(ctx, "fleet-selected-schedules", workflow.DefaultVersion, 1) >= 1 {
+			keepSelectedSchedules(ctx, p)
+		}
 		now := workflow.Now(ctx)
 		f.carry = FleetCarry{Began: now, Deadline: now.Add(p.Window), Limits: p.Limits, Pending: p.Items}
 		for _, n := range p.NotRun {
@@ -248,6 +253,26 @@ func ensureLogChains(ctx workflow.Context, chains []activities.FleetLogChain) {
 	if len(starts) > 0 {
 		workflow.GetLogger(ctx).Info("log chains ensured", "started", started, "already_running", running, "of", len(starts))
 	}
+}
+
+// keepSelectedSchedules keeps the drill and differential schedules of the
+// databases the plan resolved through a selection (the worker's start
+// keeps only the databases: entries'), as ensureLogChains keeps their log
+// chains: a failure is logged and tried again by the next run, and never
+// fails the night's backups.
+func keepSelectedSchedules(ctx workflow.Context, p activities.FleetPlan) {
+	actx := withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         retry(5*time.Second, 3),
+		Summary:             "keep the drill and differential schedules of the databases the selections pick",
+	})
+	var ids []string
+	err := workflow.ExecuteActivity(actx, a.KeepSelectedSchedules, activities.SelectedSchedules{Drills: p.Drills, Diffs: p.Diffs}).Get(ctx, &ids)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("schedules of selected databases not all kept: the next fleet run tries again", "error", err)
+		return
+	}
+	workflow.GetLogger(ctx).Info("schedules of selected databases kept", "schedule_ids", ids)
 }
 
 // continued is the state a run continuing as new works from. The carried

@@ -1,11 +1,14 @@
 package workflows
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
@@ -48,5 +51,37 @@ func TestFleetEnsuresTheLogChainsOfItsPlan(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
 		t.Fatalf("log chains started %q, want one each: %q", ids, want)
+	}
+}
+
+// A Fleet run keeps the drill and differential schedules of the databases
+// its plan resolved through a selection (the worker's start keeps only the
+// entries'): one KeepSelectedSchedules with the plan's lists. One that
+// fails is logged, and the night's cycles go on.
+func TestFleetKeepsTheSchedulesOfSelectedDatabases(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		p, f := twoSiteFleet(2)
+		p.Drills = []activities.FleetLogChain{{Instance: "sql02", Database: "Selected db"}}
+		p.Diffs = []activities.FleetLogChain{{Instance: "sql02", Database: "Selected db"}, {Instance: "sql01", Database: "Archive"}}
+		env := fleetEnv(t, p, f)
+		var acts *activities.Activities
+		var got []activities.SelectedSchedules
+		env.RegisterActivity(acts.KeepSelectedSchedules)
+		env.OnActivity(acts.KeepSelectedSchedules, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.SelectedSchedules) ([]string, error) {
+				got = append(got, in)
+				if fail {
+					return nil, temporal.NewNonRetryableApplicationError("no client", activities.ErrInvalidConfig, nil)
+				}
+				return []string{"drill/sql02/Selected_db-x"}, nil
+			})
+		env.ExecuteWorkflow(FleetName, FleetInput{})
+		res := fleetResult(t, env)
+		if res.Counts[OutcomeVerified] != 2 {
+			t.Fatalf("failing %v: fleet counts %v, want both cycles verified", fail, res.Counts)
+		}
+		if len(got) != 1 || !slices.Equal(got[0].Drills, p.Drills) || !slices.Equal(got[0].Diffs, p.Diffs) {
+			t.Fatalf("failing %v: KeepSelectedSchedules called with %+v, want the plan's drills and diffs once", fail, got)
+		}
 	}
 }

@@ -101,12 +101,22 @@ func CycleSummary(instance, database, primary, remote string) string {
 // runs the cycle under CycleWorkflowID, one cycle of a database at a time.
 func DiffStartID(instance, database string) string { return pathID("diff", instance, database) }
 
+// DrillIDPrefix and DiffIDPrefix start the ids DrillWorkflowID and
+// DiffStartID give the databases of instance: every id of that instance's
+// drills (or differential schedules) starts with it.
+func DrillIDPrefix(instance string) string { return pathPrefix("drill", instance) }
+func DiffIDPrefix(instance string) string  { return pathPrefix("diff", instance) }
+
+func pathPrefix(prefix, instance string) string {
+	return prefix + "/" + unsafeID.ReplaceAllString(instance, "_") + "/"
+}
+
 // pathID is <prefix>/<instance>/<name>, characters outside
 // [A-Za-z0-9._] escaped as CycleWorkflowID escapes them, with a short hash
 // of the real names when that changed anything.
 func pathID(prefix, instance, name string) string {
 	si, sn := unsafeID.ReplaceAllString(instance, "_"), unsafeID.ReplaceAllString(name, "_")
-	id := prefix + "/" + si + "/" + sn
+	id := pathPrefix(prefix, instance) + sn
 	if si != instance || sn != name {
 		sum := sha256.Sum256([]byte(instance + "\x00" + name))
 		id += "-" + hex.EncodeToString(sum[:4])

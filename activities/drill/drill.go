@@ -234,7 +234,10 @@ func (a *Activities) target(db *config.Database, name string) (*config.SQLInstan
 
 // pickPoint is a random instant of the last `within` of the newest proven
 // window of the catalog's chains (a verified full's finish to the point
-// its applied logs reach).
+// its applied logs reach), among those the recovery plan accepts
+// (recovery.Accepted): a point the source's clock going back leaves
+// unnamed by STOPAT is never picked, so a drill of a proven chain does not
+// fail on its point.
 func pickPoint(cat recovery.Catalog, within time.Duration, now time.Time) (time.Time, error) {
 	var from, to time.Time
 	for _, ch := range cat.Chains {
@@ -249,8 +252,42 @@ func pickPoint(cat recovery.Catalog, within time.Duration, now time.Time) (time.
 	if lo := to.Add(-within); lo.After(from) {
 		from = lo
 	}
-	at := from.Add(time.Duration(rand.Int64N(int64(to.Sub(from)) + 1)))
-	return at.UTC().Truncate(time.Millisecond), nil
+	// Almost always the random point is one the plan accepts (the clock
+	// goes back twice a year at most): one plan checks it. Only when it is
+	// not are the acceptable spans worked out (a plan per log of the
+	// window) and the point drawn again among them, which keeps it
+	// uniform over the acceptable points.
+	lo, hi := from.UTC().Add(time.Millisecond-1).Truncate(time.Millisecond), to.UTC().Truncate(time.Millisecond)
+	if !hi.Before(lo) {
+		at := lo.Add(time.Duration(rand.Int64N(hi.Sub(lo).Milliseconds()+1)) * time.Millisecond)
+		if _, err := recovery.Choose(cat, recovery.Point{At: at}); err == nil {
+			return at, nil
+		}
+	}
+	spans := recovery.Accepted(cat, from, to)
+	var total int64 // milliseconds to pick from
+	for _, s := range spans {
+		total += s.To.Sub(s.From).Milliseconds() + 1
+	}
+	if total == 0 {
+		_, why := recovery.Choose(cat, recovery.Point{At: hi})
+		if why == nil {
+			return hi, nil // a window of one instant
+		}
+		return time.Time{}, activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
+			"drill.within picks a point of the last %s of the proven window (%s to %s), and the recovery plan accepts none of them (%v): "+
+				"drill with a longer drill.within, once later logs are proven, or with point: latest",
+			within, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), why))
+	}
+	n := rand.Int64N(total)
+	for _, s := range spans {
+		k := s.To.Sub(s.From).Milliseconds() + 1
+		if n < k {
+			return s.From.Add(time.Duration(n) * time.Millisecond).UTC(), nil
+		}
+		n -= k
+	}
+	return spans[len(spans)-1].To.UTC(), nil
 }
 
 // clearLeftover drops a copy under the scratch name that an earlier drill

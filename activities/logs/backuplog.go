@@ -229,6 +229,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	l.FirstLSN, l.LastLSN, l.DatabaseBackupLSN = hs.FirstLSN, hs.LastLSN, hs.DatabaseBackupLSN
 	l.BackupStart, l.BackupFinish = hs.BackupStartDate, hs.BackupFinishDate
 	l.SetUTCOffset(off)
+	// The build that wrote this log, from its own header: a source patched
+	// since the chain's full writes its logs with the new one.
+	l.SoftwareVersion = hs.SoftwareVersion
 	l.Files = nil
 	for _, name := range fileNames {
 		size, sum, err := hashFile(ctx, st, name)

@@ -587,6 +587,13 @@ func TestSQLBackupLogAdoptsAReachableForeignLog(t *testing.T) {
 	if l == nil || l.Foreign == nil || !l.Foreign.Adopted || len(l.Files) != 1 || l.Files[0].Name != r.LogFileName(2, 1, 1) {
 		t.Fatalf("adopted log %+v", l)
 	}
+	// Each log keeps the build that wrote it: the product's from its
+	// header, the tool's from msdb.
+	for _, n := range []int64{1, 2, 3} {
+		if v := r.Log(n).SoftwareVersion; v != "16.0.4135" {
+			t.Errorf("log %d records SQL Server build %q, want the source's 16.0.4135", n, v)
+		}
+	}
 	a, _ := os.ReadFile(filepath.Join(f.site.Dirs["bak01"], "tool_sales_1.trn"))
 	b, err := os.ReadFile(filepath.Join(f.site.Dirs["bak01"], l.Files[0].Name))
 	if err != nil || string(a) != string(b) {

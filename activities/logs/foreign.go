@@ -106,7 +106,7 @@ func (a *Activities) foreignLogs(ctx context.Context, sqlDB *mssql.DB, st storag
 		}
 		lb := catalog.LogBackup{Number: n, State: catalog.LogWritten, BackupSetGUID: r.GUID, FirstLSN: r.FirstLSN, LastLSN: r.LastLSN,
 			BackupStart: r.Start, BackupFinish: r.Finish, Foreign: &catalog.ForeignLog{Tool: tool, User: r.User, Path: strings.Join(paths, ", ")},
-			UpdatedAt: d.Clock().UTC()}
+			SoftwareVersion: r.SoftwareVersion, UpdatedAt: d.Clock().UTC()}
 		lb.SetUTCOffset(off)
 		var aerr error
 		if db.AdoptForeignLogs {

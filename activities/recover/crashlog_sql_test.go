@@ -2,7 +2,6 @@ package recover
 
 import (
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -48,22 +47,7 @@ func TestRecoverRetriesALogTheTargetCrashedIn(t *testing.T) {
 	// The crash, and the instance back at once (within the step's wait for
 	// its lost connection).
 	v := f.site.Verify
-	if err := v.CrashAt(sqlsim.OpRestore, 50); err != nil {
-		t.Fatal(err)
-	}
-	addr := v.Addr()
-	back := make(chan error, 1)
-	go func() {
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-				c.Close()
-				continue
-			}
-			back <- v.Start()
-			return
-		}
-		back <- nil
-	}()
+	back := crashAndBack(t, v, sqlsim.OpRestore, 50)
 	o = StepOutput{}
 	err := f.run(New(nil).RestoreLog, logIn(1), &o)
 	if err := <-back; err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"testing"
@@ -75,15 +76,23 @@ func (f *fixture) must(fn, in, out any) {
 // verified takes a full backup of Sales and verifies it as a cycle does:
 // backed up to the rotation's server, copied, restored, CHECKDB, sanity,
 // marked verified, the copy dropped (unless keep).
-func (f *fixture) verified() int64 {
+func (f *fixture) verified() int64 { return f.cycle(false) }
+
+// cycle is verified, of a differential on the newest verified full with
+// differential (the database needs diff_backup).
+func (f *fixture) cycle(differential bool) int64 {
 	f.t.Helper()
 	a := f.base
 	var p activities.Plan
-	f.must(a.PlanCycle, activities.PlanInput{Database: "Sales"}, &p)
+	f.must(a.PlanCycle, activities.PlanInput{Database: "Sales", Differential: differential}, &p)
+	if differential && p.NoDifferentialBase != "" {
+		f.t.Fatalf("no differential planned: %s", p.NoDifferentialBase)
+	}
 	var seq int64
 	f.must(a.AllocateSequence, activities.SequenceInput{Database: "Sales", Instance: p.Instance}, &seq)
 	var b activities.BackupOutput
-	f.must(a.Backup, activities.BackupInput{Database: "Sales", Instance: p.Instance, Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes}, &b)
+	f.must(a.Backup, activities.BackupInput{Database: "Sales", Instance: p.Instance, Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes,
+		Mode: p.RunMode()}, &b)
 	f.must(a.WriteManifest, activities.ManifestInput{Database: "Sales", Instance: p.Instance, Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
 	f.must(a.CopyToRemote, activities.CopyInput{Database: "Sales", Instance: p.Instance, Sequence: seq, From: p.Rotation[0], To: p.Remote}, nil)
 	v := activities.VerifyInput{Database: "Sales", Instance: p.Instance, Sequence: seq, Server: p.Remote, SourceUTCOffsetMinutes: p.Source.UTCOffsetMinutes}
@@ -240,4 +249,28 @@ func (f *fixture) recoverFrom(pin PlanInput) (Plan, FinishOutput, []StepOutput) 
 	var fin FinishOutput
 	f.must(New(nil).FinishRecover, FinishInput{Target: t, Copy: full.Copy, NoRecovery: in.NoRecovery}, &fin)
 	return p, fin, outs
+}
+
+// crashAndBack arms a crash of the target when its next op reaches
+// percent and starts it again at once once it is down (within the step's
+// wait for its lost connection); the channel says how the start went.
+func crashAndBack(t *testing.T, v *sqlsim.Instance, op string, percent float64) <-chan error {
+	t.Helper()
+	if err := v.CrashAt(op, percent); err != nil {
+		t.Fatal(err)
+	}
+	addr := v.Addr()
+	back := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+				c.Close()
+				continue
+			}
+			back <- v.Start()
+			return
+		}
+		back <- nil
+	}()
+	return back
 }

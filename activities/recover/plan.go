@@ -29,8 +29,9 @@ const serverReadTimeout = 2 * time.Minute
 // PlanRecover chooses the restore sequence that reaches the request's
 // point from the manifests and chain records of every backup server of
 // the database it can read (recovery.Choose), and checks on the target
-// what would make the restore fail late: its version against the one
-// that wrote the full, the TDE certificate of an encrypted database, the
+// what would make the restore fail late: its version against the newest
+// that wrote a backup of the plan (the full, a differential, each log),
+// the TDE certificate of an encrypted database, the
 // name free (or Replace), never the source database itself, the paths it
 // reaches the backup servers by, the edition and the free space for the
 // files' allocated size. Nothing is written anywhere. It returns the plan
@@ -285,9 +286,11 @@ func fullManifest(c recovery.Catalog, full recovery.Step) *catalog.Manifest {
 	return nil
 }
 
-// checkReadable refuses a target that cannot read the set: an older SQL
-// Server version than the one that wrote it (or the 2019 CU16 format of a
-// compressed TDE backup on an older CU), or a TDE certificate it lacks.
+// checkReadable refuses a target that cannot read a backup of the plan:
+// an older SQL Server version than the newest that wrote one of them (a
+// source patched or upgraded during the chain writes its later logs with
+// its new build; or the 2019 CU16 format of a compressed TDE backup on an
+// older CU), or a TDE certificate it lacks.
 func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *config.Database, target string, m *catalog.Manifest, p *Plan) error {
 	pv, err := sqlDB.ProductVersion(ctx)
 	if err != nil {
@@ -295,13 +298,13 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 	}
 	p.TargetVersion = pv
 	dst, _ := plan.ParseVersion(pv)
-	src, _ := plan.ParseVersion(p.SourceVersion)
-	if !src.Known() {
+	src, what := newestVersion(p.Restore.Steps)
+	if full, _ := plan.ParseVersion(p.SourceVersion); !full.Known() {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("set %d records no SQL Server version: whether %s reads it is learnt by its RESTORE", m.Sequence, target))
 	}
 	if why, _ := plan.Incompatible(src, dst, m.Options.Compression && p.TDEThumbprint != "", target); why != "" {
 		return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
-			"%s cannot restore set %d of %s: %s; recover to an instance of %s or newer (--to-instance), or upgrade %s", target, m.Sequence,
+			"%s cannot restore %s of %s: %s; recover to an instance of %s or newer (--to-instance), or upgrade %s", target, what,
 			db.ID(), why, src.Product(), target))
 	}
 	if p.TDEThumbprint == "" {
@@ -322,6 +325,23 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 	return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
 		"%s is encrypted (TDE) with the certificate of thumbprint %s, which %s does not hold in master: its RESTORE would fail with error 33111; %s",
 		db.ID(), p.TDEThumbprint, target, plan.TDECertificateFix(db.Instance, target, "")))
+}
+
+// newestVersion is the newest SQL Server build that wrote a step of the
+// plan (its full, differential or a log), and which step; unknown when
+// none records one.
+func newestVersion(steps []recovery.Step) (plan.Version, string) {
+	var newest plan.Version
+	what := ""
+	for _, s := range steps {
+		if v, _ := plan.ParseVersion(s.SoftwareVersion); v.Known() && (!newest.Known() || newest.Older(v)) {
+			newest, what = v, s.Name()
+		}
+	}
+	if what == "" && len(steps) > 0 {
+		what = steps[0].Name()
+	}
+	return newest, what
 }
 
 // layout decides where the files go and checks the target can hold them:

@@ -297,7 +297,7 @@ func (a *Activities) RestoreFull(ctx context.Context, in RestoreFullInput) (Step
 	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE DATABASE", Command: tsql.CommandRestoreDatabase,
 		Text: stmt, Marker: marker, Log: ses.log.With(zap.Int64("seq", in.Step.Sequence)), Step: StepFull, Number: in.Step.Sequence, Signal: true})
 	if err != nil && !activities.IsEndedUnseen(err) {
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
 	}
 	return a.confirmFull(ctx, ses, in, out, began)
 }
@@ -414,10 +414,14 @@ func (a *Activities) RestoreDiff(ctx context.Context, in RestoreDiffInput) (Step
 		return out, activities.NonRetryable(activities.ErrRestoreMismatch, fmt.Errorf(
 			"%s on %s is %s (redo LSN %q): it no longer takes a differential; something recovered it since its full", in.Name, ses.inst.Name, rs.State, rs.RedoLSN))
 	}
-	if !logchain.LSN(rs.RedoLSN).Less(logchain.LSN(in.Step.LastLSN)) {
+	done, err := restoredSince(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID, in.Step)
+	if err != nil {
+		return out, err
+	}
+	if done || !logchain.LSN(rs.RedoLSN).Less(logchain.LSN(in.Step.LastLSN)) {
 		out.Skipped = !out.Reattached
 		out.RedoLSN, out.Took = rs.RedoLSN, time.Since(began)
-		log.Info("differential restored already: not restored again", zap.String("redo_lsn", rs.RedoLSN))
+		log.Info("differential restored already: not restored again", zap.Bool("in_msdb", done), zap.String("redo_lsn", rs.RedoLSN))
 		return out, nil
 	}
 	c, err := a.checked(ctx, in.Step, cands, log)
@@ -434,7 +438,10 @@ func (a *Activities) RestoreDiff(ctx context.Context, in RestoreDiffInput) (Step
 	_, err = activities.RunStatement(a.Base, ctx, activities.Statement{DB: ses.sqlDB, Op: "RESTORE DATABASE", Command: tsql.CommandRestoreDatabase,
 		Text: stmt, Marker: marker, Log: log, Step: StepDiff, Number: in.Step.Sequence, Signal: true})
 	if err != nil && !activities.IsEndedUnseen(err) {
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
+	}
+	if err := completed(ctx, ses, in.Name, in.Copy.RestoreHistoryID, in.Step, err); err != nil {
+		return out, err
 	}
 	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err
@@ -494,7 +501,7 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 	if out.Reattached, err = a.awaitEarlier(ctx, ses, "RESTORE LOG", tsql.CommandRestoreLog, markers, StepLogs, in.Step.Number); err != nil {
 		return out, err
 	}
-	applied, err := restoredLogs(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID)
+	done, err := restoredSince(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID, in.Step)
 	if err != nil {
 		return out, err
 	}
@@ -507,7 +514,6 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 			"%s on %s is %s (redo LSN %q): it no longer takes log backups; something recovered it since its full", in.Name, ses.inst.Name, rs.State, rs.RedoLSN))
 	}
 	redo := logchain.LSN(rs.RedoLSN)
-	done := slices.ContainsFunc(applied, func(l mssql.RestoredLog) bool { return activities.SameGUID(l.BackupSetGUID, in.Step.GUID) })
 	if done || !redo.Less(logchain.LSN(in.Step.LastLSN)) {
 		out.Skipped = !out.Reattached
 		out.RedoLSN, out.Reached, out.Took = rs.RedoLSN, !stopAt.IsZero() && redo.Less(logchain.LSN(in.Step.LastLSN)), time.Since(began)
@@ -543,22 +549,12 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 			"%s into %s on %s: SQL Server refuses STOPAT %s as before the point the copy already reached (the source's clock went back since "+
 				"the full?); recover to a later point or to the latest: %w", in.Step.Name(), in.Name, ses.inst.Name, stopAt.Format("2006-01-02T15:04:05.000"), err))
 	default:
-		return out, activities.SQLError(err)
+		return out, a.restoreFailed(ctx, ses, in.Name, in.Step, err)
 	}
-	if activities.IsEndedUnseen(err) {
-		// The statement outlived its lost connection (the target may have
-		// crashed and come back): only msdb tells whether it completed. One
-		// that did not applied nothing, and the redo LSN it left short of
-		// the log's end is no STOPAT reached inside it: the step fails and
-		// its retry applies the log.
-		applied, aerr := restoredLogs(ctx, ses.sqlDB, in.Name, in.Copy.RestoreHistoryID)
-		if aerr != nil {
-			return out, aerr
-		}
-		if !slices.ContainsFunc(applied, func(l mssql.RestoredLog) bool { return activities.SameGUID(l.BackupSetGUID, in.Step.GUID) }) {
-			return out, activities.SQLError(fmt.Errorf("%s into %s on %s did not complete (msdb has no restore of it): %w", in.Step.Name(), in.Name,
-				ses.inst.Name, err))
-		}
+	// One cut short applied nothing, and the redo LSN it left short of the
+	// log's end is no STOPAT reached inside it.
+	if err := completed(ctx, ses, in.Name, in.Copy.RestoreHistoryID, in.Step, err); err != nil {
+		return out, err
 	}
 	if rs, err = activities.RestoringState(ctx, ses.sqlDB, in.Name); err != nil {
 		return out, err
@@ -569,6 +565,26 @@ func (a *Activities) RestoreLog(ctx context.Context, in RestoreLogInput) (StepOu
 	log.Info("log backup applied", zap.String("server", c.server), zap.String("redo_lsn", rs.RedoLSN), zap.Bool("reached", out.Reached),
 		zap.Duration("took", out.Took))
 	return out, nil
+}
+
+// restoreFailed is the error of the RESTORE of step s into name that
+// SQL Server failed with err. A backup the target's version cannot read
+// (3169, or 3241 from a newer build than the target's: the step's
+// recorded build, else the source's now) is InvalidConfig naming the
+// versions, never CorruptBackup: it says nothing about the backup, and a
+// recover to another instance restores it. Anything else is as
+// activities.SQLError classifies it.
+func (a *Activities) restoreFailed(ctx context.Context, ses *session, name string, s recovery.Step, err error) error {
+	why, fix, verr := activities.VersionRefusal(a.Base, ctx, ses.sqlDB, ses.db, ses.inst.Name, s.SoftwareVersion, false, err)
+	switch {
+	case verr != nil:
+		return verr
+	case why == "":
+		return activities.SQLError(err)
+	}
+	return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+		"%s into %s on %s: the instance cannot read it, which says nothing about the backup: %s; %s, or recover to an instance that can (--to-instance): %w",
+		s.Name(), name, ses.inst.Name, why, fix, err))
 }
 
 // FinishRecover ends the restore sequence: RESTORE DATABASE ... WITH
@@ -615,7 +631,50 @@ func (a *Activities) FinishRecover(ctx context.Context, in FinishInput) (FinishO
 // restoredLogs are the log backups msdb says were restored into name
 // after restore-history row after.
 func restoredLogs(ctx context.Context, sqlDB *mssql.DB, name string, after int64) ([]mssql.RestoredLog, error) {
-	q, args, err := tsql.RestoredLogs(name, after)
+	return restoredOfType(ctx, sqlDB, name, after, tsql.RestoreTypeLog)
+}
+
+// restoredSince reports whether msdb says step s (a log or a
+// differential) was restored into name after restore-history row after
+// (the recover's full): a RESTORE that completed, seen or not.
+func restoredSince(ctx context.Context, sqlDB *mssql.DB, name string, after int64, s recovery.Step) (bool, error) {
+	typ := tsql.RestoreTypeLog
+	if s.Kind == recovery.KindDiff {
+		typ = tsql.RestoreTypeDifferential
+	}
+	rs, err := restoredOfType(ctx, sqlDB, name, after, typ)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(rs, func(r mssql.RestoredLog) bool { return activities.SameGUID(r.BackupSetGUID, s.GUID) }), nil
+}
+
+// completed checks the RESTORE of step s (a log or a differential) into
+// name once RunStatement returned err. A RESTORE whose connection was
+// lost (activities.IsEndedUnseen) ran on and has ended since, the target
+// may have crashed and come back meanwhile: only msdb's restore history
+// tells whether it completed. One that did not restored nothing: the step
+// fails (retryable, as the lost connection) and its retry restores it;
+// one that did is not restored again (restoredSince, on the retry too).
+func completed(ctx context.Context, ses *session, name string, after int64, s recovery.Step, err error) error {
+	if !activities.IsEndedUnseen(err) {
+		return nil
+	}
+	done, aerr := restoredSince(ctx, ses.sqlDB, name, after, s)
+	switch {
+	case aerr != nil:
+		return aerr
+	case !done:
+		return activities.SQLError(fmt.Errorf("%s into %s on %s did not complete (msdb has no restore of it): %w", s.Name(), name, ses.inst.Name, err))
+	}
+	ses.log.Info("the RESTORE that outlived its connection completed (msdb has its restore)", zap.String("backup", s.Name()))
+	return nil
+}
+
+// restoredOfType are the backups of restore type typ msdb says were
+// restored into name after restore-history row after.
+func restoredOfType(ctx context.Context, sqlDB *mssql.DB, name string, after int64, typ string) ([]mssql.RestoredLog, error) {
+	q, args, err := tsql.RestoredBackups(name, after, typ)
 	if err != nil {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}

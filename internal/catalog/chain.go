@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"sort"
 	"time"
@@ -119,6 +120,14 @@ type LogBackup struct {
 	Foreign           *ForeignLog `json:"foreign,omitempty"`
 	Failure           string      `json:"failure,omitempty"`
 	UpdatedAt         time.Time   `json:"updated_at"`
+	// SoftwareVersion is the SQL Server build that wrote this log backup
+	// (major.minor.build, RESTORE HEADERONLY's SoftwareVersionMajor,
+	// Minor and Build, or msdb's backupset software_major_version,
+	// software_minor_version and software_build_version for another
+	// tool's): a source patched or upgraded during the chain writes its
+	// later logs with its new build, which no older version restores.
+	// Empty in records written before it was kept.
+	SoftwareVersion string `json:"software_version,omitempty"`
 }
 
 // SetUTCOffset records the source's offset from UTC with which
@@ -310,6 +319,9 @@ func (r *ChainRecord) validateLog(l *LogBackup, i int, bad func(string, ...any))
 	if l.DatabaseBackupLSN != "" && !lsnRE.MatchString(l.DatabaseBackupLSN) {
 		bad("log %d: database_backup_lsn %q is not a numeric(25,0) LSN", l.Number, l.DatabaseBackupLSN)
 	}
+	if l.SoftwareVersion != "" && !softwareVersionRE.MatchString(l.SoftwareVersion) {
+		bad("log %d: software_version %q is not a SQL Server build (major.minor.build)", l.Number, l.SoftwareVersion)
+	}
 	checkInstants(fmt.Sprintf("log %d", l.Number), l.UTCOffsetMinutes, bad,
 		reported{"backup_start", l.BackupStart, l.BackupStartUTC}, reported{"backup_finish", l.BackupFinish, l.BackupFinishUTC})
 	if len(l.Files) > MaxLogFiles {
@@ -336,6 +348,9 @@ func (r *ChainRecord) validateLog(l *LogBackup, i int, bad func(string, ...any))
 		bad("log %d: state %q and the failure record disagree", l.Number, l.State)
 	}
 }
+
+// softwareVersionRE is a SQL Server build as a backup's header gives it.
+var softwareVersionRE = regexp.MustCompile(`^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,6}(\.[0-9]{1,6})?$`)
 
 var chainKind = recordKind{what: "chain record", purpose: purposeChain, version: ChainSchemaVersion}
 
@@ -452,11 +467,27 @@ func ListChains(ctx context.Context, fsys FS, keys *Keys, d DB) (ChainListing, e
 // recorded without one is left out): the logchain model holds instants
 // only, but STOPAT is a time on the source's clock.
 func LogOffsets(parts []*ChainRecord) map[int64]int {
-	out := map[int64]int{}
+	return byNumber(parts, func(l LogBackup) (int, bool) {
+		if l.UTCOffsetMinutes == nil {
+			return 0, false
+		}
+		return *l.UTCOffsetMinutes, true
+	})
+}
+
+// LogVersions are the SQL Server builds that wrote the log backups of
+// parts, by number (a log recorded without one is left out).
+func LogVersions(parts []*ChainRecord) map[int64]string {
+	return byNumber(parts, func(l LogBackup) (string, bool) { return l.SoftwareVersion, l.SoftwareVersion != "" })
+}
+
+// byNumber is what get gives of each log backup of parts, by number.
+func byNumber[T any](parts []*ChainRecord, get func(LogBackup) (T, bool)) map[int64]T {
+	out := map[int64]T{}
 	for _, p := range parts {
 		for _, l := range p.Logs {
-			if l.UTCOffsetMinutes != nil {
-				out[l.Number] = *l.UTCOffsetMinutes
+			if v, ok := get(l); ok {
+				out[l.Number] = v
 			}
 		}
 	}

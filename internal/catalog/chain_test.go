@@ -34,6 +34,7 @@ func sampleChain(t *testing.T, n, files int) *ChainRecord {
 		l.BackupStart = chainT0.Add(time.Duration(i)*time.Minute + time.Hour)
 		l.BackupFinish = l.BackupStart.Add(3 * time.Second)
 		l.SetUTCOffset(60)
+		l.SoftwareVersion = "16.0.4135"
 		for j := 1; j <= files; j++ {
 			l.Files = append(l.Files, Stripe{Name: r.LogFileName(l.Number, j, files), Size: 1 << 20, SHA256: strings.Repeat("ab", 32)})
 		}
@@ -95,6 +96,7 @@ func TestChainRecordStrictDecode(t *testing.T) {
 		"over the cap":   append(bytes.Clone(data), bytes.Repeat([]byte(" "), MaxChainRecordBytes)...),
 		"unknown proof":  bytes.Replace(data, []byte(`"mode": "standby"`), []byte(`"mode": "hope"`), 1),
 		"numbers reused": bytes.Replace(data, []byte(`"number": 2`), []byte(`"number": 1`), 1),
+		"not a build":    bytes.Replace(data, []byte(`"software_version": "16.0.4135"`), []byte(`"software_version": "2022 CU16"`), 1),
 	} {
 		if _, err := DecodeChain(bad, nil); err == nil {
 			t.Errorf("%s: decoded", name)
@@ -104,6 +106,27 @@ func TestChainRecordStrictDecode(t *testing.T) {
 
 // A part at its limits (every log with MaxLogFiles files, the longest
 // names) stays within MaxChainRecordBytes.
+// A record written before log backups kept their build decodes as it
+// did: no build for its logs (the recover then checks the full's, and the
+// source's for a RESTORE the target refuses).
+func TestChainRecordWithoutLogVersions(t *testing.T) {
+	r := sampleChain(t, 2, 1)
+	for i := range r.Logs {
+		r.Logs[i].SoftwareVersion = ""
+	}
+	data, err := EncodeChain(r, nil)
+	if err != nil || bytes.Contains(data, []byte("software_version")) {
+		t.Fatalf("a record without builds: %v\n%s", err, data)
+	}
+	got, err := DecodeChain(data, nil)
+	if err != nil || len(LogVersions([]*ChainRecord{got})) != 0 {
+		t.Fatalf("decoded %v, builds %v", err, LogVersions([]*ChainRecord{got}))
+	}
+	if v := LogVersions([]*ChainRecord{sampleChain(t, 2, 1)}); v[1] != "16.0.4135" || v[2] != "16.0.4135" {
+		t.Fatalf("builds of a record that keeps them: %v", v)
+	}
+}
+
 func TestChainRecordFullPartFits(t *testing.T) {
 	long := strings.Repeat("ü", 80) // 160 bytes: the widest database part
 	r := sampleChain(t, 0, 0)
@@ -118,6 +141,7 @@ func TestChainRecordFullPartFits(t *testing.T) {
 		l.BackupSetGUID = "9b8c2f0e-0000-4000-8000-000000000000"
 		l.BackupStart, l.BackupFinish = chainT0, chainT0
 		l.SetUTCOffset(-570)
+		l.SoftwareVersion = "999.999.999999.999999"
 		for j := 1; j <= MaxLogFiles; j++ {
 			l.Files = append(l.Files, Stripe{Name: r.LogFileName(l.Number, j, MaxLogFiles), Size: 1 << 40, SHA256: strings.Repeat("ab", 32)})
 		}

@@ -96,10 +96,16 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 // softwareVersion is HEADERONLY's SoftwareVersionMajor.Minor.Build, "" when
 // the row has none.
 func softwareVersion(r row) string {
-	if r.get("SoftwareVersionMajor") == nil {
+	return buildOf(r, "SoftwareVersionMajor", "SoftwareVersionMinor", "SoftwareVersionBuild")
+}
+
+// buildOf is the build "major.minor.build" of the row's three columns, ""
+// when the major one is missing or NULL.
+func buildOf(r row, major, minor, build string) string {
+	if r.get(major) == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d.%d.%d", r.int("SoftwareVersionMajor"), r.int("SoftwareVersionMinor"), r.int("SoftwareVersionBuild"))
+	return fmt.Sprintf("%d.%d.%d", r.int(major), r.int(minor), r.int(build))
 }
 
 // FileListOnly runs a RESTORE FILELISTONLY statement and reads its rows by

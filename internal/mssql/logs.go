@@ -45,6 +45,10 @@ type LogBackupRow struct {
 	Family      int64
 	Path        string
 	DeviceType  int64
+	// SoftwareVersion is the build that wrote it, major.minor.build
+	// (software_major_version, software_minor_version,
+	// software_build_version); "" when msdb holds NULL.
+	SoftwareVersion string
 }
 
 // UTCOffsetMinutes is the offset from UTC the backup's dates are on:
@@ -67,7 +71,8 @@ func (db *DB) LogBackupHistory(ctx context.Context, query string, args ...any) (
 			Description: r.str("description"), User: r.str("user_name"), Server: r.str("server_name"),
 			FirstLSN: r.str("first_lsn"), LastLSN: r.str("last_lsn"), Start: r.time("backup_start_date"),
 			Finish: r.time("backup_finish_date"), TimeZone: r.int("time_zone"), CopyOnly: r.bool("is_copy_only"), Fork: recoveryFork(r),
-			Family: r.int("family_sequence_number"), Path: r.str("physical_device_name"), DeviceType: r.int("device_type")})
+			Family: r.int("family_sequence_number"), Path: r.str("physical_device_name"), DeviceType: r.int("device_type"),
+			SoftwareVersion: buildOf(r, "software_major_version", "software_minor_version", "software_build_version")})
 	})
 	return out, err
 }

@@ -75,6 +75,9 @@ func (v Version) Release() string {
 // Product names the build: "SQL Server 2022 (16.0.4135.4)".
 func (v Version) Product() string { return fmt.Sprintf("%s (%s)", v.Release(), v) }
 
+// Older reports v an older build than o, revisions aside.
+func (v Version) Older(o Version) bool { return v.before(o.Major, o.Minor, o.Build) }
+
 // before reports v older than the build major.minor.build, revisions aside.
 func (v Version) before(major, minor, build int) bool {
 	if v.Major != major {

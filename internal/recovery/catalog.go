@@ -60,9 +60,11 @@ type Set struct {
 type Chain struct {
 	logchain.Chain
 	// GUIDs and Offsets are each log backup's backup set GUID and the
-	// source's offset from UTC its dates were reported with, by number.
-	GUIDs   map[int64]string
-	Offsets map[int64]int
+	// source's offset from UTC its dates were reported with, by number;
+	// Versions the SQL Server build that wrote it, where recorded.
+	GUIDs    map[int64]string
+	Offsets  map[int64]int
+	Versions map[int64]string
 }
 
 // Catalog is every backup a restore of the database may use.
@@ -182,7 +184,7 @@ func buildChains(servers []Server, sets []Set, reachableServers, ignored []strin
 			ignored = append(ignored, fmt.Sprintf("log chain %d is not used: %v", id, err))
 			continue
 		}
-		c := Chain{Chain: ch, GUIDs: map[int64]string{}, Offsets: catalog.LogOffsets(parts[id])}
+		c := Chain{Chain: ch, GUIDs: map[int64]string{}, Offsets: catalog.LogOffsets(parts[id]), Versions: catalog.LogVersions(parts[id])}
 		for _, p := range parts[id] {
 			for _, l := range p.Logs {
 				c.GUIDs[l.Number] = l.BackupSetGUID

@@ -87,3 +87,38 @@ func TestChooseRefusesAPointTheSourcesClockWentBackBefore(t *testing.T) {
 	_, err = Choose(Build(fwd), Point{At: at(55)})
 	unreachable(t, err, "clock changed from UTC+00:00 to UTC+01:00 between log 3 of chain 1 and log 4 of chain 1", "two clocks")
 }
+
+// Accepted leaves out exactly what Choose refuses: with the source's clock
+// back 40 minutes before log 4 (UTC+01:40 to UTC+01:00) and no newer full,
+// the points log 4 holds (its commits on two clocks) and those up to
+// minute 100 (the commits of logs 1-3 read up to 12:40 on the clock, 11:40
+// UTC when it reads 12:40 again) are refused; the span after starts at
+// minute 100 to the millisecond.
+func TestAcceptedLeavesOutThePointsChooseRefuses(t *testing.T) {
+	back := estate()
+	reclock(back, 1, []int64{1, 2, 3}, 100)
+	var noSet2 []Server
+	for _, sv := range back {
+		sv.Manifests = sv.Manifests[:1]
+		noSet2 = append(noSet2, sv)
+	}
+	c := Build(noSet2)
+	spans := Accepted(c, at(0), at(120))
+	var got []string
+	for _, s := range spans {
+		got = append(got, fmt.Sprintf("%s-%s", s.From.Sub(t0), s.To.Sub(t0)))
+		for _, p := range []time.Time{s.From, s.From.Add(s.To.Sub(s.From) / 2), s.To} {
+			if _, err := Choose(c, Point{At: p}); err != nil {
+				t.Errorf("span %s: %s refused: %v", got[len(got)-1], p.Sub(t0), err)
+			}
+		}
+	}
+	// The logs start every 15 minutes: an instant a log starts at is left out.
+	want := "[0s-14m59.999s 15m0.001s-29m59.999s 30m0.001s-44m59.999s 1h40m0s-1h44m59.999s 1h45m0.001s-2h0m0s]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("accepted %v, want %v", got, want)
+	}
+	if _, err := Choose(c, Point{At: at(100).Add(-time.Millisecond)}); err == nil {
+		t.Fatal("a millisecond before minute 100 planned, want it refused")
+	}
+}

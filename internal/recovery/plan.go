@@ -61,6 +61,10 @@ type Step struct {
 	Finish           time.Time `json:"finish"`
 	UTCOffsetMinutes int       `json:"utc_offset_minutes"`
 	Files            []File    `json:"files"`
+	// SoftwareVersion is the SQL Server build that wrote it, as its
+	// manifest or chain record has it ("" when not recorded): the target
+	// must read every step's.
+	SoftwareVersion string `json:"software_version,omitempty"`
 	// Servers are the reachable backup servers holding every file, in the
 	// order to try them.
 	Servers []string `json:"servers"`
@@ -296,6 +300,7 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 		}
 	}
 	var unproven []string
+	plan.Steps = slices.Grow(plan.Steps, len(reach))
 	for _, l := range reach {
 		plan.Steps = append(plan.Steps, logStep(ch, l))
 		if l.Proven == nil {
@@ -454,7 +459,7 @@ func setStep(s Set, kind Kind) Step {
 	st := Step{Kind: kind, Sequence: s.Sequence, GUID: s.GUID, FirstLSN: string(s.FirstLSN), LastLSN: string(s.LastLSN),
 		Finish: s.Finish, Servers: slices.Clone(s.Holders), Proven: s.Verified}
 	if h := m.Header; h != nil {
-		st.Start = h.BackupStartUTC
+		st.Start, st.SoftwareVersion = h.BackupStartUTC, h.SoftwareVersion
 		if h.UTCOffsetMinutes != nil {
 			st.UTCOffsetMinutes = *h.UTCOffsetMinutes
 		}
@@ -468,7 +473,8 @@ func setStep(s Set, kind Kind) Step {
 
 func logStep(ch *Chain, l logchain.Log) Step {
 	st := Step{Kind: KindLog, Chain: ch.ID, Number: l.Number, GUID: ch.GUIDs[l.Number], FirstLSN: string(l.FirstLSN), LastLSN: string(l.LastLSN),
-		Start: l.Start, Finish: l.Finish, UTCOffsetMinutes: ch.Offsets[l.Number], Servers: slices.Clone(l.Servers), Proven: l.Proven != nil}
+		Start: l.Start, Finish: l.Finish, UTCOffsetMinutes: ch.Offsets[l.Number], SoftwareVersion: ch.Versions[l.Number],
+		Servers: slices.Clone(l.Servers), Proven: l.Proven != nil}
 	for _, f := range l.Files {
 		st.Files = append(st.Files, File{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
 		st.Bytes += f.Size

@@ -502,7 +502,7 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID,
 		Type: lsns.typ, CheckpointLSN: lsns.checkpoint, DatabaseBackupLSN: lsns.databaseBackup, User: x.s.login.User,
 		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks,
-		DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID})
+		DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID, SoftwareVersion: x.in.cfg.ProductVersion})
 	x.in.cat.NextBackupSetID++
 	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
 	if !s.log && !o.copyOnly && !o.differential {

@@ -144,6 +144,17 @@ func mediaVersion(h *mediaHeader) (major, minor, build int) {
 	return major, minor, build
 }
 
+// softwareColumns are backupset's software_major_version,
+// software_minor_version and software_build_version of a set written by
+// build v; NULL for a set of a catalog that did not record it.
+func softwareColumns(v string) (major, minor, build any) {
+	var a, b, c int64
+	if _, err := fmt.Sscanf(v, "%d.%d.%d", &a, &b, &c); err != nil {
+		return nil, nil, nil
+	}
+	return a, b, c
+}
+
 // errNewerBackup is 3169, RESTORE DATABASE of a backup from a newer major
 // version: backups "cannot be restored by any earlier version of SQL
 // Server" ("Copy Databases with Backup and Restore",

@@ -179,7 +179,8 @@ func (in *Instance) backupSetIDLocked(st *stripe) int64 {
 		CopyOnly: h.CopyOnly, Checksums: h.Checksums, Compressed: h.Compressed, Size: t.SetRawBytes,
 		CompSize: t.SetStored, Server: h.Server, Name: h.Name, Description: h.Description, FamilyGUID: headerFamilyGUID(h),
 		Type: typ, CheckpointLSN: h.CheckpointLSN, DatabaseBackupLSN: h.DatabaseLSN, User: h.User, BeginsLogChain: h.BeginsLogChain,
-		RecoveryModel: h.RecoveryModel, Forks: headerForks(h), DiffBaseLSN: h.DiffBaseLSN, DiffBaseGUID: h.DiffBaseGUID})
+		RecoveryModel: h.RecoveryModel, Forks: headerForks(h), DiffBaseLSN: h.DiffBaseLSN, DiffBaseGUID: h.DiffBaseGUID,
+		SoftwareVersion: h.SoftwareVersion})
 	return id
 }
 

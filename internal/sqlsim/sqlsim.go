@@ -341,6 +341,10 @@ type backupSetRow struct {
 	// differential_base_guid.
 	DiffBaseLSN  uint64 `json:"differential_base_lsn,omitempty"`
 	DiffBaseGUID guid   `json:"differential_base_guid,omitzero"`
+	// SoftwareVersion is the build that wrote the set (the instance's
+	// ProductVersion then): software_major_version, software_minor_version
+	// and software_build_version; "" in catalogs written before (NULL).
+	SoftwareVersion string `json:"software_version,omitempty"`
 }
 
 var systemDatabases = []*database{

@@ -454,7 +454,14 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			// A differential's base: "Base LSN for differential backups"
 			// and "the unique identifier of the differential base"; NULL
 			// for other types (backupset (Transact-SQL)).
-			col(qual, "differential_base_lsn", tds.TypeNumeric, 0), col(qual, "differential_base_guid", tds.TypeUniqueIdentifier, 0)}
+			col(qual, "differential_base_lsn", tds.TypeNumeric, 0), col(qual, "differential_base_guid", tds.TypeUniqueIdentifier, 0),
+			// The build that wrote the set: "Microsoft SQL Server major
+			// version number that created the backup set", its minor
+			// version and build number, tinyint, tinyint and smallint
+			// (backupset (Transact-SQL),
+			// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql).
+			col(qual, "software_major_version", tds.TypeTinyInt, 0), col(qual, "software_minor_version", tds.TypeTinyInt, 0),
+			col(qual, "software_build_version", tds.TypeSmallInt, 0)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -474,6 +481,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			}
 			firstFork, lastFork, forkPoint := forkColumns(backupSetForks(b))
 			diffBaseLSN, diffBaseGUID := diffBaseColumns(b.DiffBaseLSN, b.DiffBaseGUID)
+			major, minor, build := softwareColumns(b.SoftwareVersion)
 			typ, model := b.Type, b.RecoveryModel
 			if typ == "" {
 				typ = "D"
@@ -488,7 +496,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain,
-				backupTimeZone(b.Start), firstFork, lastFork, forkPoint, diffBaseLSN, diffBaseGUID})
+				backupTimeZone(b.Start), firstFork, lastFork, forkPoint, diffBaseLSN, diffBaseGUID, major, minor, build})
 		}
 	case "backupmediafamily":
 		// One row per media family: media_set_id (the emulator's is the

@@ -265,7 +265,9 @@ func SimpleRecoveryFix(db string) (string, error) {
 // 9 URL, 7 virtual device), first_recovery_fork_guid,
 // last_recovery_fork_guid uniqueidentifier and fork_point_lsn
 // numeric(25,0), NULL unless the two differ: the recovery path the backup
-// is on) ("backupset (Transact-SQL)", "backupmediafamily (Transact-SQL)").
+// is on; software_major_version, software_minor_version tinyint and
+// software_build_version smallint: the build that wrote it) ("backupset
+// (Transact-SQL)", "backupmediafamily (Transact-SQL)").
 // Copy-only log backups are listed too (the caller skips them: they leave
 // the chain alone); so are those of other recovery paths, which share LSNs
 // with the chain's (logchain.Fork).
@@ -279,6 +281,7 @@ func LogBackupsAfter(db, after string) (string, []any, error) {
 	return "SELECT bs.backup_set_id, bs.backup_set_uuid, bs.name, bs.description, bs.user_name, bs.server_name, " +
 		"bs.first_lsn, bs.last_lsn, bs.database_backup_lsn, bs.backup_start_date, bs.backup_finish_date, bs.time_zone, " +
 		"bs.is_copy_only, bs.first_recovery_fork_guid, bs.last_recovery_fork_guid, bs.fork_point_lsn, " +
+		"bs.software_major_version, bs.software_minor_version, bs.software_build_version, " +
 		"mf.family_sequence_number, mf.physical_device_name, mf.device_type " +
 		"FROM msdb.dbo.backupset AS bs JOIN msdb.dbo.backupmediafamily AS mf ON mf.media_set_id = bs.media_set_id " +
 		"WHERE bs.database_name = @p1 AND bs.type = 'L' AND bs.last_lsn > CAST(@p2 AS numeric(25,0)) " +

@@ -3,8 +3,9 @@ package tsql
 import "fmt"
 
 // The queries of a restore to a new home (the Recover workflow): where the
-// target instance puts a database's files by default, and which log
-// backups msdb says were restored into the database since its full.
+// target instance puts a database's files by default, and which log and
+// differential backups msdb says were restored into the database since
+// its full.
 
 // DefaultPaths is the query for the target instance's default data and log
 // directories: one row (data_path, log_path nvarchar(512), NULL when
@@ -16,21 +17,33 @@ import "fmt"
 const DefaultPaths = "SELECT CAST(SERVERPROPERTY(N'InstanceDefaultDataPath') AS nvarchar(512)) AS data_path, " +
 	"CAST(SERVERPROPERTY(N'InstanceDefaultLogPath') AS nvarchar(512)) AS log_path"
 
-// RestoredLogs returns the query for the log backups restored into db after
+// Restore types of msdb.dbo.restorehistory.restore_type: "D = Database,
+// F = File, G = Filegroup, I = Differential, L = Log, V = Verifyonly"
+// ("restorehistory (Transact-SQL)",
+// https://learn.microsoft.com/sql/relational-databases/system-tables/restorehistory-transact-sql).
+const (
+	RestoreTypeLog          = "L"
+	RestoreTypeDifferential = "I"
+)
+
+// RestoredBackups returns the query for the backups of restore type typ
+// (RestoreTypeLog, RestoreTypeDifferential) restored into db after
 // restore-history row `after` (the full restore that started the
 // sequence), oldest first: rows (restore_history_id int, backup_set_uuid
 // uniqueidentifier, first_lsn, last_lsn numeric(25,0), stop_at datetime).
-// RESTORE LOG writes a restorehistory row of restore_type 'L' and the
-// backup set's row of msdb.dbo.backupset on the instance that restores
-// ("restorehistory (Transact-SQL)",
-// https://learn.microsoft.com/sql/relational-databases/system-tables/restorehistory-transact-sql;
-// "backupset (Transact-SQL)").
-func RestoredLogs(db string, after int64) (string, []any, error) {
+// A RESTORE LOG or RESTORE DATABASE of a differential writes a
+// restorehistory row of its type and the backup set's row of
+// msdb.dbo.backupset on the instance that restores ("restorehistory
+// (Transact-SQL)"; "backupset (Transact-SQL)"); one cut short writes none.
+func RestoredBackups(db string, after int64, typ string) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
-		return "", nil, fmt.Errorf("restored logs lookup: %w", err)
+		return "", nil, fmt.Errorf("restored backups lookup: %w", err)
+	}
+	if typ != RestoreTypeLog && typ != RestoreTypeDifferential {
+		return "", nil, fmt.Errorf("restored backups lookup: %w: restore type %q (want %s or %s)", ErrInvalidOption, typ, RestoreTypeLog, RestoreTypeDifferential)
 	}
 	return "SELECT rh.restore_history_id, bs.backup_set_uuid, bs.first_lsn, bs.last_lsn, rh.stop_at " +
 		"FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs ON bs.backup_set_id = rh.backup_set_id " +
-		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = 'L' AND rh.restore_history_id > @p2 " +
-		"ORDER BY rh.restore_history_id", []any{db, after}, nil
+		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = @p3 AND rh.restore_history_id > @p2 " +
+		"ORDER BY rh.restore_history_id", []any{db, after, typ}, nil
 }

@@ -25,8 +25,11 @@ func TestRestoreDatabaseWithTheBackupsTuning(t *testing.T) {
 	if stmt, _ := RestoreDatabase(o); strings.Contains(stmt, "BUFFERCOUNT") || strings.Contains(stmt, "MAXTRANSFERSIZE") {
 		t.Fatalf("untuned statement %q", stmt)
 	}
-	q, args, err := RestoredLogs("Sales]x", 7)
-	if err != nil || !strings.Contains(q, "restore_type = 'L'") || len(args) != 2 || args[0] != "Sales]x" || args[1] != int64(7) {
-		t.Fatalf("RestoredLogs: %q %v %v", q, args, err)
+	q, args, err := RestoredBackups("Sales]x", 7, RestoreTypeLog)
+	if err != nil || !strings.Contains(q, "restore_type = @p3") || len(args) != 3 || args[0] != "Sales]x" || args[1] != int64(7) || args[2] != "L" {
+		t.Fatalf("RestoredBackups: %q %v %v", q, args, err)
+	}
+	if _, _, err := RestoredBackups("Sales", 7, "D' OR 1=1 --"); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("RestoredBackups of an unknown type: %v, want ErrInvalidOption", err)
 	}
 }

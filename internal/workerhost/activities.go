@@ -26,6 +26,9 @@ func NewActivities(log *zap.Logger, live *LiveConfig, c *client.Client, mx *endp
 			Live: live,
 			// Live progress for the `progress` query and the Web UI.
 			Signal: c.SDK().SignalWorkflow,
+			// The drill and differential schedules a fleet run keeps for
+			// the databases a selection picks.
+			Schedules: c,
 		}
 	}
 	return acts

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,18 +116,19 @@ func (c *Client) keepSchedules(ctx context.Context, want []kept, have []string, 
 // every drill.every (overlap SKIP: a drill that comes due while the
 // previous one runs is skipped; an existing schedule keeps its paused
 // state), and deletes the drill schedules of databases that no longer have
-// drill:. The error joins the schedules that could not be kept or
-// deleted; the others are handled anyway.
+// drill:, but for those a fleet run keeps for the databases an instance's
+// selection picks while defaults: has drill: (KeepSelectedSchedules). The
+// error joins the schedules that could not be kept or deleted; the others
+// are handled anyway.
 func (c *Client) EnsureDrillSchedules(ctx context.Context, cfg *config.Config) (done []ScheduleResult, deleted []string, err error) {
 	var want []kept
 	for i := range cfg.Databases {
-		db := &cfg.Databases[i]
-		if db.Drills() {
-			want = append(want, kept{id: DrillScheduleID(db.Instance, db.Name), db: db, every: db.Drill.Every, workflow: workflows.DrillName,
-				args: workflows.DrillInput{Database: db.Name, Instance: db.Instance}, summary: "scheduled drill"})
+		if db := &cfg.Databases[i]; db.Drills() {
+			want = append(want, drillKept(db))
 		}
 	}
 	have, err := c.scheduleIDs(ctx, workflows.DrillName)
+	have = notSelected(cfg, have, cfg.Defaults.Drills(), workflows.DrillIDPrefix, DrillScheduleID)
 	done, deleted, kerr := c.keepSchedules(ctx, want, have, "drill schedule", DrillScheduleNote)
 	return done, deleted, errors.Join(err, kerr)
 }
@@ -137,14 +139,14 @@ func (c *Client) EnsureDrillSchedules(ctx context.Context, cfg *config.Config) (
 // cycle it starts runs under the database's own cycle id, so a
 // differential that comes due while a cycle of the database runs ends
 // skipped; an existing schedule keeps its paused state), and deletes the
-// differential schedules of databases that no longer have diff_backup.
+// differential schedules of databases that no longer have diff_backup, but
+// for those a fleet run keeps for selected databases, as
+// EnsureDrillSchedules.
 func (c *Client) EnsureDiffSchedules(ctx context.Context, cfg *config.Config) (done []ScheduleResult, deleted []string, err error) {
 	var want []kept
 	for i := range cfg.Databases {
-		db := &cfg.Databases[i]
-		if db.DiffBackups() {
-			want = append(want, kept{id: DiffScheduleID(db.Instance, db.Name), db: db, every: db.DiffBackup.Every, workflow: workflows.BackupCycleName,
-				args: workflows.CycleInput{Database: db.Name, Instance: db.Instance, Differential: true}, summary: "scheduled differential"})
+		if db := &cfg.Databases[i]; db.DiffBackups() {
+			want = append(want, diffKept(db))
 		}
 	}
 	ids, err := c.scheduleIDs(ctx, workflows.BackupCycleName)
@@ -154,6 +156,82 @@ func (c *Client) EnsureDiffSchedules(ctx context.Context, cfg *config.Config) (d
 			have = append(have, id)
 		}
 	}
+	have = notSelected(cfg, have, cfg.Defaults.DiffBackups(), workflows.DiffIDPrefix, DiffScheduleID)
 	done, deleted, kerr := c.keepSchedules(ctx, want, have, "differential schedule", DiffScheduleNote)
 	return done, deleted, errors.Join(err, kerr)
+}
+
+// KeepSelectedSchedules keeps the drill schedules of drills and the
+// differential schedules of diffs, databases an instance's selection picks
+// (a fleet run resolves them; the worker's start knows only the entries),
+// exactly as the worker keeps the entries', and deletes none. It returns
+// the ids kept; the error joins those that could not be.
+func (c *Client) KeepSelectedSchedules(ctx context.Context, drills, diffs []*config.Database) ([]string, error) {
+	var ids []string
+	var errs []error
+	for _, k := range []struct {
+		dbs  []*config.Database
+		of   func(*config.Database) kept
+		what string
+		note string
+	}{{drills, drillKept, "drill schedule", DrillScheduleNote}, {diffs, diffKept, "differential schedule", DiffScheduleNote}} {
+		var want []kept
+		for _, db := range k.dbs {
+			want = append(want, k.of(db))
+		}
+		done, _, err := c.keepSchedules(ctx, want, nil, k.what, k.note)
+		for _, r := range done {
+			ids = append(ids, r.ScheduleID)
+		}
+		errs = append(errs, err)
+	}
+	return ids, errors.Join(errs...)
+}
+
+// drillKept is the drill schedule of db.
+func drillKept(db *config.Database) kept {
+	return kept{id: DrillScheduleID(db.Instance, db.Name), db: db, every: db.Drill.Every, workflow: workflows.DrillName,
+		args: workflows.DrillInput{Database: db.Name, Instance: db.Instance}, summary: "scheduled drill"}
+}
+
+// diffKept is the differential schedule of db.
+func diffKept(db *config.Database) kept {
+	return kept{id: DiffScheduleID(db.Instance, db.Name), db: db, every: db.DiffBackup.Every, workflow: workflows.BackupCycleName,
+		args: workflows.CycleInput{Database: db.Name, Instance: db.Instance, Differential: true}, summary: "scheduled differential"}
+}
+
+// notSelected are the schedule ids of have but those a fleet run keeps for
+// databases a selection picks: with the key on under defaults: (on), the
+// ids of every instance with a selection, or group with a replica that has
+// one (prefix gives their start), that are no databases: entry's (id gives
+// an entry's). Such a schedule goes when its instance selects no more or
+// defaults: drops the key; one of a database dropped meanwhile stays until
+// then, its runs failing with the database not found.
+func notSelected(cfg *config.Config, have []string, on bool, prefix func(instance string) string,
+	id func(instance, database string) string) []string {
+	if !on {
+		return have
+	}
+	var prefixes []string
+	selects := func(name string) bool {
+		in, ok := cfg.SQLInstance(name)
+		return ok && len(in.Databases) > 0
+	}
+	for _, in := range cfg.SQLInstances {
+		if selects(in.Name) {
+			prefixes = append(prefixes, prefix(in.Name))
+		}
+	}
+	for _, g := range cfg.AvailabilityGroups {
+		if slices.ContainsFunc(g.Replicas, selects) {
+			prefixes = append(prefixes, prefix(g.Name))
+		}
+	}
+	entries := map[string]bool{}
+	for _, db := range cfg.Databases {
+		entries[id(db.Instance, db.Name)] = true
+	}
+	return slices.DeleteFunc(have, func(h string) bool {
+		return !entries[h] && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(h, p) })
+	})
 }
