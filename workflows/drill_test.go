@@ -86,7 +86,9 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 		env := r.env
 		registerDrill(r, DrillWorkflowID("sql01", "Sales"))
 		var acts *drill.Activities
-		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+		dp := drillPlan()
+		dp.Predicted = &catalog.RecoveryPrediction{Full: 8 * time.Minute, Logs: 2 * time.Minute, LogCount: 3, CheckDB: time.Minute}
+		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
 		env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).After(2 * time.Minute).Return(
 			func(_ context.Context, in drill.CheckInput) (drill.CheckOutput, error) {
 				if in.Name != "Sales_drill" || in.Sequence != 7 || !in.CheckDB || in.Scratch == nil {
@@ -135,6 +137,18 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 		}
 		if res.Outcome != want || res.ErrorType != wantType || res.Steps.Checks != 2*time.Minute || !failChecks && len(res.Sanity) != 1 {
 			t.Errorf("failChecks %v: outcome %s [%s], checks %s, sanity %v", failChecks, res.Outcome, res.ErrorType, res.Steps.Checks, res.Sanity)
+		}
+		// The prediction PrepareDrill made, each step's error against the
+		// measured times, CHECKDB's only when it ran clean; the logs'
+		// bytes and fastest log for the next prediction.
+		full, okFull := catalog.ErrorOf(res.PredictionError, catalog.PredictFull)
+		logs, okLogs := catalog.ErrorOf(res.PredictionError, catalog.PredictLogs)
+		cdb, okCheckDB := catalog.ErrorOf(res.PredictionError, catalog.PredictCheckDB)
+		if res.Predicted == nil || *res.Predicted != *dp.Predicted || !okFull || full.Error != 2*time.Minute || full.Ratio != 1.25 ||
+			!okLogs || logs.Measured != res.Steps.Logs || okCheckDB == failChecks || !failChecks && cdb.Error != time.Minute ||
+			res.LogBytes != 3e7 || res.LogFastest < time.Minute {
+			t.Errorf("failChecks %v: predicted %+v, errors %+v, log bytes %d, fastest %s", failChecks, res.Predicted, res.PredictionError,
+				res.LogBytes, res.LogFastest)
 		}
 	}
 }
