@@ -253,9 +253,10 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 		len(d.LastDrill.PredictionError) != len(res.PredictionError) {
 		t.Errorf("status with rto 1h: exit %d, %+v\n%s", code, d, out)
 	}
-	if _, out, _ := on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests"); !regexp.MustCompile(
-		`; drill passed [^;]* on sqlverify, restore predicted \S+, error [-+]\S+ \(x[0-9.]+\)`).MatchString(out) {
-		t.Errorf("status line lacks the drill's prediction error:\n%s", out)
+	_, out, _ = on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests")
+	t.Logf("starter status --from-manifests:\n%s", out)
+	if !regexp.MustCompile(`; drill passed [^;]* on sqlverify, restore predicted \S+, error [-+]\S+ \(x[0-9.]+\)`).MatchString(out) {
+		t.Errorf("status line lacks the drill's prediction error")
 	}
 
 	rto := res.RTO / 2
