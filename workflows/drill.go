@@ -177,6 +177,11 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 		t := rs.Times
 		res.RTO, res.Steps.Plan, res.Steps.Full, res.Steps.Diff, res.Steps.Logs, res.Steps.Recovery = t.Total, t.Plan, t.Full, t.Diff, t.Logs, t.Finish
 		res.LogBytes, res.LogFastest = rs.LogBytes, rs.LogFastest
+		if rs.Predicted != nil {
+			// The Recover's own, of the restore it chose (a log taken
+			// since the drill's plan is in it), made before it restored.
+			res.Predicted = rs.Predicted
+		}
 		res.RecoveryPoint, res.RecoveryPointFrom, res.Sequence, res.Bytes = rs.RecoveryPoint.UTC(), rs.RecoveryPointFrom, rs.Sequence, rs.BytesDone
 		if rs.LogsDone > 0 {
 			res.Chain, res.FirstLog, res.LastLog = rs.Chain, rs.FirstLog, rs.FirstLog+int64(rs.LogsDone)-1

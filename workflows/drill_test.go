@@ -164,7 +164,9 @@ func TestDrillDropsAfterAFailedRecover(t *testing.T) {
 	env.OnActivity(ra.RestoreFull, mock.Anything, mock.Anything).Return(recover.StepOutput{},
 		temporal.NewNonRetryableApplicationError("the full's files fail their hash", activities.ErrHashMismatch, nil))
 	var acts *drill.Activities
-	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+	dp := drillPlan()
+	dp.Predicted = &catalog.RecoveryPrediction{Full: time.Minute}
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
 	dropped := false
 	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(func(context.Context, drill.Copy) (drill.DropOutput, error) {
 		dropped = true
@@ -181,5 +183,42 @@ func TestDrillDropsAfterAFailedRecover(t *testing.T) {
 	}
 	if !dropped || rec.Result.Outcome != catalog.DrillFailed || rec.Result.ErrorType != activities.ErrHashMismatch || rec.Result.RTO != 0 {
 		t.Errorf("dropped %v, recorded %+v", dropped, rec.Result)
+	}
+	// Its prediction is kept; nothing was measured to set beside it.
+	if rec.Result.Predicted == nil || *rec.Result.Predicted != *dp.Predicted || rec.Result.PredictionError != nil {
+		t.Errorf("a failed Recover recorded prediction %+v, errors %+v", rec.Result.Predicted, rec.Result.PredictionError)
+	}
+}
+
+// The Recover's own prediction, of the restore it chose and made before
+// it restored anything, replaces the one the drill made in its plan (a log
+// backup may have been taken between the two).
+func TestDrillRecordsTheRecoversPrediction(t *testing.T) {
+	r := newRecoverEnv(t)
+	env := r.env
+	registerDrill(r, DrillWorkflowID("sql01", "Sales"))
+	var ra *recover.Activities
+	p := recoverPlan()
+	p.Predicted = &catalog.RecoveryPrediction{Full: 9 * time.Minute, Logs: 3 * time.Minute, LogCount: 4}
+	env.OnActivity(ra.PlanRecover, mock.Anything, mock.Anything).Return(p, nil)
+	r.restores(t)
+	var acts *drill.Activities
+	dp := drillPlan()
+	dp.Predicted = &catalog.RecoveryPrediction{Full: 9 * time.Minute, Logs: 2 * time.Minute, LogCount: 3}
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
+	env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).Return(drill.CheckOutput{Sanity: []string{"rows"}}, nil)
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(drill.DropOutput{Dropped: true}, nil)
+	var rec drill.RecordInput
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.RecordInput) ([]string, error) {
+		rec = in
+		return in.Servers, nil
+	})
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	logs, ok := catalog.ErrorOf(rec.Result.PredictionError, catalog.PredictLogs)
+	if rec.Result.Predicted == nil || *rec.Result.Predicted != *p.Predicted || !ok || logs.Predicted != 3*time.Minute {
+		t.Errorf("recorded prediction %+v, errors %+v", rec.Result.Predicted, rec.Result.PredictionError)
 	}
 }

@@ -182,8 +182,8 @@ func (r *DrillRecord) Validate() error {
 		if d.Outcome != DrillPassed && d.Outcome != DrillFailed {
 			bad("drills[%d]: outcome %q is neither %s nor %s", i, d.Outcome, DrillPassed, DrillFailed)
 		}
-		if d.RTO < 0 {
-			bad("drills[%d]: rto is negative", i)
+		if d.RTO < 0 || d.LogBytes < 0 || d.LogFastest < 0 {
+			bad("drills[%d]: rto, log_bytes and log_fastest must not be negative", i)
 		}
 		if p := d.Predicted; p != nil && (p.Full < 0 || p.Diff < 0 || p.Logs < 0 || p.Recovery < 0 || p.CheckDB < 0 || p.LogOverhead < 0) {
 			bad("drills[%d]: a predicted time is negative", i)
