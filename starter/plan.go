@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -238,7 +239,7 @@ func writeDiffRecovery(w io.Writer, c *client.RecoveryComparison) {
 // logReplayText says how logs are replayed: their bytes' rate and each
 // log's cost, and where each came from.
 func logReplayText(l plan.LogReplay) string {
-	out := fmt.Sprintf("%.0f MB/s, %s", l.Rate.MBps, rateWhere(l.Rate, "the restore rate"))
+	out := fmt.Sprintf("%s MB/s, %s", mbps(l.Rate.MBps), rateWhere(l.Rate, "the restore rate"))
 	switch {
 	case l.From == plan.SourceAssumed:
 		out += fmt.Sprintf(", + %s a log assumed: a drill (drill:) measures both", l.PerLog)
@@ -246,6 +247,15 @@ func logReplayText(l plan.LogReplay) string {
 		out += fmt.Sprintf(", + %s a log measured by the drill of %s", plan.RoundDuration(l.PerLog), stamp(l.At))
 	}
 	return out
+}
+
+// mbps renders a rate: whole MB/s, a slow one (a drill's log bytes) with
+// its first digits.
+func mbps(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // writePredicted prints each step of the restore a recover would run now,

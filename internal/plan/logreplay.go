@@ -53,6 +53,13 @@ func (l LogReplay) Duration(logs int, bytes int64) time.Duration {
 // per-log cost within it of the fastest log is taken as it is.
 const fastestJitter = 2
 
+// minBytesShare: the fastest log bounds the per-log cost only when the
+// logs' bytes at the restore rate are at least 1/minBytesShare of the
+// logs step. Below that the bytes cannot explain the rest of the step,
+// and a fastest log far under the others is jitter (a busy host): taken
+// as the per-log cost, it would leave the rest to a byte rate near zero.
+const minBytesShare = 10
+
 // logSample is one drill's measured replay: its log backups, their bytes,
 // its logs step and the fastest log in it (0: not recorded).
 type logSample struct {
@@ -66,10 +73,11 @@ type logSample struct {
 // LogReplayFrom is the log replay of the newest drill (any order) that
 // restored logs: its logs step less its log bytes at the restore rate,
 // over its logs, is the per-log cost; when that is more than
-// fastestJitter times the fastest log it took, the logs' bytes replay
-// slower than the restore rate, and the fastest log is the per-log cost
-// (a log costs no more than the shortest one took) and the rest of the
-// step the bytes', at the rate it shows; where the bytes at the
+// fastestJitter times the fastest log it took while the bytes are a
+// visible part of the step (minBytesShare), the logs' bytes replay slower
+// than the restore rate, and the fastest log is the per-log cost (a log
+// costs no more than the shortest one took) and the rest of the step the
+// bytes', at the rate it shows; where the bytes at the
 // restore rate alone take longer than the drill did, there is no per-log
 // cost to see and the drill's bytes over its time is the rate. The
 // restore rate is a RESTORE DATABASE's, measured or assumed: one drill
@@ -109,7 +117,8 @@ func LogReplayFrom(drills []catalog.DrillResult, restore StepRate, bytes func(ca
 	switch {
 	case rest <= 0:
 		out.Rate = drillRate(s.took)
-	case s.fastest > 0 && rest/time.Duration(s.logs) > fastestJitter*s.fastest && s.took > time.Duration(s.logs)*s.fastest && s.bytes > 0:
+	case s.fastest > 0 && rest/time.Duration(s.logs) > fastestJitter*s.fastest && s.took > time.Duration(s.logs)*s.fastest &&
+		durationFor(s.bytes, restore.MBps) >= s.took/minBytesShare:
 		out.PerLog = s.fastest
 		out.Rate = drillRate(s.took - time.Duration(s.logs)*s.fastest)
 	default:

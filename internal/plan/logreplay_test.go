@@ -56,7 +56,8 @@ func TestLogReplayPerLogCostFromADrill(t *testing.T) {
 }
 
 // Where the split at the restore rate leaves a log more than twice the
-// fastest log's time, the fastest is the per-log cost and the drill's remaining
+// fastest log's time and the bytes are a visible part of the step, the
+// fastest is the per-log cost and the drill's remaining
 // time its bytes' rate; where the bytes at the restore rate alone take
 // longer than the drill, its logs' bytes over its time is the rate. The
 // newest drill that restored logs counts; an old record without its log
@@ -78,6 +79,14 @@ func TestLogReplayFrom(t *testing.T) {
 	lr = LogReplayFrom([]catalog.DrillResult{big}, restore, nil)
 	if lr.PerLog != 4*time.Second || lr.Rate.Source != SourceDrill || lr.Rate.MBps != 64 || lr.Duration(10, 10<<30) != 200*time.Second {
 		t.Errorf("fastest 5 s: %s a log at %+v", lr.PerLog, lr.Rate)
+	}
+	// Minute logs on a busy host: the fastest restored in 5 ms, far under
+	// the others, but their bytes are no visible part of the step: jitter,
+	// not a cost, and the per-log cost stays the step's share.
+	noisy := tinyLogs(at)
+	noisy.LogFastest = 5 * time.Millisecond
+	if lr := LogReplayFrom([]catalog.DrillResult{noisy}, restore, nil); lr.PerLog != 38750*time.Microsecond || lr.Rate != restore {
+		t.Errorf("noisy minute logs: %s a log at %+v", lr.PerLog, lr.Rate)
 	}
 	// 10 GiB in 50 s: faster than the restore rate; no per-log cost.
 	fast := big
