@@ -267,7 +267,9 @@ func writePredicted(w io.Writer, c *client.RecoveryComparison) {
 	if f.Diff != nil {
 		what += fmt.Sprintf(" + differential seq %d", f.Diff.Sequence)
 	}
-	what += " + " + logsText(f.LogsSinceDiff)
+	if f.LogsSinceDiff > 0 {
+		what += " + " + logsText(f.LogsSinceDiff)
+	}
 	fmt.Fprintf(w, "  predicted steps of a recover now (%s):\n", what)
 	fmt.Fprintf(w, "    full          %10s  %s at %.0f MB/s\n", rd(p.Full), humanBytes(p.FullBytes), p.RestoreMBps)
 	if f.Diff != nil {
