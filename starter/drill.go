@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -157,6 +158,9 @@ func printDrillResult(w io.Writer, run client.DrillRun, rto time.Duration) {
 	fmt.Fprintf(w, "  times:    prepare %s, plan %s, full %s, logs %s, recovery %s, checks %s, drop %s\n", plan.RoundDuration(s.Prepare),
 		plan.RoundDuration(s.Plan), plan.RoundDuration(s.Full), plan.RoundDuration(s.Logs), plan.RoundDuration(s.Recovery),
 		plan.RoundDuration(s.Checks), plan.RoundDuration(s.Drop))
+	if pe := predictionText(r.PredictionError); pe != "" {
+		fmt.Fprintf(w, "  predicted: %s\n", pe)
+	}
 	dropped := tsql.Printable(r.Database) + " dropped"
 	if !r.Dropped {
 		dropped = tsql.Printable(r.Database) + " NOT dropped: " + tsql.Printable(r.DropError)
@@ -166,4 +170,15 @@ func printDrillResult(w io.Writer, run client.DrillRun, rto time.Duration) {
 		fmt.Fprintf(w, "  leftover: %s, dropped first\n", tsql.Printable(st.Leftover))
 	}
 	fmt.Fprintf(w, "  recorded: on %s\n", strings.Join(st.Recorded, ", "))
+}
+
+// predictionText is each predicted step of a drill against its measured
+// time: "full 1.2s, measured 1.1s, error -100ms (x0.92); ..." ("": no
+// prediction recorded).
+func predictionText(errs []catalog.StepError) string {
+	var parts []string
+	for _, e := range errs {
+		parts = append(parts, fmt.Sprintf("%s %s, measured %s, error %s", stepName(e.Step), rd(e.Predicted), rd(e.Measured), errorText(e)))
+	}
+	return strings.Join(parts, "; ")
 }

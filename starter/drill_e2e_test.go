@@ -163,6 +163,10 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 		`(?m)^  rto:      time to recover \S+, within the rto of 1h$`,
 		`(?m)^  restored: set 1 and 4 log backup\(s\) of chain 1 \(logs 1-4\) to the point \S+, read from bak0[12](, bak0[12])?$`,
 		`(?m)^  checks:   sanity checks orders-present, order-lines-present, regions-complete, activity-fresh hold; CHECKDB not run \(drill.checkdb\)$`,
+		// Predicted at its start (no drill before it: a second a log
+		// assumed), against what it measured.
+		`(?m)^  predicted: full \S+, measured \S+, error [-+]\S+ \(x[0-9.]+\); logs 4s, measured \S+, error -\S+ \(x0\.[0-9]+\); ` +
+			`restore \S+, measured \S+, error [-+]\S+ \(x[0-9.]+\)$`,
 		`(?m)^  copy:     Sales_drill dropped$`,
 		`(?m)^  recorded: on bak01, bak02$`,
 	} {
@@ -223,6 +227,18 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The prediction made at its start: the full at the restore rate, four
+	// logs at the assumed second each (no drill had measured them), no
+	// recovery yet; each step's error against the measured times.
+	p := res.Predicted
+	if p == nil || p.LogCount != 4 || p.LogFrom != "assumed" || p.LogOverhead != time.Second || p.Full <= 0 || p.Recovery != 0 ||
+		p.LogBytes != res.LogBytes || res.LogFastest <= 0 || res.LogFastest > res.Steps.Logs {
+		t.Errorf("drill prediction %+v (log bytes %d, fastest %s, logs %s)", p, res.LogBytes, res.LogFastest, res.Steps.Logs)
+	}
+	if e, ok := catalog.ErrorOf(res.PredictionError, catalog.PredictLogs); !ok || e.Measured != res.Steps.Logs || e.Error != res.Steps.Logs-p.Logs {
+		t.Errorf("logs' prediction error %+v in %+v", e, res.PredictionError)
+	}
+
 	// status: green with rto 1h; red once rto is below the measured RTO.
 	judge := func() (int, status.Database, string) {
 		code, out, errs := on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests", "--json")
@@ -233,14 +249,37 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 		return code, r.Databases[0], out
 	}
 	code, d, out := judge()
-	if code != exitOK || d.OutOfObjectives || d.LastDrill == nil || d.LastDrill.RunID != res.RunID || d.LastDrill.RTO != res.RTO {
+	if code != exitOK || d.OutOfObjectives || d.LastDrill == nil || d.LastDrill.RunID != res.RunID || d.LastDrill.RTO != res.RTO ||
+		len(d.LastDrill.PredictionError) != len(res.PredictionError) {
 		t.Errorf("status with rto 1h: exit %d, %+v\n%s", code, d, out)
 	}
+	_, out, _ = on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests")
+	t.Logf("starter status --from-manifests:\n%s", out)
+	if !regexp.MustCompile(`; drill passed [^;]* on sqlverify, restore predicted \S+, error [-+]\S+ \(x[0-9.]+\)`).MatchString(out) {
+		t.Errorf("status line lacks the drill's prediction error")
+	}
+
 	rto := res.RTO / 2
 	withDrill(t, site, "drill: {every: 24h}\n    rto: "+rto.String())
 	code, d, out = judge()
 	if code == exitOK || !d.OutOfObjectives || !slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, "above the RTO of") }) {
 		t.Errorf("status with rto %s: exit %d, %+v\n%s", rto, code, d, out)
+	}
+
+	// A second drill predicts its logs from what the first measured: the
+	// per-log cost it saw, no longer the assumed second.
+	if code, out, errs := on(t, tq, "drill", "--config", site.ConfigFile, "--database", devenv.Database, "--latest", "--wait"); code != exitOK {
+		t.Fatalf("second drill: exit %d\n%s%s", code, out, errs)
+	}
+	var st2 workflows.DrillStatus
+	if err := c.GetWorkflow(context.Background(), id, "").Get(context.Background(), &st2); err != nil {
+		t.Fatal(err)
+	}
+	p2 := st2.Result.Predicted
+	t.Logf("second drill: predicted %+v, errors %+v", p2, st2.Result.PredictionError)
+	if p2 == nil || p2.LogFrom != "drill" || p2.LogOverhead <= 0 || p2.LogOverhead >= time.Second || p2.LogOverhead > res.Steps.Logs/4 ||
+		st2.Recover == nil || p2.LogCount != st2.Recover.LogsDone {
+		t.Errorf("second drill's prediction %+v, the first measured logs %s for 4", p2, res.Steps.Logs)
 	}
 }
 

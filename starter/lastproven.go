@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -212,6 +213,9 @@ func drillText(d status.Database) string {
 		out += " to " + stamp(l.RecoveryPoint)
 	}
 	out += " on " + tsql.Printable(l.Instance)
+	if e, ok := catalog.ErrorOf(l.PredictionError, catalog.PredictRestore); ok {
+		out += fmt.Sprintf(", restore predicted %s, error %s", rd(e.Predicted), errorText(e))
+	}
 	if l.ErrorType != "" {
 		out += " [" + l.ErrorType + "]"
 	}

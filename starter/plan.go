@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -64,9 +66,10 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 				return err
 			}
 			writePlan(e.stdout, p, req.SizeBytes, m)
-			if p.DiffEvery > 0 && m != nil {
-				// With differentials: both restores to the newest point,
-				// from what the backup servers hold and measured.
+			if m != nil {
+				// The restore to the newest point, step by step, from what
+				// the backup servers hold and measured; with differentials
+				// both restores, through the differential and without.
 				rctx, cancel := e.withTimeout(ctx, defaultTimeout)
 				facts, err := client.ReadRecoveryFacts(rctx, cfg, req.Instance, req.Database, nil)
 				cancel()
@@ -77,7 +80,7 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 				if err != nil {
 					return err
 				}
-				writeRecovery(e.stdout, c)
+				writeRecovery(e.stdout, c, p.DiffEvery > 0)
 			}
 			return nil
 		}),
@@ -194,18 +197,31 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
 }
 
-// writeRecovery prints the two restores of a database with differentials
-// to its newest point and which is shorter (nil: no verified full).
-func writeRecovery(w io.Writer, c *client.RecoveryComparison) {
+// writeRecovery prints the restore of a database to its newest point
+// (nil: no verified full): with differentials (diffs) both restores and
+// which is shorter; then each step of the restore a recover would run now,
+// and the newest drill's predicted and measured steps.
+func writeRecovery(w io.Writer, c *client.RecoveryComparison, diffs bool) {
 	if c == nil {
 		fmt.Fprintf(w, "recovery:  no verified full yet: nothing to estimate a restore from\n")
 		return
 	}
-	f, e := c.Facts, c.Estimate
+	f, e, r := c.Facts, c.Estimate, c.Rates
 	fmt.Fprintf(w, "recovery:  to the newest point, from full seq %d (%s) at %.0f MB/s (%s): %s\n", f.Full.Sequence,
-		humanBytes(f.Full.Header.BackupSize), c.Restore.MBps, rateWhere(c.Restore, "the flags above"), hm(e.Full))
-	fmt.Fprintf(w, "  full + %s since it (%s at %.0f MB/s, %s)  %s\n", logsText(f.Logs), humanBytes(f.LogBytesSinceFull), c.LogReplay.MBps,
-		rateWhere(c.LogReplay, "assumed at the restore rate: a drill (drill:) measures it"), hm(e.FullAndLogs))
+		humanBytes(f.Full.Header.BackupSize), r.Restore.MBps, rateWhere(r.Restore, "the flags above"), hm(e.Full))
+	if diffs {
+		writeDiffRecovery(w, c)
+	}
+	writePredicted(w, c)
+	writeDrillError(w, f.LastDrill())
+}
+
+// writeDiffRecovery prints both restores of a database with
+// differentials and which is shorter.
+func writeDiffRecovery(w io.Writer, c *client.RecoveryComparison) {
+	f, e := c.Facts, c.Estimate
+	fmt.Fprintf(w, "  full + %s since it (%s at %s)  %s\n", logsText(f.Logs), humanBytes(f.LogBytesSinceFull), logReplayText(c.Rates.Logs),
+		hm(e.FullAndLogs))
 	if f.Diff == nil {
 		fmt.Fprintf(w, "  full + differential: no verified differential on seq %d yet: the first one gives this estimate\n", f.Full.Sequence)
 		return
@@ -218,6 +234,101 @@ func writeRecovery(w io.Writer, c *client.RecoveryComparison) {
 	}
 	fmt.Fprintf(w, "  differentials lengthen this recovery by %s: they cost more than the logs they spare; diff_backup: {every: 0s} turns them off for this database\n",
 		hm(e.FullDiffAndLogs-e.FullAndLogs))
+}
+
+// logReplayText says how logs are replayed: their bytes' rate and each
+// log's cost, and where each came from.
+func logReplayText(l plan.LogReplay) string {
+	out := fmt.Sprintf("%s MB/s, %s", mbps(l.Rate.MBps), rateWhere(l.Rate, "the restore rate"))
+	switch {
+	case l.From == plan.SourceAssumed:
+		out += fmt.Sprintf(", + %s a log assumed: a drill (drill:) measures both", l.PerLog)
+	case l.PerLog > 0:
+		out += fmt.Sprintf(", + %s a log measured by the drill of %s", plan.RoundDuration(l.PerLog), stamp(l.At))
+	}
+	return out
+}
+
+// mbps renders a rate: whole MB/s, a slow one (a drill's log bytes) with
+// its first digits.
+func mbps(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// writePredicted prints each step of the restore a recover would run now,
+// as the plan predicts it (what a drill or a recover records at its
+// start).
+func writePredicted(w io.Writer, c *client.RecoveryComparison) {
+	f, p, r := c.Facts, c.Predicted, c.Rates
+	what := fmt.Sprintf("full seq %d", f.Full.Sequence)
+	if f.Diff != nil {
+		what += fmt.Sprintf(" + differential seq %d", f.Diff.Sequence)
+	}
+	if f.LogsSinceDiff > 0 {
+		what += " + " + logsText(f.LogsSinceDiff)
+	}
+	fmt.Fprintf(w, "  predicted steps of a recover now (%s):\n", what)
+	fmt.Fprintf(w, "    full          %10s  %s at %.0f MB/s\n", rd(p.Full), humanBytes(p.FullBytes), p.RestoreMBps)
+	if f.Diff != nil {
+		fmt.Fprintf(w, "    differential  %10s  %s at %.0f MB/s\n", rd(p.Diff), humanBytes(p.DiffBytes), p.RestoreMBps)
+	}
+	if p.LogCount > 0 {
+		fmt.Fprintf(w, "    logs          %10s  %s of %s at %s\n", rd(p.Logs), logsText(p.LogCount), humanBytes(p.LogBytes), logReplayText(r.Logs))
+	}
+	if p.Recovery > 0 {
+		fmt.Fprintf(w, "    recovery      %10s  as the drill of %s measured it\n", rd(p.Recovery), stamp(r.RecoveryAt))
+	}
+	fmt.Fprintf(w, "    restore       %10s  from the full's RESTORE to the database online\n", rd(p.Restore()))
+	fmt.Fprintf(w, "    CHECKDB       %10s  of the copy at %.0f MB/s, %s (a drill with drill.checkdb runs it)\n", rd(p.CheckDB), p.CheckDBMBps,
+		rateWhere(r.CheckDB, "the flags above"))
+}
+
+// writeDrillError prints what the newest drill predicted of its steps at
+// its start beside what it measured, and the error of each (nil: no
+// drill).
+func writeDrillError(w io.Writer, d *catalog.DrillResult) {
+	if d == nil {
+		fmt.Fprintf(w, "  drill:     none recorded: a drill (drill:) measures these steps and the error of their prediction\n")
+		return
+	}
+	if len(d.PredictionError) == 0 {
+		s := d.Steps
+		fmt.Fprintf(w, "  drill:     %s %s measured full %s, logs %s, recovery %s, checks %s (recorded before drills kept their prediction)\n",
+			d.Outcome, stamp(d.At), rd(s.Full), rd(s.Logs), rd(s.Recovery), rd(s.Checks))
+		return
+	}
+	fmt.Fprintf(w, "  drill:     %s %s, predicted at its start against measured (error = measured - predicted):\n", d.Outcome, stamp(d.At))
+	for _, e := range d.PredictionError {
+		fmt.Fprintf(w, "    %-13s %10s  measured %s  error %s\n", stepName(e.Step), rd(e.Predicted), rd(e.Measured), errorText(e))
+	}
+}
+
+// stepName is a predicted step as the plan's lines name it.
+func stepName(step string) string {
+	switch step {
+	case catalog.PredictDiff:
+		return "differential"
+	case catalog.PredictCheckDB:
+		return "CHECKDB"
+	}
+	return step
+}
+
+// errorText is a step's error: signed, and as a ratio where something was
+// predicted.
+func errorText(e catalog.StepError) string {
+	sign := "+"
+	if e.Error < 0 {
+		sign = "-"
+	}
+	out := sign + rd(e.Error.Abs())
+	if e.Ratio > 0 {
+		out += fmt.Sprintf(" (x%.2f)", e.Ratio)
+	}
+	return out
 }
 
 // rateWhere says where a rate comes from; assumed names what it assumes.
@@ -313,6 +424,10 @@ func orDefault(n int64, bytes bool) string {
 }
 
 func humanBytes(n int64) string { return plan.FormatBytes(n) }
+
+// rd renders a step's time as plan.RoundDuration does: a drill on a small
+// database takes seconds.
+func rd(d time.Duration) string { return plan.RoundDuration(d).String() }
 
 // hm renders an estimate as 2h25m10s (seconds kept: small databases).
 func hm(d time.Duration) string { return d.Round(time.Second).String() }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
@@ -249,6 +250,10 @@ func printRecoverResult(w io.Writer, run client.RecoverRun) {
 	}
 	fmt.Fprintf(w, "  times:    plan %s, full %s, logs %s%s, recovery %s; time to recover %s\n", plan.RoundDuration(t.Plan),
 		plan.RoundDuration(t.Full), plan.RoundDuration(t.Logs), perLog, plan.RoundDuration(t.Finish), plan.RoundDuration(t.Total))
+	if pe := predictionText(catalog.PredictionErrors(r.Predicted, catalog.DrillStepTimes{Full: t.Full, Diff: t.Diff, Logs: t.Logs, Recovery: t.Finish},
+		false)); pe != "" {
+		fmt.Fprintf(w, "  predicted: %s\n", pe)
+	}
 	fmt.Fprintf(w, "  files:    data in %s, log in %s; %s read\n", r.DataDir, r.LogDir, humanBytes(r.BytesDone))
 	if r.Replaces != "" {
 		fmt.Fprintf(w, "  replaced: %s\n", tsql.Printable(r.Replaces))

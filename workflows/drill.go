@@ -156,6 +156,8 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 	}
 	st.Database, st.Instance, st.Target, st.Name, st.From, st.Point, st.Leftover = p.Database, p.Instance, p.Target, p.Name, p.From, p.Point, p.Leftover
 	res.Instance, res.Database, res.From, res.Point, res.Servers, res.CheckDB = p.Target, p.Name, p.From, p.Point, p.Servers, p.CheckDB
+	// What the plan predicted of the steps before they ran.
+	res.Predicted = p.Predicted
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrInstance.ValueSet(p.Instance))
 	cp := drill.Copy{Database: p.Database, Instance: p.Instance, Target: p.Target, Name: p.Name, Scratch: p.Scratch, Fulls: p.Fulls}
 
@@ -173,7 +175,13 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 	if err == nil {
 		st.Recover = &rs
 		t := rs.Times
-		res.RTO, res.Steps.Plan, res.Steps.Full, res.Steps.Logs, res.Steps.Recovery = t.Total, t.Plan, t.Full, t.Logs, t.Finish
+		res.RTO, res.Steps.Plan, res.Steps.Full, res.Steps.Diff, res.Steps.Logs, res.Steps.Recovery = t.Total, t.Plan, t.Full, t.Diff, t.Logs, t.Finish
+		res.LogBytes, res.LogFastest = rs.LogBytes, rs.LogFastest
+		if rs.Predicted != nil {
+			// The Recover's own, of the restore it chose (a log taken
+			// since the drill's plan is in it), made before it restored.
+			res.Predicted = rs.Predicted
+		}
 		res.RecoveryPoint, res.RecoveryPointFrom, res.Sequence, res.Bytes = rs.RecoveryPoint.UTC(), rs.RecoveryPointFrom, rs.Sequence, rs.BytesDone
 		if rs.LogsDone > 0 {
 			res.Chain, res.FirstLog, res.LastLog = rs.Chain, rs.FirstLog, rs.FirstLog+int64(rs.LogsDone)-1
@@ -211,6 +219,10 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 		res.DropError = applicationMessage(derr)
 	}
 
+	if st.Recover != nil {
+		// The restore's steps were measured: each against its prediction.
+		res.PredictionError = catalog.PredictionErrors(res.Predicted, res.Steps, res.CheckDBClean)
+	}
 	res.Outcome = catalog.DrillPassed
 	if failed != nil {
 		res.Outcome, res.ErrorType, res.Error = catalog.DrillFailed, errorType(failed), applicationMessage(failed)

@@ -86,7 +86,9 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 		env := r.env
 		registerDrill(r, DrillWorkflowID("sql01", "Sales"))
 		var acts *drill.Activities
-		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+		dp := drillPlan()
+		dp.Predicted = &catalog.RecoveryPrediction{Full: 8 * time.Minute, Logs: 2 * time.Minute, LogCount: 3, CheckDB: time.Minute}
+		env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
 		env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).After(2 * time.Minute).Return(
 			func(_ context.Context, in drill.CheckInput) (drill.CheckOutput, error) {
 				if in.Name != "Sales_drill" || in.Sequence != 7 || !in.CheckDB || in.Scratch == nil {
@@ -136,6 +138,18 @@ func TestDrillRecoversChecksDropsAndRecords(t *testing.T) {
 		if res.Outcome != want || res.ErrorType != wantType || res.Steps.Checks != 2*time.Minute || !failChecks && len(res.Sanity) != 1 {
 			t.Errorf("failChecks %v: outcome %s [%s], checks %s, sanity %v", failChecks, res.Outcome, res.ErrorType, res.Steps.Checks, res.Sanity)
 		}
+		// The prediction PrepareDrill made, each step's error against the
+		// measured times, CHECKDB's only when it ran clean; the logs'
+		// bytes and fastest log for the next prediction.
+		full, okFull := catalog.ErrorOf(res.PredictionError, catalog.PredictFull)
+		logs, okLogs := catalog.ErrorOf(res.PredictionError, catalog.PredictLogs)
+		cdb, okCheckDB := catalog.ErrorOf(res.PredictionError, catalog.PredictCheckDB)
+		if res.Predicted == nil || *res.Predicted != *dp.Predicted || !okFull || full.Error != 2*time.Minute || full.Ratio != 1.25 ||
+			!okLogs || logs.Measured != res.Steps.Logs || okCheckDB == failChecks || !failChecks && cdb.Error != time.Minute ||
+			res.LogBytes != 3e7 || res.LogFastest < time.Minute {
+			t.Errorf("failChecks %v: predicted %+v, errors %+v, log bytes %d, fastest %s", failChecks, res.Predicted, res.PredictionError,
+				res.LogBytes, res.LogFastest)
+		}
 	}
 }
 
@@ -150,7 +164,9 @@ func TestDrillDropsAfterAFailedRecover(t *testing.T) {
 	env.OnActivity(ra.RestoreFull, mock.Anything, mock.Anything).Return(recover.StepOutput{},
 		temporal.NewNonRetryableApplicationError("the full's files fail their hash", activities.ErrHashMismatch, nil))
 	var acts *drill.Activities
-	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(drillPlan(), nil)
+	dp := drillPlan()
+	dp.Predicted = &catalog.RecoveryPrediction{Full: time.Minute}
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
 	dropped := false
 	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(func(context.Context, drill.Copy) (drill.DropOutput, error) {
 		dropped = true
@@ -167,5 +183,42 @@ func TestDrillDropsAfterAFailedRecover(t *testing.T) {
 	}
 	if !dropped || rec.Result.Outcome != catalog.DrillFailed || rec.Result.ErrorType != activities.ErrHashMismatch || rec.Result.RTO != 0 {
 		t.Errorf("dropped %v, recorded %+v", dropped, rec.Result)
+	}
+	// Its prediction is kept; nothing was measured to set beside it.
+	if rec.Result.Predicted == nil || *rec.Result.Predicted != *dp.Predicted || rec.Result.PredictionError != nil {
+		t.Errorf("a failed Recover recorded prediction %+v, errors %+v", rec.Result.Predicted, rec.Result.PredictionError)
+	}
+}
+
+// The Recover's own prediction, of the restore it chose and made before
+// it restored anything, replaces the one the drill made in its plan (a log
+// backup may have been taken between the two).
+func TestDrillRecordsTheRecoversPrediction(t *testing.T) {
+	r := newRecoverEnv(t)
+	env := r.env
+	registerDrill(r, DrillWorkflowID("sql01", "Sales"))
+	var ra *recover.Activities
+	p := recoverPlan()
+	p.Predicted = &catalog.RecoveryPrediction{Full: 9 * time.Minute, Logs: 3 * time.Minute, LogCount: 4}
+	env.OnActivity(ra.PlanRecover, mock.Anything, mock.Anything).Return(p, nil)
+	r.restores(t)
+	var acts *drill.Activities
+	dp := drillPlan()
+	dp.Predicted = &catalog.RecoveryPrediction{Full: 9 * time.Minute, Logs: 2 * time.Minute, LogCount: 3}
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
+	env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).Return(drill.CheckOutput{Sanity: []string{"rows"}}, nil)
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(drill.DropOutput{Dropped: true}, nil)
+	var rec drill.RecordInput
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.RecordInput) ([]string, error) {
+		rec = in
+		return in.Servers, nil
+	})
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	logs, ok := catalog.ErrorOf(rec.Result.PredictionError, catalog.PredictLogs)
+	if rec.Result.Predicted == nil || *rec.Result.Predicted != *p.Predicted || !ok || logs.Predicted != 3*time.Minute {
+		t.Errorf("recorded prediction %+v, errors %+v", rec.Result.Predicted, rec.Result.PredictionError)
 	}
 }

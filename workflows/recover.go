@@ -13,6 +13,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -27,7 +28,10 @@ import (
 // crash anywhere resumes without restoring anything twice. Its progress
 // (step, log n of m, the full's percent, an ETA from the measured rates)
 // is the `recover` query and the Web UI's current details; its result the
-// measured time to recover and the recovery point reached.
+// measured time to recover and the recovery point reached. Before a step
+// has a measured rate, the ETA is the plan's prediction of it
+// (recover.Predict: the rates the database's sets and its newest drill
+// measured).
 
 // Recover names: the workflow type and its query.
 const (
@@ -60,6 +64,7 @@ func RecoverWorkflowID(instance, name string) string { return pathID("recover", 
 type RecoverTimes struct {
 	Plan   time.Duration `json:"plan"`
 	Full   time.Duration `json:"full"`
+	Diff   time.Duration `json:"diff,omitempty"`
 	Logs   time.Duration `json:"logs"`
 	Finish time.Duration `json:"finish"`
 	// Total is from the start of the workflow to its end: the measured
@@ -96,13 +101,22 @@ type RecoverStatus struct {
 	LogsDone   int   `json:"logs_done"`
 	CurrentLog int64 `json:"current_log,omitempty"`
 	// BytesTotal are the backup files the plan reads, BytesDone those
-	// restored so far.
-	BytesTotal int64 `json:"bytes_total"`
-	BytesDone  int64 `json:"bytes_done"`
+	// restored so far; LogBytes those of the logs restored, LogFastest
+	// the shortest time one of them took (from the end of the one before;
+	// logs an earlier attempt restored not counted): what a drill
+	// records for the next prediction's per-log cost.
+	BytesTotal int64         `json:"bytes_total"`
+	BytesDone  int64         `json:"bytes_done"`
+	LogBytes   int64         `json:"log_bytes,omitempty"`
+	LogFastest time.Duration `json:"log_fastest,omitempty"`
 	// ETA is the time left, from the rates measured so far (the full's
-	// percent and bytes per second, then the logs' mean time each).
+	// percent and bytes per second, then the logs' mean time each), and
+	// from Predicted where nothing is measured yet.
 	ETA   time.Duration `json:"eta"`
 	Times RecoverTimes  `json:"times"`
+	// Predicted is each step's time as the plan predicted it before the
+	// restore (nil: a plan made before recovers predicted).
+	Predicted *catalog.RecoveryPrediction `json:"predicted,omitempty"`
 	// StopAt is the STOPAT instant (zero for the latest);
 	// RecoveryPoint the newest commit time the restore reaches, and
 	// RecoveryPointFrom how it is known.
@@ -137,6 +151,7 @@ type recoverRun struct {
 	st        RecoverStatus
 	stepBegan time.Time
 	fullBytes int64
+	diffBytes int64
 	logBytes  int64 // of the logs done
 }
 
@@ -212,12 +227,14 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 		if err != nil {
 			return r.fail(ctx, err)
 		}
+		r.st.Times.Diff = workflow.Now(ctx).Sub(r.stepBegan)
 		r.st.BytesDone += d.Bytes
 		r.count(do)
 	}
 
 	logs := p.Restore.Logs()
 	r.step(ctx, recover.StepLogs)
+	prev := r.stepBegan
 	for i, l := range logs {
 		r.st.CurrentLog = l.Number
 		r.eta(ctx)
@@ -232,8 +249,14 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 		r.st.LogsDone++
 		r.st.BytesDone += l.Bytes
 		r.logBytes += l.Bytes
+		r.st.LogBytes = r.logBytes
 		r.count(lo)
-		r.st.Times.Logs = workflow.Now(ctx).Sub(r.stepBegan)
+		now := workflow.Now(ctx)
+		if took := now.Sub(prev); !lo.Skipped && !lo.Reattached && (r.st.LogFastest == 0 || took < r.st.LogFastest) {
+			r.st.LogFastest = took
+		}
+		prev = now
+		r.st.Times.Logs = now.Sub(r.stepBegan)
 		if lo.Reached {
 			// STOPAT was reached inside this log: the later ones hold
 			// nothing the point needs.
@@ -301,6 +324,10 @@ func (r *recoverRun) planned(ctx workflow.Context, p recover.Plan) {
 	s.Database, s.Instance, s.Target, s.Name = p.Database, p.Instance, p.Target, p.Name
 	full := p.Restore.Full()
 	s.Sequence, s.FullGUID, s.BytesTotal, r.fullBytes = full.Sequence, full.GUID, p.Restore.Bytes(), full.Bytes
+	if d, ok := p.Restore.Diff(); ok {
+		r.diffBytes = d.Bytes
+	}
+	s.Predicted = p.Predicted
 	logs := p.Restore.Logs()
 	s.LogsTotal = len(logs)
 	if len(logs) > 0 {
@@ -350,21 +377,48 @@ func (r *recoverRun) progress(ctx workflow.Context) {
 // eta estimates the time left from what was measured: during the full,
 // its rate (percent per second) for the rest of it and, at its bytes per
 // second, for the logs; then the mean time of the logs done for the logs
-// left (before the first, the full's rate).
+// left (before the first, the full's rate). Where the plan predicted the
+// steps (Predicted), what is not measured yet is taken from it: the full
+// before its first percent, the differential, the logs before the first
+// (each log's cost and its bytes' rate), and the recovery after them.
 func (r *recoverRun) eta(ctx workflow.Context) {
 	s := &r.st
 	el := workflow.Now(ctx).Sub(r.stepBegan)
 	left := s.LogsTotal - s.LogsDone
 	var logBytesLeft int64 = s.BytesTotal - r.fullBytes - r.logBytes
+	p := s.Predicted
+	if p == nil {
+		switch {
+		case s.Step == recover.StepFull && s.FullPercent > 0 && el >= time.Second:
+			fullLeft := time.Duration(float64(el) * (100 - s.FullPercent) / s.FullPercent)
+			rate := float64(r.fullBytes) * s.FullPercent / 100 / el.Seconds()
+			s.ETA = fullLeft + bytesAt(logBytesLeft, rate)
+		case s.Step == recover.StepLogs && s.LogsDone > 0:
+			s.ETA = s.Times.Logs / time.Duration(s.LogsDone) * time.Duration(left)
+		case s.Step == recover.StepLogs && s.Times.Full > 0:
+			s.ETA = bytesAt(logBytesLeft, float64(r.fullBytes)/s.Times.Full.Seconds())
+		default:
+			s.ETA = 0
+		}
+		r.details(ctx)
+		return
+	}
+	// The logs left as predicted: each one's cost and its bytes.
+	logsLeft := plan.LogReplay{PerLog: p.LogOverhead, Rate: plan.StepRate{MBps: p.LogMBps}}.Duration(left, logBytesLeft-r.diffBytes)
+	diff := p.Diff
 	switch {
 	case s.Step == recover.StepFull && s.FullPercent > 0 && el >= time.Second:
-		fullLeft := time.Duration(float64(el) * (100 - s.FullPercent) / s.FullPercent)
-		rate := float64(r.fullBytes) * s.FullPercent / 100 / el.Seconds()
-		s.ETA = fullLeft + bytesAt(logBytesLeft, rate)
+		s.ETA = time.Duration(float64(el)*(100-s.FullPercent)/s.FullPercent) + diff + logsLeft + p.Recovery
+	case s.Step == recover.StepFull:
+		s.ETA = max(p.Full-el, 0) + diff + logsLeft + p.Recovery
+	case s.Step == recover.StepDiff:
+		s.ETA = max(diff-el, 0) + logsLeft + p.Recovery
 	case s.Step == recover.StepLogs && s.LogsDone > 0:
-		s.ETA = s.Times.Logs / time.Duration(s.LogsDone) * time.Duration(left)
-	case s.Step == recover.StepLogs && s.Times.Full > 0:
-		s.ETA = bytesAt(logBytesLeft, float64(r.fullBytes)/s.Times.Full.Seconds())
+		s.ETA = s.Times.Logs/time.Duration(s.LogsDone)*time.Duration(left) + p.Recovery
+	case s.Step == recover.StepLogs:
+		s.ETA = max(logsLeft-el, 0) + p.Recovery
+	case s.Step == recover.StepFinish:
+		s.ETA = max(p.Recovery-el, 0)
 	default:
 		s.ETA = 0
 	}
@@ -424,6 +478,9 @@ func (r *recoverRun) details(ctx workflow.Context) {
 		out += fmt.Sprintf(" · %s of %s", plan.FormatBytes(s.BytesDone), plan.FormatBytes(s.BytesTotal))
 		if s.ETA > 0 {
 			out += " · ETA " + plan.RoundDuration(s.ETA).String()
+		}
+		if s.Predicted != nil {
+			out += " · predicted " + plan.RoundDuration(s.Predicted.Restore()).String()
 		}
 		out += "\n\n"
 	}

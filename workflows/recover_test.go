@@ -151,6 +151,44 @@ func TestRecoverRestoresInOrderAndReports(t *testing.T) {
 	}
 }
 
+// Before a step has a measured rate the ETA is the plan's prediction: at
+// the full's start, without a percent yet, its predicted time, the logs'
+// (each one's cost) and the recovery; at the logs' start the logs'
+// predicted time, not their bytes at the full's rate. (The ETA is
+// computed as each step starts and as progress arrives.) The result
+// carries the prediction, the logs' bytes and the fastest log (a retry an
+// earlier attempt had done is not counted).
+func TestRecoverETAFromThePrediction(t *testing.T) {
+	r := newRecoverEnv(t)
+	var acts *recover.Activities
+	p := recoverPlan()
+	p.Predicted = &catalog.RecoveryPrediction{Full: 8 * time.Minute, Logs: 2 * time.Minute, LogCount: 4, LogOverhead: 30 * time.Second,
+		Recovery: time.Minute, LogFrom: "drill"}
+	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(p, nil)
+	r.restores(t)
+	startOfFull := r.queryAt(t, time.Minute)
+	startOfLogs := r.queryAt(t, 10*time.Minute+30*time.Second)
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", AsOf: time.Date(2026, 3, 1, 2, 15, 0, 0, time.UTC)})
+	if !r.env.IsWorkflowCompleted() || r.env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", r.env.GetWorkflowError())
+	}
+	// The full's 8 minutes, four logs at 30 s, the recovery.
+	if startOfFull.Step != recover.StepFull || startOfFull.ETA != 11*time.Minute {
+		t.Errorf("at the full's start (no percent): step %s, ETA %s, want 11m0s", startOfFull.Step, startOfFull.ETA)
+	}
+	// Four logs at 30 s and the recovery.
+	if startOfLogs.Step != recover.StepLogs || startOfLogs.LogsDone != 0 || startOfLogs.ETA != 3*time.Minute {
+		t.Errorf("at the logs' start: step %s, %d done, ETA %s, want 3m0s", startOfLogs.Step, startOfLogs.LogsDone, startOfLogs.ETA)
+	}
+	var res RecoverStatus
+	if err := r.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Predicted == nil || *res.Predicted != *p.Predicted || res.LogBytes != 3e7 || res.LogFastest < time.Minute || res.LogFastest > time.Minute+time.Second {
+		t.Errorf("result: predicted %+v, log bytes %d, fastest %s", res.Predicted, res.LogBytes, res.LogFastest)
+	}
+}
+
 // A plan the backups do not reach ends the run at once with its type, and
 // the status says why.
 func TestRecoverFailsWithThePlansReason(t *testing.T) {

@@ -99,6 +99,10 @@ type Plan struct {
 	// Leftover describes a copy an earlier drill left, dropped now.
 	Leftover    string   `json:"leftover,omitempty"`
 	Unreachable []string `json:"unreachable,omitempty"`
+	// Predicted is each step of the restore the Recover will run, as the
+	// plan predicts it now, before it runs (recover.Predict); nil when no
+	// restore reaches the point (the Recover says why).
+	Predicted *catalog.RecoveryPrediction `json:"predicted,omitempty"`
 }
 
 // RecoverRequest is the Recover the plan asks for.
@@ -186,7 +190,12 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	default:
 		p.Latest = true
 	}
-	p.Point = recovery.Point{Latest: p.Latest, At: p.AsOf}.String()
+	point := recovery.Point{Latest: p.Latest, At: p.AsOf}
+	p.Point = point.String()
+	if rp, err := recovery.Choose(cat, point); err == nil {
+		pred := recover.Predict(db, cat, rp)
+		p.Predicted = &pred
+	}
 
 	sqlDB, err := d.ConnectSQL(ctx, inst, "master")
 	if err != nil {
@@ -202,7 +211,8 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	// A crash from here on leaves a copy the next drill must know is a
 	// drill's: the record says so before the RESTORE is sent.
 	a.update(ctx, db, p.Servers, log, func(r *catalog.DrillRecord) { r.Scratch = p.Scratch })
-	log.Info("drill prepared", zap.String("point", p.Point), zap.String("from", p.From), zap.Strings("servers", p.Servers))
+	log.Info("drill prepared", zap.String("point", p.Point), zap.String("from", p.From), zap.Strings("servers", p.Servers),
+		zap.Duration("predicted", p.Predicted.Restore()))
 	return p, nil
 }
 

@@ -127,10 +127,12 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 		return Plan{}, err
 	}
 	p.RestoreTimeout, p.LogTimeout, p.HeartbeatTimeout = timeouts(d, db, p)
+	pred := Predict(db, cat, p.Restore)
+	p.Predicted = &pred
 	for _, w := range p.Warnings {
 		log.Warn("recover plan: " + w)
 	}
-	log.Info("recover planned", zap.Int64("seq", full.Sequence), zap.Int("logs", len(p.Restore.Logs())),
+	log.Info("recover planned", zap.Int64("seq", full.Sequence), zap.Int("logs", len(p.Restore.Logs())), zap.Duration("predicted", pred.Restore()),
 		zap.Time("recovery_point", p.Restore.RecoveryPoint), zap.Strings("unreachable", p.Unreachable))
 	return p, nil
 }
@@ -273,7 +275,13 @@ func (a *Activities) readServer(ctx context.Context, db *config.Database, name s
 	if err != nil {
 		return recovery.Server{}, activities.StorageError(name, err)
 	}
-	return recovery.Server{Name: name, Manifests: l.Manifests, Chains: chains.Records}, nil
+	srvr := recovery.Server{Name: name, Manifests: l.Manifests, Chains: chains.Records}
+	// A drill record that is missing or unreadable measures nothing: the
+	// prediction assumes what it would have measured.
+	if r, err := catalog.LoadDrill(ctx, catalog.StorageFS{Storage: st}, keys, db.Instance, db.Name); err == nil && r != nil && r.Trusted() {
+		srvr.Drills = r.Drills
+	}
+	return srvr, nil
 }
 
 // fullManifest is the manifest of the plan's full.

@@ -175,6 +175,10 @@ type Plan struct {
 	// Unreachable are the backup servers not read, each with why.
 	Unreachable []string `json:"unreachable,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Predicted is each step's time as the plan predicts it from the
+	// rates known before the restore (Predict); nil in a plan made before
+	// recovers predicted.
+	Predicted *catalog.RecoveryPrediction `json:"predicted,omitempty"`
 	// Timeouts of the steps: one RESTORE DATABASE attempt, one RESTORE
 	// LOG attempt, and the heartbeat.
 	RestoreTimeout   time.Duration `json:"restore_timeout"`

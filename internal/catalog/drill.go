@@ -32,11 +32,14 @@ const (
 	DrillFailed = "failed"
 )
 
-// DrillStepTimes are a drill's measured step times.
+// DrillStepTimes are a drill's measured step times. Diff is the
+// differential's restore (0: none restored, or a drill recorded before it
+// was measured apart).
 type DrillStepTimes struct {
 	Prepare  time.Duration `json:"prepare"`
 	Plan     time.Duration `json:"plan"`
 	Full     time.Duration `json:"full"`
+	Diff     time.Duration `json:"diff,omitempty"`
 	Logs     time.Duration `json:"logs"`
 	Recovery time.Duration `json:"recovery"`
 	Checks   time.Duration `json:"checks"`
@@ -69,6 +72,17 @@ type DrillResult struct {
 	// database online. Steps are each step's time.
 	RTO   time.Duration  `json:"rto"`
 	Steps DrillStepTimes `json:"steps"`
+	// LogBytes are the restored log backups' file bytes, LogFastest the
+	// shortest time one of them took (from the end of the one before):
+	// what the next prediction's per-log cost is taken from. Zero in a
+	// drill recorded before they were.
+	LogBytes   int64         `json:"log_bytes,omitempty"`
+	LogFastest time.Duration `json:"log_fastest,omitempty"`
+	// Predicted is what the plan predicted of the steps before the drill
+	// ran (nil: a drill recorded before predictions were); PredictionError
+	// each predicted step's measured time against it.
+	Predicted       *RecoveryPrediction `json:"predicted,omitempty"`
+	PredictionError []StepError         `json:"prediction_error,omitempty"`
 	// Sanity are the sanity checks that held; CheckDB whether CHECKDB
 	// ran, CheckDBClean whether it found nothing.
 	Sanity       []string `json:"sanity,omitempty"`
@@ -168,8 +182,11 @@ func (r *DrillRecord) Validate() error {
 		if d.Outcome != DrillPassed && d.Outcome != DrillFailed {
 			bad("drills[%d]: outcome %q is neither %s nor %s", i, d.Outcome, DrillPassed, DrillFailed)
 		}
-		if d.RTO < 0 {
-			bad("drills[%d]: rto is negative", i)
+		if d.RTO < 0 || d.LogBytes < 0 || d.LogFastest < 0 {
+			bad("drills[%d]: rto, log_bytes and log_fastest must not be negative", i)
+		}
+		if p := d.Predicted; p != nil && (p.Full < 0 || p.Diff < 0 || p.Logs < 0 || p.Recovery < 0 || p.CheckDB < 0 || p.LogOverhead < 0) {
+			bad("drills[%d]: a predicted time is negative", i)
 		}
 	}
 	if g := r.Signature; g != nil && (!keyIDRE.MatchString(g.KeyID) || !hexSHA256.MatchString(g.HMACSHA256)) {

@@ -16,8 +16,7 @@ import (
 // of the database changes between two fulls it approaches the full's size
 // and the second restore is the longer one (seed 000's VLDB).
 
-// SourceDrill: a drill's measured log restore (its logs' bytes over its
-// logs step).
+// SourceDrill: a drill's measured log restore (LogReplayFrom).
 const SourceDrill Source = "drill"
 
 // RecoveryInput is what the two restores read and how fast.
@@ -25,12 +24,16 @@ type RecoveryInput struct {
 	// FullBytes is the full's data (its BackupSize), DiffBytes the newest
 	// differential's (0: none yet).
 	FullBytes, DiffBytes int64
-	// LogBytesSinceFull are the log backups' bytes from the full to the
-	// point, LogBytesSinceDiff those after the differential.
+	// LogsSinceFull and LogBytesSinceFull are the log backups from the
+	// full to the point and their bytes, LogsSinceDiff and
+	// LogBytesSinceDiff those after the differential.
+	LogsSinceFull, LogsSinceDiff         int
 	LogBytesSinceFull, LogBytesSinceDiff int64
 	// Restore is the throughput of a RESTORE DATABASE (full or
-	// differential data), LogReplay of RESTORE LOG.
-	Restore, LogReplay StepRate
+	// differential data); LogReplay the cost of each RESTORE LOG and the
+	// rate of its bytes.
+	Restore   StepRate
+	LogReplay LogReplay
 }
 
 // RecoveryEstimate is each part's time and the two restores'.
@@ -48,21 +51,26 @@ func (e RecoveryEstimate) DiffShortens() bool { return e.FullDiffAndLogs < e.Ful
 // EstimateRecovery estimates both restores of in.
 func EstimateRecovery(in RecoveryInput) (RecoveryEstimate, error) {
 	var errs []error
-	if in.FullBytes < 0 || in.DiffBytes < 0 || in.LogBytesSinceFull < 0 || in.LogBytesSinceDiff < 0 {
-		errs = append(errs, errors.New("sizes must not be negative"))
+	if in.FullBytes < 0 || in.DiffBytes < 0 || in.LogBytesSinceFull < 0 || in.LogBytesSinceDiff < 0 || in.LogsSinceFull < 0 || in.LogsSinceDiff < 0 ||
+		in.LogReplay.PerLog < 0 {
+		errs = append(errs, errors.New("sizes, counts and the per-log cost must not be negative"))
 	}
-	if in.LogBytesSinceDiff > in.LogBytesSinceFull {
-		errs = append(errs, fmt.Errorf("%d bytes of logs after the differential but only %d since its full", in.LogBytesSinceDiff, in.LogBytesSinceFull))
+	if (in.LogBytesSinceFull > 0 && in.LogsSinceFull == 0) || (in.LogBytesSinceDiff > 0 && in.LogsSinceDiff == 0) {
+		errs = append(errs, errors.New("log bytes without the number of logs they are in"))
 	}
-	if in.Restore.MBps <= 0 || in.LogReplay.MBps <= 0 {
-		errs = append(errs, fmt.Errorf("restore rate %g MB/s and log replay rate %g MB/s must be positive", in.Restore.MBps, in.LogReplay.MBps))
+	if in.LogBytesSinceDiff > in.LogBytesSinceFull || in.LogsSinceDiff > in.LogsSinceFull {
+		errs = append(errs, fmt.Errorf("%d logs (%d bytes) after the differential but only %d (%d bytes) since its full",
+			in.LogsSinceDiff, in.LogBytesSinceDiff, in.LogsSinceFull, in.LogBytesSinceFull))
+	}
+	if in.Restore.MBps <= 0 || in.LogReplay.Rate.MBps <= 0 {
+		errs = append(errs, fmt.Errorf("restore rate %g MB/s and log replay rate %g MB/s must be positive", in.Restore.MBps, in.LogReplay.Rate.MBps))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return RecoveryEstimate{}, fmt.Errorf("recovery estimate: %w", err)
 	}
 	e := RecoveryEstimate{
 		Full: durationFor(in.FullBytes, in.Restore.MBps), Diff: durationFor(in.DiffBytes, in.Restore.MBps),
-		LogsSinceFull: durationFor(in.LogBytesSinceFull, in.LogReplay.MBps), LogsSinceDiff: durationFor(in.LogBytesSinceDiff, in.LogReplay.MBps),
+		LogsSinceFull: in.LogReplay.Duration(in.LogsSinceFull, in.LogBytesSinceFull), LogsSinceDiff: in.LogReplay.Duration(in.LogsSinceDiff, in.LogBytesSinceDiff),
 	}
 	e.FullAndLogs = e.Full + e.LogsSinceFull
 	e.FullDiffAndLogs = e.Full + e.Diff + e.LogsSinceDiff

@@ -10,10 +10,10 @@ import (
 // the full, the newest differential and the logs since that; the same
 // full in both, each part at its rate.
 func TestEstimateRecovery(t *testing.T) {
-	full, restore, logs := StepRate{MBps: 100, Source: SourceCycle}, StepRate{MBps: 100, Source: SourceCycle}, StepRate{MBps: 20, Source: SourceDrill}
+	full, restore, logs := StepRate{MBps: 100, Source: SourceCycle}, StepRate{MBps: 100, Source: SourceCycle}, LogReplay{Rate: StepRate{MBps: 20, Source: SourceDrill}}
 	// A database whose day of logs (60 GiB) is far more than its
 	// changed extents (8 GiB): the differential shortens the restore.
-	e, err := EstimateRecovery(RecoveryInput{FullBytes: 500 << 30, DiffBytes: 8 << 30, LogBytesSinceFull: 60 << 30, LogBytesSinceDiff: 6 << 30,
+	e, err := EstimateRecovery(RecoveryInput{FullBytes: 500 << 30, DiffBytes: 8 << 30, LogsSinceFull: 96, LogsSinceDiff: 10, LogBytesSinceFull: 60 << 30, LogBytesSinceDiff: 6 << 30,
 		Restore: restore, LogReplay: logs})
 	if err != nil {
 		t.Fatal(err)
@@ -27,8 +27,8 @@ func TestEstimateRecovery(t *testing.T) {
 	}
 	// The case study's VLDB: most of it changes between fulls, so its
 	// differential nearly matches the full while its logs replay fast.
-	e, err = EstimateRecovery(RecoveryInput{FullBytes: 2 << 40, DiffBytes: 1800 << 30, LogBytesSinceFull: 200 << 30, LogBytesSinceDiff: 20 << 30,
-		Restore: restore, LogReplay: StepRate{MBps: 400, Source: SourceDrill}})
+	e, err = EstimateRecovery(RecoveryInput{FullBytes: 2 << 40, DiffBytes: 1800 << 30, LogsSinceFull: 96, LogsSinceDiff: 10, LogBytesSinceFull: 200 << 30,
+		LogBytesSinceDiff: 20 << 30, Restore: restore, LogReplay: LogReplay{Rate: StepRate{MBps: 400, Source: SourceDrill}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +37,11 @@ func TestEstimateRecovery(t *testing.T) {
 	}
 	for _, bad := range []RecoveryInput{
 		{FullBytes: 1 << 30, Restore: StepRate{}, LogReplay: logs},
-		{FullBytes: 1 << 30, Restore: restore, LogReplay: StepRate{}},
-		{FullBytes: 1 << 30, LogBytesSinceFull: 1, LogBytesSinceDiff: 2, Restore: restore, LogReplay: logs},
+		{FullBytes: 1 << 30, Restore: restore, LogReplay: LogReplay{}},
+		{FullBytes: 1 << 30, LogsSinceFull: 1, LogsSinceDiff: 1, LogBytesSinceFull: 1, LogBytesSinceDiff: 2, Restore: restore, LogReplay: logs},
+		{FullBytes: 1 << 30, LogsSinceFull: 1, LogsSinceDiff: 2, Restore: restore, LogReplay: logs},
+		{FullBytes: 1 << 30, LogBytesSinceFull: 1 << 20, Restore: restore, LogReplay: logs},
+		{FullBytes: 1 << 30, Restore: restore, LogReplay: LogReplay{PerLog: -time.Second, Rate: logs.Rate}},
 		{FullBytes: -1, Restore: restore, LogReplay: logs},
 	} {
 		if _, err := EstimateRecovery(bad); err == nil || !strings.Contains(err.Error(), "recovery estimate") {

@@ -26,11 +26,13 @@ import (
 )
 
 // Server is what one reachable backup server holds of the database: its
-// manifests and chain records as read, each authenticated by the reader.
+// manifests and chain records as read, each authenticated by the reader,
+// and the drills of its trusted drill record (nil: none, or unreadable).
 type Server struct {
 	Name      string
 	Manifests []*catalog.Manifest
 	Chains    []*catalog.ChainRecord
+	Drills    []catalog.DrillResult
 }
 
 // Set is a full backup set as the reachable servers know it together.
@@ -77,6 +79,9 @@ type Catalog struct {
 	// Ignored names what was read and not used: untrusted manifests and
 	// records, chains with a part missing.
 	Ignored []string
+	// Drills are the drills the servers recorded, each once, oldest
+	// first: what a restore's time is predicted from (what they measured).
+	Drills []catalog.DrillResult
 }
 
 // Build merges what every reachable server holds. Only trusted manifests
@@ -130,7 +135,39 @@ func Build(servers []Server) Catalog {
 	newestFirst(c.Sets)
 	newestFirst(c.Diffs)
 	c.Chains, c.Ignored = buildChains(servers, c.Sets, c.Servers, c.Ignored)
+	seen := map[[2]string]bool{}
+	for _, s := range servers {
+		for _, d := range s.Drills {
+			if k := [2]string{d.WorkflowID, d.RunID}; !seen[k] {
+				seen[k] = true
+				c.Drills = append(c.Drills, d)
+			}
+		}
+	}
+	sort.SliceStable(c.Drills, func(i, j int) bool { return c.Drills[i].At.Before(c.Drills[j].At) })
 	return c
+}
+
+// LogBytes are the file bytes of logs first..last of chain, when every
+// one is held.
+func (c Catalog) LogBytes(chain, first, last int64) (int64, bool) {
+	for _, ch := range c.Chains {
+		if ch.ID != chain {
+			continue
+		}
+		var n int64
+		for i := first; i <= last; i++ {
+			j := slices.IndexFunc(ch.Logs, func(l logchain.Log) bool { return l.Number == i })
+			if j < 0 {
+				return 0, false
+			}
+			for _, f := range ch.Logs[j].Files {
+				n += f.Size
+			}
+		}
+		return n, n > 0
+	}
+	return 0, false
 }
 
 // newestFirst orders sets by their finish, then their number, newest first.

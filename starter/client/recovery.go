@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // RecoveryFacts are what the backup servers hold of a database's two
 // restores to its newest point (plan.EstimateRecovery): its newest verified
 // full, the newest verified differential on it, the log backups since
-// each, and how fast its newest passed drill replayed logs.
+// each, and the drills recorded (how fast they replayed logs, what they
+// predicted and measured).
 type RecoveryFacts struct {
 	// Full is the newest verified full (nil: none), Diff the newest
 	// verified differential on it (nil: none).
@@ -26,9 +28,36 @@ type RecoveryFacts struct {
 	// LogBytesSinceDiff those after the differential.
 	Logs, LogsSinceDiff                  int
 	LogBytesSinceFull, LogBytesSinceDiff int64
-	// LogReplay is the newest passed drill's logs over its logs step
-	// (plan.SourceDrill); zero when no drill replayed logs long enough.
-	LogReplay plan.StepRate
+	// Drills are the drills of the trusted drill records, each once.
+	Drills []catalog.DrillResult
+	// logs are the log backups known, for the bytes of a drill recorded
+	// before drills kept them.
+	logs map[logKey]catalog.LogBackup
+}
+
+// LastDrill is the newest drill (nil: none).
+func (f RecoveryFacts) LastDrill() *catalog.DrillResult {
+	var last *catalog.DrillResult
+	for i, d := range f.Drills {
+		if last == nil || d.At.After(last.At) {
+			last = &f.Drills[i]
+		}
+	}
+	return last
+}
+
+// drillLogBytes are the bytes of the log backups a drill restored, when
+// every one it names is known.
+func (f RecoveryFacts) drillLogBytes(d catalog.DrillResult) (int64, bool) {
+	var n int64
+	for i := d.FirstLog; i <= d.LastLog; i++ {
+		lb, ok := f.logs[logKey{d.Chain, i}]
+		if !ok {
+			return 0, false
+		}
+		n += logBytes(lb)
+	}
+	return n, n > 0
 }
 
 // logKey is one log backup of a database.
@@ -53,7 +82,7 @@ func ReadRecoveryFacts(ctx context.Context, cfg *config.Config, instance, databa
 	sets := catalog.Of(db.Instance, db.Name)
 	var all []*catalog.Manifest
 	logs := map[logKey]catalog.LogBackup{}
-	var drills []catalog.DrillResult
+	drills := map[[2]string]catalog.DrillResult{}
 	for _, name := range db.ServersAndTargets() {
 		srv, ok := cfg.BackupServer(name)
 		if !ok {
@@ -81,11 +110,16 @@ func ReadRecoveryFacts(ctx context.Context, cfg *config.Config, instance, databa
 		}
 		// A drill record that is missing or cannot be read measures nothing.
 		if r, err := catalog.LoadDrill(ctx, fsys, keys, db.Instance, db.Name); err == nil && r != nil && r.Trusted() {
-			drills = append(drills, r.Drills...)
+			for _, d := range r.Drills {
+				drills[[2]string{d.WorkflowID, d.RunID}] = d
+			}
 		}
 		st.Close()
 	}
-	var f RecoveryFacts
+	f := RecoveryFacts{logs: logs}
+	for _, k := range slices.SortedFunc(maps.Keys(drills), func(a, b [2]string) int { return drills[a].At.Compare(drills[b].At) }) {
+		f.Drills = append(f.Drills, drills[k])
+	}
 	if f.Full, err = catalog.NewestVerified(sets, all); err != nil {
 		return f, nil // nothing verified: nothing to estimate from
 	}
@@ -110,7 +144,6 @@ func ReadRecoveryFacts(ctx context.Context, cfg *config.Config, instance, databa
 	if f.Diff == nil {
 		f.LogsSinceDiff, f.LogBytesSinceDiff = f.Logs, f.LogBytesSinceFull
 	}
-	f.LogReplay = drillLogRate(drills, logs)
 	return f, nil
 }
 
@@ -130,66 +163,49 @@ func logBytes(lb catalog.LogBackup) int64 {
 	return n
 }
 
-// drillLogRate is the newest passed drill's log replay: the bytes of the
-// log backups it restored over its logs step, when that step took
-// plan.MinMeasuredDuration or more and every log it names is known.
-func drillLogRate(drills []catalog.DrillResult, logs map[logKey]catalog.LogBackup) plan.StepRate {
-	slices.SortFunc(drills, func(a, b catalog.DrillResult) int { return b.At.Compare(a.At) })
-	for _, d := range drills {
-		if d.Outcome != catalog.DrillPassed || d.Chain == 0 || d.FirstLog == 0 || d.LastLog < d.FirstLog || d.Steps.Logs < plan.MinMeasuredDuration {
-			continue
-		}
-		var n int64
-		known := true
-		for i := d.FirstLog; i <= d.LastLog && known; i++ {
-			lb, ok := logs[logKey{d.Chain, i}]
-			known = ok
-			n += logBytes(lb)
-		}
-		if !known || n <= 0 {
-			continue
-		}
-		sec := d.Steps.Logs.Seconds()
-		return plan.StepRate{MBps: float64(n) / plan.MiB / sec, Source: plan.SourceDrill, At: d.At, Bytes: n, Seconds: sec}
-	}
-	return plan.StepRate{}
-}
-
-// RecoveryComparison is `starter plan`'s answer for a database with
-// diff_backup: both restores to its newest point and which is shorter.
+// RecoveryComparison is `starter plan`'s answer of a database's restore
+// to its newest point: both restores (with and without its newest
+// differential), each step of the one a recover would run now, and the
+// rates they used.
 type RecoveryComparison struct {
 	Facts    RecoveryFacts
 	Estimate plan.RecoveryEstimate
-	// Restore and LogReplay are the rates used, each measured or assumed.
-	Restore, LogReplay plan.StepRate
+	// Predicted is each step of the restore a recover runs now: through
+	// the newest differential when there is one.
+	Predicted catalog.RecoveryPrediction
+	// Rates are the rates used, each measured or assumed.
+	Rates plan.RecoveryRates
 }
 
 // CompareRecovery estimates both restores from facts, with the measured
-// restore rate (measured) where there is one, else the plan's assumed
-// site (p), and the drill's log replay rate, else the restore rate
-// (assumed). Nil without a verified full.
+// restore and CHECKDB rates (measured) where there are some, else the
+// plan's assumed site (p), and the newest drill's log replay and
+// recovery (plan.RecoveryRates.WithDrills). Nil without a verified full.
 func CompareRecovery(p CyclePlan, facts RecoveryFacts, measured plan.Throughput) (*RecoveryComparison, error) {
 	if facts.Full == nil || facts.Full.Header == nil {
 		return nil, nil
 	}
-	c := &RecoveryComparison{Facts: facts, Restore: measured.Restore, LogReplay: facts.LogReplay}
+	r := plan.RecoveryRates{Restore: measured.Restore, CheckDB: measured.CheckDB}
 	full := facts.Full.Header.BackupSize
-	if !c.Restore.Measured() {
+	if !r.Restore.Measured() {
 		w := plan.Workload{DataBytes: max(full, 1), CompressionFactor: p.Assumptions.CompressionFactor, InstantFileInit: p.Assumptions.InstantFileInit}
-		c.Restore = plan.StepRate{MBps: plan.RestoreRate(p.RemoteHW, w).MBps, Source: plan.SourceAssumed}
+		r.Restore = plan.StepRate{MBps: plan.RestoreRate(p.RemoteHW, w).MBps, Source: plan.SourceAssumed}
 	}
-	if !c.LogReplay.Measured() {
-		c.LogReplay = plan.StepRate{MBps: c.Restore.MBps, Source: plan.SourceAssumed}
+	if !r.CheckDB.Measured() {
+		r.CheckDB = plan.StepRate{MBps: p.RemoteHW.DatabaseReadMBps(), Source: plan.SourceAssumed}
 	}
+	r = r.WithDrills(facts.Drills, facts.drillLogBytes)
+	c := &RecoveryComparison{Facts: facts, Rates: r}
 	var diff int64
 	if facts.Diff != nil && facts.Diff.Header != nil {
 		diff = facts.Diff.Header.BackupSize
 	}
-	e, err := plan.EstimateRecovery(plan.RecoveryInput{FullBytes: full, DiffBytes: diff, LogBytesSinceFull: facts.LogBytesSinceFull,
-		LogBytesSinceDiff: facts.LogBytesSinceDiff, Restore: c.Restore, LogReplay: c.LogReplay})
+	e, err := plan.EstimateRecovery(plan.RecoveryInput{FullBytes: full, DiffBytes: diff, LogsSinceFull: facts.Logs, LogsSinceDiff: facts.LogsSinceDiff,
+		LogBytesSinceFull: facts.LogBytesSinceFull, LogBytesSinceDiff: facts.LogBytesSinceDiff, Restore: r.Restore, LogReplay: r.Logs})
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", p.Database, err)
 	}
 	c.Estimate = e
+	c.Predicted = plan.PredictRecovery(plan.RestoreSizes{FullBytes: full, DiffBytes: diff, Logs: facts.LogsSinceDiff, LogBytes: facts.LogBytesSinceDiff}, r)
 	return c, nil
 }
