@@ -341,6 +341,11 @@ type backupSetRow struct {
 	// differential_base_guid.
 	DiffBaseLSN  uint64 `json:"differential_base_lsn,omitempty"`
 	DiffBaseGUID guid   `json:"differential_base_guid,omitzero"`
+	// An encrypted set's key_algorithm, encryptor_thumbprint (hex) and
+	// encryptor_type (backupenc.go).
+	KeyAlgorithm        string `json:"key_algorithm,omitempty"`
+	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
+	EncryptorType       string `json:"encryptor_type,omitempty"`
 }
 
 var systemDatabases = []*database{
