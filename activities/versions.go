@@ -156,11 +156,6 @@ func missingCertificate(db *config.Database, verify, thumbprint, name string, ba
 		plan.TDECertificateFix(db.Instance, verify, name))
 }
 
-// CertificateWarnDays is how long before its expiry a backup encryption
-// certificate is warned of: from then on a BACKUP WITH ENCRYPTION with it
-// may meet the expiry within a month of nights.
-const CertificateWarnDays = 30
-
 // readEncryptor reads the certificate db's backups are encrypted with
 // (encryption: server_certificate) from master of the source: its
 // thumbprint into src, or src.EncryptorProblem when the BACKUP cannot
@@ -200,7 +195,7 @@ func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *con
 	}
 	src.EncryptorThumbprint = c.Thumbprint
 	var warnings []string
-	if !c.Expiry.IsZero() && c.Expiry.Sub(now) < CertificateWarnDays*24*time.Hour {
+	if !c.Expiry.IsZero() && c.Expiry.Sub(now) < plan.CertificateExpiryWarning {
 		warnings = append(warnings, fmt.Sprintf("certificate %s (%s) of %s, which encrypts the backups of %s, expires at %s UTC: from then on "+
 			"its BACKUPs fail (error 3096); create its successor now and install it on the verification and drill instances",
 			c.Name, c.Thumbprint, db.Instance, db.ID(), c.Expiry.Format(time.DateTime)))
