@@ -7,6 +7,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
+	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
 // encrypted is the policy of a database backed up WITH ENCRYPTION.
@@ -64,4 +65,17 @@ func TestE2EBackupEncryptionSourceCertificateRefused(t *testing.T) {
 	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: db, Extra: quickWaits + encrypted})
 	g := newGated(t, f)
 	g.refusedAtPlan(t, db, "BackupCert", "not in master of sql01", "encryption.server_certificate")
+}
+
+// Express (and Web) cannot create encrypted backups: the plan refuses
+// before any BACKUP, naming the edition.
+func TestE2EBackupEncryptionOnExpressRefused(t *testing.T) {
+	const db = "Sealed"
+	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: db, Extra: quickWaits + encrypted,
+		SourceConfig: func(c *sqlsim.Config) { c.Edition = "Express" }})
+	if _, err := f.Source().CreateCertificate("BackupCert", "backup encryption"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGated(t, f)
+	g.refusedAtPlan(t, db, "cannot create encrypted backups", "Express")
 }

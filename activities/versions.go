@@ -156,6 +156,13 @@ func missingCertificate(db *config.Database, verify, thumbprint, name string, ba
 		plan.TDECertificateFix(db.Instance, verify, name))
 }
 
+// encryptionSupported reports whether the source's edition, when read,
+// creates encrypted backups.
+func encryptionSupported(src SourceFacts) bool {
+	ok, known := plan.BackupEncryptionSupported(src.EngineEdition, src.Edition)
+	return ok || !known
+}
+
 // readEncryptor reads the certificate db's backups are encrypted with
 // (encryption: server_certificate) from master of the source: its
 // thumbprint into src, or src.EncryptorProblem when the BACKUP cannot
@@ -180,6 +187,11 @@ func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *con
 	c := certs.FindName(e.ServerCertificate)
 	now := a.Cycle.Clock().UTC()
 	switch {
+	case !encryptionSupported(*src):
+		src.EncryptorProblem = fmt.Sprintf("database %s: encryption: %s runs %s, which cannot create encrypted backups (Express and Web "+
+			"cannot; they restore them): remove encryption: for it, or move the database to a Standard or Enterprise instance",
+			db.ID(), db.Instance, src.Edition)
+		return nil
 	case c == nil:
 		src.EncryptorProblem = fmt.Sprintf("database %s: encryption.server_certificate %s is not in master of %s, or its login may not see it: "+
 			"BACKUP WITH ENCRYPTION would fail with error 15151; create the certificate there (CREATE CERTIFICATE [%s] WITH SUBJECT = N'backup encryption', "+

@@ -60,6 +60,15 @@ func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *es
 		c.Fix = "register the EKM provider and the key on " + db.Instance + " and on every verification and drill instance"
 		return []Check{c}
 	}
+	if sf, ok := e.editions[db.Instance]; ok {
+		if supported, known := plan.BackupEncryptionSupported(sf.EngineEdition, sf.Edition); known && !supported {
+			c := base
+			c.Name, c.For, c.Status = "backup encryption edition", "encryption:", Missing
+			c.Detail = fmt.Sprintf("%s runs %s, which cannot create encrypted backups (Express and Web restore them only)", db.Instance, sf.Edition)
+			c.Fix = "remove encryption: for " + db.Name + ", or move it to a Standard or Enterprise instance"
+			return []Check{c}
+		}
+	}
 	seen, ok := e.encryptors[db]
 	if !ok {
 		return nil // the database could not be asked; its other rows say why

@@ -110,3 +110,16 @@ func TestBackupEncryptionCertificateExpiry(t *testing.T) {
 		}
 	}
 }
+
+// Express cannot create encrypted backups: MISSING, naming the edition.
+func TestBackupEncryptionOnExpress(t *testing.T) {
+	src, _, cfg := versionSite(t, func(c *sqlsim.Config) { c.Edition = "Express" }, nil)
+	if _, err := src.CreateCertificate("BackupCert", "backup encryption"); err != nil {
+		t.Fatal(err)
+	}
+	encryptWith(cfg, "BackupCert", true)
+	r, text := runPreflight(t, cfg, "")
+	if c := findDB(t, r, "backup encryption edition", text); c.Status != Missing || !strings.Contains(c.Detail, "Express") || r.OK {
+		t.Errorf("Express source: %+v\n%s", c, text)
+	}
+}

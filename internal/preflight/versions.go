@@ -22,6 +22,7 @@ type estate struct {
 	versions map[string]plan.Version       // instance -> its build
 	logins   map[string]string             // instance -> the login connected
 	majors   map[string]int                // instance -> ProductMajorVersion
+	editions map[string]serverFacts        // instance -> its facts (edition)
 	certs    map[string]certsSeen          // verification instance -> master's certificates
 	tde      map[*config.Database]tdeSeen  // source database -> its encryption
 	srcCerts map[string]mssql.Certificates // source instance -> its certificates, read once
@@ -43,7 +44,7 @@ type tdeSeen struct {
 }
 
 func newEstate() *estate {
-	return &estate{versions: map[string]plan.Version{}, logins: map[string]string{}, majors: map[string]int{},
+	return &estate{versions: map[string]plan.Version{}, logins: map[string]string{}, majors: map[string]int{}, editions: map[string]serverFacts{},
 		certs: map[string]certsSeen{}, tde: map[*config.Database]tdeSeen{}, srcCerts: map[string]mssql.Certificates{},
 		encryptors: map[*config.Database]encryptorSeen{}}
 }
@@ -63,7 +64,7 @@ func (e *estate) sourceCertificates(ctx context.Context, db *mssql.DB, d *config
 // noteInstance records an instance's build and login; a verification
 // instance's certificates too.
 func (e *estate) noteInstance(ctx context.Context, db *mssql.DB, name string, sf serverFacts, verifies bool) {
-	e.versions[name], e.logins[name], e.majors[name] = sf.Version, sf.Login, sf.Major
+	e.versions[name], e.logins[name], e.majors[name], e.editions[name] = sf.Version, sf.Login, sf.Major, sf
 	if verifies {
 		c, err := db.ServerCertificates(ctx)
 		e.certs[name] = certsSeen{c, err}
