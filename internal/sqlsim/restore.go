@@ -540,7 +540,7 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, 
 		}
 		off += blockHdrSize + int64(bh.StoredLen)
 		if crc32Checksum(payload) != bh.CRC {
-			if bh.Flags&flagCompress == 0 {
+			if bh.Flags&(flagCompress|flagEncrypt) == 0 {
 				// Name the page that is damaged, as SQL Server does.
 				for i := 0; i+PageSize <= len(payload); i += PageSize {
 					if ok, _, _ := pageOK(payload[i : i+PageSize]); !ok {
