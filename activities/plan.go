@@ -332,8 +332,9 @@ type SourceFacts struct {
 	// EncryptorThumbprint is the thumbprint (0x...) of the certificate
 	// db's backups are encrypted with (encryption:), read from master of
 	// the source; "" without encryption or when not read. EncryptorProblem
-	// says why the source's BACKUP WITH ENCRYPTION cannot succeed (the
-	// certificate missing, invisible to the login, or expired).
+	// says why the source's BACKUP WITH ENCRYPTION cannot succeed (its
+	// edition, the certificate missing, invisible to the login, or
+	// expired).
 	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
 	EncryptorProblem    string `json:"encryptor_problem,omitempty"`
 	// Platform is the operating system SQL Server runs on (Windows,

@@ -171,12 +171,22 @@ func encryptionSupported(src SourceFacts) bool {
 // encryption"; else 15151) and not expired ("Backup with Encryption using
 // certificates also checks the expiration date and won't allow a new
 // backup to be created with an expired certificate", CREATE CERTIFICATE
-// (Transact-SQL); 3096). A certificate close to its expiry, or whose
-// private key was never exported, is a warning. An asymmetric key (of an
-// EKM provider) is left to the BACKUP.
+// (Transact-SQL); 3096); and an edition that encrypts backups. A
+// certificate close to its expiry, or whose private key was never
+// exported, is a warning. An asymmetric key (of an EKM provider) is left to
+// the BACKUP.
 func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *config.Database, src *SourceFacts) []string {
 	e := db.Encryption
-	if !e.Enabled() || e.ServerCertificate == "" {
+	if !e.Enabled() {
+		return nil
+	}
+	if !encryptionSupported(*src) {
+		src.EncryptorProblem = fmt.Sprintf("database %s: encryption: %s runs %s, which cannot create encrypted backups (Express and Web "+
+			"cannot; they restore them): remove encryption: for it, or move the database to a Standard or Enterprise instance",
+			db.ID(), db.Instance, src.Edition)
+		return nil
+	}
+	if e.ServerCertificate == "" {
 		return nil
 	}
 	certs, err := sqlDB.ServerCertificates(ctx)
@@ -187,11 +197,6 @@ func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *con
 	c := certs.FindName(e.ServerCertificate)
 	now := a.Cycle.Clock().UTC()
 	switch {
-	case !encryptionSupported(*src):
-		src.EncryptorProblem = fmt.Sprintf("database %s: encryption: %s runs %s, which cannot create encrypted backups (Express and Web "+
-			"cannot; they restore them): remove encryption: for it, or move the database to a Standard or Enterprise instance",
-			db.ID(), db.Instance, src.Edition)
-		return nil
 	case c == nil:
 		src.EncryptorProblem = fmt.Sprintf("database %s: encryption.server_certificate %s is not in master of %s, or its login may not see it: "+
 			"BACKUP WITH ENCRYPTION would fail with error 15151; create the certificate there (CREATE CERTIFICATE [%s] WITH SUBJECT = N'backup encryption', "+
