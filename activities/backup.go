@@ -78,7 +78,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			Database: db.Name, Disks: tsql.Paths(layout), Checksum: true, Init: true, Format: true,
 			Compression: &mode.Compression, CopyOnly: mode.CopyOnly, Differential: mode.Differential != nil,
 			BufferCount: db.BufferCount, MaxTransferSize: mts, BlockSize: int(db.BlockSize),
-			Name: tsql.BackupSetName(in.Sequence),
+			Name: tsql.BackupSetName(in.Sequence), Encryption: db.Encryption.Backup(),
 		})
 		if err != nil {
 			return nil, "", nonRetryable(ErrInvalidConfig, err)

@@ -283,7 +283,11 @@ func sqlError(err error, details ...any) error {
 	// the certificate): the environment, never the set's content.
 	case errors.Is(err, mssql.ErrCertificateMissing):
 		return temporal.NewNonRetryableApplicationError(err.Error()+
-			": install the TDE certificate of the source database in master of this instance (BACKUP CERTIFICATE ... WITH PRIVATE KEY on the source, CREATE CERTIFICATE ... FROM FILE here)",
+			": install the certificate of the source database's TDE or backup encryption in master of this instance (BACKUP CERTIFICATE ... WITH PRIVATE KEY on the source, CREATE CERTIFICATE ... FROM FILE here)",
+			ErrInvalidConfig, err, details...)
+	case errors.Is(err, mssql.ErrEncryptorRefused):
+		return temporal.NewNonRetryableApplicationError(err.Error()+
+			": the certificate of encryption.server_certificate (or the asymmetric key) must be in master of the source, not expired, and visible to the worker's login (GRANT VIEW DEFINITION ON CERTIFICATE::[name]); `starter preflight` checks it",
 			ErrInvalidConfig, err, details...)
 	case errors.Is(err, mssql.ErrNewerVersion), errors.Is(err, mssql.ErrUnreadableFormat):
 		return temporal.NewNonRetryableApplicationError(err.Error()+

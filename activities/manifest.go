@@ -150,7 +150,7 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 		BackupStart: h.BackupStartDate, BackupFinish: h.BackupFinishDate, BackupSize: h.BackupSize,
 		CompressedBackupSize: h.CompressedBackupSize, ServerName: h.ServerName, DatabaseName: h.DatabaseName,
 		HasBackupChecksums: h.HasBackupChecksums, SoftwareVersion: h.SoftwareVersion, CompressionAlgorithm: h.CompressionAlgorithm,
-		TDEThumbprint: tdeThumbprint(ctx, sqlDB, paths),
+		TDEThumbprint: tdeThumbprint(ctx, sqlDB, paths), Encryption: HeaderEncryption(h),
 	}
 	m.Header.SetUTCOffset(offset)
 	if claimed != nil {
@@ -166,6 +166,15 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	a.loggerFor(ctx).Info("manifest written", zap.String("db", db.Name), zap.Int64("seq", in.Sequence),
 		zap.String("server", srv.Name), zap.String("manifest", m.FileName()))
 	return ManifestOutput{Manifest: m.FileName(), BackupSetGUID: h.BackupSetGUID, Stripes: stripesOf(m, written.Stripes)}, nil
+}
+
+// HeaderEncryption is the backup encryption of a set or a log backup as its
+// RESTORE HEADERONLY reports it, nil when it is not encrypted.
+func HeaderEncryption(h mssql.BackupHeader) *catalog.BackupEncryption {
+	if h.EncryptorThumbprint == "" {
+		return nil
+	}
+	return &catalog.BackupEncryption{Algorithm: h.KeyAlgorithm, Thumbprint: h.EncryptorThumbprint, EncryptorType: h.EncryptorType}
 }
 
 // tdeThumbprint is the certificate a TDE set needs (FILELISTONLY

@@ -253,7 +253,11 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 		}
 	}
 	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote, p.Immutable)
-	// Before any BACKUP: can every verification instance read the sets?
+	// Before any BACKUP: can the source encrypt them, can every
+	// verification instance read the sets?
+	if src.EncryptorProblem != "" {
+		return Plan{}, nonRetryable(ErrInvalidConfig, errors.New(src.EncryptorProblem))
+	}
 	vw, err := a.checkVerifiers(ctx, db, src, mode, verifyInstances(d, p))
 	if err != nil {
 		return Plan{}, err
@@ -325,6 +329,14 @@ type SourceFacts struct {
 	TDE            bool   `json:"tde,omitempty"`
 	TDEThumbprint  string `json:"tde_thumbprint,omitempty"`
 	TDECertificate string `json:"tde_certificate,omitempty"`
+	// EncryptorThumbprint is the thumbprint (0x...) of the certificate
+	// db's backups are encrypted with (encryption:), read from master of
+	// the source; "" without encryption or when not read. EncryptorProblem
+	// says why the source's BACKUP WITH ENCRYPTION cannot succeed (its
+	// edition, the certificate missing, invisible to the login, or
+	// expired).
+	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
+	EncryptorProblem    string `json:"encryptor_problem,omitempty"`
 	// Platform is the operating system SQL Server runs on (Windows,
 	// Linux; sys.dm_os_host_info), "" when not read.
 	Platform string `json:"platform,omitempty"`
@@ -506,6 +518,7 @@ func (a *Activities) readSource(ctx context.Context, db *config.Database) (Sourc
 		warnings = append(warnings, fmt.Sprintf("updateability of %s not read: the database is missing on %s or not visible to its login", db.ID(), inst.Name))
 	} else {
 		warnings = append(warnings, readEncryption(ctx, sqlDB, db, &src)...)
+		warnings = append(warnings, a.readEncryptor(ctx, sqlDB, db, &src)...)
 	}
 	data, logBytes, err := databaseSize(ctx, sqlDB, db.Name)
 	if err != nil || data+logBytes == 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -110,25 +111,29 @@ func (a *Activities) checkVerifier(ctx context.Context, db *config.Database, src
 		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s: verification instance %s (%s) cannot restore backups of %s (%s): %s; %s",
 			db.ID(), name, v, db.Instance, srcVersion, why, fix))
 	}
-	if !src.TDE {
+	if !src.TDE && src.EncryptorThumbprint == "" {
 		return nil, nil
-	}
-	if src.TDEThumbprint == "" {
-		return nil, nil // readEncryption warned
 	}
 	certs, err := sqlDB.ServerCertificates(ctx)
 	if err != nil {
 		return notAsked("certificates", err), nil
 	}
-	switch {
-	case certs.Find(src.TDEThumbprint) != nil:
-		return nil, nil
-	case !certs.All:
-		return []string{fmt.Sprintf("verification instance %s: its login does not see every certificate (it needs VIEW ANY DEFINITION), "+
-			"so whether it holds %s (%s), which encrypts %s, is checked when it restores", name, certName(src.TDECertificate),
-			src.TDEThumbprint, db.ID())}, nil
+	var warnings []string
+	for _, need := range []struct {
+		thumbprint, name string
+		backup           bool
+	}{{src.TDEThumbprint, src.TDECertificate, false}, {src.EncryptorThumbprint, db.Encryption.ServerCertificate, true}} {
+		switch {
+		case need.thumbprint == "" || certs.Find(need.thumbprint) != nil: // none (readEncryption warned if unread), or held
+		case !certs.All:
+			warnings = append(warnings, fmt.Sprintf("verification instance %s: its login does not see every certificate (it needs VIEW ANY DEFINITION), "+
+				"so whether it holds %s (%s), which encrypts %s, is checked when it restores", name, certName(need.name),
+				need.thumbprint, db.ID()))
+		default:
+			return warnings, nonRetryable(ErrInvalidConfig, missingCertificate(db, name, need.thumbprint, need.name, need.backup))
+		}
 	}
-	return nil, nonRetryable(ErrInvalidConfig, missingCertificate(db, name, src.TDEThumbprint, src.TDECertificate))
+	return warnings, nil
 }
 
 func certName(name string) string {
@@ -139,11 +144,85 @@ func certName(name string) string {
 }
 
 // missingCertificate is the error of a verification instance without the
-// certificate of db's encryption key.
-func missingCertificate(db *config.Database, verify, thumbprint, name string) error {
-	return fmt.Errorf("database %s is encrypted (TDE) with %s (thumbprint %s) of %s, which verification instance %s does not hold in master: "+
-		"every RESTORE of its backups there fails with error 33111; %s", db.ID(), certName(name), thumbprint, db.Instance, verify,
+// certificate of db's encryption key (TDE), or of its backups' encryption
+// (backup: BACKUP ... WITH ENCRYPTION).
+func missingCertificate(db *config.Database, verify, thumbprint, name string, backup bool) error {
+	how := "is encrypted (TDE)"
+	if backup {
+		how = "is backed up WITH ENCRYPTION"
+	}
+	return fmt.Errorf("database %s %s with %s (thumbprint %s) of %s, which verification instance %s does not hold in master: "+
+		"every RESTORE of its backups there fails with error 33111; %s", db.ID(), how, certName(name), thumbprint, db.Instance, verify,
 		plan.TDECertificateFix(db.Instance, verify, name))
+}
+
+// encryptionSupported reports whether the source's edition, when read,
+// creates encrypted backups.
+func encryptionSupported(src SourceFacts) bool {
+	ok, known := plan.BackupEncryptionSupported(src.EngineEdition, src.Edition)
+	return ok || !known
+}
+
+// readEncryptor reads the certificate db's backups are encrypted with
+// (encryption: server_certificate) from master of the source: its
+// thumbprint into src, or src.EncryptorProblem when the BACKUP cannot
+// succeed with it. SQL Server's BACKUP needs it in master, visible to the
+// login ("VIEW DEFINITION permission on the certificate", "Backup
+// encryption"; else 15151) and not expired ("Backup with Encryption using
+// certificates also checks the expiration date and won't allow a new
+// backup to be created with an expired certificate", CREATE CERTIFICATE
+// (Transact-SQL); 3096); and an edition that encrypts backups. A
+// certificate close to its expiry, or whose private key was never
+// exported, is a warning. An asymmetric key (of an EKM provider) is left to
+// the BACKUP.
+func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *config.Database, src *SourceFacts) []string {
+	e := db.Encryption
+	if !e.Enabled() {
+		return nil
+	}
+	if !encryptionSupported(*src) {
+		src.EncryptorProblem = fmt.Sprintf("database %s: encryption: %s runs %s, which cannot create encrypted backups (Express and Web "+
+			"cannot; they restore them): remove encryption: for it, or move the database to a Standard or Enterprise instance",
+			db.ID(), db.Instance, src.Edition)
+		return nil
+	}
+	if e.ServerCertificate == "" {
+		return nil
+	}
+	certs, err := sqlDB.ServerCertificates(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("certificates of %s not read (%v): whether %s's encryption certificate %s is there is learnt by the BACKUP",
+			db.Instance, err, db.ID(), e.ServerCertificate)}
+	}
+	c := certs.FindName(e.ServerCertificate)
+	now := a.Cycle.Clock().UTC()
+	switch {
+	case c == nil:
+		src.EncryptorProblem = fmt.Sprintf("database %s: encryption.server_certificate %s is not in master of %s, or its login may not see it: "+
+			"BACKUP WITH ENCRYPTION would fail with error 15151; create the certificate there (CREATE CERTIFICATE [%s] WITH SUBJECT = N'backup encryption', "+
+			"after CREATE MASTER KEY), grant the login VIEW DEFINITION ON CERTIFICATE::[%s], or fix encryption.server_certificate",
+			db.ID(), e.ServerCertificate, db.Instance, e.ServerCertificate, e.ServerCertificate)
+		return nil
+	case !c.Expiry.IsZero() && !now.Before(c.Expiry):
+		src.EncryptorProblem = fmt.Sprintf("database %s: certificate %s (%s) of %s expired at %s UTC: BACKUP WITH ENCRYPTION refuses it (error 3096); "+
+			"create a new certificate, back it up with its private key, install it on the verification and drill instances and name it in "+
+			"encryption.server_certificate (keep the old one there: the sets it encrypted still restore with it)",
+			db.ID(), c.Name, c.Thumbprint, db.Instance, c.Expiry.Format(time.DateTime))
+		return nil
+	}
+	src.EncryptorThumbprint = c.Thumbprint
+	var warnings []string
+	if !c.Expiry.IsZero() && c.Expiry.Sub(now) < plan.CertificateExpiryWarning {
+		warnings = append(warnings, fmt.Sprintf("certificate %s (%s) of %s, which encrypts the backups of %s, expires at %s UTC: from then on "+
+			"its BACKUPs fail (error 3096); create its successor now and install it on the verification and drill instances",
+			c.Name, c.Thumbprint, db.Instance, db.ID(), c.Expiry.Format(time.DateTime)))
+	}
+	if c.PrivateKeyBackup.IsZero() && !e.PrivateKeyBackedUp {
+		warnings = append(warnings, fmt.Sprintf("certificate %s (%s) of %s, which encrypts the backups of %s, was never backed up with its private key: "+
+			"if %s is lost, no backup of the database can be restored anywhere: %s", c.Name, c.Thumbprint, db.Instance, db.ID(), db.Instance,
+			plan.TDECertificateFix(db.Instance, "the verification instances", c.Name)))
+	}
+	return warnings
 }
 
 // verifyInstances are the verification instances of the plan's copy
@@ -171,7 +250,12 @@ func (a *Activities) unreadable(ctx context.Context, verifyDB *mssql.DB, db *con
 	}
 	if errors.Is(err, mssql.ErrCertificateMissing) {
 		tp := mssql.MissingThumbprint(err)
-		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w (SQL Server: %w)", missingCertificate(db, verify, tp, a.sourceCertificate(ctx, db, tp)), err))
+		backup := m.Header != nil && m.Header.Encryption != nil && strings.EqualFold(m.Header.Encryption.Thumbprint, tp)
+		name := a.sourceCertificate(ctx, db, tp)
+		if name == "" && backup {
+			name = db.Encryption.ServerCertificate
+		}
+		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w (SQL Server: %w)", missingCertificate(db, verify, tp, name, backup), err))
 	}
 	written := ""
 	if m.Header != nil {

@@ -31,13 +31,14 @@ func conformanceCommand(e *env) *cobra.Command {
 LastGoodCheckDbTime after a restore and after a CHECKDB, the phases DBCC CHECKDB shows in sys.dm_exec_requests,
 the batch text sys.dm_exec_sql_text returns, when create_date and restore_date are stamped, whether a BACKUP whose
 client vanished runs on, the drop of a RESTORING copy, the clock of RESTORE HEADERONLY's dates, the errors of a
-file that is not a backup or does not exist, and the recovery forks of the log backup after a restore.
+file that is not a backup or does not exist, the recovery forks of the log backup after a restore, and, when a
+database of --instance has encryption:, the header of a backup taken WITH ENCRYPTION.
 
 It first prints what it will create (a scratch database on --instance, its backups and log backups on a backup
 server, two copies on --verify-instance, the scratch database restored over itself) and asks before it goes ahead (--yes does not ask). Everything it creates is removed when it ends,
 also when it fails or is interrupted (Ctrl-C); what it could not remove is named. It needs only the configured logins'
-CREATE DATABASE (it owns what it creates), VIEW SERVER STATE to watch its own statements, and the SQL Server service
-accounts' access to the backup server.
+CREATE DATABASE (it owns what it creates), VIEW SERVER STATE to watch its own statements, VIEW DEFINITION on the
+certificate of encryption: (when configured), and the SQL Server service accounts' access to the backup server.
 
 Per probe it prints the assumption, what the server did, holds / fails / inconclusive and what a failure means.
 --json is what to send back to backupcycle's maintainers. Exit 0 when every probe holds or is inconclusive, 1 when

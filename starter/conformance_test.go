@@ -22,7 +22,9 @@ const probeLogin = "conformance_probe"
 
 // conformanceSite is an emulated source (Berlin time) and verification
 // instance (UTC) whose configured logins hold only CREATE ANY DATABASE,
-// VIEW SERVER STATE and SELECT in msdb. The instances are throttled so that
+// VIEW SERVER STATE and SELECT in msdb, and on the source the view of the
+// certificate Sales's encryption: names (VIEW ANY DEFINITION, the
+// emulator's stand-in for VIEW DEFINITION on it), which both hold. The instances are throttled so that
 // the scratch database's BACKUP, RESTORE and CHECKDB last seconds, as a
 // few hundred megabytes do on a real server.
 func conformanceSite(t *testing.T) *sitetest.Site {
@@ -32,11 +34,22 @@ func conformanceSite(t *testing.T) *sitetest.Site {
 		t.Fatal(err)
 	}
 	site := sitetest.New(t, sitetest.Options{Database: "Sales",
+		Extra:        "    encryption: {algorithm: AES_192, server_certificate: BackupCert}\n",
 		SourceConfig: func(c *sqlsim.Config) { c.TimeZone = berlin },
 		VerifyConfig: func(c *sqlsim.Config) { c.TimeZone = time.UTC }})
+	cert, err := site.Source.CreateCertificate("BackupCert", "backup encryption")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := site.Verify.ImportCertificate(cert); err != nil {
+		t.Fatal(err)
+	}
 	for _, in := range []*sqlsim.Instance{site.Source, site.Verify} {
-		if err := in.SetLogin(sqlsim.Login{Name: probeLogin, Password: sitetest.Password,
-			Server:    []string{tsql.PermCreateAnyDatabase, "VIEW SERVER STATE"},
+		server := []string{tsql.PermCreateAnyDatabase, "VIEW SERVER STATE"}
+		if in == site.Source {
+			server = append(server, tsql.PermViewAnyDefinition)
+		}
+		if err := in.SetLogin(sqlsim.Login{Name: probeLogin, Password: sitetest.Password, Server: server,
 			Databases: map[string][]string{"msdb": {tsql.PermSelect}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +127,8 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 	}
 	plan := errb.String()
 	for _, want := range []string{"It will create", "on SQL instance " + site.Instance + ": database " + conformance.ScratchPrefix,
-		"on backup server bak01", `\\bak01\backup\` + conformance.ScratchPrefix, "_copy", "_restoring", "CREATE DATABASE"} {
+		"on backup server bak01", `\\bak01\backup\` + conformance.ScratchPrefix, "_copy", "_restoring", "CREATE DATABASE",
+		"_enc.bak of " + conformance.ScratchPrefix, "WITH ENCRYPTION (ALGORITHM = AES_192, SERVER CERTIFICATE = BackupCert)"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan on stderr lacks %q:\n%s", want, plan)
 		}
@@ -127,7 +141,7 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 	ids := []string{conformance.IDLastGoodRestored, conformance.IDLastGoodCheckDB, conformance.IDCheckDBPhases, conformance.IDBatchText,
 		conformance.IDCreateDate, conformance.IDRestoreDate, conformance.IDVanishedBackup, conformance.IDVanishedRestore, conformance.IDDropRestoring,
 		conformance.IDHeaderClock, conformance.IDGarbageMedia, conformance.IDMissingFile, conformance.IDLogForkAfterRestore,
-		conformance.IDDifferentialBase}
+		conformance.IDDifferentialBase, conformance.IDEncryptedBackup}
 	if len(rep.Probes) != len(ids) {
 		t.Fatalf("%d probes, want %d", len(rep.Probes), len(ids))
 	}
@@ -143,9 +157,9 @@ func TestConformanceEveryProbeHoldsOnTheEmulator(t *testing.T) {
 		}
 	}
 	// Removed: the scratch database, the copy, the two backups, the log
-	// chain probe's full, its differential and two log backups (the
-	// RESTORING copy is dropped by its probe).
-	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 8 {
+	// chain probe's full, its differential and two log backups, the
+	// encrypted backup (the RESTORING copy is dropped by its probe).
+	if rep.Holds != len(ids) || rep.Fails != 0 || len(rep.Cleanup.Left) != 0 || len(rep.Cleanup.Removed) != 9 {
 		t.Errorf("holds %d, fails %d, left %v, removed %v", rep.Holds, rep.Fails, rep.Cleanup.Left, rep.Cleanup.Removed)
 	}
 	if len(rep.Servers) != 2 || rep.Servers[0].UTCOffsetMinutes == 0 || rep.Servers[1].UTCOffsetMinutes != 0 {

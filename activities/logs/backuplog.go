@@ -170,7 +170,8 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		layout[i] = tsql.JoinPath(srv.PathsFor(inst.Name)[i%len(srv.PathsFor(inst.Name))], fileNames[i])
 	}
 	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: db.Name, Disks: layout, Chain: rec.Chain, Number: n,
-		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), NoRecovery: in.Tail})
+		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), NoRecovery: in.Tail,
+		Encryption: db.Encryption.Backup()})
 	if err != nil {
 		return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
@@ -232,6 +233,7 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	// The build that wrote this log, from its own header: a source patched
 	// since the chain's full writes its logs with the new one.
 	l.SoftwareVersion = hs.SoftwareVersion
+	l.Encryption = activities.HeaderEncryption(hs)
 	l.Files = nil
 	for _, name := range fileNames {
 		size, sum, err := hashFile(ctx, st, name)

@@ -98,6 +98,9 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 	p.BufferCount, p.MaxTransferSize = m.Options.BufferCount, m.Options.MaxTransferSize
 	if h := m.Header; h != nil {
 		p.SourceVersion, p.TDEThumbprint = h.SoftwareVersion, h.TDEThumbprint
+		if h.Encryption != nil {
+			p.EncryptorThumbprint = h.Encryption.Thumbprint
+		}
 	}
 
 	sqlDB, err := d.ConnectSQL(ctx, inst, "master")
@@ -298,7 +301,7 @@ func fullManifest(c recovery.Catalog, full recovery.Step) *catalog.Manifest {
 // an older SQL Server version than the newest that wrote one of them (a
 // source patched or upgraded during the chain writes its later logs with
 // its new build; or the 2019 CU16 format of a compressed TDE backup on an
-// older CU), or a TDE certificate it lacks.
+// older CU), or a TDE or backup encryption certificate it lacks.
 func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *config.Database, target string, m *catalog.Manifest, p *Plan) error {
 	pv, err := sqlDB.ProductVersion(ctx)
 	if err != nil {
@@ -315,24 +318,30 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 			"%s cannot restore %s of %s: %s; recover to an instance of %s or newer (--to-instance), or upgrade %s", target, what,
 			db.ID(), why, src.Product(), target))
 	}
-	if p.TDEThumbprint == "" {
+	if p.TDEThumbprint == "" && p.EncryptorThumbprint == "" {
 		return nil
 	}
 	certs, err := sqlDB.ServerCertificates(ctx)
 	if err != nil {
 		return activities.SQLError(err)
 	}
-	switch {
-	case certs.Find(p.TDEThumbprint) != nil:
-		return nil
-	case !certs.All:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the login does not see every certificate (it needs VIEW ANY DEFINITION), so whether it "+
-			"holds the TDE certificate %s of %s is learnt by the RESTORE (error 33111 without it)", target, p.TDEThumbprint, db.ID()))
-		return nil
+	for _, need := range []struct{ thumbprint, how, kind, name string }{
+		{p.TDEThumbprint, "is encrypted (TDE)", "TDE certificate", ""},
+		{p.EncryptorThumbprint, fmt.Sprintf("was backed up WITH ENCRYPTION (set %d)", m.Sequence), "backup encryption certificate",
+			db.Encryption.ServerCertificate},
+	} {
+		switch {
+		case need.thumbprint == "" || certs.Find(need.thumbprint) != nil:
+		case !certs.All:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the login does not see every certificate (it needs VIEW ANY DEFINITION), so whether it "+
+				"holds the %s %s of %s is learnt by the RESTORE (error 33111 without it)", target, need.kind, need.thumbprint, db.ID()))
+		default:
+			return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+				"%s %s with the certificate of thumbprint %s, which %s does not hold in master: its RESTORE would fail with error 33111; %s",
+				db.ID(), need.how, need.thumbprint, target, plan.TDECertificateFix(db.Instance, target, need.name)))
+		}
 	}
-	return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
-		"%s is encrypted (TDE) with the certificate of thumbprint %s, which %s does not hold in master: its RESTORE would fail with error 33111; %s",
-		db.ID(), p.TDEThumbprint, target, plan.TDECertificateFix(db.Instance, target, "")))
+	return nil
 }
 
 // newestVersion is the newest SQL Server build that wrote a step of the

@@ -254,3 +254,44 @@ func TestPlanRecoverNeedsTheTDECertificate(t *testing.T) {
 		t.Fatalf("with the certificate: %+v, %v", p.TDEThumbprint, err)
 	}
 }
+
+// A database backed up WITH ENCRYPTION: a target without the certificate
+// is refused by the plan, naming the thumbprint, the certificate and how to
+// install it (a certificate of the same name with another key does not
+// count); once it holds the certificate, the plan goes through.
+func TestPlanRecoverNeedsTheBackupEncryptionCertificate(t *testing.T) {
+	f := newFixture(t, sitetest.Options{Extra: "    encryption: {algorithm: AES_256, server_certificate: BackupCert}\n"})
+	if _, err := f.site.Source.CreateCertificate("BackupCert", "backup encryption of Sales"); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := f.site.Source.ExportCertificate("BackupCert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.site.Verify.ImportCertificate(cert); err != nil {
+		t.Fatal(err)
+	}
+	f.history(1)
+	if err := f.site.Verify.DropCertificate("BackupCert"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.site.Verify.CreateCertificate("BackupCert", "same name, another key"); err != nil {
+		t.Fatal(err)
+	}
+	in := Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_enc", Latest: true}
+	var p Plan
+	err = f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p)
+	if errType(err) != activities.ErrInvalidConfig || !strings.Contains(err.Error(), cert.ThumbprintText()) ||
+		!strings.Contains(err.Error(), "WITH ENCRYPTION") || !strings.Contains(err.Error(), "CREATE CERTIFICATE [BackupCert]") {
+		t.Fatalf("target without the certificate: %v, want InvalidConfig naming %s and the fix", err, cert.ThumbprintText())
+	}
+	if err := f.site.Verify.DropCertificate("BackupCert"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.site.Verify.ImportCertificate(cert); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p); err != nil || p.EncryptorThumbprint != cert.ThumbprintText() {
+		t.Fatalf("with the certificate: %+v, %v", p.EncryptorThumbprint, err)
+	}
+}

@@ -163,6 +163,9 @@ type Plan struct {
 	SourceVersion string `json:"source_version,omitempty"`
 	TargetVersion string `json:"target_version"`
 	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
+	// EncryptorThumbprint is the certificate the full was encrypted with
+	// (BACKUP ... WITH ENCRYPTION), "" when it was not.
+	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
 	// Replaces describes the database of that name the restore replaces
 	// ("" for none).
 	Replaces string `json:"replaces,omitempty"`

@@ -23,9 +23,13 @@ import (
 // signature never verifies a record, nor the other way round), decoded
 // strictly, and trusted like manifests (Auth).
 
-// ChainSchemaVersion is written into every chain record; Decode refuses
-// other versions.
-const ChainSchemaVersion = 1
+// ChainSchemaVersion is the newest version of a chain record; Decode
+// refuses newer ones. Version 2 records the encryption of log backups taken
+// WITH ENCRYPTION (LogBackup.Encryption) and the build that wrote each log
+// (LogBackup.SoftwareVersion); a record without either is written as
+// version 1, which builds before it read, and a build before it refuses a
+// version 2 record by its version rather than by an unknown field.
+const ChainSchemaVersion = 2
 
 // purposeChain is the signature purpose of chain records.
 const purposeChain = "backupcycle log chain"
@@ -119,7 +123,6 @@ type LogBackup struct {
 	Proven            *LogProof   `json:"proven,omitempty"`
 	Foreign           *ForeignLog `json:"foreign,omitempty"`
 	Failure           string      `json:"failure,omitempty"`
-	UpdatedAt         time.Time   `json:"updated_at"`
 	// SoftwareVersion is the SQL Server build that wrote this log backup
 	// (major.minor.build, RESTORE HEADERONLY's SoftwareVersionMajor,
 	// Minor and Build, or msdb's backupset software_major_version,
@@ -128,6 +131,10 @@ type LogBackup struct {
 	// later logs with its new build, which no older version restores.
 	// Empty in records written before it was kept.
 	SoftwareVersion string `json:"software_version,omitempty"`
+	// Encryption is the log backup's encryption (BACKUP LOG ... WITH
+	// ENCRYPTION, HEADERONLY), nil when it is not encrypted.
+	Encryption *BackupEncryption `json:"encryption,omitempty"`
+	UpdatedAt  time.Time         `json:"updated_at"`
 }
 
 // SetUTCOffset records the source's offset from UTC with which
@@ -234,8 +241,13 @@ func (r *ChainRecord) Claim(n int64, workflowID, runID string, at time.Time) (*L
 func (r *ChainRecord) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if r.SchemaVersion != ChainSchemaVersion {
-		bad("schema_version %d is not supported (this build reads %d)", r.SchemaVersion, ChainSchemaVersion)
+	if r.SchemaVersion < 1 || r.SchemaVersion > ChainSchemaVersion {
+		bad("schema_version %d is not supported (this build reads 1 to %d)", r.SchemaVersion, ChainSchemaVersion)
+	}
+	for _, l := range r.Logs {
+		if e := l.Encryption; e != nil && (r.SchemaVersion < 2 || !e.valid()) {
+			bad("log %d: encryption needs schema_version 2, its algorithm, the encryptor's thumbprint (0x...) and type", l.Number)
+		}
 	}
 	if r.SourceInstance == "" {
 		bad("source_instance is empty")
@@ -356,6 +368,17 @@ var chainKind = recordKind{what: "chain record", purpose: purposeChain, version:
 
 func (r *ChainRecord) seal() (*int, **Signature, *Auth) {
 	return &r.SchemaVersion, &r.Signature, &r.Auth
+}
+
+// schemaVersion is the oldest version that holds r: 2 with an encrypted
+// log backup or a log's own build, else 1.
+func (r *ChainRecord) schemaVersion() int {
+	for _, l := range r.Logs {
+		if l.Encryption != nil || l.SoftwareVersion != "" {
+			return 2
+		}
+	}
+	return 1
 }
 
 // EncodeChain validates r and renders it as indented JSON, signed with

@@ -90,7 +90,7 @@ func TestChainRecordStrictDecode(t *testing.T) {
 	for name, bad := range map[string][]byte{
 		"unknown field":  bytes.Replace(data, []byte(`"chain": 3,`), []byte(`"chain": 3, "extra": 1,`), 1),
 		"trailing data":  append(bytes.Clone(data), []byte("{}")...),
-		"newer schema":   bytes.Replace(data, []byte(`"schema_version": 1`), []byte(`"schema_version": 2`), 1),
+		"newer schema":   bytes.Replace(data, []byte(`"schema_version": 2`), []byte(`"schema_version": 3`), 1),
 		"bad LSN":        bytes.Replace(data, []byte(chainLSN(110)), []byte("12x"), 1),
 		"renamed file":   bytes.Replace(data, []byte("_1of1.trn"), []byte("_1of1.bak"), 1),
 		"over the cap":   append(bytes.Clone(data), bytes.Repeat([]byte(" "), MaxChainRecordBytes)...),

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -36,8 +38,10 @@ import (
 // version 6, one written without as before. Version 7 adds the set's
 // immutable copy on an object store (Immutable); a manifest without one is
 // written as before. Version 8 records a differential set's base
-// (Differential); a full's manifest is written as before.
-const SchemaVersion = 8
+// (Differential); a full's manifest is written as before. Version 9 records
+// the backup encryption of a set taken WITH ENCRYPTION (Header.Encryption);
+// a manifest of a set that is not encrypted is written as before.
+const SchemaVersion = 9
 
 // SignedSchemaVersion is the version of a signed manifest.
 const SignedSchemaVersion = 6
@@ -188,10 +192,23 @@ type Header struct {
 	// TDEThumbprint (0x...) is the certificate protecting a TDE database's
 	// encryption key (FILELISTONLY TDEThumbprint): every instance that
 	// restores the set needs it in master.
-	TDEThumbprint    string    `json:"tde_thumbprint,omitempty"`
-	UTCOffsetMinutes *int      `json:"utc_offset_minutes,omitempty"`
-	BackupStartUTC   time.Time `json:"backup_start_utc,omitzero"`
-	BackupFinishUTC  time.Time `json:"backup_finish_utc,omitzero"`
+	TDEThumbprint string `json:"tde_thumbprint,omitempty"`
+	// Encryption is the set's backup encryption (BACKUP ... WITH
+	// ENCRYPTION), nil when it is not encrypted: every instance that
+	// restores it needs the encryptor of that thumbprint in master.
+	Encryption       *BackupEncryption `json:"encryption,omitempty"`
+	UTCOffsetMinutes *int              `json:"utc_offset_minutes,omitempty"`
+	BackupStartUTC   time.Time         `json:"backup_start_utc,omitzero"`
+	BackupFinishUTC  time.Time         `json:"backup_finish_utc,omitzero"`
+}
+
+// BackupEncryption is how a set or a log backup was encrypted, as RESTORE
+// HEADERONLY reports it.
+type BackupEncryption struct {
+	Algorithm  string `json:"algorithm"`  // KeyAlgorithm, upper case: AES_256, ...
+	Thumbprint string `json:"thumbprint"` // EncryptorThumbprint, 0x...
+	// EncryptorType is CERTIFICATE or ASYMMETRIC KEY.
+	EncryptorType string `json:"encryptor_type"`
 }
 
 // SetUTCOffset records the source server's offset from UTC (its local time
@@ -717,7 +734,8 @@ func (m *Manifest) version3Fields() []string {
 // unsigned (a signature m carries is dropped: it does not cover a changed
 // manifest), under the oldest schema version that holds its facts: 2
 // without any of version 3's, 3 with them, 4 with a sanity proof, 5 with a
-// CHECKDB baseline, 6 signed, 7 with an immutable copy, 8 a differential,
+// CHECKDB baseline, 6 signed, 7 with an immutable copy, 8 a differential, 9
+// encrypted,
 // so that older builds
 // keep reading what they can. The
 // output is deterministic (struct order, sorted map keys).
@@ -745,6 +763,9 @@ func EncodeSigned(m *Manifest, keys *Keys) ([]byte, error) {
 	}
 	if out.Differential != nil {
 		out.SchemaVersion = 8
+	}
+	if out.Header != nil && out.Header.Encryption != nil {
+		out.SchemaVersion = 9
 	}
 	if err := out.Validate(); err != nil {
 		return nil, err
@@ -792,3 +813,13 @@ func decodeStrict(data []byte, v any, what string, name func() string) error {
 	}
 	return nil
 }
+
+// valid reports whether e names its algorithm, thumbprint and encryptor
+// type.
+func (e *BackupEncryption) valid() bool {
+	return slices.Contains(tsql.BackupAlgorithms, e.Algorithm) && thumbprintRE.MatchString(e.Thumbprint) &&
+		(e.EncryptorType == tsql.EncryptorCertificate || e.EncryptorType == tsql.EncryptorAsymmetricKey)
+}
+
+// thumbprintRE is a thumbprint as SQL Server prints it.
+var thumbprintRE = regexp.MustCompile(`^0x[0-9A-F]{2,64}$`)

@@ -44,6 +44,9 @@ func encodeRecord[T any, P signedRecord[T]](r P, k recordKind, keys *Keys) ([]by
 	*out = *r
 	version, sig, _ := out.seal()
 	*sig, *version = nil, k.version
+	if v, ok := any(out).(interface{ schemaVersion() int }); ok {
+		*version = v.schemaVersion() // the oldest version that holds it
+	}
 	if err := out.Validate(); err != nil {
 		return nil, err
 	}

@@ -113,6 +113,14 @@ func (m *Manifest) Validate() error {
 	if m.SchemaVersion < 5 && m.VerifyCopy != nil && m.VerifyCopy.CheckDBBaseline != nil {
 		bad("schema_version %d cannot hold verify_copy.checkdb_baseline (version 5 does)", m.SchemaVersion)
 	}
+	if h := m.Header; h != nil && h.Encryption != nil {
+		if m.SchemaVersion < 9 {
+			bad("schema_version %d cannot hold header.encryption (version 9 does)", m.SchemaVersion)
+		}
+		if !h.Encryption.valid() {
+			bad("header.encryption needs its algorithm, the encryptor's thumbprint (0x...) and type")
+		}
+	}
 	if m.SchemaVersion < 7 && m.Immutable != nil {
 		bad("schema_version %d cannot hold immutable (version 7 does)", m.SchemaVersion)
 	}

@@ -111,6 +111,7 @@ func (d *decoder) check(c *Config) {
 	d.checkLogs(c)
 	d.checkDrills(c)
 	d.checkDiffs(c)
+	d.checkEncryptions(c)
 	d.checkPlatforms(c)
 	d.checkVerifyNotSource(c)
 }
@@ -716,13 +717,14 @@ func CheckDatabaseName(name string) error {
 }
 
 // inherit copies every key of src into dst that the file did not set at path,
-// nested sections key by key.
+// nested sections key by key, except a section inherited whole (one whose
+// keys mean something only together, such as encryption:).
 func (d *decoder) inherit(dst, src reflect.Value, path string) {
 	fs, _ := fields(dst.Type())
 	for name, f := range fs {
 		kp := join(path, name)
 		dv, sv := dst.FieldByIndex(f.index), src.FieldByIndex(f.index)
-		if dv.Kind() == reflect.Struct && d.given(kp) {
+		if _, whole := dv.Interface().(interface{ inheritWhole() }); dv.Kind() == reflect.Struct && d.given(kp) && !whole {
 			d.inherit(dv, sv, kp)
 			continue
 		}

@@ -29,7 +29,8 @@
 //	log_proof_lag 15m (standby) / 26h (nightly), standby_name "{db}_standby",
 //	adopt_foreign_logs false, pit_proof {every 24h, checkdb false};
 //	drill none (with drill: point latest, from any, checkdb false, max_age 2 x every,
-//	name "{db}_drill", instance: the copy target's verify_instance); diff_backup none.
+//	name "{db}_drill", instance: the copy target's verify_instance); diff_backup none;
+//	encryption none.
 package config
 
 import (
@@ -367,6 +368,9 @@ type Policy struct {
 	// DiffBackup is the product's own differential backups of the
 	// database (diff.go); every 0: none.
 	DiffBackup DiffBackup `yaml:"diff_backup"`
+	// Encryption encrypts every backup of the database (encryption.go);
+	// none when empty.
+	Encryption Encryption `yaml:"encryption"`
 }
 
 // LogBackup is `log_backup:`.

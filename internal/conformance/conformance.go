@@ -85,6 +85,11 @@ type Plan struct {
 	ForkBackup           string
 	ForkLogs             [2]string
 	ForkDiff             string
+	// EncBackup is the backup taken WITH ENCRYPTION (encprobe.go) with
+	// Encryption, the encryption: of a database of Instance; "" when none
+	// has one.
+	EncBackup  string             `json:"-"`
+	Encryption *config.Encryption `json:"-"`
 	// SourcePath and VerifyPath are Server's directory as Instance and
 	// VerifyInstance reach it; Location as the worker (this command) does.
 	SourcePaths []string
@@ -161,6 +166,9 @@ func NewPlan(o Options) (*Plan, error) {
 	p.Backup, p.VanishBackup = p.Scratch+".bak", p.Scratch+"_vanish.bak"
 	p.ForkBackup, p.ForkLogs = p.Scratch+"_fork.bak", [2]string{p.Scratch + "_fork_1.trn", p.Scratch + "_fork_2.trn"}
 	p.ForkDiff = p.Scratch + "_fork.dif"
+	if p.Encryption = encryptionOf(cfg, p.inst.Name); p.Encryption != nil {
+		p.EncBackup = p.Scratch + "_enc.bak"
+	}
 	p.FillBytes, p.FillRows = o.FillBytes, fillRows(o.FillBytes)
 	return p, nil
 }
@@ -239,6 +247,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  for the log chain's probe, last: %s set to the FULL recovery model, a full backup %s, a differential %s on it and "+
 		"two log backups %s and %s on %s, and %s restored over itself from that full backup between them (RESTORE ... WITH REPLACE)\n",
 		p.Scratch, p.ForkBackup, p.ForkDiff, p.ForkLogs[0], p.ForkLogs[1], p.Server, p.Scratch)
+	if p.EncBackup != "" {
+		typ, name := p.Encryption.Backup().Encryptor()
+		fmt.Fprintf(&b, "  on backup server %s: a backup %s of %s WITH ENCRYPTION (ALGORITHM = %s, SERVER %s = %s), as the "+
+			"configured encryption: takes them (the login needs VIEW DEFINITION on it)\n", p.Server, p.EncBackup, p.Scratch,
+			p.Encryption.Algorithm, typ, name)
+	}
 	where := "beside the files of " + p.Scratch
 	if p.DataDir != "" {
 		where = "in " + p.DataDir + " and " + p.LogDir

@@ -43,6 +43,8 @@ const (
 	IDLogForkAfterRestore = "log-fork-after-restore"
 	// IDDifferentialBase: forkprobe.go.
 	IDDifferentialBase = "differential-base-is-the-full"
+	// IDEncryptedBackup: encprobe.go.
+	IDEncryptedBackup = "encrypted-backup-header"
 )
 
 // Probe is one assumption and what the server did.
@@ -136,6 +138,14 @@ var assumptions = map[string]struct{ text, ifFails string }{
 			"BackupSetGUID as DifferentialBaseGUID and an LSN as DifferentialBaseLSN",
 		"every differential (diff_backup) fails its catalog step with DifferentialBaseMoved, as if another tool's full backup had " +
 			"moved the base, and none is ever proven",
+	},
+	IDEncryptedBackup: {
+		"a backup taken WITH ENCRYPTION as encryption: configures it gives, in RESTORE HEADERONLY as the product reads it on the " +
+			"source and on the verification instance, the algorithm, the certificate's thumbprint and CERTIFICATE; and the " +
+			"verification instance reads its file list with the certificate (or answers 33111 without it)",
+		"the manifests record no or wrong encryption, so the plans of recover and drill do not compare the restoring instance's " +
+			"certificates (its RESTORE does, with 33111), or a RESTORE without the certificate fails with an error the product " +
+			"does not take for a missing certificate",
 	},
 	IDMissingFile: {
 		"RESTORE HEADERONLY of a file that does not exist answers a device error (3201) quoting the operating system error " +

@@ -306,3 +306,33 @@ func TestJudgeDifferentialBase(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeEncryptedBackup(t *testing.T) {
+	const tp = "0x15404D156BDEEBE626D9D6558A25978D1C7B2CCB"
+	h := mssql.BackupHeader{KeyAlgorithm: "AES_256", EncryptorThumbprint: tp, EncryptorType: "CERTIFICATE"}
+	good := encObs{Algorithm: "AES_256", Certificate: "BackupCert", Thumbprint: tp, Src: h, Ver: h}
+	if p := judgeEncryptedBackup(good); p.Verdict != Holds {
+		t.Fatalf("%s: %s", p.Verdict, p.Observed)
+	}
+	noCert := good
+	noCert.FileListErr = failure(mssqldb.Error{Number: 33111, Class: 16, State: 3, Message: "Cannot find server certificate with thumbprint '" + tp + "'."},
+		mssqldb.Error{Number: 3013, Class: 16, Message: "RESTORE FILELIST is terminating abnormally."})
+	if p := judgeEncryptedBackup(noCert); p.Verdict != Holds || !strings.Contains(p.Observed, "33111") {
+		t.Errorf("33111 without the certificate: %s: %s", p.Verdict, p.Observed)
+	}
+	for name, bad := range map[string]func(*encObs){
+		"no encryption read":   func(o *encObs) { o.Src = mssql.BackupHeader{} },
+		"another thumbprint":   func(o *encObs) { o.Ver.EncryptorThumbprint = "0x00" },
+		"another algorithm":    func(o *encObs) { o.Src.KeyAlgorithm = "AES_128" },
+		"verify header failed": func(o *encObs) { o.VerErr = errors.New("3241") },
+		"another error": func(o *encObs) {
+			o.FileListErr = failure(mssqldb.Error{Number: 3241, Class: 16, Message: "The media family on device 'x' is incorrectly formed."})
+		},
+	} {
+		o := good
+		bad(&o)
+		if p := judgeEncryptedBackup(o); p.Verdict != Fails {
+			t.Errorf("%s: %s", name, p.Verdict)
+		}
+	}
+}

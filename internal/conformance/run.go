@@ -44,6 +44,7 @@ type runner struct {
 	diff                        *diffObs
 	media                       *mediaObs
 	fork                        *forkObs
+	enc                         *encObs
 	skip                        map[string]string
 	notSeen                     bool // the server's paths and location are not one directory
 }
@@ -62,7 +63,7 @@ func Run(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	r := &runner{p: p, o: o, skip: map[string]string{},
 		rep: &Report{Instance: p.Instance, VerifyInstance: p.VerifyInstance, Server: p.Server, Started: time.Now().UTC(),
-			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: []string{p.Backup, p.VanishBackup, p.ForkBackup, p.ForkLogs[0], p.ForkLogs[1], p.ForkDiff},
+			Scratch: Scratch{Database: p.Scratch, Copies: []string{p.Copy, p.Restoring}, Files: scratchFiles(p),
 				FillBytes: p.FillRows * tsql.FillRowBytes, FillRows: p.FillRows}}}
 	err := r.connect(ctx)
 	if err == nil {
@@ -152,6 +153,10 @@ func (r *runner) probe(ctx context.Context) error {
 		return ctx.Err()
 	}
 	r.probeFork(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.probeEncryption(ctx)
 	return ctx.Err()
 }
 
@@ -819,5 +824,6 @@ func (r *runner) judge() []Probe {
 		or(IDMissingFile, r.media != nil, func() Probe { return judgeMissing(*r.media) }),
 		or(IDLogForkAfterRestore, r.fork != nil, func() Probe { return judgeLogFork(*r.fork) }),
 		or(IDDifferentialBase, r.diff != nil, func() Probe { return judgeDifferentialBase(*r.diff) }),
+		or(IDEncryptedBackup, r.enc != nil, func() Probe { return judgeEncryptedBackup(*r.enc) }),
 	}
 }

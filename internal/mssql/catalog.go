@@ -51,6 +51,11 @@ type BackupHeader struct {
 	// Fork is the recovery path the set is on (FirstRecoveryForkID,
 	// RecoveryForkID, ForkPointLSN).
 	Fork RecoveryFork
+	// A set taken WITH ENCRYPTION: KeyAlgorithm (aes_256, ...),
+	// EncryptorThumbprint (ThumbprintText) and EncryptorType (CERTIFICATE,
+	// ASYMMETRIC KEY); all "" for a set that is not encrypted (NULL or
+	// NO_Encryption, "RESTORE Statements - HEADERONLY (Transact-SQL)").
+	KeyAlgorithm, EncryptorThumbprint, EncryptorType string
 }
 
 // FileListEntry is one row of RESTORE FILELISTONLY.
@@ -89,6 +94,10 @@ func (db *DB) HeaderOnly(ctx context.Context, statement string) ([]BackupHeader,
 			CompressionAlgorithm: r.str("CompressionAlgorithm"),
 			Fork:                 RecoveryFork{First: r.guid("FirstRecoveryForkID"), Last: r.guid("RecoveryForkID"), Point: r.str("ForkPointLSN")},
 		})
+		h := &out[len(out)-1]
+		if tp := thumbprint(r, "EncryptorThumbprint"); tp != "" && !strings.EqualFold(r.str("KeyAlgorithm"), "NO_Encryption") {
+			h.KeyAlgorithm, h.EncryptorThumbprint, h.EncryptorType = strings.ToUpper(r.str("KeyAlgorithm")), tp, strings.ToUpper(r.str("EncryptorType"))
+		}
 	})
 	return out, err
 }

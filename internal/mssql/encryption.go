@@ -36,6 +36,9 @@ type ServerCertificate struct {
 	// PrivateKeyBackup is when its private key was last exported (BACKUP
 	// CERTIFICATE ... WITH PRIVATE KEY); zero when never.
 	PrivateKeyBackup time.Time
+	// Expiry is expiry_date (UTC): BACKUP WITH ENCRYPTION refuses the
+	// certificate from then on (3096), RESTORE still reads with it.
+	Expiry time.Time
 }
 
 // Certificates is what a login sees of master's certificates.
@@ -56,13 +59,24 @@ func (c Certificates) Find(thumbprint string) *ServerCertificate {
 	return nil
 }
 
+// FindName returns the certificate of a name (as master compares names:
+// without regard to case), or nil.
+func (c Certificates) FindName(name string) *ServerCertificate {
+	for i := range c.List {
+		if name != "" && strings.EqualFold(c.List[i].Name, name) {
+			return &c.List[i]
+		}
+	}
+	return nil
+}
+
 // ServerCertificates reads master's certificates and whether the login
 // sees them all (tsql.ServerCertificates, tsql.CertificatesVisible).
 func (db *DB) ServerCertificates(ctx context.Context) (Certificates, error) {
 	var c Certificates
 	err := db.scan(ctx, "read master.sys.certificates", tsql.ServerCertificates, nil, func(r row) {
 		c.List = append(c.List, ServerCertificate{Name: r.str("name"), Thumbprint: thumbprint(r, "thumbprint"),
-			PrivateKeyBackup: r.time("pvt_key_last_backup_date")})
+			PrivateKeyBackup: r.time("pvt_key_last_backup_date"), Expiry: r.time("expiry_date")})
 	})
 	if err != nil {
 		return c, err

@@ -30,11 +30,19 @@ var (
 	// for RESTORE DATABASE, 3624 severity 20 for RESTORE LOG, KB5014298):
 	// the backup's format, not the host, is the problem.
 	ErrUnreadableFormat = errors.New("backup format not readable by this instance")
+	// ErrEncryptorRefused: BACKUP WITH ENCRYPTION refused its encryptor:
+	// 15151, the certificate or asymmetric key is not in master or the
+	// login may not see it ("VIEW DEFINITION permission on the certificate
+	// or asymmetric key", "Backup encryption"), or 3096, "The Certificate
+	// specified for backup encryption has expired." No retry helps.
+	ErrEncryptorRefused = errors.New("backup encryptor refused")
 )
 
 const (
 	errVersionIncompatible = 3169
 	errCertificateNotFound = 33111
+	errEncryptorNotFound   = 15151
+	errEncryptorExpired    = 3096
 )
 
 // kindOf classifies the errors of operation op. connected: the statement's
@@ -55,6 +63,8 @@ func kindOf(op string, errs []mssqldb.Error, connected bool) error {
 		return ErrCertificateMissing
 	case has(errVersionIncompatible):
 		return ErrNewerVersion
+	case strings.HasPrefix(strings.ToUpper(op), "BACKUP ") && (has(errEncryptorNotFound) || has(errEncryptorExpired)):
+		return ErrEncryptorRefused
 	case connected && isRestore(op) && slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 20 }):
 		return ErrUnreadableFormat
 	}

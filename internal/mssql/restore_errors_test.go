@@ -40,6 +40,10 @@ func TestRestoreErrorsPerOperation(t *testing.T) {
 		{"9004 severity 21, connection lost", "RESTORE DATABASE", []mssqldb.Error{term("RESTORE DATABASE"), kb9004}, false, ErrUnreachable},
 		// Outside a RESTORE a severity 20+ error stays what it was.
 		{"3624 inside BACKUP", "BACKUP DATABASE", []mssqldb.Error{kb3624, term("BACKUP DATABASE")}, true, ErrUnreachable},
+		// BACKUP WITH ENCRYPTION refusing its encryptor: missing or not
+		// visible (15151), expired (3096).
+		{"15151 on BACKUP DATABASE", "BACKUP DATABASE", []mssqldb.Error{sqlErr(15151, 16, "Cannot find the certificate 'BackupCert', because it does not exist or you do not have permission."), term("BACKUP DATABASE")}, true, ErrEncryptorRefused},
+		{"3096 on BACKUP LOG", "BACKUP LOG", []mssqldb.Error{sqlErr(3096, 16, "The Certificate specified for backup encryption has expired."), term("BACKUP LOG")}, true, ErrEncryptorRefused},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,3 +31,14 @@ func CompressionSupported(engineEdition int, edition string) (supported, known b
 	}
 	return true, false
 }
+
+// BackupEncryptionSupported reports whether an instance of this edition
+// creates encrypted backups (BACKUP ... WITH ENCRYPTION), and whether that
+// is known: the editions of backup compression, since "SQL Server Express
+// and SQL Server Web don't support encryption during backup. However
+// restoring from an encrypted backup to an instance of SQL Server Express
+// or SQL Server Web is supported" ("Backup encryption",
+// https://learn.microsoft.com/sql/relational-databases/backup-restore/backup-encryption).
+func BackupEncryptionSupported(engineEdition int, edition string) (supported, known bool) {
+	return CompressionSupported(engineEdition, edition)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -165,6 +166,12 @@ func TDEMaxTransferSize(src Version) int {
 	}
 	return 0
 }
+
+// CertificateExpiryWarning is how long before its expiry a backup
+// encryption certificate is warned of: from its expiry on, SQL Server
+// refuses BACKUP WITH ENCRYPTION with it (3096), and a month of nights
+// leaves time to roll its successor out to every restoring instance.
+const CertificateExpiryWarning = 30 * 24 * time.Hour
 
 // TDECertificateFix says how a verification instance gets the certificate
 // of a TDE database: back it up with its private key on the source, create

@@ -61,13 +61,15 @@ type scope struct {
 	instances []*config.SQLInstance         // in config order
 	sources   map[string][]*config.Database // instance -> its databases in scope
 	verifies  map[string][]string           // instance -> backup servers it verifies copies of
+	drills    map[string]bool               // instances drills recover databases on
 	servers   []*config.BackupServer        // in config order
 	stores    map[string][]*config.Database // backup server -> databases whose sets it may hold
 }
 
 func resolve(o Options) (scope, error) {
 	cfg := o.Config
-	s := scope{sources: map[string][]*config.Database{}, verifies: map[string][]string{}, stores: map[string][]*config.Database{}}
+	s := scope{sources: map[string][]*config.Database{}, verifies: map[string][]string{}, stores: map[string][]*config.Database{},
+		drills: map[string]bool{}}
 	for i := range cfg.Databases {
 		db := &cfg.Databases[i]
 		// --instance names the instance, or a replica of the database's
@@ -89,6 +91,11 @@ func resolve(o Options) (scope, error) {
 		for _, src := range cfg.Sources(db.Instance) {
 			s.sources[src] = append(s.sources[src], db)
 			usedInstances[src] = true
+		}
+		// A drill restores the sets there: it needs what a verification
+		// instance needs to read them (its certificates are compared).
+		if in := cfg.DrillInstance(db); db.Drills() && in != "" {
+			s.drills[in], usedInstances[in] = true, true
 		}
 		for _, b := range db.BackupServers {
 			holders := []string{b}
@@ -251,7 +258,7 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	}
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
-	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0)
+	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0 || s.drills[in.Name])
 	hf, herr := hostcheck.Read(qctx, db)
 	if herr == nil {
 		if c, ok := declaredPlatform(in, hf); ok {

@@ -22,9 +22,13 @@ type estate struct {
 	versions map[string]plan.Version       // instance -> its build
 	logins   map[string]string             // instance -> the login connected
 	majors   map[string]int                // instance -> ProductMajorVersion
+	editions map[string]serverFacts        // instance -> its facts (edition)
 	certs    map[string]certsSeen          // verification instance -> master's certificates
 	tde      map[*config.Database]tdeSeen  // source database -> its encryption
 	srcCerts map[string]mssql.Certificates // source instance -> its certificates, read once
+	// encryptors are the certificates of the databases with encryption:,
+	// as their source shows them (backupenc.go).
+	encryptors map[*config.Database]encryptorSeen
 }
 
 type certsSeen struct {
@@ -40,14 +44,27 @@ type tdeSeen struct {
 }
 
 func newEstate() *estate {
-	return &estate{versions: map[string]plan.Version{}, logins: map[string]string{}, majors: map[string]int{},
-		certs: map[string]certsSeen{}, tde: map[*config.Database]tdeSeen{}, srcCerts: map[string]mssql.Certificates{}}
+	return &estate{versions: map[string]plan.Version{}, logins: map[string]string{}, majors: map[string]int{}, editions: map[string]serverFacts{},
+		certs: map[string]certsSeen{}, tde: map[*config.Database]tdeSeen{}, srcCerts: map[string]mssql.Certificates{},
+		encryptors: map[*config.Database]encryptorSeen{}}
+}
+
+// sourceCertificates are master's certificates of d's source, read once.
+func (e *estate) sourceCertificates(ctx context.Context, db *mssql.DB, d *config.Database) (mssql.Certificates, error) {
+	if c, ok := e.srcCerts[d.Instance]; ok {
+		return c, nil
+	}
+	c, err := db.ServerCertificates(ctx)
+	if err == nil {
+		e.srcCerts[d.Instance] = c
+	}
+	return c, err
 }
 
 // noteInstance records an instance's build and login; a verification
 // instance's certificates too.
 func (e *estate) noteInstance(ctx context.Context, db *mssql.DB, name string, sf serverFacts, verifies bool) {
-	e.versions[name], e.logins[name], e.majors[name] = sf.Version, sf.Login, sf.Major
+	e.versions[name], e.logins[name], e.majors[name], e.editions[name] = sf.Version, sf.Login, sf.Major, sf
 	if verifies {
 		c, err := db.ServerCertificates(ctx)
 		e.certs[name] = certsSeen{c, err}
@@ -57,17 +74,14 @@ func (e *estate) noteInstance(ctx context.Context, db *mssql.DB, name string, sf
 // noteDatabase records a source database's encryption; a database that
 // could not be asked is left out (its other rows say why).
 func (e *estate) noteDatabase(ctx context.Context, db *mssql.DB, d *config.Database) {
+	e.noteEncryptor(ctx, db, d)
 	enc, err := db.DatabaseEncryption(ctx, d.Name)
 	if err != nil || !enc.Encrypted {
 		return
 	}
 	t := tdeSeen{enc: enc}
 	if enc.Thumbprint != "" {
-		c, ok := e.srcCerts[d.Instance]
-		if !ok {
-			c, _ = db.ServerCertificates(ctx)
-			e.srcCerts[d.Instance] = c
-		}
+		c, _ := e.sourceCertificates(ctx, db, d)
 		t.cert = c.Find(enc.Thumbprint)
 	}
 	e.tde[d] = t
@@ -107,6 +121,7 @@ func readabilityChecks(cfg *config.Config, dbs []*config.Database, e *estate) []
 		if encrypted {
 			cs = append(cs, tdeSourceChecks(base, db, src, tde)...)
 		}
+		cs = append(cs, encryptionChecks(cfg, base, db, e)...)
 	}
 	return cs
 }

@@ -27,6 +27,8 @@ type backupOptions struct {
 	stats                               int
 	bufferCount, maxTransfer, blockSize int
 	name, description                   string
+	// cipher encrypts every block's payload (WITH ENCRYPTION, backupenc.go).
+	cipher *setCipher
 }
 
 func (x *execCtx) intOpt(opts map[string]expr, name string, def int) (int, error) {
@@ -79,7 +81,11 @@ func (x *execCtx) parseBackupOptions(s *backupStmt, stripes int) (backupOptions,
 				return o, errNotSupported("BACKUP LOG WITH DIFFERENTIAL")
 			}
 			o.differential = true
-		case "ENCRYPTION", "MIRROR", "NO_TRUNCATE", "STANDBY":
+		case "ENCRYPTION":
+			if s.enc == nil {
+				return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
+			}
+		case "MIRROR", "NO_TRUNCATE", "STANDBY":
 			return o, errNotSupported("BACKUP WITH " + k)
 		default:
 			return o, sqlErr(102, 15, "Incorrect syntax near '%s'.", k)
@@ -219,6 +225,15 @@ func (x *execCtx) backup(s *backupStmt) error {
 	}
 	if err := x.in.agBackup(d, o.copyOnly); err != nil {
 		return err
+	}
+	// The encryptor is checked before anything is written.
+	var encHdr mediaHeader
+	if s.enc != nil {
+		sc, e := x.beginEncryption(s.enc, &encHdr)
+		if e != nil {
+			return opError(op, e)
+		}
+		o.cipher = sc
 	}
 	if o.noRecovery {
 		// A tail-log backup WITH NORECOVERY "backs up the tail of the log
@@ -398,7 +413,9 @@ func (x *execCtx) backup(s *backupStmt) error {
 		BlockSize: o.blockSize, MaxTransferSize: o.maxTransfer, TotalPages: totalPages, TotalBlocks: totalBlocks,
 		Name: o.name, Description: o.description, DatabaseFamilyGUID: x.in.familyGUID(d), Containment: d.Containment,
 		SoftwareVersion: x.in.cfg.ProductVersion, TDEThumbprint: d.TDEThumbprint, TDECompressedFormat: tdeFormat,
-		LastGoodCheckDB: lastGood, UserAccess: access, DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID}
+		LastGoodCheckDB: lastGood, UserAccess: access, DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID,
+		KeyAlgorithm: encHdr.KeyAlgorithm, EncryptorThumbprint: encHdr.EncryptorThumbprint, EncryptorType: encHdr.EncryptorType,
+		EncryptedKey: encHdr.EncryptedKey}
 	if o.compression {
 		hdr.CompressionAlgorithm = x.in.compressionAlgorithm()
 	}
@@ -502,7 +519,8 @@ func (x *execCtx) backup(s *backupStmt) error {
 		Name: o.name, Description: o.description, FamilyGUID: hdr.DatabaseFamilyGUID,
 		Type: lsns.typ, CheckpointLSN: lsns.checkpoint, DatabaseBackupLSN: lsns.databaseBackup, User: x.s.login.User,
 		Devices: deviceNames(outs), BeginsLogChain: lsns.beginsChain, RecoveryModel: lsns.model, Forks: lsns.forks,
-		DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID, SoftwareVersion: x.in.cfg.ProductVersion})
+		DiffBaseLSN: lsns.diffBaseLSN, DiffBaseGUID: lsns.diffBaseGUID, SoftwareVersion: x.in.cfg.ProductVersion,
+		KeyAlgorithm: hdr.KeyAlgorithm, EncryptorThumbprint: hdr.EncryptorThumbprint, EncryptorType: hdr.EncryptorType})
 	x.in.cat.NextBackupSetID++
 	x.in.endBackupLocked(d, s.log, o.copyOnly, lsns, lastLSN)
 	if !s.log && !o.copyOnly && !o.differential {
@@ -665,6 +683,7 @@ func (x *execCtx) runBackupPipeline(o backupOptions, outs []*stripeOut, pagesPer
 		go func() {
 			defer writers.Done()
 			hdr := make([]byte, blockHdrSize)
+			var sealed []byte // the encrypted payload (WITH ENCRYPTION)
 			for b := range chans[i] {
 				if ctx.Err() != nil {
 					continue // drain
@@ -672,6 +691,13 @@ func (x *execCtx) runBackupPipeline(o backupOptions, outs []*stripeOut, pagesPer
 				payload, flags := b.raw, uint16(0)
 				if b.compressed {
 					payload, flags = b.stored, flagCompress
+				}
+				if o.cipher != nil {
+					if cap(sealed) < len(payload) {
+						sealed = make([]byte, len(payload))
+					}
+					o.cipher.xor(b.seq, sealed[:len(payload)], payload)
+					payload, flags = sealed[:len(payload)], flags|flagEncrypt
 				}
 				putBlockHeader(hdr, blockHeader{Seq: b.seq, RawLen: uint32(len(b.raw)), StoredLen: uint32(len(payload)),
 					Flags: flags, FileID: b.fileID, PageID: b.pageID, CRC: crc32Checksum(payload)})

@@ -212,6 +212,17 @@
 // KB5014298, which RESTORE DATABASE on 2019 CU15 answers with 3013 and 9004
 // (severity 21) while the session stays open, leaving the copy RESTORING.
 //
+// BACKUP ... WITH ENCRYPTION (ALGORITHM = AES_128 | AES_192 | AES_256 |
+// TRIPLE_DES_3KEY, SERVER CERTIFICATE = name) really encrypts the set's
+// blocks (backupenc.go) with a key sealed by the certificate's private key
+// (Certificate.PrivateKey, which ExportCertificate carries to
+// ImportCertificate): msdb.dbo.backupset and HEADERONLY give key_algorithm,
+// encryptor_thumbprint and encryptor_type; HEADERONLY reads without the
+// certificate, FILELISTONLY, VERIFYONLY and RESTORE answer 33111 + 3013. A
+// certificate missing or not visible to the login (VIEW ANY DEFINITION) is
+// 15151 + 3013, an expired one 3096 + 3013; one never exported warns 33091;
+// SERVER ASYMMETRIC KEY is always 15151 (no asymmetric keys are emulated).
+//
 // # Errors (number, class) the product sees
 //
 //	18456 (14) login failed; a requested database that is missing, RESTORING, OFFLINE or has no user for

@@ -189,5 +189,16 @@ func (x *execCtx) mayRead(op, kind string, st *stripe) error {
 	if h.TDEThumbprint != "" && !x.in.hasCertificate(h.TDEThumbprint) {
 		return opError(op, errNoCertificate(h.TDEThumbprint))
 	}
+	// A set taken WITH ENCRYPTION keeps its header readable: HEADERONLY
+	// gives KeyAlgorithm, EncryptorThumbprint and EncryptorType, "which
+	// can be used to find certificate or the asymmetric key" (RESTORE
+	// HEADERONLY). What else reads without the encryptor is not
+	// documented; the emulator refuses FILELISTONLY, VERIFYONLY and
+	// RESTORE with 33111, the stricter choice (as for TDE).
+	if kind != "HEADERONLY" {
+		if _, e := x.in.readCipher(h); e != nil {
+			return opError(op, e)
+		}
+	}
 	return nil
 }

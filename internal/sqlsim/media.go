@@ -27,7 +27,9 @@ import (
 // Block header: "SQBK" | uint32 block sequence (over the whole set) | uint32
 // raw length | uint32 stored length | uint16 flags (1 = compressed) | uint16
 // first file id | uint32 first page id | uint32 CRC-32C of the stored
-// payload | uint32 CRC-32C of the preceding 28 header bytes.
+// payload | uint32 CRC-32C of the preceding 28 header bytes. Flag 2: the
+// payload is encrypted (BACKUP WITH ENCRYPTION, backupenc.go), after it was
+// compressed; the CRC is the stored bytes'.
 //
 // Blocks are MAXTRANSFERSIZE of pages and go to the stripes round-robin
 // (block k to stripe k mod n). A stripe without its trailer was never
@@ -40,6 +42,7 @@ const (
 	blockMagic   = "SQBK"
 	blockHdrSize = 32
 	flagCompress = 1
+	flagEncrypt  = 2 // the payload is encrypted (backupenc.go), after compression
 	mediaAlign   = 4096
 )
 
@@ -158,6 +161,14 @@ type mediaHeader struct {
 	// and the backup set GUID of the full it is based on.
 	DiffBaseLSN  uint64 `json:"differential_base_lsn,omitempty"`
 	DiffBaseGUID guid   `json:"differential_base_guid,omitzero"`
+	// An encrypted set (BACKUP WITH ENCRYPTION, backupenc.go): its
+	// algorithm (AES_256, ...), the encryptor's thumbprint (hex) and type
+	// (HEADERONLY KeyAlgorithm, EncryptorThumbprint, EncryptorType), and
+	// the set's key sealed with the encryptor's private key (hex).
+	KeyAlgorithm        string `json:"key_algorithm,omitempty"`
+	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
+	EncryptorType       string `json:"encryptor_type,omitempty"`
+	EncryptedKey        string `json:"encrypted_key,omitempty"`
 }
 
 type mediaTrailer struct {

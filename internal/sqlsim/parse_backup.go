@@ -33,9 +33,10 @@ func (p *parser) devices() ([]expr, error) {
 	}
 }
 
-// withOptions reads `WITH opt [= value], ...`; MOVE is collected apart.
-// order lists the other options as given, repeats included.
-func (p *parser) withOptions(moves *[]moveOpt) (opts map[string]expr, order []string, err error) {
+// withOptions reads `WITH opt [= value], ...`; MOVE is collected apart, and
+// so is BACKUP's ENCRYPTION (...) when enc is given. order lists the other
+// options as given, repeats included.
+func (p *parser) withOptions(moves *[]moveOpt, enc **encryptionSpec) (opts map[string]expr, order []string, err error) {
 	opts = map[string]expr{}
 	if !p.accept("WITH") {
 		return opts, nil, nil
@@ -62,6 +63,11 @@ func (p *parser) withOptions(moves *[]moveOpt) (opts map[string]expr, order []st
 				return nil, nil, err
 			}
 			*moves = append(*moves, moveOpt{logical: from, to: to})
+		} else if name == "ENCRYPTION" && enc != nil && p.peek().isOp("(") {
+			if *enc, err = p.parseEncryption(); err != nil {
+				return nil, nil, err
+			}
+			opts[name] = nil
 		} else if p.acceptOp("=") {
 			v, err := p.unary()
 			if err != nil {
@@ -97,7 +103,7 @@ func (p *parser) backupStmt() (stmt, error) {
 	if p.peek().is("MIRROR") {
 		return nil, errNotSupported("MIRROR TO")
 	}
-	if s.opts, s.order, err = p.withOptions(nil); err != nil {
+	if s.opts, s.order, err = p.withOptions(nil, &s.enc); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -118,7 +124,7 @@ func (p *parser) restoreStmt() (stmt, error) {
 		if kw == "DATABASE" && p.peek().is("WITH") {
 			// RESTORE DATABASE d WITH RECOVERY: no FROM (restorelog.go).
 			var err error
-			s.opts, s.order, err = p.withOptions(nil)
+			s.opts, s.order, err = p.withOptions(nil, nil)
 			return s, err
 		}
 	case "FILELISTONLY", "HEADERONLY", "VERIFYONLY", "LABELONLY":
@@ -133,7 +139,7 @@ func (p *parser) restoreStmt() (stmt, error) {
 	if s.disks, err = p.devices(); err != nil {
 		return nil, err
 	}
-	if s.opts, s.order, err = p.withOptions(&s.moves); err != nil {
+	if s.opts, s.order, err = p.withOptions(&s.moves, nil); err != nil {
 		return nil, err
 	}
 	return s, nil

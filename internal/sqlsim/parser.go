@@ -181,6 +181,7 @@ type backupStmt struct {
 	disks []expr
 	opts  map[string]expr // upper-case option -> value (nil for flags)
 	order []string        // the options as given, repeats included
+	enc   *encryptionSpec // WITH ENCRYPTION (...) (backupenc.go)
 }
 
 type moveOpt struct{ logical, to expr }

@@ -330,13 +330,14 @@ func (x *execCtx) headerOnly(st *stripe) error {
 	if model == "" {
 		model = "FULL"
 	}
+	keyAlg, encTP, encType := encryptionColumns(h.KeyAlgorithm, h.EncryptorThumbprint, h.EncryptorType)
 	row := []any{name, desc, btype, nil, h.Compressed, int64(1), int64(2), h.User, h.Server, h.Database,
 		writer.dbVersion, created, itoa(t.SetRawBytes), lsnText(h.FirstLSN), lsnText(setLastLSN(h, t)), lsnText(h.CheckpointLSN),
 		lsnText(h.DatabaseLSN), h.Start, t.Finish, int64(52), int64(0), int64(1033), int64(196609), writer.compat,
 		int64(4608), int64(major), int64(minor), int64(build), h.Server, flags, [16]byte(newGUID()), lastFork,
 		"SQL_Latin1_General_CP1_CI_AS", [16]byte(family), false, false, false, h.UserAccess == "SINGLE_USER", h.Checksums, false, h.BeginsLogChain,
 		false, false, h.CopyOnly, firstFork, forkPoint, model, diffBaseLSN, diffBaseGUID, bdesc, [16]byte(h.BackupSetGUID),
-		t.SetStored, int64(h.Containment), nil, nil, nil}
+		t.SetStored, int64(h.Containment), keyAlg, encTP, encType}
 	if newer {
 		row = append(row, nil, nil, alg)
 	}
@@ -409,6 +410,10 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 			return err
 		}
 	}
+	dec, e := x.in.readCipher(h)
+	if e != nil {
+		return opError(op, e)
+	}
 	dbID := x.currentDB().ID // the session's database, see restoreDatabase
 	cmd := "RESTORE VERIFYONLY"
 	crashOp := OpRestore
@@ -445,7 +450,7 @@ func (x *execCtx) restoreData(s *restoreStmt, op string, stripes []*stripe, targ
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := restoreWorker(ctx, work, verifyPages, damaged, seen, &done, targets, sink, &pool, maxBlock); err != nil {
+			if err := restoreWorker(ctx, work, dec, verifyPages, damaged, seen, &done, targets, sink, &pool, maxBlock); err != nil {
 				fail(err)
 				for range work { // keep the readers unblocked
 				}
@@ -535,7 +540,7 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, 
 		}
 		off += blockHdrSize + int64(bh.StoredLen)
 		if crc32Checksum(payload) != bh.CRC {
-			if bh.Flags&flagCompress == 0 {
+			if bh.Flags&(flagCompress|flagEncrypt) == 0 {
 				// Name the page that is damaged, as SQL Server does.
 				for i := 0; i+PageSize <= len(payload); i += PageSize {
 					if ok, _, _ := pageOK(payload[i : i+PageSize]); !ok {
@@ -559,8 +564,9 @@ func (x *execCtx) readStripe(ctx context.Context, st *stripe, damaged func(int, 
 	return nil
 }
 
-// restoreWorker decompresses, verifies and writes blocks.
-func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bool, damaged func(int, uint32) error,
+// restoreWorker decrypts (dec, for a set taken WITH ENCRYPTION),
+// decompresses, verifies and writes blocks.
+func restoreWorker(ctx context.Context, work <-chan restoreBlock, dec *setCipher, verifyPages bool, damaged func(int, uint32) error,
 	seen []atomic.Bool, done *atomic.Int64, targets map[int]*restoreTarget, sink func(blockHeader, []byte) error, pool *sync.Pool, maxBlock int) error {
 	fr := flate.NewReader(bytes.NewReader(nil))
 	raw := make([]byte, maxBlock)
@@ -569,6 +575,12 @@ func restoreWorker(ctx context.Context, work <-chan restoreBlock, verifyPages bo
 			continue // drain
 		}
 		bh := b.bh
+		if (bh.Flags&flagEncrypt != 0) != (dec != nil) {
+			return damaged(int(bh.FileID), bh.PageID)
+		}
+		if dec != nil {
+			dec.xor(bh.Seq, b.payload, b.payload)
+		}
 		pages := b.payload
 		if bh.Flags&flagCompress != 0 {
 			pages = raw[:bh.RawLen]

@@ -345,6 +345,11 @@ type backupSetRow struct {
 	// ProductVersion then): software_major_version, software_minor_version
 	// and software_build_version; "" in catalogs written before (NULL).
 	SoftwareVersion string `json:"software_version,omitempty"`
+	// An encrypted set's key_algorithm, encryptor_thumbprint (hex) and
+	// encryptor_type (backupenc.go).
+	KeyAlgorithm        string `json:"key_algorithm,omitempty"`
+	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
+	EncryptorType       string `json:"encryptor_type,omitempty"`
 }
 
 var systemDatabases = []*database{

@@ -461,7 +461,11 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			// (backupset (Transact-SQL),
 			// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql).
 			col(qual, "software_major_version", tds.TypeTinyInt, 0), col(qual, "software_minor_version", tds.TypeTinyInt, 0),
-			col(qual, "software_build_version", tds.TypeSmallInt, 0)}
+			col(qual, "software_build_version", tds.TypeSmallInt, 0),
+			// An encrypted backup's algorithm, encryptor thumbprint and
+			// type (backupenc.go, encryptionColumns).
+			col(qual, "key_algorithm", tds.TypeNVarChar, 32), col(qual, "encryptor_thumbprint", tds.TypeVarBinary, 20),
+			col(qual, "encryptor_type", tds.TypeNVarChar, 32)}
 		for i := range rel.cols {
 			if rel.cols[i].col.Type == tds.TypeNumeric {
 				rel.cols[i].col.Precision = 25
@@ -482,6 +486,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			firstFork, lastFork, forkPoint := forkColumns(backupSetForks(b))
 			diffBaseLSN, diffBaseGUID := diffBaseColumns(b.DiffBaseLSN, b.DiffBaseGUID)
 			major, minor, build := softwareColumns(b.SoftwareVersion)
+			keyAlg, encTP, encType := encryptionColumns(b.KeyAlgorithm, b.EncryptorThumbprint, b.EncryptorType)
 			typ, model := b.Type, b.RecoveryModel
 			if typ == "" {
 				typ = "D"
@@ -496,7 +501,7 @@ func (x *execCtx) msdbTable(name, qual string) (*relation, error) {
 			rel.rows = append(rel.rows, []any{b.ID, b.GUID, b.ID, b.Database, b.Server, typ, b.Start, b.Finish,
 				itoa(int64(b.FirstLSN)), itoa(int64(b.LastLSN)), b.CopyOnly, b.Checksums, itoa(b.Size), itoa(b.CompSize),
 				name, desc, family, itoa(int64(b.CheckpointLSN)), itoa(int64(b.DatabaseBackupLSN)), user, model, b.BeginsLogChain,
-				backupTimeZone(b.Start), firstFork, lastFork, forkPoint, diffBaseLSN, diffBaseGUID, major, minor, build})
+				backupTimeZone(b.Start), firstFork, lastFork, forkPoint, diffBaseLSN, diffBaseGUID, major, minor, build, keyAlg, encTP, encType})
 		}
 	case "backupmediafamily":
 		// One row per media family: media_set_id (the emulator's is the

@@ -28,6 +28,11 @@ type Certificate struct {
 	Thumbprint []byte // SHA-1 of the certificate, 20 bytes
 	Start      time.Time
 	Expiry     time.Time
+	// PrivateKey is the key pair's secret, which BACKUP CERTIFICATE ...
+	// WITH PRIVATE KEY exports: an instance that imports the certificate
+	// without it (nil) gets one derived from the thumbprint, which reads
+	// no backup encrypted with the original (backupenc.go).
+	PrivateKey []byte
 }
 
 // ThumbprintText is the thumbprint as SQL Server prints a varbinary:
@@ -48,11 +53,15 @@ type certificate struct {
 	// and time the certificate's private key was last exported"; zero is
 	// NULL (never exported).
 	PvtKeyBackup time.Time `json:"pvt_key_last_backup_date,omitzero"`
+	// Key is the private key (hex), with which backups encrypted by the
+	// certificate seal their key (backupenc.go); "" in catalogs written
+	// before it was kept.
+	Key string `json:"key,omitempty"`
 }
 
 func (c *certificate) public() Certificate {
 	tp, _ := hex.DecodeString(c.Thumbprint)
-	return Certificate{Name: c.Name, Subject: c.Subject, Thumbprint: tp, Start: c.Start, Expiry: c.Expiry}
+	return Certificate{Name: c.Name, Subject: c.Subject, Thumbprint: tp, Start: c.Start, Expiry: c.Expiry, PrivateKey: c.certKey()}
 }
 
 // certLocked finds a certificate by name (case-insensitive) or, with
@@ -93,7 +102,7 @@ func (in *Instance) CreateCertificate(name, subject string) (Certificate, error)
 	rand.Read(seed)
 	sum := sha1.Sum(seed)
 	now := time.Now().UTC().Truncate(time.Second)
-	c := Certificate{Name: name, Subject: subject, Thumbprint: sum[:], Start: now, Expiry: now.AddDate(1, 0, 0)}
+	c := Certificate{Name: name, Subject: subject, Thumbprint: sum[:], Start: now, Expiry: now.AddDate(1, 0, 0), PrivateKey: seed}
 	return c, in.ImportCertificate(c)
 }
 
@@ -131,7 +140,7 @@ func (in *Instance) ImportCertificate(c Certificate) error {
 		id = max(id, x.ID+1)
 	}
 	in.cat.Certificates = append(in.cat.Certificates, &certificate{ID: id, Name: c.Name, Subject: c.Subject, Thumbprint: tp,
-		Start: c.Start, Expiry: c.Expiry})
+		Start: c.Start, Expiry: c.Expiry, Key: hex.EncodeToString(c.PrivateKey)})
 	return in.saveCatalog()
 }
 

@@ -65,12 +65,14 @@ type BackupOptions struct {
 	// Server ignores COPY_ONLY beside DIFFERENTIAL (BACKUP (Transact-SQL),
 	// COPY_ONLY), so asking for both is refused.
 	Differential bool
+	// Encryption, when set, encrypts the backup (ENCRYPTION (...)).
+	Encryption *BackupEncryption
 }
 
 // BackupDatabase builds
 //
 //	BACKUP DATABASE [db] TO DISK = N'...', DISK = N'...'
-//	WITH [DIFFERENTIAL,] CHECKSUM, INIT, FORMAT, COMPRESSION, COPY_ONLY, BUFFERCOUNT = n,
+//	WITH [DIFFERENTIAL,] CHECKSUM, INIT, FORMAT, COMPRESSION, COPY_ONLY, [ENCRYPTION (...),] BUFFERCOUNT = n,
 //	MAXTRANSFERSIZE = n, BLOCKSIZE = n, NAME = N'...', DESCRIPTION = N'...', STATS = n
 //
 // (seed 000, "Handling File Storage Corruption" and "Using Multiple NICs").
@@ -114,6 +116,13 @@ func BackupDatabase(o BackupOptions) (string, error) {
 	}
 	if o.CopyOnly {
 		with = append(with, "COPY_ONLY")
+	}
+	if o.Encryption != nil {
+		c, err := o.Encryption.clause()
+		if err != nil {
+			return "", fmt.Errorf("BACKUP DATABASE %s: %w", db, err)
+		}
+		with = append(with, c)
 	}
 	if o.BufferCount > 0 {
 		with = append(with, fmt.Sprintf("BUFFERCOUNT = %d", o.BufferCount))

@@ -44,12 +44,14 @@ func EncryptionKey(db string) (string, []any, error) {
 
 // ServerCertificates is the query for master's certificates: name sysname,
 // thumbprint varbinary(32), pvt_key_last_backup_date datetime ("The date and
-// time the certificate's private key was last exported", NULL when never;
+// time the certificate's private key was last exported", NULL when never),
+// expiry_date datetime (in UTC: "EXPIRY_DATE is in UTC time", CREATE
+// CERTIFICATE (Transact-SQL);
 // https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-certificates-transact-sql).
 // A login sees only the certificates it owns or holds a permission on
 // ("Metadata Visibility Configuration"): CertificatesVisible tells whether
 // it sees them all.
-const ServerCertificates = "SELECT name, thumbprint, pvt_key_last_backup_date FROM master.sys.certificates"
+const ServerCertificates = "SELECT name, thumbprint, pvt_key_last_backup_date, expiry_date FROM master.sys.certificates"
 
 // CertificatesVisible is the query for whether the login sees every
 // certificate: one row, all_visible int (1 with VIEW ANY DEFINITION, which

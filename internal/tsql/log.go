@@ -28,6 +28,8 @@ type BackupLogOptions struct {
 	// database in the RESTORING state" (BACKUP (Transact-SQL); "Tail-Log
 	// Backups (SQL Server)").
 	NoRecovery bool
+	// Encryption, when set, encrypts the log backup (ENCRYPTION (...)).
+	Encryption *BackupEncryption
 }
 
 // BackupLog builds
@@ -60,6 +62,13 @@ func BackupLog(o BackupLogOptions) (string, error) {
 		return "", fmt.Errorf("BACKUP LOG %s: %w", db, err)
 	}
 	with := []string{"CHECKSUM", "FORMAT", "INIT"}
+	if o.Encryption != nil {
+		c, err := o.Encryption.clause()
+		if err != nil {
+			return "", fmt.Errorf("BACKUP LOG %s: %w", db, err)
+		}
+		with = append(with, c)
+	}
 	if o.Compression != nil {
 		if *o.Compression {
 			with = append(with, "COMPRESSION")

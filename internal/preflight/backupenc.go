@@ -1,0 +1,171 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
+)
+
+// Backup encryption (encryption:): the certificate BACKUP ... WITH
+// ENCRYPTION names must be in master of the source, visible to the login
+// ("VIEW DEFINITION permission on the certificate", "Backup encryption",
+// https://learn.microsoft.com/sql/relational-databases/backup-restore/backup-encryption;
+// else 15151) and not expired ("won't allow a new backup to be created with
+// an expired certificate", CREATE CERTIFICATE (Transact-SQL); 3096); every
+// instance that restores the sets needs the same thumbprint in master
+// (else 33111). Its private key never exported is refused unless
+// acknowledged: "Without the certificate or asymmetric key, you can't
+// restore the backup, rendering the backup file unusable" (same page), so
+// if the source is lost with it, every encrypted set is lost too. A
+// certificate created from files (CREATE CERTIFICATE ... FROM FILE) has
+// pvt_key_last_backup_date NULL although its files exist elsewhere:
+// encryption.private_key_backed_up: true says so.
+
+// encryptorSeen is a database's backup encryption certificate as its
+// source shows it.
+type encryptorSeen struct {
+	cert *mssql.ServerCertificate // nil: not there, or not visible
+	all  bool                     // the login sees every certificate
+	err  error
+}
+
+// noteEncryptor records d's encryption certificate on its source.
+func (e *estate) noteEncryptor(ctx context.Context, db *mssql.DB, d *config.Database) {
+	if !d.Encryption.Enabled() || d.Encryption.ServerCertificate == "" {
+		return
+	}
+	c, err := e.sourceCertificates(ctx, db, d)
+	e.encryptors[d] = encryptorSeen{cert: c.FindName(d.Encryption.ServerCertificate), all: c.All, err: err}
+}
+
+// encryptionChecks are db's backup encryption checks: on the source, its
+// private key, and on each instance that restores its sets.
+func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *estate) []Check {
+	enc := db.Encryption
+	if !enc.Enabled() {
+		return nil
+	}
+	if enc.ServerAsymmetricKey != "" {
+		c := base
+		c.Name, c.For = "backup encryption key", "encryption: server_asymmetric_key"
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("asymmetric key %s (of an EKM provider) is not checked: every instance that restores the sets needs the "+
+			"same key through its provider, which SQL Server cannot export", enc.ServerAsymmetricKey)
+		c.Fix = "register the EKM provider and the key on " + db.Instance + " and on every verification and drill instance"
+		return []Check{c}
+	}
+	if sf, ok := e.editions[db.Instance]; ok {
+		if supported, known := plan.BackupEncryptionSupported(sf.EngineEdition, sf.Edition); known && !supported {
+			c := base
+			c.Name, c.For, c.Status = "backup encryption edition", "encryption:", Missing
+			c.Detail = fmt.Sprintf("%s runs %s, which cannot create encrypted backups (Express and Web restore them only)", db.Instance, sf.Edition)
+			c.Fix = "remove encryption: for " + db.Name + ", or move it to a Standard or Enterprise instance"
+			return []Check{c}
+		}
+	}
+	seen, ok := e.encryptors[db]
+	if !ok {
+		return nil // the database could not be asked; its other rows say why
+	}
+	c := base
+	c.Name, c.For = "backup encryption certificate", "encryption: server_certificate "+enc.ServerCertificate
+	now := time.Now().UTC()
+	switch {
+	case seen.err != nil:
+		c.Status, c.Detail = Warn, "could not read the certificates of "+db.Instance+": "+seen.err.Error()
+		return []Check{c}
+	case seen.cert == nil:
+		c.Status = Missing
+		c.Detail = fmt.Sprintf("certificate %s is not in master of %s, or %s may not see it: BACKUP WITH ENCRYPTION fails with error 15151",
+			enc.ServerCertificate, db.Instance, e.logins[db.Instance])
+		c.Fix = fmt.Sprintf("USE [master]; CREATE CERTIFICATE [%s] WITH SUBJECT = N'backup encryption'; (after CREATE MASTER KEY ENCRYPTION BY PASSWORD = N'<password>'), "+
+			"or GRANT VIEW DEFINITION ON CERTIFICATE::[%s] TO [%s]; or fix encryption.server_certificate", enc.ServerCertificate, enc.ServerCertificate,
+			e.logins[db.Instance])
+		return []Check{c}
+	case !seen.cert.Expiry.IsZero() && !now.Before(seen.cert.Expiry):
+		c.Status = Missing
+		c.Detail = fmt.Sprintf("certificate %s (%s) expired at %s UTC: SQL Server refuses BACKUP WITH ENCRYPTION with it (error 3096)",
+			seen.cert.Name, seen.cert.Thumbprint, seen.cert.Expiry.Format(time.DateTime))
+		c.Fix = "create a new certificate, back it up with its private key, install it on the verification and drill instances and name it in " +
+			"encryption.server_certificate; keep the old one there, the sets it encrypted still restore with it"
+	case !seen.cert.Expiry.IsZero() && seen.cert.Expiry.Sub(now) < plan.CertificateExpiryWarning:
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("certificate %s (%s) expires at %s UTC: from then on every BACKUP WITH ENCRYPTION with it fails (error 3096)",
+			seen.cert.Name, seen.cert.Thumbprint, seen.cert.Expiry.Format(time.DateTime))
+		c.Fix = "create its successor now, back it up with its private key, install it on the verification and drill instances and name it in " +
+			"encryption.server_certificate"
+	default:
+		c.Status, c.Detail = OK, fmt.Sprintf("certificate %s (%s) of %s, expires %s UTC", seen.cert.Name, seen.cert.Thumbprint, db.Instance,
+			seen.cert.Expiry.Format(time.DateOnly))
+	}
+	cs := []Check{c, privateKeyCheck(base, db, seen.cert)}
+	for _, in := range restorersOf(cfg, db) {
+		if certs, ok := e.certs[in]; ok {
+			cs = append(cs, encryptorOnCheck(base, db, in, seen.cert, certs, e))
+		}
+	}
+	return cs
+}
+
+// privateKeyCheck: the certificate's private key exported, or its backup
+// acknowledged.
+func privateKeyCheck(base Check, db *config.Database, cert *mssql.ServerCertificate) Check {
+	c := base
+	c.Name, c.For = "backup encryption private key", "a restore of the sets anywhere once "+db.Instance+" is lost"
+	backup, _ := tsql.BackupCertificate(cert.Name, "<password>")
+	switch {
+	case !cert.PrivateKeyBackup.IsZero():
+		c.Status, c.Detail = OK, fmt.Sprintf("certificate %s: private key last exported %s", cert.Name, cert.PrivateKeyBackup.Format("2006-01-02 15:04"))
+	case db.Encryption.PrivateKeyBackedUp:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("certificate %s: never exported by %s; its files are kept elsewhere (encryption.private_key_backed_up)", cert.Name, db.Instance)
+	default:
+		c.Status = Missing
+		c.Detail = fmt.Sprintf("certificate %s (%s) was never backed up with its private key: if %s is lost, no encrypted set of %s can be "+
+			"restored anywhere", cert.Name, cert.Thumbprint, db.Instance, db.Name)
+		c.Fix = backup + " and keep the two files and the password away from " + db.Instance + "; or, when the certificate was created " +
+			"from files you keep, set encryption.private_key_backed_up: true"
+	}
+	return c
+}
+
+// encryptorOnCheck: instance in holds the certificate of the same
+// thumbprint in master.
+func encryptorOnCheck(base Check, db *config.Database, in string, cert *mssql.ServerCertificate, seen certsSeen, e *estate) Check {
+	c := base
+	c.Name, c.For = "backup encryption certificate on "+in, "RESTORE of the encrypted sets on "+in
+	switch {
+	case seen.err != nil:
+		c.Status, c.Detail = Warn, "could not read the certificates of "+in+": "+seen.err.Error()
+	case seen.c.Find(cert.Thumbprint) != nil:
+		c.Status, c.Detail = OK, fmt.Sprintf("%s holds certificate %s (%s)", in, cert.Name, cert.Thumbprint)
+	case !seen.c.All:
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("%s does not see every certificate of %s, so whether it holds %s (%s) is not known", e.logins[in], in,
+			cert.Name, cert.Thumbprint)
+		c.Fix, _ = tsql.GrantServerPermission(tsql.PermViewAnyDefinition, e.logins[in])
+	default:
+		c.Status = Missing
+		c.Detail = fmt.Sprintf("%s is backed up WITH ENCRYPTION with certificate %s (%s) of %s, which %s does not hold in master "+
+			"(a certificate of the same name with another key does not count): every RESTORE of its sets there fails with error 33111",
+			db.Name, cert.Name, cert.Thumbprint, db.Instance, in)
+		c.Fix = plan.TDECertificateFix(db.Instance, in, cert.Name)
+	}
+	return c
+}
+
+// restorersOf are the instances that restore db's sets: its verification
+// instances and its drill's.
+func restorersOf(cfg *config.Config, db *config.Database) []string {
+	out := verifiersOf(cfg, db)
+	if in := cfg.DrillInstance(db); db.Drills() && in != "" && !slices.Contains(out, in) {
+		out = append(out, in)
+	}
+	return out
+}
