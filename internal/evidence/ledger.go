@@ -206,3 +206,30 @@ func hashFile(ctx context.Context, st storage.Storage, name string) (int64, stri
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// recentChecked is how many of the newest records AppendOnce reads for the
+// proof it is about to record.
+const recentChecked = 16
+
+// AppendOnce is Append, unless one of the newest records of the ledger
+// already records the same proof (a retried activity whose first attempt
+// wrote it): then that record's hash, and nothing is written.
+func (a Appender) AppendOnce(ctx context.Context, st storage.Storage, r *Record) (string, error) {
+	entries, err := List(ctx, st, r.Instance, r.Database)
+	if err != nil {
+		return "", err
+	}
+	want := proofKey(r)
+	for i := len(entries) - 1; i >= 0 && i >= len(entries)-recentChecked; i-- {
+		data, err := storage.ReadFile(ctx, st, entries[i].Name)
+		if err != nil {
+			return "", fmt.Errorf("read evidence record %s on %s: %w", entries[i].Name, st.Location(), err)
+		}
+		// The signature is not judged here: Verify does that.
+		d, err := Decode(data, nil)
+		if err == nil && d.Record.Kind == r.Kind && d.Record.Server == r.Server && proofKey(&d.Record) == want {
+			return d.Hash, nil
+		}
+	}
+	return a.Append(ctx, st, r)
+}

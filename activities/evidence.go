@@ -1,0 +1,131 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/version"
+)
+
+// EvidenceInput asks for the evidence record of a verified set.
+type EvidenceInput struct {
+	Database string `json:"database"`
+	Instance string `json:"instance"`
+	Entry    string `json:"entry,omitempty"`
+	Sequence int64  `json:"seq"`
+	// Servers are the backup servers holding the verified set: each one's
+	// ledger records it as that server holds it.
+	Servers []string `json:"servers"`
+}
+
+// EvidenceOutput is what was recorded where.
+type EvidenceOutput struct {
+	Recorded []EvidenceRecord `json:"recorded,omitempty"`
+	// NotRecorded says, per server, why its ledger did not get the record.
+	NotRecorded []string `json:"not_recorded,omitempty"`
+}
+
+// EvidenceRecord is one record appended.
+type EvidenceRecord struct {
+	Server string `json:"server"`
+	Seq    int64  `json:"seq"`
+	SHA256 string `json:"sha256"`
+}
+
+// RecordSetEvidence appends the record of a verified set (its identity,
+// its manifest's and stripes' SHA-256, the restore proof, the CHECKDB and
+// the sanity checks, the step times, this worker's build) to the ledger of
+// each server holding it, signed with the configuration's evidence key.
+// A server whose ledger cannot be written is reported in NotRecorded and
+// counted (metrics.Recorder.EvidenceNotRecorded), never an error: the set
+// stays verified. Only a missing key or bad input is an error. A retry
+// does not record the set twice (evidence.Appender.AppendOnce).
+func (a *Activities) RecordSetEvidence(ctx context.Context, in EvidenceInput) (EvidenceOutput, error) {
+	defer a.Cycle.keepAlive(ctx)()
+	d := &a.Cycle
+	db, err := d.database(in.Instance, in.Database, in.Entry)
+	if err != nil {
+		return EvidenceOutput{}, err
+	}
+	if err := d.databaseServerList(db, "RecordSetEvidence's servers", in.Servers); err != nil {
+		return EvidenceOutput{}, err
+	}
+	key, err := d.evidenceKey()
+	if err != nil {
+		return EvidenceOutput{}, err
+	}
+	app := evidence.Appender{Key: key, Now: d.now}
+	var out EvidenceOutput
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", in.Sequence),
+		zap.String("step", StepEvidence))
+	for _, s := range in.Servers {
+		rec, err := a.recordSetOn(ctx, app, db, in.Sequence, s)
+		if err != nil {
+			log.Warn("evidence not recorded: the set stays verified", zap.String("server", s), zap.Error(err))
+			a.recorder().EvidenceNotRecorded(db.Instance, db.Name, s)
+			out.NotRecorded = append(out.NotRecorded, fmt.Sprintf("%s: %v", s, err))
+			continue
+		}
+		log.Info("evidence recorded", zap.String("server", s), zap.Int64("record", rec.Seq))
+		out.Recorded = append(out.Recorded, rec)
+	}
+	return out, nil
+}
+
+// recordSetOn appends set seq's record to server's ledger.
+func (a *Activities) recordSetOn(ctx context.Context, app evidence.Appender, db *config.Database, seq int64, server string) (EvidenceRecord, error) {
+	srv, err := a.Cycle.server(server)
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	st, err := a.Cycle.openStorage(ctx, srv)
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	defer st.Close()
+	m, err := a.Cycle.loadManifest(ctx, st, db, seq)
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	if !m.Trusted() {
+		return EvidenceRecord{}, fmt.Errorf("manifest %s is not authenticated (%s): no evidence is recorded for it", m.FileName(), m.Auth)
+	}
+	// The manifest's bytes as they are now: the record vouches for them.
+	data, err := storage.ReadFile(ctx, st, m.FileName())
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	sum := sha256.Sum256(data)
+	r, err := evidence.SetRecord(server, m, evidence.File{Name: m.FileName(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])},
+		version.String())
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	h, err := app.AppendOnce(ctx, st, r)
+	if err != nil {
+		return EvidenceRecord{}, err
+	}
+	return EvidenceRecord{Server: server, Seq: r.Seq, SHA256: h}, nil
+}
+
+// evidenceKey resolves the evidence signing key now; a configuration
+// without one, or a key that cannot be read, is InvalidConfig (the error
+// names the variable or file, never the key).
+func (d *CycleDeps) evidenceKey() (*evidence.PrivateKey, error) {
+	e := d.config().Evidence
+	if !e.Signs() {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("%s has no evidence.signing_key_env or signing_key_file: no evidence is recorded", d.config().File))
+	}
+	k, err := e.SigningKey()
+	if err != nil {
+		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: every worker needs the evidence signing key of %s", err, d.config().File))
+	}
+	return k, nil
+}
