@@ -5,12 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/internal/version"
 )
 
@@ -128,4 +132,74 @@ func (d *CycleDeps) evidenceKey() (*evidence.PrivateKey, error) {
 		return nil, nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: every worker needs the evidence signing key of %s", err, d.config().File))
 	}
 	return k, nil
+}
+
+// AppendEvidence appends r, a proof of the log chain's or the drill's
+// activities, to the ledger on st (r.Server's), when the configuration
+// keeps one with a signing key: best effort, like the set's record (a
+// failure is logged and counted, never the proof's failure). The
+// manifest of set seq of db, when seq > 0, is vouched for as st holds it.
+func AppendEvidence(ctx context.Context, a *Activities, st storage.Storage, db *config.Database, seq int64, r *evidence.Record) {
+	d := &a.Cycle
+	if !d.config().Evidence.Signs() {
+		return
+	}
+	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", r.Server),
+		zap.String("kind", string(r.Kind)))
+	err := func() error {
+		key, err := d.evidenceKey()
+		if err != nil {
+			return err
+		}
+		if seq > 0 {
+			m, err := d.loadManifest(ctx, st, db, seq)
+			if err != nil {
+				return err
+			}
+			data, err := storage.ReadFile(ctx, st, m.FileName())
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			r.Files = append([]evidence.File{{Name: m.FileName(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}}, r.Files...)
+		}
+		r.Instance, r.Database, r.Worker = db.Instance, db.Name, version.String()
+		_, err = evidence.Appender{Key: key, Now: d.now}.AppendOnce(ctx, st, r)
+		return err
+	}()
+	if err != nil {
+		log.Warn("evidence not recorded: the proof stands", zap.Error(err))
+		a.recorder().EvidenceNotRecorded(db.Instance, db.Name, r.Server)
+		return
+	}
+	log.Info("evidence recorded", zap.Int64("record", r.Seq))
+}
+
+// CopyProof is the evidence record of a proof on a copy the log chain's
+// proofs or a drill restored (copyName on copyInstance) from set m (nil:
+// not known) and brought to the recovery point rp: the database's sanity
+// checks held on it, and DBCC CHECKDB ran clean when checkDB. The run is
+// the activity's workflow run.
+func CopyProof(ctx context.Context, kind evidence.Kind, server string, db *config.Database, copyInstance, copyName string,
+	m *catalog.Manifest, rp time.Time, checkDB bool) *evidence.Record {
+	r := &evidence.Record{Kind: kind, Server: server, RecoveryPoint: rp.UTC(),
+		Restore: &evidence.Restore{Instance: copyInstance, Database: copyName}, Sanity: &evidence.Sanity{Passed: true}}
+	for _, c := range db.SanityChecks {
+		r.Sanity.Checks = append(r.Sanity.Checks, c.Name)
+	}
+	if m != nil && m.Header != nil {
+		r.Set = &evidence.Set{Sequence: m.Sequence, BackupSetGUID: m.Header.BackupSetGUID, FirstLSN: m.Header.FirstLSN,
+			LastLSN: m.Header.LastLSN, TakenAt: m.TakenAt().UTC()}
+		r.Restore.BackupSetGUID = m.Header.BackupSetGUID
+	}
+	if checkDB {
+		if cmd, err := tsql.CheckDB(copyName); err == nil {
+			r.CheckDB = &evidence.CheckDB{Command: cmd, Result: "clean: no errors reported"}
+		}
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		r.WorkflowID, r.RunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+	}
+	return r
 }

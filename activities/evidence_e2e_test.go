@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
@@ -87,5 +88,43 @@ func TestE2EVerifiedCycleAppendsEvidence(t *testing.T) {
 	}
 	if res := verify("bak01"); !res.OK() {
 		t.Errorf("bak01 untouched: %+v", res.Problems)
+	}
+}
+
+// A nightly proof of the log chain appends its record to the ledger of the
+// copy target, after the set's own record: the full it restored, the last
+// log it applied and the recovery point that log reached.
+func TestE2ENightlyProofAppendsEvidence(t *testing.T) {
+	p := proofSiteWith(t, "nightly", "", func(o *sitetest.Options) { o.Evidence = true })
+	p.commit(20)
+	p.verified()
+	var last int64
+	for i := range 2 {
+		p.commit(5 + i)
+		last = p.logAndCopy().Number
+	}
+	var out logs.ProofOutput
+	if err := p.run(logs.New(nil).NightlyProof, logs.NightlyProofInput{Database: "Ledger", Instance: "sql01"}, &out); err != nil || !out.OK {
+		t.Fatalf("NightlyProof: %+v, %v", out, err)
+	}
+	keys, err := p.f.Config().Evidence.VerifyKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := local.Open(context.Background(), p.f.Dir("bak02"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := evidence.Verify(context.Background(), st, "sql01", "Ledger", evidence.Options{Keys: keys, Server: "bak02"})
+	if err != nil || !res.OK() || len(res.Verified) != 2 {
+		t.Fatalf("ledger on bak02: %+v, %v", res, err)
+	}
+	set, proof := res.Verified[0], res.Verified[1]
+	if set.Kind != evidence.KindSet || proof.Kind != evidence.KindLogProof || proof.LogProof == nil || proof.LogProof.AppliedThrough != last ||
+		proof.Set == nil || proof.Set.Sequence != out.Sequence || proof.Set.BackupSetGUID != set.Set.BackupSetGUID ||
+		proof.Restore.Database != "Ledger_standby_proof" || !proof.RecoveryPoint.After(set.RecoveryPoint) || proof.Files[0] != set.Files[0] ||
+		proof.WorkflowID == "" {
+		t.Errorf("records: set %+v\nproof %+v", set, proof)
 	}
 }

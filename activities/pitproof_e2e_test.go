@@ -19,11 +19,15 @@ import (
 )
 
 // proofSiteWith is newProofSite with more YAML for the database (after
-// the log keys).
-func proofSiteWith(t *testing.T, mode, extra string) *proofSite {
-	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
+// the log keys); shape changes the site's options further.
+func proofSiteWith(t *testing.T, mode, extra string, shape ...func(*sitetest.Options)) *proofSite {
+	o := sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
 		Extra: "      - name: commits\n        query: SELECT COUNT_BIG(*) FROM dbo.CommitLog\n        at_least: 1\n" +
-			"    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: " + mode + "\n" + extra})
+			"    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: " + mode + "\n" + extra}
+	for _, f := range shape {
+		f(&o)
+	}
+	f := activities.NewSQLFixtureOf(t, o)
 	e := newE2E(t, f, nil)
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()

@@ -64,7 +64,7 @@ func proofKey(r *Record) string {
 	case r.Kind == KindSet && r.Set != nil:
 		return fmt.Sprintf("set %d %s", r.Set.Sequence, r.Set.BackupSetGUID)
 	case r.Kind == KindLogProof && r.LogProof != nil:
-		return fmt.Sprintf("logproof %d %d", r.LogProof.Chain, r.LogProof.AppliedThrough)
+		return fmt.Sprintf("logproof %d %d %s", r.LogProof.Chain, r.LogProof.AppliedThrough, r.RecoveryPoint)
 	}
 	return fmt.Sprintf("%s %s %s %s", r.Kind, r.WorkflowID, r.RunID, r.RecoveryPoint)
 }
