@@ -14,6 +14,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/internal/version"
 )
@@ -27,13 +29,20 @@ type EvidenceInput struct {
 	// Servers are the backup servers holding the verified set: each one's
 	// ledger records it as that server holds it.
 	Servers []string `json:"servers"`
+	// Immutable is the object store the set was just copied to
+	// (immutable_copy), "" for none: the servers' ledgers are copied
+	// there too, each record locked like the set.
+	Immutable string `json:"immutable,omitempty"`
 }
 
 // EvidenceOutput is what was recorded where.
 type EvidenceOutput struct {
 	Recorded []EvidenceRecord `json:"recorded,omitempty"`
-	// NotRecorded says, per server, why its ledger did not get the record.
+	// NotRecorded says, per server, why its ledger did not get the record
+	// (or, for the object store, why the ledgers were not copied there).
 	NotRecorded []string `json:"not_recorded,omitempty"`
+	// Copied is how many records were copied to the object store now.
+	Copied int `json:"copied,omitempty"`
 }
 
 // EvidenceRecord is one record appended.
@@ -80,7 +89,85 @@ func (a *Activities) RecordSetEvidence(ctx context.Context, in EvidenceInput) (E
 		log.Info("evidence recorded", zap.String("server", s), zap.Int64("record", rec.Seq))
 		out.Recorded = append(out.Recorded, rec)
 	}
+	if in.Immutable != "" {
+		n, err := a.copyLedgers(ctx, db, in.Immutable, in.Servers)
+		out.Copied = n
+		if err != nil {
+			log.Warn("evidence ledger not copied to the object store", zap.String("server", in.Immutable), zap.Error(err))
+			a.recorder().EvidenceNotRecorded(db.Instance, db.Name, in.Immutable)
+			out.NotRecorded = append(out.NotRecorded, fmt.Sprintf("%s: %v", in.Immutable, err))
+		}
+	}
 	return out, nil
+}
+
+// copyLedgers copies every record of the database's ledger on each of
+// servers that its copy on the object store target (the database's
+// immutable_copy) lacks, each object locked like the set's objects: the
+// copy then shows records later removed from, or changed on, a server
+// (evidence.Result.Compare). It returns how many it copied.
+func (a *Activities) copyLedgers(ctx context.Context, db *config.Database, target string, servers []string) (int, error) {
+	d := &a.Cycle
+	if target != db.ImmutableCopy {
+		return 0, d.notOfDatabase(db, "evidence copy target", target, "the immutable_copy", []string{db.ImmutableCopy})
+	}
+	srv, err := d.server(target)
+	if err != nil {
+		return 0, err
+	}
+	if !srv.IsObjectStore() {
+		return 0, nonRetryable(ErrInvalidConfig, fmt.Errorf("immutable_copy %s of %s is not a kind: s3 backup server", srv.Name, db.ID()))
+	}
+	lock := s3.Lock{Mode: srv.S3.LockMode, Until: d.now().Add(db.ImmutableLock()).UTC().Truncate(time.Second)}
+	store, err := location.OpenObjectStore(ctx, srv, lock)
+	if err != nil {
+		return 0, objectStoreError(srv.Name, err)
+	}
+	defer store.Close()
+	n := 0
+	for _, s := range servers {
+		err := func() error {
+			from, err := d.server(s)
+			if err != nil {
+				return err
+			}
+			st, err := d.openStorage(ctx, from)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			entries, err := evidence.List(ctx, st, db.Instance, db.Name)
+			if err != nil {
+				return err
+			}
+			have, err := evidence.ListDir(ctx, store, evidence.ImmutableDir(s, db.Instance, db.Name))
+			if err != nil {
+				return objectStoreError(srv.Name, err)
+			}
+			held := map[int64]bool{}
+			for _, h := range have {
+				held[h.Seq] = true
+			}
+			for _, e := range entries {
+				if held[e.Seq] || e.Size == 0 {
+					continue
+				}
+				data, err := storage.ReadFile(ctx, st, e.Name)
+				if err != nil {
+					return err
+				}
+				if _, err := store.Put(ctx, evidence.ImmutableFileName(s, db.Instance, db.Name, e.Seq), data, lock, true); err != nil {
+					return objectStoreError(srv.Name, err)
+				}
+				n++
+			}
+			return nil
+		}()
+		if err != nil {
+			return n, fmt.Errorf("the ledger of %s: %w", s, err)
+		}
+	}
+	return n, nil
 }
 
 // recordSetOn appends set seq's record to server's ledger.

@@ -228,7 +228,7 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 	// verifies, and the report shows the drill against its rto.
 	code, out, errs = on(t, tq, "evidence", "verify", "--config", site.ConfigFile)
 	for _, s := range devenv.BackupServers {
-		if code != exitOK || !strings.Contains(out, "OK    "+s+" sql01/Sales: 2 records, head 2") {
+		if code != exitOK || !strings.Contains(out, "OK    "+s+" sql01/Sales: 2 record(s), head 2") {
 			t.Errorf("evidence verify: exit %d\n%s%s", code, out, errs)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/evidence/chart"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -218,6 +220,7 @@ type ledgerScan struct {
 
 type ledgerProblem struct {
 	Server   string `json:"server"`
+	Copy     string `json:"copy_on,omitempty"` // the object store, for a problem of a ledger's copy there
 	Instance string `json:"instance"`
 	Database string `json:"database"`
 	evidence.Problem
@@ -227,7 +230,7 @@ func (s ledgerScan) problems() []ledgerProblem {
 	var out []ledgerProblem
 	for _, l := range s.Ledgers {
 		for _, p := range l.Problems {
-			out = append(out, ledgerProblem{Server: l.Server, Instance: l.Instance, Database: l.Database, Problem: p})
+			out = append(out, ledgerProblem{Server: l.Server, Copy: l.Copy, Instance: l.Instance, Database: l.Database, Problem: p})
 		}
 	}
 	return out
@@ -239,8 +242,12 @@ func (s ledgerScan) err() error {
 	var parts []string
 	if p := s.problems(); len(p) > 0 {
 		first := p[0]
+		where := first.Server
+		if first.Copy != "" {
+			where = first.Copy + " (copy of " + first.Server + ")"
+		}
 		parts = append(parts, fmt.Sprintf("%d record(s) do not match; the first: %s/%s on %s, %s", len(p),
-			first.Instance, tsql.Printable(first.Database), first.Server, tsql.Printable(first.Problem.String())))
+			first.Instance, tsql.Printable(first.Database), where, tsql.Printable(first.Problem.String())))
 	}
 	if len(s.Unread) > 0 {
 		parts = append(parts, fmt.Sprintf("%d backup server(s) could not be read: %s", len(s.Unread), strings.Join(s.Unread, "; ")))
@@ -283,6 +290,22 @@ func scanLedgers(ctx context.Context, e *env, c *config.Config, instance, databa
 		}
 		sc.Ledgers = append(sc.Ledgers, results...)
 	}
+	// The copies on the object stores: each checked, and each server's
+	// ledger held to its copy.
+	for i := range c.BackupServers {
+		srv := &c.BackupServers[i]
+		if !srv.IsObjectStore() {
+			continue
+		}
+		copies, err := verifyCopies(ctx, srv, keys, sc.Ledgers)
+		if err != nil {
+			sc.Unread = append(sc.Unread, fmt.Sprintf("%s: %v", srv.Name, err))
+			continue
+		}
+		sc.Ledgers = append(sc.Ledgers, copies...)
+	}
+	// A ledger with no record and nothing against it is no ledger.
+	sc.Ledgers = slices.DeleteFunc(sc.Ledgers, func(l evidence.Result) bool { return l.Records == 0 && l.OK() })
 	if database != "" && len(sc.Ledgers) == 0 && len(sc.Unread) == 0 {
 		sc.none = fmt.Sprintf("no backup server holds a ledger of database %q: check the name (it is exact), and that evidence: was configured when its sets were verified", database)
 	}
@@ -320,9 +343,8 @@ func verifyServer(ctx context.Context, c *config.Config, srv *config.BackupServe
 		if err != nil {
 			return nil, err
 		}
-		if res.Records > 0 {
-			out = append(out, res)
-		}
+		// Empty ones too: a copy elsewhere may hold what was removed here.
+		out = append(out, res)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Instance+"\x00"+out[i].Database < out[j].Instance+"\x00"+out[j].Database
@@ -330,18 +352,51 @@ func verifyServer(ctx context.Context, c *config.Config, srv *config.BackupServe
 	return out, nil
 }
 
+// verifyCopies verifies the copies on the object store srv of the
+// ledgers read, and holds each ledger to its copy (evidence.Result.Compare).
+func verifyCopies(ctx context.Context, srv *config.BackupServer, keys evidence.PublicKeys, ledgers []evidence.Result) ([]evidence.Result, error) {
+	store, err := location.OpenObjectStore(ctx, srv, s3.Lock{})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	var out []evidence.Result
+	for i := range ledgers {
+		l := &ledgers[i]
+		if l.Copy != "" {
+			continue
+		}
+		cp, err := evidence.Verify(ctx, store, l.Instance, l.Database, evidence.Options{Keys: keys, Server: l.Server,
+			Dir: evidence.ImmutableDir(l.Server, l.Instance, l.Database), NoFiles: true})
+		if err != nil {
+			return nil, err
+		}
+		if cp.Records == 0 {
+			continue
+		}
+		cp.Copy = srv.Name
+		l.Compare(cp)
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
 func writeVerify(w io.Writer, sc ledgerScan) {
 	for _, l := range sc.Ledgers {
 		db := l.Instance + "/" + tsql.Printable(l.Database)
+		where := l.Server
+		if l.Copy != "" {
+			where = l.Copy + " (copy of " + l.Server + ")"
+		}
 		if l.OK() {
-			line := fmt.Sprintf("OK    %s %s: %d records, head %d (sha256 %s)", l.Server, db, l.Records, l.Head, l.HeadHash)
+			line := fmt.Sprintf("OK    %s %s: %d record(s), head %d (sha256 %s)", where, db, l.Records, l.Head, l.HeadHash)
 			if len(l.Removed) > 0 {
 				line += fmt.Sprintf("; %d record(s) of sets since removed by retention", len(l.Removed))
 			}
 			fmt.Fprintln(w, line)
 			continue
 		}
-		fmt.Fprintf(w, "FAIL  %s %s: %d records, %d do not match\n", l.Server, db, l.Records, len(l.Problems))
+		fmt.Fprintf(w, "FAIL  %s %s: %d record(s), %d do not match\n", where, db, l.Records, len(l.Problems))
 		for _, p := range l.Problems {
 			fmt.Fprintf(w, "      %s\n", tsql.Printable(p.String()))
 		}

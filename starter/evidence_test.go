@@ -111,7 +111,7 @@ func TestEvidenceVerifyAndReport(t *testing.T) {
 	}
 
 	code, out, errs := runStarter(t, "evidence", "verify", "--config", file)
-	if code != exitOK || !strings.Contains(out, "OK    bak01 sql01/Sales: 3 records, head 3 (sha256 ") || !strings.Contains(out, "OK    bak02 sql01/Sales: 3 records") {
+	if code != exitOK || !strings.Contains(out, "OK    bak01 sql01/Sales: 3 record(s), head 3 (sha256 ") || !strings.Contains(out, "OK    bak02 sql01/Sales: 3 record(s)") {
 		t.Fatalf("verify of untouched ledgers: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -135,7 +135,7 @@ func TestEvidenceVerifyAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs = runStarter(t, "evidence", "verify", "--config", file, "--quick")
-	if code != exitFail || !strings.Contains(out, "FAIL  bak01 sql01/Sales: 3 records, 1 do not match") ||
+	if code != exitFail || !strings.Contains(out, "FAIL  bak01 sql01/Sales: 3 record(s), 1 do not match") ||
 		!strings.Contains(out, "record 2 (evidence/sql01@Sales~") || !strings.Contains(errs, "the first: sql01/Sales on bak01, record 2") ||
 		!strings.Contains(out, "OK    bak02 sql01/Sales") {
 		t.Fatalf("verify after a manifest changed: exit %d\n%s%s", code, out, errs)

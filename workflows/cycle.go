@@ -362,6 +362,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			Summary:                fmt.Sprintf("evidence of %s seq %d on %s", in.Database, c.seq, strings.Join(c.holders, ", ")),
 		}), a.RecordSetEvidence, activities.EvidenceInput{
 			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders,
+			Immutable: immutableTarget(result.Immutable),
 		}).Get(ctx, &ev)
 		if err != nil {
 			c.log(ctx).Warn("evidence not recorded: the set stays verified", "error", err)
@@ -392,6 +393,15 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepDone)
 	c.log(ctx).Info("backup cycle verified", "total", c.progress.Timings.Total)
 	return result, nil
+}
+
+// immutableTarget is the object store the set was copied to, for its
+// servers' ledgers to follow; "" when it was not copied.
+func immutableTarget(out *activities.ImmutableOutput) string {
+	if out == nil || out.State != string(catalog.ImmutableCopied) {
+		return ""
+	}
+	return out.Target
 }
 
 // copyOptions are those of a copy from the primary to server: all its

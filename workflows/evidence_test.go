@@ -74,3 +74,33 @@ func TestCycleEvidenceFailureKeepsTheSetVerified(t *testing.T) {
 		})
 	}
 }
+
+// With an immutable copy too, the ledgers follow the set to its object
+// store, but only when the set itself was copied there.
+func TestCycleEvidenceFollowsTheImmutableCopy(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		f := immutableCycle()
+		plan := f.plan
+		f.plan = func(in activities.PlanInput) (activities.Plan, error) {
+			p, err := plan(in)
+			p.Evidence = true
+			return p, err
+		}
+		if failed {
+			f.immutable = func(activities.ImmutableInput) (activities.ImmutableOutput, error) {
+				return activities.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("not immutable", activities.ErrNotImmutable, nil)
+			}
+		}
+		r := newCycleRun(t, f)
+		if _, err := r.run(CycleInput{Database: "Sales"}); err != nil {
+			t.Fatal(err)
+		}
+		want := "vault01"
+		if failed {
+			want = ""
+		}
+		if len(f.evidenceIn) != 1 || f.evidenceIn[0].Immutable != want {
+			t.Errorf("immutable copy failed %v: RecordSetEvidence input %+v, want the ledgers copied to %q", failed, f.evidenceIn, want)
+		}
+	}
+}

@@ -324,3 +324,41 @@ func err2str(_ *PrivateKey, err error) string {
 	}
 	return err.Error()
 }
+
+// Records removed from the end of a ledger leave a shorter chain that
+// verifies; its copy on an object store tells.
+func TestCompareWithCopyNamesRecordsRemovedFromTheEnd(t *testing.T) {
+	s := newSite(t)
+	for seq := int64(1); seq <= 3; seq++ {
+		s.verifiedSet(seq)
+	}
+	ctx := context.Background()
+	vault := newSite(t) // another directory standing for the object store
+	entries, err := List(ctx, s.st, inst, dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := storage.ReadFile(ctx, s.st, e.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeNew(ctx, vault.st, fileIn(ImmutableDir(server, inst, dbName), e.Seq), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.st.Remove(ctx, FileName(inst, dbName, 3)); err != nil {
+		t.Fatal(err)
+	}
+	here := s.verify(true)
+	if !here.OK() || here.Head != 2 {
+		t.Fatalf("the shortened ledger: %+v", here)
+	}
+	cp, err := Verify(ctx, vault.st, inst, dbName, Options{Keys: s.keys, Server: server, Dir: ImmutableDir(server, inst, dbName), NoFiles: true})
+	if err != nil || !cp.OK() || cp.Head != 3 {
+		t.Fatalf("the copy: %+v, %v", cp, err)
+	}
+	cp.Copy = "vault01"
+	here.Compare(cp)
+	onlyProblem(t, here, 3, "missing here, but the copy on vault01 holds it")
+}

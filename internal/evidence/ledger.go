@@ -27,13 +27,25 @@ const recordSuffix = ".json"
 // so that two databases never share one on a case-insensitive share.
 func Dir(instance, db string) string { return Root + "/" + tsql.NamesOf(instance, db).Owner() }
 
+// ImmutableDir is where the copy of server's ledger of (instance, db)
+// lives on an object store: evidence/<server>/<inst>@<db>.
+func ImmutableDir(server, instance, db string) string {
+	return Root + "/" + server + "/" + tsql.NamesOf(instance, db).Owner()
+}
+
+// ImmutableFileName is the name of record seq of server's ledger of
+// (instance, db) on an object store.
+func ImmutableFileName(server, instance, db string, seq int64) string {
+	return fileIn(ImmutableDir(server, instance, db), seq)
+}
+
 // FileName is the name of record seq of (instance, db): its number only,
 // so that two writers appending at once contend for one name and the
 // storage's create-exclusive lets exactly one of them have it; the chain
 // never forks.
-func FileName(instance, db string, seq int64) string {
-	return fmt.Sprintf("%s/%010d%s", Dir(instance, db), seq, recordSuffix)
-}
+func FileName(instance, db string, seq int64) string { return fileIn(Dir(instance, db), seq) }
+
+func fileIn(dir string, seq int64) string { return fmt.Sprintf("%s/%010d%s", dir, seq, recordSuffix) }
 
 // Entry is a record file of a ledger as listed.
 type Entry struct {
@@ -46,7 +58,13 @@ type Entry struct {
 // List lists the record files of (instance, db) on st, by number. Files
 // under the directory that are not named as records are left out.
 func List(ctx context.Context, st storage.Storage, instance, db string) ([]Entry, error) {
-	dir := Dir(instance, db) + "/"
+	return ListDir(ctx, st, Dir(instance, db))
+}
+
+// ListDir lists the record files of the ledger in dir (Dir, ImmutableDir)
+// on st, by number.
+func ListDir(ctx context.Context, st storage.Storage, dir string) ([]Entry, error) {
+	dir += "/"
 	files, err := st.List(ctx, dir, recordSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("list the evidence ledger %s on %s: %w", dir, st.Location(), err)
@@ -213,7 +231,8 @@ const recentChecked = 16
 
 // AppendOnce is Append, unless one of the newest records of the ledger
 // already records the same proof (a retried activity whose first attempt
-// wrote it): then that record's hash, and nothing is written.
+// wrote it): then r becomes that record, its hash is returned, and nothing
+// is written.
 func (a Appender) AppendOnce(ctx context.Context, st storage.Storage, r *Record) (string, error) {
 	entries, err := List(ctx, st, r.Instance, r.Database)
 	if err != nil {
@@ -228,6 +247,7 @@ func (a Appender) AppendOnce(ctx context.Context, st storage.Storage, r *Record)
 		// The signature is not judged here: Verify does that.
 		d, err := Decode(data, nil)
 		if err == nil && d.Record.Kind == r.Kind && d.Record.Server == r.Server && proofKey(&d.Record) == want {
+			*r = d.Record
 			return d.Hash, nil
 		}
 	}

@@ -2,8 +2,11 @@ package evidence
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
 )
@@ -36,6 +39,41 @@ type Result struct {
 	Problems []Problem `json:"problems,omitempty"`
 	// Verified are the records whose link and signature hold, in order.
 	Verified []Record `json:"-"`
+	// Copy names the object store when this is the copy of Server's
+	// ledger there (ImmutableDir).
+	Copy string `json:"copy_on,omitempty"`
+	// Hashes are the SHA-256 of every record file read, by number.
+	Hashes map[int64]string `json:"-"`
+}
+
+// Compare holds the ledger of a backup server to its copy on an object
+// store: every record of the copy must be on the server, with the same
+// hash; the first that is not (records removed from the end of the
+// server's ledger, which leaves a chain that still verifies, or one put
+// back otherwise) is a Problem of the server's ledger.
+func (r *Result) Compare(copy Result) {
+	seqs := make([]int64, 0, len(copy.Hashes))
+	for seq := range copy.Hashes {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		want := copy.Hashes[seq]
+		got, here := r.Hashes[seq]
+		if slices.ContainsFunc(r.Problems, func(p Problem) bool { return p.Seq == seq }) {
+			continue // named already
+		}
+		switch {
+		case !here:
+			r.Problems = append(r.Problems, Problem{Seq: seq, File: fileIn(Dir(r.Instance, r.Database), seq),
+				Why: fmt.Sprintf("missing here, but the copy on %s holds it (SHA-256 %s): it was removed", copy.Copy, want)})
+			return
+		case got != want:
+			r.Problems = append(r.Problems, Problem{Seq: seq, File: fileIn(Dir(r.Instance, r.Database), seq),
+				Why: fmt.Sprintf("hashes to %s, its copy on %s to %s: it was changed", got, copy.Copy, want)})
+			return
+		}
+	}
 }
 
 // OK reports whether every record matched.
@@ -49,6 +87,11 @@ type Options struct {
 	// Quick checks the size of every file but hashes only the first (a
 	// set's manifest), not the stripes.
 	Quick bool
+	// Dir is the ledger's directory on st; "" is Dir(instance, db). The
+	// copy on an object store (ImmutableDir) is checked with NoFiles: the
+	// files it vouches for are the backup server's.
+	Dir     string
+	NoFiles bool
 }
 
 // Verify walks the ledger of (instance, db) on st: the records numbered
@@ -60,8 +103,12 @@ type Options struct {
 // the one record changed, not as everything after it. An error is
 // returned only when st could not be read.
 func Verify(ctx context.Context, st storage.Storage, instance, db string, o Options) (Result, error) {
-	res := Result{Server: o.Server, Instance: instance, Database: db}
-	entries, err := List(ctx, st, instance, db)
+	res := Result{Server: o.Server, Instance: instance, Database: db, Hashes: map[int64]string{}}
+	dir := o.Dir
+	if dir == "" {
+		dir = Dir(instance, db)
+	}
+	entries, err := ListDir(ctx, st, dir)
 	if err != nil {
 		return res, err
 	}
@@ -72,7 +119,7 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 			res.Problems = append(res.Problems, Problem{Seq: e.Seq, File: e.Name, Why: fmt.Sprintf(format, args...)})
 		}
 		if e.Seq != want {
-			res.Problems = append(res.Problems, Problem{Seq: want, File: FileName(instance, db, want),
+			res.Problems = append(res.Problems, Problem{Seq: want, File: fileIn(dir, want),
 				Why: fmt.Sprintf("missing: the ledger goes from record %d to %d", want-1, e.Seq)})
 			prevHash = "" // unknown: the next link is not judged
 		}
@@ -86,6 +133,8 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 			prevHash = ""
 			continue
 		}
+		sum := sha256.Sum256(data)
+		res.Hashes[e.Seq] = hex.EncodeToString(sum[:])
 		if len(data) == 0 && i == len(entries)-1 {
 			bad("empty: a write in progress, or cut short (the next append takes its number after %s)", TornAfter)
 			continue
@@ -124,6 +173,10 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 			continue
 		}
 		prevHash = d.Hash
+		if o.NoFiles {
+			res.Verified = append(res.Verified, r)
+			continue
+		}
 		why, removed, err := checkFiles(ctx, st, r.Files, o.Quick)
 		if err != nil {
 			return res, err
