@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/backupcycle/backupcycle/activities"
-	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
@@ -96,15 +95,8 @@ func TestE2EVerifiedCycleAppendsEvidence(t *testing.T) {
 // log it applied and the recovery point that log reached.
 func TestE2ENightlyProofAppendsEvidence(t *testing.T) {
 	p := proofSiteWith(t, "nightly", "", func(o *sitetest.Options) { o.Evidence = true })
-	p.commit(20)
-	p.verified()
-	var last int64
-	for i := range 2 {
-		p.commit(5 + i)
-		last = p.logAndCopy().Number
-	}
-	var out logs.ProofOutput
-	if err := p.run(logs.New(nil).NightlyProof, logs.NightlyProofInput{Database: "Ledger", Instance: "sql01"}, &out); err != nil || !out.OK {
+	out, last, err := p.nightlyAfter(2)
+	if err != nil || !out.OK {
 		t.Fatalf("NightlyProof: %+v, %v", out, err)
 	}
 	keys, err := p.f.Config().Evidence.VerifyKeys()

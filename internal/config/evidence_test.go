@@ -26,20 +26,7 @@ func TestEvidenceErrors(t *testing.T) {
 		{"both places", "  signing_key_env: EK\n  signing_key_file: /k\n  public_keys: ['" + pub + "']\n", "signing_key_env and signing_key_file are both set", 3},
 		{"bad env name", "  signing_key_env: 'my key'\n  public_keys: ['" + pub + "']\n", "signing_key_env is not an environment variable name", 2},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte("evidence:\n"+tc.section+base), "c.yaml")
-			var es Errors
-			if !errors.As(err, &es) {
-				t.Fatalf("error %v, want config errors", err)
-			}
-			found := false
-			for _, e := range es {
-				found = found || (e.Line == tc.line && strings.Contains(e.Msg, tc.want))
-			}
-			if !found {
-				t.Errorf("errors %v, want line %d: %q", es, tc.line, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantErrorAt(t, "evidence:\n"+tc.section+base, tc.line, tc.want) })
 	}
 }
 

@@ -104,11 +104,12 @@ func (s *site) verifiedSet(seq int64) *catalog.Manifest {
 func (s *site) appendSet(m *catalog.Manifest) {
 	s.t.Helper()
 	ctx := context.Background()
-	size, sum, err := hashFile(ctx, s.st, m.FileName())
+	data, err := storage.ReadFile(ctx, s.st, m.FileName())
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	r, err := SetRecord(server, m, File{Name: m.FileName(), Size: size, SHA256: sum}, "test-build")
+	sum := sha256.Sum256(data)
+	r, err := SetRecord(server, m, File{Name: m.FileName(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, "test-build")
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -361,4 +362,25 @@ func TestCompareWithCopyNamesRecordsRemovedFromTheEnd(t *testing.T) {
 	cp.Copy = "vault01"
 	here.Compare(cp)
 	onlyProblem(t, here, 3, "missing here, but the copy on vault01 holds it")
+}
+
+// A proof recorded again (a retried activity) is not appended twice: the
+// record found is given back, with its number.
+func TestAppendOnceFindsTheProofRecorded(t *testing.T) {
+	s := newSite(t)
+	m := s.verifiedSet(1)
+	s.verifiedSet(2)
+	data, err := storage.ReadFile(context.Background(), s.st, m.FileName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	r, err := SetRecord(server, m, File{Name: m.FileName(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, "test-build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := (Appender{Key: s.key}).AppendOnce(context.Background(), s.st, r)
+	if res := s.verify(true); err != nil || r.Seq != 1 || res.Records != 2 || h != res.Hashes[1] {
+		t.Fatalf("AppendOnce of set 1 again: record %d, %v; ledger %+v", r.Seq, err, res)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,21 +207,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// hashFile returns the size and SHA-256 (hex) of a file on st.
-func hashFile(ctx context.Context, st storage.Storage, name string) (int64, string, error) {
-	rd, err := st.OpenRead(ctx, name)
-	if err != nil {
-		return 0, "", err
-	}
-	defer rd.Close()
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.NewSectionReader(rd, 0, rd.Size()), make([]byte, 1<<20))
-	if err != nil {
-		return 0, "", err
-	}
-	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // recentChecked is how many of the newest records AppendOnce reads for the

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 )
 
 // Problem is a record that does not match: its number, its file and why.
@@ -197,14 +198,13 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 // first is gone (the product removes it first), else why one differs.
 func checkFiles(ctx context.Context, st storage.Storage, files []File, quick bool) (why string, removed bool, err error) {
 	for i, f := range files {
-		var size int64
-		var sum string
-		if quick && i > 0 {
-			var fi storage.FileInfo
-			fi, err = st.Stat(ctx, f.Name)
-			size, sum = fi.Size, f.SHA256
-		} else {
-			size, sum, err = hashFile(ctx, st, f.Name)
+		var fi storage.FileInfo
+		var sum []byte
+		fi, err = st.Stat(ctx, f.Name)
+		size := fi.Size
+		if err == nil && size == f.Size && (!quick || i == 0) {
+			// As a copy reads it: several chunks in flight.
+			sum, err = copier.Hash(ctx, st, f.Name, size, nil)
 		}
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
@@ -218,8 +218,8 @@ func checkFiles(ctx context.Context, st storage.Storage, files []File, quick boo
 			return fmt.Sprintf("file %s cannot be read: %v", f.Name, err), false, nil
 		case size != f.Size:
 			return fmt.Sprintf("file %s has %d bytes, the record says %d: it was changed", f.Name, size, f.Size), false, nil
-		case sum != f.SHA256:
-			return fmt.Sprintf("file %s hashes to SHA-256 %s, the record says %s: it was changed", f.Name, sum, f.SHA256), false, nil
+		case sum != nil && hex.EncodeToString(sum) != f.SHA256:
+			return fmt.Sprintf("file %s hashes to SHA-256 %x, the record says %s: it was changed", f.Name, sum, f.SHA256), false, nil
 		}
 	}
 	return "", false, nil
