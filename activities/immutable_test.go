@@ -244,7 +244,7 @@ func TestRecordSetEvidenceCopiesTheLedgersToTheObjectStore(t *testing.T) {
 	wantUntil := f.now.Add(f.cfg.Databases[0].ImmutableLock()).UTC().Truncate(time.Second)
 	for _, server := range []string{"bak01", "bak02"} {
 		res, err := evidence.Verify(ctx, st, "sql01", "Sales", evidence.Options{Keys: evidence.NewPublicKeys(key.Public()), Server: server,
-			Dir: evidence.ImmutableDir(server, "sql01", "Sales"), NoFiles: true})
+			Dir: evidence.ImmutableDir(server, "sql01", "Sales"), Copy: true})
 		if err != nil || !res.OK() || res.Records != 1 || res.Verified[0].Set.BackupSetGUID != f.m.Header.BackupSetGUID {
 			t.Errorf("copy of %s's ledger: %+v, %v", server, res, err)
 		}

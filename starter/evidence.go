@@ -297,7 +297,7 @@ func scanLedgers(ctx context.Context, e *env, c *config.Config, instance, databa
 		if !srv.IsObjectStore() {
 			continue
 		}
-		copies, err := verifyCopies(ctx, srv, keys, sc.Ledgers)
+		copies, err := verifyCopies(ctx, srv, keys, sc.Ledgers, quick)
 		if err != nil {
 			sc.Unread = append(sc.Unread, fmt.Sprintf("%s: %v", srv.Name, err))
 			continue
@@ -353,8 +353,9 @@ func verifyServer(ctx context.Context, c *config.Config, srv *config.BackupServe
 }
 
 // verifyCopies verifies the copies on the object store srv of the
-// ledgers read, and holds each ledger to its copy (evidence.Result.Compare).
-func verifyCopies(ctx context.Context, srv *config.BackupServer, keys evidence.PublicKeys, ledgers []evidence.Result) ([]evidence.Result, error) {
+// ledgers read (and the sets' files there), and holds each ledger to its
+// copy (evidence.Result.Compare).
+func verifyCopies(ctx context.Context, srv *config.BackupServer, keys evidence.PublicKeys, ledgers []evidence.Result, quick bool) ([]evidence.Result, error) {
 	store, err := location.OpenObjectStore(ctx, srv, s3.Lock{})
 	if err != nil {
 		return nil, err
@@ -367,7 +368,7 @@ func verifyCopies(ctx context.Context, srv *config.BackupServer, keys evidence.P
 			continue
 		}
 		cp, err := evidence.Verify(ctx, store, l.Instance, l.Database, evidence.Options{Keys: keys, Server: l.Server,
-			Dir: evidence.ImmutableDir(l.Server, l.Instance, l.Database), NoFiles: true})
+			Dir: evidence.ImmutableDir(l.Server, l.Instance, l.Database), Copy: true, Quick: quick})
 		if err != nil {
 			return nil, err
 		}

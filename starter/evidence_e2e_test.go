@@ -9,6 +9,8 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/evidence"
+	"github.com/backupcycle/backupcycle/internal/s3test"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
 
 // Real cycles on the dev site with its object store: each verified set is
@@ -50,5 +52,32 @@ func TestEvidenceLedgerFollowsTheSetToTheObjectStore(t *testing.T) {
 		!strings.Contains(out, "record 2 (") || !strings.Contains(out, "missing here, but the copy on vault01 holds it") ||
 		!strings.Contains(errs, "the first: sql01/Sales on bak02, record 2") {
 		t.Errorf("evidence verify after a record removed: exit %d\n%s%s", code, out, errs)
+	}
+
+	// A stripe of the first set on the object store changed by hand: a
+	// new version over the locked one, which reads now return.
+	data, err := os.ReadFile(filepath.Join(site.BackupDirs["bak01"], filepath.FromSlash(evidence.FileName(devenv.SourceInstance, devenv.Database, 1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := evidence.Decode(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripe := first.Record.Files[1].Name
+	vault, err := s3.Open(context.Background(), site.Vault.Config(devenv.ObjectStoreBucket, devenv.ObjectStorePrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vault.Close()
+	b := s3test.ReadAll(t, vault, stripe)
+	b[len(b)/2] ^= 0x01
+	if _, err := vault.Put(context.Background(), stripe, b, s3.Lock{}, false); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = on(t, tq, "evidence", "verify", "--config", site.ConfigFile)
+	if code != exitFail || !strings.Contains(out, "FAIL  vault01 (copy of bak01) sql01/Sales: 2 record(s), 1 do not match") ||
+		!strings.Contains(out, "record 1 (") || !strings.Contains(out, "file "+stripe+" hashes to SHA-256") {
+		t.Errorf("evidence verify after an object changed: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -355,7 +355,7 @@ func TestCompareWithCopyNamesRecordsRemovedFromTheEnd(t *testing.T) {
 	if !here.OK() || here.Head != 2 {
 		t.Fatalf("the shortened ledger: %+v", here)
 	}
-	cp, err := Verify(ctx, vault.st, inst, dbName, Options{Keys: s.keys, Server: server, Dir: ImmutableDir(server, inst, dbName), NoFiles: true})
+	cp, err := Verify(ctx, vault.st, inst, dbName, Options{Keys: s.keys, Server: server, Dir: ImmutableDir(server, inst, dbName), Copy: true})
 	if err != nil || !cp.OK() || cp.Head != 3 {
 		t.Fatalf("the copy: %+v, %v", cp, err)
 	}

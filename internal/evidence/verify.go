@@ -88,11 +88,14 @@ type Options struct {
 	// Quick checks the size of every file but hashes only the first (a
 	// set's manifest), not the stripes.
 	Quick bool
-	// Dir is the ledger's directory on st; "" is Dir(instance, db). The
-	// copy on an object store (ImmutableDir) is checked with NoFiles: the
-	// files it vouches for are the backup server's.
-	Dir     string
-	NoFiles bool
+	// Dir is the ledger's directory on st; "" is Dir(instance, db).
+	Dir string
+	// Copy says st is an object store holding the copy of the ledger
+	// (Dir: ImmutableDir) and of the sets: the files are checked there, but
+	// for the first (the manifest, held there as it was verified, before
+	// the servers recorded its copy) and those it does not hold (a set not
+	// copied there).
+	Copy bool
 }
 
 // Verify walks the ledger of (instance, db) on st: the records numbered
@@ -174,11 +177,11 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 			continue
 		}
 		prevHash = d.Hash
-		if o.NoFiles {
-			res.Verified = append(res.Verified, r)
-			continue
+		files := r.Files
+		if o.Copy && len(files) > 0 {
+			files = files[1:]
 		}
-		why, removed, err := checkFiles(ctx, st, r.Files, o.Quick)
+		why, removed, err := checkFiles(ctx, st, files, o.Quick, o.Copy)
 		if err != nil {
 			return res, err
 		}
@@ -195,18 +198,21 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 }
 
 // checkFiles checks files on st against their record: removed when the
-// first is gone (the product removes it first), else why one differs.
-func checkFiles(ctx context.Context, st storage.Storage, files []File, quick bool) (why string, removed bool, err error) {
+// first is gone (the product removes it first), else why one differs. On
+// a copy (an object store) a file missing is one not copied there.
+func checkFiles(ctx context.Context, st storage.Storage, files []File, quick, copy bool) (why string, removed bool, err error) {
 	for i, f := range files {
 		var fi storage.FileInfo
 		var sum []byte
 		fi, err = st.Stat(ctx, f.Name)
 		size := fi.Size
-		if err == nil && size == f.Size && (!quick || i == 0) {
+		if err == nil && size == f.Size && (!quick || i == 0 && !copy) {
 			// As a copy reads it: several chunks in flight.
 			sum, err = copier.Hash(ctx, st, f.Name, size, nil)
 		}
 		switch {
+		case errors.Is(err, storage.ErrNotFound) && copy:
+			continue
 		case errors.Is(err, storage.ErrNotFound):
 			if i == 0 {
 				return "", true, nil
