@@ -125,6 +125,14 @@ func TestEvidenceVerifyAndReport(t *testing.T) {
 		t.Errorf("--html page: %v\n%.400s", err, page)
 	}
 
+	for _, args := range [][]string{{"verify"}, {"report", "--from", "2026-11-01", "--to", "2026-11-03"}} {
+		code, out, errs := runStarter(t, append(append([]string{"evidence"}, args...), "--config", file, "--json")...)
+		if code != exitOK {
+			t.Fatalf("evidence %s --json: exit %d\n%s%s", args[0], code, out, errs)
+		}
+		checkJSONStyle(t, "evidence "+args[0]+" --json", out)
+	}
+
 	// A manifest changed by hand on bak01: its set's record is named.
 	p := filepath.Join(bak01, sets[1].FileName())
 	b, err := os.ReadFile(p)
