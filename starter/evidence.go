@@ -394,6 +394,9 @@ func writeVerify(w io.Writer, sc ledgerScan) {
 			if len(l.Removed) > 0 {
 				line += fmt.Sprintf("; %d record(s) of sets since removed by retention", len(l.Removed))
 			}
+			if l.Pending {
+				line += fmt.Sprintf("; record %d is being written", l.Records)
+			}
 			fmt.Fprintln(w, line)
 			continue
 		}

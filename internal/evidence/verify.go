@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
@@ -32,6 +33,9 @@ type Result struct {
 	Records  int    `json:"records"`
 	Head     int64  `json:"head"`
 	HeadHash string `json:"head_sha256,omitempty"`
+	// Pending is set when the newest record is being written (empty,
+	// younger than TornAfter): not judged.
+	Pending bool `json:"pending,omitempty"`
 	// Removed are records whose files the product has removed since
 	// (retention deletes a set's manifest first): nothing left to check.
 	Removed []int64 `json:"removed,omitempty"`
@@ -140,7 +144,13 @@ func Verify(ctx context.Context, st storage.Storage, instance, db string, o Opti
 		sum := sha256.Sum256(data)
 		res.Hashes[e.Seq] = hex.EncodeToString(sum[:])
 		if len(data) == 0 && i == len(entries)-1 {
-			bad("empty: a write in progress, or cut short (the next append takes its number after %s)", TornAfter)
+			// A writer between creating the file and writing it, or one
+			// that died there: the next append takes its number.
+			if time.Since(e.ModTime) < TornAfter {
+				res.Pending = true
+			} else {
+				bad("empty: a write cut short (the next append takes its number)")
+			}
 			continue
 		}
 		d, err := Decode(data, o.Keys)
