@@ -29,6 +29,7 @@ const (
 	StepDropVerifyDB           = "drop-verify-db"
 	StepImmutableCopy          = "immutable-copy"
 	StepRetention              = "retention"
+	StepEvidence               = "evidence"
 	StepDone                   = "done"
 	StepFailed                 = "failed"
 	StepCancelled              = "cancelled"
@@ -126,6 +127,9 @@ type Plan struct {
 	// receives a locked copy of the set once it is verified
 	// (immutable_copy); "" for none.
 	Immutable string `json:"immutable,omitempty"`
+	// Evidence says the configuration keeps an evidence ledger with a
+	// signing key: the verified set is recorded in it.
+	Evidence bool `json:"evidence,omitempty"`
 	// ProofSpace is what the database's copies take on the verification
 	// instance at their peak with its log proof (log_backup only): the
 	// standby copy stays beside the cycle's.

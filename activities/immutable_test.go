@@ -15,6 +15,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
@@ -193,5 +194,63 @@ func TestPlanCycleHoldsTheObjectStoresSlot(t *testing.T) {
 	}
 	if p.Immutable != "vault01" || !found {
 		t.Errorf("plan: immutable %q, slots %+v; want vault01 with a slot of its max_concurrent 3", p.Immutable, p.Slots)
+	}
+}
+
+// With an evidence ledger, the servers' ledgers follow the set to its
+// object store, each record locked like the set: only records the copy
+// lacks are sent, so one later removed from a server stays there.
+func TestRecordSetEvidenceCopiesTheLedgersToTheObjectStore(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	key, enc, err := evidence.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "evidence.key")
+	if err := os.WriteFile(keyFile, []byte(enc+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg.Evidence = &config.Evidence{SigningKeyFile: keyFile, PublicKeys: []string{key.Public().String()}}
+	f.m.Header = &catalog.Header{BackupSetGUID: "5c0e5e1a-0000-4000-8000-000000000005", FirstLSN: "100", LastLSN: "200", BackupFinish: f.m.CreatedAt}
+	f.m.Header.SetUTCOffset(0)
+	f.m.Proof = &catalog.Proof{VerifyInstance: "sqlverify", VerifyDatabase: "Sales_verify", RestoreHistoryID: 9,
+		BackupSetGUID: f.m.Header.BackupSetGUID, RestoredAt: f.now, CheckedAt: f.now}
+	f.save("bak01", f.m)
+	f.save("bak02", f.m)
+	if _, err := f.copy(); err != nil {
+		t.Fatal(err)
+	}
+	record := func() EvidenceOutput {
+		t.Helper()
+		v, err := f.env.ExecuteActivity(f.acts.RecordSetEvidence, EvidenceInput{Database: "Sales", Instance: "sql01", Sequence: 5,
+			Servers: []string{"bak01", "bak02"}, Immutable: "vault01"})
+		var out EvidenceOutput
+		if err == nil {
+			err = v.Get(&out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := record(); len(out.Recorded) != 2 || out.Copied != 2 || len(out.NotRecorded) != 0 {
+		t.Fatalf("first: %+v, want a record on each server, both copied", out)
+	}
+	if out := record(); len(out.Recorded) != 2 || out.Recorded[0].Seq != 1 || out.Copied != 0 {
+		t.Fatalf("retried: %+v, want the same records, nothing sent again", out)
+	}
+	st := f.store()
+	ctx := context.Background()
+	wantUntil := f.now.Add(f.cfg.Databases[0].ImmutableLock()).UTC().Truncate(time.Second)
+	for _, server := range []string{"bak01", "bak02"} {
+		res, err := evidence.Verify(ctx, st, "sql01", "Sales", evidence.Options{Keys: evidence.NewPublicKeys(key.Public()), Server: server,
+			Dir: evidence.ImmutableDir(server, "sql01", "Sales"), Copy: true})
+		if err != nil || !res.OK() || res.Records != 1 || res.Verified[0].Set.BackupSetGUID != f.m.Header.BackupSetGUID {
+			t.Errorf("copy of %s's ledger: %+v, %v", server, res, err)
+		}
+		l, err := st.Retention(ctx, evidence.ImmutableFileName(server, "sql01", "Sales", 1), "")
+		if err != nil || l.Mode != s3.ModeCompliance || l.Until.Before(wantUntil) {
+			t.Errorf("record of %s on the object store: lock %+v, %v; want COMPLIANCE until %s", server, l, err, wantUntil)
+		}
 	}
 }

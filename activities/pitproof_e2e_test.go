@@ -19,11 +19,15 @@ import (
 )
 
 // proofSiteWith is newProofSite with more YAML for the database (after
-// the log keys).
-func proofSiteWith(t *testing.T, mode, extra string) *proofSite {
-	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
+// the log keys); shape changes the site's options further.
+func proofSiteWith(t *testing.T, mode, extra string, shape ...func(*sitetest.Options)) *proofSite {
+	o := sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
 		Extra: "      - name: commits\n        query: SELECT COUNT_BIG(*) FROM dbo.CommitLog\n        at_least: 1\n" +
-			"    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: " + mode + "\n" + extra})
+			"    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: " + mode + "\n" + extra}
+	for _, f := range shape {
+		f(&o)
+	}
+	f := activities.NewSQLFixtureOf(t, o)
 	e := newE2E(t, f, nil)
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
@@ -233,15 +237,8 @@ func TestPITProofAfterTheSourcesOffsetChanged(t *testing.T) {
 // marked proven (nightly) on both servers; the copy holds every row.
 func TestNightlyProofProvesEveryCopiedLog(t *testing.T) {
 	p := proofSiteWith(t, "nightly", "")
-	p.commit(20)
-	p.verified()
-	var last int64
-	for i := range 3 {
-		p.commit(5 + i)
-		last = p.logAndCopy().Number
-	}
-	var out logs.ProofOutput
-	if err := p.run(logs.New(nil).NightlyProof, logs.NightlyProofInput{Database: "Ledger", Instance: "sql01"}, &out); err != nil {
+	out, last, err := p.nightlyAfter(3)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !out.OK || out.Skipped != "" || len(out.Proven) == 0 || out.Proven[len(out.Proven)-1] != last || out.LastLog != last {
@@ -261,6 +258,23 @@ func TestNightlyProofProvesEveryCopiedLog(t *testing.T) {
 		t.Fatalf("DropProofCopy: %v", err)
 	}
 	t.Logf("nightly proof of set %d and logs %d-%d took %s", out.Sequence, out.FirstLog, out.LastLog, out.Took)
+}
+
+// nightlyAfter verifies a full, takes and copies n log backups after it,
+// each after a few commits, and runs the nightly proof: its output and the
+// number of the last log.
+func (p *proofSite) nightlyAfter(n int) (logs.ProofOutput, int64, error) {
+	p.t.Helper()
+	p.commit(20)
+	p.verified()
+	var last int64
+	for i := range n {
+		p.commit(5 + i)
+		last = p.logAndCopy().Number
+	}
+	var out logs.ProofOutput
+	err := p.run(logs.New(nil).NightlyProof, logs.NightlyProofInput{Database: "Ledger", Instance: "sql01"}, &out)
+	return out, last, err
 }
 
 // pit runs a point-in-time proof at fraction f.

@@ -252,6 +252,7 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 			p.CopyQueues[target.Name] = target.TaskQueue
 		}
 	}
+	p.Evidence = d.config().Evidence.Signs()
 	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote, p.Immutable)
 	// Before any BACKUP: can the source encrypt them, can every
 	// verification instance read the sets?

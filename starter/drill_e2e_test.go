@@ -25,6 +25,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
@@ -237,6 +238,25 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 	}
 	if e, ok := catalog.ErrorOf(res.PredictionError, catalog.PredictLogs); !ok || e.Measured != res.Steps.Logs || e.Error != res.Steps.Logs-p.Logs {
 		t.Errorf("logs' prediction error %+v in %+v", e, res.PredictionError)
+	}
+
+	// And in the evidence ledger of both, after the set's record: it
+	// verifies, and the report shows the drill against its rto.
+	code, out, errs = on(t, tq, "evidence", "verify", "--config", site.ConfigFile)
+	for _, s := range devenv.BackupServers {
+		if code != exitOK || !strings.Contains(out, "OK    "+s+" sql01/Sales: 2 record(s), head 2") {
+			t.Errorf("evidence verify: exit %d\n%s%s", code, out, errs)
+		}
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	code, out, errs = on(t, tq, "evidence", "report", "--config", site.ConfigFile, "--from", today, "--to", today, "--json")
+	var er evidence.Report
+	if err := json.Unmarshal([]byte(out), &er); code != exitOK || err != nil || len(er.Databases) != 1 {
+		t.Fatalf("evidence report: exit %d %v %s\n%s", code, err, errs, out)
+	}
+	if d := er.Databases[0]; d.Sets != 1 || len(d.DrillResults) != 1 || !d.DrillResults[0].MetRTO || d.DrillResults[0].TargetRTOSeconds != 3600 ||
+		d.DrillResults[0].RTOSeconds != res.RTO.Seconds() || !d.DrillResults[0].RecoveryPoint.Equal(point) || d.LastKind != evidence.KindDrill {
+		t.Errorf("evidence report: %+v", d)
 	}
 
 	// status: green with rto 1h; red once rto is below the measured RTO.

@@ -196,6 +196,7 @@ ending in _seconds) and timestamps in RFC 3339.`,
 		logsCommand(e),
 		recoverCommand(e),
 		drillCommand(e),
+		evidenceCommand(e),
 	)
 	return root
 }

@@ -61,6 +61,9 @@ type CycleResult struct {
 	// Immutable is the verified set's copy to its object store
 	// (immutable_copy), when the database has one and it was made.
 	Immutable *activities.ImmutableOutput `json:"immutable,omitempty"`
+	// Evidence are the evidence ledger's records of the set, one per
+	// backup server holding it (evidence: configured with a signing key).
+	Evidence []activities.EvidenceRecord `json:"evidence,omitempty"`
 	// Warnings are problems after verification that did not un-verify the
 	// set (verification database not dropped, retention failed).
 	Warnings []string `json:"warnings,omitempty"`
@@ -345,6 +348,32 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		}
 	}
 
+	// The evidence ledger's record, once the manifest is final (the
+	// immutable copy's outcome is in it): a warning when it fails, never
+	// an unverified set.
+	if plan.Evidence && workflow.GetVersion(ctx, "evidence-ledger", workflow.DefaultVersion, 1) == 1 {
+		c.step(ctx, activities.StepEvidence)
+		var ev activities.EvidenceOutput
+		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout:    10 * time.Minute,
+			ScheduleToCloseTimeout: shortDeadline,
+			HeartbeatTimeout:       c.hb,
+			RetryPolicy:            retry(10*time.Second, 3),
+			Summary:                fmt.Sprintf("evidence of %s seq %d on %s", in.Database, c.seq, strings.Join(c.holders, ", ")),
+		}), a.RecordSetEvidence, activities.EvidenceInput{
+			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders,
+			Immutable: immutableTarget(result.Immutable),
+		}).Get(ctx, &ev)
+		if err != nil {
+			c.log(ctx).Warn("evidence not recorded: the set stays verified", "error", err)
+			result.Warnings = append(result.Warnings, "evidence not recorded: "+err.Error())
+		}
+		for _, n := range ev.NotRecorded {
+			result.Warnings = append(result.Warnings, "evidence not recorded on "+n)
+		}
+		result.Evidence = ev.Recorded
+	}
+
 	c.step(ctx, activities.StepRetention)
 	var kept activities.RetentionOutput
 	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
@@ -364,6 +393,15 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepDone)
 	c.log(ctx).Info("backup cycle verified", "total", c.progress.Timings.Total)
 	return result, nil
+}
+
+// immutableTarget is the object store the set was copied to, for its
+// servers' ledgers to follow; "" when it was not copied.
+func immutableTarget(out *activities.ImmutableOutput) string {
+	if out == nil || out.State != string(catalog.ImmutableCopied) {
+		return ""
+	}
+	return out.Target
 }
 
 // copyOptions are those of a copy from the primary to server: all its

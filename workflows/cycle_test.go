@@ -36,6 +36,7 @@ type fakeCycle struct {
 	manifest  func(activities.ManifestInput) (activities.ManifestOutput, error)
 	retention func(activities.RetentionInput) (activities.RetentionOutput, error)
 	immutable func(activities.ImmutableInput) (activities.ImmutableOutput, error)
+	evidence  func(activities.EvidenceInput) (activities.EvidenceOutput, error)
 	sequence  func() (int64, error)
 	stop      func(activities.StopInput) (activities.StopOutput, error)
 
@@ -52,6 +53,7 @@ type fakeCycle struct {
 	retentionIn []activities.RetentionInput
 	dropIn      []activities.VerifyInput
 	immutableIn []activities.ImmutableInput
+	evidenceIn  []activities.EvidenceInput
 }
 
 func healthyPlan() activities.Plan {
@@ -234,6 +236,19 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 				return f.immutable(in)
 			}
 			return activities.ImmutableOutput{Target: in.Target, State: "copied", Objects: 2}, nil
+		})
+	env.OnActivity(acts.RecordSetEvidence, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.EvidenceInput) (activities.EvidenceOutput, error) {
+			f.record("RecordSetEvidence")
+			f.evidenceIn = append(f.evidenceIn, in)
+			if f.evidence != nil {
+				return f.evidence(in)
+			}
+			var out activities.EvidenceOutput
+			for _, s := range in.Servers {
+				out.Recorded = append(out.Recorded, activities.EvidenceRecord{Server: s, Seq: 1})
+			}
+			return out, nil
 		})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)

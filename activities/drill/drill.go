@@ -24,6 +24,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/recovery"
 )
@@ -587,5 +588,35 @@ func (a *Activities) RecordDrill(ctx context.Context, in RecordInput) ([]string,
 			activities.ErrNoBackupServerReachable)
 	}
 	log.Info("drill recorded", zap.Strings("servers", written), zap.String("outcome", in.Result.Outcome), zap.Duration("rto", in.Result.RTO))
+	// And in the evidence ledger of the same servers, best effort.
+	a.each(ctx, db, written, log, func(server string, fsys catalog.FS, _ *catalog.Keys) error {
+		if st, ok := fsys.(catalog.StorageFS); ok {
+			activities.AppendEvidence(ctx, a.Base, st.Storage, db, 0, drillEvidence(ctx, server, db, in.Result))
+		}
+		return nil
+	})
 	return written, nil
+}
+
+// drillEvidence is the evidence record of drill res on server: the copy it
+// recovered and checked, its measured time to recover against the
+// database's rto, how it ended.
+func drillEvidence(ctx context.Context, server string, db *config.Database, res catalog.DrillResult) *evidence.Record {
+	passed := res.Outcome == catalog.DrillPassed
+	r := activities.CopyProof(ctx, evidence.KindDrill, server, db, res.Instance, res.Database, nil, res.RecoveryPoint, res.CheckDB)
+	r.WorkflowID, r.RunID = res.WorkflowID, res.RunID
+	r.Sanity = &evidence.Sanity{Checks: res.Sanity, Passed: passed}
+	if r.CheckDB != nil && !res.CheckDBClean {
+		r.CheckDB.Result = "not clean: " + res.Error
+	}
+	if res.Sequence > 0 {
+		r.Set = &evidence.Set{Sequence: res.Sequence}
+	}
+	r.Drill = &evidence.Drill{Point: res.Point, RecoveryPointFrom: res.RecoveryPointFrom, RTOSeconds: res.RTO.Seconds(),
+		TargetRTOSeconds: db.RTO.Seconds(), MetRTO: passed && (db.RTO == 0 || res.RTO <= db.RTO), Passed: passed,
+		FirstLog: res.FirstLog, LastLog: res.LastLog}
+	st := res.Steps
+	r.Timings = map[string]float64{"prepare": st.Prepare.Seconds(), "plan": st.Plan.Seconds(), "full": st.Full.Seconds(),
+		"logs": st.Logs.Seconds(), "recovery": st.Recovery.Seconds(), "checks": st.Checks.Seconds(), "drop": st.Drop.Seconds()}
+	return r
 }

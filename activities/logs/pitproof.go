@@ -13,6 +13,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -139,9 +140,22 @@ func (a *Activities) PITProof(ctx context.Context, in PITProofInput) (ProofOutpu
 	if err := saveProof(ctx, &a.Base.Cycle, p.t, p.rec); err != nil {
 		return out, err
 	}
+	if res.OK {
+		a.proofEvidence(ctx, p, m, target, out.LastLog, res.CheckDB)
+	}
 	out.OK, out.Detail, out.Took = res.OK, res.Detail, res.At.Sub(p.started)
 	log.Info("point-in-time proof done", zap.Bool("ok", res.OK), zap.String("detail", res.Detail), zap.Duration("took", out.Took))
 	return out, nil
+}
+
+// proofEvidence records a passed proof (the copy restored from full m and
+// the chain's logs through lastLog, to the recovery point rp) in the
+// evidence ledger of the copy target; best effort.
+func (a *Activities) proofEvidence(ctx context.Context, p *proofRun, m *catalog.Manifest, rp time.Time, lastLog int64, checkDB bool) {
+	r := activities.CopyProof(ctx, evidence.KindLogProof, p.t.srv.Name, p.t.db, p.t.inst.Name, p.name, m, rp, checkDB)
+	r.LogProof = &evidence.LogProof{Chain: p.chain.chain.ID, AppliedThrough: lastLog}
+	r.Timings = map[string]float64{"proof": a.Base.Cycle.Clock().Sub(p.started).Seconds()}
+	activities.AppendEvidence(ctx, a.Base, p.t.remote, p.t.db, m.Sequence, r)
 }
 
 // pickTarget is the instant at fraction f of (from, to], in whole
@@ -219,6 +233,11 @@ func (a *Activities) NightlyProof(ctx context.Context, in NightlyProofInput) (Pr
 		}
 	}
 	if out.OK {
+		rp := m.TakenAt()
+		if len(copied) > 0 {
+			rp = copied[len(copied)-1].Finish
+		}
+		a.proofEvidence(ctx, p, m, rp, out.LastLog, false)
 		out.Detail = checksDone(p.t.db, false)
 		if gap != nil {
 			out.Detail += "; the chain stops at a hole: " + gap.String()

@@ -73,6 +73,7 @@ const (
 func (d *decoder) check(c *Config) {
 	d.checkTemporal(c)
 	d.checkManifestKeys(c)
+	d.checkEvidence(c)
 
 	// Inherit first so every database is checked with the values it will use.
 	d.inherit(reflect.ValueOf(&c.Defaults).Elem(), reflect.ValueOf(DefaultPolicy()), "defaults")

@@ -54,6 +54,8 @@ type Config struct {
 	// every one verifies. None: manifests are neither signed nor
 	// authenticated, and preflight warns.
 	ManifestKeys []ManifestKey `yaml:"manifest_keys"`
+	// Evidence is the evidence ledger's keys; nil: no ledger is kept.
+	Evidence *Evidence `yaml:"evidence"`
 
 	// File is the name the configuration was loaded from (for messages).
 	File string `yaml:"-"`

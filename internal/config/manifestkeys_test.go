@@ -24,23 +24,31 @@ func TestManifestKeysErrors(t *testing.T) {
 		{"bad env name", "  - {id: k1, key_env: 'my key'}\n", "manifest_keys[0]: key_env is not an environment variable name", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte("manifest_keys:\n"+tc.keys+base), "c.yaml")
-			var es Errors
-			if !errors.As(err, &es) {
-				t.Fatalf("error %v, want config errors", err)
-			}
-			found := false
-			for _, e := range es {
-				found = found || (e.Line == tc.line && strings.Contains(e.Msg, tc.want))
+			for _, e := range wantErrorAt(t, "manifest_keys:\n"+tc.keys+base, tc.line, tc.want) {
 				if strings.Contains(e.Msg, "hunter2") {
 					t.Errorf("message echoes the key: %s", e.Msg)
 				}
 			}
-			if !found {
-				t.Errorf("errors %v, want line %d: %q", es, tc.line, tc.want)
-			}
 		})
 	}
+}
+
+// wantErrorAt parses the configuration text and wants, among its errors
+// (returned), one at line saying want.
+func wantErrorAt(t *testing.T, text string, line int, want string) Errors {
+	t.Helper()
+	_, err := Parse([]byte(text), "c.yaml")
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("error %v, want config errors", err)
+	}
+	for _, e := range es {
+		if e.Line == line && strings.Contains(e.Msg, want) {
+			return es
+		}
+	}
+	t.Errorf("errors %v, want line %d: %q", es, line, want)
+	return es
 }
 
 // ManifestKeyRing resolves the keys when asked, the first signing; one

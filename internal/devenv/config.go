@@ -11,6 +11,8 @@ type configValues struct {
 	source, verify      string // host:port of the emulators
 	passwordFile        string
 	manifestKeyFile     string // the workers' manifest key
+	evidenceKeyFile     string // the workers' evidence signing key
+	evidencePublic      string // its public key
 	uncs                map[string][]string
 	locations           map[string]string // per backup server: smb:// URL or directory
 	smbPasswords        map[string]string // password file per Samba-served server
@@ -51,7 +53,11 @@ func configText(v configValues) string {
 manifest_keys:                    # the workers sign every manifest (README "Authenticated manifests")
   - id: dev
     key_file: %s   # generated on the first start
-`, yq(v.manifestKeyFile))
+
+evidence:                         # every verified set, log proof and drill is recorded (README "Evidence ledger")
+  signing_key_file: %s   # generated on the first start
+  public_keys: [%s]
+`, yq(v.manifestKeyFile), yq(v.evidenceKeyFile), yq(v.evidencePublic))
 	w(`
 defaults:
   stripes: 4                      # 2 per NIC path of each backup server

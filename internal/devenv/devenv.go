@@ -44,6 +44,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
@@ -213,6 +214,7 @@ type layout struct {
 	root, secrets, password string
 	adminPassword           string
 	manifestKey             string // the workers' manifest key (manifest_keys)
+	evidenceKey             string // the workers' evidence signing key (evidence:)
 	srcData, verifyData     string
 	volumes                 []string // the source's two data volumes
 	restore                 string   // the verify instance's restore volume
@@ -227,6 +229,7 @@ func newLayout(root string) layout {
 	l.password = filepath.Join(l.secrets, "sql.password")
 	l.adminPassword = filepath.Join(l.secrets, "sa.password")
 	l.manifestKey = filepath.Join(l.secrets, "manifest.key")
+	l.evidenceKey = filepath.Join(l.secrets, "evidence.key")
 	l.srcData = filepath.Join(root, SourceInstance)
 	l.verifyData = filepath.Join(root, VerifyInstance)
 	// Two "volumes" of the source host, like D: and E: on a real one.
@@ -311,6 +314,12 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	// The demo signs its manifests, as a production site should; the key
 	// is kept, so sets of earlier runs stay authenticated.
 	if _, err := ensureSecret(l.manifestKey, "", 32); err != nil {
+		return nil, err
+	}
+	// And records every proof in the evidence ledger, with a key kept
+	// likewise.
+	evidencePublic, err := ensureEvidenceKey(l.evidenceKey)
+	if err != nil {
 		return nil, err
 	}
 
@@ -398,6 +407,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	values := configValues{
 		temporal: o.TemporalAddress, namespace: o.Namespace,
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
+		evidenceKeyFile: l.evidenceKey, evidencePublic: evidencePublic,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
 		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups, drill: o.Drill,
 	}
@@ -665,6 +675,28 @@ func ensureSecret(path, prefix string, n int) (string, error) {
 		return "", fmt.Errorf("devenv: write %s: %w", path, err)
 	}
 	return pw, nil
+}
+
+// ensureEvidenceKey reads the evidence signing key at path, or writes a
+// new one there, and returns its public key.
+func ensureEvidenceKey(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		k, err := evidence.ParsePrivateKey(string(b))
+		if err != nil {
+			return "", fmt.Errorf("devenv: %s: %w (remove it to get a new one)", path, err)
+		}
+		return k.Public().String(), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("devenv: read %s: %w (remove it to get a new one)", path, err)
+	}
+	k, enc, err := evidence.GenerateKey()
+	if err != nil {
+		return "", fmt.Errorf("devenv: generate the evidence key: %w", err)
+	}
+	if err := writeFileAtomic(path, []byte(enc+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("devenv: write %s: %w", path, err)
+	}
+	return k.Public().String(), nil
 }
 
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {

@@ -92,6 +92,10 @@ type Recorder interface {
 	// when a locked object could be deleted, shortened or overwritten
 	// there with the worker's credentials.
 	ImmutableProbed(server string, immutable bool, at time.Time)
+	// EvidenceNotRecorded counts a proof of instance/database whose
+	// evidence record could not be appended to server's ledger (the
+	// proof itself stands).
+	EvidenceNotRecorded(instance, database, server string)
 }
 
 // Nop is a Recorder that records nothing.
@@ -111,3 +115,6 @@ func (Nop) SourceDamaged(string, string) {}
 
 // ImmutableProbed does nothing.
 func (Nop) ImmutableProbed(string, bool, time.Time) {}
+
+// EvidenceNotRecorded does nothing.
+func (Nop) EvidenceNotRecorded(string, string, string) {}

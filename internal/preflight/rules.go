@@ -379,7 +379,32 @@ func configChecks(cfg *config.Config) []Check {
 		}
 		cs = append(cs, c)
 	}
-	return append(cs, manifestKeysCheck(cfg))
+	cs = append(cs, manifestKeysCheck(cfg))
+	if cfg.Evidence.Enabled() {
+		cs = append(cs, evidenceCheck(cfg))
+	}
+	return cs
+}
+
+// evidenceCheck says whether the workers can sign evidence records: the
+// key read from its reference, its public key listed.
+func evidenceCheck(cfg *config.Config) Check {
+	c := Check{Kind: KindConfig, Name: "evidence", For: "the evidence ledger: every verified set, log proof and drill is recorded"}
+	e := cfg.Evidence
+	if !e.Signs() {
+		c.Status = Warn
+		c.Detail = "evidence: has public_keys but no signing_key_env or signing_key_file: this configuration verifies the ledger, a worker using it records nothing"
+		c.Fix = "give the workers' configuration the signing key (README \"Evidence ledger\")"
+		return c
+	}
+	k, err := e.SigningKey()
+	if err != nil {
+		c.Status, c.Detail = Missing, err.Error()
+		c.Fix = "give every worker the evidence signing key (`starter evidence keygen --out FILE` makes one) and list its public key in evidence.public_keys"
+		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("Ed25519 key %s signs; %d public key(s) verify", k.ID(), len(e.PublicKeys))
+	return c
 }
 
 // manifestKeysCheck says whether the manifests the workers write are

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -443,6 +444,35 @@ func TestManifestKeysCheck(t *testing.T) {
 	t.Setenv("PREFLIGHT_TEST_MANIFEST_KEY", "")
 	if c := check(keys); c.Status != Missing || !strings.Contains(c.Detail, "PREFLIGHT_TEST_MANIFEST_KEY is empty") {
 		t.Errorf("key unreadable: %+v, want missing naming the variable", c)
+	}
+}
+
+// With an evidence ledger preflight says which key signs; a key it cannot
+// read is missing, its value never shown; public keys alone verify only.
+func TestEvidenceCheck(t *testing.T) {
+	key, enc, err := evidence.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(section string) Check {
+		t.Helper()
+		cfg, err := config.Parse([]byte("evidence:\n"+section+"  public_keys: ['"+key.Public().String()+"']\n"+twoServerSite), "site.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evidenceCheck(cfg)
+	}
+	t.Setenv("PREFLIGHT_TEST_EVIDENCE_KEY", enc)
+	if c := check("  signing_key_env: PREFLIGHT_TEST_EVIDENCE_KEY\n"); c.Status != OK || !strings.Contains(c.Detail, "Ed25519 key "+key.ID()+" signs") {
+		t.Errorf("with a key: %+v", c)
+	}
+	t.Setenv("PREFLIGHT_TEST_EVIDENCE_KEY", "not base64!")
+	if c := check("  signing_key_env: PREFLIGHT_TEST_EVIDENCE_KEY\n"); c.Status != Missing || !strings.Contains(c.Detail, "not base64") ||
+		strings.Contains(c.Detail, "not base64!") {
+		t.Errorf("key unreadable: %+v", c)
+	}
+	if c := check(""); c.Status != Warn || !strings.Contains(c.Detail, "records nothing") {
+		t.Errorf("public keys only: %+v", c)
 	}
 }
 

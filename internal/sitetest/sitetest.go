@@ -22,6 +22,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -110,6 +111,9 @@ type Options struct {
 	// (Site.KeyFile). None: manifests are neither signed nor
 	// authenticated.
 	ManifestKeys []string
+	// Evidence keeps an evidence ledger: a new signing key in a file
+	// under Root (Site.EvidenceKeyFile) and its public key.
+	Evidence bool
 }
 
 // Site is a running emulated site.
@@ -251,6 +255,9 @@ func New(t testing.TB, o Options) *Site {
 			fmt.Fprintf(&y, "  - id: %s\n    key_file: '%s'\n", id, s.writeKey(id))
 		}
 	}
+	if o.Evidence {
+		fmt.Fprintf(&y, "evidence:\n  signing_key_file: '%s'\n  public_keys: ['%s']\n", s.EvidenceKeyFile(), s.writeEvidenceKey())
+	}
 	y.WriteString("sql_instances:\n")
 	for _, in := range [][2]string{{o.Instance, srcAddr}, {VerifyInstance, verifyAddr}} {
 		fmt.Fprintf(&y, "  - name: %s\n    address: %s\n    user: sa\n    password_env: %s\n    encrypt: disable\n", in[0], in[1], PasswordEnv)
@@ -303,6 +310,24 @@ func (s *Site) writeKey(id string) string {
 		s.t.Fatal(err)
 	}
 	return f
+}
+
+// EvidenceKeyFile is the file holding the evidence signing key
+// (Options.Evidence).
+func (s *Site) EvidenceKeyFile() string { return filepath.Join(s.Root, "evidence-key") }
+
+// writeEvidenceKey writes a new evidence signing key into EvidenceKeyFile
+// and returns its public key.
+func (s *Site) writeEvidenceKey() string {
+	s.t.Helper()
+	key, enc, err := evidence.GenerateKey()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(s.EvidenceKeyFile(), []byte(enc+"\n"), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return key.Public().String()
 }
 
 // write replaces the configuration file with y and loads it.

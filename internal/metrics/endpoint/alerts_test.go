@@ -95,7 +95,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 	// A parse that finds nothing must not pass.
 	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged,
-		LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, "up"} {
+		EvidenceMissed, LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, "up"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}
@@ -168,6 +168,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	}
 	p.SetFailed("checkdb", "checkdb_failed")
 	p.SourceDamaged("sql01", "Sales")
+	p.EvidenceNotRecorded("sql01", "Sales", "bak02")
 	p.ImmutableProbed("vault01", false, time.Now())
 	// The tags the SDK gives a workflow's handler (worker tags and workflow
 	// type), on which CycleEnded adds its own.

@@ -32,6 +32,7 @@ const (
 	ServerReadable = "backupcycle_backup_server_readable"
 	Unauthentic    = "backupcycle_unauthenticated_sets"
 	SourceDamaged  = "backupcycle_source_damaged_total"
+	EvidenceMissed = "backupcycle_evidence_not_recorded_total"
 	LastProvenLog  = "backupcycle_last_proven_log_timestamp_seconds"
 	LogChainBroken = "backupcycle_log_chain_broken"
 	StoreImmutable = "backupcycle_object_store_immutable"
@@ -60,6 +61,7 @@ type Product struct {
 	stepDuration           *prometheus.HistogramVec
 	setsFailed             *prometheus.CounterVec
 	sourceDamaged          *prometheus.CounterVec
+	evidenceMissed         *prometheus.CounterVec
 	state                  *manifestState
 }
 
@@ -81,12 +83,15 @@ func newProduct() *Product {
 		sourceDamaged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SourceDamaged,
 			Help: "BACKUPs that met damage in the source database itself (a page failing its checksum, a data file the disk could not read)."},
 			[]string{"instance", "database"}),
+		evidenceMissed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: EvidenceMissed,
+			Help: "Proofs (verified sets, log proofs, drills) whose evidence record could not be appended to a backup server's ledger; the proof itself stands."},
+			dbServer),
 		state: newManifestState(),
 	}
 }
 
 func (p *Product) collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.backupBytes, p.copyBytes, p.stepDuration, p.setsFailed, p.sourceDamaged, p.state}
+	return []prometheus.Collector{p.backupBytes, p.copyBytes, p.stepDuration, p.setsFailed, p.sourceDamaged, p.evidenceMissed, p.state}
 }
 
 // StepDone records a finished step (metrics.Recorder).
@@ -140,6 +145,17 @@ func (p *Product) SourceDamaged(instance, database string) {
 		return
 	}
 	if c, err := p.sourceDamaged.GetMetricWithLabelValues(instance, database); err == nil {
+		c.Inc()
+	}
+}
+
+// EvidenceNotRecorded counts a proof whose evidence record was not
+// appended to server's ledger (metrics.Recorder).
+func (p *Product) EvidenceNotRecorded(instance, database, server string) {
+	if p == nil {
+		return
+	}
+	if c, err := p.evidenceMissed.GetMetricWithLabelValues(instance, database, server); err == nil {
 		c.Inc()
 	}
 }
