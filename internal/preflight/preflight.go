@@ -251,6 +251,7 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	}
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
+	r.add(privilegeChecks(in.Name, sf)...)
 	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0)
 	hf, herr := hostcheck.Read(qctx, db)
 	if herr == nil {
@@ -327,6 +328,9 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 			shown = &c
 		}
 		r.add(databaseChecks(shown, sf, f)...)
+		if c, ok := databasePrivilegeCheck(shown, sf, f); ok {
+			r.add(c)
+		}
 		if inGroup && f.State == "ONLINE" {
 			r.add(availabilityChecks(qctx, db, in.Name, d, g, sf)...)
 		}
