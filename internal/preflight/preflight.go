@@ -84,6 +84,9 @@ func resolve(o Options) (scope, error) {
 	}
 	usedServers, usedInstances := map[string]bool{}, map[string]bool{}
 	for _, db := range s.dbs {
+		if db.ImmutableCopy != "" {
+			usedServers[db.ImmutableCopy] = true
+		}
 		// A database of an availability group is checked on every
 		// replica: a fail-over moves its backup there.
 		for _, src := range cfg.Sources(db.Instance) {
@@ -175,6 +178,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.addToSections(readabilityChecks(o.Config, s.dbs, e)...)
 	for _, srv := range s.servers {
 		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
+		if srv.IsObjectStore() {
+			r.add(objectStoreChecks(ctx, srv)...)
+			continue
+		}
 		r.add(probeStorage(ctx, srv, o.OpenStorage, needOf(o, s.stores[srv.Name], sizes))...)
 	}
 	redact(r, o.Config)
@@ -387,6 +394,11 @@ func redact(r *Report, cfg *config.Config) {
 	for _, b := range cfg.BackupServers {
 		if b.SMB != nil {
 			add(b.SMB.Password)
+		}
+		if b.IsObjectStore() {
+			if v, err := b.SecretAccessKey(); err == nil && v != "" {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	for _, k := range cfg.ManifestKeys {

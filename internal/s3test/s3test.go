@@ -206,6 +206,21 @@ func (s *Server) PutPolicy(ctx context.Context, bucket, policy string) error {
 	return nil
 }
 
+// WorkerPolicy is the bucket policy the README asks for: the worker may
+// write, read and list, extend a lock and abort its own uploads, and may
+// not delete a version, bypass governance mode or change the bucket's lock
+// configuration.
+func WorkerPolicy(bucket, principal string) string {
+	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
+{"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
+ "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
+ "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
+{"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
+ "s3:PutBucketObjectLockConfiguration","s3:PutBucketVersioning","s3:DeleteBucket","s3:PutBucketPolicy"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
+}
+
 // Versions lists every version of key, newest first as the server gives
 // them.
 func (s *Server) Versions(ctx context.Context, bucket, key string) ([]types.ObjectVersion, error) {

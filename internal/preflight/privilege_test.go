@@ -1,11 +1,15 @@
 package preflight
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
+	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -87,5 +91,68 @@ func TestExcessPrivilegesThroughTheEmulator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A kind: s3 backup server is opened, probed for immutability and for
+// what its key may do beyond the worker's needs: the bucket's root key may
+// delete the bucket, bypass governance retention, change the lock
+// configuration and the policy (four warnings naming the key and the
+// action to deny); the worker's user under the README's policy none.
+func TestObjectStoreKeyPrivilegesOnVersitygw(t *testing.T) {
+	s := startSite(t)
+	restrict(t, s)
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateBucket(ctx, "worm", true); err != nil {
+		t.Fatal(err)
+	}
+	const user, secret = "backupworker", "backupworker-secret-1"
+	if err := srv.CreateUser(ctx, user, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.PutPolicy(ctx, "worm", s3test.WorkerPolicy("worm", user)); err != nil {
+		t.Fatal(err)
+	}
+	s.Config.BackupServers = append(s.Config.BackupServers, config.BackupServer{Name: "vault01", Kind: config.KindS3, MaxConcurrent: 1,
+		S3: &config.S3{Endpoint: srv.Endpoint, Region: "us-east-1", Bucket: "worm", Prefix: "sets/", PathStyle: true,
+			SecretAccessKeyEnv: "PREFLIGHT_TEST_S3_SECRET", LockMode: config.LockGovernance}})
+	vault := &s.Config.BackupServers[len(s.Config.BackupServers)-1]
+	checks := []string{s3.PrivilegeDeleteBucket, s3.PrivilegeBypass, s3.PrivilegeLockConfig, s3.PrivilegeBucketPolicy}
+
+	// The root key: governance is no lock for it, and every check warns.
+	vault.S3.AccessKeyID = srv.RootAccess
+	t.Setenv("PREFLIGHT_TEST_S3_SECRET", srv.RootSecret)
+	r, text := runPreflight(t, s.Config, "")
+	if c := findIn(t, r, KindServer, "vault01", "immutable"); c.Status != Missing || !strings.Contains(c.Detail, "bypassing governance") {
+		t.Errorf("root key in governance mode: %+v", c)
+	}
+	for _, name := range checks {
+		c := findIn(t, r, KindServer, "vault01", "least privilege: "+name)
+		if c.Status != Warn || !strings.Contains(c.Detail, "the key "+srv.RootAccess+" may "+name) || !strings.Contains(c.Fix, "deny s3:") {
+			t.Errorf("root key, %s: %+v", name, c)
+		}
+	}
+	if strings.Contains(text, srv.RootSecret) {
+		t.Errorf("the report prints the secret key:\n%s", text)
+	}
+
+	// The worker's user: immutable, nothing beyond its needs; the policy
+	// it may not read stays unchecked, which is no warning.
+	vault.S3.AccessKeyID = user
+	t.Setenv("PREFLIGHT_TEST_S3_SECRET", secret)
+	r, text = runPreflight(t, s.Config, "")
+	if !r.OK || r.Warnings != 0 {
+		t.Errorf("least-privilege key: missing %d, warnings %d:\n%s", r.Missing, r.Warnings, text)
+	}
+	for _, name := range checks {
+		c := findIn(t, r, KindServer, "vault01", "least privilege: "+name)
+		want := "refused: AccessDenied"
+		if name == s3.PrivilegeBucketPolicy {
+			want = "not checked: the key may not read the policy"
+		}
+		if c.Status != OK || !strings.Contains(c.Detail, want) {
+			t.Errorf("worker's key, %s: %+v, want OK %q", name, c, want)
+		}
 	}
 }
