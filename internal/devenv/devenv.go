@@ -457,7 +457,7 @@ func (s *Site) startSamba(l layout) error {
 			return err
 		}
 		srv, err := sambatest.Run(sambatest.Options{Dir: l.smbDir[b], User: smbUser, Password: pw,
-			SharePaths: map[string]string{"backup": share}})
+			SharePaths: map[string]string{"backup": share}, RootOwned: true})
 		if err != nil {
 			return fmt.Errorf("smbd for %s: %w", b, err)
 		}

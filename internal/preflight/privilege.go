@@ -1,9 +1,13 @@
 package preflight
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/smb"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -127,6 +131,44 @@ func databasePrivilegeCheck(db *config.Database, sf serverFacts, f databaseFacts
 		c.Fix = "USE " + qdb + "; REVOKE ALTER ON DATABASE::" + qdb + " FROM " + ql + ";"
 	default:
 		c.Status, c.Detail = OK, sf.Login+" holds neither CONTROL (db_owner, ownership) nor ALTER it does not need on "+db.Name
+	}
+	return c, true
+}
+
+// sharePrivilegeCheck is a share's least-privilege row, from the owners of
+// the probe file the worker's account just created and of the location's
+// directory (smb.Storage.Privileges); none for storage other than SMB.
+func sharePrivilegeCheck(ctx context.Context, st storage.Storage, c Check, srv *config.BackupServer, probe string) (Check, bool) {
+	sh, ok := st.(interface {
+		Privileges(ctx context.Context, probe string) (smb.Privileges, error)
+	})
+	if !ok {
+		return c, false
+	}
+	user := "the SMB user"
+	if srv.SMB != nil && srv.SMB.User != "" {
+		user = "the SMB user " + srv.SMB.User
+	}
+	p, err := sh.Privileges(ctx, probe)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = OK, "not checked: the owners could not be read: "+err.Error()
+	case p.Admin != "":
+		c.Name += ": administrator"
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("files %s creates are owned by %s (%s): it is an administrator of the server, or the share maps it to one "+
+			"(Samba's admin users), so it may change every file's ACL and owner there", user, p.Admin, p.Self)
+		c.Fix = "use an account that is no administrator, with modify on " + srv.Location + " and nothing else (on Samba: leave it out of admin users)"
+	case p.OwnsDir():
+		c.Name += ": owner of the directory"
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("%s (%s) owns the directory of %s, so it may change its ACL: shut the verification instance out, or open the sets to everyone",
+			user, p.Self, srv.Location)
+		c.Fix = "give the directory to an administrator (Windows: Administrators; Samba: chown root) and grant " + user +
+			" modify on it (Samba: write through its group, chmod 2775)"
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("%s (%s) is no administrator and does not own the directory (owner %s)", user, p.Self, p.DirOwner)
 	}
 	return c, true
 }

@@ -89,6 +89,11 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 		}
 		cs = append(cs, rd)
 	}
+	if created && werr == nil {
+		if c, ok := sharePrivilegeCheck(ctx, st, check("least privilege", "a stolen password does no more than the worker needs"), srv, name); ok {
+			cs = append(cs, c)
+		}
+	}
 	if created {
 		// A context already cancelled must not leave the probe behind.
 		if err := st.Remove(context.WithoutCancel(ctx), name); err != nil {
