@@ -11,7 +11,11 @@
 // Server sees a probe file the worker wrote), and whether each
 // verification instance can host the copies of the databases it verifies
 // (edition limit, FILESTREAM, containment, QAT, restore directories and
-// their free space, tempdb), each problem with its fix.
+// their free space, tempdb), each problem with its fix. And it warns where
+// a credential can do more than the product needs (privilege.go): a SQL
+// login's server roles and permissions, an SMB user that is an
+// administrator or owns its directory, an S3 key that may delete the
+// bucket or change its lock or policy (objectstore.go).
 //
 // `starter preflight` prints the report; the worker runs the same checks at
 // start-up and logs what is missing as warnings.
