@@ -35,7 +35,8 @@ import (
 //   - ALTER ANY DATABASE: DROP DATABASE of any database ("DROP DATABASE
 //     (Transact-SQL)", Permissions: CONTROL on it, ALTER ANY DATABASE or
 //     db_owner).
-//   - CONTROL of a source database (db_owner, or owning it): drop it,
+//   - CONTROL of a source database (db_owner holds it, "Database-level
+//     roles"; so does the owner, dbo there): drop it,
 //     change its data, and as its owner RESTORE over it; BACKUP needs
 //     db_backupoperator only ("BACKUP (Transact-SQL)", Permissions).
 //   - ALTER of a source database: only sequence: table needs it, and only

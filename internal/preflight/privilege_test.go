@@ -18,12 +18,7 @@ import (
 // emulator over real TDS, is a warning naming the login, what it can do
 // and the statement that takes it back, and nothing else changes.
 func TestExcessPrivilegesThroughTheEmulator(t *testing.T) {
-	s := startSite(t)
-	restrict(t, s)
-	r, text := runPreflight(t, s.Config, devenv.Database)
-	if !r.OK || r.Warnings != 0 {
-		t.Fatalf("minimal grants: missing %d, warnings %d:\n%s", r.Missing, r.Warnings, text)
-	}
+	s, r := minimalSite(t)
 	for _, where := range []struct{ kind, inst string }{{KindInstance, devenv.SourceInstance}, {KindInstance, devenv.VerifyInstance},
 		{KindDatabase, devenv.SourceInstance}} {
 		if c := findIn(t, r, where.kind, where.inst, "least privilege"); c.Status != OK {
@@ -72,12 +67,7 @@ func TestExcessPrivilegesThroughTheEmulator(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			setLogin(t, tc.instance, tc.login)
-			defer func() {
-				setLogin(t, s.Source, minimalSource())
-				setLogin(t, s.Verify, minimalVerify())
-			}()
-			r, text := runPreflight(t, s.Config, devenv.Database)
+			r, text := preflightAs(t, s, tc.instance, tc.login)
 			c := findIn(t, r, tc.kind, tc.where, tc.check)
 			if c.Status != Warn || !strings.Contains(c.Detail, tc.detail) || !strings.Contains(c.Fix, tc.fix) {
 				t.Errorf("%s: %s %q, fix %q; want WARN with %q and %q", tc.check, c.Status, c.Detail, c.Fix, tc.detail, tc.fix)
@@ -103,15 +93,8 @@ func TestObjectStoreKeyPrivilegesOnVersitygw(t *testing.T) {
 	s := startSite(t)
 	restrict(t, s)
 	srv := s3test.Start(t)
-	ctx := context.Background()
-	if err := srv.CreateBucket(ctx, "worm", true); err != nil {
-		t.Fatal(err)
-	}
 	const user, secret = "backupworker", "backupworker-secret-1"
-	if err := srv.CreateUser(ctx, user, secret); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.PutPolicy(ctx, "worm", s3test.WorkerPolicy("worm", user)); err != nil {
+	if err := srv.WorkerBucket(context.Background(), "worm", user, secret); err != nil {
 		t.Fatal(err)
 	}
 	s.Config.BackupServers = append(s.Config.BackupServers, config.BackupServer{Name: "vault01", Kind: config.KindS3, MaxConcurrent: 1,

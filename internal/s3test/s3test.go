@@ -206,6 +206,18 @@ func (s *Server) PutPolicy(ctx context.Context, bucket, policy string) error {
 	return nil
 }
 
+// WorkerBucket creates bucket with Object Lock and a user of role "user"
+// (access, secret) that may do on it what WorkerPolicy allows.
+func (s *Server) WorkerBucket(ctx context.Context, bucket, access, secret string) error {
+	if err := s.CreateBucket(ctx, bucket, true); err != nil {
+		return err
+	}
+	if err := s.CreateUser(ctx, access, secret); err != nil {
+		return err
+	}
+	return s.PutPolicy(ctx, bucket, WorkerPolicy(bucket, access))
+}
+
 // WorkerPolicy is the bucket policy the README asks for: the worker may
 // write, read and list, extend a lock and abort its own uploads, and may
 // not delete a version, bypass governance mode or change the bucket's lock

@@ -133,50 +133,49 @@ func (s *Store) Privileges(ctx context.Context) ([]PrivilegeCheck, error) {
 		}
 	}
 
+	// putBack puts a setting read with the key back unchanged: accepted,
+	// the key may change it. whyNot says why a refused read leaves it
+	// unchecked.
+	putBack := func(check string, readErr error, whyNot func(code string) string, put func() error) error {
+		if _, code, oerr := answer(readErr); oerr != nil {
+			return oerr
+		} else if readErr != nil {
+			add(check, false, false, "not checked: %s (%s)", whyNot(code), code)
+			return nil
+		}
+		ok, code, oerr := answer(put())
+		switch {
+		case oerr != nil:
+			return oerr
+		case ok:
+			add(check, true, true, "allowed: the bucket's own setting was put back unchanged, so another would be accepted too")
+		default:
+			add(check, true, false, "refused: %s", code)
+		}
+		return nil
+	}
 	bucket := s.cfg.Bucket
 	lc, err := s.client.GetObjectLockConfiguration(ctx, &awss3.GetObjectLockConfigurationInput{Bucket: &bucket})
-	if _, code, oerr := answer(err); oerr != nil {
-		return out, oerr
-	} else if err != nil {
-		add(PrivilegeLockConfig, false, false, "not checked: the key may not read the configuration to put the same one back (%s)", code)
-	} else {
-		ok, code, oerr := answer(func() error {
-			_, err := s.client.PutObjectLockConfiguration(ctx, &awss3.PutObjectLockConfigurationInput{Bucket: &bucket,
-				ObjectLockConfiguration: lc.ObjectLockConfiguration})
-			return err
-		}())
-		switch {
-		case oerr != nil:
-			return out, oerr
-		case ok:
-			add(PrivilegeLockConfig, true, true, "allowed: the bucket's own configuration was put back unchanged, so another would be accepted too")
-		default:
-			add(PrivilegeLockConfig, true, false, "refused: %s", code)
-		}
+	if err := putBack(PrivilegeLockConfig, err, func(string) string {
+		return "the key may not read the configuration to put the same one back"
+	}, func() error {
+		_, err := s.client.PutObjectLockConfiguration(ctx, &awss3.PutObjectLockConfigurationInput{Bucket: &bucket,
+			ObjectLockConfiguration: lc.ObjectLockConfiguration})
+		return err
+	}); err != nil {
+		return out, err
 	}
-
 	pol, err := s.client.GetBucketPolicy(ctx, &awss3.GetBucketPolicyInput{Bucket: &bucket})
-	if _, code, oerr := answer(err); oerr != nil {
-		return out, oerr
-	} else if err != nil {
-		what := "the key may not read the policy to put the same one back"
+	if err := putBack(PrivilegeBucketPolicy, err, func(code string) string {
 		if code == "NoSuchBucketPolicy" {
-			what = "the bucket has no policy to put back unchanged"
+			return "the bucket has no policy to put back unchanged"
 		}
-		add(PrivilegeBucketPolicy, false, false, "not checked: %s (%s)", what, code)
-	} else {
-		ok, code, oerr := answer(func() error {
-			_, err := s.client.PutBucketPolicy(ctx, &awss3.PutBucketPolicyInput{Bucket: &bucket, Policy: pol.Policy})
-			return err
-		}())
-		switch {
-		case oerr != nil:
-			return out, oerr
-		case ok:
-			add(PrivilegeBucketPolicy, true, true, "allowed: the bucket's own policy was put back unchanged, so another would be accepted too")
-		default:
-			add(PrivilegeBucketPolicy, true, false, "refused: %s", code)
-		}
+		return "the key may not read the policy to put the same one back"
+	}, func() error {
+		_, err := s.client.PutBucketPolicy(ctx, &awss3.PutBucketPolicyInput{Bucket: &bucket, Policy: pol.Policy})
+		return err
+	}); err != nil {
+		return out, err
 	}
 	return out, nil
 }

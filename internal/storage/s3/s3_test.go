@@ -316,15 +316,8 @@ func TestProbe(t *testing.T) {
 func TestPrivileges(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
-	if err := srv.CreateBucket(ctx, "worm", true); err != nil {
-		t.Fatal(err)
-	}
 	const user, secret = "backupworker", "backupworker-secret-1"
-	if err := srv.CreateUser(ctx, user, secret); err != nil {
-		t.Fatal(err)
-	}
-	policy := s3test.WorkerPolicy("worm", user)
-	if err := srv.PutPolicy(ctx, "worm", policy); err != nil {
+	if err := srv.WorkerBucket(ctx, "worm", user, secret); err != nil {
 		t.Fatal(err)
 	}
 	// A default retention, which putting the configuration back must keep.
