@@ -58,6 +58,8 @@ func TestExcessPrivilegesThroughTheEmulator(t *testing.T) {
 			"least privilege: dbcreator", "RESTORE over any database", "ALTER SERVER ROLE [dbcreator] DROP MEMBER [bk_src]; GRANT CREATE ANY DATABASE TO [bk_src];"},
 		{"source securityadmin", s.Source, with(minimalSource(), []string{tsql.RoleSecurityAdmin}, ""), KindInstance, devenv.SourceInstance,
 			"least privilege: securityadmin", "may manage logins", "ALTER SERVER ROLE [securityadmin] DROP MEMBER [bk_src];"},
+		{"source serveradmin", s.Source, with(minimalSource(), []string{tsql.RoleServerAdmin}, ""), KindInstance, devenv.SourceInstance,
+			"least privilege: serveradmin", "shut sql01 down", "ALTER SERVER ROLE [serveradmin] DROP MEMBER [bk_src];"},
 		{"source db_owner of Sales", s.Source, with(minimalSource(), nil, devenv.Database, tsql.RoleDBOwner), KindDatabase, devenv.SourceInstance,
 			"least privilege", "holds CONTROL of Sales", "USE [Sales]; ALTER ROLE [db_owner] DROP MEMBER [bk_src];"},
 		{"verification ALTER ANY DATABASE", s.Verify, with(minimalVerify(), []string{tsql.PermAlterAnyDatabase}, ""), KindInstance, devenv.VerifyInstance,
