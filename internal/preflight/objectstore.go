@@ -21,7 +21,7 @@ func objectStoreChecks(ctx context.Context, srv *config.BackupServer) []Check {
 	if err != nil {
 		open.Status, open.Detail = Missing, err.Error()
 		open.Fix = "check endpoint, bucket, access_key_id and the secret access key reference under s3: of backup server " + srv.Name
-		return []Check{open}
+		return []Check{otherQueue(open, srv, "bucket "+srv.S3.Bucket)}
 	}
 	defer st.Close()
 	open.Status, open.Detail = OK, "opened "+st.Location()

@@ -181,11 +181,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.addToSections(readabilityChecks(o.Config, s.dbs, e)...)
 	for _, srv := range s.servers {
-		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
+		key := sectionKey(Check{Kind: KindServer, Server: srv.Name})
 		if srv.IsObjectStore() {
+			where := srv.S3.Endpoint
+			if where == "" {
+				where = "AWS S3 " + srv.S3.Region
+			}
+			r.headers[key] = "object store " + srv.Name + " (bucket " + srv.S3.Bucket + " at " + where + ")"
 			r.add(objectStoreChecks(ctx, srv)...)
 			continue
 		}
+		r.headers[key] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
 		r.add(probeStorage(ctx, srv, o.OpenStorage, needOf(o, s.stores[srv.Name], sizes))...)
 	}
 	redact(r, o.Config)

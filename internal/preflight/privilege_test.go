@@ -118,6 +118,9 @@ func TestObjectStoreKeyPrivilegesOnVersitygw(t *testing.T) {
 			t.Errorf("root key, %s: %+v", name, c)
 		}
 	}
+	if !strings.Contains(text, "object store vault01 (bucket worm at "+srv.Endpoint+")") {
+		t.Errorf("the report does not name the object store:\n%s", text)
+	}
 	if strings.Contains(text, srv.RootSecret) {
 		t.Errorf("the report prints the secret key:\n%s", text)
 	}
