@@ -90,7 +90,7 @@ func privilegeChecks(inst string, f serverFacts) []Check {
 	}
 	switch {
 	case f.DBCreator:
-		cs = append(cs, row(tsql.RoleDBCreator, "may alter, drop and RESTORE over any database on "+inst+", the sources included; "+
+		cs = append(cs, row(tsql.RoleDBCreator, "may alter, drop and RESTORE over any database on "+inst+", not only those it created; "+
 			"the product restores only databases its login creates, and so owns, which CREATE ANY DATABASE allows",
 			drop(tsql.RoleDBCreator)+" "+grantCreate))
 	case f.Perms[tsql.PermAlterAnyDatabase]:

@@ -62,6 +62,8 @@ func TestExcessPrivilegesThroughTheEmulator(t *testing.T) {
 			"least privilege: serveradmin", "shut sql01 down", "ALTER SERVER ROLE [serveradmin] DROP MEMBER [bk_src];"},
 		{"source db_owner of Sales", s.Source, with(minimalSource(), nil, devenv.Database, tsql.RoleDBOwner), KindDatabase, devenv.SourceInstance,
 			"least privilege", "holds CONTROL of Sales", "USE [Sales]; ALTER ROLE [db_owner] DROP MEMBER [bk_src];"},
+		{"source ALTER of Sales once the sequence table exists", s.Source, with(minimalSource(), nil, devenv.Database, tsql.PermAlter),
+			KindDatabase, devenv.SourceInstance, "least privilege", "holds ALTER on Sales", "USE [Sales]; REVOKE ALTER ON DATABASE::[Sales] FROM [bk_src];"},
 		{"verification ALTER ANY DATABASE", s.Verify, with(minimalVerify(), []string{tsql.PermAlterAnyDatabase}, ""), KindInstance, devenv.VerifyInstance,
 			"least privilege: ALTER ANY DATABASE", "may alter and DROP any database", "REVOKE ALTER ANY DATABASE FROM [bk_ver];"},
 		{"verification ALTER ANY LOGIN", s.Verify, with(minimalVerify(), []string{tsql.PermAlterAnyLogin}, ""), KindInstance, devenv.VerifyInstance,
