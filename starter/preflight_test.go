@@ -18,7 +18,8 @@ import (
 )
 
 // demoSite starts the site `make demo` runs (internal/devenv): the backup
-// servers over Samba when it is installed, as the demo serves them.
+// servers over Samba when it is installed, as the demo serves them, and
+// its object store.
 func demoSite(t *testing.T) *devenv.Site {
 	t.Helper()
 	// smbd switches to its share user, which must reach the state directory.
@@ -30,7 +31,7 @@ func demoSite(t *testing.T) *devenv.Site {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: devenv.MinDatabaseSize})
+	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: dir, DatabaseSize: devenv.MinDatabaseSize, ObjectStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,8 @@ func demoSite(t *testing.T) *devenv.Site {
 func secretsOf(t *testing.T, site *devenv.Site) []string {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(site.ConfigFile), "secrets", "*.password"))
+	keys, _ := filepath.Glob(filepath.Join(filepath.Dir(site.ConfigFile), "secrets", "*.secret"))
+	files = append(files, keys...)
 	var out []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -64,7 +67,8 @@ func TestPreflightDemoSiteIsClean(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, report:\n%s", code, errs, out)
 	}
 	for _, want := range []string{"SQL instance sql01", "database sql01/Sales", "SQL instance sqlverify", "backup server bak01",
-		"backup server bak02", "nothing missing, 0 warnings"} {
+		"backup server bak02", "object store " + devenv.ObjectStore, "OK       least privilege: delete the bucket",
+		"nothing missing, 0 warnings"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -82,7 +82,12 @@ const (
 	ObjectStore       = "vault01"
 	ObjectStoreBucket = "sales-worm"
 	ObjectStorePrefix = "backupcycle/"
-	objectStoreUser   = "backupcycle"
+	// objectStoreRoot is the server's root user, which creates the bucket
+	// and its policy; objectStoreUser is the worker's, which may do on the
+	// bucket what README "Immutable copies on object storage" allows and
+	// no more (s3test.WorkerPolicy).
+	objectStoreRoot = "backupcycle"
+	objectStoreUser = "backupcycle-worker"
 )
 
 // The logins of both emulated instances. ProductLogin is the one the
@@ -220,7 +225,8 @@ type layout struct {
 	restore                 string   // the verify instance's restore volume
 	bak                     map[string]string
 	smbDir, smbPassword     map[string]string // per backup server
-	vault, vaultSecret      string            // the object store's state and its user's secret
+	vault, vaultSecret      string            // the object store's state and its root user's secret
+	vaultWorkerSecret       string            // the secret of the worker's user there
 }
 
 func newLayout(root string) layout {
@@ -237,6 +243,7 @@ func newLayout(root string) layout {
 	l.restore = filepath.Join(l.verifyData, "restore")
 	l.vault = filepath.Join(root, ObjectStore)
 	l.vaultSecret = filepath.Join(l.secrets, ObjectStore+".secret")
+	l.vaultWorkerSecret = filepath.Join(l.secrets, ObjectStore+".worker.secret")
 	for _, b := range BackupServers {
 		// The share serves this same directory: a state directory made
 		// without Samba keeps its sets when Samba appears, and vice versa.
@@ -412,7 +419,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups, drill: o.Drill,
 	}
 	if s.Vault != nil {
-		values.vaultEndpoint, values.vaultSecret = s.Vault.Endpoint, l.vaultSecret
+		values.vaultEndpoint, values.vaultSecret = s.Vault.Endpoint, l.vaultWorkerSecret
 	}
 	text := configText(values)
 	if err := writeFileAtomic(s.ConfigFile, []byte(text), 0o644); err != nil {
@@ -467,7 +474,7 @@ func (s *Site) startSamba(l layout) error {
 			return err
 		}
 		srv, err := sambatest.Run(sambatest.Options{Dir: l.smbDir[b], User: smbUser, Password: pw,
-			SharePaths: map[string]string{"backup": share}})
+			SharePaths: map[string]string{"backup": share}, RootOwned: true})
 		if err != nil {
 			return fmt.Errorf("smbd for %s: %w", b, err)
 		}
@@ -572,17 +579,22 @@ func (s *Site) stopSamba() error {
 }
 
 // serveObjectStore starts vault01 on the site's object store directory and
-// makes sure its bucket exists with Object Lock.
+// makes sure its bucket exists with Object Lock, with the worker's user
+// and the bucket policy that limits it.
 func (s *Site) serveObjectStore(ctx context.Context, l layout) error {
 	secret, err := ensureSecret(l.vaultSecret, "", 20)
 	if err != nil {
 		return err
 	}
-	s.Vault, err = s3test.RunAs(l.vault, objectStoreUser, secret)
+	workerSecret, err := ensureSecret(l.vaultWorkerSecret, "", 20)
+	if err != nil {
+		return err
+	}
+	s.Vault, err = s3test.RunAs(l.vault, objectStoreRoot, secret)
 	if err != nil {
 		return fmt.Errorf("devenv: the object store %s: %w", ObjectStore, err)
 	}
-	if err := s.Vault.CreateBucket(ctx, ObjectStoreBucket, true); err != nil {
+	if err := s.Vault.WorkerBucket(ctx, ObjectStoreBucket, objectStoreUser, workerSecret); err != nil {
 		return fmt.Errorf("devenv: the object store %s: %w", ObjectStore, err)
 	}
 	return nil

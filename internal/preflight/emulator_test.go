@@ -113,6 +113,31 @@ func setLogin(t *testing.T, in *sqlsim.Instance, l sqlsim.Login) {
 	}
 }
 
+// minimalSite is the site with the restricted logins (restrict), whose
+// report is clean: the minimal grants miss nothing and do not warn.
+func minimalSite(t *testing.T) (*devenv.Site, *Report) {
+	t.Helper()
+	s := startSite(t)
+	restrict(t, s)
+	r, text := runPreflight(t, s.Config, devenv.Database)
+	if !r.OK || r.Warnings != 0 {
+		t.Fatalf("minimal grants: missing %d, warnings %d:\n%s", r.Missing, r.Warnings, text)
+	}
+	return s, r
+}
+
+// preflightAs runs preflight of the site's database with login in place
+// on instance, then gives both instances their minimal grants back.
+func preflightAs(t *testing.T, s *devenv.Site, instance *sqlsim.Instance, login sqlsim.Login) (*Report, string) {
+	t.Helper()
+	setLogin(t, instance, login)
+	defer func() {
+		setLogin(t, s.Source, minimalSource())
+		setLogin(t, s.Verify, minimalVerify())
+	}()
+	return runPreflight(t, s.Config, devenv.Database)
+}
+
 func runPreflight(t *testing.T, cfg *config.Config, database string) (*Report, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -160,12 +185,7 @@ func TestDemoSiteIsClean(t *testing.T) {
 // permission MISSING with the statement that grants it, and nothing else
 // (ALTER ANY CONNECTION is optional: a warning).
 func TestEachMissingPermissionThroughTheEmulator(t *testing.T) {
-	s := startSite(t)
-	restrict(t, s)
-	r, text := runPreflight(t, s.Config, devenv.Database)
-	if !r.OK || r.Warnings != 0 {
-		t.Fatalf("minimal grants: missing %d, warnings %d:\n%s", r.Missing, r.Warnings, text)
-	}
+	s, _ := minimalSite(t)
 
 	without := func(l sqlsim.Login, server string, db string, perms ...string) sqlsim.Login {
 		c := l
@@ -232,12 +252,7 @@ func TestEachMissingPermissionThroughTheEmulator(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			setLogin(t, tc.instance, tc.login)
-			defer func() {
-				setLogin(t, s.Source, minimalSource())
-				setLogin(t, s.Verify, minimalVerify())
-			}()
-			r, text := runPreflight(t, s.Config, devenv.Database)
+			r, text := preflightAs(t, s, tc.instance, tc.login)
 			for name, fix := range tc.want {
 				c := findIn(t, r, tc.kind, tc.where, name)
 				if c.Status != tc.status || !strings.Contains(c.Fix, fix) {

@@ -11,7 +11,11 @@
 // Server sees a probe file the worker wrote), and whether each
 // verification instance can host the copies of the databases it verifies
 // (edition limit, FILESTREAM, containment, QAT, restore directories and
-// their free space, tempdb), each problem with its fix.
+// their free space, tempdb), each problem with its fix. And it warns where
+// a credential can do more than the product needs (privilege.go): a SQL
+// login's server roles and permissions, an SMB user that is an
+// administrator or owns its directory, an S3 key that may delete the
+// bucket or change its lock or policy (objectstore.go).
 //
 // `starter preflight` prints the report; the worker runs the same checks at
 // start-up and logs what is missing as warnings.
@@ -86,6 +90,9 @@ func resolve(o Options) (scope, error) {
 	}
 	usedServers, usedInstances := map[string]bool{}, map[string]bool{}
 	for _, db := range s.dbs {
+		if db.ImmutableCopy != "" {
+			usedServers[db.ImmutableCopy] = true
+		}
 		// A database of an availability group is checked on every
 		// replica: a fail-over moves its backup there.
 		for _, src := range cfg.Sources(db.Instance) {
@@ -181,7 +188,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.addToSections(readabilityChecks(o.Config, s.dbs, e)...)
 	for _, srv := range s.servers {
-		r.headers[sectionKey(Check{Kind: KindServer, Server: srv.Name})] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
+		key := sectionKey(Check{Kind: KindServer, Server: srv.Name})
+		if srv.IsObjectStore() {
+			where := srv.S3.Endpoint
+			if where == "" {
+				where = "AWS S3 " + srv.S3.Region
+			}
+			r.headers[key] = "object store " + srv.Name + " (bucket " + srv.S3.Bucket + " at " + where + ")"
+			r.add(objectStoreChecks(ctx, srv)...)
+			continue
+		}
+		r.headers[key] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
 		r.add(probeStorage(ctx, srv, o.OpenStorage, needOf(o, s.stores[srv.Name], sizes))...)
 	}
 	redact(r, o.Config)
@@ -258,6 +275,7 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 	}
 	login.Status, login.Detail = OK, "connected as "+sf.Login+" to "+sf.product()
 	r.add(login)
+	r.add(privilegeChecks(in.Name, sf)...)
 	e.noteInstance(qctx, db, in.Name, sf, len(servers) > 0 || s.drills[in.Name])
 	hf, herr := hostcheck.Read(qctx, db)
 	if herr == nil {
@@ -334,6 +352,9 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 			shown = &c
 		}
 		r.add(databaseChecks(shown, sf, f)...)
+		if c, ok := databasePrivilegeCheck(shown, sf, f); ok {
+			r.add(c)
+		}
 		if inGroup && f.State == "ONLINE" {
 			r.add(availabilityChecks(qctx, db, in.Name, d, g, sf)...)
 		}
@@ -390,6 +411,11 @@ func redact(r *Report, cfg *config.Config) {
 	for _, b := range cfg.BackupServers {
 		if b.SMB != nil {
 			add(b.SMB.Password)
+		}
+		if b.IsObjectStore() {
+			if v, err := b.SecretAccessKey(); err == nil && v != "" {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	for _, k := range cfg.ManifestKeys {

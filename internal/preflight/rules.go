@@ -46,10 +46,13 @@ import (
 type serverFacts struct {
 	Login                             string
 	Sysadmin, DBCreator, ProcessAdmin bool
-	Major                             int          // ProductMajorVersion: 13 = 2016 ... 16 = 2022
-	Version                           plan.Version // ProductVersion: the build
-	EngineEdition                     int          // tsql.EngineEdition*
-	Edition                           string       // "Enterprise Edition (64-bit)", ...
+	// SecurityAdmin, ServerAdmin: members of these fixed server roles,
+	// which no role of the product needs (privilege.go).
+	SecurityAdmin, ServerAdmin bool
+	Major                      int          // ProductMajorVersion: 13 = 2016 ... 16 = 2022
+	Version                    plan.Version // ProductVersion: the build
+	EngineEdition              int          // tsql.EngineEdition*
+	Edition                    string       // "Enterprise Edition (64-bit)", ...
 	// Perms are the server permissions asked, by name (HAS_PERMS_BY_NAME = 1).
 	Perms map[string]bool
 	// MasterCreateDB: CREATE DATABASE granted in master, the narrower form
@@ -60,7 +63,8 @@ type serverFacts struct {
 // serverPerms are the server permissions to ask an instance of that major
 // version about.
 func serverPerms(major int) []string {
-	p := []string{tsql.PermCreateAnyDatabase, tsql.PermAlterAnyDatabase, tsql.PermViewServerState, tsql.PermAlterAnyConnection}
+	p := []string{tsql.PermCreateAnyDatabase, tsql.PermAlterAnyDatabase, tsql.PermViewServerState, tsql.PermAlterAnyConnection,
+		tsql.PermControlServer, tsql.PermAlterAnyLogin}
 	if major >= 16 {
 		p = append(p, tsql.PermViewServerPerformanceState)
 	}
@@ -226,8 +230,10 @@ type msdbFacts struct {
 // databaseFacts is what the source instance says about one database.
 type databaseFacts struct {
 	State string // sys.databases.state_desc; "" when the database is not there
-	// Database permissions of the login (HAS_PERMS_BY_NAME = 1).
-	Connect, Backup, Alter bool
+	// Database permissions of the login (HAS_PERMS_BY_NAME = 1). Control
+	// is what db_owner and the database's owner hold: more than BACKUP
+	// needs (privilege.go).
+	Connect, Backup, Alter, Control bool
 	// The sequence table: whether the login sees it, and may read and
 	// update it.
 	SeqExists, SeqSelect, SeqUpdate bool

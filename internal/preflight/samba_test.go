@@ -14,10 +14,16 @@ import (
 const smbPwEnv = "PREFLIGHT_TEST_SMB_PASSWORD"
 
 // smbServer is a backup server served by a private smbd, reached with the
-// worker's credentials as the cycle reaches it.
+// worker's credentials as the cycle reaches it; its directory is root's,
+// writable by the share user's group (least privilege).
 func smbServer(t *testing.T, global ...string) (*sambatest.Server, *config.BackupServer) {
 	t.Helper()
-	srv := sambatest.Start(t, sambatest.Options{Global: global})
+	return smbServerWith(t, sambatest.Options{Global: global, RootOwned: true})
+}
+
+func smbServerWith(t *testing.T, opts sambatest.Options) (*sambatest.Server, *config.BackupServer) {
+	t.Helper()
+	srv := sambatest.Start(t, opts)
 	t.Setenv(smbPwEnv, srv.Password())
 	loc := srv.URL("backup")
 	b := &config.BackupServer{Name: "bak01", Location: loc, SMB: &config.SMB{User: srv.User(), Password: config.SecretRef{Env: smbPwEnv}}}
@@ -74,4 +80,27 @@ func TestShareRightsOverSamba(t *testing.T) {
 	if c.Status != Missing || len(entries) != 1 || !strings.Contains(c.Detail, entries[0].Name()) || !strings.Contains(c.Fix, "delete") {
 		t.Errorf("undeletable probe: %+v, left %v", c, entries)
 	}
+}
+
+// Over real SMB: the share user of a directory that is root's and
+// writable through its group does no more than it needs; one that owns
+// the directory may change its ACL, and one Samba maps to root (admin
+// users) is an administrator: a warning each, naming the user and the
+// owner SID, with the fix.
+func TestSharePrivilegesOverSamba(t *testing.T) {
+	_, b := smbServer(t)
+	if c := find(t, probeOverSMB(t, b), "least privilege"); c.Status != OK || !strings.Contains(c.Detail, "owner S-1-22-1-0") {
+		t.Errorf("root's directory: %+v", c)
+	}
+	srv, b := smbServerWith(t, sambatest.Options{})
+	c := find(t, probeOverSMB(t, b), "least privilege: owner of the directory")
+	if c.Status != Warn || !strings.Contains(c.Detail, "SMB user "+srv.User()) || !strings.Contains(c.Fix, "chown root") {
+		t.Errorf("the share user owns the directory: %+v", c)
+	}
+	srv, b = smbServerWith(t, sambatest.Options{Global: []string{"admin users = " + sambatest.DefaultUser}})
+	c = find(t, probeOverSMB(t, b), "least privilege: administrator")
+	if c.Status != Warn || !strings.Contains(c.Detail, `Unix User\root (S-1-22-1-0)`) || !strings.Contains(c.Fix, "admin users") {
+		t.Errorf("admin users: %+v", c)
+	}
+	noProbeLeft(t, srv.Dir("backup"))
 }

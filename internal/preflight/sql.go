@@ -88,6 +88,15 @@ func readServerFacts(ctx context.Context, q querier) (serverFacts, error) {
 		f.Perms[p] = held[i]
 	}
 	f.MasterCreateDB = held[len(perms)]
+	query, err := tsql.ServerRoles(tsql.RoleSecurityAdmin, tsql.RoleServerAdmin)
+	if err != nil {
+		return f, err
+	}
+	var secAdmin, srvAdmin sql.NullInt64
+	if err := queryRow(ctx, q, "server role membership", query, nil, &secAdmin, &srvAdmin); err != nil {
+		return f, err
+	}
+	f.SecurityAdmin, f.ServerAdmin = secAdmin.Int64 == 1, srvAdmin.Int64 == 1
 	return f, nil
 }
 
@@ -171,11 +180,12 @@ func readDatabaseFacts(ctx context.Context, q querier, db *config.Database) (dat
 		{Securable: db.Name, Class: tsql.ClassDatabase, Permission: tsql.PermAlter},
 		{Securable: seq, Class: tsql.ClassObject, Permission: tsql.PermSelect},
 		{Securable: seq, Class: tsql.ClassObject, Permission: tsql.PermUpdate},
+		{Securable: db.Name, Class: tsql.ClassDatabase, Permission: tsql.PermControl},
 	})
 	if err != nil {
 		return f, err
 	}
-	f.Connect, f.Backup, f.Alter, f.SeqSelect, f.SeqUpdate = held[0], held[1], held[2], held[3], held[4]
+	f.Connect, f.Backup, f.Alter, f.SeqSelect, f.SeqUpdate, f.Control = held[0], held[1], held[2], held[3], held[4], held[5]
 
 	query, args, err = tsql.ObjectExists(seq)
 	if err != nil {

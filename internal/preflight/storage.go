@@ -52,14 +52,7 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 		c := check("open", "every step that reads or writes the backup files")
 		c.Status, c.Detail = Missing, err.Error()
 		c.Fix = storageFix(srv, err)
-		if srv.TaskQueue != "" {
-			// Its bytes are moved by workers on their own task queue, which
-			// may reach locations this machine does not.
-			c.Status = Warn
-			c.Fix = "this machine cannot reach " + srv.Location + "; the server's activities run on task queue " +
-				srv.TaskQueue + ": run preflight on a machine of that queue (" + c.Fix + ")"
-		}
-		return []Check{c}
+		return []Check{otherQueue(c, srv, srv.Location)}
 	}
 	defer st.Close()
 	var cs []Check
@@ -89,6 +82,11 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 		}
 		cs = append(cs, rd)
 	}
+	if created && werr == nil {
+		if c, ok := sharePrivilegeCheck(ctx, st, check("least privilege", "a stolen password does no more than the worker needs"), srv, name); ok {
+			cs = append(cs, c)
+		}
+	}
 	if created {
 		// A context already cancelled must not leave the probe behind.
 		if err := st.Remove(context.WithoutCancel(ctx), name); err != nil {
@@ -103,6 +101,19 @@ func probeStorage(ctx context.Context, srv *config.BackupServer, open func(conte
 	}
 	cs = append(cs, del)
 	return append(cs, freeSpaceCheck(ctx, st, check("free space", "tonight's sets"), n))
+}
+
+// otherQueue turns an open failure of a server whose activities run on a
+// task queue of their own into a warning: its bytes are moved by workers
+// on that queue, which may reach locations this machine does not.
+func otherQueue(c Check, srv *config.BackupServer, where string) Check {
+	if srv.TaskQueue == "" {
+		return c
+	}
+	c.Status = Warn
+	c.Fix = "this machine cannot reach " + where + "; the server's activities run on task queue " +
+		srv.TaskQueue + ": run preflight on a machine of that queue (" + c.Fix + ")"
+	return c
 }
 
 // listProbe lists the location by a pattern, as every step does: by the

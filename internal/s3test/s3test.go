@@ -184,7 +184,8 @@ func (s *Server) CreateBucket(ctx context.Context, name string, locked bool) err
 }
 
 // CreateUser adds a user of role "user": it may do only what bucket
-// policies grant it.
+// policies grant it. A user of that access key already there is kept as it
+// is (a server restarted on its state directory).
 func (s *Server) CreateUser(ctx context.Context, access, secret string) error {
 	bin, err := Binary()
 	if err != nil {
@@ -192,7 +193,7 @@ func (s *Server) CreateUser(ctx context.Context, access, secret string) error {
 	}
 	cmd := exec.CommandContext(ctx, bin, "admin", "--access", s.RootAccess, "--secret", s.RootSecret, "--endpoint-url", s.Admin,
 		"create-user", "--access", access, "--secret", secret, "--role", "user")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "XAdminUserExists") {
 		return fmt.Errorf("s3test: create user %s: %v: %s", access, err, out)
 	}
 	return nil
@@ -204,6 +205,33 @@ func (s *Server) PutPolicy(ctx context.Context, bucket, policy string) error {
 		return fmt.Errorf("s3test: bucket policy of %s: %w", bucket, err)
 	}
 	return nil
+}
+
+// WorkerBucket creates bucket with Object Lock and a user of role "user"
+// (access, secret) that may do on it what WorkerPolicy allows.
+func (s *Server) WorkerBucket(ctx context.Context, bucket, access, secret string) error {
+	if err := s.CreateBucket(ctx, bucket, true); err != nil {
+		return err
+	}
+	if err := s.CreateUser(ctx, access, secret); err != nil {
+		return err
+	}
+	return s.PutPolicy(ctx, bucket, WorkerPolicy(bucket, access))
+}
+
+// WorkerPolicy is the bucket policy the README asks for: the worker may
+// write, read and list, extend a lock and abort its own uploads, and may
+// not delete a version, bypass governance mode or change the bucket's lock
+// configuration.
+func WorkerPolicy(bucket, principal string) string {
+	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
+{"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
+ "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
+ "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
+{"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
+ "s3:PutBucketObjectLockConfiguration","s3:PutBucketVersioning","s3:DeleteBucket","s3:PutBucketPolicy"],
+ "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
 }
 
 // Versions lists every version of key, newest first as the server gives

@@ -72,6 +72,12 @@ type Options struct {
 	// smbd switches to. A share not listed lives under the server's
 	// directory. Its names join Shares (default: only these).
 	SharePaths map[string]string
+	// RootOwned gives each share's directory to root, writable by the
+	// share user's group (mode 2775), as README "Credentials and what they
+	// may do" asks: the user may create and delete files there but, not
+	// owning the directory, not change its ACL. Without it the share user
+	// owns the directory.
+	RootOwned bool
 }
 
 // Server is a running (or killed) smbd.
@@ -86,6 +92,9 @@ type Server struct {
 	cmd      *exec.Cmd
 	waitDone chan struct{}
 }
+
+// DefaultUser is the share user of Options without one.
+const DefaultUser = "bakuser"
 
 // uid/gid of the share user inside nss_wrapper; smbd switches to it for file
 // access, so the share directories are chowned to it.
@@ -139,7 +148,7 @@ func Run(opts Options) (*Server, error) {
 		opts.Shares = []string{"backup"}
 	}
 	if opts.User == "" {
-		opts.User = "bakuser"
+		opts.User = DefaultUser
 	}
 	if opts.Password == "" {
 		b := make([]byte, 8)
@@ -256,6 +265,14 @@ func (s *Server) setup(nss string) error {
 			}
 		} else if err := os.Chown(p, uid, gid); err != nil {
 			return fmt.Errorf("chown share %s to uid %d: %w (the tests run as root)", p, uid, err)
+		}
+		if s.opts.RootOwned {
+			if err := os.Chown(p, 0, gid); err != nil {
+				return fmt.Errorf("chown share %s to root: %w", p, err)
+			}
+			if err := os.Chmod(p, 0o2775); err != nil {
+				return err
+			}
 		}
 	}
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\n%s:x:%d:%d:backup user:%s:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", s.opts.User, uid, gid, s.dir)

@@ -27,9 +27,11 @@ type Login struct {
 	Sysadmin bool
 	// Server-level permissions: "VIEW SERVER STATE", "VIEW SERVER
 	// PERFORMANCE STATE", "CREATE ANY DATABASE", "ALTER ANY DATABASE",
-	// "ALTER ANY CONNECTION", "CONTROL SERVER"; fixed server roles
-	// "dbcreator" (= CREATE ANY DATABASE + ALTER ANY DATABASE) and
-	// "processadmin" (= ALTER ANY CONNECTION).
+	// "ALTER ANY CONNECTION", "ALTER ANY LOGIN", "CONTROL SERVER"; fixed
+	// server roles "dbcreator" (= CREATE ANY DATABASE + ALTER ANY
+	// DATABASE), "processadmin" (= ALTER ANY CONNECTION), "securityadmin"
+	// (= ALTER ANY LOGIN) and "serveradmin" (= VIEW SERVER STATE, ALTER
+	// SERVER STATE), each reported by IS_SRVROLEMEMBER.
 	Server []string
 	// Databases maps a database name to the permissions of the login's user
 	// there: "BACKUP DATABASE", "SELECT", "UPDATE", "INSERT", "CONNECT",
@@ -164,19 +166,23 @@ func (in *Instance) loginName(user string) string {
 // SERVER PERFORMANCE STATE;
 // https://learn.microsoft.com/en-us/sql/relational-databases/security/permissions-database-engine).
 // Fixed server roles and what they grant ("Server-level roles",
-// https://learn.microsoft.com/en-us/sql/relational-databases/security/authentication-access/server-level-roles).
+// https://learn.microsoft.com/en-us/sql/relational-databases/security/authentication-access/server-level-roles;
+// "Permissions of Fixed Server Roles": serveradmin is granted ALTER ANY
+// ENDPOINT, ALTER RESOURCES, ALTER SERVER STATE, ALTER SETTINGS, SHUTDOWN
+// and VIEW SERVER STATE).
 var serverImplied = map[string][]string{
 	"create any database":            {"alter any database", "dbcreator"},
 	"alter any database":             {"dbcreator"},
-	"view server performance state":  {"view server state"},
-	"view server state":              {},
+	"view server performance state":  {"view server state", "serveradmin"},
+	"view server state":              {"serveradmin"},
 	"alter any connection":           {"processadmin"},
 	"control server":                 {},
 	"dbcreator":                      {},
 	"processadmin":                   {},
+	"serveradmin":                    {},
 	"view any database":              {"public"},
-	"alter server state":             {"processadmin"},
-	"view server security state":     {"view server state"},
+	"alter server state":             {"processadmin", "serveradmin"},
+	"view server security state":     {"view server state", "serveradmin"},
 	"connect sql":                    {"public"},
 	"view any definition":            {},
 	"alter any login":                {"securityadmin"},

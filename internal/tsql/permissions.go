@@ -27,6 +27,11 @@ const (
 	PermAlter                      = "ALTER"
 	PermSelect                     = "SELECT"
 	PermUpdate                     = "UPDATE"
+	// More than any role of the product needs: preflight warns of them
+	// (Privileges).
+	PermControlServer = "CONTROL SERVER"
+	PermAlterAnyLogin = "ALTER ANY LOGIN"
+	PermControl       = "CONTROL" // on a database: what db_owner and its owner hold
 )
 
 // Securable classes of HAS_PERMS_BY_NAME.
@@ -41,6 +46,9 @@ const (
 	RoleSysadmin     = "sysadmin"
 	RoleDBCreator    = "dbcreator"
 	RoleProcessAdmin = "processadmin"
+	// More than the product needs (Privileges).
+	RoleSecurityAdmin = "securityadmin"
+	RoleServerAdmin   = "serveradmin"
 )
 
 // Fixed database roles a fix may add the login's user to.
@@ -121,7 +129,8 @@ func HasPerms(checks ...PermCheck) (string, []any, error) {
 func knownPermission(p string) bool {
 	switch p {
 	case PermViewServerState, PermViewServerPerformanceState, PermViewServerSecurityState, PermViewAnyDefinition,
-		PermCreateAnyDatabase, PermAlterAnyDatabase, PermAlterAnyConnection, PermCreateDatabase, PermConnect, PermBackupDatabase, PermAlter, PermSelect, PermUpdate:
+		PermCreateAnyDatabase, PermAlterAnyDatabase, PermAlterAnyConnection, PermCreateDatabase, PermConnect, PermBackupDatabase, PermAlter, PermSelect, PermUpdate,
+		PermControlServer, PermAlterAnyLogin, PermControl:
 		return true
 	}
 	return false
@@ -212,6 +221,71 @@ func GrantObjectPermissions(db, schema, object string, perms []string, login str
 		return "", fmt.Errorf("grant: login: %w", err)
 	}
 	return "USE " + qdb + "; " + createUserIfAbsent(login, ql, createUser) + "GRANT " + strings.Join(perms, ", ") + " ON " + qo + " TO " + ql + ";", nil
+}
+
+// ServerRoles returns the query for the session's membership of each fixed
+// server role: one row, one int column per role (1, 0; NULL for a name
+// that is no fixed server role), in order ("IS_SRVROLEMEMBER
+// (Transact-SQL)"). Roles are this package's Role* constants.
+func ServerRoles(roles ...string) (string, error) {
+	if len(roles) == 0 {
+		return "", fmt.Errorf("server roles: no role given")
+	}
+	cols := make([]string, len(roles))
+	for i, r := range roles {
+		switch r {
+		case RoleSysadmin, RoleDBCreator, RoleProcessAdmin, RoleSecurityAdmin, RoleServerAdmin:
+		default:
+			return "", fmt.Errorf("server roles: %w: %q", ErrInvalidOption, r)
+		}
+		cols[i] = "IS_SRVROLEMEMBER(" + QuoteString(r) + ")"
+	}
+	return "SELECT " + strings.Join(cols, ", "), nil
+}
+
+// RevokeServerPermission takes back a server permission the login holds
+// beyond its needs: REVOKE <perm> FROM [login];
+func RevokeServerPermission(perm, login string) (string, error) {
+	if !knownPermission(perm) {
+		return "", fmt.Errorf("revoke: %w: unknown permission %q", ErrInvalidOption, perm)
+	}
+	ql, err := QuoteIdent(login)
+	if err != nil {
+		return "", fmt.Errorf("revoke %s: login: %w", perm, err)
+	}
+	return "REVOKE " + perm + " FROM " + ql + ";", nil
+}
+
+// DropServerRoleMember takes the login out of a fixed server role:
+// ALTER SERVER ROLE [role] DROP MEMBER [login];
+func DropServerRoleMember(role, login string) (string, error) {
+	qr, err := QuoteIdent(role)
+	if err != nil {
+		return "", fmt.Errorf("drop server role member: role: %w", err)
+	}
+	ql, err := QuoteIdent(login)
+	if err != nil {
+		return "", fmt.Errorf("drop server role member: login: %w", err)
+	}
+	return "ALTER SERVER ROLE " + qr + " DROP MEMBER " + ql + ";", nil
+}
+
+// DropDatabaseRoleMember takes the login's user (named like the login) out
+// of a database role: USE [db]; ALTER ROLE [role] DROP MEMBER [login];
+func DropDatabaseRoleMember(db, role, login string) (string, error) {
+	qdb, err := QuoteIdent(db)
+	if err != nil {
+		return "", fmt.Errorf("drop role member: database: %w", err)
+	}
+	qr, err := QuoteIdent(role)
+	if err != nil {
+		return "", fmt.Errorf("drop role member: role: %w", err)
+	}
+	ql, err := QuoteIdent(login)
+	if err != nil {
+		return "", fmt.Errorf("drop role member: login: %w", err)
+	}
+	return "USE " + qdb + "; ALTER ROLE " + qr + " DROP MEMBER " + ql + ";", nil
 }
 
 // createUserIfAbsent creates the login's user in the current database when

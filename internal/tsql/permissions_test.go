@@ -104,3 +104,32 @@ func TestGrantStatements(t *testing.T) {
 		t.Error("GrantObjectPermissions accepted DELETE")
 	}
 }
+
+// The statements that take back a right beyond the product's needs quote
+// the login, role and database; only known roles and permissions pass.
+func TestRevokeStatements(t *testing.T) {
+	login := "bk]; DROP LOGIN sa--"
+	q, err := ServerRoles(RoleSecurityAdmin, RoleServerAdmin)
+	if err != nil || q != "SELECT IS_SRVROLEMEMBER(N'securityadmin'), IS_SRVROLEMEMBER(N'serveradmin')" {
+		t.Errorf("ServerRoles: %q, %v", q, err)
+	}
+	if _, err := ServerRoles("sysadmin'); --"); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("ServerRoles of an unknown role: %v", err)
+	}
+	for _, tc := range []struct {
+		got  func() (string, error)
+		want string
+	}{
+		{func() (string, error) { return RevokeServerPermission(PermControlServer, login) }, "REVOKE CONTROL SERVER FROM [bk]]; DROP LOGIN sa--];"},
+		{func() (string, error) { return DropServerRoleMember(RoleDBCreator, login) }, "ALTER SERVER ROLE [dbcreator] DROP MEMBER [bk]]; DROP LOGIN sa--];"},
+		{func() (string, error) { return DropDatabaseRoleMember("Sales]", RoleDBOwner, login) },
+			"USE [Sales]]]; ALTER ROLE [db_owner] DROP MEMBER [bk]]; DROP LOGIN sa--];"},
+	} {
+		if got, err := tc.got(); err != nil || got != tc.want {
+			t.Errorf("%q, %v; want %q", got, err, tc.want)
+		}
+	}
+	if _, err := RevokeServerPermission("CONTROL SERVER; DROP", login); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("an unknown permission: %v", err)
+	}
+}

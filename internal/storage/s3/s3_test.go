@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/storage"
@@ -251,7 +252,7 @@ func TestProbe(t *testing.T) {
 	if err := srv.CreateUser(ctx, user, secret); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.PutPolicy(ctx, "worm", workerPolicy("worm", user)); err != nil {
+	if err := srv.PutPolicy(ctx, "worm", s3test.WorkerPolicy("worm", user)); err != nil {
 		t.Fatal(err)
 	}
 	open := func(bucket string, asWorker bool) *s3.Store {
@@ -308,17 +309,80 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// workerPolicy is the bucket policy the README asks for: the worker may
-// write, read and list, extend a lock and abort its own uploads, and may
-// not delete a version, bypass governance mode or change the bucket's lock
-// configuration.
-func workerPolicy(bucket, principal string) string {
-	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
-{"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
- "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
- "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
- "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
-{"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
- "s3:PutBucketObjectLockConfiguration","s3:PutBucketVersioning","s3:DeleteBucket","s3:PutBucketPolicy"],
- "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
+// The bucket's root key may delete the bucket, bypass governance, change
+// the lock configuration and the policy; the worker's user under the
+// README's policy may do none of it. Nothing a backup rests on changes:
+// the bucket, its lock configuration and its policy are the same after.
+func TestPrivileges(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	const user, secret = "backupworker", "backupworker-secret-1"
+	// Twice: a server restarted on its state keeps bucket, user and policy.
+	for range 2 {
+		if err := srv.WorkerBucket(ctx, "worm", user, secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A default retention, which putting the configuration back must keep.
+	if _, err := srv.Client().PutObjectLockConfiguration(ctx, &awss3.PutObjectLockConfigurationInput{Bucket: aws.String("worm"),
+		ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+			Rule: &types.ObjectLockRule{DefaultRetention: &types.DefaultRetention{Mode: types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	lockConfig := func() string {
+		out, err := srv.Client().GetObjectLockConfiguration(ctx, &awss3.GetObjectLockConfigurationInput{Bucket: aws.String("worm")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := out.ObjectLockConfiguration
+		if c == nil || c.Rule == nil || c.Rule.DefaultRetention == nil {
+			return fmt.Sprintf("%+v", c)
+		}
+		r := c.Rule.DefaultRetention
+		return fmt.Sprintf("%s %s %d days %d years", c.ObjectLockEnabled, r.Mode, aws.ToInt32(r.Days), aws.ToInt32(r.Years))
+	}
+	lockBefore := lockConfig()
+	for _, tc := range []struct {
+		name   string
+		worker bool
+		excess map[string]bool // check -> excess; absent: not checked
+	}{
+		{"root key", false, map[string]bool{s3.PrivilegeDeleteBucket: true, s3.PrivilegeBypass: true, s3.PrivilegeLockConfig: true,
+			s3.PrivilegeBucketPolicy: true}},
+		{"worker under the README's policy", true, map[string]bool{s3.PrivilegeDeleteBucket: false, s3.PrivilegeBypass: false,
+			s3.PrivilegeLockConfig: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := srv.Config("worm", "p/")
+			if tc.worker {
+				cfg.AccessKeyID, cfg.SecretAccessKey = user, secret
+			}
+			st, err := s3.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks, err := st.Privileges(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(checks) != 4 {
+				t.Errorf("%d checks, want 4: %+v", len(checks), checks)
+			}
+			for _, c := range checks {
+				t.Logf("%-48s checked=%v excess=%v %s", c.Name, c.Checked, c.Excess, c.Detail)
+				want, checked := tc.excess[c.Name]
+				if c.Checked != checked || c.Excess != want {
+					t.Errorf("%s: checked %v excess %v, want checked %v excess %v", c.Name, c.Checked, c.Excess, checked, want)
+				}
+			}
+		})
+	}
+	// Unchanged: the bucket is there with its lock configuration and policy.
+	if after := lockConfig(); after != lockBefore || !strings.Contains(after, "GOVERNANCE 1 days") {
+		t.Errorf("lock configuration %s, was %s", after, lockBefore)
+	}
+	pol, err := srv.Client().GetBucketPolicy(ctx, &awss3.GetBucketPolicyInput{Bucket: aws.String("worm")})
+	if err != nil || !strings.Contains(aws.ToString(pol.Policy), "s3:BypassGovernanceRetention") {
+		t.Fatalf("policy after: %v, %v", pol, err)
+	}
 }

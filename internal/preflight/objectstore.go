@@ -1,0 +1,84 @@
+package preflight
+
+import (
+	"context"
+
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
+)
+
+// objectStoreChecks check a kind: s3 backup server as the worker reaches
+// it: the bucket opens with its key, keeps a locked object (the probe the
+// worker runs before its first copy), and the key may do no more than the
+// worker needs (s3.Store.Privileges). Both leave small locked objects under
+// <prefix>backupcycle-probe/ that the bucket's lifecycle rule removes.
+func objectStoreChecks(ctx context.Context, srv *config.BackupServer) []Check {
+	base := Check{Kind: KindServer, Server: srv.Name}
+	open := base
+	open.Name, open.For = "open", "immutable copies"
+	st, err := location.OpenObjectStore(ctx, srv, s3.Lock{})
+	if err != nil {
+		open.Status, open.Detail = Missing, err.Error()
+		open.Fix = "check endpoint, bucket, access_key_id and the secret access key reference under s3: of backup server " + srv.Name
+		return []Check{otherQueue(open, srv, "bucket "+srv.S3.Bucket)}
+	}
+	defer st.Close()
+	open.Status, open.Detail = OK, "opened "+st.Location()
+	cs := []Check{open}
+
+	imm := base
+	imm.Name, imm.For = "immutable", "immutable copies: nobody, the worker's key included, deletes a locked copy"
+	res, err := st.Probe(ctx, srv.S3.LockMode)
+	switch {
+	case err != nil:
+		imm.Status, imm.Detail = Warn, "the probe could not finish: "+err.Error()
+		imm.Fix = storageFix(srv, err)
+	case res.Immutable:
+		imm.Status, imm.Detail = OK, res.Summary()
+	default:
+		imm.Status, imm.Detail = Missing, res.Summary()+"; no copy goes there until the probe passes"
+		imm.Fix = "create the bucket with Object Lock enabled and deny the worker's user what the README's policy denies " +
+			"(\"Immutable copies on object storage\"), or use lock_mode: compliance"
+	}
+	cs = append(cs, imm)
+
+	privs, err := st.Privileges(ctx)
+	if err != nil {
+		c := base
+		c.Name, c.For = "least privilege", "a stolen key does no more than the worker needs"
+		c.Status, c.Detail = Warn, "not checked: "+err.Error()
+		return append(cs, c)
+	}
+	for _, p := range privs {
+		c := base
+		c.Name, c.For = "least privilege: "+p.Name, "a stolen key does no more than the worker needs"
+		c.Detail = p.Detail
+		c.Status = OK
+		if p.Excess {
+			c.Status = Warn
+			c.Detail = "the key " + srv.S3.AccessKeyID + " may " + p.Name + ": " + p.Detail
+			c.Fix = "deny " + s3Action(p.Name) + " to the worker's user in the bucket policy (README \"Immutable copies on object storage\")"
+			if p.Name == s3.PrivilegeBypass && srv.S3.LockMode == config.LockGovernance {
+				c.Fix += ", or use lock_mode: compliance"
+			}
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// s3Action is the policy action behind a privilege check.
+func s3Action(check string) string {
+	switch check {
+	case s3.PrivilegeDeleteBucket:
+		return "s3:DeleteBucket"
+	case s3.PrivilegeBypass:
+		return "s3:BypassGovernanceRetention"
+	case s3.PrivilegeLockConfig:
+		return "s3:PutBucketObjectLockConfiguration"
+	case s3.PrivilegeBucketPolicy:
+		return "s3:PutBucketPolicy and s3:DeleteBucketPolicy"
+	}
+	return check
+}
