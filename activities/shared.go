@@ -92,6 +92,9 @@ func SQLError(err error) error { return sqlError(err) }
 // StorageError maps a backup server's storage failure to the stable types.
 func StorageError(server string, err error) error { return storageError(server, err) }
 
+// ObjectStoreError maps an object store's failure to the stable types.
+func ObjectStoreError(server string, err error) error { return objectStoreError(server, err) }
+
 // NonRetryable wraps err as a non-retryable ApplicationError of type typ.
 func NonRetryable(typ string, err error) error { return nonRetryable(typ, err) }
 
