@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/s3test"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -132,6 +134,23 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 		}
 	}
 
+	// status shows when the immutable copy was last proven restorable.
+	judge := func() (int, status.Database, string) {
+		code, out, errs := on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests", "--json")
+		var r status.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Databases) != 1 {
+			t.Fatalf("status --from-manifests: exit %d %v %s\n%s", code, err, errs, out)
+		}
+		_, text, _ := on(t, tq, "status", "--config", site.ConfigFile, "--from-manifests")
+		return code, r.Databases[0], text
+	}
+	code, d, text := judge()
+	t.Logf("starter status --from-manifests:\n%s", text)
+	if p := d.ImmutableProven; code != exitOK || d.OutOfObjectives || p == nil || p.RunID != res.RunID || p.Store != devenv.ObjectStore || p.Sequence != 1 ||
+		!strings.Contains(text, "; immutable copy on vault01 proven restorable ") {
+		t.Errorf("status after the drill from the immutable copy: exit %d, %+v, proven %+v\n%s", code, d, p, text)
+	}
+
 	// A stripe of set 1 changed on the object store: a new version over
 	// the locked one, which reads now return.
 	stripe := im.Objects[0]
@@ -157,6 +176,11 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 	}
 	if left := stagedFiles(); len(left) != 0 {
 		t.Errorf("staged files left after the failed drill: %v", left)
+	}
+	code, d, text = judge()
+	if p := d.ImmutableProven; code == exitOK || !d.OutOfObjectives || p == nil || p.RunID != res.RunID ||
+		!slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, "the last recovery drill failed (HashMismatch)") }) {
+		t.Errorf("status after the failed drill: exit %d, %+v\n%s", code, d, text)
 	}
 	for _, s := range devenv.BackupServers {
 		if m := set1(s); m.State != catalog.StateVerified {
