@@ -49,7 +49,8 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 	c := sdk(t)
 	acts := activities.New(zap.NewNop())
 	acts.Cycle = activities.CycleDeps{Config: site.Config, Signal: c.SignalWorkflow}
-	verifiedSiteWorker(t, c, tq, site, acts, drill.New(acts))
+	env := verifiedSiteWorker(t, c, tq, site, acts, drill.New(acts))
+	env.RegisterActivity(drill.New(acts))
 
 	db := &site.Config.Databases[0]
 	staging := db.StagingServer()
@@ -132,6 +133,44 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 		if r := record(s); r.Last().Immutable == nil || r.Last().Immutable.Store != devenv.ObjectStore || r.Last().RunID != res.RunID {
 			t.Errorf("drill record on %s: %+v", s, r.Last())
 		}
+	}
+
+	// Staging again finds every file staged with its SHA-256 and copies
+	// nothing; unstaging removes them all.
+	var p drill.Plan
+	v, err := env.ExecuteActivity(drill.New(acts).PrepareDrill, drill.Request{Database: devenv.Database, From: config.DrillFromImmutable})
+	if err == nil {
+		err = v.Get(&p)
+	}
+	if err != nil || p.Immutable == nil || !slices.Equal(p.Immutable.Objects(), want) {
+		t.Fatalf("PrepareDrill: %+v, %v", p, err)
+	}
+	stage := func() (o drill.StageOutput) {
+		v, err := env.ExecuteActivity(drill.New(acts).StageDrill, p.StageInput())
+		if err == nil {
+			err = v.Get(&o)
+		}
+		if err != nil {
+			t.Fatalf("StageDrill: %v", err)
+		}
+		return o
+	}
+	if first := stage(); first.Objects != len(want) || first.Sent != first.Bytes || first.Already != 0 {
+		t.Errorf("first staging: %+v", first)
+	}
+	if again := stage(); again.Objects != len(want) || again.Sent != 0 || again.Already != len(want) {
+		t.Errorf("staging again: %+v, want every file found staged and nothing sent", again)
+	}
+	if n := len(stagedFiles()); n != len(want) {
+		t.Errorf("%d files staged, want %d", n, len(want))
+	}
+	var un drill.UnstageOutput
+	v, err = env.ExecuteActivity(drill.New(acts).UnstageDrill, p.StageInput())
+	if err == nil {
+		err = v.Get(&un)
+	}
+	if err != nil || un.Removed != len(want) || len(stagedFiles()) != 0 {
+		t.Errorf("UnstageDrill: %+v, %v; left %v", un, err, stagedFiles())
 	}
 
 	// status shows when the immutable copy was last proven restorable.
