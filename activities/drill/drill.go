@@ -191,7 +191,9 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 		if cat, p.Immutable, err = a.immutableSource(ctx, db, log); err != nil {
 			return Plan{}, err
 		}
-		p.Only, p.Servers = []string{p.Immutable.Staging}, recordServers(db)
+		// Recorded on the database's backup servers: the object store
+		// keeps no drill record.
+		p.Only, p.Servers = []string{p.Immutable.Staging}, db.ServersAndTargets()
 		// The store holds no log backups: the newest set, to its end.
 		in.AsOf, in.Latest = time.Time{}, true
 	} else {
@@ -240,21 +242,6 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	log.Info("drill prepared", zap.String("point", p.Point), zap.String("from", p.From), zap.Strings("servers", p.Servers),
 		zap.Duration("predicted", p.Predicted.Restore()))
 	return p, nil
-}
-
-// recordServers are the backup servers a drill from the immutable copy
-// is recorded on: the database's own and their copy targets (the object
-// store keeps no drill record).
-func recordServers(db *config.Database) []string {
-	var out []string
-	for _, s := range db.BackupServers {
-		for _, n := range []string{s, db.CopyTarget(s)} {
-			if n != "" && !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
 }
 
 // target is the drill's instance: configured, and never one the database

@@ -120,11 +120,7 @@ func (a *Activities) stagingServer(db *config.Database, name string) (*config.Ba
 	if err != nil {
 		return nil, err
 	}
-	own := false
-	for _, b := range db.BackupServers {
-		own = own || name == b || name == db.CopyTarget(b)
-	}
-	if !own || srv.IsObjectStore() {
+	if !slices.Contains(db.ServersAndTargets(), name) || srv.IsObjectStore() {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
 			"%s: staging server %s is not one of the database's file backup servers: set drill.staging to one the drill instance reads", db.ID(), name))
 	}

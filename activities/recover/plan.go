@@ -307,7 +307,7 @@ func (a *Activities) readStaged(ctx context.Context, db *config.Database, s Stag
 	if err := CheckStagingDir(s.Dir); err != nil {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	if !ownServer(db, s.Server) {
+	if !slices.Contains(db.ServersAndTargets(), s.Server) {
 		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("staging server %s is not one of the backup servers of %s", s.Server, db.ID()))
 	}
 	keys, err := d.ManifestKeys()
@@ -347,17 +347,6 @@ func HeldBy(ms []*catalog.Manifest, server string) []*catalog.Manifest {
 		out[i] = &cp
 	}
 	return out
-}
-
-// ownServer reports whether name is one of db's backup servers or copy
-// targets.
-func ownServer(db *config.Database, name string) bool {
-	for _, b := range db.BackupServers {
-		if name == b || name == db.CopyTarget(b) {
-			return true
-		}
-	}
-	return false
 }
 
 // fullManifest is the manifest of the plan's full.

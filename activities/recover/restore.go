@@ -96,8 +96,9 @@ func checkStep(db *config.Database, s recovery.Step, kind recovery.Kind) error {
 			return bad("%v", err)
 		}
 	}
+	own := db.ServersAndTargets()
 	for _, srv := range s.Servers {
-		if !ownServer(db, srv) {
+		if !slices.Contains(own, srv) {
 			return bad("backup server %s is not one of the database's (%s)", srv, strings.Join(db.BackupServers, ", "))
 		}
 	}

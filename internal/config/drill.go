@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -255,12 +256,8 @@ func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
 	if s == "" {
 		return
 	}
-	own := false
-	for _, b := range db.BackupServers {
-		own = own || s == b || s == db.CopyTarget(b)
-	}
 	switch srv, ok := c.BackupServer(s); {
-	case !ok || !own:
+	case !ok || !slices.Contains(db.ServersAndTargets(), s):
 		d.errf(l, kp, "%s: drill.staging %q is not one of the database's backup servers or copy targets", owner, s)
 	case srv.IsObjectStore():
 		d.errf(l, kp, "%s: drill.staging %s is an object store: the drill instance restores from a share; name a backup server of kind smb or local", owner, s)
