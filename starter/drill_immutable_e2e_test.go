@@ -35,16 +35,7 @@ import (
 // object, the staged files are removed again, and the set stays verified.
 func TestDrillFromTheImmutableCopy(t *testing.T) {
 	const tq = "tq-e2e-drill-immutable"
-	state := t.TempDir()
-	if err := os.Chmod(filepath.Dir(state), 0o711); err != nil {
-		t.Fatal(err)
-	}
-	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
-		TemporalAddress: srv.FrontendAddress(), ObjectStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { site.Stop() })
+	site, _ := startSite(t, devenv.Options{ObjectStore: true})
 	withDrill(t, site, "drill: {every: 24h, from: immutable}")
 	c := sdk(t)
 	acts := activities.New(zap.NewNop())

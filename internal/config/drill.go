@@ -137,14 +137,7 @@ func (d *decoder) checkDrills(c *Config) {
 		}
 		d.checkStaging(c, db, path, owner)
 		inst, name := c.DrillInstance(db), db.DrillDatabaseName()
-		kp := join(path, "drill.name")
-		if !d.given(kp) {
-			kp = join(path, "drill")
-		}
-		l := d.line(kp)
-		if !d.given(join(path, "drill")) {
-			l = d.line(path)
-		}
+		l, kp := d.drillKey(path, "name")
 		switch {
 		case strings.EqualFold(name, db.Name):
 			d.errf(l, kp, "%s: drill.name %q names the drill copy like the database itself: use e.g. %q", owner, db.Drill.Name, DefaultDrillName)
@@ -238,10 +231,11 @@ func (d *decoder) checkDrill(c *Config, p *Policy, path, owner string, sources m
 	}
 }
 
-// checkStaging checks a drill from the immutable copy: the database has
-// one, and the staging server is one of its own file backup servers.
-func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
-	kp := join(path, "drill.staging")
+// drillKey is where an error about drill.<key> of the database at path
+// goes: the key when given, else its drill:, else the database (a drill
+// inherited from defaults).
+func (d *decoder) drillKey(path, key string) (int, string) {
+	kp := join(path, "drill."+key)
 	if !d.given(kp) {
 		kp = join(path, "drill")
 	}
@@ -249,6 +243,13 @@ func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
 	if !d.given(join(path, "drill")) {
 		l = d.line(path)
 	}
+	return l, kp
+}
+
+// checkStaging checks a drill from the immutable copy: the database has
+// one, and the staging server is one of its own file backup servers.
+func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
+	l, kp := d.drillKey(path, "staging")
 	if db.Drill.From == DrillFromImmutable && db.ImmutableCopy == "" {
 		d.errf(l, kp, "%s: drill.from immutable restores from the immutable copy, and the database has no immutable_copy: set one, or use from: any", owner)
 	}
