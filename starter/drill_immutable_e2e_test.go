@@ -17,10 +17,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
-	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
-	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -184,16 +182,7 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 	// A stripe of set 1 changed on the object store: a new version over
 	// the locked one, which reads now return.
 	stripe := im.Objects[0]
-	vault, err := s3.Open(context.Background(), site.Vault.Config(devenv.ObjectStoreBucket, devenv.ObjectStorePrefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vault.Close()
-	b := s3test.ReadAll(t, vault, stripe)
-	b[len(b)/2] ^= 0x01
-	if _, err := vault.Put(context.Background(), stripe, b, s3.Lock{}, false); err != nil {
-		t.Fatal(err)
-	}
+	changeObject(t, site, stripe)
 	code, out, errs = on(t, tq, "drill", "--config", site.ConfigFile, "--database", devenv.Database, "--wait")
 	t.Logf("starter drill --wait after an object changed:\n%s%s", out, errs)
 	if code == exitOK {
