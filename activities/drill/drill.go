@@ -54,7 +54,7 @@ const (
 type Request struct {
 	Database string `json:"database"`
 	Instance string `json:"instance,omitempty"`
-	// ToInstance overrides drill.instance; From drill.from (any, remote);
+	// ToInstance overrides drill.instance; From drill.from (any, remote, immutable);
 	// AsOf or Latest drill.point / within (an instant, the latest point).
 	ToInstance string    `json:"to_instance,omitempty"`
 	From       string    `json:"from,omitempty"`

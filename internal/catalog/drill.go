@@ -69,7 +69,7 @@ type DrillResult struct {
 	// Instance and Database are where the scratch copy was restored.
 	Instance string `json:"instance"`
 	Database string `json:"database"`
-	// From is any or remote; Servers the backup servers read.
+	// From is any, remote or immutable; Servers the backup servers read.
 	From    string   `json:"from"`
 	Servers []string `json:"servers,omitempty"`
 	// Immutable is the immutable copy a drill from it (From immutable)
