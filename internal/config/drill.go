@@ -250,8 +250,13 @@ func (d *decoder) drillKey(path, key string) (int, string) {
 // one, and the staging server is one of its own file backup servers.
 func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
 	l, kp := d.drillKey(path, "staging")
-	if db.Drill.From == DrillFromImmutable && db.ImmutableCopy == "" {
+	switch {
+	case db.Drill.From == DrillFromImmutable && db.ImmutableCopy == "":
 		d.errf(l, kp, "%s: drill.from immutable restores from the immutable copy, and the database has no immutable_copy: set one, or use from: any", owner)
+	case db.Drill.From == DrillFromImmutable && db.Drill.Within > 0:
+		l, kp := d.drillKey(path, "within")
+		d.errf(l, kp, "%s: drill.within picks a point in time, and drill.from immutable restores the newest set of the immutable copy to its end "+
+			"(the object store holds no log backups): use point: latest", owner)
 	}
 	s := db.Drill.Staging
 	if s == "" {
