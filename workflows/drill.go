@@ -175,10 +175,12 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 			da.StageDrill, p.StageInput()).Get(ctx, nil)
 	}
 
-	step(drill.StepRecover)
-	st.RecoverID = RecoverWorkflowID(p.Target, p.Name)
+	if err == nil { // staging failed: no Recover
+		step(drill.StepRecover)
+		st.RecoverID = RecoverWorkflowID(p.Target, p.Name)
+	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            st.RecoverID,
+		WorkflowID:            RecoverWorkflowID(p.Target, p.Name),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
 		StaticSummary:         fmt.Sprintf("drill: recover %s into %s on %s to %s", tsql.Printable(p.Database), tsql.Printable(p.Name), p.Target, p.Point),

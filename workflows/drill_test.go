@@ -268,6 +268,14 @@ func TestDrillFromImmutableUnstagesAfterAFailedStaging(t *testing.T) {
 	if !slices.Equal(steps, want) {
 		t.Errorf("steps %v, want %v (no Recover)", steps, want)
 	}
+	var st DrillStatus
+	v, err := env.QueryWorkflow(DrillQuery)
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil || st.RecoverID != "" || st.Step != drill.StepDone {
+		t.Errorf("drill query %+v, %v: want done, naming no Recover (none ran)", st, err)
+	}
 	res := rec.Result
 	if im := res.Immutable; res.Outcome != catalog.DrillFailed || res.ErrorType != activities.ErrHashMismatch || im == nil || im.Store != "vault01" ||
 		!im.Removed || im.Sequence != 3 || !slices.Equal(im.Objects, []string{"sql01@Sales_00000003_1of1.bak", "sql01@Sales_00000003.manifest.json"}) ||
