@@ -232,7 +232,9 @@ func (a *Activities) StageDrill(ctx context.Context, in StageInput) (StageOutput
 	for i, f := range im.Files {
 		jobs[i] = copier.Job{Src: f.Name, Dst: f.Name, SHA256: f.SHA256, Resume: hb.Files[f.Name]}
 	}
-	c := copier.New(copier.Options{Progress: func(p copier.Progress) {
+	// Written to the staging server within its bandwidth_limit, shared
+	// with the cycle's copies into it.
+	c := copier.New(copier.Options{Limit: activities.Bandwidth(a.Base, staging), Progress: func(p copier.Progress) {
 		mu.Lock()
 		cp := p
 		hb.Files[p.File] = &cp
