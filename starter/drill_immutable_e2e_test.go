@@ -43,6 +43,9 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 
 	db := &site.Config.Databases[0]
 	staging := db.StagingServer()
+	if srv, ok := site.Config.BackupServer(staging); ok {
+		t.Logf("staging on %s at %s", staging, srv.Location)
+	}
 	dir := config.StagingDir + "/" + tsql.NamesOf(devenv.SourceInstance, devenv.Database).Owner()
 	stagedFiles := func() []string {
 		var names []string
