@@ -72,10 +72,17 @@ func (st *stack) runOnce(ctx context.Context, s spec) error {
 	if err != nil {
 		return err
 	}
+	// A step that waits for a process of the stack (the namespace step for
+	// the server) ends with it.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	select {
 	case <-p.done:
+	case q := <-st.watch(wctx):
+		_ = p.stop(10 * time.Second)
+		return q.exited()
 	case <-ctx.Done():
-		p.stop(10 * time.Second)
+		_ = p.stop(10 * time.Second)
 		return ctx.Err()
 	}
 	if p.err != nil {

@@ -29,6 +29,7 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -172,6 +173,16 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	if err != nil {
 		return err
 	}
+	// The server records its membership port in a smallint column of its
+	// cluster_membership table: ports above 32767 (the ephemeral range
+	// free ports come from) are refused there.
+	for i, k := range serverPortVars {
+		if strings.HasSuffix(k, "_MEMBERSHIP_PORT") {
+			if ports[4+i], err = freeLowPort(); err != nil {
+				return err
+			}
+		}
+	}
 	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
 	pgPort, uiPort, metrics := ports[0], ports[1], []int{ports[2], ports[3]}
 	frontend := addr(ports[4])
@@ -287,6 +298,16 @@ func uiEnv(frontend, url string, port int) (replace, add map[string]string) {
 
 // wait returns when ctx ends (nil) or a process of the stack exits (error).
 func (st *stack) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-st.watch(ctx):
+		return p.exited()
+	}
+}
+
+// watch delivers the first long-running process that exits before ctx ends.
+func (st *stack) watch(ctx context.Context) <-chan *proc {
 	exited := make(chan *proc, len(st.procs))
 	for _, p := range st.procs {
 		go func() {
@@ -297,12 +318,7 @@ func (st *stack) wait(ctx context.Context) error {
 			}
 		}()
 	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case p := <-exited:
-		return p.exited()
-	}
+	return exited
 }
 
 // stopAll stops the long-running processes in reverse start order: the
@@ -399,6 +415,26 @@ func (st *stack) waitPollers(ctx context.Context, frontend string) error {
 		return fmt.Errorf("stack: Temporal at %s: %w", frontend, err)
 	}
 	defer c.Close()
+	// The search attributes setup-namespace.sh registered reach the
+	// frontend's namespace cache some seconds later; until then a cycle
+	// does not start ("no mapping defined for search attribute"). A
+	// visibility query over all of them is refused on the same grounds.
+	var terms []string
+	for name, kind := range workflows.SearchAttributeTypes {
+		if kind == enumspb.INDEXED_VALUE_TYPE_INT {
+			terms = append(terms, name+" = 0")
+		} else {
+			terms = append(terms, name+" = 'stack'")
+		}
+	}
+	sort.Strings(terms)
+	server := st.procs[len(st.procs)-4] // the Temporal server: before the Web UI and the two workers
+	if err := poll(ctx, server, 60*time.Second, func() bool {
+		_, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: Namespace, Query: strings.Join(terms, " OR ")})
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("%w (the search attributes are not usable on namespace %s)", err, Namespace)
+	}
 	for i, q := range []struct {
 		name string
 		kind enumspb.TaskQueueType
@@ -577,6 +613,21 @@ func freePorts(n int) ([]int, error) {
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// freeLowPort is a free loopback port below 32768.
+func freeLowPort() (int, error) {
+	var b [2]byte
+	for range 200 {
+		_, _ = rand.Read(b[:])
+		port := 20000 + (int(b[0])<<8|int(b[1]))%12000
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("stack: no free loopback port between 20000 and 32000")
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

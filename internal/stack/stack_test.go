@@ -195,7 +195,7 @@ func TestStack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("starter run --wait: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "verified") {
+	if !strings.Contains(string(out), "VERIFIED Sales sequence 1") {
 		t.Fatalf("starter run --wait printed no verified cycle:\n%s", out)
 	}
 	t.Logf("cycle:\n%s", out)
@@ -205,8 +205,9 @@ func TestStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(wlog), "bak02") {
-		t.Errorf("the worker of task queue %s ran nothing for bak02; its log:\n%s", stack.CopyQueue, wlog)
+	copied := regexp.MustCompile(`"msg":"set copied".*"activity":"CopyToRemote".*"server":"` + stack.CopyServer + `"`)
+	if !copied.Match(wlog) {
+		t.Errorf("the worker of task queue %s copied no set to %s; its log:\n%s", stack.CopyQueue, stack.CopyServer, wlog)
 	}
 
 	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,8 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  a verified cycle:  bin/starter --config %s run --database %s --wait\n", a.ConfigFile, devenv.Database)
 		fmt.Fprintf(stdout, "  stop:              Ctrl-C, or make stack-stop\n")
 	})
-	if err != nil {
-		fmt.Fprintf(stderr, "stack: %s\n", err)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	fmt.Fprintln(stdout, "stack stopped")
