@@ -34,6 +34,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -90,6 +91,8 @@ type Options struct {
 	// DatabaseSize of the emulated Sales when the site is created.
 	DatabaseSize int64
 	Logger       *zap.Logger
+	// Progress, when set, gets a line per step of the bring-up and its time.
+	Progress io.Writer
 }
 
 // Addresses are where the running stack listens.
@@ -187,10 +190,18 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	pgPort, uiPort, metrics := ports[0], ports[1], []int{ports[2], ports[3]}
 	frontend := addr(ports[4])
 
+	last := time.Now()
+	step := func(what string) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "  %-70s %s\n", what, time.Since(last).Round(100*time.Millisecond))
+		}
+		last = time.Now()
+	}
 	// PostgreSQL.
 	if err := st.startPostgres(ctx, pgPort); err != nil {
 		return err
 	}
+	step("PostgreSQL on " + addr(pgPort))
 	// Temporal's schema: the compose service temporal-schema.
 	svc, err := st.service("temporal-schema")
 	if err != nil {
@@ -200,6 +211,7 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	if err := st.runService(ctx, svc, replace, add, true); err != nil {
 		return err
 	}
+	step("temporal-schema: Temporal's databases at the newest schema")
 	// The server: the compose service temporal, every port a free loopback one.
 	if svc, err = st.service("temporal"); err != nil {
 		return err
@@ -215,12 +227,14 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	if err := st.runService(ctx, svc, namespaceEnv(frontend), nil, true); err != nil {
 		return err
 	}
+	step("temporal (server) and temporal-namespace: namespace " + Namespace + " and its search attributes")
 	// The Web UI: the compose service temporal-ui, with the image's
 	// configuration template and loopback only.
 	uiURL, err := st.startUI(ctx, frontend, uiPort)
 	if err != nil {
 		return err
 	}
+	step("temporal-ui")
 
 	// The emulated site of `make demo`, bak02 with a task queue of its own.
 	site, err := devenv.Start(ctx, devenv.Options{
@@ -240,6 +254,7 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 		}
 	}()
 
+	step("emulated site")
 	// Two production workers.
 	var metricsURLs []string
 	for i, queue := range []string{"", CopyQueue} {
@@ -257,6 +272,7 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	if err := st.waitPollers(ctx, frontend); err != nil {
 		return err
 	}
+	step("workers polling, search attributes usable")
 	ready(Addresses{Postgres: addr(pgPort), Frontend: frontend, UI: uiURL, Metrics: metricsURLs, ConfigFile: site.ConfigFile}, time.Since(began))
 	return st.wait(ctx)
 }

@@ -222,7 +222,7 @@ func TestStack(t *testing.T) {
 	began = time.Now()
 	r = startStack(t, stackBin, state, tools, worker, mark)
 	lines = r.ready(t, 3*time.Minute)
-	t.Logf("second bring-up (state kept): %s", time.Since(began).Round(time.Second))
+	t.Logf("second bring-up (state kept): %s\n%s", time.Since(began).Round(time.Second), strings.Join(lines, "\n"))
 	stopOut, err := exec.Command(stackBin, "--stop", "--state-dir", state).CombinedOutput()
 	if err != nil {
 		t.Fatalf("stack --stop: %v\n%s", err, stopOut)

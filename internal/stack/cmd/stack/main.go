@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeLog()
-	o.Logger = log
+	o.Logger, o.Progress = log, stdout
 	fmt.Fprintf(stdout, "stack: bringing up PostgreSQL, Temporal (schema, server, namespace), the Web UI, the emulated site and two workers; logs in %s\n",
 		filepath.Join(o.StateDir, "logs"))
 	err = stack.Run(ctx, o, func(a stack.Addresses, took time.Duration) {
