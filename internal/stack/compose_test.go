@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,29 @@ func TestComposeServicesRunHere(t *testing.T) {
 	}
 	if _, err := svc.environ(nil, map[string]string{"POSTGRES_HOST": "127.0.0.1"}, nil); err == nil || !strings.Contains(err.Error(), "no longer sets POSTGRES_HOST") {
 		t.Errorf("replacing a variable compose does not set: %v; want an error naming it", err)
+	}
+}
+
+// The stack runs the Temporal server and Web UI releases the product's
+// go.mod pins (those the tests embed and the compose file's images are).
+func TestToolsMatchGoMod(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join("../..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	product, tools := read("go.mod"), read("tools/temporal/go.mod")
+	for _, mod := range []string{"go.temporal.io/server", "github.com/temporalio/ui-server/v2"} {
+		re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(mod) + `\s+(v\S+)`)
+		p, q := re.FindStringSubmatch(product), re.FindStringSubmatch(tools)
+		if p == nil || q == nil {
+			t.Errorf("%s: not required by go.mod (%v) or tools/temporal/go.mod (%v)", mod, p != nil, q != nil)
+			continue
+		}
+		if p[1] != q[1] {
+			t.Errorf("%s: go.mod pins %s, tools/temporal/go.mod builds %s for the stack: move them together", mod, p[1], q[1])
+		}
 	}
 }
