@@ -269,10 +269,10 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 		st.procs = append(st.procs, p)
 		metricsURLs = append(metricsURLs, "http://"+addr(metrics[i])+"/metrics")
 	}
-	if err := st.waitPollers(ctx, frontend); err != nil {
+	if err := st.waitPollers(ctx, frontend, step); err != nil {
 		return err
 	}
-	step("workers polling, search attributes usable")
+	step("workers polling their task queues")
 	ready(Addresses{Postgres: addr(pgPort), Frontend: frontend, UI: uiURL, Metrics: metricsURLs, ConfigFile: site.ConfigFile}, time.Since(began))
 	return st.wait(ctx)
 }
@@ -425,7 +425,7 @@ func (st *stack) startUI(ctx context.Context, frontend string, port int) (string
 }
 
 // waitPollers waits until both workers poll their task queues.
-func (st *stack) waitPollers(ctx context.Context, frontend string) error {
+func (st *stack) waitPollers(ctx context.Context, frontend string, step func(string)) error {
 	c, err := sdkclient.DialContext(ctx, sdkclient.Options{HostPort: frontend, Namespace: Namespace, Logger: quietLogger{}})
 	if err != nil {
 		return fmt.Errorf("stack: Temporal at %s: %w", frontend, err)
@@ -451,6 +451,7 @@ func (st *stack) waitPollers(ctx context.Context, frontend string) error {
 	}); err != nil {
 		return fmt.Errorf("%w (the search attributes are not usable on namespace %s)", err, Namespace)
 	}
+	step("search attributes usable")
 	for i, q := range []struct {
 		name string
 		kind enumspb.TaskQueueType
