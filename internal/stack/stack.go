@@ -41,6 +41,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,19 +173,9 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 		}
 	}()
 
-	ports, err := freePorts(14)
+	ports, err := st.ports()
 	if err != nil {
 		return err
-	}
-	// The server records its membership port in a smallint column of its
-	// cluster_membership table: ports above 32767 (the ephemeral range
-	// free ports come from) are refused there.
-	for i, k := range serverPortVars {
-		if strings.HasSuffix(k, "_MEMBERSHIP_PORT") {
-			if ports[4+i], err = freeLowPort(); err != nil {
-				return err
-			}
-		}
 	}
 	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
 	pgPort, uiPort, metrics := ports[0], ports[1], []int{ports[2], ports[3]}
@@ -632,15 +623,67 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
+// numPorts is how many ports the stack listens on: PostgreSQL, the Web UI,
+// the two workers' metrics and the server's (serverPortVars).
+const numPorts = 4 + 10
+
+// ports are the stack's ports: those of its last run, kept in
+// <state>/ports, where each is still free (the addresses stay the same from
+// run to run, and the restarted Temporal server has the address its
+// predecessor recorded in the cluster membership, which otherwise routes
+// requests to a member that is gone until it is declared dead); a free one
+// where not.
+func (st *stack) ports() ([]int, error) {
+	file := filepath.Join(st.o.StateDir, "ports")
+	var kept []int
+	if b, err := os.ReadFile(file); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				kept = append(kept, p)
+			}
+		}
+	}
+	fresh, err := freePorts(numPorts)
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, numPorts)
+	for i := range ports {
+		ports[i] = fresh[i]
+		// The server records its membership port in a smallint column of
+		// its cluster_membership table: ports above 32767 (the ephemeral
+		// range free ports come from) are refused there.
+		if i >= 4 && strings.HasSuffix(serverPortVars[i-4], "_MEMBERSHIP_PORT") {
+			if ports[i], err = freeLowPort(); err != nil {
+				return nil, err
+			}
+		}
+		if len(kept) == numPorts && portFree(kept[i]) && !slices.Contains(ports[:i], kept[i]) && !slices.Contains(fresh[i+1:], kept[i]) {
+			ports[i] = kept[i]
+		}
+	}
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%d\n", p)
+	}
+	return ports, os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
 // freeLowPort is a free loopback port below 32768.
 func freeLowPort() (int, error) {
 	var b [2]byte
 	for range 200 {
 		_, _ = rand.Read(b[:])
-		port := 20000 + (int(b[0])<<8|int(b[1]))%12000
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
+		if port := 20000 + (int(b[0])<<8|int(b[1]))%12000; portFree(port) {
 			return port, nil
 		}
 	}

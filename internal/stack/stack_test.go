@@ -114,8 +114,10 @@ func (r *running) stopped(t *testing.T, timeout time.Duration) string {
 			}
 			r.lines = nil
 		case err := <-r.exited:
-			for l := range r.lines {
-				rest = append(rest, l)
+			if r.lines != nil {
+				for l := range r.lines {
+					rest = append(rest, l)
+				}
 			}
 			if err != nil {
 				t.Fatalf("the stack exited with %v:\n%s", err, strings.Join(rest, "\n"))
@@ -177,7 +179,20 @@ func TestStack(t *testing.T) {
 	}
 	tools := strings.TrimSpace(string(toolsOut))
 	state := t.TempDir()
-	t.Cleanup(func() { _ = os.RemoveAll(stack.PostgresDir(state)) })
+	t.Cleanup(func() {
+		_ = os.RemoveAll(stack.PostgresDir(state))
+		// The backup servers' shares, when they live outside the state
+		// directory (devenv.Options.ShareRoot): <state>/site/<server>/backup
+		// links to them.
+		links, _ := filepath.Glob(filepath.Join(state, "site", "*", "backup"))
+		for _, l := range links {
+			if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				if target, err := filepath.EvalSymlinks(l); err == nil {
+					_ = os.RemoveAll(filepath.Dir(target))
+				}
+			}
+		}
+	})
 	raw := make([]byte, 8)
 	_, _ = rand.Read(raw)
 	mark := "BACKUPCYCLE_STACK_TEST=" + hex.EncodeToString(raw)
