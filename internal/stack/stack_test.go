@@ -201,6 +201,11 @@ func TestStack(t *testing.T) {
 	r := startStack(t, stackBin, state, tools, worker, mark)
 	lines := r.ready(t, 4*time.Minute)
 	t.Logf("first bring-up (initdb, schema, namespace, site created): %s\n%s", time.Since(began).Round(time.Second), strings.Join(lines, "\n"))
+	// The check for leftovers sees the stack while it runs: the supervisor,
+	// PostgreSQL, the server, the Web UI, the two workers, the smbds.
+	if left := leftovers(t, mark); len(left) < 6 {
+		t.Fatalf("only %d processes of the running stack carry %s:\n%s", len(left), mark, strings.Join(left, "\n"))
+	}
 	m := configRE.FindStringSubmatch(strings.Join(lines, "\n"))
 	if m == nil {
 		t.Fatalf("the stack printed no starter command:\n%s", strings.Join(lines, "\n"))
