@@ -110,6 +110,8 @@ type stack struct {
 	images              map[string]string
 	base                []string // environment of every process
 	procs               []*proc  // long-running, in start order
+	site                *devenv.Site
+	siteAt              int // procs[siteAt:] started after the site
 }
 
 // Run brings the stack up, calls ready with its addresses and the time it
@@ -239,11 +241,8 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := site.Stop(); stopErr != nil {
-			o.Logger.Warn("emulated site did not stop cleanly", zap.Error(stopErr))
-		}
-	}()
+	// Stopped after the workers, which use it, and before the rest.
+	st.site, st.siteAt = site, len(st.procs)
 
 	step("emulated site")
 	// Two production workers.
@@ -328,12 +327,17 @@ func (st *stack) watch(ctx context.Context) <-chan *proc {
 	return exited
 }
 
-// stopAll stops the long-running processes in reverse start order: the
-// workers first (they finish or hand back their tasks), PostgreSQL last.
+// stopAll stops the long-running processes and the site in reverse start
+// order: the workers first (they finish or hand back their tasks), then the
+// site, PostgreSQL last.
 // PostgreSQL gets SIGINT, its fast shutdown.
 func (st *stack) stopAll() error {
 	var errs []error
 	for i := len(st.procs) - 1; i >= 0; i-- {
+		if i == st.siteAt-1 && st.site != nil {
+			errs = append(errs, st.site.Stop())
+			st.site = nil
+		}
 		p := st.procs[i]
 		sig := syscall.SIGTERM
 		if p.name == "postgresql" {
@@ -342,6 +346,10 @@ func (st *stack) stopAll() error {
 		errs = append(errs, p.stopWith(sig, 45*time.Second))
 	}
 	st.procs = nil
+	if st.site != nil {
+		errs = append(errs, st.site.Stop())
+		st.site = nil
+	}
 	return errors.Join(errs...)
 }
 
