@@ -40,7 +40,7 @@ demo:
 # The production-shaped stack without Docker (README "A production-shaped stack"): PostgreSQL from the OS packages, the
 # Temporal server, schema and namespace by the compose file's own scripts, the Web UI, the emulated site and two
 # production workers, on free loopback ports, state in $(STACK_STATE). Runs until Ctrl-C or `make stack-stop`, which
-# stop every process. The Temporal programs are built once per release (scripts/temporal-tools.sh, several minutes).
+# stop every process. The Temporal programs are built once per release (scripts/temporal-tools.sh, up to half an hour).
 STACK_STATE ?= .stack
 stack: build
 	@bash scripts/stack-deps.sh

@@ -5,7 +5,7 @@
 # (temporal) from tools/temporalcli. Beside them: the server image's entrypoint (docker/scripts/sh/entrypoint.sh),
 # the PostgreSQL schema of that release (schema/postgresql/v12, the admin-tools image's /etc/temporal/schema) and the
 # Web UI image's configuration template (config/docker.yaml). The hash is of both modules' go.sum and the Go version,
-# so an unchanged release is never built again (several minutes on 2 cores the first time). Prints the directory.
+# so an unchanged release is never built again (up to half an hour on 2 busy cores the first time). Prints the directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -15,7 +15,7 @@ mkdir -p .cache/tools
 exec 9>.cache/tools/.lock-temporal
 flock 9
 if [ ! -x "$dir/temporal" ]; then
-  echo "temporal tools: building the Temporal server, schema tool, Web UI and CLI (once per release, several minutes)" >&2
+  echo "temporal tools: building the Temporal server, schema tool, Web UI and CLI (once per release, up to half an hour)" >&2
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp/schema/postgresql" "$dir.tmp/ui/config"
   nice -n 10 $GO build -C tools/temporal -mod=readonly -trimpath -o "$PWD/$dir.tmp/temporal-server" go.temporal.io/server/cmd/server
