@@ -6,6 +6,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/drill"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 )
@@ -13,8 +14,8 @@ import (
 // Register registers every workflow and activity of the product on a worker.
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
 // activities are methods of *activities.Activities (or, for the log chain,
-// of *logs.Activities; for the recover, of *recover.Activities) and come
-// for free.
+// of *logs.Activities; for the recover, of *recover.Activities; for the
+// Fleet, of *fleet.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWith(r, acts, Overrides{})
 }
@@ -53,6 +54,8 @@ func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
 	r.RegisterActivity(recover.New(acts))
 	// The drill's (package activities/drill).
 	r.RegisterActivity(o.Drill)
+	// The Fleet's (package activities/fleet).
+	r.RegisterActivity(fleetacts.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;

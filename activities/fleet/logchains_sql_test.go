@@ -1,10 +1,11 @@
-package activities
+package fleet
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
@@ -15,7 +16,7 @@ import (
 // one whose entry turns log backups off. Likewise the drill and
 // differential schedules the run keeps: the selected databases' only.
 func TestPlanFleetListsTheLogChainsOfSelectedDatabases(t *testing.T) {
-	f := newSQLFixture(t, "Sales", "")
+	f := newFixture(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data"})
 	for _, name := range []string{"Archive", "Other", "ArchNoLog"} {
 		if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: name, Size: 1 << 20}); err != nil {
 			t.Fatal(err)

@@ -1,9 +1,11 @@
-package activities
+package fleet
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -15,7 +17,7 @@ import (
 // it out with the name error, and PlanCycle refuses it (InvalidConfig,
 // not retried) before any sequence is allocated or any BACKUP runs.
 func TestSelectedNamesAreChecked(t *testing.T) {
-	f := newSQLFixture(t, "Sales", "")
+	f := newFixture(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data"})
 	long := "Long" + strings.Repeat("x", tsql.MaxIdentLen-4)
 	if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: long, LogicalName: "Long", Size: 2 << 20}); err != nil {
 		t.Fatal(err)
@@ -38,15 +40,15 @@ func TestSelectedNamesAreChecked(t *testing.T) {
 			t.Fatalf("PlanFleet planned %s, whose verification database name is over the limit", long)
 		}
 	}
-	if typ != ErrInvalidConfig || !strings.Contains(reason, "verify_name") {
+	if typ != activities.ErrInvalidConfig || !strings.Contains(reason, "verify_name") {
 		t.Fatalf("PlanFleet's reason for %s: %q (type %q); want InvalidConfig naming verify_name", long, reason, typ)
 	}
 
-	err := f.run(f.acts.PlanCycle, PlanInput{Instance: "sql01", Database: long}, nil)
-	if ae := appErrorOf(t, err); ae.Type() != ErrInvalidConfig || !ae.NonRetryable() || !strings.Contains(err.Error(), "verify_name") {
+	err := f.run(f.base.PlanCycle, activities.PlanInput{Instance: "sql01", Database: long}, nil)
+	if ae := appErrorOf(t, err); ae.Type() != activities.ErrInvalidConfig || !ae.NonRetryable() || !strings.Contains(err.Error(), "verify_name") {
 		t.Fatalf("PlanCycle of %s: %v; want a non-retryable InvalidConfig naming verify_name", long, err)
 	}
-	if n := len(statements(f.src, "BACKUP DATABASE")); n != 0 {
+	if n := len(sitetest.Statements(f.src, "BACKUP DATABASE")); n != 0 {
 		t.Errorf("%d BACKUP statements ran", n)
 	}
 }
