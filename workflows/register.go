@@ -7,6 +7,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/drill"
 	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
+	"github.com/backupcycle/backupcycle/activities/health"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 )
@@ -15,7 +16,8 @@ import (
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
 // activities are methods of *activities.Activities (or, for the log chain,
 // of *logs.Activities; for the recover, of *recover.Activities; for the
-// Fleet, of *fleet.Activities) and come for free.
+// Fleet, of *fleet.Activities; for the HealthCheck, of *health.Activities)
+// and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWith(r, acts, Overrides{})
 }
@@ -56,6 +58,8 @@ func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
 	r.RegisterActivity(o.Drill)
 	// The Fleet's (package activities/fleet).
 	r.RegisterActivity(fleetacts.New(acts))
+	// The HealthCheck's (package activities/health).
+	r.RegisterActivity(health.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;
