@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/activities/drill"
 	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/activities/health"
@@ -16,8 +17,8 @@ import (
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
 // activities are methods of *activities.Activities (or, for the log chain,
 // of *logs.Activities; for the recover, of *recover.Activities; for the
-// Fleet, of *fleet.Activities; for the HealthCheck, of *health.Activities)
-// and come for free.
+// Fleet, of *fleet.Activities; for a calibration, of *calibrate.Activities;
+// for the HealthCheck, of *health.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWith(r, acts, Overrides{})
 }
@@ -58,6 +59,8 @@ func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
 	r.RegisterActivity(o.Drill)
 	// The Fleet's (package activities/fleet).
 	r.RegisterActivity(fleetacts.New(acts))
+	// The calibration's (package activities/calibrate).
+	r.RegisterActivity(calibrateacts.New(acts))
 	// The HealthCheck's (package activities/health).
 	r.RegisterActivity(health.New(acts))
 }

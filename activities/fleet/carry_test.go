@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backupcycle/backupcycle/activities/activitytest"
 	"github.com/backupcycle/backupcycle/internal/fleet"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 )
@@ -15,8 +16,8 @@ import (
 // the window), only the run's instances' databases the configuration backs
 // up, once each, on their own rotation's servers.
 func TestCheckFleetCarryHoldsItToTheConfiguration(t *testing.T) {
-	f := newFixture(t, sitetest.Options{Database: "Sales", NoSQL: true})
-	began := f.now.Add(-time.Hour)
+	f := activitytest.NewOf(t, sitetest.Options{Database: "Sales", NoSQL: true}, New)
+	began := f.Now.Add(-time.Hour)
 	in := FleetCarryInput{Instances: []string{"sql01"}, Began: began, Deadline: began.Add(1000 * time.Hour), Pending: []fleet.Item{
 		{Instance: "sql01", Database: "Sales", SizeBytes: 5, Servers: []string{"bak02", "elsewhere"}},
 		{Instance: "sql01", Database: "Sales", SizeBytes: 5, Servers: []string{"bak02", "elsewhere"}},
@@ -24,7 +25,7 @@ func TestCheckFleetCarryHoldsItToTheConfiguration(t *testing.T) {
 		{Instance: "verify01", Database: "Sales", Servers: []string{"bak01", "bak02"}},
 		{Instance: "sql01", Database: "Sales", Servers: []string{"bak09"}}, // the same database again
 	}}
-	v, err := f.env.ExecuteActivity(f.acts.CheckFleetCarry, in)
+	v, err := f.Env.ExecuteActivity(f.Acts.CheckFleetCarry, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestCheckFleetCarryHoldsItToTheConfiguration(t *testing.T) {
 	if err := v.Get(&out); err != nil {
 		t.Fatal(err)
 	}
-	cfg := f.cfg
+	cfg := f.Base.Cycle.Config
 	if out.Limits.Total != cfg.Fleet.MaxConcurrent || out.Limits.Instances["sql01"] != 1 || out.Limits.Servers["bak01"] != cfg.BackupServers[0].MaxConcurrent {
 		t.Errorf("limits %+v, want the configuration's", out.Limits)
 	}
@@ -46,9 +47,9 @@ func TestCheckFleetCarryHoldsItToTheConfiguration(t *testing.T) {
 		t.Errorf("not run %+v, want Nope (not configured) and verify01's (not this run's instance)", out.NotRun)
 	}
 	// A night that "began" in the future ends at most a window from now.
-	in.Began = f.now.Add(100 * time.Hour)
-	v, err = f.env.ExecuteActivity(f.acts.CheckFleetCarry, in)
-	if err != nil || v.Get(&out) != nil || out.Deadline.After(f.now.Add(cfg.Fleet.Window)) {
-		t.Errorf("began in the future: deadline %s (%v), want at most %s", out.Deadline, err, f.now.Add(cfg.Fleet.Window))
+	in.Began = f.Now.Add(100 * time.Hour)
+	v, err = f.Env.ExecuteActivity(f.Acts.CheckFleetCarry, in)
+	if err != nil || v.Get(&out) != nil || out.Deadline.After(f.Now.Add(cfg.Fleet.Window)) {
+		t.Errorf("began in the future: deadline %s (%v), want at most %s", out.Deadline, err, f.Now.Add(cfg.Fleet.Window))
 	}
 }
