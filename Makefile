@@ -10,7 +10,7 @@ RACE_PKGS ?= ./internal/sqlsim/... ./internal/storage/... ./internal/sambatest/.
 RACE_SKIP ?= ^TestCopyBetweenServers$$
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build test test-deps demo bench chaos lint fmt vet clean screenshots
+.PHONY: all build test test-deps demo stack stack-stop test-stack bench chaos lint fmt vet clean screenshots
 
 all: build
 
@@ -36,6 +36,26 @@ test: test-deps lint
 demo:
 	@bash scripts/versitygw.sh >/dev/null
 	$(GO) run ./internal/devenv/cmd/devworker --state-dir $(STATE) --demo $(if $(KEEP),--keep --metrics-addr 127.0.0.1:9090,)
+
+# The production-shaped stack without Docker (README "A production-shaped stack"): PostgreSQL from the OS packages, the
+# Temporal server, schema and namespace by the compose file's own scripts, the Web UI, the emulated site and two
+# production workers, on free loopback ports, state in $(STACK_STATE). Runs until Ctrl-C or `make stack-stop`, which
+# stop every process. The Temporal programs are built once per release (scripts/temporal-tools.sh, up to half an hour).
+STACK_STATE ?= .stack
+stack: build
+	@bash scripts/stack-deps.sh
+	@tools=$$(bash scripts/temporal-tools.sh) && $(GO) build -o $(BIN)/stack ./internal/stack/cmd/stack && \
+	  exec $(BIN)/stack --state-dir $(STACK_STATE) --tools "$$tools" --worker $(BIN)/worker
+
+stack-stop:
+	@$(GO) build -o $(BIN)/stack ./internal/stack/cmd/stack && $(BIN)/stack --stop --state-dir $(STACK_STATE)
+
+# Brings the stack up, runs one verified cycle on it through the starter, stops it (Ctrl-C, then again with
+# `stack --stop`) and checks that no process is left: about four minutes, so not part of `make test`.
+test-stack:
+	@bash scripts/stack-deps.sh
+	@bash scripts/temporal-tools.sh >/dev/null
+	$(GO) test -count=1 -tags stack -timeout 15m -v -run '^TestStack$$' ./internal/stack/
 
 # The README's pictures of the Temporal Web UI (docs/web-ui-*.png) from a fleet run on the dev stack, taken with
 # headless Chromium (installed when missing).
@@ -74,4 +94,6 @@ fmt:
 
 clean:
 	@for l in $(STATE)/*/backup; do if [ -L "$$l" ]; then rm -rf "$$(dirname "$$(readlink -f "$$l")")"; fi; done
-	rm -rf $(BIN) $(STATE)
+	@for l in $(STACK_STATE)/site/*/backup; do if [ -L "$$l" ]; then rm -rf "$$(dirname "$$(readlink -f "$$l")")"; fi; done
+	@if [ -x $(BIN)/stack ]; then $(BIN)/stack --stop --state-dir $(STACK_STATE) >/dev/null; fi
+	rm -rf $(BIN) $(STATE) $(STACK_STATE)

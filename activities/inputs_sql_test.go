@@ -25,7 +25,7 @@ func TestSQLBackupTakesOnlyANarrowerMode(t *testing.T) {
 	if err := f.src.AddShare(sitetest.UNC("bak03"), other); err != nil {
 		t.Fatal(err)
 	}
-	f.reconfigure(withServer("bak03", other))
+	f.reconfigure(sitetest.WithServer("bak03", other))
 	var seq int64
 	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
 	for _, in := range []BackupInput{

@@ -9,25 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
-	"github.com/backupcycle/backupcycle/internal/fleet"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 )
-
-// withServer adds backup server name (its files in dir, verified on the
-// site's verification instance) to a site's configuration without putting
-// it in any database's rotation: a server the configuration knows, but not
-// one of the database's.
-func withServer(name, dir string) func(string) string {
-	return func(y string) string {
-		block := "  - name: " + name + "\n    unc_paths: ['" + sitetest.UNC(name) + "']\n    location: " + dir +
-			"\n    verify_instance: " + sitetest.VerifyInstance + "\n    restore_data_dir: 'D:\\restore\\data'\n    restore_log_dir: 'D:\\restore\\log'\n"
-		return strings.Replace(y, "databases:\n", block+"databases:\n", 1)
-	}
-}
 
 // reconfigure rewrites the fixture's configuration with edit.
 func (f *cycleFixture) reconfigure(edit func(string) string) {
@@ -73,7 +59,7 @@ func TestActivityInputsKeepToTheDatabasesServers(t *testing.T) {
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.reconfigure(withServer("bak03", other))
+	f.reconfigure(sitetest.WithServer("bak03", other))
 	f.writeSet("bak01", "Sales", 5, catalog.StateWritten, "bak01", 1000)
 	checked := f.writeSet("bak01", "Sales", 6, catalog.StateChecked, "bak01", 1000)
 	checked.Header = &catalog.Header{BackupSetGUID: "5d1f0c2e-aaaa-4bbb-8ccc-0123456789ab", FirstLSN: "1", LastLSN: "2"}
@@ -108,11 +94,6 @@ func TestActivityInputsKeepToTheDatabasesServers(t *testing.T) {
 		{"ResumeSet", f.acts.ResumeSet, ResumeInput{Database: "Sales", Sequence: 5, Servers: []string{"bak01", "bak03"}}},
 		{"StopStatements", f.acts.StopStatements, StopInput{Database: "Sales", Sequence: 5, Server: "bak03"}},
 		{"StopStatements remote", f.acts.StopStatements, StopInput{Database: "Sales", Sequence: 5, Remote: "bak03"}},
-		{"PlanCalibration", f.acts.PlanCalibration, CalibrateInput{Database: "Sales", Server: "bak03"}},
-		{"CalibratePoint", f.acts.CalibratePoint, CalibratePointInput{Database: "Sales", Instance: "sql01", Server: "bak03",
-			Token: "abc", Index: 1, Point: calibrate.Point{Stripes: 1}}},
-		{"CleanCalibration", f.acts.CleanCalibration, CleanCalibrationInput{Database: "Sales", Instance: "sql01", Server: "bak03"}},
-		{"SaveCalibration", f.acts.SaveCalibration, calibrate.Report{Instance: "sql01", Database: "Sales", Server: "bak03"}},
 	} {
 		_, err := f.env.ExecuteActivity(tc.fn, tc.in)
 		wantInvalidInput(t, tc.name, err, "bak03")
@@ -133,10 +114,9 @@ func TestActivityInputsKeepToTheDatabasesServers(t *testing.T) {
 }
 
 // TestActivityInputsWiderThanTheConfigurationAreRefused: a sequence method
-// that writes to the source where the configuration says catalog, a
-// calibration grid or point beyond what calibrate.DefaultGrid and the
-// memory budget allow, and a report for a database the configuration does
-// not have are refused before anything runs.
+// that writes to the source where the configuration says catalog is
+// refused before anything runs. (The calibration's inputs: package
+// activities/calibrate.)
 func TestActivityInputsWiderThanTheConfigurationAreRefused(t *testing.T) {
 	f := newCycleFixture(t, "Sales", "    memory_budget: 256MiB\n")
 	for _, tc := range []struct {
@@ -146,22 +126,9 @@ func TestActivityInputsWiderThanTheConfigurationAreRefused(t *testing.T) {
 		want []string
 	}{
 		{"AllocateSequence", f.acts.AllocateSequence, SequenceInput{Database: "Sales", Method: config.SequenceTable}, []string{`"table"`, "catalog"}},
-		{"PlanCalibration stripes", f.acts.PlanCalibration, CalibrateInput{Database: "Sales",
-			Grid: &calibrate.Grid{Stripes: []int{1, 64}, MaxTransferSizes: []int{1 << 20}, BuffersPerStripe: []int{8}}}, []string{"64"}},
-		{"PlanCalibration buffers", f.acts.PlanCalibration, CalibrateInput{Database: "Sales",
-			Grid: &calibrate.Grid{Stripes: []int{1}, MaxTransferSizes: []int{1 << 20}, BuffersPerStripe: []int{8, 100000}}}, []string{"100000"}},
-		{"CalibratePoint stripes", f.acts.CalibratePoint, CalibratePointInput{Database: "Sales", Instance: "sql01", Server: "bak01",
-			Token: "abc", Index: 1, Point: calibrate.Point{Stripes: 64}}, []string{"64"}},
-		{"SaveCalibration", f.acts.SaveCalibration, calibrate.Report{Instance: "sql01", Database: "Nope", Server: "bak01"}, []string{"Nope"}},
 	} {
 		_, err := f.env.ExecuteActivity(tc.fn, tc.in)
 		wantInvalidInput(t, tc.name, err, tc.want...)
-	}
-	// A point whose buffers pass the memory budget is never sent.
-	_, err := f.env.ExecuteActivity(f.acts.CalibratePoint, CalibratePointInput{Database: "Sales", Instance: "sql01", Server: "bak01",
-		Token: "abc", Index: 1, Point: calibrate.Point{Stripes: 2, BufferCount: 128, MaxTransferSize: 4 << 20}})
-	if errorTypeOf(err) != ErrInsufficientMemory || !appErrorOf(t, err).NonRetryable() {
-		t.Errorf("CalibratePoint over the memory budget: %v, want non-retryable %s", err, ErrInsufficientMemory)
 	}
 }
 
@@ -249,48 +216,4 @@ func emptySHA256State(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// TestCheckFleetCarryHoldsItToTheConfiguration: what a Fleet run hands its
-// continuation is held to the configuration in force: its limits, a
-// deadline within the window after the night began (never after now plus
-// the window), only the run's instances' databases the configuration backs
-// up, once each, on their own rotation's servers.
-func TestCheckFleetCarryHoldsItToTheConfiguration(t *testing.T) {
-	f := newCycleFixture(t, "Sales", "")
-	began := f.now.Add(-time.Hour)
-	in := FleetCarryInput{Instances: []string{"sql01"}, Began: began, Deadline: began.Add(1000 * time.Hour), Pending: []fleet.Item{
-		{Instance: "sql01", Database: "Sales", SizeBytes: 5, Servers: []string{"bak02", "elsewhere"}},
-		{Instance: "sql01", Database: "Sales", SizeBytes: 5, Servers: []string{"bak02", "elsewhere"}},
-		{Instance: "sql01", Database: "Nope", Servers: []string{"bak01", "bak02"}},
-		{Instance: "verify01", Database: "Sales", Servers: []string{"bak01", "bak02"}},
-		{Instance: "sql01", Database: "Sales", Servers: []string{"bak09"}}, // the same database again
-	}}
-	v, err := f.env.ExecuteActivity(f.acts.CheckFleetCarry, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out FleetCarryCheck
-	if err := v.Get(&out); err != nil {
-		t.Fatal(err)
-	}
-	cfg := f.cfg
-	if out.Limits.Total != cfg.Fleet.MaxConcurrent || out.Limits.Instances["sql01"] != 1 || out.Limits.Servers["bak01"] != cfg.BackupServers[0].MaxConcurrent {
-		t.Errorf("limits %+v, want the configuration's", out.Limits)
-	}
-	if want := began.Add(cfg.Fleet.Window); !out.Deadline.Equal(want) {
-		t.Errorf("deadline %s, want the window after the night began, %s", out.Deadline, want)
-	}
-	if len(out.Pending) != 1 || out.Pending[0].Key() != "sql01/Sales" || strings.Join(out.Pending[0].Servers, ",") != "bak02,bak01" {
-		t.Errorf("pending %+v, want sql01/Sales once, on bak02 with its copy target bak01", out.Pending)
-	}
-	if len(out.NotRun) != 2 || out.NotRun[0].Database != "Nope" || out.NotRun[1].Instance != "verify01" {
-		t.Errorf("not run %+v, want Nope (not configured) and verify01's (not this run's instance)", out.NotRun)
-	}
-	// A night that "began" in the future ends at most a window from now.
-	in.Began = f.now.Add(100 * time.Hour)
-	v, err = f.env.ExecuteActivity(f.acts.CheckFleetCarry, in)
-	if err != nil || v.Get(&out) != nil || out.Deadline.After(f.now.Add(cfg.Fleet.Window)) {
-		t.Errorf("began in the future: deadline %s (%v), want at most %s", out.Deadline, err, f.now.Add(cfg.Fleet.Window))
-	}
 }

@@ -64,36 +64,6 @@ func TestClaimIgnoresDatabaseNamedLikeTheSet(t *testing.T) {
 	}
 }
 
-// The calibration cleanup of Sales removes Sales's leftovers only: not the
-// calibration files, nor the report, of a database Sales_<anything>.
-func TestCalibrationCleanupLeavesDatabaseNamedLikeIt(t *testing.T) {
-	f := newCycleFixture(t, "Sales", "")
-	dir := f.dirs["bak01"]
-	mine := filepath.Join(dir, "calibration~sql01@Sales_tok1_p0_1of1.bak")
-	theirs := []string{
-		"calibration~sql01@Sales_x_tok2_p0_1of2.bak",
-		"calibration~sql01@Sales_x.json",
-		"calibration~sql01@Sales_tok1_p0_1of1.bak.txt",
-	}
-	for _, n := range append(theirs, filepath.Base(mine)) {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	removed, err := removeCalibrationFiles(testContext(t), f.storage("bak01"), "sql01", "Sales", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(removed) != 1 || removed[0] != filepath.Base(mine) {
-		t.Errorf("removed %q, want only %s", removed, filepath.Base(mine))
-	}
-	for _, n := range theirs {
-		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
-			t.Errorf("%s: %v (not a calibration file of Sales)", n, err)
-		}
-	}
-}
-
 // snapshotFiles reads every file of the directories, keyed by path.
 func snapshotFiles(t *testing.T, dirs ...string) map[string][]byte {
 	t.Helper()

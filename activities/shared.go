@@ -139,6 +139,9 @@ type Statement struct {
 	// ProgressSignal (StepProgress of Step and Number), as the cycle's
 	// steps do; a workflow without a handler for it leaves it quiet.
 	Signal bool
+	// Tag, when set, must also be in the batch (mssql.Marker.Tag): for a
+	// statement whose start others share.
+	Tag string
 }
 
 // reporter is the statement's progress reporter: quiet unless Signal.
@@ -150,7 +153,7 @@ func (s Statement) reporter(a *Activities, ctx context.Context) *reporter {
 }
 
 func (s Statement) long() *longStatement {
-	return &longStatement{db: s.DB, op: s.Op, command: s.Command, text: s.Text, marker: mssql.Marker{Prefix: s.Marker}, log: s.Log}
+	return &longStatement{db: s.DB, op: s.Op, command: s.Command, text: s.Text, marker: mssql.Marker{Prefix: s.Marker, Tag: s.Tag}, log: s.Log}
 }
 
 // AwaitEarlier looks for the statement an earlier attempt sent, still

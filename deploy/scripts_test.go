@@ -97,7 +97,9 @@ esac
 }
 
 // temporal-namespace creates the namespace once and registers exactly the
-// search attributes the workflows declare, each once, whatever already exists.
+// search attributes the workflows declare, each once, whatever already
+// exists, also when the server's namespace cache has not yet caught up with
+// the namespace it just created.
 func TestTemporalNamespaceStep(t *testing.T) {
 	p := loadCompose(t)
 	s := service(t, p, "temporal-namespace")
@@ -115,7 +117,12 @@ case "$1 $2 $3" in
   "operator cluster health") exit 0 ;;
   "operator namespace describe") [ -e "$STUB_STATE/ns" ] ;;
   "operator namespace create") : > "$STUB_STATE/ns" ;;
-  "operator search-attribute list") cat "$STUB_STATE/attrs" ;;
+  "operator search-attribute list")
+    # The server's namespace cache learns of a new namespace some seconds
+    # after the namespace is created (and described from the database).
+    n=$(cat "$STUB_STATE/lists" 2>/dev/null || echo 0); echo $((n + 1)) > "$STUB_STATE/lists"
+    [ -e "$STUB_STATE/ns" ] && [ "$n" -ge 1 ] || { echo "unable to list search attributes: Namespace $(FLAG=--namespace arg "$@") is not found." >&2; exit 1; }
+    cat "$STUB_STATE/attrs" ;;
   "operator search-attribute create")
     [ -e "$STUB_STATE/ns" ] || { echo "namespace not found" >&2; exit 1; }
     echo "$(FLAG=--name arg "$@")  $(FLAG=--type arg "$@")" >> "$STUB_STATE/attrs" ;;

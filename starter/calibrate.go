@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate/chart"
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -22,7 +22,7 @@ import (
 // calibrateCommand runs the Calibrate workflow for one database and writes
 // its report (JSON), chart (PNG) and proposed configuration patch.
 func calibrateCommand(e *env) *cobra.Command {
-	var in activities.CalibrateInput
+	var in calibrateacts.CalibrateInput
 	var out string
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -13,14 +13,14 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
 // fakeCalibration stands in for Calibrate: it answers the query with its
 // results as they come and returns a report.
-func fakeCalibration(ctx workflow.Context, in activities.CalibrateInput) (calibrate.Report, error) {
+func fakeCalibration(ctx workflow.Context, in calibrateacts.CalibrateInput) (calibrate.Report, error) {
 	e, err := calibrate.NewExplorer(calibrate.Grid{Stripes: []int{1, 2, 4}, MaxTransferSizes: []int{4 << 20}, BuffersPerStripe: []int{8, 512}}, 256<<20, 1, 2)
 	if err != nil {
 		return calibrate.Report{}, err

@@ -53,4 +53,10 @@ func TestReadmeCaseStudyPlan(t *testing.T) {
 	if !strings.Contains(blocks[0][1], "backup     2h25m") || !strings.Contains(blocks[1][1], "backup       36m") {
 		t.Errorf("the README's estimates are not the case study's 2 h 25 min and 36 min:\n%s\n%s", blocks[0][1], blocks[1][1])
 	}
+	// The recover after losing the site: the full over the network in the
+	// case study's 2 h 25 min and a day of minute logs, within its 4 h.
+	if !strings.Contains(blocks[0][1], "  full       2h25m38s") || !strings.Contains(blocks[0][1], "1440 log backups") ||
+		!strings.Contains(blocks[0][1], "within the rto of 4h0m0s") {
+		t.Errorf("the README's site-loss recover is not the case study's:\n%s", blocks[0][1])
+	}
 }

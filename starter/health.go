@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/health"
 	"github.com/backupcycle/backupcycle/internal/preflight"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
@@ -104,7 +104,7 @@ func writeHealth(w io.Writer, h healthJSON) {
 	fmt.Fprintf(w, "worker:  health check %s completed (namespace %s, task queue %s)\n", h.WorkflowID, h.Namespace, h.TaskQueue)
 	fmt.Fprintf(w, "  host=%s pid=%d version=%s go=%s time=%s\n", h.Worker.Host, h.Worker.PID, h.Worker.Version, h.Worker.GoVersion, h.Worker.Time)
 	switch a := h.Worker.ManifestAuthentication; {
-	case a == activities.AuthenticationOff:
+	case a == health.AuthenticationOff:
 		fmt.Fprintln(w, "  WARNING manifests are not authenticated (no manifest_keys): anyone who can write a backup share can make a database look verified (README \"Authenticated manifests\")")
 	case a != "":
 		fmt.Fprintf(w, "  manifests: %s\n", a)

@@ -15,6 +15,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
@@ -22,8 +23,9 @@ import (
 func planCommand(e *env) *cobra.Command {
 	req := client.PlanRequest{Assumptions: client.DefaultAssumptions()}
 	a := &req.Assumptions
-	var size string
+	var size, logVolume string
 	var noCatalog bool
+	var logsSince, logEvery time.Duration
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "print the plan of a cycle without touching anything: workflow id, servers, stripes, memory, names, estimated times",
@@ -42,6 +44,17 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 					return usageError{msg: fmt.Sprintf("--size %q: %v", size, err)}
 				}
 				req.SizeBytes = int64(n)
+			}
+			var perMinute int64
+			if logVolume != "" {
+				n, err := config.ParseSize(logVolume)
+				if err != nil {
+					return usageError{msg: fmt.Sprintf("--log-volume %q: %v (the log the database writes a minute, e.g. 512MiB)", logVolume, err)}
+				}
+				perMinute = int64(n)
+			}
+			if logsSince < 0 || logEvery < 0 {
+				return usageError{msg: "--logs-since and --log-every must not be negative"}
 			}
 			cfg, err := e.requireConfig(cmd)
 			if err != nil {
@@ -66,6 +79,15 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 				return err
 			}
 			writePlan(e.stdout, p, req.SizeBytes, m)
+			if p.Estimate != nil {
+				db, err := selection.Lookup(cfg, req.Instance, req.Database)
+				if err != nil {
+					return err
+				}
+				if err := writeSiteLoss(e.stdout, p, db, req.SizeBytes, perMinute, logsSince, logEvery); err != nil {
+					return err
+				}
+			}
 			if m != nil {
 				// The restore to the newest point, step by step, from what
 				// the backup servers hold and measured; with differentials
@@ -102,6 +124,9 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 	fs.Float64Var(&a.CompressionFactor, "compression-factor", 0, fmt.Sprintf("uncompressed / compressed size (default %d with compression: true, else 1)", client.DefaultCompressionFactor))
 	fs.BoolVar(&a.InstantFileInit, "instant-file-init", false, "the verification instance has instant file initialization (restore writes once)")
 	fs.IntVar(&a.Cores, "cores", 0, "CPU cores of the SQL host, for stripes: auto (0 = unknown)")
+	fs.StringVar(&logVolume, "log-volume", "", "transaction log the database writes a minute, e.g. 512MiB: the site-loss recover then replays the log backups since the full")
+	fs.DurationVar(&logsSince, "logs-since", 24*time.Hour, "how long after the full the site is lost (the log backups to replay): the worst case is just before the next full")
+	fs.DurationVar(&logEvery, "log-every", 0, "log backup interval (default: the database's log_backup.every, else 1m)")
 	fs.BoolVar(&noCatalog, "no-catalog", false, "do not read the manifests on the backup servers: estimate from the throughput flags alone")
 	return cmd
 }
@@ -195,6 +220,47 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 		fmt.Fprintf(w, "  CHECKDB  %10s  at %g MB/s\n", hm(est.CheckDB), p.RemoteHW.DatabaseReadMBps())
 	}
 	fmt.Fprintf(w, "  cycle    %10s  from backup to proven restorable\n", hm(est.Total))
+}
+
+// writeSiteLoss prints the recover the case study plans for after losing
+// the primary site (plan.SiteLoss): the full over the network from the
+// remote backup server onto a server like the source, then the log backups
+// of logsSince at perMinute bytes a minute, each at the assumed cost of a
+// RESTORE LOG, against the database's rto.
+func writeSiteLoss(w io.Writer, p client.CyclePlan, db *config.Database, size, perMinute int64, logsSince, logEvery time.Duration) error {
+	if logEvery == 0 {
+		logEvery = db.LogBackup.Every
+	}
+	if logEvery == 0 {
+		logEvery = time.Minute
+	}
+	in := plan.SiteLoss{Hardware: p.Source, PerLog: plan.DefaultLogOverhead,
+		Workload: plan.Workload{DataBytes: size, CompressionFactor: p.Assumptions.CompressionFactor, InstantFileInit: p.Assumptions.InstantFileInit}}
+	if perMinute > 0 {
+		in.Logs = int(logsSince / logEvery)
+		in.LogBytes = int64(float64(perMinute) * logsSince.Minutes())
+	}
+	e, err := plan.EstimateSiteLoss(in)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "site loss: the recover from %s alone onto a server like the source (seed 000 restore formula, over the network):\n", p.Remote)
+	fmt.Fprintf(w, "  full     %10s  at %.0f MB/s, limited by %s\n", hm(e.Full), e.FullRate.MBps, e.FullRate.Bottleneck)
+	if in.Logs > 0 {
+		fmt.Fprintf(w, "  logs     %10s  %d log backups (one every %s for %s) of %s: %s at %s a log (assumed until a drill measures it) + %s at %.0f MB/s\n",
+			hm(e.Logs), in.Logs, logEvery, logsSince, humanBytes(in.LogBytes), hm(e.LogsPerLog), plan.DefaultLogOverhead, hm(e.LogsBytes), e.FullRate.MBps)
+	} else {
+		fmt.Fprintf(w, "  logs               give --log-volume (the log written a minute) to add the log backups since the full\n")
+	}
+	verdict := "no rto configured"
+	switch {
+	case db.RTO > 0 && e.Total <= db.RTO:
+		verdict = fmt.Sprintf("within the rto of %s (%s to spare)", db.RTO, hm(db.RTO-e.Total))
+	case db.RTO > 0:
+		verdict = fmt.Sprintf("OVER the rto of %s by %s", db.RTO, hm(e.Total-db.RTO))
+	}
+	fmt.Fprintf(w, "  recover  %10s  %s\n", hm(e.Total), verdict)
+	return nil
 }
 
 // writeRecovery prints the restore of a database to its newest point

@@ -11,7 +11,7 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/health"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/internal/preflight"
@@ -70,7 +70,7 @@ func runRemote(ctx context.Context, o options, stdout io.Writer) error {
 				workerhost.Since(began), c.Address(), c.Namespace(), c.TaskQueue())
 			fmt.Fprintf(stdout, "  build:   %s\n", version.String())
 			fmt.Fprintf(stdout, "  config:  %s (re-read when it changes and on SIGHUP)\n", live.File())
-			if auth := activities.ManifestAuthentication(live.Config()); auth == activities.AuthenticationOff {
+			if auth := health.ManifestAuthentication(live.Config()); auth == health.AuthenticationOff {
 				fmt.Fprintf(stdout, "  WARNING: manifests are not authenticated (no manifest_keys in %s): anyone who can write a backup share can make a database look verified\n", live.File())
 				log.Warn("manifests are not authenticated: no manifest_keys configured; see README \"Authenticated manifests\"")
 			} else {

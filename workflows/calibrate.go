@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 )
 
@@ -46,8 +47,8 @@ type CalibrationProgress struct {
 // report proposes a configuration patch and is kept beside the manifests.
 // Calibration files never outlive the workflow: they are removed before the
 // first point, after each point, and on the way out, cancelled or failed.
-func Calibrate(ctx workflow.Context, in activities.CalibrateInput) (calibrate.Report, error) {
-	var a *activities.Activities
+func Calibrate(ctx workflow.Context, in calibrateacts.CalibrateInput) (calibrate.Report, error) {
+	var a *calibrateacts.Activities
 	log := workflow.GetLogger(ctx)
 	progress := CalibrationProgress{Phase: "plan"}
 	if err := workflow.SetQueryHandler(ctx, CalibrationQuery, func() (CalibrationProgress, error) { return progress, nil }); err != nil {
@@ -66,7 +67,7 @@ func Calibrate(ctx workflow.Context, in activities.CalibrateInput) (calibrate.Re
 		}
 	})
 
-	var p activities.CalibrationPlan
+	var p calibrateacts.CalibrationPlan
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
@@ -86,7 +87,7 @@ func Calibrate(ctx workflow.Context, in activities.CalibrateInput) (calibrate.Re
 			HeartbeatTimeout:    time.Minute,
 			RetryPolicy:         retry(5*time.Second, 10),
 			Summary:             "remove the calibration files of " + p.Database + " on " + p.Server,
-		}), a.CleanCalibration, activities.CleanCalibrationInput{
+		}), a.CleanCalibration, calibrateacts.CleanCalibrationInput{
 			Database: p.Database, Instance: p.Instance, Server: p.Server, Token: token,
 		}).Get(ctx, nil)
 	}
@@ -125,7 +126,7 @@ func Calibrate(ctx workflow.Context, in activities.CalibrateInput) (calibrate.Re
 			WaitForCancellation: true,
 			RetryPolicy:         retry(10*time.Second, 3, activities.ErrInsufficientMemory),
 			Summary:             fmt.Sprintf("calibrate %s: %s (%s)", p.Database, pt, phase),
-		}), a.CalibratePoint, activities.CalibratePointInput{
+		}), a.CalibratePoint, calibrateacts.CalibratePointInput{
 			Database: p.Database, Instance: p.Instance, Server: p.Server, Token: token, Index: index,
 			Point: pt, Compression: p.Compression,
 		}).Get(ctx, &r)

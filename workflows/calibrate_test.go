@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 )
 
@@ -28,24 +29,24 @@ type calibrationEnv struct {
 func newCalibrationEnv(t *testing.T, rate func(calibrate.Point) float64, fail func(calibrate.Point) error) *calibrationEnv {
 	var s testsuite.WorkflowTestSuite
 	ce := &calibrationEnv{env: s.NewTestWorkflowEnvironment()}
-	var a *activities.Activities
+	var a *calibrateacts.Activities
 	record := func(name string) {
 		ce.mu.Lock()
 		ce.calls = append(ce.calls, name)
 		ce.mu.Unlock()
 	}
 	ce.env.RegisterActivity(a)
-	ce.env.OnActivity(a.PlanCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CalibrateInput) (activities.CalibrationPlan, error) {
+	ce.env.OnActivity(a.PlanCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, in calibrateacts.CalibrateInput) (calibrateacts.CalibrationPlan, error) {
 		record("plan")
-		return activities.CalibrationPlan{Database: in.Database, Instance: "sql01", Server: "bak01", NICs: 2, SizeBytes: 1 << 30,
+		return calibrateacts.CalibrationPlan{Database: in.Database, Instance: "sql01", Server: "bak01", NICs: 2, SizeBytes: 1 << 30,
 			MemoryBudget: 64 << 20, Grid: calibrate.Grid{Stripes: []int{1, 2, 4}, MaxTransferSizes: []int{4 << 20}, BuffersPerStripe: []int{8}},
 			PointTimeout: time.Hour, Heartbeat: time.Minute}, nil
 	})
-	ce.env.OnActivity(a.CleanCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CleanCalibrationInput) (activities.CleanCalibrationOutput, error) {
+	ce.env.OnActivity(a.CleanCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, in calibrateacts.CleanCalibrationInput) (calibrateacts.CleanCalibrationOutput, error) {
 		record("clean")
-		return activities.CleanCalibrationOutput{}, nil
+		return calibrateacts.CleanCalibrationOutput{}, nil
 	})
-	ce.env.OnActivity(a.CalibratePoint, mock.Anything, mock.Anything).After(10 * time.Minute).Return(func(_ context.Context, in activities.CalibratePointInput) (calibrate.Result, error) {
+	ce.env.OnActivity(a.CalibratePoint, mock.Anything, mock.Anything).After(10 * time.Minute).Return(func(_ context.Context, in calibrateacts.CalibratePointInput) (calibrate.Result, error) {
 		record("point")
 		ce.mu.Lock()
 		ce.points = append(ce.points, in.Point)
@@ -55,9 +56,9 @@ func newCalibrationEnv(t *testing.T, rate func(calibrate.Point) float64, fail fu
 		}
 		return calibrate.Result{Point: in.Point, MBps: rate(in.Point), Seconds: 10}, nil
 	})
-	ce.env.OnActivity(a.SaveCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, r calibrate.Report) (activities.SaveCalibrationOutput, error) {
+	ce.env.OnActivity(a.SaveCalibration, mock.Anything, mock.Anything).Return(func(_ context.Context, r calibrate.Report) (calibrateacts.SaveCalibrationOutput, error) {
 		record("save")
-		return activities.SaveCalibrationOutput{}, nil
+		return calibrateacts.SaveCalibrationOutput{}, nil
 	})
 	return ce
 }
@@ -70,7 +71,7 @@ func TestCalibrateRunsTheGridAndCleansUpAround(t *testing.T) {
 		}
 		return nil
 	})
-	ce.env.ExecuteWorkflow(Calibrate, activities.CalibrateInput{Database: "Sales"})
+	ce.env.ExecuteWorkflow(Calibrate, calibrateacts.CalibrateInput{Database: "Sales"})
 	if err := ce.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestCalibrateStopsWhenTheReadFailsAndStillCleansUp(t *testing.T) {
 		}
 		return nil
 	})
-	ce.env.ExecuteWorkflow(Calibrate, activities.CalibrateInput{Database: "Sales"})
+	ce.env.ExecuteWorkflow(Calibrate, calibrateacts.CalibrateInput{Database: "Sales"})
 	err := ce.env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
 	if err == nil || !errors.As(err, &appErr) || appErr.Type() != activities.ErrLoginFailed {
@@ -119,7 +120,7 @@ func TestCalibrateStopsWhenTheReadFailsAndStillCleansUp(t *testing.T) {
 func TestCalibrateCancelledCleansUp(t *testing.T) {
 	ce := newCalibrationEnv(t, func(calibrate.Point) float64 { return 100 }, func(calibrate.Point) error { return nil })
 	ce.env.RegisterDelayedCallback(func() { ce.env.CancelWorkflow() }, 25*time.Minute) // in the third point
-	ce.env.ExecuteWorkflow(Calibrate, activities.CalibrateInput{Database: "Sales"})
+	ce.env.ExecuteWorkflow(Calibrate, calibrateacts.CalibrateInput{Database: "Sales"})
 	if err := ce.env.GetWorkflowError(); !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow error %v, want cancelled", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/internal/fleet"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/tsql"
@@ -41,6 +42,9 @@ const (
 	// failure.
 	OutcomeNotPreferred = "skipped-" + activities.SkipNotPreferredReplica
 )
+
+// fa is only used to name the Fleet's activity methods.
+var fa *fleetacts.Activities
 
 // defaultStartsPerRun is how many cycles one run of the Fleet starts
 // before it continues as new (each child adds about a dozen events).
@@ -135,14 +139,14 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 			return FleetResult{}, err
 		}
 	} else {
-		var p activities.FleetPlan
+		var p fleetacts.FleetPlan
 		err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:    30 * time.Minute,
 			ScheduleToCloseTimeout: shortDeadline,
 			HeartbeatTimeout:       2 * time.Minute,
 			RetryPolicy:            retry(10*time.Second, 5),
 			Summary:                "resolve the selection of every instance and order the databases by size",
-		}), a.PlanFleet, activities.FleetInput{Instances: in.Instances}).Get(ctx, &p)
+		}), fa.PlanFleet, fleetacts.FleetInput{Instances: in.Instances}).Get(ctx, &p)
 		if err != nil {
 			return FleetResult{}, err
 		}
@@ -221,9 +225,9 @@ func Fleet(ctx workflow.Context, in FleetInput) (FleetResult, error) {
 // when the chain already runs, which is left alone, never replaced. It
 // waits only for the starts; one that fails is logged and tried again by
 // the next run, and never fails the night's backups.
-func ensureLogChains(ctx workflow.Context, chains []activities.FleetLogChain) {
+func ensureLogChains(ctx workflow.Context, chains []fleetacts.FleetLogChain) {
 	type start struct {
-		c   activities.FleetLogChain
+		c   fleetacts.FleetLogChain
 		fut workflow.ChildWorkflowFuture
 	}
 	var starts []start
@@ -260,14 +264,14 @@ func ensureLogChains(ctx workflow.Context, chains []activities.FleetLogChain) {
 // keeps only the databases: entries'), as ensureLogChains keeps their log
 // chains: a failure is logged and tried again by the next run, and never
 // fails the night's backups.
-func keepSelectedSchedules(ctx workflow.Context, p activities.FleetPlan) {
+func keepSelectedSchedules(ctx workflow.Context, p fleetacts.FleetPlan) {
 	actx := withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         retry(5*time.Second, 3),
 		Summary:             "keep the drill and differential schedules of the databases the selections pick",
 	})
 	var ids []string
-	err := workflow.ExecuteActivity(actx, a.KeepSelectedSchedules, activities.SelectedSchedules{Drills: p.Drills, Diffs: p.Diffs}).Get(ctx, &ids)
+	err := workflow.ExecuteActivity(actx, fa.KeepSelectedSchedules, fleetacts.SelectedSchedules{Drills: p.Drills, Diffs: p.Diffs}).Get(ctx, &ids)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("schedules of selected databases not all kept: the next fleet run tries again", "error", err)
 		return
@@ -291,13 +295,13 @@ func (f *fleetRun) continued(ctx workflow.Context, in FleetInput) (FleetCarry, e
 			"Fleet input has a carry: only a Fleet run continuing as new hands one over; start a Fleet with {} or {\"instances\": [\"sql01\"]}",
 			activities.ErrInvalidConfig, nil)
 	}
-	var chk activities.FleetCarryCheck
+	var chk fleetacts.FleetCarryCheck
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    5 * time.Minute,
 		ScheduleToCloseTimeout: shortDeadline,
 		RetryPolicy:            retry(10*time.Second, 5),
 		Summary:                "hold the continued run to the configuration",
-	}), a.CheckFleetCarry, activities.FleetCarryInput{Instances: in.Instances, Began: carry.Began, Deadline: carry.Deadline,
+	}), fa.CheckFleetCarry, fleetacts.FleetCarryInput{Instances: in.Instances, Began: carry.Began, Deadline: carry.Deadline,
 		Pending: carry.Pending}).Get(ctx, &chk)
 	if err != nil {
 		return carry, err

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 )
 
 // A Fleet run starts the log chain of every database its plan lists with
@@ -21,7 +22,7 @@ import (
 // alone, not started again and not a failure.
 func TestFleetEnsuresTheLogChainsOfItsPlan(t *testing.T) {
 	p, f := twoSiteFleet(2)
-	p.LogChains = []activities.FleetLogChain{{Instance: "sql01", Database: "db00"}, {Instance: "sql02", Database: "Selected db"},
+	p.LogChains = []fleetacts.FleetLogChain{{Instance: "sql01", Database: "db00"}, {Instance: "sql02", Database: "Selected db"},
 		{Instance: "sql01", Database: "db00"}}
 	env := fleetEnv(t, p, f)
 	var mu sync.Mutex
@@ -61,14 +62,14 @@ func TestFleetEnsuresTheLogChainsOfItsPlan(t *testing.T) {
 func TestFleetKeepsTheSchedulesOfSelectedDatabases(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		p, f := twoSiteFleet(2)
-		p.Drills = []activities.FleetLogChain{{Instance: "sql02", Database: "Selected db"}}
-		p.Diffs = []activities.FleetLogChain{{Instance: "sql02", Database: "Selected db"}, {Instance: "sql01", Database: "Archive"}}
+		p.Drills = []fleetacts.FleetLogChain{{Instance: "sql02", Database: "Selected db"}}
+		p.Diffs = []fleetacts.FleetLogChain{{Instance: "sql02", Database: "Selected db"}, {Instance: "sql01", Database: "Archive"}}
 		env := fleetEnv(t, p, f)
-		var acts *activities.Activities
-		var got []activities.SelectedSchedules
+		var acts *fleetacts.Activities
+		var got []fleetacts.SelectedSchedules
 		env.RegisterActivity(acts.KeepSelectedSchedules)
 		env.OnActivity(acts.KeepSelectedSchedules, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.SelectedSchedules) ([]string, error) {
+			func(_ context.Context, in fleetacts.SelectedSchedules) ([]string, error) {
 				got = append(got, in)
 				if fail {
 					return nil, temporal.NewNonRetryableApplicationError("no client", activities.ErrInvalidConfig, nil)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/internal/fleet"
 )
 
@@ -28,7 +29,7 @@ type fleetFake struct {
 	interval []span
 	// check answers CheckFleetCarry; nil: the carry as it is, with the
 	// plan's limits.
-	check func(activities.FleetCarryInput) (activities.FleetCarryCheck, error)
+	check func(fleetacts.FleetCarryInput) (fleetacts.FleetCarryCheck, error)
 }
 
 type span struct {
@@ -72,7 +73,7 @@ func peak(spans []span, uses func(fleet.Item) bool) int {
 	return best
 }
 
-func fleetEnv(t *testing.T, p activities.FleetPlan, f *fleetFake) *testsuite.TestWorkflowEnvironment {
+func fleetEnv(t *testing.T, p fleetacts.FleetPlan, f *fleetFake) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -82,31 +83,31 @@ func fleetEnv(t *testing.T, p activities.FleetPlan, f *fleetFake) *testsuite.Tes
 	}
 	env.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: FleetName})
 	env.RegisterWorkflowWithOptions(f.cycle(items), workflow.RegisterOptions{Name: BackupCycleName})
-	var acts *activities.Activities
+	var acts *fleetacts.Activities
 	env.RegisterActivity(acts.PlanFleet)
 	env.OnActivity(acts.PlanFleet, mock.Anything, mock.Anything).Return(p, nil)
 	// A continuation's carry, held to a configuration whose limits and
 	// window are the plan's.
 	env.RegisterActivity(acts.CheckFleetCarry)
 	env.OnActivity(acts.CheckFleetCarry, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FleetCarryInput) (activities.FleetCarryCheck, error) {
+		func(_ context.Context, in fleetacts.FleetCarryInput) (fleetacts.FleetCarryCheck, error) {
 			if f.check != nil {
 				return f.check(in)
 			}
-			return activities.FleetCarryCheck{Limits: p.Limits, Deadline: in.Deadline, Pending: in.Pending}, nil
+			return fleetacts.FleetCarryCheck{Limits: p.Limits, Deadline: in.Deadline, Pending: in.Pending}, nil
 		})
 	return env
 }
 
 // continuation is the environment of the run a Fleet run continued as.
-func continuation(t *testing.T, p activities.FleetPlan, f *fleetFake) *testsuite.TestWorkflowEnvironment {
+func continuation(t *testing.T, p fleetacts.FleetPlan, f *fleetFake) *testsuite.TestWorkflowEnvironment {
 	env := fleetEnv(t, p, f)
 	env.SetContinuedExecutionRunID("previous-run")
 	return env
 }
 
-func twoSiteFleet(n int) (activities.FleetPlan, *fleetFake) {
-	p := activities.FleetPlan{Window: 24 * time.Hour, Limits: fleet.Limits{Total: 4,
+func twoSiteFleet(n int) (fleetacts.FleetPlan, *fleetFake) {
+	p := fleetacts.FleetPlan{Window: 24 * time.Hour, Limits: fleet.Limits{Total: 4,
 		Instances: map[string]int{"sql01": 3, "sql02": 3}, Servers: map[string]int{"bak01": 2, "bak02": 2, "bak03": 2}}}
 	f := &fleetFake{took: map[string]time.Duration{}, fail: map[string]string{}}
 	for i := 0; i < n; i++ {
@@ -116,7 +117,7 @@ func twoSiteFleet(n int) (activities.FleetPlan, *fleetFake) {
 		f.took[it.Key()] = time.Duration(10+i%5*7) * time.Minute
 	}
 	fleet.Order(p.Items)
-	p.NotRun = []activities.FleetNotRun{{Instance: "sql02", Database: "Snap", Reason: "database snapshot"}}
+	p.NotRun = []fleetacts.FleetNotRun{{Instance: "sql02", Database: "Snap", Reason: "database snapshot"}}
 	return p, f
 }
 
@@ -291,11 +292,11 @@ func TestFleetContinuationKeepsToTheConfiguration(t *testing.T) {
 	wide := fleet.Limits{Total: 100, Instances: map[string]int{"sql01": 100, "sql02": 100},
 		Servers: map[string]int{"bak01": 100, "bak02": 100, "bak03": 100}}
 	dropped := p.Items[0]
-	var asked activities.FleetCarryInput
-	f.check = func(in activities.FleetCarryInput) (activities.FleetCarryCheck, error) {
+	var asked fleetacts.FleetCarryInput
+	f.check = func(in fleetacts.FleetCarryInput) (fleetacts.FleetCarryCheck, error) {
 		asked = in
-		return activities.FleetCarryCheck{Limits: p.Limits, Deadline: in.Began.Add(p.Window), Pending: in.Pending[1:],
-			NotRun: []activities.FleetNotRun{{Instance: dropped.Instance, Database: dropped.Database, Type: activities.ErrInvalidConfig,
+		return fleetacts.FleetCarryCheck{Limits: p.Limits, Deadline: in.Began.Add(p.Window), Pending: in.Pending[1:],
+			NotRun: []fleetacts.FleetNotRun{{Instance: dropped.Instance, Database: dropped.Database, Type: activities.ErrInvalidConfig,
 				Reason: "carried over from the previous run, but the configuration does not back it up"}}}, nil
 	}
 	env := continuation(t, p, f)

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/health"
 )
 
 // HealthStep is the BackupStep value of a health-check run, so a visibility
@@ -15,8 +15,8 @@ const HealthStep = "health"
 
 // HealthResult is what HealthCheck returns: which worker ran the activity.
 type HealthResult struct {
-	Step   string                `json:"step"`
-	Worker activities.HealthInfo `json:"worker"`
+	Step   string            `json:"step"`
+	Worker health.HealthInfo `json:"worker"`
 }
 
 // HealthCheck proves the whole chain works: a starter reached Temporal, a
@@ -38,9 +38,9 @@ func HealthCheck(ctx workflow.Context) (HealthResult, error) {
 		},
 		Summary: "report worker host, pid and version",
 	})
-	var a *activities.Activities
-	var info activities.HealthInfo
-	if err := workflow.ExecuteActivity(ctx, a.Health).Get(ctx, &info); err != nil {
+	var ha *health.Activities
+	var info health.HealthInfo
+	if err := workflow.ExecuteActivity(ctx, ha.Health).Get(ctx, &info); err != nil {
 		return HealthResult{}, err
 	}
 	workflow.GetLogger(ctx).Info("health check done", "host", info.Host, "pid", info.PID, "version", info.Version)

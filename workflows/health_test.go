@@ -13,16 +13,17 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/health"
 )
 
 func TestHealthCheckReturnsWorkerInfoAndSetsStep(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(HealthCheck, workflowOptions(HealthCheckName))
-	acts := &activities.Activities{}
+	acts := &health.Activities{}
 	env.RegisterActivity(acts)
 
-	want := activities.HealthInfo{Host: "w1", PID: 7, Version: "v", Time: time.Unix(1, 0).UTC()}
+	want := health.HealthInfo{Host: "w1", PID: 7, Version: "v", Time: time.Unix(1, 0).UTC()}
 	env.OnActivity(acts.Health, mock.Anything).Return(want, nil).Once()
 	// The visibility query BackupStep = 'health' depends on this upsert.
 	env.OnUpsertTypedSearchAttributes(temporal.NewSearchAttributes(AttrStep.ValueSet(HealthStep))).Return(nil).Once()
@@ -51,10 +52,10 @@ func TestHealthCheckRetriesThenFails(t *testing.T) {
 	Register(env, &activities.Activities{})
 
 	calls := 0
-	env.OnActivity((&activities.Activities{}).Health, mock.Anything).Return(
-		func(context.Context) (activities.HealthInfo, error) {
+	env.OnActivity((&health.Activities{}).Health, mock.Anything).Return(
+		func(context.Context) (health.HealthInfo, error) {
 			calls++
-			return activities.HealthInfo{}, errors.New("worker sick")
+			return health.HealthInfo{}, errors.New("worker sick")
 		})
 
 	env.ExecuteWorkflow(HealthCheckName)

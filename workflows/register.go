@@ -5,7 +5,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/activities/drill"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
+	"github.com/backupcycle/backupcycle/activities/health"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/activities/recover"
 )
@@ -13,8 +16,9 @@ import (
 // Register registers every workflow and activity of the product on a worker.
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
 // activities are methods of *activities.Activities (or, for the log chain,
-// of *logs.Activities; for the recover, of *recover.Activities) and come
-// for free.
+// of *logs.Activities; for the recover, of *recover.Activities; for the
+// Fleet, of *fleet.Activities; for a calibration, of *calibrate.Activities;
+// for the HealthCheck, of *health.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWith(r, acts, Overrides{})
 }
@@ -53,6 +57,12 @@ func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
 	r.RegisterActivity(recover.New(acts))
 	// The drill's (package activities/drill).
 	r.RegisterActivity(o.Drill)
+	// The Fleet's (package activities/fleet).
+	r.RegisterActivity(fleetacts.New(acts))
+	// The calibration's (package activities/calibrate).
+	r.RegisterActivity(calibrateacts.New(acts))
+	// The HealthCheck's (package activities/health).
+	r.RegisterActivity(health.New(acts))
 }
 
 // RegisterWorkflows registers the workflows only, under their stable names;

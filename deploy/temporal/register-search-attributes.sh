@@ -7,17 +7,18 @@ set -eu
 addr="${TEMPORAL_ADDRESS:-temporal:7233}"
 ns="${TEMPORAL_NAMESPACE:-default}"
 
+# Waits for the list itself, not for `namespace describe`: a namespace just created is described from the database
+# at once, but the server's namespace cache, which the search attribute commands use, has it some seconds later.
 tries=0
-until temporal operator namespace describe --address "$addr" --namespace "$ns" >/dev/null 2>&1; do
+until existing="$(temporal operator search-attribute list --address "$addr" --namespace "$ns" 2>/dev/null)"; do
   tries=$((tries + 1))
   if [ "$tries" -gt 90 ]; then
     echo "search attributes: namespace $ns at $addr not ready after 180s: check the temporal service's logs" >&2
+    temporal operator search-attribute list --address "$addr" --namespace "$ns" >/dev/null
     exit 1
   fi
   sleep 2
 done
-
-existing="$(temporal operator search-attribute list --address "$addr" --namespace "$ns")"
 for attr in BackupDatabase:Keyword BackupInstance:Keyword BackupSequence:Int BackupStep:Keyword BackupServer:Keyword BackupOutcome:Keyword; do
   name="${attr%%:*}"
   type="${attr#*:}"

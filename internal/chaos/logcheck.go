@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,6 +227,9 @@ func (c *Checker) productSays(ctx context.Context) productSays {
 	return out
 }
 
+// unprovenLogRE finds status's "log N of chain C ... is not proven" reasons.
+var unprovenLogRE = regexp.MustCompile(`log (\d+) of chain (\d+) [^;]*not proven`)
+
 // red reports whether the product says the chain is not well, and its
 // words: broken with its break, or degraded with the error.
 func (p productSays) red() (bool, string) {
@@ -267,6 +272,15 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		for _, r := range says.status {
 			if strings.Contains(r, fmt.Sprintf("log %d ", n)) || strings.Contains(r, "broke") {
 				return true
+			}
+			// Logs are proven in order: status naming the oldest log of
+			// the chain that is not proven names every later one too.
+			for _, m := range unprovenLogRE.FindAllStringSubmatch(r, -1) {
+				if m[2] == strconv.FormatInt(v.id, 10) {
+					if k, err := strconv.ParseInt(m[1], 10, 64); err == nil && k <= n {
+						return true
+					}
+				}
 			}
 		}
 		return false

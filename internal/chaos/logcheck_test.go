@@ -301,3 +301,15 @@ func TestCheckerStopAtRows(t *testing.T) {
 		t.Fatalf("the clock ran back within the full: %q, want it compared", why)
 	}
 }
+
+// Status names the oldest log of a chain that is not proven; the checker
+// reads its number and chain to count every later log as named (I10).
+func TestUnprovenLogReason(t *testing.T) {
+	m := unprovenLogRE.FindStringSubmatch("log 52 of chain 3 finished 2026-12-02T09:26:46Z, 1m41s ago, and is not proven yet: beyond the log_proof_lag of 1m30s (log_proof standby)")
+	if m == nil || m[1] != "52" || m[2] != "3" {
+		t.Fatalf("match %q", m)
+	}
+	if unprovenLogRE.MatchString("log 52 of chain 3 proven 2026-12-02T09:26:46Z") {
+		t.Error("a proven log read as not proven")
+	}
+}

@@ -191,12 +191,19 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 	if now, ok := c.sourceOffset(time.Now()); !ok || now != off {
 		return out, append(note, "I12: the source's UTC offset moved since its last log: the reported latest point is not compared with its rows")
 	}
+	// Rows commit in id order: the point is reached when the first row the
+	// copy lacks committed after it. Only that row is compared; later ones
+	// may carry a wall clock that ran back since (the source went to a zone
+	// behind and returned before this check), which names no instant.
 	for _, row := range src {
-		if row.id > allMax && !row.at.After(pw.Add(-pointPrecision)) {
+		if row.id <= allMax {
+			continue
+		}
+		if !row.at.After(pw.Add(-pointPrecision)) {
 			add("reached", "reports the latest point as %s (%s), but the copy lacks row %d committed at %s on the source's clock (%s): the last row it holds is %d; it reports a point it did not reach",
 				stamp(cl.point), cl.from, row.id, row.at.Format("15:04:05.0000000"), wallText(pw), allMax)
-			break
 		}
+		break
 	}
 	for _, row := range got {
 		if oneClock && row.id > beforeMax && row.at.After(pw.Add(pointPrecision)) {

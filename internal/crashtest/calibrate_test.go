@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
@@ -45,7 +45,7 @@ func (s *site) startCalibration(c client.Client, grid *calibrate.Grid) client.Wo
 	s.t.Helper()
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: workflows.CalibrateWorkflowID(s.inst, s.db), TaskQueue: s.tq,
-	}, workflows.CalibrateName, activities.CalibrateInput{Database: s.db, Instance: s.inst, Grid: grid})
+	}, workflows.CalibrateName, calibrateacts.CalibrateInput{Database: s.db, Instance: s.inst, Grid: grid})
 	if err != nil {
 		s.t.Fatalf("start calibration: %v", err)
 	}
@@ -77,12 +77,12 @@ func TestCalibrateFindsMoreStripesOverMorePaths(t *testing.T) {
 	// Through the starter's client, which refuses a second calibration of
 	// the database while one runs.
 	sc := starter.New(c, config.Temporal{Address: srv.FrontendAddress(), Namespace: srv.Namespace(), TaskQueue: s.tq}, zap.NewNop())
-	run, err := sc.StartCalibration(context.Background(), activities.CalibrateInput{Database: s.db, Instance: s.inst})
+	run, err := sc.StartCalibration(context.Background(), calibrateacts.CalibrateInput{Database: s.db, Instance: s.inst})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var busy *starter.CalibrationRunningError
-	if _, err := sc.StartCalibration(context.Background(), activities.CalibrateInput{Database: s.db, Instance: s.inst}); !errors.As(err, &busy) {
+	if _, err := sc.StartCalibration(context.Background(), calibrateacts.CalibrateInput{Database: s.db, Instance: s.inst}); !errors.As(err, &busy) {
 		t.Errorf("a second calibration while one runs: %v, want CalibrationRunningError", err)
 	}
 	rep, err := sc.WaitCalibration(context.Background(), run)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
@@ -460,7 +461,7 @@ func TestFleetRefusesCollidingStandbyCopies(t *testing.T) {
 	s.cfg.Defaults.LogProof = "standby"
 	acts := activities.New(zap.NewNop())
 	acts.Cycle = activities.CycleDeps{Config: s.cfg}
-	fp, err := acts.PlanFleet(context.Background(), activities.FleetInput{})
+	fp, err := fleetacts.New(acts).PlanFleet(context.Background(), fleetacts.FleetInput{})
 	if err != nil {
 		t.Fatal(err)
 	}

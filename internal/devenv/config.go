@@ -23,6 +23,7 @@ type configValues struct {
 	// vaultEndpoint and vaultSecret are the object store's URL and its
 	// user's secret file (Options.ObjectStore); "" without one.
 	vaultEndpoint, vaultSecret string
+	taskQueues                 map[string]string // Options.TaskQueues
 }
 
 // yq quotes s as a YAML single-quoted scalar (backslashes stay literal).
@@ -100,6 +101,9 @@ backup_servers:
 		w("    location: %s   # how the worker reaches the same files\n", yq(v.locations[s]))
 		if pf, ok := v.smbPasswords[s]; ok {
 			w("    smb: {user: %s, password_file: %s}\n", smbUser, yq(pf))
+		}
+		if q := v.taskQueues[s]; q != "" {
+			w("    task_queue: %s   # its copies run on the worker polling this queue\n", yq(q))
 		}
 		w(`    verify_instance: %s
     restore_data_dir: %s

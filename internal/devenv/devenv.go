@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -154,6 +155,10 @@ type Options struct {
 	// last hour of the proven window, on sqlverify) and rto: 1h. It needs
 	// LogBackups: the point is one of the log chain's.
 	Drill bool
+	// TaskQueues gives backup servers a task_queue of their own (server
+	// name -> queue): their copies are then run by a worker polling that
+	// queue, as next to a real backup server (`make stack` runs one).
+	TaskQueues map[string]string
 	// ShareRoot is where the backup servers' shares are kept when smbd's
 	// share user cannot reach the state directory (a clone in a home
 	// directory of mode 0700 or 0750, a mktemp -d directory): the share of
@@ -279,6 +284,11 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 	}
 	if o.Drill && !o.LogBackups {
 		return nil, errors.New("devenv: Options.Drill without LogBackups: the drill's point is one of the log chain's proven window")
+	}
+	for b := range o.TaskQueues {
+		if !slices.Contains(BackupServers, b) {
+			return nil, fmt.Errorf("devenv: Options.TaskQueues names %q: the backup servers are %s", b, strings.Join(BackupServers, ", "))
+		}
 	}
 	if o.IP == "" {
 		o.IP = "127.0.0.1"
@@ -416,7 +426,7 @@ func Start(ctx context.Context, o Options) (site *Site, err error) {
 		source: s.Source.Addr(), verify: s.Verify.Addr(), passwordFile: l.password, manifestKeyFile: l.manifestKey,
 		evidenceKeyFile: l.evidenceKey, evidencePublic: evidencePublic,
 		uncs: s.UNCPaths, locations: s.Locations, smbPasswords: s.smbPasswordFiles(l), orders: orders,
-		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups, drill: o.Drill,
+		fleet: len(s.FleetDatabases) > 0, logs: o.LogBackups, drill: o.Drill, taskQueues: o.TaskQueues,
 	}
 	if s.Vault != nil {
 		values.vaultEndpoint, values.vaultSecret = s.Vault.Endpoint, l.vaultWorkerSecret
@@ -664,6 +674,10 @@ func lockState(root string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// EnsureSecret returns the secret kept in path, generating it on first use
+// (prefix and n random bytes in hex, in a file of mode 0600).
+func EnsureSecret(path, prefix string, n int) (string, error) { return ensureSecret(path, prefix, n) }
 
 // ensurePassword returns the site's SQL password, generating it on first use.
 func ensurePassword(path string) (string, error) { return ensureSecret(path, "Dev-", 12) }

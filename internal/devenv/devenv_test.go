@@ -623,3 +623,26 @@ func TestFleetDatabasesAreSelected(t *testing.T) {
 		t.Errorf("too many fleet databases: %v", err)
 	}
 }
+
+// Options.TaskQueues gives a backup server a task_queue of its own in the
+// site's configuration (the other keeps none), and names only the site's
+// backup servers.
+func TestTaskQueuesAreConfigured(t *testing.T) {
+	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: t.TempDir(), DatabaseSize: testSize, Samba: devenv.SambaOff,
+		TaskQueues: map[string]string{"bak02": "backupcycle-bak02"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	got := map[string]string{}
+	for _, b := range s.Config.BackupServers {
+		got[b.Name] = b.TaskQueue
+	}
+	if got["bak01"] != "" || got["bak02"] != "backupcycle-bak02" {
+		t.Errorf("task queues %v; want bak02 on backupcycle-bak02 and none for bak01", got)
+	}
+	_, err = devenv.Start(context.Background(), devenv.Options{StateDir: t.TempDir(), TaskQueues: map[string]string{"bak03": "q"}})
+	if err == nil || !strings.Contains(err.Error(), `"bak03"`) {
+		t.Errorf("task queue of an unknown server: %v; want an error naming it", err)
+	}
+}

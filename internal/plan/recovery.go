@@ -76,3 +76,44 @@ func EstimateRecovery(in RecoveryInput) (RecoveryEstimate, error) {
 	e.FullDiffAndLogs = e.Full + e.Diff + e.LogsSinceDiff
 	return e, nil
 }
+
+// SiteLoss is the recover the case study plans for, "complete data center
+// failure and loss of all data in a data center" (seed 000, Service-Level
+// Agreement): the newest full restored over the network from the remote
+// backup server onto a server like the source, then every log backup taken
+// since it. The full takes the seed's RestoreTime (network term included);
+// each log backup costs PerLog and its bytes the same restore rate.
+type SiteLoss struct {
+	Hardware Hardware
+	Workload Workload
+	// Logs log backups of LogBytes in all since the full; PerLog the cost
+	// of each RESTORE LOG whatever its size (DefaultLogOverhead until a
+	// drill measured it).
+	Logs     int
+	LogBytes int64
+	PerLog   time.Duration
+}
+
+// SiteLossEstimate is each part of a SiteLoss recover and the whole.
+type SiteLossEstimate struct {
+	Full        time.Duration
+	FullRate    Rate
+	LogsPerLog  time.Duration // Logs x PerLog
+	LogsBytes   time.Duration // LogBytes at FullRate
+	Logs, Total time.Duration
+}
+
+// EstimateSiteLoss estimates s.
+func EstimateSiteLoss(s SiteLoss) (SiteLossEstimate, error) {
+	full, r, err := RestoreTime(s.Hardware, s.Workload)
+	if err != nil {
+		return SiteLossEstimate{}, fmt.Errorf("site loss estimate: %w", err)
+	}
+	if s.Logs < 0 || s.LogBytes < 0 || s.PerLog < 0 {
+		return SiteLossEstimate{}, fmt.Errorf("site loss estimate: %d logs of %d bytes at %s a log: none may be negative", s.Logs, s.LogBytes, s.PerLog)
+	}
+	e := SiteLossEstimate{Full: full, FullRate: r, LogsPerLog: time.Duration(s.Logs) * s.PerLog, LogsBytes: durationFor(s.LogBytes, r.MBps)}
+	e.Logs = e.LogsPerLog + e.LogsBytes
+	e.Total = e.Full + e.Logs
+	return e, nil
+}

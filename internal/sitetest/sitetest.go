@@ -354,6 +354,18 @@ func (s *Site) Reconfigure(edit func(yaml string) string) {
 	s.write(edit(string(data)))
 }
 
+// WithServer adds backup server name (its files in dir, verified on the
+// site's verification instance) to a site's configuration without putting
+// it in any database's rotation: a server the configuration knows, but not
+// one of the database's.
+func WithServer(name, dir string) func(string) string {
+	return func(y string) string {
+		block := "  - name: " + name + "\n    unc_paths: ['" + UNC(name) + "']\n    location: " + dir +
+			"\n    verify_instance: " + VerifyInstance + "\n    restore_data_dir: 'D:\\restore\\data'\n    restore_log_dir: 'D:\\restore\\log'\n"
+		return strings.Replace(y, "databases:\n", block+"databases:\n", 1)
+	}
+}
+
 // AddSource starts a second source instance, name, with database db of
 // size bytes, and adds the instance and entry (a complete databases: item,
 // indented like the first) to the configuration.

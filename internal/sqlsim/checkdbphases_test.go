@@ -201,3 +201,26 @@ func TestCheckDBErrorFamilies(t *testing.T) {
 		t.Error("CheckDBError(8928) accepted; want an error naming the emulated numbers")
 	}
 }
+
+// A batch's request shows its statement's command from the moment it is
+// registered: a poll before the statement's own first step (the conformance
+// probe checkdb-phases polls from the send) sees no BACKUP, RESTORE or
+// CHECKDB as a SELECT.
+func TestRequestShowsItsCommandFromItsStart(t *testing.T) {
+	for sql, want := range map[string]string{
+		"DBCC CHECKDB([Sales_verify]) WITH NO_INFOMSGS, ALL_ERRORMSGS /* backupcycle seq 1 */": PhaseAllocCheck,
+		"BACKUP LOG [Sales] TO DISK = N'x.trn' WITH CHECKSUM":                                  "BACKUP LOG",
+		"BACKUP DATABASE [Sales] TO DISK = N'x.bak' WITH CHECKSUM":                             "BACKUP DATABASE",
+		"RESTORE DATABASE [S] FROM DISK = N'x.bak' WITH NORECOVERY":                            "RESTORE DATABASE",
+		"RESTORE LOG [S] FROM DISK = N'x.trn' WITH NORECOVERY":                                 "RESTORE LOG",
+		"SELECT 1": "SELECT",
+	} {
+		stmts, err := parse(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if got := startCommand(stmts); got != want {
+			t.Errorf("%s: %q, want %q", sql, got, want)
+		}
+	}
+}

@@ -230,7 +230,14 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 	reqSeq.n++
 	id := reqSeq.n
 	reqSeq.Unlock()
-	req := &request{sessionID: int(s.id), id: id, start: time.Now(), text: r.SQL, cancel: cancel, command: "SELECT"}
+	stmts, err := parse(r.SQL)
+	// The request shows its statement's command from its start, as SQL
+	// Server's does: a poll between the batch's arrival and the statement's
+	// own first phase must not see a BACKUP, RESTORE or DBCC CHECKDB as a
+	// SELECT ("sys.dm_exec_requests": command "identifies the current type
+	// of command that is being processed",
+	// https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-requests-transact-sql).
+	req := &request{sessionID: int(s.id), id: id, start: time.Now(), text: r.SQL, cancel: cancel, command: startCommand(stmts)}
 	if d := in.lookupDB(s.Database()); d != nil {
 		req.dbID = d.ID
 	}
@@ -270,7 +277,6 @@ func (s *session) Exec(client context.Context, r tds.Request, w tds.ResultWriter
 		in.crashNow()
 		return tds.ErrKillConnection // a dead host sends no reply
 	}
-	stmts, err := parse(r.SQL)
 	if fe := in.queryFault(r.SQL); fe != nil && err == nil {
 		err = fe
 	}
@@ -380,6 +386,32 @@ func (x *execCtx) sysVar(name string) (any, error) {
 		return x.s.language().langid, nil
 	}
 	return nil, errNotSupported(name)
+}
+
+// startCommand is the command a batch's request shows before its
+// statement sets its own: that of its first BACKUP, RESTORE or DBCC
+// CHECKDB (the first phase), else SELECT.
+func startCommand(stmts []stmt) string {
+	for _, st := range stmts {
+		switch n := st.(type) {
+		case *backupStmt:
+			if n.log {
+				return "BACKUP LOG"
+			}
+			return "BACKUP DATABASE"
+		case *restoreStmt:
+			switch n.kind {
+			case "LOG":
+				return "RESTORE LOG"
+			case "DATABASE":
+				return "RESTORE DATABASE"
+			}
+			return "SELECT"
+		case *dbccStmt:
+			return PhaseAllocCheck
+		}
+	}
+	return "SELECT"
 }
 
 // setCommand publishes what the request does in sys.dm_exec_requests.

@@ -10,7 +10,7 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/backupcycle/backupcycle/activities"
+	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
 	"github.com/backupcycle/backupcycle/internal/logging"
 	"github.com/backupcycle/backupcycle/workflows"
@@ -30,7 +30,7 @@ func (e *CalibrationRunningError) Error() string {
 func (e *CalibrationRunningError) Unwrap() error { return e.Err }
 
 // StartCalibration starts the Calibrate workflow for a database.
-func (c *Client) StartCalibration(ctx context.Context, in activities.CalibrateInput) (sdkclient.WorkflowRun, error) {
+func (c *Client) StartCalibration(ctx context.Context, in calibrateacts.CalibrateInput) (sdkclient.WorkflowRun, error) {
 	if in.Database == "" {
 		return nil, errors.New("calibrate: no database given; name one with --database")
 	}

@@ -1,4 +1,10 @@
-package activities
+// Package fleet holds the activities of the Fleet workflow: the nightly
+// run of a whole configuration. PlanFleet resolves every instance's
+// selection and orders the databases; KeepSelectedSchedules keeps the drill
+// and differential schedules of the databases only a selection picks;
+// CheckFleetCarry holds what a run hands its continuation to the
+// configuration in force.
+package fleet
 
 import (
 	"context"
@@ -8,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/fleet"
@@ -18,6 +24,18 @@ import (
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
+
+// Activities are the Fleet workflow's activities. The worker registers
+// them beside the cycle's (workflows.Register); they share its
+// dependencies through Base.
+type Activities struct {
+	// Base carries the dependencies; a field, not embedded, so that
+	// registering Activities registers only this package's methods.
+	Base *activities.Activities
+}
+
+// New returns the fleet activities over base's dependencies.
+func New(base *activities.Activities) *Activities { return &Activities{Base: base} }
 
 // FleetInput asks for the night's list of databases.
 type FleetInput struct {
@@ -76,12 +94,12 @@ type FleetNotRun struct {
 // backup server. An instance that cannot be read is reported, not fatal:
 // the other instances still run.
 func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, error) {
-	defer a.Cycle.keepAlive(ctx)()
-	cfg := a.Cycle.config()
-	if cfg == nil {
-		return FleetPlan{}, errNotWired
+	defer a.Base.Cycle.KeepAlive(ctx)()
+	cfg, err := a.Base.Cycle.Configured()
+	if err != nil {
+		return FleetPlan{}, err
 	}
-	log := a.loggerFor(ctx)
+	log := activities.Logger(a.Base, ctx)
 	// An availability group narrows the run to its replicas.
 	var only []string
 	for _, name := range in.Instances {
@@ -90,11 +108,11 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			continue
 		}
 		if _, ok := cfg.SQLInstance(name); !ok {
-			return FleetPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("fleet: instance %q is not defined in sql_instances or availability_groups of %s", name, cfg.File))
+			return FleetPlan{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("fleet: instance %q is not defined in sql_instances or availability_groups of %s", name, cfg.File))
 		}
 		only = append(only, name)
 	}
-	out := FleetPlan{Window: cfg.Fleet.Window, Limits: fleetLimits(cfg)}
+	out := FleetPlan{Window: cfg.Fleet.Window, Limits: activities.FleetLimits(cfg)}
 
 	var dbs []config.Database
 	sizes := map[string]int64{} // by Database.ID
@@ -108,7 +126,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 				return FleetPlan{}, ctx.Err()
 			}
 			log.Warn("fleet: instance not readable: its databases are not run tonight", zap.String("instance", inst), zap.Error(err))
-			out.NotRun = append(out.NotRun, FleetNotRun{Instance: inst, Reason: err.Error(), Type: errorTypeOf(err)})
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: inst, Reason: err.Error(), Type: activities.ErrorType(err)})
 			continue
 		}
 		// A database of an availability group comes from every replica
@@ -141,7 +159,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 	var manifests []*catalog.Manifest
 	unreachable := map[string]bool{}
 	for _, name := range serversOf(dbs) {
-		l, err := a.listServer(ctx, name, listFleet)
+		l, err := activities.ListServer(a.Base, ctx, name, listFleet)
 		if err != nil {
 			if ctx.Err() != nil {
 				return FleetPlan{}, ctx.Err()
@@ -171,7 +189,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 			continue
 		}
 		if reason := standbyCollision(cfg, &db, standbys); reason != "" {
-			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: ErrInvalidConfig, Reason: reason})
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: activities.ErrInvalidConfig, Reason: reason})
 			continue
 		}
 		out.LogChains = append(out.LogChains, FleetLogChain{Instance: db.Instance, Database: db.Name})
@@ -195,17 +213,17 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 
 	verifyNames := map[string]string{}
 	for _, db := range dbs {
-		if err := a.Cycle.checkNames(&db); err != nil {
-			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+		if err := a.Base.Cycle.CheckNames(&db); err != nil {
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: activities.ErrInvalidConfig})
 			continue
 		}
-		last := catalog.LastServer(setsOf(&db), manifests)
+		last := catalog.LastServer(activities.SetsOf(&db), manifests)
 		primary, err := plan.NextServer(db.BackupServers, last, unreachable)
 		if errors.Is(err, plan.ErrNoServerReachable) {
 			primary, err = plan.NextServer(db.BackupServers, last, nil)
 		}
 		if err != nil {
-			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Reason: err.Error(), Type: activities.ErrInvalidConfig})
 			continue
 		}
 		remote := db.CopyTarget(primary)
@@ -214,7 +232,7 @@ func (a *Activities) PlanFleet(ctx context.Context, in FleetInput) (FleetPlan, e
 		if srv, ok := cfg.BackupServer(remote); ok {
 			k := srv.VerifyInstance + "\x00" + strings.ToLower(db.VerifyDatabaseName(0))
 			if other, dup := verifyNames[k]; dup {
-				out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: ErrInvalidConfig,
+				out.NotRun = append(out.NotRun, FleetNotRun{Instance: db.Instance, Database: db.Name, Type: activities.ErrInvalidConfig,
 					Reason: fmt.Sprintf("its verification copy %q on %s would collide with %s's: set verify_name in defaults: (e.g. \"{instance}_{db}_verify\")",
 						db.VerifyDatabaseName(0), srv.VerifyInstance, other)})
 				continue
@@ -245,13 +263,13 @@ type SelectedSchedules struct {
 // configuration no longer selects is refused by that lookup. It returns
 // the schedule ids kept.
 func (a *Activities) KeepSelectedSchedules(ctx context.Context, in SelectedSchedules) ([]string, error) {
-	if a.Cycle.Schedules == nil {
-		return nil, nonRetryable(ErrInvalidConfig, errors.New("fleet: this worker keeps no schedules (no Temporal client wired)"))
+	if a.Base.Cycle.Schedules == nil {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, errors.New("fleet: this worker keeps no schedules (no Temporal client wired)"))
 	}
 	resolve := func(refs []FleetLogChain, keep func(*config.Database) bool) ([]*config.Database, error) {
 		var out []*config.Database
 		for _, r := range refs {
-			db, err := a.Cycle.Database(r.Instance, r.Database)
+			db, err := a.Base.Cycle.Database(r.Instance, r.Database)
 			if err != nil {
 				return nil, err
 			}
@@ -269,11 +287,11 @@ func (a *Activities) KeepSelectedSchedules(ctx context.Context, in SelectedSched
 	if err != nil {
 		return nil, err
 	}
-	ids, err := a.Cycle.Schedules.KeepSelectedSchedules(ctx, drills, diffs)
+	ids, err := a.Base.Cycle.Schedules.KeepSelectedSchedules(ctx, drills, diffs)
 	if err != nil {
 		return ids, fmt.Errorf("fleet: schedules of selected databases: %w", err)
 	}
-	a.loggerFor(ctx).Info("fleet: schedules of selected databases kept", zap.Strings("schedule_ids", ids))
+	activities.Logger(a.Base, ctx).Info("fleet: schedules of selected databases kept", zap.Strings("schedule_ids", ids))
 	return ids, nil
 }
 
@@ -284,24 +302,6 @@ func entryOf(cfg *config.Config, db *config.Database) bool {
 	return slices.ContainsFunc(cfg.Databases, func(e config.Database) bool {
 		return e.Instance == db.Instance && strings.EqualFold(e.Name, db.Name)
 	})
-}
-
-// fleetLimits are the configuration's max_concurrent settings a fleet run
-// obeys.
-func fleetLimits(cfg *config.Config) fleet.Limits {
-	l := fleet.Limits{Total: cfg.Fleet.MaxConcurrent, Instances: map[string]int{}, Servers: map[string]int{}}
-	for _, s := range cfg.SQLInstances {
-		l.Instances[s.Name] = s.MaxConcurrent
-	}
-	// A group's cycles back up on one of its replicas each: they count
-	// against the group's own limit.
-	for _, g := range cfg.AvailabilityGroups {
-		l.Instances[g.Name] = g.MaxConcurrent
-	}
-	for _, s := range cfg.BackupServers {
-		l.Servers[s.Name] = s.MaxConcurrent
-	}
-	return l
 }
 
 // FleetCarryInput is what a Fleet run that continued as new carried over:
@@ -332,13 +332,13 @@ type FleetCarryCheck struct {
 // on servers of their own rotation (the primary carried when it still is
 // one, with its copy target). A database left out is reported, not run.
 func (a *Activities) CheckFleetCarry(ctx context.Context, in FleetCarryInput) (FleetCarryCheck, error) {
-	cfg := a.Cycle.config()
-	if cfg == nil {
-		return FleetCarryCheck{}, errNotWired
+	cfg, err := a.Base.Cycle.Configured()
+	if err != nil {
+		return FleetCarryCheck{}, err
 	}
-	out := FleetCarryCheck{Limits: fleetLimits(cfg), Deadline: in.Deadline}
+	out := FleetCarryCheck{Limits: activities.FleetLimits(cfg), Deadline: in.Deadline}
 	began := in.Began
-	if now := a.Cycle.now(); began.After(now) || began.IsZero() {
+	if now := a.Base.Cycle.Clock(); began.After(now) || began.IsZero() {
 		began = now
 	}
 	if end := began.Add(cfg.Fleet.Window); out.Deadline.After(end) || out.Deadline.IsZero() {
@@ -354,7 +354,7 @@ func (a *Activities) CheckFleetCarry(ctx context.Context, in FleetCarryInput) (F
 	seen := map[string]bool{}
 	for _, it := range in.Pending {
 		notRun := func(why string) {
-			out.NotRun = append(out.NotRun, FleetNotRun{Instance: it.Instance, Database: it.Database, Type: ErrInvalidConfig,
+			out.NotRun = append(out.NotRun, FleetNotRun{Instance: it.Instance, Database: it.Database, Type: activities.ErrInvalidConfig,
 				Reason: "carried over from the previous run, but " + why})
 		}
 		switch {
@@ -424,23 +424,23 @@ func serversOf(dbs []config.Database) []string {
 // to, so the fleet's child runs under the same workflow id as any other
 // start of the database, with its entry's settings.
 func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, name string, sizes map[string]int64) ([]config.Database, []FleetNotRun, error) {
-	inst, err := a.Cycle.instance(name)
+	inst, err := a.Base.Cycle.Instance(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := a.Cycle.openSQL(ctx, inst, "master")
+	db, err := a.Base.Cycle.ConnectSQL(ctx, inst, "master")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer db.Close()
 	names, err := selection.ReadNames(ctx, db, selection.Asked(cfg, name))
 	if err != nil {
-		return nil, nil, sqlError(err)
+		return nil, nil, activities.SQLError(err)
 	}
 	all := names.Databases
 	res, err := selection.ForInstance(cfg, name, names)
 	if err != nil {
-		return nil, nil, nonRetryable(ErrInvalidConfig, err)
+		return nil, nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	var notRun []FleetNotRun
 	for _, s := range res.Skipped {
@@ -469,7 +469,7 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 	}
 	if err != nil {
 		// Sizes only order the run: without them it still runs.
-		a.loggerFor(ctx).Warn("fleet: database sizes not readable (sys.master_files): the run is not ordered by size",
+		activities.Logger(a.Base, ctx).Warn("fleet: database sizes not readable (sys.master_files): the run is not ordered by size",
 			zap.String("instance", name), zap.Error(err))
 	}
 	var out []config.Database
@@ -480,22 +480,13 @@ func (a *Activities) resolveInstance(ctx context.Context, cfg *config.Config, na
 		}
 		d, err := selection.DatabaseFor(cfg, key, s.Name, s.Entry)
 		if err != nil {
-			notRun = append(notRun, FleetNotRun{Instance: key, Database: s.Name, Reason: err.Error(), Type: ErrInvalidConfig})
+			notRun = append(notRun, FleetNotRun{Instance: key, Database: s.Name, Reason: err.Error(), Type: activities.ErrInvalidConfig})
 			continue
 		}
 		out = append(out, d)
 		sizes[d.ID()] = pages[s.Name] * tsql.PageBytes
 	}
 	return out, notRun, nil
-}
-
-// errorTypeOf is the ApplicationError type in err's chain, or "".
-func errorTypeOf(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Type()
-	}
-	return ""
 }
 
 // standbyCollision says why db's log chain cannot start when its standby

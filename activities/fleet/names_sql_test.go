@@ -1,9 +1,15 @@
-package activities
+package fleet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/activitytest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -15,18 +21,18 @@ import (
 // it out with the name error, and PlanCycle refuses it (InvalidConfig,
 // not retried) before any sequence is allocated or any BACKUP runs.
 func TestSelectedNamesAreChecked(t *testing.T) {
-	f := newSQLFixture(t, "Sales", "")
+	f := activitytest.NewOf(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data"}, New)
 	long := "Long" + strings.Repeat("x", tsql.MaxIdentLen-4)
-	if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: long, LogicalName: "Long", Size: 2 << 20}); err != nil {
+	if err := f.Site.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: long, LogicalName: "Long", Size: 2 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	f.reconfigure(func(y string) string {
+	f.Reconfigure(func(y string) string {
 		// The selection of sql01 picks it by a pattern.
 		return strings.Replace(y, "    encrypt: disable\n", "    encrypt: disable\n    databases: [\"Long*\"]\n    backup_servers: [bak01, bak02]\n", 1)
 	})
 
 	var fp FleetPlan
-	f.must(f.acts.PlanFleet, FleetInput{}, &fp)
+	f.Must(f.Acts.PlanFleet, FleetInput{}, &fp)
 	var reason, typ string
 	for _, n := range fp.NotRun {
 		if n.Database == long {
@@ -38,15 +44,16 @@ func TestSelectedNamesAreChecked(t *testing.T) {
 			t.Fatalf("PlanFleet planned %s, whose verification database name is over the limit", long)
 		}
 	}
-	if typ != ErrInvalidConfig || !strings.Contains(reason, "verify_name") {
+	if typ != activities.ErrInvalidConfig || !strings.Contains(reason, "verify_name") {
 		t.Fatalf("PlanFleet's reason for %s: %q (type %q); want InvalidConfig naming verify_name", long, reason, typ)
 	}
 
-	err := f.run(f.acts.PlanCycle, PlanInput{Instance: "sql01", Database: long}, nil)
-	if ae := appErrorOf(t, err); ae.Type() != ErrInvalidConfig || !ae.NonRetryable() || !strings.Contains(err.Error(), "verify_name") {
+	err := f.Run(f.Base.PlanCycle, activities.PlanInput{Instance: "sql01", Database: long}, nil)
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != activities.ErrInvalidConfig || !ae.NonRetryable() || !strings.Contains(err.Error(), "verify_name") {
 		t.Fatalf("PlanCycle of %s: %v; want a non-retryable InvalidConfig naming verify_name", long, err)
 	}
-	if n := len(statements(f.src, "BACKUP DATABASE")); n != 0 {
+	if n := len(sitetest.Statements(f.Site.Source, "BACKUP DATABASE")); n != 0 {
 		t.Errorf("%d BACKUP statements ran", n)
 	}
 }

@@ -1,10 +1,12 @@
-package activities
+package fleet
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/backupcycle/backupcycle/activities/activitytest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
 )
 
@@ -15,20 +17,20 @@ import (
 // one whose entry turns log backups off. Likewise the drill and
 // differential schedules the run keeps: the selected databases' only.
 func TestPlanFleetListsTheLogChainsOfSelectedDatabases(t *testing.T) {
-	f := newSQLFixture(t, "Sales", "")
+	f := activitytest.NewOf(t, sitetest.Options{Database: "Sales", LogicalName: "Sales'data"}, New)
 	for _, name := range []string{"Archive", "Other", "ArchNoLog"} {
-		if err := f.src.CreateDatabase(sqlsim.DatabaseSpec{Name: name, Size: 1 << 20}); err != nil {
+		if err := f.Site.Source.CreateDatabase(sqlsim.DatabaseSpec{Name: name, Size: 1 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.reconfigure(func(y string) string {
+	f.Reconfigure(func(y string) string {
 		y = "defaults:\n  owns_backup_chain: true\n  log_backup: {every: 1m}\n  drill: {every: 24h}\n  diff_backup: {every: 6h}\n" + y
 		y = strings.Replace(y, "    encrypt: disable\n", "    encrypt: disable\n    databases: [\"arch*\"]\n    backup_servers: [bak01, bak02]\n", 1)
 		return y + "  - {name: ArchNoLog, instance: sql01, backup_servers: [bak01, bak02], log_backup: {every: 0s}}\n"
 	})
 
 	var fp FleetPlan
-	f.must(f.acts.PlanFleet, FleetInput{}, &fp)
+	f.Must(f.Acts.PlanFleet, FleetInput{}, &fp)
 	var got []string
 	for _, c := range fp.LogChains {
 		got = append(got, c.Instance+"/"+c.Database)

@@ -1,4 +1,11 @@
-package activities
+// Package calibrate holds the activities of the Calibrate workflow: what
+// BACKUP settings a database's site sustains. PlanCalibration settles the
+// database, its backup server, the grid and the timeouts; CalibratePoint
+// runs one BACKUP ... WITH COPY_ONLY of the grid and returns SQL Server's
+// figure; CleanCalibration stops what a calibration left running and
+// removes its files; SaveCalibration keeps the report beside the
+// manifests, where the cycle's plan reads it (activities.LoadCalibration).
+package calibrate
 
 import (
 	"context"
@@ -11,13 +18,25 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/calibrate"
-	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
+
+// Activities are the Calibrate workflow's activities. The worker registers
+// them beside the cycle's (workflows.Register); they share its
+// dependencies through Base.
+type Activities struct {
+	// Base carries the dependencies; a field, not embedded, so that
+	// registering Activities registers only this package's methods.
+	Base *activities.Activities
+}
+
+// New returns the calibration's activities over base's dependencies.
+func New(base *activities.Activities) *Activities { return &Activities{Base: base} }
 
 // StepCalibrate is the step name a calibration's progress reports.
 const StepCalibrate = "calibrate"
@@ -53,29 +72,29 @@ type CalibrationPlan struct {
 // database's size and edition (as the cycle's plan does) and settles the
 // grid and the timeouts.
 func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (CalibrationPlan, error) {
-	defer a.Cycle.keepAlive(ctx)()
-	d := &a.Cycle
-	db, err := d.database(in.Instance, in.Database, "")
+	defer a.Base.Cycle.KeepAlive(ctx)()
+	d := &a.Base.Cycle
+	db, err := d.Database(in.Instance, in.Database)
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
 	name := in.Server
 	if name == "" {
 		if len(db.BackupServers) == 0 {
-			return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("database %s has no backup_servers to calibrate against: configure them or give --server", db.ID()))
+			return CalibrationPlan{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("database %s has no backup_servers to calibrate against: configure them or give --server", db.ID()))
 		}
 		name = db.BackupServers[0]
 	}
 	// A server the database backs up to, a grid no wider than the
 	// product's own (the start's input is anyone's).
-	srv, err := d.rotationServer(db, "calibration server", name)
+	srv, err := d.RotationServer(db, "calibration server", name)
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
 	// A database of an availability group is calibrated on its first
 	// replica (sourceInstance): its BACKUPs are COPY_ONLY, which every
 	// replica takes.
-	inst, err := d.sourceInstance(db)
+	inst, err := d.SourceInstance(db)
 	if err != nil {
 		return CalibrationPlan{}, err
 	}
@@ -85,17 +104,17 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 		grid = *in.Grid
 	}
 	if err := grid.CheckBounds(nics); err != nil {
-		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
+		return CalibrationPlan{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
 	}
-	src, warnings := a.readSource(ctx, db)
-	mode, more := backupMode(db, src)
+	src, warnings := activities.ReadSource(a.Base, ctx, db)
+	mode, more := activities.ModeOf(db, src)
 	size := src.SizeBytes
 	if size <= 0 {
 		size = plan.UnknownSizeBytes
 	}
 	est, err := plan.SiteEstimate(size, nics, nics, mode.Compression, 0)
 	if err != nil {
-		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+		return CalibrationPlan{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
 	}
 	hb := db.HeartbeatTimeout
 	if hb == 0 {
@@ -103,14 +122,14 @@ func (a *Activities) PlanCalibration(ctx context.Context, in CalibrateInput) (Ca
 	}
 	budget, err := plan.Timeouts(size, est, plan.Overrides{Backup: db.BackupTimeout, Heartbeat: hb})
 	if err != nil {
-		return CalibrationPlan{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+		return CalibrationPlan{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration of %s: %w", db.ID(), err))
 	}
 	p := CalibrationPlan{
 		Database: db.Name, Instance: db.Instance, Server: srv.Name, NICs: nics,
 		SizeBytes: src.SizeBytes, Compression: mode.Compression, MemoryBudget: int64(db.MemoryBudget), Grid: grid,
 		PointTimeout: budget.Backup.StartToClose, Heartbeat: budget.Heartbeat, Warnings: append(warnings, more...),
 	}
-	a.loggerFor(ctx).Info("calibration planned", zap.String("db", db.Name), zap.String("instance", db.Instance),
+	activities.Logger(a.Base, ctx).Info("calibration planned", zap.String("db", db.Name), zap.String("instance", db.Instance),
 		zap.String("server", srv.Name), zap.Int("nics", p.NICs), zap.Int64("size_bytes", p.SizeBytes),
 		zap.Ints("stripes", grid.Stripes), zap.Duration("point_timeout", p.PointTimeout))
 	return p, nil
@@ -136,17 +155,17 @@ type CalibratePointInput struct {
 // disposable: stopping it loses nothing) and deletes what it wrote, so a
 // worker killed mid-point leaves nothing behind once the point is retried.
 func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput) (calibrate.Result, error) {
-	d := &a.Cycle
+	d := &a.Base.Cycle
 	res := calibrate.Result{Point: in.Point}
-	db, err := d.database(in.Instance, in.Database, "")
+	db, err := d.Database(in.Instance, in.Database)
 	if err != nil {
 		return res, err
 	}
-	inst, err := d.sourceInstance(db)
+	inst, err := d.SourceInstance(db)
 	if err != nil {
 		return res, err
 	}
-	srv, err := d.rotationServer(db, "calibration server", in.Server)
+	srv, err := d.RotationServer(db, "calibration server", in.Server)
 	if err != nil {
 		return res, err
 	}
@@ -155,26 +174,26 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	// configuration: the workflow's Explorer decides the same, but this
 	// input is anyone's.
 	if err := in.Point.CheckBounds(len(srv.PathsFor(inst.Name))); err != nil {
-		return res, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
+		return res, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration of %s on %s: %w", db.ID(), srv.Name, err))
 	}
 	if !in.Point.Null {
 		t := plan.Tuning{Stripes: in.Point.Stripes, BufferCount: in.Point.BufferCount, MaxTransferSize: in.Point.MaxTransferSize}
 		if err := plan.CheckTuning(t, 1, int64(db.MemoryBudget)); err != nil {
-			return res, nonRetryable(ErrInsufficientMemory, fmt.Errorf("calibration of %s: %w", db.ID(), err))
+			return res, activities.NonRetryable(activities.ErrInsufficientMemory, fmt.Errorf("calibration of %s: %w", db.ID(), err))
 		}
 	}
 	compression := in.Compression && db.Compression
-	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
+	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
 		zap.String("step", StepCalibrate), zap.String("point", in.Point.String()))
 	marker, err := calibrationMarker(db.Name, in.Token)
 	if err != nil {
-		return res, nonRetryable(ErrInvalidConfig, err)
+		return res, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	disks := []string{"NUL"}
 	if !in.Point.Null {
 		layout, err := tsql.CalibrationLayout(srv.PathsFor(inst.Name), db.Instance, db.Name, in.Token, in.Index, in.Point.Stripes)
 		if err != nil {
-			return res, nonRetryable(ErrInvalidConfig, err)
+			return res, activities.NonRetryable(activities.ErrInvalidConfig, err)
 		}
 		disks = tsql.Paths(layout)
 	}
@@ -185,29 +204,29 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 		Name: tsql.CalibrationSetName(in.Token),
 	})
 	if err != nil {
-		return res, nonRetryable(ErrInvalidConfig, err)
+		return res, activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	st, err := d.openStorage(ctx, srv)
+	st, err := d.OpenServer(ctx, srv)
 	if err != nil {
 		return res, err
 	}
 	defer st.Close()
 	// Whatever an earlier attempt of this calibration left: its statement,
 	// then its files.
-	var stopped StopOutput
-	if err := a.stopOn(ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &stopped, log); err != nil {
+	var stopped activities.StopOutput
+	if err := activities.StopOn(a.Base, ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &stopped, log); err != nil {
 		return res, err
 	}
 	if len(stopped.Left) > 0 {
-		return res, retryable(ErrBackupDeviceInUse, fmt.Errorf(
+		return res, activities.Retryable(activities.ErrBackupDeviceInUse, fmt.Errorf(
 			"calibration of %s: a BACKUP an earlier attempt left running could not be stopped (%s): the point is tried again once it ends",
 			db.ID(), strings.Join(stopped.Left, "; ")))
 	}
 	if _, err := removeCalibrationFiles(ctx, st, db.Instance, db.Name, in.Token); err != nil {
-		return res, storageError(srv.Name, err)
+		return res, activities.StorageError(srv.Name, err)
 	}
 
-	sqlDB, err := d.openSQL(ctx, inst, "master")
+	sqlDB, err := d.ConnectSQL(ctx, inst, "master")
 	if err != nil {
 		return res, err
 	}
@@ -215,15 +234,12 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 	if err := a.waitForOtherBackups(ctx, sqlDB, db.Name, marker.Tag, log); err != nil {
 		return res, err
 	}
-	rep := a.newReporter(ctx, StepCalibrate, int64(in.Index))
-	stop := rep.every(d.poll(), nil, nil)
-	defer stop()
-	ls := &longStatement{db: sqlDB, op: "BACKUP DATABASE", command: tsql.CommandBackupDatabase, text: stmt, marker: marker, log: log}
-	s, err := ls.start(ctx)
-	if err != nil {
+	out, sent, err := activities.RunStatementBeating(a.Base, ctx, activities.Statement{DB: sqlDB, Op: "BACKUP DATABASE",
+		Command: tsql.CommandBackupDatabase, Text: stmt, Marker: marker.Prefix, Tag: marker.Tag, Log: log,
+		Step: StepCalibrate, Number: int64(in.Index), Signal: true})
+	if !sent {
 		return res, err
 	}
-	out, err := a.wait(ctx, ls, running{local: s}, rep)
 	if ctx.Err() == nil || temporal.IsCanceledError(context.Cause(ctx)) {
 		// The statement has ended (or was stopped for the cancel): its
 		// files go now. One left running for the next attempt keeps them
@@ -239,7 +255,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 			return res, err
 		}
 		log.Warn("calibration point failed", zap.Error(err))
-		return res, sqlError(err)
+		return res, activities.SQLError(err)
 	}
 	if out.Summary == nil || out.Summary.Seconds <= 0 {
 		res.Seconds = out.Elapsed.Seconds()
@@ -253,7 +269,7 @@ func (a *Activities) CalibratePoint(ctx context.Context, in CalibratePointInput)
 		res.MBps, res.Seconds, res.Bytes = out.Summary.MBps, out.Summary.Seconds, out.Summary.Bytes()
 	}
 	if res.MBps <= 0 {
-		return res, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration of %s: SQL Server reported no throughput for %s (no 3014 message)", db.ID(), in.Point))
+		return res, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration of %s: SQL Server reported no throughput for %s (no 3014 message)", db.ID(), in.Point))
 	}
 	log.Info("calibration point measured", zap.Float64("mb_per_sec", res.MBps), zap.Float64("seconds", res.Seconds))
 	return res, nil
@@ -280,18 +296,18 @@ func calibrationMarker(db, token string) (mssql.Marker, error) {
 func (a *Activities) waitForOtherBackups(ctx context.Context, sqlDB *mssql.DB, db, ours string, log *zap.Logger) error {
 	anyBackup, err := tsql.AnyBackupMarker(db)
 	if err != nil {
-		return nonRetryable(ErrInvalidConfig, err)
+		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
 	q, args, err := tsql.RunningStatements(tsql.CommandBackupDatabase)
 	if err != nil {
-		return nonRetryable(ErrInvalidConfig, err)
+		return activities.NonRetryable(activities.ErrInvalidConfig, err)
 	}
-	defer a.Cycle.keepAlive(ctx)()
+	defer a.Base.Cycle.KeepAlive(ctx)()
 	logged := false
 	for {
 		reqs, err := sqlDB.Requests(ctx, q, args...)
 		if err != nil {
-			return sqlError(err)
+			return activities.SQLError(err)
 		}
 		busy := int64(0)
 		for _, r := range reqs {
@@ -309,7 +325,7 @@ func (a *Activities) waitForOtherBackups(ctx context.Context, sqlDB *mssql.DB, d
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(a.Cycle.poll()):
+		case <-time.After(a.Base.Cycle.PollEvery()):
 		}
 	}
 }
@@ -336,35 +352,35 @@ type CleanCalibrationOutput struct {
 // workflow runs it before its first point and after its last, also when it
 // is cancelled or fails.
 func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationInput) (CleanCalibrationOutput, error) {
-	defer a.Cycle.keepAlive(ctx)()
-	d := &a.Cycle
+	defer a.Base.Cycle.KeepAlive(ctx)()
+	d := &a.Base.Cycle
 	var out CleanCalibrationOutput
-	db, err := d.database(in.Instance, in.Database, "")
+	db, err := d.Database(in.Instance, in.Database)
 	if err != nil {
 		return out, err
 	}
-	srv, err := d.rotationServer(db, "calibration server", in.Server)
+	srv, err := d.RotationServer(db, "calibration server", in.Server)
 	if err != nil {
 		return out, err
 	}
-	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
+	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("server", srv.Name),
 		zap.String("step", StepCalibrate))
 	if in.Token != "" {
 		marker, err := calibrationMarker(db.Name, in.Token)
 		if err != nil {
-			return out, nonRetryable(ErrInvalidConfig, err)
+			return out, activities.NonRetryable(activities.ErrInvalidConfig, err)
 		}
-		inst, err := d.sourceInstance(db)
+		inst, err := d.SourceInstance(db)
 		if err != nil {
 			return out, err
 		}
-		var so StopOutput
-		if err := a.stopOn(ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &so, log); err != nil {
+		var so activities.StopOutput
+		if err := activities.StopOn(a.Base, ctx, inst.Name, "BACKUP DATABASE", tsql.CommandBackupDatabase, marker, &so, log); err != nil {
 			return out, err
 		}
 		out.Stopped, out.Left = so.Stopped, so.Left
 	}
-	st, err := d.openStorage(ctx, srv)
+	st, err := d.OpenServer(ctx, srv)
 	if err != nil {
 		return out, err
 	}
@@ -372,7 +388,7 @@ func (a *Activities) CleanCalibration(ctx context.Context, in CleanCalibrationIn
 	removed, err := removeCalibrationFiles(ctx, st, db.Instance, db.Name, "")
 	out.Removed = removed
 	if err != nil {
-		return out, storageError(srv.Name, err)
+		return out, activities.StorageError(srv.Name, err)
 	}
 	if len(removed) > 0 {
 		log.Info("calibration files removed", zap.Int("files", len(removed)))
@@ -418,31 +434,31 @@ type SaveCalibrationOutput struct {
 // reads the newest measurement from there. (The chart is drawn by the
 // starter, from the same report.)
 func (a *Activities) SaveCalibration(ctx context.Context, r calibrate.Report) (SaveCalibrationOutput, error) {
-	defer a.Cycle.keepAlive(ctx)()
-	d := &a.Cycle
+	defer a.Base.Cycle.KeepAlive(ctx)()
+	d := &a.Base.Cycle
 	// A report of a configured database, kept on a server it backs up to:
 	// the plan reads its measurements from there.
-	db, err := d.database(r.Instance, r.Database, "")
+	db, err := d.Database(r.Instance, r.Database)
 	if err != nil {
 		return SaveCalibrationOutput{}, err
 	}
-	srv, err := d.rotationServer(db, "calibration server", r.Server)
+	srv, err := d.RotationServer(db, "calibration server", r.Server)
 	if err != nil {
 		return SaveCalibrationOutput{}, err
 	}
 	r.Instance, r.Database = db.Instance, db.Name
-	st, err := d.openStorage(ctx, srv)
+	st, err := d.OpenServer(ctx, srv)
 	if err != nil {
 		return SaveCalibrationOutput{}, err
 	}
 	defer st.Close()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return SaveCalibrationOutput{}, nonRetryable(ErrInvalidConfig, fmt.Errorf("calibration report of %s: %w", r.Database, err))
+		return SaveCalibrationOutput{}, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("calibration report of %s: %w", r.Database, err))
 	}
 	name := tsql.CalibrationReportName(r.Instance, r.Database)
 	if err := writeReplacing(ctx, st, name, data); err != nil {
-		return SaveCalibrationOutput{}, storageError(srv.Name, err)
+		return SaveCalibrationOutput{}, activities.StorageError(srv.Name, err)
 	}
 	return SaveCalibrationOutput{Report: name}, nil
 }
@@ -469,54 +485,4 @@ func writeReplacing(ctx context.Context, st storage.Storage, name string, data [
 		return err
 	}
 	return nil
-}
-
-// calibrations reads the calibration reports of db on servers (each by its
-// names: a listing of the database's sets does not show them), as the
-// plan's measured backup rates (calibrate.Report.Throughput). A report that
-// cannot be read is only logged: the plan falls back to what else it knows.
-func (a *Activities) calibrations(ctx context.Context, db *config.Database, servers []string) []plan.Throughput {
-	var out []plan.Throughput
-	for _, name := range servers {
-		srv, err := a.Cycle.server(name)
-		if err != nil {
-			continue
-		}
-		st, err := a.Cycle.openStorage(ctx, srv)
-		if err != nil {
-			continue
-		}
-		r, ok, err := LoadCalibration(ctx, st, db.Instance, db.Name)
-		st.Close()
-		if err != nil {
-			a.loggerFor(ctx).Warn("calibration report not read", zap.String("db", db.Name), zap.String("server", name), zap.Error(err))
-			continue
-		}
-		if ok {
-			if tp := r.Throughput(); tp.Any() {
-				out = append(out, tp)
-			}
-		}
-	}
-	return out
-}
-
-// LoadCalibration reads the newest calibration report of a database from a
-// backup server (under the current naming, else the legacy one); ok is
-// false when there is none.
-func LoadCalibration(ctx context.Context, st storage.Storage, instance, db string) (r calibrate.Report, ok bool, err error) {
-	for _, name := range tsql.CalibrationReportNames(instance, db) {
-		data, err := storage.ReadFile(ctx, st, name)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return r, false, err
-		}
-		if err := json.Unmarshal(data, &r); err != nil {
-			return r, false, fmt.Errorf("calibration report %s: %w", name, err)
-		}
-		return r, true, nil
-	}
-	return r, false, nil
 }

@@ -1,4 +1,4 @@
-package activities
+package health
 
 import (
 	"os"
@@ -9,12 +9,15 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/backupcycle/backupcycle/activities"
 )
 
 func TestHealthReportsThisProcess(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	acts := New(zap.New(core))
-	acts.Version = "1.2.3"
+	base := activities.New(zap.New(core))
+	base.Version = "1.2.3"
+	acts := New(base)
 
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
@@ -45,7 +48,7 @@ func TestHealthReportsThisProcess(t *testing.T) {
 func TestHealthDefaultsVersionToBuildInfo(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
-	acts := New(nil)
+	acts := New(activities.New(nil))
 	env.RegisterActivity(acts)
 	val, err := env.ExecuteActivity(acts.Health)
 	if err != nil {

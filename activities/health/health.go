@@ -1,4 +1,6 @@
-package activities
+// Package health holds the activity of the HealthCheck workflow: Health
+// reports which worker process ran it.
+package health
 
 import (
 	"context"
@@ -10,8 +12,21 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
 )
+
+// Activities are the HealthCheck workflow's activity. The worker registers
+// it beside the cycle's (workflows.Register); it reads the worker's
+// version and configuration through Base.
+type Activities struct {
+	// Base carries the dependencies; a field, not embedded, so that
+	// registering Activities registers only this package's methods.
+	Base *activities.Activities
+}
+
+// New returns the health activity over base's dependencies.
+func New(base *activities.Activities) *Activities { return &Activities{Base: base} }
 
 // HealthInfo is what the Health activity reports about the worker that ran
 // it. It deliberately holds nothing secret: it ends up in workflow history.
@@ -55,15 +70,15 @@ func (a *Activities) Health(ctx context.Context) (HealthInfo, error) {
 	info := HealthInfo{
 		Host:                   host,
 		PID:                    os.Getpid(),
-		Version:                a.Version,
+		Version:                a.Base.Version,
 		GoVersion:              runtime.Version(),
 		Time:                   time.Now().UTC(),
-		ManifestAuthentication: ManifestAuthentication(a.Cycle.config()),
+		ManifestAuthentication: ManifestAuthentication(a.Base.Cycle.CurrentConfig()),
 	}
 	if info.Version == "" {
 		info.Version = BuildVersion()
 	}
-	a.loggerFor(ctx).Info("health check", zap.String("host", info.Host), zap.Int("pid", info.PID),
+	activities.Logger(a.Base, ctx).Info("health check", zap.String("host", info.Host), zap.Int("pid", info.PID),
 		zap.String("version", info.Version), zap.String("manifest_authentication", info.ManifestAuthentication))
 	return info, nil
 }
