@@ -499,3 +499,45 @@ func TestSanityMaxAgeAcrossAClockChange(t *testing.T) {
 		t.Errorf("a value 1 h 40 min older on the manifest's clock: %q, want a mismatch", got)
 	}
 }
+
+// Files a drill from the immutable copy staged under staging/ (copies of
+// a set's stripes and manifest, under their own names) are no sets:
+// retention decides from the sets beside them alone and leaves them.
+func TestApplyRetentionLeavesStagedFilesAlone(t *testing.T) {
+	f := newCycleFixture(t, "Sales", "    retention:\n      keep_verified: 1\n      delete_failed_after: 1h\n")
+	f.writeSet("bak01", "Sales", 1, catalog.StateVerified, "bak01", 1)
+	f.writeSet("bak01", "Sales", 3, catalog.StateVerified, "bak01", 1)
+	staged := filepath.Join(f.dirs["bak01"], config.StagingDir, tsql.NamesOf("sql01", "Sales").Owner())
+	if err := os.MkdirAll(staged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, seq := range []int64{1, 3} {
+		for _, n := range []string{tsql.ManifestFileName("sql01", "Sales", seq), tsql.StripeFileName("sql01", "Sales", seq, 1, 2)} {
+			data, err := os.ReadFile(filepath.Join(f.dirs["bak01"], n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(staged, n), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+	}
+	v, err := f.env.ExecuteActivity(f.acts.ApplyRetention, RetentionInput{Database: "Sales", Servers: []string{"bak01", "bak02"}, Protect: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out RetentionOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Deleted) != 1 || out.Deleted[0].Sequence != 1 {
+		t.Errorf("deleted %+v, want set 1 alone (superseded by 3)", out.Deleted)
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(staged, n)); err != nil {
+			t.Errorf("staged %s: %v", n, err)
+		}
+	}
+}

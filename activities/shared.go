@@ -11,6 +11,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -91,6 +92,16 @@ func SQLError(err error) error { return sqlError(err) }
 
 // StorageError maps a backup server's storage failure to the stable types.
 func StorageError(server string, err error) error { return storageError(server, err) }
+
+// Bandwidth is the limiter of writes into a backup server (its
+// bandwidth_limit, shared by every copy into it; nil: unlimited). A
+// function: every exported method of Activities is an activity.
+func Bandwidth(a *Activities, srv *config.BackupServer) *limit.Limiter {
+	return a.bandwidth.For(srv.Name, int64(srv.BandwidthLimit))
+}
+
+// ObjectStoreError maps an object store's failure to the stable types.
+func ObjectStoreError(server string, err error) error { return objectStoreError(server, err) }
 
 // NonRetryable wraps err as a non-retryable ApplicationError of type typ.
 func NonRetryable(typ string, err error) error { return nonRetryable(typ, err) }

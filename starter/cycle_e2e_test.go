@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,15 +26,26 @@ import (
 // in-process worker of the real BackupCycle and activities on task queue tq.
 func startSiteWorker(t *testing.T, tq string) (*devenv.Site, string) {
 	t.Helper()
-	state := t.TempDir()
-	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
-		TemporalAddress: srv.FrontendAddress()})
+	site, state := startSite(t, devenv.Options{})
+	siteWorker(t, site, tq)
+	return site, state
+}
+
+// startSite starts the emulated site of o (its state directory, database
+// size and Temporal server set here) in a new state directory, stopped
+// when the test ends; its parent directory is traversable by others.
+func startSite(t *testing.T, o devenv.Options) (*devenv.Site, string) {
+	t.Helper()
+	o.StateDir, o.DatabaseSize, o.TemporalAddress = t.TempDir(), devenv.MinDatabaseSize, srv.FrontendAddress()
+	if err := os.Chmod(filepath.Dir(o.StateDir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	site, err := devenv.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { site.Stop() })
-	siteWorker(t, site, tq)
-	return site, state
+	return site, o.StateDir
 }
 
 // siteWorker runs the real workflows and activities against site on tq.

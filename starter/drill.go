@@ -32,7 +32,10 @@ instance of its copy target), to --as-of, --latest, or drill.point / drill.withi
 CHECKDB with drill.checkdb) run on the copy; the copy is dropped (only the copy this drill created); the
 drill is recorded beside the manifests on every backup server it read: what was restored, the point
 reached, the measured time to recover against rto, each step's time. --from remote reads the copy
-targets alone, as if the primary site were gone.
+targets alone, as if the primary site were gone. --from immutable restores the newest set of the
+immutable copy (immutable_copy) to its end, as if ransomware had taken every backup server: its
+objects are staged on a backup server (drill.staging, under staging/), each SHA-256 checked, restored
+from there, and removed after the drill.
 
 The workflow id is drill/<instance>/<database>: one drill of a database at a time. Without --wait it
 prints the started run and returns; with --wait it prints the outcome. Exit 1 unless the drill passed.`,
@@ -108,7 +111,7 @@ prints the started run and returns; with --wait it prints the outcome. Exit 1 un
 	f := cmd.Flags()
 	f.StringVar(&in.Database, "database", "", "database to drill (its name under databases: in the config, or one an instance selects); required")
 	f.StringVar(&in.Instance, "instance", "", "its source SQL instance (sql_instances[].name), when the name is configured on several")
-	f.StringVar(&in.From, "from", "", "any (every backup server of the database) or remote (its copy targets alone); default drill.from")
+	f.StringVar(&in.From, "from", "", "any (every backup server of the database), remote (its copy targets alone) or immutable (its immutable copy, staged); default drill.from")
 	f.StringVar(&asOf, "as-of", "", "the point: RFC 3339 (2026-03-01T02:15:00Z, or with an offset), or a date and time in this machine's zone")
 	f.BoolVar(&in.Latest, "latest", false, "the newest point the backups reach (default: drill.point, or a point of drill.within)")
 	f.BoolVar(&wait, "wait", false, "follow the drill to its end and print its outcome (no time limit unless --timeout is given)")
@@ -143,6 +146,14 @@ func printDrillResult(w io.Writer, run client.DrillRun, rto time.Duration) {
 		from += fmt.Sprintf(" and %d log backup(s) of chain %d (logs %d-%d)", r.LastLog-r.FirstLog+1, r.Chain, r.FirstLog, r.LastLog)
 	}
 	fmt.Fprintf(w, "  restored: %s to the point %s, read from %s\n", from, r.Point, strings.Join(r.Servers, ", "))
+	if im := r.Immutable; im != nil {
+		removed := "removed after"
+		if !im.Removed {
+			removed = "NOT removed"
+		}
+		fmt.Fprintf(w, "  immutable: %d object(s) of set %d from %s (%s), staged on %s in %s, %s\n", len(im.Objects), im.Sequence, im.Store,
+			im.Location, im.Staging, im.Dir, removed)
+	}
 	checks := "sanity checks " + strings.Join(r.Sanity, ", ") + " hold"
 	if len(r.Sanity) == 0 {
 		checks = "no sanity checks configured"

@@ -62,16 +62,7 @@ func (r *rowsDrill) CheckDrill(ctx context.Context, in drill.CheckInput) (drill.
 // --from-manifests` judges the database by it, and by rto.
 func TestDrillOfSalesEndToEnd(t *testing.T) {
 	const tq = "tq-e2e-drill"
-	state := t.TempDir()
-	if err := os.Chmod(filepath.Dir(state), 0o711); err != nil {
-		t.Fatal(err)
-	}
-	site, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: devenv.MinDatabaseSize,
-		TemporalAddress: srv.FrontendAddress(), LogBackups: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { site.Stop() })
+	site, state := startSite(t, devenv.Options{LogBackups: true})
 	withDrill(t, site, "drill: {every: 24h}\n    rto: 1h")
 
 	pass, err := os.ReadFile(filepath.Join(state, "secrets", "sa.password"))

@@ -65,19 +65,27 @@ func TestEvidenceLedgerFollowsTheSetToTheObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	stripe := first.Record.Files[1].Name
+	changeObject(t, site, stripe)
+	code, out, errs = on(t, tq, "evidence", "verify", "--config", site.ConfigFile)
+	if code != exitFail || !strings.Contains(out, "FAIL  vault01 (copy of bak01) sql01/Sales: 2 record(s), 1 do not match") ||
+		!strings.Contains(out, "record 1 (") || !strings.Contains(out, "file "+stripe+" hashes to SHA-256") {
+		t.Errorf("evidence verify after an object changed: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// changeObject flips a byte in the middle of the object name on the
+// site's object store, written as a new version above the locked one,
+// which reads now return.
+func changeObject(t *testing.T, site *devenv.Site, name string) {
+	t.Helper()
 	vault, err := s3.Open(context.Background(), site.Vault.Config(devenv.ObjectStoreBucket, devenv.ObjectStorePrefix))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer vault.Close()
-	b := s3test.ReadAll(t, vault, stripe)
+	b := s3test.ReadAll(t, vault, name)
 	b[len(b)/2] ^= 0x01
-	if _, err := vault.Put(context.Background(), stripe, b, s3.Lock{}, false); err != nil {
+	if _, err := vault.Put(context.Background(), name, b, s3.Lock{}, false); err != nil {
 		t.Fatal(err)
-	}
-	code, out, errs = on(t, tq, "evidence", "verify", "--config", site.ConfigFile)
-	if code != exitFail || !strings.Contains(out, "FAIL  vault01 (copy of bak01) sql01/Sales: 2 record(s), 1 do not match") ||
-		!strings.Contains(out, "record 1 (") || !strings.Contains(out, "file "+stripe+" hashes to SHA-256") {
-		t.Errorf("evidence verify after an object changed: exit %d\n%s%s", code, out, errs)
 	}
 }

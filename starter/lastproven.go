@@ -219,5 +219,19 @@ func drillText(d status.Database) string {
 	if l.ErrorType != "" {
 		out += " [" + l.ErrorType + "]"
 	}
-	return out
+	return out + immutableProvenText(d)
+}
+
+// immutableProvenText says when the immutable copy was last proven
+// restorable (a drill from it passed), or that it never was when drills
+// are from it.
+func immutableProvenText(d status.Database) string {
+	p := d.ImmutableProven
+	switch {
+	case p != nil:
+		return fmt.Sprintf("; immutable copy on %s proven restorable %s (%s ago, set %d)", p.Store, stamp(p.At), p.Age, p.Sequence)
+	case d.DrillFrom == config.DrillFromImmutable:
+		return "; immutable copy never proven restorable"
+	}
+	return ""
 }

@@ -161,17 +161,35 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrInstance.ValueSet(p.Instance))
 	cp := drill.Copy{Database: p.Database, Instance: p.Instance, Target: p.Target, Name: p.Name, Scratch: p.Scratch, Fulls: p.Fulls}
 
-	step(drill.StepRecover)
-	st.RecoverID = RecoverWorkflowID(p.Target, p.Name)
+	// A drill from the immutable copy stages its objects on a backup
+	// server first (removed after the drill, whatever happened). Only such
+	// a drill gets these commands: histories of the others replay.
+	staged := p.Immutable != nil && workflow.GetVersion(ctx, "drill-from-immutable", workflow.DefaultVersion, 1) == 1
+	if staged {
+		res.Immutable = &catalog.DrillImmutable{Store: p.Immutable.Store, Location: p.Immutable.Location, Sequence: p.Immutable.Sequence,
+			Objects: p.Immutable.Objects(), Staging: p.Immutable.Staging, Dir: p.Immutable.Dir}
+		step(drill.StepStage)
+		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: 2 * time.Minute,
+			RetryPolicy: retry(10*time.Second, 20), Summary: fmt.Sprintf("stage set %d of %s from %s on %s", p.Immutable.Sequence,
+				tsql.Printable(p.Database), p.Immutable.Store, p.Immutable.Staging)}),
+			da.StageDrill, p.StageInput()).Get(ctx, nil)
+	}
+
+	if err == nil { // staging failed: no Recover
+		step(drill.StepRecover)
+		st.RecoverID = RecoverWorkflowID(p.Target, p.Name)
+	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            st.RecoverID,
+		WorkflowID:            RecoverWorkflowID(p.Target, p.Name),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
 		StaticSummary:         fmt.Sprintf("drill: recover %s into %s on %s to %s", tsql.Printable(p.Database), tsql.Printable(p.Name), p.Target, p.Point),
 		TypedSearchAttributes: temporal.NewSearchAttributes(AttrDatabase.ValueSet(p.Database), AttrInstance.ValueSet(p.Instance)),
 	})
 	var rs RecoverStatus
-	err = workflow.ExecuteChildWorkflow(cctx, RecoverName, p.RecoverRequest()).Get(ctx, &rs)
+	if err == nil {
+		err = workflow.ExecuteChildWorkflow(cctx, RecoverName, p.RecoverRequest()).Get(ctx, &rs)
+	}
 	if err == nil {
 		st.Recover = &rs
 		t := rs.Times
@@ -217,6 +235,17 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 	res.Dropped, res.DropError = do.Dropped, do.Why
 	if derr != nil {
 		res.DropError = applicationMessage(derr)
+	}
+	if staged {
+		step(drill.StepUnstage)
+		uerr := workflow.ExecuteActivity(withOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute,
+			ScheduleToCloseTimeout: 2 * time.Hour, RetryPolicy: retry(10*time.Second, 20),
+			Summary: "remove the files staged for the drill of " + tsql.Printable(p.Database) + " on " + p.Immutable.Staging}),
+			da.UnstageDrill, p.StageInput()).Get(dctx, nil)
+		res.Immutable.Removed = uerr == nil
+		if uerr != nil && derr == nil {
+			derr = uerr
+		}
 	}
 
 	if st.Recover != nil {

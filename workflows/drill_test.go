@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities/drill"
 	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/recovery"
 )
 
 func drillPlan() drill.Plan {
@@ -220,5 +222,64 @@ func TestDrillRecordsTheRecoversPrediction(t *testing.T) {
 	logs, ok := catalog.ErrorOf(rec.Result.PredictionError, catalog.PredictLogs)
 	if rec.Result.Predicted == nil || *rec.Result.Predicted != *p.Predicted || !ok || logs.Predicted != 3*time.Minute {
 		t.Errorf("recorded prediction %+v, errors %+v", rec.Result.Predicted, rec.Result.PredictionError)
+	}
+}
+
+// A drill from the immutable copy stages its objects before the Recover
+// and removes them after it; staging that finds an object changed fails
+// the drill without a Recover, and the staged files are still removed,
+// the copy still dropped and the drill recorded with its source.
+func TestDrillFromImmutableUnstagesAfterAFailedStaging(t *testing.T) {
+	r := newRecoverEnv(t)
+	env := r.env
+	registerDrill(r, DrillWorkflowID("sql01", "Sales"))
+	var acts *drill.Activities
+	dp := drillPlan()
+	dp.From, dp.Servers = "immutable", []string{"bak01", "bak02"}
+	dp.Immutable = &drill.Immutable{Store: "vault01", Staging: "bak02", Dir: "staging/sql01@Sales", Sequence: 3,
+		Files: []recovery.File{{Name: "sql01@Sales_00000003_1of1.bak", SHA256: "ab"}, {Name: "sql01@Sales_00000003.manifest.json"}}}
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(dp, nil)
+	var steps []string
+	env.OnActivity(acts.StageDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.StageInput) (drill.StageOutput, error) {
+		steps = append(steps, "stage "+in.Immutable.Dir)
+		return drill.StageOutput{}, temporal.NewNonRetryableApplicationError("object sql01@Sales_00000003_1of1.bak on the immutable copy vault01 is not the file its manifest records",
+			activities.ErrHashMismatch, nil)
+	})
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(func(context.Context, drill.Copy) (drill.DropOutput, error) {
+		steps = append(steps, "drop")
+		return drill.DropOutput{Why: "there is none"}, nil
+	})
+	env.OnActivity(acts.UnstageDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.StageInput) (drill.UnstageOutput, error) {
+		steps = append(steps, "unstage "+in.Immutable.Dir)
+		return drill.UnstageOutput{Removed: 1}, nil
+	})
+	var rec drill.RecordInput
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return(func(_ context.Context, in drill.RecordInput) ([]string, error) {
+		steps = append(steps, "record")
+		rec = in
+		return in.Servers, nil
+	})
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales", From: "immutable"})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrHashMismatch {
+		t.Fatalf("workflow error %v, want HashMismatch", err)
+	}
+	want := []string{"stage staging/sql01@Sales", "drop", "unstage staging/sql01@Sales", "record"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("steps %v, want %v (no Recover)", steps, want)
+	}
+	var st DrillStatus
+	v, err := env.QueryWorkflow(DrillQuery)
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil || st.RecoverID != "" || st.Step != drill.StepDone {
+		t.Errorf("drill query %+v, %v: want done, naming no Recover (none ran)", st, err)
+	}
+	res := rec.Result
+	if im := res.Immutable; res.Outcome != catalog.DrillFailed || res.ErrorType != activities.ErrHashMismatch || im == nil || im.Store != "vault01" ||
+		!im.Removed || im.Sequence != 3 || !slices.Equal(im.Objects, []string{"sql01@Sales_00000003_1of1.bak", "sql01@Sales_00000003.manifest.json"}) ||
+		!slices.Equal(rec.Servers, []string{"bak01", "bak02"}) {
+		t.Errorf("recorded %+v (immutable %+v) on %v", res, im, rec.Servers)
 	}
 }

@@ -44,7 +44,7 @@ func TestRegisterKeepsActivityTypeNames(t *testing.T) {
 		"DropVerifyDB", "FinishRecover", "Health", "KeepSelectedSchedules", "LogPlan", "MarkCancelled", "MarkFailed",
 		"MarkVerified", "NightlyProof", "PITProof", "PlanCalibration", "PlanCycle", "PlanFleet", "PlanRecover",
 		"PrepareDrill", "RecordDrill", "RecordSetEvidence", "ResolveDrill", "Restore", "RestoreDiff", "RestoreFull",
-		"RestoreLog", "ResumeSet", "SanityChecks", "SaveCalibration", "StopStatements", "WriteManifest",
+		"RestoreLog", "ResumeSet", "SanityChecks", "SaveCalibration", "StageDrill", "StopStatements", "UnstageDrill", "WriteManifest",
 	}
 	if !slices.Equal(r.names, want) {
 		t.Errorf("registered activity types\n%q\nwant\n%q", r.names, want)

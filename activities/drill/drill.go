@@ -54,7 +54,7 @@ const (
 type Request struct {
 	Database string `json:"database"`
 	Instance string `json:"instance,omitempty"`
-	// ToInstance overrides drill.instance; From drill.from (any, remote);
+	// ToInstance overrides drill.instance; From drill.from (any, remote, immutable);
 	// AsOf or Latest drill.point / within (an instant, the latest point).
 	ToInstance string    `json:"to_instance,omitempty"`
 	From       string    `json:"from,omitempty"`
@@ -67,8 +67,10 @@ func (r Request) Check() error {
 	switch {
 	case r.Database == "":
 		return errors.New(`drill input: give "database" (as configured), e.g. {"database":"Sales"}`)
-	case r.From != "" && r.From != config.DrillFromAny && r.From != config.DrillFromRemote:
-		return fmt.Errorf(`drill input: "from" %q: use any or remote`, r.From)
+	case r.From != "" && r.From != config.DrillFromAny && r.From != config.DrillFromRemote && r.From != config.DrillFromImmutable:
+		return fmt.Errorf(`drill input: "from" %q: use any, remote or immutable`, r.From)
+	case r.From == config.DrillFromImmutable && !r.AsOf.IsZero():
+		return errors.New(`drill input: "from": "immutable" restores the newest set the immutable copy holds to its end (the object store holds no log backups): leave "as_of" out`)
 	case r.Latest && !r.AsOf.IsZero():
 		return errors.New(`drill input: "as_of" and "latest" both given: give one, or neither for drill.point / drill.within`)
 	}
@@ -84,7 +86,8 @@ type Plan struct {
 	Name   string `json:"name"`
 	From   string `json:"from"`
 	// Only are the servers the Recover may read (from: remote); Servers
-	// those read here, where the drill is recorded.
+	// those read here, where the drill is recorded (from: immutable: the
+	// database's backup servers, the object store taking no record).
 	Only    []string `json:"only,omitempty"`
 	Servers []string `json:"servers"`
 	// Latest or AsOf is the point asked; Point says it.
@@ -104,11 +107,23 @@ type Plan struct {
 	// plan predicts it now, before it runs (recover.Predict); nil when no
 	// restore reaches the point (the Recover says why).
 	Predicted *catalog.RecoveryPrediction `json:"predicted,omitempty"`
+	// Immutable is the source of a drill from the immutable copy: what
+	// is staged (StageDrill) and where, before the Recover restores it.
+	Immutable *Immutable `json:"immutable,omitempty"`
 }
 
 // RecoverRequest is the Recover the plan asks for.
 func (p Plan) RecoverRequest() recover.Request {
-	return recover.Request{Database: p.Database, Instance: p.Instance, ToInstance: p.Target, As: p.Name, AsOf: p.AsOf, Latest: p.Latest, Only: p.Only}
+	r := recover.Request{Database: p.Database, Instance: p.Instance, ToInstance: p.Target, As: p.Name, AsOf: p.AsOf, Latest: p.Latest, Only: p.Only}
+	if im := p.Immutable; im != nil {
+		r.Staged = &recover.Staged{Server: im.Staging, Dir: im.Dir}
+	}
+	return r
+}
+
+// StageInput is StageDrill's and UnstageDrill's input of the plan.
+func (p Plan) StageInput() StageInput {
+	return StageInput{Database: p.Database, Instance: p.Instance, Immutable: p.Immutable}
 }
 
 // ResolveDrill is the request with the database and instance as the
@@ -171,11 +186,23 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 			}
 		}
 	}
-	cat, unreachable, err := recover.ReadCatalog(ctx, recover.New(a.Base), db, p.Only, log)
-	if err != nil {
-		return Plan{}, err
+	var cat recovery.Catalog
+	if p.From == config.DrillFromImmutable {
+		if cat, p.Immutable, err = a.immutableSource(ctx, db, log); err != nil {
+			return Plan{}, err
+		}
+		// Recorded on the database's backup servers: the object store
+		// keeps no drill record.
+		p.Only, p.Servers = []string{p.Immutable.Staging}, db.ServersAndTargets()
+		// The store holds no log backups: the newest set, to its end.
+		in.AsOf, in.Latest = time.Time{}, true
+	} else {
+		var unreachable []string
+		if cat, unreachable, err = recover.ReadCatalog(ctx, recover.New(a.Base), db, p.Only, log); err != nil {
+			return Plan{}, err
+		}
+		p.Servers, p.Unreachable = cat.Servers, unreachable
 	}
-	p.Servers, p.Unreachable = cat.Servers, unreachable
 	for _, s := range cat.Sets {
 		p.Fulls = append(p.Fulls, s.GUID)
 	}

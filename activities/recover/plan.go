@@ -18,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
 	"github.com/backupcycle/backupcycle/internal/recovery"
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -66,7 +67,13 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 		zap.String("step", StepPlan), zap.String("target", inst.Name), zap.String("name", t.Name))
 	p := Plan{Database: db.Name, Instance: db.Instance, Target: inst.Name, Name: t.Name, OverSource: overSource}
 
-	servers, unreachable, err := a.readServers(ctx, db, in.Only, log)
+	var servers []recovery.Server
+	var unreachable []string
+	if in.Staged != nil {
+		servers, err = a.readStaged(ctx, db, *in.Staged)
+	} else {
+		servers, unreachable, err = a.readServers(ctx, db, in.Only, log)
+	}
 	if err != nil {
 		return Plan{}, err
 	}
@@ -90,6 +97,11 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 		return Plan{}, err
 	}
 	p.Warnings = append(p.Warnings, p.Restore.Warnings...)
+	if in.Staged != nil {
+		for i := range p.Restore.Steps {
+			p.Restore.Steps[i].Dir = in.Staged.Dir
+		}
+	}
 	if err := tailLog(in, pin.Tail, db, &p); err != nil {
 		return Plan{}, err
 	}
@@ -287,6 +299,56 @@ func (a *Activities) readServer(ctx context.Context, db *config.Database, name s
 	return srvr, nil
 }
 
+// readStaged reads the manifests staged in s.Dir of s.Server (a drill
+// from the immutable copy): signed like every manifest, checked with the
+// manifest keys. The object store holds no log chain, so none is read.
+func (a *Activities) readStaged(ctx context.Context, db *config.Database, s Staged) ([]recovery.Server, error) {
+	d := &a.Base.Cycle
+	if err := CheckStagingDir(s.Dir); err != nil {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	if !slices.Contains(db.ServersAndTargets(), s.Server) {
+		return nil, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("staging server %s is not one of the backup servers of %s", s.Server, db.ID()))
+	}
+	keys, err := d.ManifestKeys()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := d.Server(s.Server)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.OpenServer(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	sets := activities.SetsOf(db)
+	l, err := catalog.List(ctx, catalog.StorageFS{Storage: storage.Under(st, s.Dir)}, keys, &sets)
+	if err != nil {
+		return nil, activities.StorageError(s.Server, err)
+	}
+	if len(l.Manifests) == 0 {
+		return nil, activities.NonRetryable(activities.ErrRecoveryPointUnreachable, fmt.Errorf(
+			"no manifest of %s staged in %s on %s that the manifest keys authenticate (%d unreadable)", db.ID(), s.Dir, s.Server, len(l.Broken)))
+	}
+	return []recovery.Server{{Name: s.Server, Manifests: HeldBy(l.Manifests, s.Server)}}, nil
+}
+
+// HeldBy are copies of manifests read from one place (a staging
+// directory, an object store) saying that place holds their files: the
+// servers a manifest records are where the set was written, not where
+// these copies are.
+func HeldBy(ms []*catalog.Manifest, server string) []*catalog.Manifest {
+	out := make([]*catalog.Manifest, len(ms))
+	for i, m := range ms {
+		cp := *m
+		cp.Servers = []string{server}
+		out[i] = &cp
+	}
+	return out
+}
+
 // fullManifest is the manifest of the plan's full.
 func fullManifest(c recovery.Catalog, full recovery.Step) *catalog.Manifest {
 	for _, s := range c.Sets {
@@ -402,7 +464,7 @@ func (a *Activities) layout(ctx context.Context, sqlDB *mssql.DB, in Request, in
 				continue
 			}
 		}
-		q, err := tsql.RestoreFileListOnly(diskPaths(paths, full.Files))
+		q, err := tsql.RestoreFileListOnly(diskPaths(paths, full.Dir, full.Files))
 		if err != nil {
 			return activities.NonRetryable(activities.ErrInvalidConfig, err)
 		}
@@ -470,11 +532,17 @@ func (a *Activities) layout(ctx context.Context, sqlDB *mssql.DB, in Request, in
 
 // diskPaths are the paths of files as SQL Server reaches them through
 // paths (a backup server's NIC paths, round robin as the stripes were
-// written: tsql.Layout).
-func diskPaths(paths []string, files []recovery.File) []string {
+// written: tsql.Layout), in its directory dir ("" for the sets' own).
+func diskPaths(paths []string, dir string, files []recovery.File) []string {
 	out := make([]string, len(files))
 	for i, f := range files {
-		out[i] = tsql.JoinPath(paths[i%len(paths)], f.Name)
+		p := paths[i%len(paths)]
+		if dir != "" {
+			for _, part := range strings.Split(dir, "/") {
+				p = tsql.JoinPath(p, part)
+			}
+		}
+		out[i] = tsql.JoinPath(p, f.Name)
 	}
 	return out
 }

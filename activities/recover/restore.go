@@ -16,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/recovery"
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
@@ -90,10 +91,12 @@ func checkStep(db *config.Database, s recovery.Step, kind recovery.Kind) error {
 	if s.Kind != kind || len(s.Files) == 0 || len(s.Servers) == 0 {
 		return bad("the step is a %q with %d files on %d servers, want a %q with its files and servers", s.Kind, len(s.Files), len(s.Servers), kind)
 	}
-	var own []string
-	for _, b := range db.BackupServers {
-		own = append(own, b, db.CopyTarget(b))
+	if s.Dir != "" {
+		if err := CheckStagingDir(s.Dir); err != nil {
+			return bad("%v", err)
+		}
 	}
+	own := db.ServersAndTargets()
 	for _, srv := range s.Servers {
 		if !slices.Contains(own, srv) {
 			return bad("backup server %s is not one of the database's (%s)", srv, strings.Join(db.BackupServers, ", "))
@@ -139,7 +142,7 @@ func (a *Activities) candidates(s recovery.Step, inst string) ([]candidate, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, candidate{server: name, disks: diskPaths(srv.PathsFor(inst), s.Files)})
+		out = append(out, candidate{server: name, disks: diskPaths(srv.PathsFor(inst), s.Dir, s.Files)})
 	}
 	return out, nil
 }
@@ -188,11 +191,15 @@ func (a *Activities) checkFiles(ctx context.Context, s recovery.Step, server str
 		return err
 	}
 	defer st.Close()
+	files := st
+	if s.Dir != "" {
+		files = storage.Under(st, s.Dir)
+	}
 	for _, f := range s.Files {
 		if f.SHA256 == "" {
 			return &hashMismatch{fmt.Sprintf("%s: %s has no SHA-256 recorded: it cannot be checked, and is not restored", s.Name(), f.Name)}
 		}
-		size, sum, err := activities.HashFile(ctx, st, f.Name)
+		size, sum, err := activities.HashFile(ctx, files, f.Name)
 		if err != nil {
 			return activities.StorageError(server, err)
 		}

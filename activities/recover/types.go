@@ -12,12 +12,15 @@
 package recover
 
 import (
+	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/recovery"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -83,6 +86,27 @@ type Request struct {
 	// remote reads the copy targets alone, as if the primary site were
 	// gone); the others are named not read.
 	Only []string `json:"only,omitempty"`
+	// Staged, when given, is where a drill from the immutable copy staged
+	// its files: the plan reads the manifests there alone (no log chain:
+	// the object store holds none) and restores from there.
+	Staged *Staged `json:"staged,omitempty"`
+}
+
+// Staged is a directory of a backup server files were staged in.
+type Staged struct {
+	Server string `json:"server"`
+	Dir    string `json:"dir"`
+}
+
+// CheckStagingDir refuses a staging directory outside
+// config.StagingDir: staging never writes, reads or removes anything
+// beside the sets.
+func CheckStagingDir(dir string) error {
+	rest, ok := strings.CutPrefix(dir, config.StagingDir+"/")
+	if !ok || rest == "" || path.Clean(dir) != dir || strings.Contains(dir, "\\") {
+		return fmt.Errorf("staging directory %q is not under %s/", dir, config.StagingDir)
+	}
+	return nil
 }
 
 // Name is the database's name on the target.
@@ -115,6 +139,14 @@ func (r Request) Check() error {
 	}
 	if err := tsql.CheckIdent(r.Name()); err != nil {
 		return fmt.Errorf("recover input: the name on the target: %w", err)
+	}
+	if r.Staged != nil {
+		if !r.Latest {
+			return errors.New(`recover input: "staged" restores the newest set staged ("latest": true): no log backup is staged`)
+		}
+		if err := CheckStagingDir(r.Staged.Dir); err != nil {
+			return fmt.Errorf("recover input: %w", err)
+		}
 	}
 	return nil
 }

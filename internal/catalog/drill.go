@@ -46,6 +46,22 @@ type DrillStepTimes struct {
 	Drop     time.Duration `json:"drop"`
 }
 
+// DrillImmutable is the source of a drill from the immutable copy.
+type DrillImmutable struct {
+	// Store is the object store (a kind: s3 backup server), Location its
+	// bucket and prefix; Objects the objects staged (the stripes of the
+	// set restored and its manifest).
+	Store    string   `json:"store"`
+	Location string   `json:"location,omitempty"`
+	Sequence int64    `json:"sequence"`
+	Objects  []string `json:"objects"`
+	// Staging is the backup server the objects were staged on, in Dir;
+	// Removed says the staged files were removed after the drill.
+	Staging string `json:"staging"`
+	Dir     string `json:"dir"`
+	Removed bool   `json:"removed"`
+}
+
 // DrillResult is one drill.
 type DrillResult struct {
 	WorkflowID string `json:"workflow_id"`
@@ -53,9 +69,12 @@ type DrillResult struct {
 	// Instance and Database are where the scratch copy was restored.
 	Instance string `json:"instance"`
 	Database string `json:"database"`
-	// From is any or remote; Servers the backup servers read.
+	// From is any, remote or immutable; Servers the backup servers read.
 	From    string   `json:"from"`
 	Servers []string `json:"servers,omitempty"`
+	// Immutable is the immutable copy a drill from it (From immutable)
+	// restored, staged on a backup server first; nil for the others.
+	Immutable *DrillImmutable `json:"immutable,omitempty"`
 	// Point is what was asked ("latest" or an instant); RecoveryPoint
 	// what the restore reached, RecoveryPointFrom how it is known.
 	Point             string    `json:"point"`

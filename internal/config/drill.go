@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -23,10 +24,16 @@ type Drill struct {
 	Within time.Duration `yaml:"within"`
 	// CheckDB also runs DBCC CHECKDB on the recovered copy.
 	CheckDB bool `yaml:"checkdb"`
-	// From is DrillFromAny (every backup server of the database) or
+	// From is DrillFromAny (every backup server of the database),
 	// DrillFromRemote (only its copy targets: as if the primary site were
-	// gone).
+	// gone) or DrillFromImmutable (its immutable_copy alone, staged on
+	// Staging first).
 	From string `yaml:"from"`
+	// Staging is the backup server a drill from the immutable copy stages
+	// the files on (under StagingDir) for the drill instance to restore;
+	// "" the copy target of the first backup server, else the first
+	// (StagingServer).
+	Staging string `yaml:"staging"`
 	// MaxAge: a last drill older than this shows the database red; 0:
 	// twice Every.
 	MaxAge time.Duration `yaml:"max_age"`
@@ -39,6 +46,13 @@ const (
 	DrillPointLatest = "latest"
 	DrillFromAny     = "any"
 	DrillFromRemote  = "remote"
+	// DrillFromImmutable restores from the immutable copy on the object
+	// store: as if ransomware had taken every backup server.
+	DrillFromImmutable = "immutable"
+	// StagingDir is the directory of a backup server a drill from the
+	// immutable copy stages its files under (StagingDir/<inst>@<db>/):
+	// listings of the sets never recurse into it.
+	StagingDir       = "staging"
 	DefaultDrillName = "{db}_drill"
 	// MinDrillEvery: each drill restores the whole database.
 	MinDrillEvery = time.Hour
@@ -63,6 +77,23 @@ func (db *Database) DrillDatabaseName() string {
 		n = DefaultDrillName
 	}
 	return strings.NewReplacer("{db}", db.Name, "{instance}", db.Instance).Replace(n)
+}
+
+// StagingServer is where a drill of db from its immutable copy stages
+// the files: drill.staging, else the copy target of its first backup
+// server (the remote site's, which the drill instance reads), else its
+// first backup server.
+func (db *Database) StagingServer() string {
+	if db.Drill.Staging != "" {
+		return db.Drill.Staging
+	}
+	if len(db.BackupServers) == 0 {
+		return ""
+	}
+	if t := db.CopyTarget(db.BackupServers[0]); t != "" {
+		return t
+	}
+	return db.BackupServers[0]
 }
 
 // DrillInstance is where db's drills recover it: drill.instance, else the
@@ -104,15 +135,9 @@ func (d *decoder) checkDrills(c *Config) {
 		if !db.Drills() || db.Name == "" {
 			continue
 		}
+		d.checkStaging(c, db, path, owner)
 		inst, name := c.DrillInstance(db), db.DrillDatabaseName()
-		kp := join(path, "drill.name")
-		if !d.given(kp) {
-			kp = join(path, "drill")
-		}
-		l := d.line(kp)
-		if !d.given(join(path, "drill")) {
-			l = d.line(path)
-		}
+		l, kp := d.drillKey(path, "name")
 		switch {
 		case strings.EqualFold(name, db.Name):
 			d.errf(l, kp, "%s: drill.name %q names the drill copy like the database itself: use e.g. %q", owner, db.Drill.Name, DefaultDrillName)
@@ -165,10 +190,11 @@ func (d *decoder) checkDrill(c *Config, p *Policy, path, owner string, sources m
 		d.errf(l, kp, "%s: drill.within picks a point in time, which needs log backups: set log_backup: {every: 1m}, or use point: latest", owner)
 	}
 	switch dr.From {
-	case "", DrillFromAny, DrillFromRemote:
+	case "", DrillFromAny, DrillFromRemote, DrillFromImmutable:
 	default:
 		l, kp := at("from")
-		d.errf(l, kp, "%s: drill.from %q: use any (every backup server of the database) or remote (only its copy targets, as if the primary site were gone)", owner, dr.From)
+		d.errf(l, kp, "%s: drill.from %q: use any (every backup server of the database), remote (only its copy targets, as if the primary site were gone) "+
+			"or immutable (its immutable_copy alone, staged on a backup server)", owner, dr.From)
 	}
 	switch {
 	case dr.MaxAge < 0:
@@ -202,5 +228,44 @@ func (d *decoder) checkDrill(c *Config, p *Policy, path, owner string, sources m
 		case dr.Name == p.VerifyName || dr.Name == p.StandbyName:
 			d.errf(l, kp, "%s: drill.name %q is verify_name or standby_name: the drill copy needs a name of its own; use e.g. %q", owner, dr.Name, DefaultDrillName)
 		}
+	}
+}
+
+// drillKey is where an error about drill.<key> of the database at path
+// goes: the key when given, else its drill:, else the database (a drill
+// inherited from defaults).
+func (d *decoder) drillKey(path, key string) (int, string) {
+	kp := join(path, "drill."+key)
+	if !d.given(kp) {
+		kp = join(path, "drill")
+	}
+	l := d.line(kp)
+	if !d.given(join(path, "drill")) {
+		l = d.line(path)
+	}
+	return l, kp
+}
+
+// checkStaging checks a drill from the immutable copy: the database has
+// one, and the staging server is one of its own file backup servers.
+func (d *decoder) checkStaging(c *Config, db *Database, path, owner string) {
+	l, kp := d.drillKey(path, "staging")
+	switch {
+	case db.Drill.From == DrillFromImmutable && db.ImmutableCopy == "":
+		d.errf(l, kp, "%s: drill.from immutable restores from the immutable copy, and the database has no immutable_copy: set one, or use from: any", owner)
+	case db.Drill.From == DrillFromImmutable && db.Drill.Within > 0:
+		l, kp := d.drillKey(path, "within")
+		d.errf(l, kp, "%s: drill.within picks a point in time, and drill.from immutable restores the newest set of the immutable copy to its end "+
+			"(the object store holds no log backups): use point: latest", owner)
+	}
+	s := db.Drill.Staging
+	if s == "" {
+		return
+	}
+	switch srv, ok := c.BackupServer(s); {
+	case !ok || !slices.Contains(db.ServersAndTargets(), s):
+		d.errf(l, kp, "%s: drill.staging %q is not one of the database's backup servers or copy targets", owner, s)
+	case srv.IsObjectStore():
+		d.errf(l, kp, "%s: drill.staging %s is an object store: the drill instance restores from a share; name a backup server of kind smb or local", owner, s)
 	}
 }

@@ -25,6 +25,16 @@ func TestDrillKeysInheritAndDefault(t *testing.T) {
 	if db := &c.Databases[0]; db.DrillMaxAge() != 30*time.Hour || db.Drill.From != DrillFromRemote || db.DrillDatabaseName() != "Sales_rehearsal" {
 		t.Errorf("own drill: %+v", db.Drill)
 	}
+	if s := c.Databases[0].StagingServer(); s != "bak02" {
+		t.Errorf("staging server %q, want bak02 (the copy target of bak01)", s)
+	}
+	c, err = Parse([]byte(withVault(t, vault, "    immutable_copy: vault01\n    drill: {every: 24h, from: immutable, staging: bak01}\n")), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db := &c.Databases[0]; db.Drill.From != DrillFromImmutable || db.StagingServer() != "bak01" {
+		t.Errorf("drill from immutable: %+v, staging %q", db.Drill, db.StagingServer())
+	}
 	if c, err = Parse([]byte(base), "config.yaml"); err != nil || c.Databases[0].Drills() {
 		t.Errorf("no drill: %v, %+v", err, c.Databases[0].Drill)
 	}
@@ -50,6 +60,10 @@ func TestDrillKeysRefused(t *testing.T) {
 		{base + "    drill: {every: 24h, name: x_drill}\n  - name: HR\n    instance: sql01\n    backup_servers: [bak01, bak02]\n    drill: {every: 24h, name: x_drill}\n",
 			`its drill copy "x_drill" on verify would collide with databases[0] (Sales)'s`},
 		{base + "    drill: {every: 24h, often: true}\n", "often"},
+		{base + "    drill: {every: 24h, from: immutable}\n", "drill.from immutable restores from the immutable copy, and the database has no immutable_copy"},
+		{own + withVault(t, vault, "    immutable_copy: vault01\n    log_backup: {every: 1m}\n    drill: {every: 24h, within: 6h, from: immutable}\n"),
+			"drill.within picks a point in time, and drill.from immutable restores the newest set"},
+		{base + "    drill: {every: 24h, staging: nowhere}\n", `drill.staging "nowhere" is not one of the database's backup servers`},
 	} {
 		_, err := Parse([]byte(tc.yaml), "config.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {

@@ -68,6 +68,9 @@ type Step struct {
 	// Servers are the reachable backup servers holding every file, in the
 	// order to try them.
 	Servers []string `json:"servers"`
+	// Dir is the directory of Servers the files were staged in (a drill
+	// from the immutable copy), "" for the sets' own.
+	Dir string `json:"dir,omitempty"`
 	// Proven: restored on the verification instance already (a full:
 	// verified; a log: applied by a log proof).
 	Proven bool  `json:"proven"`

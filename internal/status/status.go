@@ -126,6 +126,9 @@ type Database struct {
 	LogChain *LogChain `json:"log_chain,omitempty"`
 	// LastDrill is the newest recovery drill, for a database with drill.
 	LastDrill *LastDrill `json:"last_drill,omitempty"`
+	// ImmutableProven is the newest passed drill from the immutable copy
+	// (nil: none recorded).
+	ImmutableProven *ImmutableProven `json:"immutable_proven,omitempty"`
 }
 
 // Duration marshals to JSON as seconds (a number monitoring can compare).
@@ -184,7 +187,7 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 		}
 		o.ImmutableCopy = db.ImmutableCopy
 		if db.Drills() {
-			o.DrillObjectives = DrillObjectives{DrillEvery: Duration(db.Drill.Every), DrillMaxAge: Duration(db.DrillMaxAge())}
+			o.DrillObjectives = DrillObjectives{DrillEvery: Duration(db.Drill.Every), DrillMaxAge: Duration(db.DrillMaxAge()), DrillFrom: db.Drill.From}
 		}
 		o.DiffEvery = Duration(db.DiffBackup.Every)
 		out = append(out, Target{Instance: db.Instance, Database: db.Name, Objectives: o})

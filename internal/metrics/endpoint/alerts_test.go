@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/metrics"
 )
 
@@ -95,7 +96,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 	// A parse that finds nothing must not pass.
 	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged,
-		EvidenceMissed, LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, "up"} {
+		EvidenceMissed, LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, ImmutableProven, "up"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}
@@ -156,6 +157,9 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	drill := catalog.NewDrillRecord("sql01", "Sales", taken)
 	drill.Add(catalog.DrillResult{WorkflowID: "w", RunID: "r", Instance: "verify", Database: "Sales_drill", Outcome: catalog.DrillPassed,
 		RTO: time.Minute, StartedAt: taken, At: taken.Add(time.Minute)})
+	drill.Add(catalog.DrillResult{WorkflowID: "w", RunID: "r2", Instance: "verify", Database: "Sales_drill", Outcome: catalog.DrillPassed,
+		From: config.DrillFromImmutable, Immutable: &catalog.DrillImmutable{Store: "vault01", Sequence: 1, Staging: "bak02", Dir: "staging/x"},
+		RTO: time.Minute, StartedAt: taken.Add(2 * time.Minute), At: taken.Add(3 * time.Minute)})
 	if err := catalog.SaveDrill(context.Background(), dirFS(t, filepath.Join(dir, "bak01")), nil, drill); err != nil {
 		t.Fatal(err)
 	}

@@ -76,4 +76,29 @@ func TestDrillGauges(t *testing.T) {
 	if v := f.value(t, LastDrill, sales); v != float64(later.Unix()) {
 		t.Errorf("after a failed drill: %s = %v, want %d", LastDrill, v, later.Unix())
 	}
+	if ms := f.find(ImmutableProven, sales); len(ms) != 0 {
+		t.Errorf("no drill from the immutable copy, yet %s: %v", ImmutableProven, ms)
+	}
+
+	// A passed drill from the immutable copy, then a failed one: the
+	// copy stays proven as of the passed one.
+	proven, failed := later.Add(time.Hour), later.Add(2*time.Hour)
+	for _, d := range []struct {
+		run     string
+		at      time.Time
+		outcome string
+	}{{"r3", proven, catalog.DrillPassed}, {"r4", failed, catalog.DrillFailed}} {
+		r.Add(catalog.DrillResult{WorkflowID: "drill/sql01/Sales", RunID: d.run, Instance: "verify", Database: "Sales_drill", From: "immutable",
+			Point: "latest", Outcome: d.outcome, StartedAt: d.at.Add(-time.Minute), At: d.at,
+			Immutable: &catalog.DrillImmutable{Store: "vault01", Sequence: 1, Staging: "bak02", Dir: "staging/sql01@Sales"}})
+	}
+	save()
+	e.Product().Refresh(context.Background(), cfg, nil)
+	f = scrapeHandler(t, e)
+	if v := f.value(t, ImmutableProven, sales); v != float64(proven.Unix()) {
+		t.Errorf("%s = %v, want %d (the passed drill from the immutable copy)", ImmutableProven, v, proven.Unix())
+	}
+	if ms := f.find(ImmutableProven, hr); len(ms) != 0 {
+		t.Errorf("HR has no drill, yet %s: %v", ImmutableProven, ms)
+	}
 }

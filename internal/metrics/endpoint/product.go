@@ -41,7 +41,10 @@ const (
 	LastDrillRTO   = "backupcycle_last_drill_rto_seconds"
 	LastDrillOK    = "backupcycle_last_drill_ok"
 	DrillMaxAge    = "backupcycle_drill_max_age_seconds"
-	CyclesEnded    = metrics.CycleCounter + "_total" // through the SDK's handler
+	// ImmutableProven is when the immutable copy was last proven
+	// restorable: the newest passed drill from it.
+	ImmutableProven = "backupcycle_immutable_proven_timestamp_seconds"
+	CyclesEnded     = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
 // DefaultRefresh is how often Watch reads the manifests again: they change
@@ -253,6 +256,9 @@ type row struct {
 	drillRTO    time.Duration
 	drillOK     bool
 	drillMaxAge time.Duration
+	// immutableProven is the end of the newest passed drill from the
+	// immutable copy (zero: none recorded).
+	immutableProven time.Time
 }
 
 type dbKey struct{ instance, database string }
@@ -272,7 +278,7 @@ type manifestState struct {
 
 	lastVerified, timeToRecover, rpo, rto, lastFailure, readTime, readable, unauthentic *prometheus.Desc
 	lastProven, chainBroken                                                             *prometheus.Desc
-	lastDrill, lastDrillRTO, lastDrillOK, drillMaxAge                                   *prometheus.Desc
+	lastDrill, lastDrillRTO, lastDrillOK, drillMaxAge, immutableProven                  *prometheus.Desc
 	storeImmutable, storeProbedAt                                                       *prometheus.Desc
 }
 
@@ -325,6 +331,9 @@ func newManifestState() *manifestState {
 		drillMaxAge: prometheus.NewDesc(DrillMaxAge,
 			"Age above which the database's last recovery drill is too old (config drill.max_age, default twice drill.every), "+
 				"in seconds. Databases with drill only.", db, nil),
+		immutableProven: prometheus.NewDesc(ImmutableProven,
+			"Unix time the newest passed recovery drill from the database's immutable copy (drill.from immutable) ended: when "+
+				"the copy on the object store was last proven restorable. Absent while none is recorded. Databases with drill only.", db, nil),
 		storeImmutable: prometheus.NewDesc(StoreImmutable,
 			"1 when the newest immutability probe of the object store (a kind: s3 backup server) found that a locked object "+
 				"can be neither deleted, nor its lock shortened, nor overwritten with the worker's own credentials; 0 when one of "+
@@ -398,6 +407,12 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 			if l := d.LastDrill; l != nil {
 				n.drillAt, n.drillRTO, n.drillOK = l.At, l.RTO, l.Outcome == catalog.DrillPassed
 			}
+			if p := d.ImmutableProven; p != nil {
+				n.immutableProven = p.At
+			}
+		}
+		if old, ok := s.rows[k]; ok && !complete && old.immutableProven.After(n.immutableProven) {
+			n.immutableProven = old.immutableProven
 		}
 		if old, ok := s.rows[k]; ok && !complete && old.drillAt.After(n.drillAt) {
 			n.drillAt, n.drillRTO, n.drillOK = old.drillAt, old.drillRTO, old.drillOK
@@ -437,7 +452,7 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic,
-		s.lastProven, s.chainBroken, s.lastDrill, s.lastDrillRTO, s.lastDrillOK, s.drillMaxAge, s.storeImmutable, s.storeProbedAt} {
+		s.lastProven, s.chainBroken, s.lastDrill, s.lastDrillRTO, s.lastDrillOK, s.drillMaxAge, s.immutableProven, s.storeImmutable, s.storeProbedAt} {
 		ch <- d
 	}
 }
@@ -496,6 +511,9 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			gauge(s.lastDrill, at, k.instance, k.database)
 			if r.drillMaxAge > 0 {
 				gauge(s.drillMaxAge, r.drillMaxAge.Seconds(), k.instance, k.database)
+			}
+			if !r.immutableProven.IsZero() {
+				gauge(s.immutableProven, unixSeconds(r.immutableProven), k.instance, k.database)
 			}
 		}
 		if !r.failureAt.IsZero() {
