@@ -7,10 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,12 +48,21 @@ func TestStackRollingUpgrade(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	upgrades := make(chan stack.Upgrade)
 	ready := make(chan stack.Addresses, 1)
-	var progress syncBuffer
+	// The stack's progress, written by its goroutine.
+	progressFile, err := os.Create(filepath.Join(bin, "progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer progressFile.Close()
+	progress := func() string {
+		b, _ := os.ReadFile(progressFile.Name())
+		return string(b)
+	}
 	ran := make(chan error, 1)
 	began := time.Now()
 	go func() {
 		ran <- stack.Run(ctx, stack.Options{StateDir: state, Repo: repo, Tools: tools, Worker: oldWorker,
-			DatabaseSize: 64 << 20, FleetDatabases: 6, Upgrades: upgrades, Progress: &progress},
+			DatabaseSize: 64 << 20, FleetDatabases: 6, Upgrades: upgrades, Progress: progressFile},
 			func(a stack.Addresses, _ time.Duration) { ready <- a })
 	}()
 	t.Cleanup(func() {
@@ -66,15 +75,16 @@ func TestStackRollingUpgrade(t *testing.T) {
 	select {
 	case a = <-ready:
 	case err := <-ran:
-		t.Fatalf("the stack did not come up: %v\n%s", err, progress.String())
+		t.Fatalf("the stack did not come up: %v\n%s", err, progress())
 	case <-time.After(5 * time.Minute):
-		t.Fatalf("the stack was not up after 5 minutes:\n%s", progress.String())
+		t.Fatalf("the stack was not up after 5 minutes:\n%s", progress())
 	}
 	t.Logf("stack up in %s", time.Since(began).Round(time.Second))
-	// Sales's BACKUP takes about half a minute, the small databases'
-	// cycles a few seconds each beside it: the workers are replaced once
-	// two of those are verified, in the middle of Sales's BACKUP.
-	a.Site.Source.SetThrottle(192 << 10)
+	// Until the workers are replaced, Sales's BACKUP takes minutes and the
+	// small databases' cycles some seconds each beside it: the workers are
+	// replaced once two of those are verified, in the middle of Sales's
+	// BACKUP.
+	a.Site.Source.SetThrottle(64 << 10)
 
 	fleetBegan := time.Now()
 	fleetOut := make(chan []byte, 1)
@@ -95,13 +105,14 @@ func TestStackRollingUpgrade(t *testing.T) {
 	select {
 	case err := <-result:
 		if err != nil {
-			t.Fatalf("the rolling upgrade: %v\n%s", err, progress.String())
+			t.Fatalf("the rolling upgrade: %v\n%s", err, progress())
 		}
 	case <-time.After(5 * time.Minute):
-		t.Fatalf("the rolling upgrade did not end within 5 minutes:\n%s", progress.String())
+		t.Fatalf("the rolling upgrade did not end within 5 minutes:\n%s", progress())
 	}
+	a.Site.Source.SetThrottle(0)
 	t.Logf("both workers replaced in %s, %s after the fleet began:\n%s", time.Since(upgradeBegan).Round(time.Second),
-		upgradeBegan.Sub(fleetBegan).Round(time.Second), progress.String())
+		upgradeBegan.Sub(fleetBegan).Round(time.Second), progress())
 
 	var fleet struct {
 		Outcomes []struct {
@@ -210,7 +221,6 @@ func TestStackRollingUpgrade(t *testing.T) {
 	}
 
 	// A cycle started after the upgrade runs the new build from its start.
-	a.Site.Source.SetThrottle(0)
 	cycle, err := exec.Command(starter, "--config", a.ConfigFile, "run", "--database", devenv.Database, "--wait").CombinedOutput()
 	if err != nil || !bytes.Contains(cycle, []byte("VERIFIED "+devenv.Database+" sequence 2")) {
 		t.Fatalf("starter run --database %s --wait after the upgrade: %v\n%s", devenv.Database, err, cycle)
@@ -328,24 +338,6 @@ func until(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// syncBuffer is the stack's progress, written by its goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type quiet struct{}
