@@ -10,7 +10,7 @@ RACE_PKGS ?= ./internal/sqlsim/... ./internal/storage/... ./internal/sambatest/.
 RACE_SKIP ?= ^TestCopyBetweenServers$$
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build test test-deps demo stack stack-stop test-stack bench chaos lint fmt vet clean screenshots
+.PHONY: all build test test-deps demo stack stack-stop stack-upgrade test-stack bench chaos lint fmt vet clean screenshots
 
 all: build
 
@@ -50,12 +50,19 @@ stack: build
 stack-stop:
 	@$(GO) build -o $(BIN)/stack ./internal/stack/cmd/stack && $(BIN)/stack --stop --state-dir $(STACK_STATE)
 
+# Rolls the running stack's workers over to a fresh `make build` (or WORKER=path): one at a time, each after
+# `worker --replay-open` of the new build approved the open workflows (README "Rolling out a new worker").
+WORKER ?= $(BIN)/worker
+stack-upgrade: build
+	@$(GO) build -o $(BIN)/stack ./internal/stack/cmd/stack && $(BIN)/stack --upgrade $(WORKER) --state-dir $(STACK_STATE)
+
 # Brings the stack up, runs one verified cycle on it through the starter, stops it (Ctrl-C, then again with
-# `stack --stop`) and checks that no process is left: about four minutes, so not part of `make test`.
+# `stack --stop`) and checks that no process is left; then, on a fresh stack, replaces both workers by a build with a
+# workflow change during a Fleet run (TestStackRollingUpgrade). Not part of `make test`.
 test-stack:
 	@bash scripts/stack-deps.sh
 	@bash scripts/temporal-tools.sh >/dev/null
-	$(GO) test -count=1 -tags stack -timeout 15m -v -run '^TestStack$$' ./internal/stack/
+	$(GO) test -count=1 -tags stack -timeout 25m -v -run '^TestStack' ./internal/stack/
 
 # The README's pictures of the Temporal Web UI (docs/web-ui-*.png) from a fleet run on the dev stack, taken with
 # headless Chromium (installed when missing).

@@ -261,6 +261,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		c.progress.Timings.Copy = out.Duration
 	}
 
+	upgradeTestStep(ctx)
 	verify := activities.VerifyInput{
 		Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: remote,
 		SourceUTCOffsetMinutes: plan.Source.UTCOffsetMinutes,

@@ -24,7 +24,8 @@
 // The Temporal programs are built by scripts/temporal-tools.sh from the
 // modules tools/temporal and tools/temporalcli. Run returns when its context
 // ends (Ctrl-C, `stack --stop`) after stopping every process it started,
-// workers first and PostgreSQL last.
+// workers first and PostgreSQL last. Meanwhile it replaces the workers with
+// another build on request (Upgrade, `stack --upgrade`), one at a time.
 package stack
 
 import (
@@ -91,7 +92,14 @@ type Options struct {
 	Worker string
 	// DatabaseSize of the emulated Sales when the site is created.
 	DatabaseSize int64
-	Logger       *zap.Logger
+	// FleetDatabases is how many small databases the site holds besides
+	// Sales, picked by the Fleet's selection (devenv.Options.FleetDatabases).
+	FleetDatabases int
+	// Upgrades, when set, delivers new worker builds: each replaces the
+	// workers one at a time (Upgrade).
+	Upgrades <-chan Upgrade
+
+	Logger *zap.Logger
 	// Progress, when set, gets a line per step of the bring-up and its time.
 	Progress io.Writer
 }
@@ -101,6 +109,28 @@ type Addresses struct {
 	Postgres, Frontend, UI string
 	Metrics                []string // the workers' /metrics, default queue first
 	ConfigFile             string   // the workers' configuration
+	// Site is the emulated site, run in this process.
+	Site *devenv.Site
+}
+
+// Upgrade asks the running stack to replace its workers with another build,
+// as the README's "Rolling out a new worker" does it: one worker at a time,
+// each only after `worker --replay-open` of the new build on its task queue
+// exited 0; the old worker is stopped with SIGTERM (it stops polling and
+// gives its activities 10 seconds; Temporal hands what was left to the new
+// one) and the new one started in its place, on the same metrics address.
+type Upgrade struct {
+	// Worker is the new build's binary.
+	Worker string
+	// Result gets nil once every worker runs the new build, else what
+	// stopped the upgrade (the workers not yet replaced keep the old build).
+	Result chan<- error
+}
+
+// worker is a worker process of the stack: its arguments after the binary.
+type worker struct {
+	name string
+	args []string
 }
 
 type stack struct {
@@ -112,6 +142,7 @@ type stack struct {
 	procs               []*proc  // long-running, in start order
 	site                *devenv.Site
 	siteAt              int // procs[siteAt:] started after the site
+	workers             []worker
 }
 
 // Run brings the stack up, calls ready with its addresses and the time it
@@ -236,6 +267,7 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 		TemporalAddress: frontend,
 		Namespace:       Namespace,
 		TaskQueues:      map[string]string{CopyServer: CopyQueue},
+		FleetDatabases:  o.FleetDatabases,
 		Logger:          o.Logger.Named("sqlsim"),
 	})
 	if err != nil {
@@ -248,23 +280,80 @@ func Run(ctx context.Context, o Options, ready func(Addresses, time.Duration)) (
 	// Two production workers.
 	var metricsURLs []string
 	for i, queue := range []string{"", CopyQueue} {
-		name, argv := "worker", []string{o.Worker, "--config", site.ConfigFile, "--metrics-addr", addr(metrics[i])}
+		w := worker{name: "worker", args: []string{"--config", site.ConfigFile, "--metrics-addr", addr(metrics[i])}}
 		if queue != "" {
-			name, argv = "worker-"+CopyServer, append(argv, "--task-queue", queue)
+			w = worker{name: "worker-" + CopyServer, args: append(w.args, "--task-queue", queue)}
 		}
-		p, err := st.start(spec{name: name, argv: argv, env: append(os.Environ(), st.base...), dir: o.StateDir})
+		p, err := st.start(st.workerSpec(w, o.Worker))
 		if err != nil {
 			return err
 		}
 		st.procs = append(st.procs, p)
+		st.workers = append(st.workers, w)
 		metricsURLs = append(metricsURLs, "http://"+addr(metrics[i])+"/metrics")
 	}
 	if err := st.waitPollers(ctx, frontend, step); err != nil {
 		return err
 	}
 	step("workers polling their task queues")
-	ready(Addresses{Postgres: addr(pgPort), Frontend: frontend, UI: uiURL, Metrics: metricsURLs, ConfigFile: site.ConfigFile}, time.Since(began))
-	return st.wait(ctx)
+	ready(Addresses{Postgres: addr(pgPort), Frontend: frontend, UI: uiURL, Metrics: metricsURLs, ConfigFile: site.ConfigFile, Site: site}, time.Since(began))
+	return st.wait(ctx, step)
+}
+
+func (st *stack) workerSpec(w worker, bin string) spec {
+	return spec{name: w.name, argv: append([]string{bin}, w.args...), env: append(os.Environ(), st.base...), dir: st.o.StateDir}
+}
+
+// upgrade replaces the workers with bin, one at a time (Upgrade).
+func (st *stack) upgrade(ctx context.Context, bin string, step func(string)) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	for _, w := range st.workers {
+		i := slices.IndexFunc(st.procs, func(p *proc) bool { return p.name == w.name })
+		// --replay-open on the worker's own task queue and configuration.
+		replay := st.workerSpec(worker{name: "replay-" + w.name, args: replayArgs(w.args)}, bin)
+		if err := st.runOnce(ctx, replay); err != nil {
+			return fmt.Errorf("stack: %s keeps its build: %w", w.name, err)
+		}
+		step(fmt.Sprintf("%s: %s --replay-open approves the open workflows", w.name, bin))
+		if err := st.procs[i].stop(45 * time.Second); err != nil {
+			return err
+		}
+		from := int64(0)
+		if fi, err := os.Stat(st.procs[i].log); err == nil {
+			from = fi.Size()
+		}
+		p, err := st.start(st.workerSpec(w, bin))
+		if err != nil {
+			return err
+		}
+		st.procs[i] = p
+		if err := poll(ctx, p, 90*time.Second, func() bool { return logSince(p.log, from, "backupcycle worker ready") }); err != nil {
+			return err
+		}
+		step(fmt.Sprintf("%s: stopped (SIGTERM), the new build polls in its place", w.name))
+	}
+	return nil
+}
+
+// replayArgs are a worker's arguments for --replay-open: its configuration
+// and task queue, not its metrics address.
+func replayArgs(args []string) []string {
+	out := []string{"--replay-open"}
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] != "--metrics-addr" {
+			out = append(out, args[i], args[i+1])
+		}
+	}
+	return out
+}
+
+// logSince reports whether the log holds text after offset from.
+func logSince(path string, from int64, text string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && int64(len(b)) > from && strings.Contains(string(b[from:]), text)
 }
 
 // What the stack changes in the compose services' environment: the host
@@ -302,13 +391,28 @@ func uiEnv(frontend, url string, port int) (replace, add map[string]string) {
 		map[string]string{"TEMPORAL_UI_PORT": strconv.Itoa(port)}
 }
 
-// wait returns when ctx ends (nil) or a process of the stack exits (error).
-func (st *stack) wait(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case p := <-st.watch(ctx):
-		return p.exited()
+// wait returns when ctx ends (nil) or a process of the stack exits (error);
+// meanwhile it carries out the upgrades of Options.Upgrades.
+func (st *stack) wait(ctx context.Context, step func(string)) error {
+	for {
+		wctx, cancel := context.WithCancel(ctx)
+		select {
+		case <-ctx.Done():
+			cancel()
+			return nil
+		case p := <-st.watch(wctx):
+			cancel()
+			return p.exited()
+		case u := <-st.o.Upgrades:
+			// The workers it stops are not the stack's end.
+			cancel()
+			err := st.upgrade(ctx, u.Worker, step)
+			select {
+			case u.Result <- err:
+			case <-ctx.Done():
+				return nil
+			}
+		}
 	}
 }
 

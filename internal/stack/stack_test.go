@@ -27,15 +27,44 @@ import (
 const repo = "../.."
 
 // build builds a command of this module into dir.
-func build(t *testing.T, dir, pkg string) string {
+func build(t *testing.T, dir, pkg string) string { return buildTags(t, dir, pkg, "") }
+
+// buildTags builds a command of this module with build tags into dir.
+func buildTags(t *testing.T, dir, pkg, tags string) string {
 	t.Helper()
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, pkg)
 	cmd.Dir = repo
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		t.Fatalf("go build -tags %q %s: %v\n%s", tags, pkg, err, b)
 	}
 	return out
+}
+
+// temporalTools is the directory of the Temporal programs, built once.
+func temporalTools(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(repo, "scripts", "temporal-tools.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/temporal-tools.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// removeOutside removes what a stack on state keeps outside it: the
+// PostgreSQL cluster under stack.PostgresRoot and the backup servers'
+// shares, when they live outside the state directory
+// (devenv.Options.ShareRoot): <state>/site/<server>/backup links to them.
+func removeOutside(state string) {
+	_ = os.RemoveAll(stack.PostgresDir(state))
+	links, _ := filepath.Glob(filepath.Join(state, "site", "*", "backup"))
+	for _, l := range links {
+		if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if target, err := filepath.EvalSymlinks(l); err == nil {
+				_ = os.RemoveAll(filepath.Dir(target))
+			}
+		}
+	}
 }
 
 // running is a stack command started by the test: every process it starts
@@ -173,26 +202,9 @@ func TestStack(t *testing.T) {
 	stackBin := build(t, bin, "./internal/stack/cmd/stack")
 	worker := build(t, bin, "./worker")
 	starter := build(t, bin, "./starter")
-	toolsOut, err := exec.Command("bash", filepath.Join(repo, "scripts", "temporal-tools.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/temporal-tools.sh: %v", err)
-	}
-	tools := strings.TrimSpace(string(toolsOut))
+	tools := temporalTools(t)
 	state := t.TempDir()
-	t.Cleanup(func() {
-		_ = os.RemoveAll(stack.PostgresDir(state))
-		// The backup servers' shares, when they live outside the state
-		// directory (devenv.Options.ShareRoot): <state>/site/<server>/backup
-		// links to them.
-		links, _ := filepath.Glob(filepath.Join(state, "site", "*", "backup"))
-		for _, l := range links {
-			if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-				if target, err := filepath.EvalSymlinks(l); err == nil {
-					_ = os.RemoveAll(filepath.Dir(target))
-				}
-			}
-		}
-	})
+	t.Cleanup(func() { removeOutside(state) })
 	raw := make([]byte, 8)
 	_, _ = rand.Read(raw)
 	mark := "BACKUPCYCLE_STACK_TEST=" + hex.EncodeToString(raw)

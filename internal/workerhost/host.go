@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
@@ -195,8 +196,10 @@ func keepRunning(ctx context.Context, c *client.Client, cfg *config.Config, log 
 func WorkerOptions(cfg *config.Config) worker.Options {
 	return worker.Options{
 		// In-flight activities get this long to finish on SIGTERM; the rest
-		// are retried by Temporal on another (or the restarted) worker.
-		WorkerStopTimeout: 10 * time.Second,
+		// are retried by Temporal on another (or the restarted) worker, once
+		// their attempts are reported (stopGrace).
+		WorkerStopTimeout: stopTimeout,
+		Interceptors:      []interceptor.WorkerInterceptor{&stopGrace{}},
 		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
 		// by default (48 s for the copy's 1 min): a worker killed in between
 		// loses the copy's checkpoints and the retry starts the stripe over.

@@ -4,6 +4,7 @@
 //
 //	stack --tools DIR [--state-dir .stack] [--worker bin/worker]   bring it up, print its addresses, run
 //	stack --stop [--state-dir .stack]                             stop the stack running on that state directory
+//	stack --upgrade BIN [--state-dir .stack]                      replace the running stack's workers with BIN, one at a time
 package main
 
 import (
@@ -32,6 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Sales is smaller than the demo's: the stack is about the processes.
 	o := stack.Options{DatabaseSize: 64 << 20}
 	var stop bool
+	var upgrade string
 	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.StateDir, "state-dir", ".stack", "directory of all state (PostgreSQL's cluster, the emulated site, logs/, secrets/); kept between runs, remove it to start over")
@@ -39,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Tools, "tools", "", "the Temporal programs' directory, as scripts/temporal-tools.sh prints it")
 	fs.StringVar(&o.Worker, "worker", "bin/worker", "the production worker binary (make build)")
 	fs.BoolVar(&stop, "stop", false, "stop the stack running on --state-dir and exit")
+	fs.StringVar(&upgrade, "upgrade", "", "replace the workers of the stack running on --state-dir with this worker build, one at a time, each after its --replay-open approved it, and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,6 +55,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "stack on %s stopped\n", o.StateDir)
+		return 0
+	}
+	if upgrade != "" {
+		if err := stack.RequestUpgrade(o.StateDir, upgrade, 10*time.Minute); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "stack on %s: both workers run %s\n", o.StateDir, upgrade)
 		return 0
 	}
 	if o.Tools == "" {
@@ -70,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	o.Logger, o.Progress = log, stdout
+	o.Upgrades = stack.UpgradeRequests(ctx, o.StateDir)
 	fmt.Fprintf(stdout, "stack: bringing up PostgreSQL, Temporal (schema, server, namespace), the Web UI, the emulated site and two workers; logs in %s\n",
 		filepath.Join(o.StateDir, "logs"))
 	err = stack.Run(ctx, o, func(a stack.Addresses, took time.Duration) {
