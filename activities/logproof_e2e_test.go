@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -46,9 +48,13 @@ type proofSite struct {
 	env *testsuite.TestActivityEnvironment
 }
 
-func newProofSite(t *testing.T) *proofSite {
+func newProofSite(t *testing.T) *proofSite { return newProofSiteOf(t, "") }
+
+// newProofSiteOf is newProofSite with extra lines of the database's
+// configuration.
+func newProofSiteOf(t *testing.T, extra string) *proofSite {
 	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: "Ledger", CommitLog: true, ManifestKeys: []string{"k1"},
-		Extra: "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n"})
+		Extra: "    owns_backup_chain: true\n    log_backup: {every: 1m}\n    log_proof: standby\n" + extra})
 	e := newE2E(t, f, nil)
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
@@ -221,6 +227,72 @@ func TestStandbyProofAppliesEveryCopiedLog(t *testing.T) {
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	t.Logf("log backup finished to proven on the standby: median %s, max %s over %d logs", lat[len(lat)/2], lat[len(lat)-1], len(lat))
+}
+
+// A standby that lags behind a run of verified fulls: retention
+// (keep_verified 2) deletes the chain's logs that end before the older
+// kept full, among them the log the standby needs next. The chain is
+// whole; the standby fell behind what is kept. It is re-seeded from the
+// newest verified full and goes on with the chain's logs, instead of
+// failing on the deleted file as if the set were corrupt.
+func TestStandbyBehindWhatRetentionKeepsIsSeededAgain(t *testing.T) {
+	p := newProofSiteOf(t, "    retention: {keep_verified: 2}\n")
+	p.seeded() // from set 1, the chain's base, through log 1
+	// The standby falls behind: logs 2 and 3 are not applied before two
+	// more fulls are verified; log 4 contains set 2's end.
+	for range 2 {
+		p.commit(3)
+		p.logAndCopy()
+	}
+	p.verified() // set 2
+	p.commit(3)
+	p.logAndCopy()
+	p.verified() // set 3: keeps sets 2 and 3, the logs before set 2's end go
+	for _, srv := range []string{"bak01", "bak02"} {
+		r := p.record(srv)
+		if _, err := os.Stat(filepath.Join(p.f.Dir(srv), r.LogFileName(2, 1, 1))); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("log 2 on %s after retention with keep_verified 2: %v; want it deleted", srv, err)
+		}
+	}
+	p.commit(3)
+	lb := p.logAndCopy()
+	out, err := p.apply()
+	if err != nil || !out.Seeded || out.Sequence != 3 || out.Through != lb.Number || out.Waiting != "" {
+		t.Fatalf("ApplyLogs with the log it needs next deleted by retention: %+v, %v; want the standby seeded again from set 3 and log %d applied",
+			out, err, lb.Number)
+	}
+	if got, want := ids(t, master(t, p.f.Verify()), "Ledger_standby"), ids(t, master(t, p.f.Source()), "Ledger"); !slices.Equal(got, want) {
+		t.Fatalf("the standby holds %d rows, the source %d", len(got), len(want))
+	}
+	// And it goes on from there.
+	p.commit(3)
+	lb = p.logAndCopy()
+	if out, err := p.apply(); err != nil || out.Seeded || out.Through != lb.Number {
+		t.Fatalf("ApplyLogs after the re-seed: %+v, %v; want log %d applied", out, err, lb.Number)
+	}
+}
+
+// A log file gone that a kept verified full still needs is damage, not
+// retention: log 2 lies between sets 1 and 2, both kept (keep_verified
+// 2), so a point between them needs it. The standby is not quietly
+// seeded again from set 2 past the hole; the missing file is reported.
+func TestStandbyReportsALogGoneThatAKeptFullNeeds(t *testing.T) {
+	p := newProofSiteOf(t, "    retention: {keep_verified: 2}\n")
+	p.seeded() // from set 1, the chain's base, through log 1
+	p.commit(3)
+	p.logAndCopy() // log 2
+	p.verified()   // set 2: sets 1 and 2 kept
+	p.commit(3)
+	p.logAndCopy() // log 3, holding set 2's end
+	name := filepath.Join(p.f.Dir("bak02"), p.record("bak02").LogFileName(2, 1, 1))
+	if err := os.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.apply()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrCorruptBackup || out.Seeded {
+		t.Fatalf("ApplyLogs with log 2 gone while set 1 is kept: %+v, %v; want CorruptBackup, not a re-seed past it", out, err)
+	}
 }
 
 // The chain's full was backed up to the chain's copy target (the rotation

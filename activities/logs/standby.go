@@ -2,6 +2,7 @@ package logs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,7 +33,8 @@ type ApplyLogsOutput struct {
 	Instance string `json:"instance,omitempty"` // the verification instance
 	Chain    int64  `json:"chain,omitempty"`
 	// Seeded: this call restored it from the full Sequence (a new copy,
-	// or one re-seeded because its chain broke or it was gone or damaged).
+	// or one re-seeded because its chain broke, it was gone or damaged, or
+	// the log it needed next was deleted by retention).
 	Seeded   bool    `json:"seeded,omitempty"`
 	Sequence int64   `json:"sequence,omitempty"`
 	Applied  []int64 `json:"applied,omitempty"` // logs applied by this call
@@ -90,8 +92,10 @@ func (a *Activities) standbyTarget(ctx context.Context, db *config.Database) (*s
 // SHA-256 checked first, RESTORE LOG ... WITH STANDBY, and marks each log
 // the copy has passed proven (standby) in the chain record, on the copy
 // target first. A newer verified full does not re-seed it: the chain goes
-// on. A RESTORE LOG cut short leaves the copy where the previous log left
-// it; the next call applies that log again.
+// on; only when the log it needs next is gone because retention deleted
+// it (behindKept) is it seeded again, from the newest verified full. A
+// RESTORE LOG cut short leaves the copy where the previous log left it;
+// the next call applies that log again.
 func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLogsOutput, error) {
 	d := &a.Base.Cycle
 	db, err := d.Database(in.Instance, in.Database)
@@ -168,6 +172,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 	out.Sequence = rec.Standby.Sequence
 
 	// Apply what the copy needs, in order.
+	reseeded := false
 	for {
 		rs, err := activities.RestoringState(ctx, sqlDB, t.name)
 		if err != nil {
@@ -193,6 +198,24 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 		if !slices.Contains(l.Servers, t.srv.Name) {
 			out.Waiting = fmt.Sprintf("log %d is not copied to %s yet", l.Number, t.srv.Name)
 			break
+		}
+		if !reseeded {
+			f, m, err := a.behindKept(ctx, t, chain.chain, *l)
+			if err != nil {
+				return out, err
+			}
+			if m != nil {
+				log.Info("the log the standby copy needs next was deleted by retention (it ends before every verified full kept): seeding it again",
+					zap.Int64("chain", in.Chain), zap.Int64("log", l.Number), zap.Int64("seq", m.Sequence))
+				if err := a.seedStandby(ctx, t, sqlDB, rec, in.Chain, m, log); err != nil {
+					return out, err
+				}
+				if err := a.recordFull(ctx, t, in.Chain, m, sqlDB); err != nil {
+					return out, err
+				}
+				seed, reseeded, out.Seeded, out.Sequence = &f, true, true, m.Sequence
+				continue
+			}
 		}
 		if err := a.restoreLog(ctx, t, sqlDB, chain.names, in.Chain, *l, log); err != nil {
 			return out, err
@@ -225,6 +248,53 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 		activities.Recorder(a.Base).StepDone(StepApplyLogs, db.Instance, db.Name, t.srv.Name, 0, 0)
 	}
 	return out, nil
+}
+
+// behindKept is the full to seed the standby copy from again when log l,
+// the one it needs next, is gone from the copy target because retention
+// deleted it. Retention deletes only logs that end at or before the
+// oldest verified full it keeps (logchain.Retain), and every verified full
+// the copy target still holds is one it keeps; so a log gone that ends at
+// or before every verified full held there, all of them of this chain, is
+// needed by no point retention keeps: the chain is whole, the standby just
+// fell behind what is kept, and its file missing is no damage. It is
+// seeded again from the newest verified full (seedFull), where the chain's
+// health and point-in-time proofs count from. Retention does not keep logs
+// for a lagging standby instead: keep_verified is what the DBA chose to
+// keep, and a standby that stopped would pin the logs for ever. m is nil
+// when l's files are all there, or when a verified full held there ends
+// before l (or is of an earlier chain, which keeps this chain whole): then
+// a missing file is a hole of the chain, and restoring l reports it.
+func (a *Activities) behindKept(ctx context.Context, t *standbyTarget, c *logchain.Chain, l logchain.Log) (logchain.Full, *catalog.Manifest, error) {
+	gone := false
+	for _, f := range l.Files {
+		_, err := t.remote.Stat(ctx, f.Name)
+		if errors.Is(err, storage.ErrNotFound) {
+			gone = true
+			break
+		}
+		if err != nil {
+			return logchain.Full{}, nil, activities.StorageError(t.srv.Name, err)
+		}
+	}
+	if !gone {
+		return logchain.Full{}, nil, nil
+	}
+	verified, err := a.verifiedOnTarget(ctx, t)
+	if err != nil {
+		return logchain.Full{}, nil, err
+	}
+	for _, m := range verified {
+		f := logchain.Full{LastLSN: logchain.LSN(m.Header.LastLSN), Finish: m.Header.BackupFinishUTC}
+		if !ofChain(f, c.Base()) || f.LastLSN.Less(l.LastLSN) {
+			return logchain.Full{}, nil, nil
+		}
+	}
+	f, m, _ := a.seedFull(ctx, t, c)
+	if m == nil || f.LastLSN.Less(l.LastLSN) {
+		return logchain.Full{}, nil, nil
+	}
+	return f, m, nil
 }
 
 // remoteChainOf is a chain as the copy target holds it, and its naming.
