@@ -15,7 +15,6 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/plan"
-	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/starter/client"
 )
@@ -80,11 +79,7 @@ says which is which. --no-catalog reads nothing and estimates from the flags alo
 			}
 			writePlan(e.stdout, p, req.SizeBytes, m)
 			if p.Estimate != nil {
-				db, err := selection.Lookup(cfg, req.Instance, req.Database)
-				if err != nil {
-					return err
-				}
-				if err := writeSiteLoss(e.stdout, p, db, req.SizeBytes, perMinute, logsSince, logEvery); err != nil {
+				if err := writeSiteLoss(e.stdout, p, req.SizeBytes, perMinute, logsSince, logEvery); err != nil {
 					return err
 				}
 			}
@@ -227,9 +222,9 @@ func writePlan(w io.Writer, p client.CyclePlan, size int64, m *client.Measured) 
 // remote backup server onto a server like the source, then the log backups
 // of logsSince at perMinute bytes a minute, each at the assumed cost of a
 // RESTORE LOG, against the database's rto.
-func writeSiteLoss(w io.Writer, p client.CyclePlan, db *config.Database, size, perMinute int64, logsSince, logEvery time.Duration) error {
+func writeSiteLoss(w io.Writer, p client.CyclePlan, size, perMinute int64, logsSince, logEvery time.Duration) error {
 	if logEvery == 0 {
-		logEvery = db.LogBackup.Every
+		logEvery = p.LogEvery
 	}
 	if logEvery == 0 {
 		logEvery = time.Minute
@@ -254,10 +249,10 @@ func writeSiteLoss(w io.Writer, p client.CyclePlan, db *config.Database, size, p
 	}
 	verdict := "no rto configured"
 	switch {
-	case db.RTO > 0 && e.Total <= db.RTO:
-		verdict = fmt.Sprintf("within the rto of %s (%s to spare)", db.RTO, hm(db.RTO-e.Total))
-	case db.RTO > 0:
-		verdict = fmt.Sprintf("OVER the rto of %s by %s", db.RTO, hm(e.Total-db.RTO))
+	case p.RTO > 0 && e.Total <= p.RTO:
+		verdict = fmt.Sprintf("within the rto of %s (%s to spare)", p.RTO, hm(p.RTO-e.Total))
+	case p.RTO > 0:
+		verdict = fmt.Sprintf("OVER the rto of %s by %s", p.RTO, hm(e.Total-p.RTO))
 	}
 	fmt.Fprintf(w, "  recover  %10s  %s\n", hm(e.Total), verdict)
 	return nil

@@ -105,6 +105,9 @@ type CyclePlan struct {
 	// DiffEvery is diff_backup.every (0: no differentials): `starter plan`
 	// then compares the restores with and without one (CompareRecovery).
 	DiffEvery time.Duration
+	// RTO is the database's rto and LogEvery its log_backup.every (0:
+	// none), for the recover after losing the site (`starter plan`).
+	RTO, LogEvery time.Duration
 	// Names are the names a cycle derives, each at its widest (sequence
 	// tsql.MaxSequence, the widest stripe), with its limit; Over says
 	// whether it exceeds it. PlanCycle fails when any does: the cycle
@@ -142,7 +145,8 @@ func PlanCycle(cfg *config.Config, req PlanRequest) (CyclePlan, error) {
 		return CyclePlan{}, err
 	}
 	p := CyclePlan{Database: db.ID(), Rotation: db.BackupServers, LastServer: req.LastServer, Compression: db.Compression,
-		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions, DiffEvery: db.DiffBackup.Every}
+		MemoryBudget: int64(db.MemoryBudget), Assumptions: req.Assumptions, DiffEvery: db.DiffBackup.Every,
+		RTO: db.RTO, LogEvery: db.LogBackup.Every}
 	// A database of an availability group backs up on one of its
 	// replicas; the plan shows the first (they share the site).
 	source := cfg.Sources(db.Instance)[0]
