@@ -185,10 +185,7 @@ type backupErr struct{ errs []*tds.Error }
 func (e *backupErr) Error() string { return e.errs[0].Error() }
 
 func (x *execCtx) backup(s *backupStmt) error {
-	op := "BACKUP DATABASE"
-	if s.log {
-		op = "BACKUP LOG"
-	}
+	op := backupCommand(s)
 	v, err := (&env{x: x}).eval(s.db)
 	if err != nil {
 		return err

@@ -395,16 +395,10 @@ func startCommand(stmts []stmt) string {
 	for _, st := range stmts {
 		switch n := st.(type) {
 		case *backupStmt:
-			if n.log {
-				return "BACKUP LOG"
-			}
-			return "BACKUP DATABASE"
+			return backupCommand(n)
 		case *restoreStmt:
-			switch n.kind {
-			case "LOG":
-				return "RESTORE LOG"
-			case "DATABASE":
-				return "RESTORE DATABASE"
+			if n.kind == "LOG" || n.kind == "DATABASE" {
+				return "RESTORE " + n.kind
 			}
 			return "SELECT"
 		case *dbccStmt:
@@ -412,6 +406,14 @@ func startCommand(stmts []stmt) string {
 		}
 	}
 	return "SELECT"
+}
+
+// backupCommand is a BACKUP's command: BACKUP LOG or BACKUP DATABASE.
+func backupCommand(n *backupStmt) string {
+	if n.log {
+		return "BACKUP LOG"
+	}
+	return "BACKUP DATABASE"
 }
 
 // setCommand publishes what the request does in sys.dm_exec_requests.
@@ -481,16 +483,10 @@ func (x *execCtx) describe(st stmt) (string, string) {
 	case *selectStmt:
 		return "SELECT", db
 	case *backupStmt:
-		if n.log {
-			return "BACKUP LOG", name(n.db)
-		}
-		return "BACKUP DATABASE", name(n.db)
+		return backupCommand(n), name(n.db)
 	case *restoreStmt:
-		if n.kind == "LOG" {
-			return "RESTORE LOG", name(n.db)
-		}
-		if n.kind == "DATABASE" {
-			return "RESTORE DATABASE", name(n.db)
+		if n.kind == "LOG" || n.kind == "DATABASE" {
+			return "RESTORE " + n.kind, name(n.db)
 		}
 		return "RESTORE " + n.kind, ""
 	case *dbccStmt:
