@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,25 @@ import (
 	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
+
+// vaultSite is a site in dir with the backup servers bak01 and bak02 and
+// the object store vault01, bucket on srv, and the given databases.
+func vaultSite(t *testing.T, srv *s3test.Server, dir, bucket, databases string) *config.Config {
+	t.Helper()
+	t.Setenv("VAULT_SECRET", srv.RootSecret)
+	yaml := `sql_instances:
+  - {name: sql01, address: 127.0.0.1:1433, user: backup, password_env: SQL01_PASSWORD}
+  - {name: verify, address: 127.0.0.1:1434, user: backup, password_env: SQL01_PASSWORD}
+backup_servers:
+  - {name: bak01, unc_paths: ['/b/bak01'], location: bak01, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
+  - {name: bak02, unc_paths: ['/b/bak02'], location: bak02, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
+  - name: vault01
+    kind: s3
+    s3: {endpoint: '` + srv.Endpoint + `', bucket: ` + bucket + `, prefix: bc/, access_key_id: ` + srv.RootAccess + `, secret_access_key_env: VAULT_SECRET}
+databases:
+` + databases
+	return loadConfig(t, dir, yaml)
+}
 
 // Status reads an object store's newest probe from the store itself, and
 // from the manifests when the store cannot be read: a store found not
@@ -39,28 +57,9 @@ func TestLoadJudgesTheObjectStore(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	t.Setenv("VAULT_SECRET", srv.RootSecret)
-	yaml := `sql_instances:
-  - {name: sql01, address: 127.0.0.1:1433, user: backup, password_env: SQL01_PASSWORD}
-  - {name: verify, address: 127.0.0.1:1434, user: backup, password_env: SQL01_PASSWORD}
-backup_servers:
-  - {name: bak01, unc_paths: ['/b/bak01'], location: bak01, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
-  - {name: bak02, unc_paths: ['/b/bak02'], location: bak02, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
-  - name: vault01
-    kind: s3
-    s3: {endpoint: '` + srv.Endpoint + `', bucket: plain, prefix: bc/, access_key_id: ` + srv.RootAccess + `, secret_access_key_env: VAULT_SECRET}
-databases:
-  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02], immutable_copy: vault01}
+	c := vaultSite(t, srv, dir, "plain", `  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02], immutable_copy: vault01}
   - {name: HR, instance: sql01, backup_servers: [bak01, bak02]}
-`
-	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	// Sales's newest set was copied there yesterday, when a probe passed.
 	m := verified(t, "sql01", "Sales", 4, now.Add(-2*time.Hour), time.Minute, time.Minute)
 	m.Immutable = &catalog.ImmutableCopy{Server: "vault01", State: catalog.ImmutableCopied, At: now.Add(-time.Hour), Mode: "COMPLIANCE",
@@ -110,27 +109,7 @@ func TestStatusRedForAVerifiedSetWithoutItsImmutableCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	t.Setenv("VAULT_SECRET", srv.RootSecret)
-	yaml := `sql_instances:
-  - {name: sql01, address: 127.0.0.1:1433, user: backup, password_env: SQL01_PASSWORD}
-  - {name: verify, address: 127.0.0.1:1434, user: backup, password_env: SQL01_PASSWORD}
-backup_servers:
-  - {name: bak01, unc_paths: ['/b/bak01'], location: bak01, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
-  - {name: bak02, unc_paths: ['/b/bak02'], location: bak02, verify_instance: verify, restore_data_dir: /d, restore_log_dir: /l}
-  - name: vault01
-    kind: s3
-    s3: {endpoint: '` + srv.Endpoint + `', bucket: worm, prefix: bc/, access_key_id: ` + srv.RootAccess + `, secret_access_key_env: VAULT_SECRET}
-databases:
-  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02], immutable_copy: vault01}
-`
-	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := vaultSite(t, srv, dir, "worm", "  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02], immutable_copy: vault01}\n")
 	bak01 := filepath.Join(dir, "bak01")
 	copied := func(m *catalog.Manifest, until time.Time) *catalog.Manifest {
 		m.Immutable = &catalog.ImmutableCopy{Server: "vault01", State: catalog.ImmutableCopied, At: m.VerifiedAt().Add(time.Minute), Mode: "COMPLIANCE",
