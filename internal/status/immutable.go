@@ -144,6 +144,7 @@ func judgeImmutableCopies(now time.Time, d *Database, trusted map[setID]*set) {
 	for _, m := range due {
 		if why := immutableMissing(now, d, m); why != "" {
 			at := verifiedAt(m)
+			d.ImmutableMissing = append(d.ImmutableMissing, m.Sequence)
 			d.Reasons = append(d.Reasons, fmt.Sprintf("immutable copy of set %d (verified %s ago, immutable_within %s) on %s: %s",
 				m.Sequence, Duration(now.Sub(at).Truncate(time.Minute)), d.ImmutableWithin, d.ImmutableCopy, why))
 		}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,12 +157,13 @@ func TestStatusRedForAVerifiedSetWithoutItsImmutableCopy(t *testing.T) {
 				}
 			}
 			if tc.want == "" {
-				if d.OutOfObjectives {
+				if d.OutOfObjectives || len(d.ImmutableMissing) != 0 {
 					t.Fatalf("RED with set 3 copied and locked: %q", d.Reasons)
 				}
 				return
 			}
-			if !d.OutOfObjectives || len(about) != 1 || !strings.Contains(about[0], "set 3 ") || !strings.Contains(about[0], tc.want) {
+			if !d.OutOfObjectives || len(about) != 1 || !strings.Contains(about[0], "set 3 ") || !strings.Contains(about[0], tc.want) ||
+				!slices.Equal(d.ImmutableMissing, []int64{3}) {
 				t.Fatalf("out %v, reasons %q; want RED for the immutable copy of set 3 only: %q", d.OutOfObjectives, d.Reasons, tc.want)
 			}
 			t.Logf("reason: %s", about[0])

@@ -131,6 +131,10 @@ type Database struct {
 	LogChain *LogChain `json:"log_chain,omitempty"`
 	// LastDrill is the newest recovery drill, for a database with drill.
 	LastDrill *LastDrill `json:"last_drill,omitempty"`
+	// ImmutableMissing are the verified sets, oldest first, that have
+	// waited longer than immutable_within for their immutable copy (each
+	// also a reason).
+	ImmutableMissing []int64 `json:"immutable_missing,omitempty"`
 	// ImmutableProven is the newest passed drill from the immutable copy
 	// (nil: none recorded).
 	ImmutableProven *ImmutableProven `json:"immutable_proven,omitempty"`
