@@ -286,8 +286,10 @@ const ImmutableCatchUp = 3
 // earlier verified fulls that the backup servers of in still keep and
 // whose manifest records no copy on target (failed, never made, found not
 // immutable, or on another store), oldest first, each locked as this run's
-// set (cur: its record) and recorded in its manifests the same way. It
-// stops at the first failure, which it records in that set's manifests.
+// set (cur: its record) and recorded in its manifests the same way. A
+// failure is recorded in that set's manifests; one of the store stops
+// the catch-up, one of the set alone (a stripe that no longer hashes as
+// its manifest says) goes on to the next set.
 // A retry finds the sets already copied recorded so, and skips them.
 func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, in ImmutableInput, target *config.BackupServer,
 	store *s3.Store, lock s3.Lock, cur *catalog.ImmutableCopy, prog *immutableProgress) ([]int64, error) {
@@ -297,6 +299,7 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 		return nil, err
 	}
 	var done []int64
+	var errs []error
 	for _, set := range due[:min(len(due), ImmutableCatchUp)] {
 		sin := in
 		sin.Sequence, sin.Servers = set.seq, set.servers
@@ -314,11 +317,16 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 			if rerr := a.recordImmutable(ctx, db, sin, rec, true); rerr != nil {
 				a.loggerFor(ctx).Warn("immutable copy's failure not recorded in the manifests", zap.String("db", db.Name), zap.Int64("seq", set.seq), zap.Error(rerr))
 			}
-			return done, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err)
+			errs = append(errs, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err))
+			if !setOnly(err) {
+				break // the store's: the next set meets it too
+			}
+			continue // this set's (its stripes, its holders): the others still go
 		}
 		rec.State, rec.At, rec.Objects = catalog.ImmutableCopied, d.now().UTC(), objects
 		if err := a.recordImmutable(ctx, db, sin, rec, true); err != nil {
-			return done, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err)
+			errs = append(errs, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err))
+			continue
 		}
 		took := time.Since(start)
 		a.loggerFor(ctx).Info("immutable copy caught up", zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", set.seq),
@@ -327,7 +335,15 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 		a.recorder().StepDone(metrics.StepImmutable, db.Instance, db.Name, target.Name, sent, took)
 		done = append(done, set.seq)
 	}
-	return done, nil
+	return done, errors.Join(errs...)
+}
+
+// setOnly reports a catch-up failure of the set itself (a stripe that no
+// longer hashes as its manifest says, no holder readable), which does not
+// stop the copy of the next set.
+func setOnly(err error) bool {
+	t := errorTypeOf(err)
+	return t == ErrImmutableCopyFailed || t == ErrBackupTargetUnreachable || t == ErrSequenceInUse
 }
 
 // dueSet is a verified set still without its immutable copy, and the

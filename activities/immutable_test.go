@@ -373,3 +373,23 @@ func TestCopyImmutableCatchesUpEarlierSets(t *testing.T) {
 		t.Fatalf("third copy: %+v, %v; want nothing to catch up", out, err)
 	}
 }
+
+// A set that cannot be copied itself (a stripe no longer as its manifest
+// says) is recorded failed and does not hold back the sets after it.
+func TestCopyImmutableCatchUpGoesPastABrokenSet(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	broken := f.verifiedSet(1, nil)
+	f.verifiedSet(2, nil)
+	for _, server := range []string{"bak01", "bak02"} {
+		if err := os.WriteFile(filepath.Join(f.dirs[server], broken.Stripes[0].Name), []byte("not the backup"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := f.copy()
+	if err != nil || !slices.Equal(out.CaughtUp, []int64{2}) || !strings.Contains(out.CatchUpError, "seq 1") {
+		t.Fatalf("copy of set 5: %+v, %v; want set 2 caught up past set 1, whose failure is named", out, err)
+	}
+	if m := f.load("bak02", "Sales", 1); m.State != catalog.StateVerified || m.Immutable == nil || m.Immutable.State != catalog.ImmutableFailed {
+		t.Errorf("set 1: state %s, immutable %+v; want verified, its copy recorded failed", m.State, m.Immutable)
+	}
+}
