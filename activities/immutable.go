@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,11 @@ type ImmutableOutput struct {
 	Probe       string        `json:"probe"`            // the probe's verdict
 	Probed      bool          `json:"probed,omitempty"` // this copy ran the probe (else a recent one's record)
 	Duration    time.Duration `json:"duration"`
+	// CaughtUp are the earlier sets this copy also copied (their copy had
+	// failed or was never made), oldest first; CatchUpError says why it
+	// stopped before the rest.
+	CaughtUp     []int64 `json:"caught_up,omitempty"`
+	CatchUpError string  `json:"catch_up_error,omitempty"`
 }
 
 // ImmutableHeartbeat is what CopyImmutable records: each file's multipart
@@ -111,7 +117,7 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 			rec.State = catalog.ImmutableNotImmutable
 		}
 		out.State = string(rec.State)
-		if rerr := a.recordImmutable(ctx, db, in, rec); rerr != nil {
+		if rerr := a.recordImmutable(ctx, db, in, rec, false); rerr != nil {
 			log.Warn("immutable copy's failure not recorded in the manifests", zap.Error(rerr))
 		}
 	}()
@@ -140,63 +146,108 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
 	}
-	if hb.Files == nil {
-		hb.Files = map[string]*s3.UploadProgress{}
-	}
-	var total int64
-	jobs := make([]s3.UploadJob, len(m.Stripes))
-	for i, s := range m.Stripes {
-		jobs[i] = s3.UploadJob{Src: s.Name, Name: s.Name, SHA256: s.SHA256, Resume: hb.Files[s.Name]}
-		total += s.Size
+	prog := &immutableProgress{files: hb.Files}
+	if prog.files == nil {
+		prog.files = map[string]*s3.UploadProgress{}
 	}
 	rep := a.newReporter(ctx, StepImmutableCopy, in.Sequence)
-	var mu sync.Mutex
-	state := func() ImmutableHeartbeat {
-		mu.Lock()
-		defer mu.Unlock()
-		files := make(map[string]*s3.UploadProgress, len(hb.Files))
-		var done int64
-		for k, p := range hb.Files {
-			cp := *p
-			cp.Parts = append([]int32(nil), p.Parts...)
-			files[k] = &cp
-			switch {
-			case p.Done:
-				done += p.Size
-			case p.PartSize > 0:
-				done += min(int64(len(p.Parts))*p.PartSize, p.Size)
-			}
-		}
-		pct := 0.0
-		if total > 0 {
-			pct = 100 * float64(done) / float64(total)
-		}
-		return ImmutableHeartbeat{Files: files, Percent: pct, Bytes: done}
-	}
 	stop := rep.every(d.poll(), nil, func(float64, int64) any {
-		s := state()
+		s := prog.state()
 		rep.set(s.Percent, s.Bytes)
 		return s
 	})
 	defer stop()
+	objects, size, sent, err := a.uploadSet(ctx, store, src, m, lock, target, prog)
+	if err != nil {
+		return out, err
+	}
+	rec.Objects, out.Bytes, out.Sent, out.Objects = objects, size, sent, len(objects)
+	out.Duration = time.Since(start)
+	rec.State, rec.At = catalog.ImmutableCopied, d.now().UTC()
+	out.State = string(rec.State)
+	if err := a.recordImmutable(ctx, db, in, rec, false); err != nil {
+		return out, err
+	}
+	log.Info("immutable copy made", zap.String("from", from), zap.Int("objects", out.Objects), zap.Int64("bytes", out.Bytes),
+		zap.Int64("sent", out.Sent), zap.String("mode", lock.Mode), zap.Time("retain_until", lock.Until), zap.Duration("duration", out.Duration))
+	a.recorder().StepDone(metrics.StepImmutable, db.Instance, db.Name, target.Name, out.Sent, out.Duration)
+
+	// The store answers now: the earlier sets whose copy failed or was
+	// never made go there too, so an outage heals by the next cycle. Their
+	// failure is this copy's warning, never its error.
+	caught, cerr := a.catchUpImmutable(ctx, db, in, target, store, lock, rec, prog)
+	out.CaughtUp = caught
+	if cerr != nil {
+		out.CatchUpError = cerr.Error()
+		log.Warn("earlier sets' immutable copies not all caught up", zap.Int64s("caught_up", caught), zap.Error(cerr))
+	}
+	return out, nil
+}
+
+// immutableProgress is the heartbeat of a copy: each file's multipart
+// upload, and the bytes of the sets it copies.
+type immutableProgress struct {
+	mu    sync.Mutex
+	files map[string]*s3.UploadProgress
+	total int64
+}
+
+func (p *immutableProgress) state() ImmutableHeartbeat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	files := make(map[string]*s3.UploadProgress, len(p.files))
+	var done int64
+	for k, u := range p.files {
+		cp := *u
+		cp.Parts = append([]int32(nil), u.Parts...)
+		files[k] = &cp
+		switch {
+		case u.Done:
+			done += u.Size
+		case u.PartSize > 0:
+			done += min(int64(len(u.Parts))*u.PartSize, u.Size)
+		}
+	}
+	pct := 0.0
+	if p.total > 0 {
+		pct = min(100, 100*float64(done)/float64(p.total))
+	}
+	return ImmutableHeartbeat{Files: files, Percent: pct, Bytes: done}
+}
+
+// uploadSet copies a verified set's stripes to the store, each locked
+// with lock, and then its manifest as it was when verified (signed): a
+// manifest on the store says its stripes are all there. It returns the
+// objects as the store holds them, the set's bytes and those sent.
+func (a *Activities) uploadSet(ctx context.Context, store *s3.Store, src storage.Storage, m *catalog.Manifest, lock s3.Lock,
+	target *config.BackupServer, prog *immutableProgress) (objects []catalog.ImmutableObject, size, sent int64, err error) {
+	d := &a.Cycle
+	jobs := make([]s3.UploadJob, len(m.Stripes))
+	prog.mu.Lock()
+	for i, s := range m.Stripes {
+		jobs[i] = s3.UploadJob{Src: s.Name, Name: s.Name, SHA256: s.SHA256, Resume: prog.files[s.Name]}
+		prog.total += s.Size
+	}
+	prog.mu.Unlock()
 	results, err := store.UploadAll(ctx, src, jobs, s3.UploadOptions{
 		Limit: a.bandwidth.For(target.Name, int64(target.BandwidthLimit)),
 		Progress: func(p s3.UploadProgress) {
-			mu.Lock()
-			prev := hb.Files[p.File]
+			prog.mu.Lock()
+			prev := prog.files[p.File]
 			cp := p
 			if p.UploadID == "" && prev != nil && !p.Done {
 				// A read-back report: keep the upload's checkpoint.
 				cp.UploadID, cp.PartSize, cp.Parts = prev.UploadID, prev.PartSize, prev.Parts
 			}
-			hb.Files[p.File] = &cp
-			mu.Unlock()
-			heartbeat(ctx, state())
+			prog.files[p.File] = &cp
+			prog.mu.Unlock()
+			heartbeat(ctx, prog.state())
 		},
 	})
 	if err != nil {
-		return out, a.uploadError(target.Name, src, err)
+		return nil, 0, 0, a.uploadError(target.Name, src, err)
 	}
+	log := a.loggerFor(ctx).With(zap.String("db", m.Database), zap.Int64("seq", m.Sequence), zap.String("server", target.Name))
 	for i, r := range results {
 		if r.ResumeRejected {
 			log.Warn("upload checkpoint did not hold: stripe sent from the start", zap.String("file", r.Name))
@@ -204,44 +255,160 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 		if r.Replaced {
 			log.Warn("the object store held other content under the stripe's name: written as a new version above it", zap.String("file", r.Name))
 		}
-		rec.Objects = append(rec.Objects, catalog.ImmutableObject{Name: r.Name, VersionID: r.VersionID, SHA256: m.Stripes[i].SHA256, Size: r.Size})
-		out.Bytes += r.Size
-		out.Sent += r.BytesSent
+		objects = append(objects, catalog.ImmutableObject{Name: r.Name, VersionID: r.VersionID, SHA256: m.Stripes[i].SHA256, Size: r.Size})
+		size += r.Size
+		sent += r.BytesSent
 	}
-	// The manifest last, as it is on the backup servers (signed): a
-	// manifest on the store says its stripes are all there.
 	keys, err := d.manifestKeys()
 	if err != nil {
-		return out, err
+		return nil, 0, 0, err
 	}
 	verified := *m
 	verified.Immutable = nil // as it was when verified: what the store holds is that manifest, whatever was recorded since
 	body, err := catalog.EncodeSigned(&verified, keys)
 	if err != nil {
-		return out, nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("manifest of %s seq %d: %w", db.ID(), in.Sequence, err))
+		return nil, 0, 0, nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("manifest of %s/%s seq %d: %w", m.SourceInstance, m.Database, m.Sequence, err))
 	}
 	mr := store.PutChecked(ctx, m.FileName(), body, lock)
 	if mr.Err != nil {
-		return out, a.uploadError(target.Name, src, mr.Err)
+		return nil, 0, 0, a.uploadError(target.Name, src, mr.Err)
 	}
-	rec.Objects = append(rec.Objects, catalog.ImmutableObject{Name: mr.Name, VersionID: mr.VersionID, SHA256: mr.SHA256Hex, Size: mr.Size})
-	out.Sent += mr.BytesSent
-	out.Objects = len(rec.Objects)
-	out.Duration = time.Since(start)
-	rec.State, rec.At = catalog.ImmutableCopied, d.now().UTC()
-	out.State = string(rec.State)
-	if err := a.recordImmutable(ctx, db, in, rec); err != nil {
-		return out, err
+	objects = append(objects, catalog.ImmutableObject{Name: mr.Name, VersionID: mr.VersionID, SHA256: mr.SHA256Hex, Size: mr.Size})
+	return objects, size, sent + mr.BytesSent, nil
+}
+
+// ImmutableCatchUp is how many earlier sets one immutable copy also
+// copies, oldest first: a long outage heals over a few cycles instead of
+// holding one cycle's copy step for all of them.
+const ImmutableCatchUp = 3
+
+// catchUpImmutable copies up to ImmutableCatchUp of the database's
+// earlier verified fulls that the backup servers of in still keep and
+// whose manifest records no copy on target (failed, never made, found not
+// immutable, or on another store), oldest first, each locked as this run's
+// set (cur: its record) and recorded in its manifests the same way. A
+// failure is recorded in that set's manifests; one of the store stops
+// the catch-up, one of the set alone (a stripe that no longer hashes as
+// its manifest says) goes on to the next set.
+// A retry finds the sets already copied recorded so, and skips them.
+func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, in ImmutableInput, target *config.BackupServer,
+	store *s3.Store, lock s3.Lock, cur *catalog.ImmutableCopy, prog *immutableProgress) ([]int64, error) {
+	d := &a.Cycle
+	due, err := a.immutableDue(ctx, db, in, target.Name)
+	if err != nil {
+		return nil, err
 	}
-	log.Info("immutable copy made", zap.String("from", from), zap.Int("objects", out.Objects), zap.Int64("bytes", out.Bytes),
-		zap.Int64("sent", out.Sent), zap.String("mode", lock.Mode), zap.Time("retain_until", lock.Until), zap.Duration("duration", out.Duration))
-	a.recorder().StepDone(metrics.StepImmutable, db.Instance, db.Name, target.Name, out.Sent, out.Duration)
+	var done []int64
+	var errs []error
+	for _, set := range due[:min(len(due), ImmutableCatchUp)] {
+		sin := in
+		sin.Sequence, sin.Servers = set.seq, set.servers
+		start := time.Now()
+		rec := &catalog.ImmutableCopy{Server: target.Name, Location: cur.Location, Mode: lock.Mode, RetainUntil: lock.Until, Probe: cur.Probe}
+		src, from, m, err := a.verifiedSourceOf(ctx, db, sin, true)
+		var objects []catalog.ImmutableObject
+		var sent int64
+		if err == nil {
+			objects, _, sent, err = a.uploadSet(ctx, store, src, m, lock, target, prog)
+			src.Close()
+		}
+		if err != nil {
+			rec.State, rec.At, rec.Error = catalog.ImmutableFailed, d.now().UTC(), err.Error()
+			if rerr := a.recordImmutable(ctx, db, sin, rec, true); rerr != nil {
+				a.loggerFor(ctx).Warn("immutable copy's failure not recorded in the manifests", zap.String("db", db.Name), zap.Int64("seq", set.seq), zap.Error(rerr))
+			}
+			errs = append(errs, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err))
+			if !setOnly(err) {
+				break // the store's: the next set meets it too
+			}
+			continue // this set's (its stripes, its holders): the others still go
+		}
+		rec.State, rec.At, rec.Objects = catalog.ImmutableCopied, d.now().UTC(), objects
+		if err := a.recordImmutable(ctx, db, sin, rec, true); err != nil {
+			errs = append(errs, fmt.Errorf("catching up the immutable copy of %s seq %d: %w", db.ID(), set.seq, err))
+			continue
+		}
+		took := time.Since(start)
+		a.loggerFor(ctx).Info("immutable copy caught up", zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", set.seq),
+			zap.String("server", target.Name), zap.String("from", from), zap.Int("objects", len(objects)), zap.Int64("sent", sent),
+			zap.Time("retain_until", lock.Until), zap.Duration("duration", took))
+		a.recorder().StepDone(metrics.StepImmutable, db.Instance, db.Name, target.Name, sent, took)
+		done = append(done, set.seq)
+	}
+	return done, errors.Join(errs...)
+}
+
+// setOnly reports a catch-up failure of the set itself (a stripe that no
+// longer hashes as its manifest says, no holder readable), which does not
+// stop the copy of the next set.
+func setOnly(err error) bool {
+	t := errorTypeOf(err)
+	return t == ErrImmutableCopyFailed || t == ErrBackupTargetUnreachable || t == ErrSequenceInUse
+}
+
+// dueSet is a verified set still without its immutable copy, and the
+// servers of the copy's input holding it verified.
+type dueSet struct {
+	seq     int64
+	m       *catalog.Manifest
+	servers []string
+}
+
+// immutableDue lists the verified fulls of the database on in's servers,
+// other than in's set, whose manifest records no copy on target, oldest
+// first. A server that cannot be listed is skipped; none, an error.
+func (a *Activities) immutableDue(ctx context.Context, db *config.Database, in ImmutableInput, target string) ([]dueSet, error) {
+	bySeq := map[int64]*dueSet{}
+	var errs []error
+	listed := 0
+	for _, name := range in.Servers {
+		l, err := a.listManifests(ctx, name, db)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		listed++
+		for _, m := range l.Manifests {
+			if !m.Trusted() || m.State != catalog.StateVerified || m.IsDifferential() || m.Sequence == in.Sequence ||
+				m.Immutable != nil && m.Immutable.State == catalog.ImmutableCopied && m.Immutable.Server == target {
+				continue
+			}
+			s := bySeq[m.Sequence]
+			if s == nil {
+				s = &dueSet{seq: m.Sequence, m: m}
+				bySeq[m.Sequence] = s
+			}
+			s.servers = append(s.servers, name)
+		}
+	}
+	if listed == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make([]dueSet, 0, len(bySeq))
+	for _, s := range bySeq {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(x, y dueSet) int {
+		switch {
+		case y.m.Newer(x.m):
+			return -1
+		case x.m.Newer(y.m):
+			return 1
+		}
+		return cmp.Compare(x.seq, y.seq)
+	})
 	return out, nil
 }
 
 // verifiedSource opens the first holder of the set that answers and loads
 // its manifest, which must say verified (and be this run's).
 func (a *Activities) verifiedSource(ctx context.Context, db *config.Database, in ImmutableInput) (storage.Storage, string, *catalog.Manifest, error) {
+	return a.verifiedSourceOf(ctx, db, in, false)
+}
+
+// verifiedSourceOf is verifiedSource; anyRun takes a verified set of
+// any run (an earlier cycle's, caught up), authenticated.
+func (a *Activities) verifiedSourceOf(ctx context.Context, db *config.Database, in ImmutableInput, anyRun bool) (storage.Storage, string, *catalog.Manifest, error) {
 	d := &a.Cycle
 	var errs []error
 	for _, name := range in.Servers {
@@ -258,7 +425,10 @@ func (a *Activities) verifiedSource(ctx context.Context, db *config.Database, in
 			continue
 		}
 		m, err := d.loadManifest(ctx, st, db, in.Sequence)
-		if err == nil {
+		switch {
+		case err == nil && anyRun && !m.Trusted():
+			err = untrusted(m, name)
+		case err == nil && !anyRun:
 			err = ownedByThisRun(ctx, m, name)
 		}
 		if err == nil && m.State != catalog.StateVerified {
@@ -305,9 +475,9 @@ func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target
 }
 
 // recordImmutable records the immutable copy in the set's manifest on each
-// holder.
-func (a *Activities) recordImmutable(ctx context.Context, db *config.Database, in ImmutableInput, rec *catalog.ImmutableCopy) error {
-	_, err := a.updateManifest(ctx, db, in.Sequence, in.Servers, nil, func(m *catalog.Manifest) error {
+// holder; anyRun for a set of an earlier run (caught up).
+func (a *Activities) recordImmutable(ctx context.Context, db *config.Database, in ImmutableInput, rec *catalog.ImmutableCopy, anyRun bool) error {
+	_, err := a.updateManifestOf(ctx, db, in.Sequence, in.Servers, nil, anyRun, func(m *catalog.Manifest) error {
 		if m == nil {
 			return nonRetryable(ErrImmutableCopyFailed, fmt.Errorf("no manifest of %s seq %d on %v", db.ID(), in.Sequence, in.Servers))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/s3test"
+	"github.com/backupcycle/backupcycle/internal/status"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
 
@@ -41,29 +43,43 @@ func newImmutableFixture(t *testing.T, locked bool, mode string) *immutableFixtu
 		S3: &config.S3{Endpoint: f.srv.Endpoint, Region: "us-east-1", Bucket: f.bucket, Prefix: "sets/", PathStyle: true,
 			AccessKeyID: f.srv.RootAccess, SecretAccessKeyEnv: "VAULT01_SECRET", LockMode: mode}})
 	f.cfg.Databases[0].ImmutableCopy = "vault01"
-	// A verified set on both servers, its stripes hashed as the copy
-	// step records them.
-	f.m = f.writeSet("bak01", "Sales", 5, catalog.StateVerified, "bak01", 300_000)
-	for i, s := range f.m.Stripes {
-		data, err := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(f.dirs["bak02"], s.Name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		f.m.Stripes[i].SHA256 = hex.EncodeToString(sum[:])
-	}
-	f.m.Servers = []string{"bak01", "bak02"}
-	f.save("bak01", f.m)
-	f.save("bak02", f.m)
+	f.m = f.verifiedSet(5, nil)
 	return f
 }
 
-func (f *immutableFixture) copy() (ImmutableOutput, error) {
+// verifiedSet writes a verified set of Sales on both servers, its stripes
+// hashed as the copy step records them; change, when not nil, edits its
+// manifest before it is saved.
+func (f *immutableFixture) verifiedSet(seq int64, change func(m *catalog.Manifest)) *catalog.Manifest {
 	f.t.Helper()
-	v, err := f.env.ExecuteActivity(f.acts.CopyImmutable, ImmutableInput{Database: "Sales", Instance: "sql01", Sequence: 5,
+	m := f.writeSet("bak01", "Sales", seq, catalog.StateVerified, "bak01", 300_000)
+	for i, s := range m.Stripes {
+		data, err := os.ReadFile(filepath.Join(f.dirs["bak01"], s.Name))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(f.dirs["bak02"], s.Name), data, 0o644); err != nil {
+			f.t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		m.Stripes[i].SHA256 = hex.EncodeToString(sum[:])
+	}
+	m.Servers = []string{"bak01", "bak02"}
+	if change != nil {
+		change(m)
+	}
+	f.save("bak01", m)
+	f.save("bak02", m)
+	return m
+}
+
+func (f *immutableFixture) copy() (ImmutableOutput, error) {
+	return f.copySet(5)
+}
+
+func (f *immutableFixture) copySet(seq int64) (ImmutableOutput, error) {
+	f.t.Helper()
+	v, err := f.env.ExecuteActivity(f.acts.CopyImmutable, ImmutableInput{Database: "Sales", Instance: "sql01", Sequence: seq,
 		Servers: []string{"bak01", "bak02"}, Target: "vault01"})
 	var out ImmutableOutput
 	if err == nil {
@@ -252,5 +268,128 @@ func TestRecordSetEvidenceCopiesTheLedgersToTheObjectStore(t *testing.T) {
 		if err != nil || l.Mode != s3.ModeCompliance || l.Until.Before(wantUntil) {
 			t.Errorf("record of %s on the object store: lock %+v, %v; want COMPLIANCE until %s", server, l, err, wantUntil)
 		}
+	}
+}
+
+// A verified set whose immutable copy failed (the store down), was never
+// made or met a store found not immutable then gets it from a later
+// cycle's copy, without an operator: up to ImmutableCatchUp earlier sets
+// per copy, oldest first, each locked like the cycle's own and recorded
+// in its manifests (whichever run made it). Status is red naming each set
+// until its copy is made, and no longer once all are.
+func TestCopyImmutableCatchesUpEarlierSets(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	earlier := func(rec *catalog.ImmutableCopy) func(m *catalog.Manifest) {
+		return func(m *catalog.Manifest) {
+			m.WorkflowID, m.RunID = "backup-cycle-sql01-Sales", "an-earlier-run"
+			m.Immutable = rec
+		}
+	}
+	// Set 1 verified before immutable_copy was configured, 2 whose copy
+	// failed, 3 whose store was then found not immutable.
+	f.verifiedSet(1, earlier(nil))
+	f.verifiedSet(2, earlier(&catalog.ImmutableCopy{Server: "vault01", State: catalog.ImmutableFailed, At: f.now.Add(-80 * time.Hour),
+		Error: "object store vault01: connection refused"}))
+	f.verifiedSet(3, earlier(&catalog.ImmutableCopy{Server: "vault01", State: catalog.ImmutableNotImmutable, At: f.now.Add(-70 * time.Hour),
+		Error: "vault01 is not immutable"}))
+	// Set 4's copy runs while the store is down.
+	f.verifiedSet(4, nil)
+	vault := f.cfg.BackupServers[len(f.cfg.BackupServers)-1].S3
+	endpoint := vault.Endpoint
+	vault.Endpoint = "http://127.0.0.1:1"
+	if _, err := f.copySet(4); errorTypeOf(err) != ErrObjectStoreUnreachable {
+		t.Fatalf("copy with the store down: %v; want ObjectStoreUnreachable", err)
+	}
+	if m := f.load("bak01", "Sales", 4); m.State != catalog.StateVerified || m.Immutable == nil || m.Immutable.State != catalog.ImmutableFailed {
+		t.Fatalf("set 4 after the failed copy: state %s, immutable %+v", m.State, m.Immutable)
+	}
+	vault.Endpoint = endpoint
+
+	ctx := context.Background()
+	immutableReasons := func() []string {
+		t.Helper()
+		r := status.Load(ctx, f.cfg, nil, f.now)
+		for _, d := range r.Databases {
+			if d.Database != "Sales" {
+				continue
+			}
+			var out []string
+			for _, why := range d.Reasons {
+				if strings.Contains(why, "immutable copy") {
+					if !d.OutOfObjectives {
+						t.Errorf("reason %q without RED", why)
+					}
+					out = append(out, why)
+				}
+			}
+			return out
+		}
+		t.Fatal("no line for Sales")
+		return nil
+	}
+	if got := immutableReasons(); len(got) != 5 || !strings.Contains(got[0], "set 1 ") || !strings.Contains(got[3], "set 4 ") ||
+		!strings.Contains(got[3], "failed at") || !strings.Contains(got[3], "127.0.0.1:1") || !strings.Contains(got[4], "set 5 ") {
+		t.Fatalf("status before the next copy: %q; want RED for sets 1 to 5, set 4's failure named", got)
+	}
+
+	// The next cycle's copy (set 5): sets 1 to 3 too, oldest first.
+	out, err := f.copy()
+	if err != nil || out.State != string(catalog.ImmutableCopied) || !slices.Equal(out.CaughtUp, []int64{1, 2, 3}) || out.CatchUpError != "" {
+		t.Fatalf("copy of set 5: %+v, %v; want sets 1, 2 and 3 caught up", out, err)
+	}
+	st := f.store()
+	for _, seq := range []int64{1, 2, 3} {
+		for _, server := range []string{"bak01", "bak02"} {
+			m := f.load(server, "Sales", seq)
+			if im := m.Immutable; m.State != catalog.StateVerified || im == nil || im.State != catalog.ImmutableCopied || len(im.Objects) != 3 ||
+				!im.RetainUntil.Equal(out.RetainUntil) || m.RunID != "an-earlier-run" {
+				t.Errorf("set %d on %s: state %s, run %s, immutable %+v; want copied, locked as set 5", seq, server, m.State, m.RunID, im)
+			}
+		}
+		m := f.load("bak01", "Sales", seq)
+		for _, o := range m.Immutable.Objects[:2] {
+			want, _ := os.ReadFile(filepath.Join(f.dirs["bak01"], o.Name))
+			sum := sha256.Sum256(s3test.ReadAll(t, st, o.Name))
+			if hex.EncodeToString(sum[:]) != o.SHA256 || string(s3test.ReadAll(t, st, o.Name)) != string(want) {
+				t.Errorf("set %d: %s on the store differs from the stripe", seq, o.Name)
+			}
+			if l, err := st.Retention(ctx, o.Name, ""); err != nil || l.Mode != s3.ModeCompliance || l.Until.Before(out.RetainUntil) {
+				t.Errorf("set %d: %s locked %+v, %v", seq, o.Name, l, err)
+			}
+		}
+	}
+	if got := immutableReasons(); len(got) != 1 || !strings.Contains(got[0], "set 4 ") {
+		t.Fatalf("status after catching up 3 sets: %q; want RED for set 4 only", got)
+	}
+
+	// The one after: set 4, the last; then nothing is left.
+	if out, err := f.copy(); err != nil || !slices.Equal(out.CaughtUp, []int64{4}) || out.Sent != 0 {
+		t.Fatalf("second copy of set 5: %+v, %v; want set 4 caught up and nothing of set 5 sent again", out, err)
+	}
+	if got := immutableReasons(); len(got) != 0 {
+		t.Fatalf("status after catching up every set: %q; want no immutable copy missing", got)
+	}
+	if out, err := f.copy(); err != nil || len(out.CaughtUp) != 0 {
+		t.Fatalf("third copy: %+v, %v; want nothing to catch up", out, err)
+	}
+}
+
+// A set that cannot be copied itself (a stripe no longer as its manifest
+// says) is recorded failed and does not hold back the sets after it.
+func TestCopyImmutableCatchUpGoesPastABrokenSet(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	broken := f.verifiedSet(1, nil)
+	f.verifiedSet(2, nil)
+	for _, server := range []string{"bak01", "bak02"} {
+		if err := os.WriteFile(filepath.Join(f.dirs[server], broken.Stripes[0].Name), []byte("not the backup"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := f.copy()
+	if err != nil || !slices.Equal(out.CaughtUp, []int64{2}) || !strings.Contains(out.CatchUpError, "seq 1") {
+		t.Fatalf("copy of set 5: %+v, %v; want set 2 caught up past set 1, whose failure is named", out, err)
+	}
+	if m := f.load("bak02", "Sales", 1); m.State != catalog.StateVerified || m.Immutable == nil || m.Immutable.State != catalog.ImmutableFailed {
+		t.Errorf("set 1: state %s, immutable %+v; want verified, its copy recorded failed", m.State, m.Immutable)
 	}
 }

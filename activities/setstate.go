@@ -103,6 +103,14 @@ func (a *Activities) listServer(ctx context.Context, server string,
 // server of required could not be updated; the others are best effort.
 func (a *Activities) updateManifest(ctx context.Context, db *config.Database, seq int64, servers, required []string,
 	change func(m *catalog.Manifest) error) (*catalog.Manifest, error) {
+	return a.updateManifestOf(ctx, db, seq, servers, required, false, change)
+}
+
+// updateManifestOf is updateManifest; anyRun updates a set of any run
+// (a record that changes no state, such as an earlier set's immutable
+// copy), only an authenticated manifest.
+func (a *Activities) updateManifestOf(ctx context.Context, db *config.Database, seq int64, servers, required []string, anyRun bool,
+	change func(m *catalog.Manifest) error) (*catalog.Manifest, error) {
 	d := &a.Cycle
 	log := a.loggerFor(ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.Int64("seq", seq))
 	type open struct {
@@ -149,8 +157,13 @@ func (a *Activities) updateManifest(ctx context.Context, db *config.Database, se
 		if err != nil {
 			continue // not there (yet): written below
 		}
-		if err := ownedByThisRun(ctx, m, name); err != nil {
-			return nil, err
+		switch {
+		case anyRun && !m.Trusted():
+			return nil, untrusted(m, name)
+		case !anyRun:
+			if err := ownedByThisRun(ctx, m, name); err != nil {
+				return nil, err
+			}
 		}
 		if best == nil || rank(m) > rank(best) {
 			best = m

@@ -346,6 +346,12 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			result.Warnings = append(result.Warnings, fmt.Sprintf("immutable copy to %s not made: %v", plan.Immutable, err))
 		} else {
 			result.Immutable = &imm
+			// Earlier sets it also copied (theirs had failed): what is
+			// left is the next cycle's, and status names each set.
+			if imm.CatchUpError != "" {
+				c.log(ctx).Warn("immutable copies of earlier sets not all made", "target", plan.Immutable, "caught_up", imm.CaughtUp, "error", imm.CatchUpError)
+				result.Warnings = append(result.Warnings, fmt.Sprintf("immutable copies of earlier sets to %s not all made: %s", plan.Immutable, imm.CatchUpError))
+			}
 		}
 	}
 

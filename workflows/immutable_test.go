@@ -62,6 +62,25 @@ func TestCycleImmutableCopyFailureKeepsTheSetVerified(t *testing.T) {
 	}
 }
 
+// Earlier sets the copy could not catch up are a warning of a verified
+// cycle that names the object store and why.
+func TestCycleImmutableCatchUpFailureIsAWarning(t *testing.T) {
+	f := immutableCycle()
+	f.immutable = func(in activities.ImmutableInput) (activities.ImmutableOutput, error) {
+		return activities.ImmutableOutput{Target: in.Target, State: "copied", CaughtUp: []int64{3},
+			CatchUpError: "catching up the immutable copy of sql01/Sales seq 4: object store vault01: connection reset"}, nil
+	}
+	r := newCycleRun(t, f)
+	res, err := r.run(CycleInput{Database: "Sales"})
+	if err != nil || r.attr(AttrOutcome.GetName()) != OutcomeVerified {
+		t.Fatalf("cycle: %v, outcome %v; want verified", err, r.attr(AttrOutcome.GetName()))
+	}
+	if res.Immutable == nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "earlier sets to vault01") ||
+		!strings.Contains(res.Warnings[0], "seq 4") {
+		t.Errorf("immutable %+v, warnings %v: want the copy and one warning naming vault01 and set 4", res.Immutable, res.Warnings)
+	}
+}
+
 // immutableCycle is a healthy night of a database whose immutable_copy is
 // vault01.
 func immutableCycle() *fakeCycle {

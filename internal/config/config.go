@@ -365,6 +365,10 @@ type Policy struct {
 	// ImmutableCopy names a kind: s3 backup server that receives a copy of
 	// every verified set, locked for Retention.ImmutableFor; "" = none.
 	ImmutableCopy string `yaml:"immutable_copy"`
+	// ImmutableWithin is how long a verified set may wait for its copy on
+	// ImmutableCopy before status shows the database red; 0 =
+	// DefaultImmutableWithin (Policy.ImmutableDeadline).
+	ImmutableWithin time.Duration `yaml:"immutable_within"`
 	// Drill is the scheduled recovery drill (drill.go); every 0: none.
 	Drill Drill `yaml:"drill"`
 	// DiffBackup is the product's own differential backups of the

@@ -40,6 +40,28 @@ func (p *Policy) ImmutableLock() time.Duration {
 	return time.Duration(max(p.Retention.KeepVerified, 1)+1) * p.RPO
 }
 
+// DefaultImmutableWithin is how long a verified set may wait for its
+// immutable copy when immutable_within is not given: a day, the longest
+// an outage of the object store goes unnoticed.
+const DefaultImmutableWithin = 24 * time.Hour
+
+// SetKept is how long the backup servers keep a verified set:
+// keep_verified newer sets, one per rpo.
+func (p *Policy) SetKept() time.Duration {
+	return time.Duration(max(p.Retention.KeepVerified, 1)) * p.RPO
+}
+
+// ImmutableDeadline is immutable_within: how long after it is verified a
+// set must have its immutable copy; not given, DefaultImmutableWithin, or
+// half of SetKept when that is shorter (a set deleted before its deadline
+// would never be asked for its copy).
+func (p *Policy) ImmutableDeadline() time.Duration {
+	if p.ImmutableWithin > 0 {
+		return p.ImmutableWithin
+	}
+	return min(DefaultImmutableWithin, p.SetKept()/2)
+}
+
 // checkObjectStore checks a kind: s3 server: none of a share's keys, a
 // bucket, an endpoint URL, credentials by reference, a lock mode.
 func (d *decoder) checkObjectStore(b *BackupServer, path, owner string) {
@@ -133,11 +155,12 @@ func (d *decoder) checkImmutableCopies(c *Config, servers map[string]*BackupServ
 				d.errf(d.line(kp), kp, "%s: immutable_copy %q is a share, not an object store: name a backup server of kind: s3", owner, p.ImmutableCopy)
 			}
 		}
+		d.checkImmutableWithin(p, path, owner, own || path == "defaults")
 		ip := join(path, "retention.immutable_for")
 		if !d.given(ip) {
 			return
 		}
-		keep := time.Duration(max(p.Retention.KeepVerified, 1)) * p.RPO
+		keep := p.SetKept()
 		if p.Retention.ImmutableFor <= 0 {
 			d.errf(d.line(ip), ip, "%s: retention.immutable_for must be positive, e.g. 35d", owner)
 		} else if p.Retention.ImmutableFor < keep {
@@ -149,5 +172,31 @@ func (d *decoder) checkImmutableCopies(c *Config, servers map[string]*BackupServ
 	for i := range c.Databases {
 		path := fmt.Sprintf("databases[%d]", i)
 		check(&c.Databases[i].Policy, path, labelled(path, c.Databases[i].Name), d.given(join(path, "immutable_copy")))
+	}
+}
+
+// checkImmutableWithin checks immutable_within as the policy at path uses
+// it: positive, and shorter than the time the backup servers keep a set
+// (which the lock outlasts): a set retention deletes before its copy is
+// due would never be held to it.
+func (d *decoder) checkImmutableWithin(p *Policy, path, owner string, own bool) {
+	kp := join(path, "immutable_within")
+	given := d.given(kp)
+	if !given && !own && !d.given(join(path, "rpo")) && !d.given(join(path, "retention.keep_verified")) {
+		return // inherited as it is: judged under defaults
+	}
+	switch {
+	case p.ImmutableWithin < 0 || given && p.ImmutableWithin == 0:
+		d.errf(d.line(kp), kp, "%s: immutable_within must be positive, e.g. 24h: how long a verified set may wait for its copy on the immutable_copy", owner)
+	case p.ImmutableWithin > 0 && p.ImmutableCopy == "" && given && path != "defaults":
+		d.errf(d.line(kp), kp, "%s: immutable_within without immutable_copy: name the kind: s3 backup server the sets are copied to, or remove immutable_within", owner)
+	case p.ImmutableWithin > 0 && p.ImmutableWithin >= p.SetKept():
+		line := d.line(kp)
+		if !given {
+			line = d.line(path)
+		}
+		d.errf(line, kp, "%s: immutable_within %s is not shorter than the %s the backup servers keep a set (keep_verified %d x rpo %s): "+
+			"retention would delete a set before its missing immutable copy turns status red, so nothing would check it; lower it (the default is 24h)",
+			owner, p.ImmutableWithin, p.SetKept(), max(p.Retention.KeepVerified, 1), p.RPO)
 	}
 }

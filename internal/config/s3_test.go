@@ -99,3 +99,49 @@ func TestObjectStoreErrors(t *testing.T) {
 		t.Errorf("warnings %v, want one about plain http", c.Warnings)
 	}
 }
+
+// immutable_within: 24h by default, shorter when the backup servers keep
+// a set for less than two days; given, positive and shorter than the time
+// they keep a set, and only with an immutable_copy.
+func TestImmutableWithin(t *testing.T) {
+	c, err := Parse([]byte(withVault(t, vault, "    immutable_copy: vault01\n")), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Databases[0].ImmutableDeadline(); got != DefaultImmutableWithin {
+		t.Errorf("default immutable_within %s, want %s", got, DefaultImmutableWithin)
+	}
+	c, err = Parse([]byte(withVault(t, vault, "    immutable_copy: vault01\n    rpo: 8h\n    retention: {keep_verified: 3}\n")), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Databases[0].ImmutableDeadline(); got != 12*time.Hour {
+		t.Errorf("immutable_within with sets kept 24h: %s, want half of it", got)
+	}
+	c, err = Parse([]byte(withVault(t, vault, "    immutable_copy: vault01\n    immutable_within: 6h\n")), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Databases[0].ImmutableDeadline(); got != 6*time.Hour {
+		t.Errorf("immutable_within 6h: %s", got)
+	}
+	for _, tc := range []struct{ name, extra, want string }{
+		{"zero", "    immutable_copy: vault01\n    immutable_within: 0s\n", "immutable_within must be positive"},
+		{"negative", "    immutable_copy: vault01\n    immutable_within: -1h\n", "immutable_within must be positive"},
+		{"without a copy", "    immutable_within: 6h\n", "immutable_within without immutable_copy"},
+		{"not shorter than the sets are kept", "    immutable_copy: vault01\n    immutable_within: 52h\n",
+			"immutable_within 52h0m0s is not shorter than the 52h0m0s the backup servers keep a set (keep_verified 2 x rpo 26h0m0s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(withVault(t, vault, tc.extra)), "config.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// In defaults: judged there, and for a database whose own rpo makes it too long.
+	src := strings.Replace(withVault(t, vault, "    immutable_copy: vault01\n    rpo: 4h\n"), "databases:\n", "defaults:\n  immutable_within: 20h\ndatabases:\n", 1)
+	if _, err := Parse([]byte(src), "config.yaml"); err == nil || !strings.Contains(err.Error(), "immutable_within 20h0m0s is not shorter than the 8h0m0s") {
+		t.Errorf("defaults' immutable_within above a database's kept sets: %v", err)
+	}
+}

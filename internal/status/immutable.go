@@ -121,3 +121,68 @@ func judgeImmutable(dbs []Database, stores []ObjectStore) {
 		}
 	}
 }
+
+// judgeImmutableCopies holds every verified full the backup servers still
+// keep to its immutable copy once it has been verified for longer than
+// immutable_within: copied to the database's immutable_copy and locked
+// until the set's retention ends (verified + keep_verified x rpo) and
+// beyond now. Each set that is not adds a reason "immutable copy of set
+// <seq> (verified <age> ago, immutable_within <d>) on <store>: <why>",
+// oldest set first.
+func judgeImmutableCopies(now time.Time, d *Database, trusted map[setID]*set) {
+	var due []*catalog.Manifest
+	for _, s := range trusted {
+		m := s.best
+		if m.State != catalog.StateVerified || m.IsDifferential() {
+			continue // a differential is not copied; its full is
+		}
+		if at := verifiedAt(m); now.Sub(at) > time.Duration(d.ImmutableWithin) {
+			due = append(due, m)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[j].Newer(due[i]) })
+	for _, m := range due {
+		if why := immutableMissing(now, d, m); why != "" {
+			at := verifiedAt(m)
+			d.ImmutableMissing = append(d.ImmutableMissing, m.Sequence)
+			d.Reasons = append(d.Reasons, fmt.Sprintf("immutable copy of set %d (verified %s ago, immutable_within %s) on %s: %s",
+				m.Sequence, Duration(now.Sub(at).Truncate(time.Minute)), d.ImmutableWithin, d.ImmutableCopy, why))
+		}
+	}
+}
+
+// verifiedAt is when the set was verified (its last update for a manifest
+// that predates recording it).
+func verifiedAt(m *catalog.Manifest) time.Time {
+	if at := m.VerifiedAt(); !at.IsZero() {
+		return at
+	}
+	return m.UpdatedAt
+}
+
+// immutableMissing says why the set's immutable copy, as its manifest
+// records it, does not count; "" when it does.
+func immutableMissing(now time.Time, d *Database, m *catalog.Manifest) string {
+	r := m.Immutable
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch {
+	case r == nil:
+		return "never made (no copy is recorded in its manifest)"
+	case r.Server != d.ImmutableCopy:
+		return fmt.Sprintf("the copy recorded is on %s (%s), not on the immutable_copy", r.Server, r.State)
+	case r.State == catalog.ImmutableFailed:
+		return fmt.Sprintf("failed at %s: %s", stamp(r.At), r.Error)
+	case r.State == catalog.ImmutableNotImmutable:
+		return fmt.Sprintf("not made, the store found not immutable at %s: %s", stamp(r.At), r.Error)
+	case r.State != catalog.ImmutableCopied:
+		return fmt.Sprintf("recorded as %q", r.State)
+	}
+	if until := verifiedAt(m).Add(time.Duration(d.SetKept)); r.RetainUntil.Before(until) {
+		return fmt.Sprintf("its lock ends %s, before the set's retention does (%s: verified + keep_verified x rpo %s)",
+			stamp(r.RetainUntil), stamp(until), d.SetKept)
+	}
+	if !r.RetainUntil.After(now) {
+		return fmt.Sprintf("its lock ended %s and the backup servers still keep the set", stamp(r.RetainUntil))
+	}
+	return ""
+}

@@ -60,6 +60,12 @@ backup_servers:
     restore_log_dir: /log
 databases:
 ` + databases
+	return loadConfig(t, dir, yaml)
+}
+
+// loadConfig loads yaml as dir/config.yaml.
+func loadConfig(t *testing.T, dir, yaml string) *config.Config {
+	t.Helper()
 	file := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

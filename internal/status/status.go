@@ -27,6 +27,11 @@ type Objectives struct {
 	// ImmutableCopy is the object store that keeps a locked copy of every
 	// verified set (immutable_copy); "" for none.
 	ImmutableCopy string `json:"immutable_copy,omitempty"`
+	// ImmutableWithin is how long a verified set may wait for its copy
+	// there (immutable_within); SetKept how long the backup servers keep
+	// a set (keep_verified x rpo), which the copy's lock must outlast.
+	ImmutableWithin Duration `json:"immutable_within_seconds,omitempty"`
+	SetKept         Duration `json:"set_kept_seconds,omitempty"`
 	// Drills: the last drill is judged against rto and drill.max_age.
 	DrillObjectives
 	// DiffEvery is diff_backup.every: the database takes differentials.
@@ -126,6 +131,10 @@ type Database struct {
 	LogChain *LogChain `json:"log_chain,omitempty"`
 	// LastDrill is the newest recovery drill, for a database with drill.
 	LastDrill *LastDrill `json:"last_drill,omitempty"`
+	// ImmutableMissing are the verified sets, oldest first, that have
+	// waited longer than immutable_within for their immutable copy (each
+	// also a reason).
+	ImmutableMissing []int64 `json:"immutable_missing,omitempty"`
 	// ImmutableProven is the newest passed drill from the immutable copy
 	// (nil: none recorded).
 	ImmutableProven *ImmutableProven `json:"immutable_proven,omitempty"`
@@ -185,7 +194,9 @@ func TargetsOf(c *config.Config) ([]Target, Objectives) {
 		if db.LogBackups() {
 			o.LogObjectives = LogObjectives{Every: Duration(db.LogBackup.Every), ProofMode: db.ProofMode(), ProofLag: Duration(db.ProofLag())}
 		}
-		o.ImmutableCopy = db.ImmutableCopy
+		if o.ImmutableCopy = db.ImmutableCopy; o.ImmutableCopy != "" {
+			o.ImmutableWithin, o.SetKept = Duration(db.ImmutableDeadline()), Duration(db.SetKept())
+		}
 		if db.Drills() {
 			o.DrillObjectives = DrillObjectives{DrillEvery: Duration(db.Drill.Every), DrillMaxAge: Duration(db.DrillMaxAge()), DrillFrom: db.Drill.From}
 		}
@@ -443,6 +454,9 @@ func summarizeOne(now time.Time, k key, configured bool, o Objectives, sets map[
 			}
 		}
 		judgeLogs(now, &d, chains, verified)
+	}
+	if configured && o.ImmutableCopy != "" && o.ImmutableWithin > 0 {
+		judgeImmutableCopies(now, &d, trusted)
 	}
 	d.OutOfObjectives = len(d.Reasons) > 0
 	return d
