@@ -198,6 +198,9 @@ type Site struct {
 	// SambaNote says why the backup servers are local directories (empty
 	// when they are served over Samba).
 	SambaNote string
+	// SMBNote says as whom smbd runs and accesses the shares (empty
+	// without Samba).
+	SMBNote string
 	// ShareNote says where the shares live when not under the state
 	// directory, and why (empty when they are there).
 	ShareNote string
@@ -472,22 +475,26 @@ func (s *Site) smbPasswordFiles(l layout) map[string]string {
 	return m
 }
 
-// BackupMode is one line for the demo output: where the backup servers are
-// and whether they are served over Samba.
+// BackupMode is one line for the demo output: how the worker reaches each
+// backup server (over SMB, or as a local directory) and why.
 func (s *Site) BackupMode() string {
 	var parts []string
 	for _, b := range BackupServers {
-		parts = append(parts, b+" "+s.Locations[b])
+		if s.SMB[b] != nil {
+			parts = append(parts, b+" over SMB at "+s.Locations[b])
+		} else {
+			parts = append(parts, b+" as the local directory "+s.Locations[b])
+		}
 	}
-	mode := "(Samba: private smbd per server, user " + smbUser + ", password in secrets/"
-	if s.ShareNote != "" {
-		mode += "; " + s.ShareNote
-	}
-	mode += ")"
 	if len(s.SMB) == 0 {
-		mode = "(local directories: " + s.SambaNote + ")"
+		return "backup servers: " + strings.Join(parts, ", ") + " (local directories, not SMB: " + s.SambaNote + ")"
 	}
-	return "backup servers: " + strings.Join(parts, ", ") + " " + mode
+	where := s.ShareNote
+	if where == "" {
+		where = "shares in the state directory"
+	}
+	return "backup servers: " + strings.Join(parts, ", ") + " (a private Samba smbd per server: " + s.SMBNote +
+		", password in secrets/; " + where + ")"
 }
 
 // Stop stops both emulators and the smbd of each backup server; the state
