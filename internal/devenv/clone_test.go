@@ -2,17 +2,13 @@ package devenv_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/backupcycle/backupcycle/internal/devenv"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
@@ -60,41 +56,14 @@ func TestDemoSiteServesSMBFromAClosedCloneAsItsUser(t *testing.T) {
 		}
 		return
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test binary sits in go's 0700 build directory: a copy the user
-	// may run.
-	bin := filepath.Join(base, "devenv.test")
-	if err := copyFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range cloneCases {
 		t.Run(c.name, func(t *testing.T) {
 			home := filepath.Join(base, c.name)
-			tmp := filepath.Join(base, c.name+"-tmp")
-			for _, d := range []string{home, tmp} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Chown(d, cloneUID, cloneUID); err != nil {
-					t.Fatal(err)
-				}
+			mode := c.home
+			if mode == 0 {
+				mode = 0o755 // the clone is in a mktemp -d directory of its own
 			}
-			if c.home != 0 {
-				if err := os.Chmod(home, c.home); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "-test.run=^"+t.Name()[:strings.IndexByte(t.Name(), '/')]+"$", "-test.v", "-test.count=1")
-			cmd.Dir = home
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp,
-				asUserCase + "=" + c.name, asUserHome + "=" + home}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: cloneUID, Gid: cloneUID}}
-			out, err := cmd.CombinedOutput()
+			out, err := sambatest.AsUser(t, cloneUID, home, mode, asUserCase+"="+c.name, asUserHome+"="+home)
 			if err != nil {
 				t.Fatalf("as uid %d from a clone in %s (%s): %v\n%s", cloneUID, home, c.name, err, out)
 			}
@@ -186,21 +155,4 @@ func demoSiteOverSMB(t *testing.T, name, home string) {
 			t.Errorf("smbd of %s still running after Stop: %v", c, left)
 		}
 	}
-}
-
-func copyFile(from, to string, mode os.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s: %w", from, err)
-	}
-	return out.Close()
 }

@@ -16,8 +16,11 @@
 // is also served by its own private smbd (internal/sambatest) on a free
 // 127.0.0.1 port, sharing that same directory: the emulators write by UNC
 // path, the worker reads and copies over real SMB (smb:// locations, the
-// password in <state>/secrets by reference). Without Samba the worker
-// reaches the directories as file:// locations.
+// password in <state>/secrets by reference). Run by a normal user, smbd runs
+// as that user (under uid_wrapper) and serves the directories where they
+// are, from any clone directory; run by root, see Options.ShareRoot.
+// Only without Samba does the worker reach the directories as file://
+// locations.
 //
 // Options.ObjectStore adds an object store with Object Lock, vault01: a
 // versitygw (internal/s3test) on a free 127.0.0.1 port keeping its bucket
@@ -158,9 +161,10 @@ type Options struct {
 	// name -> queue): their copies are then run by a worker polling that
 	// queue, as next to a real backup server (`make stack` runs one).
 	TaskQueues map[string]string
-	// ShareRoot is where the backup servers' shares are kept when smbd's
-	// share user cannot reach the state directory (a clone in a home
-	// directory of mode 0700 or 0750, a mktemp -d directory): the share of
+	// ShareRoot is where the backup servers' shares are kept when smbd,
+	// run by root, gives file access to a share user of its own (uid 4450)
+	// that cannot reach the state directory (a clone in a home directory
+	// of mode 0700 or 0750, a mktemp -d directory): the share of
 	// each server lives in <ShareRoot>/<hash of the state directory>/<server>
 	// and <state>/<server>/backup links to it. Default DefaultShareRoot.
 	ShareRoot string

@@ -34,7 +34,7 @@ func (s *Site) serveSamba(l layout, o Options) error {
 		if o.Samba == SambaRequired {
 			return fmt.Errorf("devenv: serve the backup servers over Samba: %w", err)
 		}
-		s.SambaNote = "Samba is not installed (" + missingSamba(err) + " to serve them over SMB)"
+		s.SambaNote = missingSamba(err)
 		o.Logger.Warn("backup servers are local directories, not served over Samba", zap.Error(err))
 		return nil
 	}
@@ -50,16 +50,22 @@ func (s *Site) serveSamba(l layout, o Options) error {
 	return nil
 }
 
-// missingSamba is the command that installs what Installed found missing.
+// missingSamba says what Installed found missing and the command that
+// installs it.
 func missingSamba(err error) string {
-	if strings.Contains(err.Error(), "libuid_wrapper") {
-		return "apt-get install -y libuid-wrapper"
+	sudo := ""
+	if sambatest.AsInvoker() {
+		sudo = "sudo "
 	}
-	cmd := "apt-get install -y samba smbclient libnss-wrapper"
+	if strings.Contains(err.Error(), "libuid_wrapper") {
+		return "uid_wrapper, which smbd needs to run without root, is not installed (" + sudo +
+			"apt-get install -y libuid-wrapper to serve them over SMB)"
+	}
+	cmd := sudo + "apt-get install -y samba smbclient libnss-wrapper"
 	if sambatest.AsInvoker() {
 		cmd += " libuid-wrapper"
 	}
-	return cmd
+	return "Samba is not installed (" + cmd + " to serve them over SMB)"
 }
 
 func (s *Site) startSamba(l layout) error {
