@@ -293,15 +293,7 @@ func TestStateDirIsLocked(t *testing.T) {
 // is 0700).
 func smbStateDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "devenv-smb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sambatest.OpenTempDir(t, "devenv-smb-")
 }
 
 // With Samba installed the backup servers are served over SMB: the config

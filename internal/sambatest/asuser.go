@@ -55,6 +55,22 @@ func AsUser(t *testing.T, uid int, home string, homeMode os.FileMode, env ...str
 	return cmd.CombinedOutput()
 }
 
+// OpenTempDir is a temp directory other users may enter, removed when the
+// test ends: smbd's share user must reach shares below it, and
+// t.TempDir's parent is 0700.
+func OpenTempDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func copyExecutable(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {

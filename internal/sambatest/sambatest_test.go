@@ -76,14 +76,7 @@ func TestTwoServersSideBySide(t *testing.T) {
 // directory holding root-owned files, both kept by Close; a second Run on
 // the same directories serves the same files; Close leaves no smbd.
 func TestRunServesExistingDirectory(t *testing.T) {
-	base, err := os.MkdirTemp("", "sambatest-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := sambatest.OpenTempDir(t, "sambatest-run-")
 	share := filepath.Join(base, "bak01", "backup")
 	if err := os.MkdirAll(filepath.Join(share, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -161,14 +154,7 @@ func TestRunByAnotherUserServesItsClosedHome(t *testing.T) {
 		serveClosedHome(t, home)
 		return
 	}
-	base, err := os.MkdirTemp("", "sambatest-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := sambatest.OpenTempDir(t, "sambatest-user-")
 	home := filepath.Join(base, "home")
 	out, err := sambatest.AsUser(t, 4462, home, 0o700, asUserHome+"="+home)
 	if err != nil {
