@@ -19,7 +19,7 @@ build:
 	$(GO) build -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/sqlsim ./internal/sqlsim/cmd/sqlsim
 
-# What the tests need from the OS (samba, smbclient, nss_wrapper, promtool, chromium), installed when missing, and
+# What the tests need from the OS (samba, smbclient, nss_wrapper, uid_wrapper, promtool, chromium), installed when missing, and
 # versitygw, the S3 server with Object Lock of the object-storage tests, built from tools/versitygw once per version.
 test-deps:
 	@bash scripts/test-deps.sh

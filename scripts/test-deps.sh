@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing: Samba (smbd, smbpasswd), smbclient (the reference client the
 # storage benchmarks compare against), nss_wrapper (so a private smbd can have its own user without touching
-# /etc/passwd), promtool (Debian's prometheus package: the tests check the alert rules with it), chromium (the
-# screenshot tool's tests drive it headless) and FreeTDS's tsql (freetds-bin: a TDS client independent of go-mssqldb
-# that the emulator's tests talk to). Idempotent: does nothing when everything is there.
+# /etc/passwd), uid_wrapper (so a user other than root can run that smbd: the demo's site as a normal user, and the
+# test that starts it as one), promtool (Debian's prometheus package: the tests check the alert rules with it),
+# chromium (the screenshot tool's tests drive it headless) and FreeTDS's tsql (freetds-bin: a TDS client independent
+# of go-mssqldb that the emulator's tests talk to). Idempotent: does nothing when everything is there.
 set -euo pipefail
 
 need=()
 command -v smbd >/dev/null 2>&1 || [ -x /usr/sbin/smbd ] || need+=(samba)
 command -v smbclient >/dev/null 2>&1 || need+=(smbclient)
 ls /usr/lib/*/libnss_wrapper.so >/dev/null 2>&1 || need+=(libnss-wrapper)
+ls /usr/lib/*/libuid_wrapper.so >/dev/null 2>&1 || need+=(libuid-wrapper)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tsql >/dev/null 2>&1 || need+=(freetds-bin)

@@ -16,8 +16,11 @@
 // is also served by its own private smbd (internal/sambatest) on a free
 // 127.0.0.1 port, sharing that same directory: the emulators write by UNC
 // path, the worker reads and copies over real SMB (smb:// locations, the
-// password in <state>/secrets by reference). Without Samba the worker
-// reaches the directories as file:// locations.
+// password in <state>/secrets by reference). Run by a normal user, smbd runs
+// as that user (under uid_wrapper) and serves the directories where they
+// are, from any clone directory; run by root, see Options.ShareRoot.
+// Only without Samba does the worker reach the directories as file://
+// locations.
 //
 // Options.ObjectStore adds an object store with Object Lock, vault01: a
 // versitygw (internal/s3test) on a free 127.0.0.1 port keeping its bucket
@@ -158,9 +161,10 @@ type Options struct {
 	// name -> queue): their copies are then run by a worker polling that
 	// queue, as next to a real backup server (`make stack` runs one).
 	TaskQueues map[string]string
-	// ShareRoot is where the backup servers' shares are kept when smbd's
-	// share user cannot reach the state directory (a clone in a home
-	// directory of mode 0700 or 0750, a mktemp -d directory): the share of
+	// ShareRoot is where the backup servers' shares are kept when smbd,
+	// run by root, gives file access to a share user of its own (uid 4450)
+	// that cannot reach the state directory (a clone in a home directory
+	// of mode 0700 or 0750, a mktemp -d directory): the share of
 	// each server lives in <ShareRoot>/<hash of the state directory>/<server>
 	// and <state>/<server>/backup links to it. Default DefaultShareRoot.
 	ShareRoot string
@@ -198,6 +202,9 @@ type Site struct {
 	// SambaNote says why the backup servers are local directories (empty
 	// when they are served over Samba).
 	SambaNote string
+	// SMBNote says as whom smbd runs and accesses the shares (empty
+	// without Samba).
+	SMBNote string
 	// ShareNote says where the shares live when not under the state
 	// directory, and why (empty when they are there).
 	ShareNote string
@@ -472,22 +479,26 @@ func (s *Site) smbPasswordFiles(l layout) map[string]string {
 	return m
 }
 
-// BackupMode is one line for the demo output: where the backup servers are
-// and whether they are served over Samba.
+// BackupMode is one line for the demo output: how the worker reaches each
+// backup server (over SMB, or as a local directory) and why.
 func (s *Site) BackupMode() string {
 	var parts []string
 	for _, b := range BackupServers {
-		parts = append(parts, b+" "+s.Locations[b])
+		if s.SMB[b] != nil {
+			parts = append(parts, b+" over SMB at "+s.Locations[b])
+		} else {
+			parts = append(parts, b+" as the local directory "+s.Locations[b])
+		}
 	}
-	mode := "(Samba: private smbd per server, user " + smbUser + ", password in secrets/"
-	if s.ShareNote != "" {
-		mode += "; " + s.ShareNote
-	}
-	mode += ")"
 	if len(s.SMB) == 0 {
-		mode = "(local directories: " + s.SambaNote + ")"
+		return "backup servers: " + strings.Join(parts, ", ") + " (local directories, not SMB: " + s.SambaNote + ")"
 	}
-	return "backup servers: " + strings.Join(parts, ", ") + " " + mode
+	where := s.ShareNote
+	if where == "" {
+		where = "shares in the state directory"
+	}
+	return "backup servers: " + strings.Join(parts, ", ") + " (a private Samba smbd per server: " + s.SMBNote +
+		", password in secrets/; " + where + ")"
 }
 
 // Stop stops both emulators and the smbd of each backup server; the state

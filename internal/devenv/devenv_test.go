@@ -18,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/mssql"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
@@ -292,15 +293,7 @@ func TestStateDirIsLocked(t *testing.T) {
 // is 0700).
 func smbStateDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "devenv-smb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sambatest.OpenTempDir(t, "devenv-smb-")
 }
 
 // With Samba installed the backup servers are served over SMB: the config
@@ -422,6 +415,9 @@ func smbdPids(t *testing.T, conf string) []int {
 // emulator writes through the link is read over SMB, and a second start
 // finds everything where it was.
 func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
+	if sambatest.AsInvoker() {
+		t.Skipf("run by uid %d, smbd's share user is that user, who reaches the state directory itself: nothing moves (TestDemoSiteServesSMBFromAClosedCloneAsItsUser)", os.Geteuid())
+	}
 	state := filepath.Join(t.TempDir(), "clone", ".demo")
 	shareRoot := smbStateDir(t)
 	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: testSize, Samba: devenv.SambaOff})
@@ -441,8 +437,9 @@ func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		if line := s.BackupMode(); !strings.Contains(line, "Samba") || !strings.Contains(line, "shares in "+shareRoot+"/") {
-			t.Errorf("round %d: mode line %q: want Samba and where the shares are", round, line)
+		if line := s.BackupMode(); !strings.Contains(line, "bak01 over SMB at smb://") || !strings.Contains(line, "smbd runs as root") ||
+			!strings.Contains(line, "shares in "+shareRoot+"/") {
+			t.Errorf("round %d: mode line %q: want SMB, as whom and where the shares are", round, line)
 		}
 		for _, b := range devenv.BackupServers {
 			if fi, err := os.Lstat(s.BackupDirs[b]); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -495,29 +492,53 @@ func TestSambaServesAStateDirectoryClosedToSmbd(t *testing.T) {
 	}
 }
 
-// When the share root is closed to smbd's share user too, auto mode leaves
-// the backup servers local, and the mode line says why.
-func TestSambaAutoFallsBackToLocal(t *testing.T) {
+// Samba installed is Samba used: when it cannot serve the backup servers
+// (here smbd run by root, whose share user reaches neither the state
+// directory nor the share root), auto mode fails Start with the cause
+// instead of leaving them local directories unnoticed. Run by another user,
+// smbd reaches the state directory as that user and the share root is not
+// used. Samba off keeps them local and the mode line says so.
+func TestSambaAutoFailsWhenInstalledSambaCannotServe(t *testing.T) {
 	closed := t.TempDir()
 	if err := os.Chmod(closed, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: t.TempDir(), DatabaseSize: testSize,
-		TemporalAddress: "127.0.0.1:7399", Namespace: "default", ShareRoot: filepath.Join(closed, "shares")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	if len(s.SMB) != 0 || s.SambaNote == "" {
-		t.Fatalf("SMB %v, note %q: want local directories and a reason", s.SMB, s.SambaNote)
-	}
-	for _, b := range devenv.BackupServers {
-		if s.Locations[b] != s.BackupDirs[b] {
-			t.Errorf("%s location %s, want %s", b, s.Locations[b], s.BackupDirs[b])
+	root := filepath.Join(closed, "shares")
+	state := t.TempDir()
+	s, err := devenv.Start(context.Background(), devenv.Options{StateDir: state, DatabaseSize: testSize,
+		TemporalAddress: "127.0.0.1:7399", Namespace: "default", ShareRoot: root})
+	if sambatest.AsInvoker() {
+		if err != nil || len(s.SMB) != len(devenv.BackupServers) {
+			t.Fatalf("run by uid %d: %v; want the backup servers over SMB from the state directory", os.Geteuid(), err)
+		}
+		if _, err := os.Stat(root); err == nil {
+			t.Errorf("run by uid %d: the share root %s was created", os.Geteuid(), root)
+		}
+		_ = s.Stop()
+	} else {
+		if err == nil {
+			_ = s.Stop()
+			t.Fatalf("Start served %s: want an error, the share root is closed to smbd's share user", s.BackupMode())
+		}
+		for _, want := range []string{"over Samba", "not left local directories", "not searchable", closed} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q: want %q", err, want)
+			}
+		}
+		if left := smbdPids(t, state); len(left) > 0 {
+			t.Errorf("smbd left running after the failed Start: %v", left)
 		}
 	}
-	if line := s.BackupMode(); !strings.Contains(line, "local directories") || !strings.Contains(line, "not searchable") {
-		t.Errorf("mode line %q: want local directories and the reason", line)
+	off := startMode(t, state, devenv.SambaOff)
+	for _, b := range devenv.BackupServers {
+		if off.Locations[b] != off.BackupDirs[b] {
+			t.Errorf("Samba off: %s location %s, want %s", b, off.Locations[b], off.BackupDirs[b])
+		}
+	}
+	want := "backup servers: bak01 as the local directory " + off.BackupDirs["bak01"] + ", bak02 as the local directory " +
+		off.BackupDirs["bak02"] + " (local directories, not SMB: Samba off)"
+	if line := off.BackupMode(); line != want {
+		t.Errorf("mode line %q, want %q", line, want)
 	}
 }
 

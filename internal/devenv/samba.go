@@ -14,39 +14,58 @@ import (
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 )
 
-// The site's backup servers over SMB: one private smbd per server, its
-// shares moved where smbd's user can reach them when the state directory is
-// closed to it, and stopped with the site.
+// The site's backup servers over SMB: one private smbd per server, stopped
+// with the site. Run by a user other than root, smbd runs as that user
+// (sambatest.AsInvoker) and serves the shares where they are, in the state
+// directory, wherever the clone is; run by root, smbd's share user is an
+// account of its own, and the shares move where it can reach them when the
+// state directory is closed to other users.
 
-// serveSamba starts one smbd per backup server, per o.Samba. In auto mode a
-// missing or failing Samba leaves the servers local, with s.SambaNote saying
-// why (logged once).
+// serveSamba starts one smbd per backup server, per o.Samba. In auto mode
+// only a missing Samba leaves the servers local, with s.SambaNote saying
+// why (logged once): an installed Samba that cannot serve them fails Start
+// with the cause, so the demo never runs without SMB unnoticed.
 func (s *Site) serveSamba(l layout, o Options) error {
 	if o.Samba == SambaOff {
 		s.SambaNote = "Samba off"
 		return nil
 	}
-	err := sambatest.Installed()
-	if err == nil {
-		err = s.placeShares(l, o)
+	if err := sambatest.Installed(); err != nil {
+		if o.Samba == SambaRequired {
+			return fmt.Errorf("devenv: serve the backup servers over Samba: %w", err)
+		}
+		s.SambaNote = missingSamba(err)
+		o.Logger.Warn("backup servers are local directories, not served over Samba", zap.Error(err))
+		return nil
 	}
+	err := s.placeShares(l, o)
 	if err == nil {
 		err = s.startSamba(l)
 	}
-	if err == nil {
-		return nil
+	if err != nil {
+		s.stopSamba()
+		return fmt.Errorf("devenv: serve the backup servers over Samba (it is installed, so they are not left local directories): %w", err)
 	}
-	s.stopSamba()
-	if o.Samba == SambaRequired {
-		return fmt.Errorf("devenv: serve the backup servers over Samba: %w", err)
-	}
-	if sambatest.Installed() != nil {
-		s.SambaNote = "Samba is not installed (apt-get install -y samba smbclient libnss-wrapper to serve them over SMB)"
-	} else {
-		s.SambaNote = "Samba failed to start: " + strings.SplitN(err.Error(), "\n", 2)[0]
-	}
-	o.Logger.Warn("backup servers are local directories, not served over Samba", zap.Error(err))
+	s.SMBNote = sambatest.ShareUser(smbUser)
 	return nil
+}
+
+// missingSamba says what Installed found missing and the command that
+// installs it.
+func missingSamba(err error) string {
+	sudo := ""
+	if sambatest.AsInvoker() {
+		sudo = "sudo "
+	}
+	if strings.Contains(err.Error(), "libuid_wrapper") {
+		return "uid_wrapper, which smbd needs to run without root, is not installed (" + sudo +
+			"apt-get install -y libuid-wrapper to serve them over SMB)"
+	}
+	cmd := sudo + "apt-get install -y samba smbclient libnss-wrapper"
+	if sambatest.AsInvoker() {
+		cmd += " libuid-wrapper"
+	}
+	return "Samba is not installed (" + cmd + " to serve them over SMB)"
 }
 
 func (s *Site) startSamba(l layout) error {
@@ -70,10 +89,12 @@ func (s *Site) startSamba(l layout) error {
 }
 
 // placeShares moves each backup server's share where smbd's share user
-// can reach it when the state directory is closed to other users (Debian
-// makes home directories 0700, Ubuntu 0750; mktemp -d makes 0700): smbd
-// switches to the share user for file access and could not reach a share
-// under it. The share goes to a directory of its own under
+// can reach it when it cannot reach the state directory: smbd run by root
+// switches to its share user, uid 4450, for file access, and a state
+// directory under a parent closed to other users (Debian makes home
+// directories 0700, Ubuntu 0750; mktemp -d makes 0700) is out of its
+// reach. (Run by another user, smbd's share user is that user, who reaches
+// its own state directory: nothing moves.) The share goes to a directory of its own under
 // Options.ShareRoot, named by a hash of the state directory so that two
 // clones never share one, with the sets already there, and the state
 // directory keeps a link to it: the emulators and the worker's local
@@ -97,7 +118,7 @@ func (s *Site) placeShares(l layout, o Options) error {
 			if cur != l.bak[b] {
 				// Moved by an earlier start: smbd's directories are there.
 				l.smbDir[b] = filepath.Join(dir, "samba-"+b)
-				s.ShareNote = "shares in " + dir
+				s.ShareNote = "shares in " + dir + ", linked from the state directory"
 			}
 			continue
 		}
@@ -132,7 +153,7 @@ func (s *Site) placeShares(l layout, o Options) error {
 		if err := os.Symlink(share, cur); err != nil {
 			return err
 		}
-		s.ShareNote = "shares in " + dir + ": a parent of the state directory is closed to smbd's share user"
+		s.ShareNote = "shares in " + dir + ", linked from the state directory: a parent of it is closed to smbd's share user"
 	}
 	return nil
 }

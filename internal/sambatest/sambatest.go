@@ -3,8 +3,14 @@
 // temp dir, listening on a free 127.0.0.1 port. It installs nothing: `make
 // test` installs samba, smbclient and libnss-wrapper. Two instances model two
 // backup servers (BAK01, BAK02); Kill, Restart, Freeze and the disk limits
-// model their failures. The tests run as root: the share user exists only
-// inside nss_wrapper, and its share directories are chowned to it.
+// model their failures. The share user exists only inside nss_wrapper. Run
+// as root (the tests), smbd switches to that user (uid 4450) for file
+// access and the share directories are chowned to it. Run by any other user
+// (the demo from a normal account), smbd runs as that user under
+// uid_wrapper, which lets it believe it is root and switch users, as
+// Samba's own test suite runs it: the share user is the invoking user
+// (same uid), so smbd reaches every directory that user reaches, a home of
+// mode 0700 included, and nothing else.
 //
 // Start ties a server to a test; Run starts one without a testing.TB (the
 // dev stack (make demo) serves its backup servers with it) and
@@ -76,7 +82,8 @@ type Options struct {
 	// share user's group (mode 2775), as README "Credentials and what they
 	// may do" asks: the user may create and delete files there but, not
 	// owning the directory, not change its ACL. Without it the share user
-	// owns the directory.
+	// owns the directory. Only root can give a directory away: a server run
+	// by another user (AsInvoker) leaves the directory to that user.
 	RootOwned bool
 }
 
@@ -87,6 +94,7 @@ type Server struct {
 	dir      string
 	ownsDir  bool // dir is a temp dir that Close removes
 	port     int
+	uid, gid int // the share user's
 	nssEnv   []string
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -96,9 +104,26 @@ type Server struct {
 // DefaultUser is the share user of Options without one.
 const DefaultUser = "bakuser"
 
-// uid/gid of the share user inside nss_wrapper; smbd switches to it for file
-// access, so the share directories are chowned to it.
-const uid, gid = 4450, 4450
+// uid/gid of the share user inside nss_wrapper when smbd runs as root; smbd
+// switches to it for file access, so the share directories are chowned to it.
+const shareUID, shareGID = 4450, 4450
+
+// AsInvoker reports whether smbd runs as the user running this process
+// rather than as root: whenever that user is not root. Its share user is
+// then that user (same uid and group), under uid_wrapper.
+func AsInvoker() bool { return os.Geteuid() != 0 }
+
+// ShareUser describes whose identity smbd uses for file access, for a
+// line that says how the servers run.
+func ShareUser(user string) string {
+	if user == "" {
+		user = DefaultUser
+	}
+	if AsInvoker() {
+		return fmt.Sprintf("smbd runs as you (uid %d, under uid_wrapper) and its share user %s is you", os.Geteuid(), user)
+	}
+	return fmt.Sprintf("smbd runs as root, its share user %s is uid %d", user, shareUID)
+}
 
 // Start starts a server and stops it when the test ends. It fails the test,
 // with what to do, when samba is not installed.
@@ -124,6 +149,11 @@ func Start(t testing.TB, opts Options) *Server {
 func Installed() error {
 	if _, err := findNSSWrapper(); err != nil {
 		return err
+	}
+	if AsInvoker() {
+		if _, err := findUIDWrapper(); err != nil {
+			return err
+		}
 	}
 	for _, bin := range []string{"smbd", "smbpasswd"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -158,8 +188,13 @@ func Run(opts Options) (*Server, error) {
 	if err := Installed(); err != nil {
 		return nil, err
 	}
-	nss, _ := findNSSWrapper()
-	s := &Server{opts: opts}
+	preload, _ := findNSSWrapper()
+	s := &Server{opts: opts, uid: shareUID, gid: shareGID}
+	if AsInvoker() {
+		uw, _ := findUIDWrapper()
+		preload = uw + " " + preload
+		s.uid, s.gid = os.Geteuid(), os.Getegid()
+	}
 	if opts.Dir != "" {
 		dir, err := filepath.Abs(opts.Dir)
 		if err != nil {
@@ -182,7 +217,7 @@ func Run(opts Options) (*Server, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("sambatest: %w", err)
 	}
-	if err := s.setup(nss); err != nil {
+	if err := s.setup(preload); err != nil {
 		return fail(err)
 	}
 	// A free port can be taken between probing and smbd's bind (other tests
@@ -225,6 +260,15 @@ func findNSSWrapper() (string, error) {
 	return "", errors.New("sambatest: libnss_wrapper.so not found: run `make test`, which installs samba, smbclient and libnss-wrapper (apt-get install -y libnss-wrapper)")
 }
 
+func findUIDWrapper() (string, error) {
+	for _, pattern := range []string{"/usr/lib/*/libuid_wrapper.so", "/usr/lib/libuid_wrapper.so", "/usr/lib64/libuid_wrapper.so"} {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return m[0], nil
+		}
+	}
+	return "", fmt.Errorf("sambatest: libuid_wrapper.so not found: smbd run by uid %d (not root) needs it to switch to its share user: apt-get install -y libuid-wrapper (`make test` installs it)", os.Geteuid())
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -234,7 +278,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) setup(nss string) error {
+func (s *Server) setup(preload string) error {
 	if err := os.Chmod(s.dir, 0o755); err != nil {
 		return err
 	}
@@ -248,6 +292,13 @@ func (s *Server) setup(nss string) error {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
+		if AsInvoker() {
+			// The share user is this user: what it wrote is its own.
+			if err := Reachable(p); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, given := s.opts.SharePaths[sh]; given {
 			// Files already there (written by root, e.g. by an emulator)
 			// must stay writable and deletable over SMB.
@@ -255,19 +306,19 @@ func (s *Server) setup(nss string) error {
 				if err != nil {
 					return err
 				}
-				return os.Lchown(path, uid, gid)
+				return os.Lchown(path, s.uid, s.gid)
 			})
 			if err != nil {
-				return fmt.Errorf("chown share %s to uid %d: %w (run as root)", p, uid, err)
+				return fmt.Errorf("chown share %s to uid %d: %w (run as root)", p, s.uid, err)
 			}
 			if err := Reachable(p); err != nil {
 				return err
 			}
-		} else if err := os.Chown(p, uid, gid); err != nil {
-			return fmt.Errorf("chown share %s to uid %d: %w (the tests run as root)", p, uid, err)
+		} else if err := os.Chown(p, s.uid, s.gid); err != nil {
+			return fmt.Errorf("chown share %s to uid %d: %w (the tests run as root)", p, s.uid, err)
 		}
 		if s.opts.RootOwned {
-			if err := os.Chown(p, 0, gid); err != nil {
+			if err := os.Chown(p, 0, s.gid); err != nil {
 				return fmt.Errorf("chown share %s to root: %w", p, err)
 			}
 			if err := os.Chmod(p, 0o2775); err != nil {
@@ -275,8 +326,8 @@ func (s *Server) setup(nss string) error {
 			}
 		}
 	}
-	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\n%s:x:%d:%d:backup user:%s:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", s.opts.User, uid, gid, s.dir)
-	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", s.opts.User, gid)
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\n%s:x:%d:%d:backup user:%s:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", s.opts.User, s.uid, s.gid, s.dir)
+	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", s.opts.User, s.gid)
 	if err := os.WriteFile(filepath.Join(s.dir, "passwd"), []byte(passwd), 0o644); err != nil {
 		return err
 	}
@@ -284,9 +335,15 @@ func (s *Server) setup(nss string) error {
 		return err
 	}
 	s.nssEnv = append(os.Environ(),
-		"LD_PRELOAD="+nss,
+		"LD_PRELOAD="+preload,
 		"NSS_WRAPPER_PASSWD="+filepath.Join(s.dir, "passwd"),
 		"NSS_WRAPPER_GROUP="+filepath.Join(s.dir, "group"))
+	if AsInvoker() {
+		// smbd, smbpasswd and smbstatus believe they are root and may
+		// switch to the share user: its uid is this process's, so the
+		// kernel sees this user throughout.
+		s.nssEnv = append(s.nssEnv, "UID_WRAPPER=1", "UID_WRAPPER_ROOT=1")
+	}
 	s.port = 1 // smbpasswd needs a valid config; the real port comes later
 	if err := s.writeConfig(); err != nil {
 		return err
@@ -300,9 +357,18 @@ func (s *Server) setup(nss string) error {
 	return nil
 }
 
-// Reachable fails when a parent of dir is closed to other users: smbd,
-// switched to the share user, would answer "access denied" much later.
+// Reachable fails when smbd's share user cannot reach dir: smbd, switched
+// to it, would answer "access denied" much later. Run as root, that is when
+// a parent of dir is closed to other users (the share user is uid 4450);
+// run by another user (AsInvoker), when that user cannot enter and write
+// dir.
 func Reachable(dir string) error {
+	if AsInvoker() {
+		if err := syscall.Access(dir, 7); err != nil { // R_OK|W_OK|X_OK
+			return fmt.Errorf("share %s: uid %d, smbd's share user, cannot read, write and enter it: %w", dir, os.Geteuid(), err)
+		}
+		return nil
+	}
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {

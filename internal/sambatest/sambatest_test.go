@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -75,14 +76,7 @@ func TestTwoServersSideBySide(t *testing.T) {
 // directory holding root-owned files, both kept by Close; a second Run on
 // the same directories serves the same files; Close leaves no smbd.
 func TestRunServesExistingDirectory(t *testing.T) {
-	base, err := os.MkdirTemp("", "sambatest-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := sambatest.OpenTempDir(t, "sambatest-run-")
 	share := filepath.Join(base, "bak01", "backup")
 	if err := os.MkdirAll(filepath.Join(share, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -145,4 +139,74 @@ func smbdPid(t *testing.T, s *sambatest.Server) int {
 		t.Fatalf("smbd pid file holds %q", b)
 	}
 	return pid
+}
+
+// asUserHome is set in the test's process run as another user (AsUser).
+const asUserHome = "SAMBATEST_TEST_HOME"
+
+// Run by a user other than root (no account needed), a server runs smbd
+// as that user, whose share user is that user: it serves a share in a home
+// only that user may enter (mode 0700), files it creates are that user's,
+// and Close stops it. A share the user cannot enter is refused at Run, with
+// the reason.
+func TestRunByAnotherUserServesItsClosedHome(t *testing.T) {
+	if home := os.Getenv(asUserHome); home != "" {
+		serveClosedHome(t, home)
+		return
+	}
+	base := sambatest.OpenTempDir(t, "sambatest-user-")
+	home := filepath.Join(base, "home")
+	out, err := sambatest.AsUser(t, 4462, home, 0o700, asUserHome+"="+home)
+	if err != nil {
+		t.Fatalf("as uid 4462: %v\n%s", err, out)
+	}
+	t.Logf("as uid 4462:\n%s", out)
+}
+
+func serveClosedHome(t *testing.T, home string) {
+	if !sambatest.AsInvoker() {
+		t.Fatalf("uid %d: AsInvoker is false", os.Geteuid())
+	}
+	share := filepath.Join(home, "clone", ".demo", "bak01", "backup")
+	if err := os.MkdirAll(share, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("written by the user before smbd ran\n")
+	if err := os.WriteFile(filepath.Join(share, "old.txt"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sambatest.Run(sambatest.Options{SharePaths: map[string]string{"backup": "/root"}}); err == nil || !strings.Contains(err.Error(), "cannot read, write and enter") {
+		t.Errorf("Run on a share the user cannot enter: %v, want the reason", err)
+	}
+	s, err := sambatest.Run(sambatest.Options{Dir: filepath.Join(home, "clone", ".demo", "samba-bak01"),
+		SharePaths: map[string]string{"backup": share}, RootOwned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := filepath.Join(t.TempDir(), "got.txt")
+	out, err := smbclient(t, s, "backup", s.Password(), "get old.txt "+got+"; put "+got+" new.txt; del old.txt")
+	if err != nil {
+		t.Fatalf("smbclient: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, old) {
+		t.Errorf("old.txt over SMB: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(share, "old.txt")); !os.IsNotExist(err) {
+		t.Errorf("old.txt after a delete over SMB: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(share, "new.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+		t.Errorf("new.txt is uid %d's, want uid %d's", st.Uid, os.Geteuid())
+	}
+	pid := smbdPid(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("smbd %d still runs after Close", pid)
+	}
 }
