@@ -37,6 +37,10 @@ type encryptorSeen struct {
 
 // noteEncryptor records d's encryption certificate on its source.
 func (e *estate) noteEncryptor(ctx context.Context, db *mssql.DB, d *config.Database) {
+	if d.Encryption.Enabled() && d.Encryption.ServerAsymmetricKey != "" {
+		k, err := db.ServerAsymmetricKeys(ctx)
+		e.keyEncryptors[d] = keysSeen{k, err}
+	}
 	if !d.Encryption.Enabled() || d.Encryption.ServerCertificate == "" {
 		return
 	}
@@ -51,15 +55,6 @@ func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *es
 	if !enc.Enabled() {
 		return nil
 	}
-	if enc.ServerAsymmetricKey != "" {
-		c := base
-		c.Name, c.For = "backup encryption key", "encryption: server_asymmetric_key"
-		c.Status = Warn
-		c.Detail = fmt.Sprintf("asymmetric key %s (of an EKM provider) is not checked: every instance that restores the sets needs the "+
-			"same key through its provider, which SQL Server cannot export", enc.ServerAsymmetricKey)
-		c.Fix = "register the EKM provider and the key on " + db.Instance + " and on every verification and drill instance"
-		return []Check{c}
-	}
 	if sf, ok := e.editions[db.Instance]; ok {
 		if supported, known := plan.BackupEncryptionSupported(sf.EngineEdition, sf.Edition); known && !supported {
 			c := base
@@ -68,6 +63,9 @@ func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *es
 			c.Fix = "remove encryption: for " + db.Name + ", or move it to a Standard or Enterprise instance"
 			return []Check{c}
 		}
+	}
+	if enc.ServerAsymmetricKey != "" {
+		return keyChecks(cfg, base, db, e)
 	}
 	seen, ok := e.encryptors[db]
 	if !ok {
