@@ -283,6 +283,9 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 			r.add(c)
 		}
 	}
+	if s.drills[in.Name] && herr == nil {
+		r.add(stagingChecks(qctx, o, s, in, db, hf)...)
+	}
 	if len(servers) > 0 {
 		var srvs []*config.BackupServer
 		for _, name := range servers {
