@@ -76,24 +76,7 @@ func keyChecks(cfg *config.Config, base Check, db *config.Database, e *estate) [
 // keyOnCheck: instance in holds the asymmetric key of the same thumbprint
 // in master.
 func keyOnCheck(base Check, db *config.Database, in string, key *mssql.AsymmetricKey, seen keysSeen, e *estate) Check {
-	c := base
-	c.Name, c.For = "backup encryption key on "+in, "RESTORE of the encrypted sets on "+in
-	switch {
-	case seen.err != nil:
-		c.Status, c.Detail = Warn, "could not read the asymmetric keys of "+in+": "+seen.err.Error()
-	case seen.k.Find(key.Thumbprint) != nil:
-		c.Status, c.Detail = OK, fmt.Sprintf("%s holds asymmetric key %s (%s)", in, key.Name, key.Thumbprint)
-	case !seen.k.All:
-		c.Status = Warn
-		c.Detail = fmt.Sprintf("%s does not see every asymmetric key of %s, so whether it holds %s (%s) is not known", e.logins[in], in,
-			key.Name, key.Thumbprint)
-		c.Fix, _ = tsql.GrantServerPermission(tsql.PermViewAnyDefinition, e.logins[in])
-	default:
-		c.Status = Missing
-		c.Detail = fmt.Sprintf("%s is backed up WITH ENCRYPTION with asymmetric key %s (%s) of %s, which %s does not hold in master "+
-			"(a key of the same name from another provider key does not count): every RESTORE of its sets there fails with error 33111",
-			db.Name, key.Name, key.Thumbprint, db.Instance, in)
-		c.Fix = plan.ProviderKeyFix(in, key.Name)
-	}
-	return c
+	h := holder{kind: "asymmetric key", name: key.Name, thumbprint: key.Thumbprint, err: seen.err, held: seen.k.Find(key.Thumbprint) != nil,
+		all: seen.k.All, fix: plan.ProviderKeyFix(in, key.Name)}
+	return h.check(base, db, in, e)
 }

@@ -95,11 +95,7 @@ func (in *Instance) OpenAsymmetricKey(k AsymmetricKey) error {
 	if in.asymKeyLocked(k.Name, "") != nil || in.asymKeyLocked("", tp) != nil {
 		return fmt.Errorf("sqlsim: error 15232: an asymmetric key with name '%s' already exists or this asymmetric key already has been added to the database", k.Name)
 	}
-	// Ids of master's asymmetric keys start at 256, as its certificates'.
-	id := 256
-	for _, x := range in.cat.AsymmetricKeys {
-		id = max(id, x.ID+1)
-	}
+	id := nextSecurableID(in.cat.AsymmetricKeys, func(x *asymmetricKey) int { return x.ID })
 	in.cat.AsymmetricKeys = append(in.cat.AsymmetricKeys, &asymmetricKey{ID: id, Name: k.Name, Provider: k.Provider,
 		ProviderKeyName: k.ProviderKeyName, Thumbprint: tp, Key: hex.EncodeToString(k.PrivateKey)})
 	return in.saveCatalog()
@@ -109,11 +105,8 @@ func (in *Instance) OpenAsymmetricKey(k AsymmetricKey) error {
 func (in *Instance) DropAsymmetricKey(name string) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	for i, k := range in.cat.AsymmetricKeys {
-		if strings.EqualFold(k.Name, name) {
-			in.cat.AsymmetricKeys = append(in.cat.AsymmetricKeys[:i], in.cat.AsymmetricKeys[i+1:]...)
-			return in.saveCatalog()
-		}
+	if removeNamed(&in.cat.AsymmetricKeys, func(k *asymmetricKey) string { return k.Name }, name) {
+		return in.saveCatalog()
 	}
 	return fmt.Errorf("sqlsim: error 15151: cannot drop the asymmetric key '%s', because it does not exist or you do not have permission", name)
 }
