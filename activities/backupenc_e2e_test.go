@@ -79,3 +79,39 @@ func TestE2EBackupEncryptionOnExpressRefused(t *testing.T) {
 	g := newGated(t, f)
 	g.refusedAtPlan(t, db, "cannot create encrypted backups", "Express")
 }
+
+// A database backed up WITH ENCRYPTION by an asymmetric key of an EKM
+// provider: missing on the source, then on the verification instance, the
+// plan refuses before any BACKUP, naming the key, its thumbprint and the
+// fix; once the same provider key is opened there, the cycle verifies and
+// every manifest records ASYMMETRIC KEY and its thumbprint.
+func TestE2EBackupEncryptionAsymmetricKey(t *testing.T) {
+	const db = "Sealed"
+	f := activities.NewSQLFixtureOf(t, sitetest.Options{Database: db,
+		Extra: quickWaits + "    encryption: {algorithm: AES_256, server_asymmetric_key: EKMKey}\n"})
+	g := newGated(t, f)
+	g.refusedAtPlan(t, db, "EKMKey", "not in master of sql01", "15151", "encryption.server_asymmetric_key")
+	key, err := f.Source().CreateAsymmetricKey("EKMKey", "AzureKeyVaultProvider", "backup-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.refusedAtPlan(t, db, key.ThumbprintText(), "asymmetric key EKMKey", "33111", "CREATION_DISPOSITION = OPEN_EXISTING")
+	if err := f.Verify().OpenAsymmetricKey(key); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := g.cycle(db)
+	if err != nil {
+		t.Fatalf("the cycle once the key is opened on the verification instance: %v", err)
+	}
+	want := catalog.BackupEncryption{Algorithm: "AES_256", Thumbprint: key.ThumbprintText(), EncryptorType: "ASYMMETRIC KEY"}
+	for _, server := range []string{"bak01", "bak02"} {
+		m := f.ManifestOf(server, db, res.Sequence)
+		if m == nil || !m.Verified() || m.Header == nil || m.Header.Encryption == nil || *m.Header.Encryption != want {
+			t.Errorf("set %d on %s: %+v, want verified with encryption %+v", res.Sequence, server, m, want)
+		}
+	}
+	if stmts := activities.Statements(f.Source(), "BACKUP DATABASE"); len(stmts) == 0 ||
+		!strings.Contains(stmts[len(stmts)-1].SQL, "ENCRYPTION (ALGORITHM = AES_256, SERVER ASYMMETRIC KEY = [EKMKey])") {
+		t.Errorf("BACKUP statements: %v", stmts)
+	}
+}

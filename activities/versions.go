@@ -12,6 +12,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/plan"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // Whether a verification instance can read a database's backups: the SQL
@@ -114,15 +115,23 @@ func (a *Activities) checkVerifier(ctx context.Context, db *config.Database, src
 	if !src.TDE && src.EncryptorThumbprint == "" {
 		return nil, nil
 	}
+	var warnings []string
+	encryptor := src.EncryptorThumbprint
+	if db.Encryption.ServerAsymmetricKey != "" && encryptor != "" {
+		w, err := verifierHoldsKey(ctx, sqlDB, db, name, encryptor)
+		if warnings = w; err != nil || !src.TDE {
+			return warnings, err
+		}
+		encryptor = ""
+	}
 	certs, err := sqlDB.ServerCertificates(ctx)
 	if err != nil {
-		return notAsked("certificates", err), nil
+		return append(warnings, notAsked("certificates", err)...), nil
 	}
-	var warnings []string
 	for _, need := range []struct {
 		thumbprint, name string
 		backup           bool
-	}{{src.TDEThumbprint, src.TDECertificate, false}, {src.EncryptorThumbprint, db.Encryption.ServerCertificate, true}} {
+	}{{src.TDEThumbprint, src.TDECertificate, false}, {encryptor, db.Encryption.ServerCertificate, true}} {
 		switch {
 		case need.thumbprint == "" || certs.Find(need.thumbprint) != nil: // none (readEncryption warned if unread), or held
 		case !certs.All:
@@ -173,8 +182,7 @@ func encryptionSupported(src SourceFacts) bool {
 // backup to be created with an expired certificate", CREATE CERTIFICATE
 // (Transact-SQL); 3096); and an edition that encrypts backups. A
 // certificate close to its expiry, or whose private key was never
-// exported, is a warning. An asymmetric key (of an EKM provider) is left to
-// the BACKUP.
+// exported, is a warning. An asymmetric key: readKeyEncryptor.
 func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *config.Database, src *SourceFacts) []string {
 	e := db.Encryption
 	if !e.Enabled() {
@@ -186,8 +194,8 @@ func (a *Activities) readEncryptor(ctx context.Context, sqlDB *mssql.DB, db *con
 			db.ID(), db.Instance, src.Edition)
 		return nil
 	}
-	if e.ServerCertificate == "" {
-		return nil
+	if e.ServerAsymmetricKey != "" {
+		return readKeyEncryptor(ctx, sqlDB, db, src)
 	}
 	certs, err := sqlDB.ServerCertificates(ctx)
 	if err != nil {
@@ -251,6 +259,9 @@ func (a *Activities) unreadable(ctx context.Context, verifyDB *mssql.DB, db *con
 	if errors.Is(err, mssql.ErrCertificateMissing) {
 		tp := mssql.MissingThumbprint(err)
 		backup := m.Header != nil && m.Header.Encryption != nil && strings.EqualFold(m.Header.Encryption.Thumbprint, tp)
+		if backup && m.Header.Encryption.EncryptorType == tsql.EncryptorAsymmetricKey {
+			return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w (SQL Server: %w)", missingKey(db, verify, tp), err))
+		}
 		name := a.sourceCertificate(ctx, db, tp)
 		if name == "" && backup {
 			name = db.Encryption.ServerCertificate

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -180,6 +182,15 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 	if p := d.ImmutableProven; code != exitOK || d.OutOfObjectives || p == nil || p.RunID != res.RunID || p.Store != devenv.ObjectStore || p.Sequence != 1 ||
 		!strings.Contains(text, "; immutable copy on vault01 proven restorable ") {
 		t.Errorf("status after the drill from the immutable copy: exit %d, %+v, proven %+v\n%s", code, d, p, text)
+	}
+
+	// The evidence ledger names the immutable source of the drill, and
+	// the report says so on its line.
+	today := time.Now().UTC().Format(time.DateOnly)
+	code, out, errs = on(t, tq, "evidence", "report", "--config", site.ConfigFile, "--from", today, "--to", today)
+	if want := fmt.Sprintf(" from the immutable copy (set 1 on %s, %s): recovered in ", devenv.ObjectStore, im.Location); code != exitOK ||
+		!strings.Contains(out, want) {
+		t.Errorf("evidence report lacks %q: exit %d\n%s%s", want, code, out, errs)
 	}
 
 	// A stripe of set 1 changed on the object store: a new version over

@@ -445,7 +445,11 @@ func writeReport(w io.Writer, r evidence.Report) {
 			if l.TargetRTOSeconds > 0 {
 				target = "rto " + seconds(l.TargetRTOSeconds).String()
 			}
-			fmt.Fprintf(w, "  drill %s: recovered in %s, %s: %s\n", day(l.At), seconds(l.RTOSeconds), target, verdict)
+			from := ""
+			if im := l.Immutable; im != nil {
+				from = fmt.Sprintf(" from the immutable copy (set %d on %s, %s)", im.Sequence, im.Store, im.Location)
+			}
+			fmt.Fprintf(w, "  drill %s%s: recovered in %s, %s: %s\n", day(l.At), from, seconds(l.RTOSeconds), target, verdict)
 		}
 	}
 }

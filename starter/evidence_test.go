@@ -175,3 +175,21 @@ func TestEvidenceVerifyAndReport(t *testing.T) {
 		t.Errorf("bad --from: exit %d %s", code, errs)
 	}
 }
+
+// The report's line of a drill from the immutable copy says so, naming the
+// set, the store and its location; another drill's line does not.
+func TestEvidenceReportNamesDrillFromTheImmutableCopy(t *testing.T) {
+	at := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
+	rep := evidence.Report{From: at.Add(-time.Hour), To: at.Add(time.Hour), Databases: []evidence.DatabaseReport{{Instance: "sql01", Database: "Sales",
+		DrillResults: []evidence.DrillLine{{At: at, RTOSeconds: 90, MetRTO: true, Passed: true},
+			{At: at.Add(time.Minute), RTOSeconds: 95, MetRTO: true, Passed: true,
+				Immutable: &evidence.ImmutableSource{Store: "vault01", Location: "s3://backups/site", Sequence: 4}}}}}}
+	var b strings.Builder
+	writeReport(&b, rep)
+	for _, want := range []string{"\n  drill 2026-11-02 03:00 UTC: recovered in 1m30s, no rto set: met\n",
+		"\n  drill 2026-11-02 03:01 UTC from the immutable copy (set 4 on vault01, s3://backups/site): recovered in 1m35s, no rto set: met\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -133,14 +133,15 @@ func checkPermissions(ctx context.Context, live *workerhost.LiveConfig, log *zap
 
 // startupPreflight checks, in the background, the permissions the cycle
 // needs (as `starter preflight` does) and logs each missing one as a
-// warning with the keys instance, db and server. It never stops the worker.
+// warning with the keys instance, db and server. An object store is only
+// opened (preflight.Options.Startup). It never stops the worker.
 // The returned function cancels the checks and waits for them.
 func startupPreflight(ctx context.Context, cfg *config.Config, log *zap.Logger) func() {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r, err := preflight.Run(ctx, preflight.Options{Config: cfg, CompressionFactor: client.DefaultCompressionFactor})
+		r, err := preflight.Run(ctx, preflight.Options{Config: cfg, CompressionFactor: client.DefaultCompressionFactor, Startup: true})
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return // the worker stopped first: a cut-short report would only mislead
 		}

@@ -627,7 +627,8 @@ func (a *Activities) RecordDrill(ctx context.Context, in RecordInput) ([]string,
 
 // drillEvidence is the evidence record of drill res on server: the copy it
 // recovered and checked, its measured time to recover against the
-// database's rto, how it ended.
+// database's rto, how it ended, and the immutable copy it restored from
+// (drill from: immutable).
 func drillEvidence(ctx context.Context, server string, db *config.Database, res catalog.DrillResult) *evidence.Record {
 	passed := res.Outcome == catalog.DrillPassed
 	r := activities.CopyProof(ctx, evidence.KindDrill, server, db, res.Instance, res.Database, nil, res.RecoveryPoint, res.CheckDB)
@@ -642,6 +643,11 @@ func drillEvidence(ctx context.Context, server string, db *config.Database, res 
 	r.Drill = &evidence.Drill{Point: res.Point, RecoveryPointFrom: res.RecoveryPointFrom, RTOSeconds: res.RTO.Seconds(),
 		TargetRTOSeconds: db.RTO.Seconds(), MetRTO: passed && (db.RTO == 0 || res.RTO <= db.RTO), Passed: passed,
 		FirstLog: res.FirstLog, LastLog: res.LastLog}
+	if im := res.Immutable; im != nil {
+		// Restored from the object store, not from server's files: the
+		// record names what it proved restorable there.
+		r.Drill.Immutable = &evidence.ImmutableSource{Store: im.Store, Location: im.Location, Sequence: im.Sequence}
+	}
 	st := res.Steps
 	r.Timings = map[string]float64{"prepare": st.Prepare.Seconds(), "plan": st.Plan.Seconds(), "full": st.Full.Seconds(),
 		"logs": st.Logs.Seconds(), "recovery": st.Recovery.Seconds(), "checks": st.Checks.Seconds(), "drop": st.Drop.Seconds()}

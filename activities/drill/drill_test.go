@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/evidence"
 	"github.com/backupcycle/backupcycle/internal/recovery"
 )
 
@@ -88,5 +91,22 @@ func TestPickPointChoosesOnlyPointsThePlanAccepts(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
+	}
+}
+
+// A drill from the immutable copy is recorded in the evidence ledger with
+// the store, location and set it restored from; another drill names none.
+func TestDrillEvidenceNamesTheImmutableSource(t *testing.T) {
+	db := &config.Database{Instance: "sql01", Name: "Sales"}
+	res := catalog.DrillResult{Outcome: catalog.DrillPassed, Instance: "sqlverify", Database: "Sales_drill", Point: "latest", Sequence: 3,
+		RecoveryPoint: t0}
+	if r := drillEvidence(context.Background(), "bak01", db, res); r.Drill.Immutable != nil {
+		t.Errorf("a drill from the backup servers names an immutable source: %+v", r.Drill.Immutable)
+	}
+	res.Immutable = &catalog.DrillImmutable{Store: "vault01", Location: "s3://backups/site", Sequence: 3, Staging: "bak02"}
+	r := drillEvidence(context.Background(), "bak01", db, res)
+	want := evidence.ImmutableSource{Store: "vault01", Location: "s3://backups/site", Sequence: 3}
+	if r.Drill.Immutable == nil || *r.Drill.Immutable != want || r.Set == nil || r.Set.Sequence != 3 {
+		t.Errorf("drill record: %+v, set %+v; want immutable %+v", r.Drill.Immutable, r.Set, want)
 	}
 }

@@ -111,7 +111,7 @@ func (a *Activities) PlanRecover(ctx context.Context, pin PlanInput) (Plan, erro
 	if h := m.Header; h != nil {
 		p.SourceVersion, p.TDEThumbprint = h.SoftwareVersion, h.TDEThumbprint
 		if h.Encryption != nil {
-			p.EncryptorThumbprint = h.Encryption.Thumbprint
+			p.EncryptorThumbprint, p.EncryptorType = h.Encryption.Thumbprint, h.Encryption.EncryptorType
 		}
 	}
 
@@ -380,7 +380,14 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 			"%s cannot restore %s of %s: %s; recover to an instance of %s or newer (--to-instance), or upgrade %s", target, what,
 			db.ID(), why, src.Product(), target))
 	}
-	if p.TDEThumbprint == "" && p.EncryptorThumbprint == "" {
+	encryptor := p.EncryptorThumbprint
+	if p.EncryptorType == tsql.EncryptorAsymmetricKey {
+		if err := holdsKey(ctx, sqlDB, db, target, m.Sequence, p); err != nil {
+			return err
+		}
+		encryptor = ""
+	}
+	if p.TDEThumbprint == "" && encryptor == "" {
 		return nil
 	}
 	certs, err := sqlDB.ServerCertificates(ctx)
@@ -389,7 +396,7 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 	}
 	for _, need := range []struct{ thumbprint, how, kind, name string }{
 		{p.TDEThumbprint, "is encrypted (TDE)", "TDE certificate", ""},
-		{p.EncryptorThumbprint, fmt.Sprintf("was backed up WITH ENCRYPTION (set %d)", m.Sequence), "backup encryption certificate",
+		{encryptor, fmt.Sprintf("was backed up WITH ENCRYPTION (set %d)", m.Sequence), "backup encryption certificate",
 			db.Encryption.ServerCertificate},
 	} {
 		switch {
@@ -404,6 +411,30 @@ func (a *Activities) checkReadable(ctx context.Context, sqlDB *mssql.DB, db *con
 		}
 	}
 	return nil
+}
+
+// holdsKey refuses a target without the asymmetric key (of an EKM
+// provider) the full was encrypted with: its RESTORE would fail with
+// 33111 "Cannot find server asymmetric key with thumbprint".
+func holdsKey(ctx context.Context, sqlDB *mssql.DB, db *config.Database, target string, seq int64, p *Plan) error {
+	keys, err := sqlDB.ServerAsymmetricKeys(ctx)
+	switch {
+	case err != nil:
+		return activities.SQLError(err)
+	case keys.Find(p.EncryptorThumbprint) != nil:
+		return nil
+	case !keys.All:
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the login does not see every asymmetric key (it needs VIEW ANY DEFINITION), so whether it "+
+			"holds the backup encryption key %s of %s is learnt by the RESTORE (error 33111 without it)", target, p.EncryptorThumbprint, db.ID()))
+		return nil
+	}
+	name := db.Encryption.ServerAsymmetricKey
+	if name == "" {
+		name = "<key>"
+	}
+	return activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+		"%s was backed up WITH ENCRYPTION (set %d) with the asymmetric key of thumbprint %s, which %s does not hold in master: its RESTORE "+
+			"would fail with error 33111; %s", db.ID(), seq, p.EncryptorThumbprint, target, plan.ProviderKeyFix(target, name)))
 }
 
 // newestVersion is the newest SQL Server build that wrote a step of the

@@ -295,3 +295,42 @@ func TestPlanRecoverNeedsTheBackupEncryptionCertificate(t *testing.T) {
 		t.Fatalf("with the certificate: %+v, %v", p.EncryptorThumbprint, err)
 	}
 }
+
+// A database backed up WITH ENCRYPTION by an asymmetric key of an EKM
+// provider: a target without the key (one of the same name from another
+// provider key does not count) is refused by the plan, naming the
+// thumbprint and the statement that opens the provider key; once it holds
+// the key, the plan goes through.
+func TestPlanRecoverNeedsTheBackupEncryptionKey(t *testing.T) {
+	f := newFixture(t, sitetest.Options{Extra: "    encryption: {algorithm: AES_256, server_asymmetric_key: EKMKey}\n"})
+	key, err := f.site.Source.CreateAsymmetricKey("EKMKey", "AzureKeyVaultProvider", "backup-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.site.Verify.OpenAsymmetricKey(key); err != nil {
+		t.Fatal(err)
+	}
+	f.history(1)
+	if err := f.site.Verify.DropAsymmetricKey("EKMKey"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.site.Verify.CreateAsymmetricKey("EKMKey", "AzureKeyVaultProvider", "another-key"); err != nil {
+		t.Fatal(err)
+	}
+	in := Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_enc", Latest: true}
+	var p Plan
+	err = f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p)
+	if errType(err) != activities.ErrInvalidConfig || !strings.Contains(err.Error(), key.ThumbprintText()) ||
+		!strings.Contains(err.Error(), "asymmetric key") || !strings.Contains(err.Error(), "CREATION_DISPOSITION = OPEN_EXISTING") {
+		t.Fatalf("target without the key: %v, want InvalidConfig naming %s and the fix", err, key.ThumbprintText())
+	}
+	if err := f.site.Verify.DropAsymmetricKey("EKMKey"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.site.Verify.OpenAsymmetricKey(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(New(nil).PlanRecover, PlanInput{Request: in}, &p); err != nil || p.EncryptorThumbprint != key.ThumbprintText() {
+		t.Fatalf("with the key: %+v, %v", p.EncryptorThumbprint, err)
+	}
+}

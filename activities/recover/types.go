@@ -198,6 +198,9 @@ type Plan struct {
 	// EncryptorThumbprint is the certificate the full was encrypted with
 	// (BACKUP ... WITH ENCRYPTION), "" when it was not.
 	EncryptorThumbprint string `json:"encryptor_thumbprint,omitempty"`
+	// EncryptorType is CERTIFICATE or ASYMMETRIC KEY (an EKM provider's
+	// key), as its header says.
+	EncryptorType string `json:"encryptor_type,omitempty"`
 	// Replaces describes the database of that name the restore replaces
 	// ("" for none).
 	Replaces string `json:"replaces,omitempty"`

@@ -116,7 +116,7 @@ func (a Appender) Append(ctx context.Context, st storage.Storage, r *Record) (st
 		wait = 5 * time.Second
 	}
 	deadline := time.Now().Add(wait)
-	r.Schema = SchemaVersion
+	r.Schema = schemaOf(r)
 	r.At = now().UTC()
 	for {
 		head, prev, err := a.head(ctx, st, r.Instance, r.Database, now())

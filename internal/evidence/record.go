@@ -21,8 +21,19 @@ import (
 	"time"
 )
 
-// SchemaVersion is written into every record; a newer one is refused.
-const SchemaVersion = 1
+// SchemaVersion is the newest record version this build writes and
+// reads; a newer one is refused. Version 2 adds Drill.Immutable. A record
+// that holds nothing of version 2 is written as version 1 (schemaOf), so
+// builds before it still read every other record of the ledger.
+const SchemaVersion = 2
+
+// schemaOf is the version r is written as: the oldest that holds it.
+func schemaOf(r *Record) int {
+	if r.Drill != nil && r.Drill.Immutable != nil {
+		return 2
+	}
+	return 1
+}
 
 // MaxRecordBytes bounds a record file: a set of many stripes stays far
 // below it, and a bigger file under a record's name is not one.
@@ -96,6 +107,17 @@ type Drill struct {
 	Passed            bool    `json:"passed"`
 	FirstLog          int64   `json:"first_log,omitempty"`
 	LastLog           int64   `json:"last_log,omitempty"`
+	// Immutable is the immutable copy the drill restored from (drill
+	// from: immutable); nil for a drill from the backup servers.
+	Immutable *ImmutableSource `json:"immutable,omitempty"`
+}
+
+// ImmutableSource is the object store a drill restored from: the store
+// (a kind: s3 backup server), its bucket and prefix, and the set.
+type ImmutableSource struct {
+	Store    string `json:"store"`
+	Location string `json:"location,omitempty"`
+	Sequence int64  `json:"sequence"`
 }
 
 // LogProof is a round of log backups applied to the standby copy.
@@ -144,8 +166,10 @@ type Record struct {
 // Validate checks what every record must hold.
 func (r *Record) Validate() error {
 	switch {
-	case r.Schema != SchemaVersion:
-		return fmt.Errorf("schema version %d: this build reads version %d", r.Schema, SchemaVersion)
+	case r.Schema < 1 || r.Schema > SchemaVersion:
+		return fmt.Errorf("schema version %d: this build reads versions 1 to %d", r.Schema, SchemaVersion)
+	case r.Schema < schemaOf(r):
+		return fmt.Errorf("schema version %d: the record holds fields of version %d", r.Schema, schemaOf(r))
 	case r.Seq < 1:
 		return fmt.Errorf("sequence %d: records are numbered from 1", r.Seq)
 	case r.Seq == 1 && r.Prev != "":

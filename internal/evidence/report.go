@@ -49,6 +49,9 @@ type DrillLine struct {
 	TargetRTOSeconds float64   `json:"target_seconds"`
 	MetRTO           bool      `json:"met_rto"`
 	Passed           bool      `json:"passed"`
+	// Immutable is the immutable copy it restored from; nil: the backup
+	// servers.
+	Immutable *ImmutableSource `json:"immutable,omitempty"`
 }
 
 // Point is one proof: when, of what kind, and the recovery point it proved.
@@ -109,7 +112,7 @@ func Summarize(records []Record, from, to time.Time) Report {
 				continue
 			}
 			l := DrillLine{At: r.At, RecoveryPoint: r.RecoveryPoint, RTOSeconds: r.Drill.RTOSeconds,
-				TargetRTOSeconds: r.Drill.TargetRTOSeconds, MetRTO: r.Drill.MetRTO, Passed: r.Drill.Passed}
+				TargetRTOSeconds: r.Drill.TargetRTOSeconds, MetRTO: r.Drill.MetRTO, Passed: r.Drill.Passed, Immutable: r.Drill.Immutable}
 			d.DrillResults = append(d.DrillResults, l)
 			if l.MetRTO {
 				d.MetRTO++

@@ -23,6 +23,10 @@ const probeBytes = 4 << 10
 // the worker wrote through location.
 var ErrNotSeen = errors.New("SQL Server does not see the worker's probe file")
 
+// ErrNotWritten: the worker could not write the probe through location;
+// nothing was asked of SQL Server.
+var ErrNotWritten = errors.New("write the probe file")
+
 // HeaderOnly is RESTORE HEADERONLY of one file on the instance (an
 // *mssql.DB's HeaderOnly with tsql.RestoreHeaderOnly).
 type HeaderOnly func(ctx context.Context, path string) error
@@ -48,16 +52,16 @@ func Probe(ctx context.Context, st storage.Storage, paths []string, read HeaderO
 	_, _ = rand.Read(data)
 	w, err := st.Create(ctx, name)
 	if err != nil {
-		return fmt.Errorf("write the probe file %s in %s: %w", name, st.Location(), err)
+		return fmt.Errorf("%w %s in %s: %w", ErrNotWritten, name, st.Location(), err)
 	}
 	// A context already cancelled must not leave the probe behind.
 	defer func() { _ = st.Remove(context.WithoutCancel(ctx), name) }()
 	if _, err := w.WriteAt(data, 0); err != nil {
 		_ = w.Close()
-		return fmt.Errorf("write the probe file %s in %s: %w", name, st.Location(), err)
+		return fmt.Errorf("%w %s in %s: %w", ErrNotWritten, name, st.Location(), err)
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("write the probe file %s in %s: %w", name, st.Location(), err)
+		return fmt.Errorf("%w %s in %s: %w", ErrNotWritten, name, st.Location(), err)
 	}
 	for _, p := range paths {
 		full := tsql.JoinPath(p, name)

@@ -51,20 +51,21 @@ type Certificates struct {
 
 // Find returns the certificate of a thumbprint (ThumbprintText), or nil.
 func (c Certificates) Find(thumbprint string) *ServerCertificate {
-	for i := range c.List {
-		if thumbprint != "" && strings.EqualFold(c.List[i].Thumbprint, thumbprint) {
-			return &c.List[i]
-		}
-	}
-	return nil
+	return findBy(c.List, func(x *ServerCertificate) string { return x.Thumbprint }, thumbprint)
 }
 
 // FindName returns the certificate of a name (as master compares names:
 // without regard to case), or nil.
 func (c Certificates) FindName(name string) *ServerCertificate {
-	for i := range c.List {
-		if name != "" && strings.EqualFold(c.List[i].Name, name) {
-			return &c.List[i]
+	return findBy(c.List, func(x *ServerCertificate) string { return x.Name }, name)
+}
+
+// findBy returns the element of list whose key equals want without regard
+// to case (names and thumbprints alike), or nil; want "" finds none.
+func findBy[T any](list []T, key func(*T) string, want string) *T {
+	for i := range list {
+		if want != "" && strings.EqualFold(key(&list[i]), want) {
+			return &list[i]
 		}
 	}
 	return nil

@@ -192,3 +192,16 @@ func TDECertificateFix(source, verify, name string) string {
 		"(after CREATE MASTER KEY ENCRYPTION BY PASSWORD = N'<password>' if master has no database master key): %s",
 		source, backup, cert, key, verify, create)
 }
+
+// ProviderKeyFix says how an instance that restores backups encrypted by
+// an asymmetric key of an EKM provider gets it: register the same provider
+// there and open the same provider key in master (CREATE ASYMMETRIC KEY
+// ... CREATION_DISPOSITION = OPEN_EXISTING); the key cannot be exported.
+func ProviderKeyFix(verify, name string) string {
+	open, err := tsql.OpenProviderKey(name)
+	if err != nil {
+		return fmt.Sprintf("open the same EKM provider key on %s", verify)
+	}
+	return fmt.Sprintf("on %s register the source's EKM provider (CREATE CRYPTOGRAPHIC PROVIDER) and open the same provider key in master: %s",
+		verify, open)
+}

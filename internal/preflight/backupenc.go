@@ -37,6 +37,10 @@ type encryptorSeen struct {
 
 // noteEncryptor records d's encryption certificate on its source.
 func (e *estate) noteEncryptor(ctx context.Context, db *mssql.DB, d *config.Database) {
+	if d.Encryption.Enabled() && d.Encryption.ServerAsymmetricKey != "" {
+		k, err := db.ServerAsymmetricKeys(ctx)
+		e.keyEncryptors[d] = keysSeen{k, err}
+	}
 	if !d.Encryption.Enabled() || d.Encryption.ServerCertificate == "" {
 		return
 	}
@@ -51,15 +55,6 @@ func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *es
 	if !enc.Enabled() {
 		return nil
 	}
-	if enc.ServerAsymmetricKey != "" {
-		c := base
-		c.Name, c.For = "backup encryption key", "encryption: server_asymmetric_key"
-		c.Status = Warn
-		c.Detail = fmt.Sprintf("asymmetric key %s (of an EKM provider) is not checked: every instance that restores the sets needs the "+
-			"same key through its provider, which SQL Server cannot export", enc.ServerAsymmetricKey)
-		c.Fix = "register the EKM provider and the key on " + db.Instance + " and on every verification and drill instance"
-		return []Check{c}
-	}
 	if sf, ok := e.editions[db.Instance]; ok {
 		if supported, known := plan.BackupEncryptionSupported(sf.EngineEdition, sf.Edition); known && !supported {
 			c := base
@@ -68,6 +63,9 @@ func encryptionChecks(cfg *config.Config, base Check, db *config.Database, e *es
 			c.Fix = "remove encryption: for " + db.Name + ", or move it to a Standard or Enterprise instance"
 			return []Check{c}
 		}
+	}
+	if enc.ServerAsymmetricKey != "" {
+		return keyChecks(cfg, base, db, e)
 	}
 	seen, ok := e.encryptors[db]
 	if !ok {
@@ -138,26 +136,50 @@ func privateKeyCheck(base Check, db *config.Database, cert *mssql.ServerCertific
 // encryptorOnCheck: instance in holds the certificate of the same
 // thumbprint in master.
 func encryptorOnCheck(base Check, db *config.Database, in string, cert *mssql.ServerCertificate, seen certsSeen, e *estate) Check {
+	h := holder{kind: "certificate", name: cert.Name, thumbprint: cert.Thumbprint, err: seen.err, held: seen.c.Find(cert.Thumbprint) != nil,
+		all: seen.c.All, fix: plan.TDECertificateFix(db.Instance, in, cert.Name)}
+	return h.check(base, db, in, e)
+}
+
+// holder is what an instance that restores the encrypted sets showed of
+// their encryptor (a certificate or an asymmetric key) in its master.
+type holder struct {
+	kind, name, thumbprint string
+	err                    error // its encryptors could not be read
+	held, all              bool  // it holds the thumbprint; its login sees every encryptor
+	fix                    string
+}
+
+// check is the row "backup encryption <kind> on <in>".
+func (h holder) check(base Check, db *config.Database, in string, e *estate) Check {
 	c := base
-	c.Name, c.For = "backup encryption certificate on "+in, "RESTORE of the encrypted sets on "+in
+	c.Name, c.For = "backup encryption "+shortKind(h.kind)+" on "+in, "RESTORE of the encrypted sets on "+in
 	switch {
-	case seen.err != nil:
-		c.Status, c.Detail = Warn, "could not read the certificates of "+in+": "+seen.err.Error()
-	case seen.c.Find(cert.Thumbprint) != nil:
-		c.Status, c.Detail = OK, fmt.Sprintf("%s holds certificate %s (%s)", in, cert.Name, cert.Thumbprint)
-	case !seen.c.All:
+	case h.err != nil:
+		c.Status, c.Detail = Warn, "could not read the "+h.kind+"s of "+in+": "+h.err.Error()
+	case h.held:
+		c.Status, c.Detail = OK, fmt.Sprintf("%s holds %s %s (%s)", in, h.kind, h.name, h.thumbprint)
+	case !h.all:
 		c.Status = Warn
-		c.Detail = fmt.Sprintf("%s does not see every certificate of %s, so whether it holds %s (%s) is not known", e.logins[in], in,
-			cert.Name, cert.Thumbprint)
+		c.Detail = fmt.Sprintf("%s does not see every %s of %s, so whether it holds %s (%s) is not known", e.logins[in], h.kind, in,
+			h.name, h.thumbprint)
 		c.Fix, _ = tsql.GrantServerPermission(tsql.PermViewAnyDefinition, e.logins[in])
 	default:
 		c.Status = Missing
-		c.Detail = fmt.Sprintf("%s is backed up WITH ENCRYPTION with certificate %s (%s) of %s, which %s does not hold in master "+
-			"(a certificate of the same name with another key does not count): every RESTORE of its sets there fails with error 33111",
-			db.Name, cert.Name, cert.Thumbprint, db.Instance, in)
-		c.Fix = plan.TDECertificateFix(db.Instance, in, cert.Name)
+		c.Detail = fmt.Sprintf("%s is backed up WITH ENCRYPTION with %s %s (%s) of %s, which %s does not hold in master "+
+			"(one of the same name with another key does not count): every RESTORE of its sets there fails with error 33111",
+			db.Name, h.kind, h.name, h.thumbprint, db.Instance, in)
+		c.Fix = h.fix
 	}
 	return c
+}
+
+// shortKind is the kind as the rows name it: certificate, key.
+func shortKind(kind string) string {
+	if kind == "asymmetric key" {
+		return "key"
+	}
+	return kind
 }
 
 // restorersOf are the instances that restore db's sets: its verification

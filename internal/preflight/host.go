@@ -103,20 +103,11 @@ func probeCheck(ctx context.Context, o Options, in *config.SQLInstance, srv *con
 	paths := srv.PathsFor(in.Name)
 	c := Check{Kind: KindInstance, Instance: in.Name, Name: "sees " + srv.Name,
 		For: "source: SQL Server's paths and the worker's location are one directory (an unmounted mount point is not)"}
-	st, err := o.OpenStorage(ctx, srv)
-	if err != nil {
+	err := runProbe(ctx, o, srv, paths, q)
+	if errors.Is(err, errNotOpened) {
 		c.Status, c.Detail = Warn, "not checked: the worker cannot open "+srv.Location+" (see backup server "+srv.Name+")"
 		return c
 	}
-	defer st.Close()
-	err = hostcheck.Probe(ctx, st, paths, func(ctx context.Context, path string) error {
-		stmt, err := tsql.RestoreHeaderOnly([]string{path})
-		if err != nil {
-			return err
-		}
-		_, err = q.HeaderOnly(ctx, stmt)
-		return err
-	})
 	key := srv.PathsKey(in.Name)
 	switch {
 	case errors.Is(err, hostcheck.ErrNotSeen):
@@ -301,4 +292,25 @@ func readNeed(ctx context.Context, q querier, db *config.Database, src hostcheck
 	n.QAT = db.Compression && srcCompresses && src.Major >= 16 && src.Options[tsql.OptionBackupCompressionAlg] == 2 &&
 		(src.QAT == "HARDWARE" || src.QAT == "SOFTWARE")
 	return n, true, nil
+}
+
+// errNotOpened: runProbe could not open the server's location.
+var errNotOpened = errors.New("the worker cannot open the location")
+
+// runProbe is hostcheck.Probe of srv through the worker's location and q's
+// paths (RESTORE HEADERONLY).
+func runProbe(ctx context.Context, o Options, srv *config.BackupServer, paths []string, q *mssql.DB) error {
+	st, err := o.OpenStorage(ctx, srv)
+	if err != nil {
+		return fmt.Errorf("%w %s: %w", errNotOpened, srv.Location, err)
+	}
+	defer st.Close()
+	return hostcheck.Probe(ctx, st, paths, func(ctx context.Context, path string) error {
+		stmt, err := tsql.RestoreHeaderOnly([]string{path})
+		if err != nil {
+			return err
+		}
+		_, err = q.HeaderOnly(ctx, stmt)
+		return err
+	})
 }

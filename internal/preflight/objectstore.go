@@ -13,7 +13,8 @@ import (
 // worker runs before its first copy), and the key may do no more than the
 // worker needs (s3.Store.Privileges). Both leave small locked objects under
 // <prefix>backupcycle-probe/ that the bucket's lifecycle rule removes.
-func objectStoreChecks(ctx context.Context, srv *config.BackupServer) []Check {
+// Without probe (the worker's start) the bucket is only opened.
+func objectStoreChecks(ctx context.Context, srv *config.BackupServer, probe bool) []Check {
 	base := Check{Kind: KindServer, Server: srv.Name}
 	open := base
 	open.Name, open.For = "open", "immutable copies"
@@ -26,6 +27,9 @@ func objectStoreChecks(ctx context.Context, srv *config.BackupServer) []Check {
 	defer st.Close()
 	open.Status, open.Detail = OK, "opened "+st.Location()
 	cs := []Check{open}
+	if !probe {
+		return cs
+	}
 
 	imm := base
 	imm.Name, imm.For = "immutable", "immutable copies: nobody, the worker's key included, deletes a locked copy"

@@ -57,6 +57,12 @@ type Options struct {
 	// QueryTimeout bounds the questions asked of one instance after it
 	// connected; default 1 min.
 	QueryTimeout time.Duration
+	// Startup is the worker's own run, at each start and reload: an object
+	// store is only opened (one HEAD of its bucket, its reachability).
+	// Its immutability probe, which leaves a locked object each time, and
+	// its privilege checks are `starter preflight`'s and the probe's
+	// before a copy (once a day), never a restart's.
+	Startup bool
 }
 
 // scope is what a run checks.
@@ -195,7 +201,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				where = "AWS S3 " + srv.S3.Region
 			}
 			r.headers[key] = "object store " + srv.Name + " (bucket " + srv.S3.Bucket + " at " + where + ")"
-			r.add(objectStoreChecks(ctx, srv)...)
+			r.add(objectStoreChecks(ctx, srv, !o.Startup)...)
 			continue
 		}
 		r.headers[key] = "backup server " + srv.Name + " (" + srv.Loc.String() + ")"
@@ -282,6 +288,9 @@ func checkInstance(ctx context.Context, o Options, s scope, in *config.SQLInstan
 		if c, ok := declaredPlatform(in, hf); ok {
 			r.add(c)
 		}
+	}
+	if s.drills[in.Name] && herr == nil {
+		r.add(stagingChecks(qctx, o, s, in, db, hf)...)
 	}
 	if len(servers) > 0 {
 		var srvs []*config.BackupServer

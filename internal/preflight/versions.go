@@ -29,6 +29,11 @@ type estate struct {
 	// encryptors are the certificates of the databases with encryption:,
 	// as their source shows them (backupenc.go).
 	encryptors map[*config.Database]encryptorSeen
+	// keys are the asymmetric keys of master of each instance that
+	// restores sets (backupkey.go), keyEncryptors the keys of the
+	// databases encrypted by one, as their source shows them.
+	keys          map[string]keysSeen
+	keyEncryptors map[*config.Database]keysSeen
 }
 
 type certsSeen struct {
@@ -46,7 +51,7 @@ type tdeSeen struct {
 func newEstate() *estate {
 	return &estate{versions: map[string]plan.Version{}, logins: map[string]string{}, majors: map[string]int{}, editions: map[string]serverFacts{},
 		certs: map[string]certsSeen{}, tde: map[*config.Database]tdeSeen{}, srcCerts: map[string]mssql.Certificates{},
-		encryptors: map[*config.Database]encryptorSeen{}}
+		encryptors: map[*config.Database]encryptorSeen{}, keys: map[string]keysSeen{}, keyEncryptors: map[*config.Database]keysSeen{}}
 }
 
 // sourceCertificates are master's certificates of d's source, read once.
@@ -62,12 +67,14 @@ func (e *estate) sourceCertificates(ctx context.Context, db *mssql.DB, d *config
 }
 
 // noteInstance records an instance's build and login; a verification
-// instance's certificates too.
+// instance's certificates and asymmetric keys too.
 func (e *estate) noteInstance(ctx context.Context, db *mssql.DB, name string, sf serverFacts, verifies bool) {
 	e.versions[name], e.logins[name], e.majors[name], e.editions[name] = sf.Version, sf.Login, sf.Major, sf
 	if verifies {
 		c, err := db.ServerCertificates(ctx)
 		e.certs[name] = certsSeen{c, err}
+		k, err := db.ServerAsymmetricKeys(ctx)
+		e.keys[name] = keysSeen{k, err}
 	}
 }
 

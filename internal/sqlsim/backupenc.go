@@ -196,9 +196,9 @@ func errNoEncryptor(e *encryptionSpec) *tds.Error {
 //   - Express and Web "don't support encryption during backup" ("Backup
 //     encryption", Restrictions): the emulator refuses it as not emulated,
 //     the error SQL Server gives being undocumented;
-//   - the certificate must be in master and visible to the login (15151);
-//     the emulator keeps no asymmetric keys, so SERVER ASYMMETRIC KEY is
-//     always 15151;
+//   - the certificate or asymmetric key must be in master and visible to
+//     the login (15151); an asymmetric key must be of an EKM provider
+//     (asymEncryptor);
 //   - "Backup with Encryption using certificates also checks the expiration
 //     date and won't allow a new backup to be created with an expired
 //     certificate" (CREATE CERTIFICATE (Transact-SQL), EXPIRY_DATE, "in
@@ -214,30 +214,37 @@ func (x *execCtx) beginEncryption(e *encryptionSpec, h *mediaHeader) (*setCipher
 	case "express", "web":
 		return nil, errNotSupported("BACKUP WITH ENCRYPTION on " + x.in.editionName())
 	}
-	if e.asymKey || !x.in.seesCertificates(x.sessionLogin()) {
+	if !x.in.seesCertificates(x.sessionLogin()) {
 		return nil, errNoEncryptor(e)
 	}
-	x.in.mu.Lock()
-	c := x.in.certLocked(e.encryptor, "")
 	var tp string
 	var ck []byte
-	var expiry time.Time
-	var backedUp bool
-	if c != nil {
-		tp, ck, expiry, backedUp = c.Thumbprint, c.certKey(), c.Expiry, !c.PvtKeyBackup.IsZero()
-	}
-	x.in.mu.Unlock()
-	if c == nil {
-		return nil, errNoEncryptor(e)
-	}
-	if !expiry.IsZero() && !time.Now().UTC().Before(expiry) {
-		return nil, sqlErr(3096, 16, "The Certificate specified for backup encryption has expired.")
-	}
-	if !backedUp {
-		x.info(33091, 10, "Warning: The certificate used for encrypting the database encryption key has not been backed up. "+
-			"You should immediately back up the certificate and the private key associated with the certificate. "+
-			"If the certificate ever becomes unavailable or if you must restore or attach the database on another server, "+
-			"you must have backups of both the certificate and the private key or you will not be able to open the database.")
+	if e.asymKey {
+		var err *tds.Error
+		if tp, ck, err = x.asymEncryptor(e); err != nil {
+			return nil, err
+		}
+	} else {
+		x.in.mu.Lock()
+		c := x.in.certLocked(e.encryptor, "")
+		var expiry time.Time
+		var backedUp bool
+		if c != nil {
+			tp, ck, expiry, backedUp = c.Thumbprint, c.certKey(), c.Expiry, !c.PvtKeyBackup.IsZero()
+		}
+		x.in.mu.Unlock()
+		if c == nil {
+			return nil, errNoEncryptor(e)
+		}
+		if !expiry.IsZero() && !time.Now().UTC().Before(expiry) {
+			return nil, sqlErr(3096, 16, "The Certificate specified for backup encryption has expired.")
+		}
+		if !backedUp {
+			x.info(33091, 10, "Warning: The certificate used for encrypting the database encryption key has not been backed up. "+
+				"You should immediately back up the certificate and the private key associated with the certificate. "+
+				"If the certificate ever becomes unavailable or if you must restore or attach the database on another server, "+
+				"you must have backups of both the certificate and the private key or you will not be able to open the database.")
+		}
 	}
 	key := make([]byte, backupKeyLen[e.algorithm])
 	rand.Read(key)
@@ -254,36 +261,45 @@ func (x *execCtx) beginEncryption(e *encryptionSpec, h *mediaHeader) (*setCipher
 }
 
 // readCipher is the cipher of an encrypted set on this instance: its key
-// unsealed with the certificate of the set's thumbprint; 33111 when master
-// does not hold it (nil, nil for a set that is not encrypted).
+// unsealed with the certificate or asymmetric key of the set's thumbprint;
+// 33111 when master does not hold it (nil, nil for a set that is not
+// encrypted).
 func (in *Instance) readCipher(h *mediaHeader) (*setCipher, *tds.Error) {
 	if h.EncryptorThumbprint == "" {
 		return nil, nil
 	}
-	in.mu.Lock()
-	c := in.certLocked("", h.EncryptorThumbprint)
+	missing := errNoCertificate
 	var ck []byte
-	if c != nil {
-		ck = c.certKey()
-	}
-	in.mu.Unlock()
-	if c == nil {
-		return nil, errNoCertificate(h.EncryptorThumbprint)
+	if h.EncryptorType == encryptorTypeText(true) {
+		missing = errNoAsymmetricKey
+		var e *tds.Error
+		if ck, e = in.asymDecryptor(h.EncryptorThumbprint); e != nil {
+			return nil, e
+		}
+	} else {
+		in.mu.Lock()
+		if c := in.certLocked("", h.EncryptorThumbprint); c != nil {
+			ck = c.certKey()
+		}
+		in.mu.Unlock()
+		if ck == nil {
+			return nil, errNoCertificate(h.EncryptorThumbprint)
+		}
 	}
 	sealed, err := hex.DecodeString(h.EncryptedKey)
 	wrap := keyWrap(ck)
 	if err != nil || len(sealed) < wrap.NonceSize() {
-		return nil, errNoCertificate(h.EncryptorThumbprint)
+		return nil, missing(h.EncryptorThumbprint)
 	}
 	key, err := wrap.Open(nil, sealed[:wrap.NonceSize()], sealed[wrap.NonceSize():], []byte(h.EncryptorThumbprint))
 	if err != nil {
-		// A certificate of that thumbprint with another key cannot be: the
-		// thumbprint is the key's hash. Read as the certificate missing.
-		return nil, errNoCertificate(h.EncryptorThumbprint)
+		// An encryptor of that thumbprint with another key cannot be: the
+		// thumbprint is the key's hash. Read as the encryptor missing.
+		return nil, missing(h.EncryptorThumbprint)
 	}
 	sc, err := newSetCipher(h.KeyAlgorithm, key)
 	if err != nil {
-		return nil, errNoCertificate(h.EncryptorThumbprint)
+		return nil, missing(h.EncryptorThumbprint)
 	}
 	return sc, nil
 }

@@ -159,8 +159,8 @@ func TestBackupEncryptionOfLogsAndDifferentials(t *testing.T) {
 }
 
 // BACKUP refuses an encryptor master does not hold or the login may not
-// see (15151), an expired certificate (3096), and an asymmetric key (the
-// emulator keeps none); nothing is written.
+// see (15151), an expired certificate (3096), and an asymmetric key master
+// does not hold (15151); nothing is written.
 func TestBackupEncryptionRefusals(t *testing.T) {
 	logins := []Login{{Name: "operator", Password: testPass, Databases: map[string][]string{"Sales": {"db_backupoperator"}}},
 		{Name: "definer", Password: testPass, Server: []string{"VIEW ANY DEFINITION"}, Databases: map[string][]string{"Sales": {"db_backupoperator"}}}}

@@ -37,7 +37,9 @@
 //	    sys.dm_exec_connections (encrypt_option, auth_scheme SQL|NTLM, protocol_version, net_packet_size,
 //	    client/local address and port; VIEW SERVER STATE, else 300 and 297),
 //	    [master.]sys.certificates (name, certificate_id, thumbprint, subject, start_date, expiry_date,
-//	    pvt_key_last_backup_date; rows only with VIEW ANY DEFINITION), sys.dm_database_encryption_keys
+//	    pvt_key_last_backup_date; rows only with VIEW ANY DEFINITION), [master.]sys.asymmetric_keys (name,
+//	    thumbprint, pvt_key_encryption_type, provider_type, cryptographic_provider_guid; the same
+//	    visibility), sys.dm_database_encryption_keys
 //	    (database_id, encryption_state, encryptor_thumbprint, encryptor_type; VIEW SERVER STATE, on
 //	    MajorVersion 16 VIEW SERVER SECURITY STATE, else 300 and 297), sys.databases.is_encrypted,
 //	    sys.dm_os_host_info (host_platform Windows|Linux, 2017+), sys.configurations (the options of
@@ -220,8 +222,12 @@
 // encryptor_thumbprint and encryptor_type; HEADERONLY reads without the
 // certificate, FILELISTONLY, VERIFYONLY and RESTORE answer 33111 + 3013. A
 // certificate missing or not visible to the login (VIEW ANY DEFINITION) is
-// 15151 + 3013, an expired one 3096 + 3013; one never exported warns 33091;
-// SERVER ASYMMETRIC KEY is always 15151 (no asymmetric keys are emulated).
+// 15151 + 3013, an expired one 3096 + 3013; one never exported warns 33091.
+// SERVER ASYMMETRIC KEY = name encrypts the same way with an asymmetric key
+// of an EKM provider (CreateAsymmetricKey; OpenAsymmetricKey opens the same
+// provider key on another instance; master.sys.asymmetric_keys lists them):
+// without it RESTORE answers 33111 state 4 "Cannot find server asymmetric
+// key with thumbprint"; a key not of a provider is refused (40515 + 3013).
 //
 // # Errors (number, class) the product sees
 //

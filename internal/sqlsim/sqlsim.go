@@ -159,6 +159,8 @@ type catalogState struct {
 	LSN             uint64              `json:"lsn"`
 	// Certificates are master's server certificates (tde.go).
 	Certificates []*certificate `json:"certificates,omitempty"`
+	// AsymmetricKeys are master's asymmetric keys (asymkey.go).
+	AsymmetricKeys []*asymmetricKey `json:"asymmetric_keys,omitempty"`
 	// AgentJobs are msdb's SQL Server Agent jobs (AddAgentJob).
 	AgentJobs []agentJob `json:"agent_jobs,omitempty"`
 }

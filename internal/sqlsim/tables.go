@@ -333,6 +333,8 @@ func (x *execCtx) sysView(d *database, name, qual string) (*relation, error) {
 		return x.sessionView(name, qual)
 	case "certificates":
 		return x.certificatesView(d, qual), nil
+	case "asymmetric_keys":
+		return x.asymmetricKeysView(d, qual), nil
 	case "dm_database_encryption_keys":
 		return x.encryptionKeysView(qual)
 	case "sql_logins":

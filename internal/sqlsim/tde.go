@@ -83,6 +83,28 @@ func (in *Instance) hasCertificate(thumbprint string) bool {
 	return in.certLocked("", thumbprint) != nil
 }
 
+// nextSecurableID is the id of a new certificate or asymmetric key of
+// master: ids start at 256 (ids below are system ones).
+func nextSecurableID[T any](list []*T, idOf func(*T) int) int {
+	id := 256
+	for _, x := range list {
+		id = max(id, idOf(x)+1)
+	}
+	return id
+}
+
+// removeNamed removes the securable of that name (case-insensitive) from
+// *list, and reports whether there was one.
+func removeNamed[T any](list *[]*T, nameOf func(*T) string, name string) bool {
+	for i, x := range *list {
+		if strings.EqualFold(nameOf(x), name) {
+			*list = append((*list)[:i], (*list)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
 // errCertExists is 15232, CREATE CERTIFICATE of a name or certificate master
 // already holds.
 func errCertExists(name string) error {
@@ -134,11 +156,7 @@ func (in *Instance) ImportCertificate(c Certificate) error {
 	if in.certLocked(c.Name, "") != nil || in.certLocked("", tp) != nil {
 		return errCertExists(c.Name)
 	}
-	// Certificate ids of master start at 256 (ids below are system ones).
-	id := 256
-	for _, x := range in.cat.Certificates {
-		id = max(id, x.ID+1)
-	}
+	id := nextSecurableID(in.cat.Certificates, func(x *certificate) int { return x.ID })
 	in.cat.Certificates = append(in.cat.Certificates, &certificate{ID: id, Name: c.Name, Subject: c.Subject, Thumbprint: tp,
 		Start: c.Start, Expiry: c.Expiry, Key: hex.EncodeToString(c.PrivateKey)})
 	return in.saveCatalog()
@@ -149,11 +167,8 @@ func (in *Instance) ImportCertificate(c Certificate) error {
 func (in *Instance) DropCertificate(name string) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	for i, c := range in.cat.Certificates {
-		if strings.EqualFold(c.Name, name) {
-			in.cat.Certificates = append(in.cat.Certificates[:i], in.cat.Certificates[i+1:]...)
-			return in.saveCatalog()
-		}
+	if removeNamed(&in.cat.Certificates, func(c *certificate) string { return c.Name }, name) {
+		return in.saveCatalog()
 	}
 	return fmt.Errorf("sqlsim: error 15151: cannot drop the certificate '%s', because it does not exist or you do not have permission", name)
 }

@@ -50,3 +50,16 @@ func TestBackupEncryptionClause(t *testing.T) {
 		}
 	}
 }
+
+// The fix of an instance without a backup's asymmetric key opens the same
+// provider key, its name quoted.
+func TestOpenProviderKey(t *testing.T) {
+	got, err := OpenProviderKey("EKM]Key")
+	if err != nil || !strings.HasPrefix(got, "USE [master]; CREATE ASYMMETRIC KEY [EKM]]Key] FROM PROVIDER [<provider>]") ||
+		!strings.HasSuffix(got, "CREATION_DISPOSITION = OPEN_EXISTING;") {
+		t.Errorf("%q, %v", got, err)
+	}
+	if _, err := OpenProviderKey(""); err == nil {
+		t.Error("an empty name was accepted")
+	}
+}
