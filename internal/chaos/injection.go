@@ -246,6 +246,8 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 			return
 		}
 		r.at += " (" + what + ")"
+	case FaultVaultDown, FaultVaultCut, FaultVaultDelete:
+		s.injectVault(ctx, r)
 	default:
 		r.injected, r.missed = false, true
 	}
