@@ -269,13 +269,14 @@ func (v *Vault) attack(ctx context.Context, key, version string) ([]attempt, []s
 			cleanErrs = append(cleanErrs, fmt.Errorf("version %s: %w", ver, err))
 		}
 	}
-	notes := []string{fmt.Sprintf("overwrite: %s; delete without a version: %s", okOr(err), okOr(err2))}
+	notes := []string{fmt.Sprintf("overwrite: %s; delete without a version: %s", okOr(err, "a new version above the locked one"),
+		okOr(err2, "a delete marker above the locked version"))}
 	return out, notes, errors.Join(cleanErrs...)
 }
 
-func okOr(err error) string {
+func okOr(err error, accepted string) string {
 	if err == nil {
-		return "accepted (a new version above the locked one)"
+		return "accepted (" + accepted + ")"
 	}
 	return "refused (" + firstLine(err.Error()) + ")"
 }
