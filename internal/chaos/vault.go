@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/s3test"
 )
 
@@ -36,7 +37,8 @@ const (
 	vaultRootEnv = "BC_CHAOS_VAULT01_ROOT_SECRET"
 	// VaultBandwidth paces the uploads to vault01 so that a stripe takes
 	// about a second and a cut meets an upload in flight.
-	VaultBandwidth = "2MiB"
+	VaultBandwidth    = "1MiB"
+	vaultBandwidthBps = 1 << 20
 )
 
 // ImmutableWithin is the fleet's immutable_within: a verified set older
@@ -295,13 +297,14 @@ func (s *Sim) injectVault(ctx context.Context, r *run) {
 		r.later(p.Heal, "restart "+Vault01, v.Start)
 	case FaultVaultCut:
 		// Only while the copy uploads: after it the cut meets nothing.
-		if r.step != activities.StepImmutableCopy || r.pct >= 100 {
+		if r.step != activities.StepImmutableCopy {
 			r.injected, r.missed = false, true
 			r.note("the immutable copy was over (step %s) before %.0f%% of its upload: nothing cut", r.step, p.Percent)
 			return
 		}
 		v.Kill()
-		r.at += fmt.Sprintf(" (%s killed during the upload of seq %d)", Vault01, r.seq)
+		r.at += fmt.Sprintf(" (%s killed %.1fs into the copy of seq %d, %d bytes, %.0f%% reported)", Vault01,
+			time.Since(r.stepSince).Seconds(), r.seq, r.uploadBytes, r.pct)
 		r.later(p.Heal/4, "restart "+Vault01, v.Start)
 	case FaultVaultDelete:
 		what, err := s.vaultAttack(ctx, p)
@@ -379,4 +382,28 @@ func (s *Sim) vaultAttack(ctx context.Context, p Plan) (string, error) {
 		out += fmt.Sprintf("; cleanup: %v", firstLine(cleanErr.Error()))
 	}
 	return out, nil
+}
+
+// cutAfter is how long after the copy's start its upload reaches the
+// plan's percent at VaultBandwidth (the set's size from its manifest).
+func (s *Sim) cutAfter(r *run) time.Duration {
+	if r.uploadBytes == 0 {
+		name := catalog.New(r.plan.Target.Instance, r.plan.Target.Database, r.seq, time.Now()).FileName()
+		for _, srv := range Servers {
+			raw, err := readManifest(filepath.Join(s.F.ShareDir(srv), name))
+			if err != nil {
+				continue
+			}
+			if m, err := catalog.DecodeWith(raw, s.F.keys); err == nil {
+				for _, st := range m.Stripes {
+					r.uploadBytes += st.Size
+				}
+				break
+			}
+		}
+	}
+	if r.uploadBytes == 0 {
+		return time.Duration(r.plan.Percent / 100 * 2 * float64(time.Second))
+	}
+	return time.Duration(float64(r.uploadBytes) / vaultBandwidthBps * r.plan.Percent / 100 * float64(time.Second))
 }
