@@ -175,7 +175,7 @@ func (c *Checker) checkI16(ctx context.Context, files []manifestFile, add addFun
 		}
 		rec := "no copy recorded"
 		if r := mf.M.Immutable; r != nil {
-			rec = fmt.Sprintf("copy %s: %s", r.State, firstLine(r.Error))
+			rec = fmt.Sprintf("copy %s: %s", r.State, short(firstLine(r.Error)))
 		}
 		if reason := c.immutableRed(ctx, t, k.Sequence); reason != "" {
 			continue
