@@ -350,7 +350,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 // then notes a missing copy instead of reporting it).
 func (f *Fleet) writeConfig() error {
 	cfg, err := f.loadConfig()
-	if err != nil && f.immWithinOn && strings.Contains(err.Error(), "immutable_within") {
+	if err != nil && f.immWithinOn && !immutableWithinRequired && strings.Contains(err.Error(), "immutable_within") {
 		f.immWithinOn = false
 		cfg, err = f.loadConfig()
 	}

@@ -137,7 +137,7 @@ func (c *Checker) Stats() string {
 	}
 	return fmt.Sprintf("checked %d manifests in the last scan (%d more not authenticated), %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs; %d files planted on %s, %d of them reported (status or a worker's log)",
 		c.lastScan, len(c.untrusted), len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20,
-		len(c.hostile.files), HostileServer, len(c.hostile.reported)) + "; " + c.logs.stats() + "; " + c.vault.stats()
+		len(c.hostile.files), HostileServer, len(c.hostile.reported)) + "; " + c.logs.stats() + "; " + c.vaultStats()
 }
 
 // Notes are problems of the fleet the checker ran into that are not

@@ -367,7 +367,12 @@ func gone(err error) bool {
 	return strings.Contains(err.Error(), "StatusCode: 404")
 }
 
-func (v *vaultState) stats() string {
-	return fmt.Sprintf("%d objects of immutable copies checked on %s (I16), %d requests of the worker's credentials against locked versions, %d refused",
+func (c *Checker) vaultStats() string {
+	v := &c.vault
+	s := fmt.Sprintf("%d objects of immutable copies checked on %s (I16), %d requests of the worker's credentials against locked versions, %d refused",
 		len(v.objects), Vault01, v.attacks, v.refused)
+	if _, on := c.vaultWithin(); !on && c.f.vault != nil {
+		s += "; the configuration refused immutable_within: a set missing from " + Vault01 + " was only noted"
+	}
+	return s
 }
