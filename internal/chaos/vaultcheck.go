@@ -240,11 +240,7 @@ func (c *Checker) checkVaultObjects(ctx context.Context, v *Vault, add addFunc) 
 		ret, err := cl.GetObjectRetention(rctx, &awss3.GetObjectRetentionInput{Bucket: aws.String(vaultBucket), Key: &key, VersionId: aws.String(o.Version)})
 		cancel()
 		if err != nil {
-			if gone(err) {
-				add(16, "gone|"+k, "%s is gone from %s (%v)", what, Vault01, firstLine(err.Error()))
-			} else {
-				notes = append(notes, fmt.Sprintf("I16: cannot read the lock of %s: %v", what, firstLine(err.Error())))
-			}
+			notes = append(notes, goneOrNote(add, k, "the lock of "+what, err)...)
 			continue
 		}
 		var mode string
@@ -266,11 +262,7 @@ func (c *Checker) checkVaultObjects(ctx context.Context, v *Vault, add addFunc) 
 		}
 		sum, err := hashObject(ctx, v, key, o.Version)
 		if err != nil {
-			if gone(err) {
-				add(16, "gone|"+k, "%s is gone from %s (%v)", what, Vault01, firstLine(err.Error()))
-			} else {
-				notes = append(notes, fmt.Sprintf("I16: cannot read %s: %v", what, firstLine(err.Error())))
-			}
+			notes = append(notes, goneOrNote(add, k, what, err)...)
 			continue
 		}
 		c.vault.hashed[k] = true
@@ -279,6 +271,17 @@ func (c *Checker) checkVaultObjects(ctx context.Context, v *Vault, add addFunc) 
 		}
 	}
 	return notes
+}
+
+// goneOrNote reports a read of an object that failed: a violation when the
+// store says the version is not there, else a note (the store unreadable
+// is no finding about the copy).
+func goneOrNote(add addFunc, k, what string, err error) Notes {
+	if gone(err) {
+		add(16, "gone|"+k, "%s is gone from %s (%v)", what, Vault01, firstLine(err.Error()))
+		return nil
+	}
+	return Notes{fmt.Sprintf("I16: cannot read %s: %v", what, firstLine(err.Error()))}
 }
 
 // setInVault says what of the set is not on the store under its name
