@@ -148,7 +148,7 @@ var faultSteps = map[Fault][]string{
 	FaultPlantWideSeq: plantSteps,
 	FaultVaultDown:    {activities.StepPlan, activities.StepBackup, activities.StepVerified, activities.StepImmutableCopy},
 	FaultVaultCut:     {activities.StepImmutableCopy},
-	FaultVaultDelete:  {activities.StepPlan, activities.StepBackup, activities.StepImmutableCopy, activities.StepRetention},
+	FaultVaultDelete:  {activities.StepPlan, activities.StepBackup, activities.StepImmutableCopy},
 }
 
 // armed reports whether the plan's fault is armed in the emulator before
