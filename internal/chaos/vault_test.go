@@ -239,3 +239,18 @@ func TestCheckerVaultAttack(t *testing.T) {
 		t.Errorf("after the attack: %+v, want the copy intact", vs)
 	}
 }
+
+// TestCheckerImmutableReason: a status reason counts for the set it names
+// and the immutable copy, not for another set or another reason.
+func TestCheckerImmutableReason(t *testing.T) {
+	rs := []string{"the immutable copy was never proven restorable: no drill from it passed",
+		"immutable copy of set 12 (verified 2m0s ago, immutable_within 45s) on vault01: copy failed"}
+	if immutableReason(rs, 12) != rs[1] {
+		t.Errorf("set 12: %q, want %q", immutableReason(rs, 12), rs[1])
+	}
+	for _, seq := range []int64{1, 2, 120} {
+		if r := immutableReason(rs, seq); r != "" {
+			t.Errorf("set %d: %q counted", seq, r)
+		}
+	}
+}
