@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -223,12 +225,7 @@ func (c *Checker) rememberCopy(t Target, mf manifestFile) {
 func (c *Checker) checkVaultObjects(ctx context.Context, v *Vault, add addFunc) Notes {
 	var notes Notes
 	cl := v.adminClient()
-	keys := make([]string, 0, len(c.vault.objects))
-	for k := range c.vault.objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(c.vault.objects)) {
 		o := c.vault.objects[k]
 		what := fmt.Sprintf("%s/%s seq %d object %s version %s", o.Set.Instance, o.Set.Database, o.Set.Sequence, o.Name, o.Version)
 		key := vaultPrefix + o.Name
