@@ -80,8 +80,9 @@ bench: test-deps
 # servers on Samba, a verification instance, the embedded Temporal server and worker processes, each cycle in a random
 # SQL Server estate (versions, time zones, TDE, case, availability group roles) with at most one random fault (among
 # them files a share writer plants on one share), now and then a recover or a drill of the log chain's database instead
-# of a cycle; the invariants I1-I15 are checked after every run. Prints each run and each violation with the command
-# that replays it, ends with `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`, and
+# of a cycle, and an object store with Object Lock (versitygw) taking immutable copies (down, an upload cut, the worker's
+# credentials trying to delete); the invariants I1-I16 are checked after every run. Prints each run and each violation
+# with the command that replays it, ends with `chaos: <runs> runs, <faults> faults, <violations> invariant violations (seed <n>)`, and
 # fails on a violation. The same SEED replays the same choices. `make test` runs a short budget (4 runs, seed 1).
 SEED ?= 1
 RUNS ?= 200

@@ -12,7 +12,17 @@
 // verify01; the embedded Temporal server on a SQLite file (so a restart
 // keeps the workflows); real worker processes (the test binary re-executed)
 // whose zap logs go to files; the configuration as YAML, loaded with
-// internal/config, with short waits so a cycle takes seconds.
+// internal/config, with short waits so a cycle takes seconds; and an
+// object store, vault01 (vault.go): versitygw (internal/s3test's binary)
+// on its posix backend with versioning, a bucket with Object Lock, the
+// worker's own S3 user limited by the README's bucket policy
+// (s3test.WorkerPolicy: no version deleted, no governance bypassed), the
+// uploads paced to VaultBandwidth; sql01's sales and sql02's DBA
+// (ImmutableTargets) have immutable_copy: vault01 and immutable_within
+// ImmutableWithin (the key is left out, and I16 only notes a missing copy,
+// when the configuration does not know it). The harness starts versitygw
+// itself on fixed ports, so that a killed store comes back on the same
+// directory and endpoint.
 //
 // Each run draws an estate (estate.go) beside its fault, and the fleet is
 // brought to it first: each instance's SQL Server build (2016 to 2022, the
@@ -58,6 +68,20 @@
 // DBA switched to SIMPLE and back to FULL after the heal time, verify01
 // crashing at a percent of its next RESTORE (the standby's RESTORE LOG, or
 // its seeding) and a log backup file of the chain deleted on one server.
+//
+// Faults of the object store (vault.go), drawn for a run of one of
+// ImmutableTargets: vault01 down (versitygw killed with SIGKILL at a step,
+// started again on its directory and port after the heal time); an upload
+// cut (killed at a percent of the immutable copy's upload, back after a
+// quarter of the heal time; the fleet's stripes are below the 16 MiB part
+// size, so the cut meets single-part uploads, which CopyImmutable sends
+// again); and the worker's credentials trying to destroy a copy: with the
+// worker's configured S3 user the harness deletes a locked version of a
+// copied set (with and without a governance bypass), shortens its
+// retention, turns it to governance with a bypass (each must be refused),
+// overwrites the key and deletes it without a version (S3 allows both: a
+// new version and a delete marker, which the harness removes with the root
+// user); the locked version must keep its bytes.
 //
 // The recovery entries (recoverentry.go): one run in eight recovers
 // LogTarget instead of running a cycle, as `starter recover` does
@@ -113,6 +137,19 @@
 //	   (workflows.CycleWorkflowID), and a Web UI start that typed the name
 //	   with a blank launched that cycle, was skipped for it or was refused
 //	   with InvalidConfig, never ran a cycle under its own id.
+//	I16 the immutable copy: every trusted verified set of a database with
+//	   immutable_copy verified more than ImmutableWithin ago (the harness's
+//	   clock) is on vault01, read with the root user: each object its copy
+//	   recorded there under its version, in compliance mode, locked at
+//	   least until the recorded retain-until and its verification plus the
+//	   database's immutable lock (retention.immutable_for, else one rpo
+//	   beyond what the backup servers keep), its SHA-256 the manifest's;
+//	   a set without a recorded copy counts when all its stripes and its
+//	   manifest are there so; else status.Load reports the database out
+//	   of its objectives with a reason naming the immutable copy and the
+//	   set. A recorded object stays checked after retention dropped its set
+//	   from the backup servers, and no request of the worker's credentials
+//	   that would delete or unlock a locked version succeeds.
 //
 //	I9 the chain from the newest verified full to the newest log backup has
 //	   no LSN gap (each log starting at or before where the last ended), no

@@ -39,6 +39,11 @@ const (
 	FaultRecoveryFlip Fault = "recovery-simple"          // LogTarget switched to SIMPLE, back to FULL after Heal
 	FaultRestoreLog   Fault = "verify-crash-restore-log" // verify01 crashes at a percent of the next RESTORE (the standby's RESTORE LOG)
 	FaultLogDelete    Fault = "log-file-deleted"         // a log backup file of LogTarget deleted on Server
+	// Faults of the object store vault01 (vault.go), aimed at a run of one
+	// of ImmutableTargets.
+	FaultVaultDown   Fault = "vault-down"          // versitygw killed, started again on its directory and port after Heal
+	FaultVaultCut    Fault = "vault-upload-cut"    // versitygw killed at a percent of the immutable copy's upload, started again after Heal/4
+	FaultVaultDelete Fault = "vault-worker-delete" // the worker's S3 credentials try to delete, overwrite, unlock a copied object
 )
 
 // faultWeights: how often each fault is drawn (out of their sum).
@@ -49,6 +54,12 @@ var faultWeights = []weighted[Fault]{
 	{FaultFlipNew, 1}, {FaultShareFullSQL, 1}, {FaultShareFullSMB, 1},
 	{FaultPlantLink, 2}, {FaultPlantHuge, 2}, {FaultPlantForged, 2}, {FaultPlantWideSeq, 2},
 	{FaultForeignLog, 2}, {FaultRecoveryFlip, 2}, {FaultRestoreLog, 2}, {FaultLogDelete, 2},
+	{FaultVaultDown, 2}, {FaultVaultCut, 2}, {FaultVaultDelete, 2},
+}
+
+// isVault reports whether f is a fault of the object store.
+func isVault(f Fault) bool {
+	return f == FaultVaultDown || f == FaultVaultCut || f == FaultVaultDelete
 }
 
 // plantSteps: a file is planted at any moment of a cycle.
@@ -101,7 +112,7 @@ var entries = []string{EntryStarter, EntryWebUI, EntrySchedule}
 // the first step at or after it.
 var stepOrder = []string{activities.StepPlan, activities.StepSequence, activities.StepBackup, activities.StepCatalog,
 	activities.StepCopy, activities.StepRestore, activities.StepCheckDB, activities.StepSanity, activities.StepVerified,
-	activities.StepDropVerifyDB, activities.StepRetention, activities.StepDone}
+	activities.StepDropVerifyDB, activities.StepImmutableCopy, activities.StepEvidence, activities.StepRetention, activities.StepDone}
 
 func stepIndex(step string) int {
 	for i, s := range stepOrder {
@@ -135,6 +146,9 @@ var faultSteps = map[Fault][]string{
 	FaultPlantHuge:    plantSteps,
 	FaultPlantForged:  plantSteps,
 	FaultPlantWideSeq: plantSteps,
+	FaultVaultDown:    {activities.StepPlan, activities.StepBackup, activities.StepVerified, activities.StepImmutableCopy},
+	FaultVaultCut:     {activities.StepImmutableCopy},
+	FaultVaultDelete:  {activities.StepPlan, activities.StepBackup, activities.StepImmutableCopy},
 }
 
 // armed reports whether the plan's fault is armed in the emulator before
@@ -146,7 +160,7 @@ func armed(p Plan) bool {
 // hasPercent: steps whose progress has a meaningful percent.
 func hasPercent(step string) bool {
 	switch step {
-	case activities.StepBackup, activities.StepCopy, activities.StepRestore:
+	case activities.StepBackup, activities.StepCopy, activities.StepRestore, activities.StepImmutableCopy:
 		return true
 	}
 	return false
@@ -248,6 +262,12 @@ func Draw(seed uint64, run int, force Fault) Plan {
 	p.Estate = drawEstate(r)
 	p.Twin = r.IntN(2) == 0
 	p.Blank = []string{"lead", "trail", "both", "", "", "", "", "", "", ""}[r.IntN(10)]
+	if isVault(p.Fault) {
+		if _, ok := immutableTarget(p.Target.Instance, p.Target.Database); !ok {
+			// A fault of the object store hits a database copied there.
+			p.Target = ImmutableTargets[p.Pick%uint64(len(ImmutableTargets))]
+		}
+	}
 	if p.Target.Database == SharedDB {
 		p.NoInst = false // the name alone is ambiguous: the Web UI user names the instance
 	}
@@ -300,6 +320,9 @@ func (p Plan) String() string {
 		}
 		if isPlant(p.Fault) {
 			s += " on " + HostileServer
+		}
+		if isVault(p.Fault) {
+			s += " on " + Vault01
 		}
 	}
 	return s

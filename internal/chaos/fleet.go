@@ -147,6 +147,11 @@ type Fleet struct {
 	// keys is the manifest key ring the workers sign with: the checker
 	// trusts a manifest as the product does (catalog.Manifest.Trusted).
 	keys *catalog.Keys
+	// vault is the object store vault01 (vault.go); immWithinOn says
+	// whether the configuration sets immutable_within (ImmutableWithin),
+	// which a configuration without that key refuses.
+	vault       *Vault
+	immWithinOn bool
 }
 
 // Secrets are every configured password: none may reach a workflow
@@ -184,7 +189,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	}
 	f := &Fleet{opts: opts, dirs: map[string]string{}, Instances: map[string]*sqlsim.Instance{},
 		SMB: map[string]*sambatest.Server{}, smbExtra: map[string]string{}, passwords: map[string]string{},
-		retired: map[string][]sqlsim.StatementRecord{}, estate: baseEstate}
+		retired: map[string][]sqlsim.StatementRecord{}, estate: baseEstate, immWithinOn: true}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -202,7 +207,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err := os.Chmod(f.Root, 0o755); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir, "dba", "pit"} {
+	for _, d := range []string{Bak01, Bak02, "restore/data", "restore/log", Sql01, Sql02, Sql03, Verify01, "logs", "smb", outsideDir, "dba", "pit", Vault01} {
 		f.dirs[d] = filepath.Join(f.Root, d)
 		if err := os.MkdirAll(f.dirs[d], 0o755); err != nil {
 			return nil, err
@@ -225,6 +230,13 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 			return nil, fmt.Errorf("chaos: smbd for %s: %w", name, err)
 		}
 		f.SMB[name] = srv
+	}
+
+	// The object store, its bucket locked, the worker's user unable to
+	// delete a version.
+	f.passwords[vaultEnv], f.passwords[vaultRootEnv] = secret("S3-"), secret("S3root-")
+	if f.vault, err = startVault(ctx, f.dirs[Vault01], f.passwords[vaultRootEnv], f.passwords[vaultEnv]); err != nil {
+		return nil, fmt.Errorf("chaos: object store %s: %w", Vault01, err)
 	}
 
 	f.dirs["restore"] = filepath.Join(f.Root, "restore")
@@ -333,18 +345,28 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	return f, nil
 }
 
-// writeConfig writes the configuration file and loads it into Cfg.
+// writeConfig writes the configuration file and loads it into Cfg. A
+// configuration that refuses immutable_within is written without it (I16
+// then notes a missing copy instead of reporting it).
 func (f *Fleet) writeConfig() error {
-	if err := os.WriteFile(f.CfgPath, []byte(f.yaml()), 0o600); err != nil {
-		return err
+	cfg, err := f.loadConfig()
+	if err != nil && f.immWithinOn && !immutableWithinRequired && strings.Contains(err.Error(), "immutable_within") {
+		f.immWithinOn = false
+		cfg, err = f.loadConfig()
 	}
-	cfg, err := config.Load(f.CfgPath)
 	if err != nil {
 		return fmt.Errorf("chaos: configuration: %w", err)
 	}
 	ScaleLogChain(cfg)
 	f.Cfg = cfg
 	return nil
+}
+
+func (f *Fleet) loadConfig() (*config.Config, error) {
+	if err := os.WriteFile(f.CfgPath, []byte(f.yaml()), 0o600); err != nil {
+		return nil, err
+	}
+	return config.Load(f.CfgPath)
 }
 
 // entryName is how the configuration's databases: entry spells db.
@@ -394,6 +416,9 @@ sql_instances:
     bandwidth_limit: 4MiB
 `, name, UNC(name), f.SMB[name].URL(share), f.SMB[name].User(), strings.ToUpper(name), Verify01)
 	}
+	if f.vault != nil {
+		b.WriteString(f.vault.yaml())
+	}
 	b.WriteString("databases:\n")
 	for _, t := range Targets {
 		fmt.Fprintf(&b, `  - name: %s
@@ -414,6 +439,12 @@ sql_instances:
 		}
 		if t == LogTarget {
 			b.WriteString(logYAML)
+		}
+		if _, ok := immutableTarget(t.Instance, t.Database); ok && f.vault != nil {
+			b.WriteString("    immutable_copy: " + Vault01 + "\n")
+			if f.immWithinOn {
+				fmt.Fprintf(&b, "    immutable_within: %s\n", ImmutableWithin)
+			}
 		}
 	}
 	return b.String()
@@ -665,6 +696,11 @@ func (f *Fleet) Heal(ctx context.Context) error {
 			}
 		}
 	}
+	if f.vault != nil {
+		if err := f.vault.Start(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := f.EnsureWorkers(); err != nil {
 		errs = append(errs, err)
 	}
@@ -707,6 +743,9 @@ func (f *Fleet) Close() {
 	}
 	for _, s := range f.SMB {
 		_ = s.Close()
+	}
+	if f.vault != nil {
+		f.vault.Close()
 	}
 	if f.ownsDir && f.Root != "" {
 		_ = os.RemoveAll(f.Root)

@@ -139,6 +139,11 @@ func (s *Sim) due(r *run) bool {
 	if p.Step == "" || armed(p) || r.missed {
 		return false
 	}
+	if p.Fault == FaultVaultCut && r.step == activities.StepImmutableCopy {
+		// The copy's percent comes with its heartbeats, seconds apart:
+		// the upload's time at the store's bandwidth tells the point too.
+		return r.pct >= p.Percent || time.Since(r.stepSince) >= s.cutAfter(r)
+	}
 	cur, target := stepIndex(r.step), stepIndex(p.Step)
 	switch {
 	case cur < 0 || r.step == activities.StepDone:
@@ -246,6 +251,8 @@ func (s *Sim) inject(ctx context.Context, r *run, ref wfRef) {
 			return
 		}
 		r.at += " (" + what + ")"
+	case FaultVaultDown, FaultVaultCut, FaultVaultDelete:
+		s.injectVault(ctx, r)
 	default:
 		r.injected, r.missed = false, true
 	}

@@ -21,7 +21,7 @@ import (
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int    // 1..8, 12..14
+	Invariant int    // 1..16
 	Detail    string // what, where; never a secret
 	key       string // the same finding is reported once
 }
@@ -91,6 +91,8 @@ type Checker struct {
 	logs logChecks
 	// recs counts what I12 judged (recovercheck.go).
 	recs recoverChecks
+	// vault is what I16 remembers of the immutable copies (vaultcheck.go).
+	vault vaultState
 	// stmts replaces the emulators' statement logs, restores verify01's
 	// restore history and runStart the start of a workflow run (tests);
 	// nil reads the fleet.
@@ -135,7 +137,7 @@ func (c *Checker) Stats() string {
 	}
 	return fmt.Sprintf("checked %d manifests in the last scan (%d more not authenticated), %d sets seen verified (%d with their CHECKDB found, I7), %d set numbers, %d workflow histories, %d MiB of worker logs; %d files planted on %s, %d of them reported (status or a worker's log)",
 		c.lastScan, len(c.untrusted), len(c.verified), len(c.checkedI7), len(c.guids), len(c.scanned), logBytes>>20,
-		len(c.hostile.files), HostileServer, len(c.hostile.reported)) + "; " + c.logs.stats()
+		len(c.hostile.files), HostileServer, len(c.hostile.reported)) + "; " + c.logs.stats() + "; " + c.vaultStats()
 }
 
 // Notes are problems of the fleet the checker ran into that are not
@@ -177,6 +179,8 @@ func (c *Checker) Check(ctx context.Context, errs []string) ([]Violation, Notes)
 	notes = append(notes, n...)
 	c.checkI14(add)
 	c.checkI15(files, add)
+	n = c.checkI16(ctx, files, add)
+	notes = append(notes, n...)
 	n = c.checkLogs(ctx, files, add)
 	notes = append(notes, n...)
 	for _, f := range c.later {

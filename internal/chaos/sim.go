@@ -107,6 +107,9 @@ type run struct {
 	swapped    bool
 	// rec is a recovery entry's state (nil for a cycle).
 	rec *recRun
+	// uploadBytes is the size of the set the immutable copy uploads (0:
+	// not read yet).
+	uploadBytes int64
 }
 
 type heal struct {
