@@ -345,15 +345,9 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	return f, nil
 }
 
-// writeConfig writes the configuration file and loads it into Cfg. A
-// configuration that refuses immutable_within is written without it (I16
-// then notes a missing copy instead of reporting it).
+// writeConfig writes the configuration file and loads it into Cfg.
 func (f *Fleet) writeConfig() error {
 	cfg, err := f.loadConfig()
-	if err != nil && f.immWithinOn && !immutableWithinRequired && strings.Contains(err.Error(), "immutable_within") {
-		f.immWithinOn = false
-		cfg, err = f.loadConfig()
-	}
 	if err != nil {
 		return fmt.Errorf("chaos: configuration: %w", err)
 	}

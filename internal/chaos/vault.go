@@ -45,12 +45,6 @@ const (
 // than this must be on vault01, locked, or its database out of objectives.
 const ImmutableWithin = 45 * time.Second
 
-// immutableWithinRequired makes a configuration that refuses
-// immutable_within an error of the fleet's start; false writes the
-// configuration without it, and I16 then only notes a set missing from
-// vault01 (a product without immutable_within reports no such set).
-const immutableWithinRequired = false
-
 // ImmutableTargets are the databases with immutable_copy: vault01.
 var ImmutableTargets = []Target{{Sql01, SalesDB}, {Sql02, SharedDB}}
 
