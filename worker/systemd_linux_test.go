@@ -313,42 +313,20 @@ func TestWorkerRunsInTheSystemdSandbox(t *testing.T) {
 	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cfg := fmt.Sprintf(`temporal:
-  address: %s
-manifest_keys:
-  - {id: "2026-01", key_file: "${CREDENTIALS_DIRECTORY}/manifest-key"}
-sql_instances:
-  - name: sql01
-    address: 127.0.0.1:1
-    user: backup
-    password_file: ${CREDENTIALS_DIRECTORY}/sql01-password
-    connect_timeout: 1s
-  - name: verify
-    address: 127.0.0.1:2
-    user: backup
-    password_file: ${CREDENTIALS_DIRECTORY}/sql01-password
-    connect_timeout: 1s
-backup_servers:
-  - name: bak01
-    unc_paths: ['\\127.0.0.1\backup']
-    location: smb://127.0.0.1:1/backup
-    smb: {user: backup, password_file: "${CREDENTIALS_DIRECTORY}/bak-smb-password"}
-    verify_instance: verify
-    restore_data_dir: C:\data
-    restore_log_dir: C:\log
-  - name: bak02
-    unc_paths: ['\\127.0.0.1\backup']
-    location: smb://127.0.0.1:1/backup
-    smb: {user: backup, password_file: "${CREDENTIALS_DIRECTORY}/bak-smb-password"}
-    verify_instance: verify
-    restore_data_dir: C:\data
-    restore_log_dir: C:\log
-databases:
-  - name: Sales
-    instance: sql01
-    backup_servers: [bak01, bak02]
-`, srv.FrontendAddress())
-	if err := os.WriteFile(filepath.Join(app, "config.yaml"), []byte(cfg), 0o644); err != nil {
+	// Two instances and two backup servers, as a cycle needs, their
+	// secrets the unit's credentials.
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "temporal:\n  address: %s\nmanifest_keys:\n  - {id: \"2026-01\", key_file: \"${CREDENTIALS_DIRECTORY}/manifest-key\"}\nsql_instances:\n", srv.FrontendAddress())
+	for i, name := range []string{"sql01", "verify"} {
+		fmt.Fprintf(&cfg, "  - {name: %s, address: \"127.0.0.1:%d\", user: backup, password_file: \"${CREDENTIALS_DIRECTORY}/sql01-password\"}\n", name, i+1)
+	}
+	cfg.WriteString("backup_servers:\n")
+	for _, name := range []string{"bak01", "bak02"} {
+		fmt.Fprintf(&cfg, "  - {name: %s, unc_paths: ['\\\\127.0.0.1\\%[1]s'], location: \"smb://127.0.0.1:1/%[1]s\", verify_instance: verify,\n"+
+			"     smb: {user: backup, password_file: \"${CREDENTIALS_DIRECTORY}/bak-smb-password\"}, restore_data_dir: 'C:\\data', restore_log_dir: 'C:\\log'}\n", name)
+	}
+	cfg.WriteString("databases:\n  - {name: Sales, instance: sql01, backup_servers: [bak01, bak02]}\n")
+	if err := os.WriteFile(filepath.Join(app, "config.yaml"), []byte(cfg.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := config.Load(filepath.Join(app, "config.yaml")); err != nil {

@@ -29,13 +29,19 @@ func connect() (*mgr.Mgr, error) {
 	return m, nil
 }
 
-// open opens service s.
-func open(m *mgr.Mgr, s Service) (*mgr.Service, error) {
+// withService runs f on installed service s.
+func withService(s Service, f func(*mgr.Service) error) error {
+	m, err := connect()
+	if err != nil {
+		return err
+	}
+	defer m.Disconnect()
 	h, err := m.OpenService(s.Name)
 	if err != nil {
-		return nil, fmt.Errorf("service %s: %w (installed? `sc.exe query %s`; install it with `worker service install --config FILE`)", s.Name, err, s.Name)
+		return fmt.Errorf("service %s: %w (installed? `sc.exe query %s`; install it with `worker service install --config FILE`)", s.Name, err, s.Name)
 	}
-	return h, nil
+	defer h.Close()
+	return f(h)
 }
 
 // Install registers s: started automatically (delayed, after the network),
@@ -106,72 +112,46 @@ func configure(h *mgr.Service, s Service) error {
 
 // Uninstall stops s if it runs and removes it and its event log source.
 func Uninstall(s Service, stdout io.Writer) error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	h, err := open(m, s)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	if st, err := h.Query(); err == nil && st.State != svc.Stopped {
-		if err := stopAndWait(h, s, stdout); err != nil {
-			return err
+	return withService(s, func(h *mgr.Service) error {
+		if st, err := h.Query(); err == nil && st.State != svc.Stopped {
+			if err := stopAndWait(h, s, stdout); err != nil {
+				return err
+			}
 		}
-	}
-	if err := h.Delete(); err != nil {
-		return fmt.Errorf("delete service %s: %w", s.Name, err)
-	}
-	if err := eventlog.Remove(s.Name); err != nil {
-		fmt.Fprintf(stdout, "event log source %s not removed: %v\n", s.Name, err)
-	}
-	fmt.Fprintf(stdout, "service %s removed\n", s.Name)
-	return nil
+		if err := h.Delete(); err != nil {
+			return fmt.Errorf("delete service %s: %w", s.Name, err)
+		}
+		if err := eventlog.Remove(s.Name); err != nil {
+			fmt.Fprintf(stdout, "event log source %s not removed: %v\n", s.Name, err)
+		}
+		fmt.Fprintf(stdout, "service %s removed\n", s.Name)
+		return nil
+	})
 }
 
 // Start starts s and waits until the worker polls Temporal or the service
 // stopped.
 func Start(s Service, stdout io.Writer) error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	h, err := open(m, s)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	if err := h.Start(); err != nil {
-		return fmt.Errorf("start service %s: %w", s.Name, err)
-	}
-	st, err := waitState(h, svc.Running, StartWait+10*time.Second)
-	if err != nil {
-		return err
-	}
-	if st.State != svc.Running {
-		return fmt.Errorf("service %s did not start (exit code %d): the event log says why (Event Viewer, Windows Logs > Application, source %s)",
-			s.Name, st.ServiceSpecificExitCode, s.Name)
-	}
-	fmt.Fprintf(stdout, "service %s running (pid %d)\n", s.Name, st.ProcessId)
-	return nil
+	return withService(s, func(h *mgr.Service) error {
+		if err := h.Start(); err != nil {
+			return fmt.Errorf("start service %s: %w", s.Name, err)
+		}
+		st, err := waitState(h, svc.Running, StartWait+10*time.Second)
+		if err != nil {
+			return err
+		}
+		if st.State != svc.Running {
+			return fmt.Errorf("service %s did not start (exit code %d): the event log says why (Event Viewer, Windows Logs > Application, source %s)",
+				s.Name, st.ServiceSpecificExitCode, s.Name)
+		}
+		fmt.Fprintf(stdout, "service %s running (pid %d)\n", s.Name, st.ProcessId)
+		return nil
+	})
 }
 
 // Stop stops s gracefully and waits until it has.
 func Stop(s Service, stdout io.Writer) error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	h, err := open(m, s)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return stopAndWait(h, s, stdout)
+	return withService(s, func(h *mgr.Service) error { return stopAndWait(h, s, stdout) })
 }
 
 func stopAndWait(h *mgr.Service, s Service, stdout io.Writer) error {
