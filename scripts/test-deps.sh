@@ -3,8 +3,9 @@
 # storage benchmarks compare against), nss_wrapper (so a private smbd can have its own user without touching
 # /etc/passwd), uid_wrapper (so a user other than root can run that smbd: the demo's site as a normal user, and the
 # test that starts it as one), promtool (Debian's prometheus package: the tests check the alert rules with it),
-# chromium (the screenshot tool's tests drive it headless) and FreeTDS's tsql (freetds-bin: a TDS client independent
-# of go-mssqldb that the emulator's tests talk to). Idempotent: does nothing when everything is there.
+# chromium (the screenshot tool's tests drive it headless), FreeTDS's tsql (freetds-bin: a TDS client independent
+# of go-mssqldb that the emulator's tests talk to) and systemd-analyze (the systemd package: the worker's unit is
+# verified and scored with it; no systemd needs to run). Idempotent: does nothing when everything is there.
 set -euo pipefail
 
 need=()
@@ -15,6 +16,7 @@ ls /usr/lib/*/libuid_wrapper.so >/dev/null 2>&1 || need+=(libuid-wrapper)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tsql >/dev/null 2>&1 || need+=(freetds-bin)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

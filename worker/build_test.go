@@ -93,3 +93,14 @@ func TestVersionNamesTheRevision(t *testing.T) {
 		t.Logf("%s (%d MB)", strings.TrimSpace(string(out)), st.Size()>>20)
 	}
 }
+
+// The Windows service code and the Windows-only tests compile and pass
+// go vet for Windows, from any platform (TestCrossBuilds builds the worker
+// that links them).
+func TestWindowsServiceVets(t *testing.T) {
+	c := exec.Command(goTool(t), "vet", "../internal/winservice", "../internal/config")
+	c.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Errorf("GOOS=windows go vet ./internal/winservice ./internal/config: %v\n%s", err, out)
+	}
+}

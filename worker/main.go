@@ -4,6 +4,7 @@
 //	worker --config FILE         poll the task queue of the config's temporal: section
 //	worker --config FILE --demo  the same, run the health check once and exit
 //	worker --version             module version and VCS revision of this build
+//	worker service ACTION        run it as a Windows service (install, start, stop, uninstall)
 //
 // --metrics-addr HOST:PORT serves Prometheus metrics at /metrics (with
 // TLS and basic authentication from --metrics-web-config FILE);
@@ -55,6 +56,9 @@ type options struct {
 	taskQueue        string
 	// replayOpen replays the open workflows' histories and exits.
 	replayOpen bool
+	// ready, when set, is called once the worker polls (the Windows
+	// service reports itself running then).
+	ready func()
 }
 
 func main() {
@@ -62,6 +66,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "service" {
+		return runService(ctx, args[1:], stdout, stderr)
+	}
 	if name := devFlag(args); name != "" {
 		fmt.Fprintf(stderr, "worker: --%s belongs to the development worker (embedded Temporal server, Web UI, emulated site): "+
 			"run `make demo`, or `%s --help`; this worker connects to a Temporal cluster with --config FILE\n", name, devCommand)
@@ -82,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, `usage: worker --config FILE [flags]   worker for an existing Temporal cluster
        worker --config FILE --replay-open   can this build take over the running cycles?
        worker --version
+       worker service install|start|stop|uninstall [flags]   the Windows service
 
 The worker polls task queue %q (or temporal.task_queue, or --task-queue) and
 runs backupcycle's workflows and activities. A backup server with a task_queue in
@@ -94,6 +102,8 @@ does not load is logged with its errors and the configuration in force stays.
 alert rules in deploy/prometheus/alerts.yml); --metrics-web-config adds TLS and
 basic authentication (Prometheus' web configuration file).
 SIGINT/SIGTERM stop it gracefully. Log level: %s=debug|info|warn|error.
+As a service: on Linux deploy/systemd/backupcycle-worker.service, on Windows
+worker service install|start|stop|uninstall (worker service --help).
 The embedded Temporal server, Web UI and emulated site: make demo, or
 %s --help.
 

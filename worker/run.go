@@ -79,6 +79,9 @@ func runRemote(ctx context.Context, o options, stdout io.Writer) error {
 			if metricsURL != "" {
 				fmt.Fprintf(stdout, "  metrics: %s\n", metricsURL)
 			}
+			if o.ready != nil {
+				o.ready()
+			}
 		},
 	}, stdout)
 }

@@ -230,7 +230,9 @@ func (d *decoder) checkTemporal(c *Config) {
 
 // relPath makes a relative path relative to the config file's directory.
 func (d *decoder) relPath(p string) string {
-	if p == "" || filepath.IsAbs(p) {
+	// A path in systemd's credentials directory is resolved where the
+	// file is read (expandCredentials).
+	if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, CredentialsPrefix) {
 		return p
 	}
 	return filepath.Join(filepath.Dir(d.file), p)

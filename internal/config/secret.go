@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -93,6 +94,10 @@ const MaxSecretFileSize = 4 << 10
 // and at most MaxSecretFileSize long. Errors name the file, never its
 // content.
 func readSecretFile(path, key, what string) (string, error) {
+	path, err := expandCredentials(path, key)
+	if err != nil {
+		return "", err
+	}
 	f, err := openSecretFile(path)
 	if err != nil {
 		// The os error names the file and the cause (not found, permission).
@@ -123,6 +128,38 @@ func readSecretFile(path, key, what string) (string, error) {
 		v = v[:i]
 	}
 	return v, nil
+}
+
+// CredentialsDirEnv is the variable systemd sets to the directory of a
+// service's credentials (LoadCredential=). A secret file's path may start
+// with CredentialsPrefix, which the worker replaces with it when it reads
+// the file: the configuration names the credential, not where systemd put
+// it.
+const (
+	CredentialsDirEnv = "CREDENTIALS_DIRECTORY"
+	CredentialsPrefix = "${" + CredentialsDirEnv + "}"
+)
+
+// expandCredentials is path with a leading CredentialsPrefix replaced by
+// $CREDENTIALS_DIRECTORY; key names the path's configuration key.
+func expandCredentials(path, key string) (string, error) {
+	rest, ok := strings.CutPrefix(path, CredentialsPrefix)
+	if !ok {
+		return path, nil
+	}
+	dir := os.Getenv(CredentialsDirEnv)
+	if dir == "" {
+		return "", fmt.Errorf("%s %s: %s is not set: it is set by systemd for a service with LoadCredential= "+
+			"(deploy/systemd/backupcycle-worker.service); where the worker runs otherwise, give the file's own path", key, path, CredentialsDirEnv)
+	}
+	return filepath.Join(dir, rest), nil
+}
+
+// inCredentialsDir reports whether path names a file directly in
+// $CREDENTIALS_DIRECTORY, where systemd writes a service's credentials.
+func inCredentialsDir(path string) bool {
+	dir := os.Getenv(CredentialsDirEnv)
+	return dir != "" && filepath.IsAbs(dir) && filepath.Dir(filepath.Clean(path)) == filepath.Clean(dir)
 }
 
 // fileKind names what a non-regular file is, for messages.

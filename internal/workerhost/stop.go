@@ -59,3 +59,8 @@ func (i *stopGraceActivity) ExecuteActivity(ctx context.Context, in *interceptor
 	}()
 	return i.Next.ExecuteActivity(ctx, in)
 }
+
+// StopTimeout is how long the activities in flight get when the worker is
+// asked to stop: a service manager waits longer than this before it kills
+// the worker (systemd's TimeoutStopSec, the Windows service's stop wait).
+const StopTimeout = stopTimeout
