@@ -1,0 +1,185 @@
+package logs
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
+	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+)
+
+// heldWrite holds the first write of the chain record that comes after
+// the BACKUP LOG of log `after` finished, as a heartbeat timeout leaves an
+// attempt stuck in it: the write lands when release is called.
+type heldWrite struct {
+	mu sync.Mutex
+	// cancel: the held write fails at once, as one cut by the attempt's
+	// cancelled context that never reached the server.
+	cancel   bool
+	arm      func() bool // true once the write to hold may come
+	held     bool
+	reached  chan struct{}
+	released chan struct{}
+}
+
+type holdingStorage struct {
+	storage.Storage
+	h *heldWrite
+}
+
+func (s holdingStorage) Replace(ctx context.Context, oldName, newName string) error {
+	h := s.h
+	h.mu.Lock()
+	hold := !h.held && strings.HasSuffix(newName, "chain.json") && h.arm()
+	if hold {
+		h.held = true
+	}
+	h.mu.Unlock()
+	if hold && h.cancel {
+		return context.Canceled
+	}
+	if hold {
+		close(h.reached)
+		<-h.released
+		// It lands although the attempt is over: the server got it.
+		return s.Storage.Replace(context.WithoutCancel(ctx), oldName, newName)
+	}
+	return s.Storage.Replace(ctx, oldName, newName)
+}
+
+// A BackupLog attempt is cut by a heartbeat timeout in its write of the
+// chain record, after its BACKUP LOG finished. Temporal runs the retry
+// while the attempt still hangs: the retry records log 2 (re-attached:
+// the pending claim is the chain workflow's), and the next tick takes
+// log 3. Then the stuck write lands: the chain record on the server is
+// the attempt's, which knows of no log 3. Log 3 is in msdb and on the
+// backup server, named as the chain's own: the next tick adopts it and
+// goes on with log 4; the chain is not broken.
+func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
+	smb := sambatest.Start(t, sambatest.Options{})
+	site := sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra,
+		SMB: map[string]*sambatest.Server{"bak01": smb}})
+	f := fixtureOn(t, site)
+	f.full(true)
+	f.mustBackupLog()
+	f.commit(3)
+
+	h := f.holdRecordWrite(false)
+	var ts testsuite.WorkflowTestSuite
+	first := ts.NewTestActivityEnvironment()
+	first.RegisterActivity(f.acts)
+	cut := make(chan error, 1)
+	go func() {
+		_, err := first.ExecuteActivity(f.acts.BackupLog, BackupLogInput{Database: "Sales", Instance: site.Instance})
+		cut <- err
+	}()
+	select {
+	case <-h.reached:
+	case err := <-cut:
+		t.Fatalf("the first attempt ended before its record write: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the first attempt never wrote its record after BACKUP LOG")
+	}
+	stale := f.newest()
+	if l := stale.Log(2); l == nil || l.State != catalog.LogPending {
+		t.Fatalf("log 2 before the retry: %+v, want the attempt's pending claim", l)
+	}
+	// The retry, while the first attempt hangs.
+	if out := f.mustBackupLog(); out.Number != 2 || !out.Reattached {
+		t.Fatalf("the retry: %+v, want log 2 re-attached", out)
+	}
+	f.commit(3)
+	if out := f.mustBackupLog(); out.Number != 3 || out.Break != nil {
+		t.Fatalf("the next tick: %+v, want log 3", out)
+	}
+	close(h.released)
+	<-cut
+	if l := f.newest().Log(3); l != nil {
+		t.Fatalf("log 3 after the late write: %+v, want it gone from the record (the attempt's write)", l)
+	}
+
+	f.commit(3)
+	out, err := f.backupLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Break != nil || out.NeedFull || out.Number != 4 {
+		t.Fatalf("the tick after the late write: %+v (break %+v), want log 4 with the chain whole", out, out.Break)
+	}
+	r := f.newest()
+	if l := r.Log(3); l == nil || l.State != catalog.LogWritten || len(l.Files) != 1 || len(l.Files[0].SHA256) != 64 {
+		t.Fatalf("log 3 %+v, want adopted: written, its file hashed", l)
+	}
+	if n := len(backupLogs(site.Source)); n != 4 {
+		t.Fatalf("BACKUP LOG ran %d times, want 4", n)
+	}
+	ms := f.msdbLogs()
+	c, err := catalog.AssembleChain(f.records("bak01"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps := c.Gaps(); len(gaps) != 0 || len(c.Logs) != 4 || string(c.Logs[2].FirstLSN) != ms[2].first || c.Logs[2].LastLSN != c.Logs[3].FirstLSN {
+		t.Fatalf("chain logs %+v gaps %v, msdb %+v: want 1-4 without a gap", c.Logs, gaps, ms)
+	}
+}
+
+// holdRecordWrite holds (or with cancel fails) the first write of the
+// chain record after log 2's BACKUP LOG finished.
+func (f *logFixture) holdRecordWrite(cancel bool) *heldWrite {
+	h := &heldWrite{cancel: cancel, reached: make(chan struct{}), released: make(chan struct{}),
+		arm: func() bool { st := backupLogs(f.site.Source); return len(st) == 2 && !st[1].End.IsZero() }}
+	f.base.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		return holdingStorage{Storage: st, h: h}, nil
+	}
+	return h
+}
+
+// The write of the chain record after BACKUP LOG is cut and never reaches
+// the server: the record keeps log 2 claimed (pending) by the chain's
+// workflow, and the retry reads the finished log backup from its file and
+// records it, without a second BACKUP LOG; the chain goes on whole.
+func TestSQLBackupLogRetryRecordsTheLogItsCutAttemptTook(t *testing.T) {
+	smb := sambatest.Start(t, sambatest.Options{})
+	f := fixtureOn(t, sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra,
+		SMB: map[string]*sambatest.Server{"bak01": smb}}))
+	f.full(true)
+	f.mustBackupLog()
+	f.commit(3)
+	f.holdRecordWrite(true)
+	if _, err := f.backupLog(); err == nil {
+		t.Fatal("BackupLog succeeded although its record write was cut")
+	}
+	if l := f.newest().Log(2); l == nil || l.State != catalog.LogPending || l.WorkflowID != testWorkflowID {
+		t.Fatalf("log 2 after the cut: %+v, want still claimed by the chain's workflow", l)
+	}
+	if out := f.mustBackupLog(); out.Number != 2 || !out.Reattached || out.Break != nil {
+		t.Fatalf("the retry: %+v, want log 2 recorded from its file", out)
+	}
+	f.commit(3)
+	if out := f.mustBackupLog(); out.Number != 3 || out.Break != nil {
+		t.Fatalf("the next tick: %+v, want log 3", out)
+	}
+	if n := len(backupLogs(f.site.Source)); n != 3 {
+		t.Fatalf("BACKUP LOG ran %d times, want 3 (log 2 once)", n)
+	}
+	c, err := catalog.AssembleChain(f.records("bak01"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps := c.Gaps(); len(gaps) != 0 || len(c.Logs) != 3 {
+		t.Fatalf("chain logs %+v gaps %v: want 1-3 without a gap", c.Logs, gaps)
+	}
+}
