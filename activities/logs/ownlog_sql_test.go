@@ -3,7 +3,6 @@ package logs
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,46 +14,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/storagetest"
 )
-
-// heldWrite holds the first write of the chain record that comes after
-// the BACKUP LOG of log `after` finished, as a heartbeat timeout leaves an
-// attempt stuck in it: the write lands when release is called.
-type heldWrite struct {
-	mu sync.Mutex
-	// cancel: the held write fails at once, as one cut by the attempt's
-	// cancelled context that never reached the server.
-	cancel   bool
-	arm      func() bool // true once the write to hold may come
-	held     bool
-	reached  chan struct{}
-	released chan struct{}
-}
-
-type holdingStorage struct {
-	storage.Storage
-	h *heldWrite
-}
-
-func (s holdingStorage) Replace(ctx context.Context, oldName, newName string) error {
-	h := s.h
-	h.mu.Lock()
-	hold := !h.held && strings.HasSuffix(newName, "chain.json") && h.arm()
-	if hold {
-		h.held = true
-	}
-	h.mu.Unlock()
-	if hold && h.cancel {
-		return context.Canceled
-	}
-	if hold {
-		close(h.reached)
-		<-h.released
-		// It lands although the attempt is over: the server got it.
-		return s.Storage.Replace(context.WithoutCancel(ctx), oldName, newName)
-	}
-	return s.Storage.Replace(ctx, oldName, newName)
-}
 
 // A BackupLog attempt is cut by a heartbeat timeout in its write of the
 // chain record, after its BACKUP LOG finished. Temporal runs the retry
@@ -73,7 +34,7 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 	f.mustBackupLog()
 	f.commit(3)
 
-	h := f.holdRecordWrite(false)
+	h := f.holdRecordWrite(nil)
 	var ts testsuite.WorkflowTestSuite
 	first := ts.NewTestActivityEnvironment()
 	first.RegisterActivity(f.acts)
@@ -83,7 +44,7 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 		cut <- err
 	}()
 	select {
-	case <-h.reached:
+	case <-h.Reached:
 	case err := <-cut:
 		t.Fatalf("the first attempt ended before its record write: %v", err)
 	case <-time.After(time.Minute):
@@ -101,7 +62,7 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 	if out := f.mustBackupLog(); out.Number != 3 || out.Break != nil {
 		t.Fatalf("the next tick: %+v, want log 3", out)
 	}
-	close(h.released)
+	h.Release()
 	<-cut
 	if l := f.newest().Log(3); l != nil {
 		t.Fatalf("log 3 after the late write: %+v, want it gone from the record (the attempt's write)", l)
@@ -132,17 +93,19 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 	}
 }
 
-// holdRecordWrite holds (or with cancel fails) the first write of the
-// chain record after log 2's BACKUP LOG finished.
-func (f *logFixture) holdRecordWrite(cancel bool) *heldWrite {
-	h := &heldWrite{cancel: cancel, reached: make(chan struct{}), released: make(chan struct{}),
-		arm: func() bool { st := backupLogs(f.site.Source); return len(st) == 2 && !st[1].End.IsZero() }}
+// holdRecordWrite holds (with fail: fails) the first write of the chain
+// record after log 2's BACKUP LOG finished.
+func (f *logFixture) holdRecordWrite(fail error) *storagetest.Hold {
+	h := storagetest.NewHold(func(name string) bool {
+		st := backupLogs(f.site.Source)
+		return strings.HasSuffix(name, "chain.json") && len(st) == 2 && !st[1].End.IsZero()
+	}, fail)
 	f.base.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
 		st, err := location.OpenServer(ctx, srv)
 		if err != nil {
 			return nil, err
 		}
-		return holdingStorage{Storage: st, h: h}, nil
+		return h.Wrap(st), nil
 	}
 	return h
 }
@@ -158,7 +121,7 @@ func TestSQLBackupLogRetryRecordsTheLogItsCutAttemptTook(t *testing.T) {
 	f.full(true)
 	f.mustBackupLog()
 	f.commit(3)
-	f.holdRecordWrite(true)
+	f.holdRecordWrite(context.Canceled)
 	if _, err := f.backupLog(); err == nil {
 		t.Fatal("BackupLog succeeded although its record write was cut")
 	}
