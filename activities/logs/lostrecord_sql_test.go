@@ -26,10 +26,8 @@ import (
 // backup server, named as the chain's own: the next tick adopts it and
 // goes on with log 4; the chain is not broken.
 func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
-	smb := sambatest.Start(t, sambatest.Options{})
-	site := sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra,
-		SMB: map[string]*sambatest.Server{"bak01": smb}})
-	f := fixtureOn(t, site)
+	f := sambaLogFixture(t)
+	site := f.site
 	f.full(true)
 	f.mustBackupLog()
 	f.commit(3)
@@ -93,6 +91,14 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 	}
 }
 
+// sambaLogFixture is newLogFixture with the chain's backup server on
+// Samba, reached over SMB as in the demo.
+func sambaLogFixture(t *testing.T) *logFixture {
+	smb := sambatest.Start(t, sambatest.Options{})
+	return fixtureOn(t, sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra,
+		SMB: map[string]*sambatest.Server{"bak01": smb}}))
+}
+
 // holdRecordWrite holds (with fail: fails) the first write of the chain
 // record after log 2's BACKUP LOG finished.
 func (f *logFixture) holdRecordWrite(fail error) *storagetest.Hold {
@@ -115,9 +121,7 @@ func (f *logFixture) holdRecordWrite(fail error) *storagetest.Hold {
 // workflow, and the retry reads the finished log backup from its file and
 // records it, without a second BACKUP LOG; the chain goes on whole.
 func TestSQLBackupLogRetryRecordsTheLogItsCutAttemptTook(t *testing.T) {
-	smb := sambatest.Start(t, sambatest.Options{})
-	f := fixtureOn(t, sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra,
-		SMB: map[string]*sambatest.Server{"bak01": smb}}))
+	f := sambaLogFixture(t)
 	f.full(true)
 	f.mustBackupLog()
 	f.commit(3)
