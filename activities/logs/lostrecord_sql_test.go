@@ -2,6 +2,7 @@ package logs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,62 @@ func TestSQLBackupLogRetryRecordsTheLogItsCutAttemptTook(t *testing.T) {
 	}
 	if gaps := c.Gaps(); len(gaps) != 0 || len(c.Logs) != 3 {
 		t.Fatalf("chain logs %+v gaps %v: want 1-3 without a gap", c.Logs, gaps)
+	}
+}
+
+// CopyLogs reads the chain record, copies log 1, and hangs in its write
+// of the record on the copy target; meanwhile the next tick takes log 2.
+// CopyLogs then records the copy on the chain's server into the record as
+// it is there now: log 2 stays recorded (written, to be copied next).
+func TestCopyLogsKeepsALogTakenWhileItCopied(t *testing.T) {
+	f := sambaLogFixture(t)
+	f.full(true)
+	f.mustBackupLog()
+	h := storagetest.NewHold(func(name string) bool { return strings.HasSuffix(name, "chain.json") }, nil)
+	f.base.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		if srv.Name == "bak02" {
+			return h.Wrap(st), nil
+		}
+		return st, nil
+	}
+	var ts testsuite.WorkflowTestSuite
+	copyEnv := ts.NewTestActivityEnvironment()
+	copyEnv.RegisterActivity(f.acts)
+	done := make(chan error, 1)
+	go func() {
+		v, err := copyEnv.ExecuteActivity(f.acts.CopyLogs, CopyLogsInput{Database: "Sales", Instance: f.site.Instance, Chain: 1})
+		if err == nil {
+			var out CopyLogsOutput
+			if err = v.Get(&out); err == nil && (len(out.Copied) != 1 || out.Copied[0] != 1) {
+				err = fmt.Errorf("copied %v, want log 1", out.Copied)
+			}
+		}
+		done <- err
+	}()
+	select {
+	case <-h.Reached:
+	case err := <-done:
+		t.Fatalf("CopyLogs ended before its record write: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("CopyLogs never wrote the record")
+	}
+	f.commit(3)
+	if out := f.mustBackupLog(); out.Number != 2 {
+		t.Fatalf("the tick during the copy: %+v, want log 2", out)
+	}
+	h.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("CopyLogs: %v", err)
+	}
+	r := f.newest()
+	if l := r.Log(1); l == nil || l.State != catalog.LogCopied {
+		t.Fatalf("log 1 %+v, want copied", l)
+	}
+	if l := r.Log(2); l == nil || l.State != catalog.LogWritten || len(l.Files) != 1 {
+		t.Fatalf("log 2 %+v after the copy's record write: want it still recorded, written", l)
 	}
 }
