@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -34,21 +35,7 @@ func TestSQLBackupLogAdoptsItsOwnLogALateRecordWriteLost(t *testing.T) {
 	f.commit(3)
 
 	h := f.holdRecordWrite(nil)
-	var ts testsuite.WorkflowTestSuite
-	first := ts.NewTestActivityEnvironment()
-	first.RegisterActivity(f.acts)
-	cut := make(chan error, 1)
-	go func() {
-		_, err := first.ExecuteActivity(f.acts.BackupLog, BackupLogInput{Database: "Sales", Instance: site.Instance})
-		cut <- err
-	}()
-	select {
-	case <-h.Reached:
-	case err := <-cut:
-		t.Fatalf("the first attempt ended before its record write: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the first attempt never wrote its record after BACKUP LOG")
-	}
+	cut := f.inBackground(h, f.acts.BackupLog, BackupLogInput{Database: "Sales", Instance: site.Instance}, nil)
 	stale := f.newest()
 	if l := stale.Log(2); l == nil || l.State != catalog.LogPending {
 		t.Fatalf("log 2 before the retry: %+v, want the attempt's pending claim", l)
@@ -103,18 +90,47 @@ func sambaLogFixture(t *testing.T) *logFixture {
 // holdRecordWrite holds (with fail: fails) the first write of the chain
 // record after log 2's BACKUP LOG finished.
 func (f *logFixture) holdRecordWrite(fail error) *storagetest.Hold {
-	h := storagetest.NewHold(func(name string) bool {
+	return f.hold("", storagetest.NewHold(func(name string) bool {
 		st := backupLogs(f.site.Source)
 		return strings.HasSuffix(name, "chain.json") && len(st) == 2 && !st[1].End.IsZero()
-	}, fail)
+	}, fail))
+}
+
+// hold puts h on the writes into server ("": every server).
+func (f *logFixture) hold(server string, h *storagetest.Hold) *storagetest.Hold {
 	f.base.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
 		st, err := location.OpenServer(ctx, srv)
-		if err != nil {
-			return nil, err
+		if err != nil || server != "" && srv.Name != server {
+			return st, err
 		}
 		return h.Wrap(st), nil
 	}
 	return h
+}
+
+// inBackground runs activity fn with in beside the test (another worker's
+// attempt) until h holds its write; its error comes on the channel.
+func (f *logFixture) inBackground(h *storagetest.Hold, fn, in any, check func(converter.EncodedValue) error) <-chan error {
+	f.t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	done := make(chan error, 1)
+	go func() {
+		v, err := env.ExecuteActivity(fn, in)
+		if err == nil && check != nil {
+			err = check(v)
+		}
+		done <- err
+	}()
+	select {
+	case <-h.Reached:
+	case err := <-done:
+		f.t.Fatalf("%T ended before its held write: %v", in, err)
+	case <-time.After(time.Minute):
+		f.t.Fatalf("%T never came to its held write", in)
+	}
+	return done
 }
 
 // The write of the chain record after BACKUP LOG is cut and never reaches
@@ -160,38 +176,18 @@ func TestCopyLogsKeepsALogTakenWhileItCopied(t *testing.T) {
 	f := sambaLogFixture(t)
 	f.full(true)
 	f.mustBackupLog()
-	h := storagetest.NewHold(func(name string) bool { return strings.HasSuffix(name, "chain.json") }, nil)
-	f.base.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
-		st, err := location.OpenServer(ctx, srv)
-		if err != nil {
-			return nil, err
-		}
-		if srv.Name == "bak02" {
-			return h.Wrap(st), nil
-		}
-		return st, nil
-	}
-	var ts testsuite.WorkflowTestSuite
-	copyEnv := ts.NewTestActivityEnvironment()
-	copyEnv.RegisterActivity(f.acts)
-	done := make(chan error, 1)
-	go func() {
-		v, err := copyEnv.ExecuteActivity(f.acts.CopyLogs, CopyLogsInput{Database: "Sales", Instance: f.site.Instance, Chain: 1})
-		if err == nil {
+	h := f.hold("bak02", storagetest.NewHold(func(name string) bool { return strings.HasSuffix(name, "chain.json") }, nil))
+	done := f.inBackground(h, f.acts.CopyLogs, CopyLogsInput{Database: "Sales", Instance: f.site.Instance, Chain: 1},
+		func(v converter.EncodedValue) error {
 			var out CopyLogsOutput
-			if err = v.Get(&out); err == nil && (len(out.Copied) != 1 || out.Copied[0] != 1) {
-				err = fmt.Errorf("copied %v, want log 1", out.Copied)
+			if err := v.Get(&out); err != nil {
+				return err
 			}
-		}
-		done <- err
-	}()
-	select {
-	case <-h.Reached:
-	case err := <-done:
-		t.Fatalf("CopyLogs ended before its record write: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("CopyLogs never wrote the record")
-	}
+			if len(out.Copied) != 1 || out.Copied[0] != 1 {
+				return fmt.Errorf("copied %v, want log 1", out.Copied)
+			}
+			return nil
+		})
 	f.commit(3)
 	if out := f.mustBackupLog(); out.Number != 2 {
 		t.Fatalf("the tick during the copy: %+v, want log 2", out)
