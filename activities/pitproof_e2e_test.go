@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +14,14 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/catalog"
+	"github.com/backupcycle/backupcycle/internal/config"
+	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
+	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/storagetest"
 )
 
 // proofSiteWith is newProofSite with more YAML for the database (after
@@ -362,4 +368,80 @@ func TestProofCopyCutShortAfterTheClockWentBack(t *testing.T) {
 		t.Fatalf("PITProof over its own copy cut in RESTORE LOG: %+v, %v", out, err)
 	}
 	p.dropProof("after the proof over its copy cut in RESTORE LOG")
+}
+
+// The standby's ApplyLogs and the point-in-time proof run side by side,
+// and both write the proof record on the copy target. ApplyLogs reads it,
+// applies log 3, and its write of the chain record that marks log 3
+// proven hangs (a heartbeat timeout cut it). Meanwhile the proof records
+// its own-copy intent in the proof record, and its RESTORE DATABASE is cut
+// short by a crash of the verification instance, leaving the scratch copy
+// RESTORING. Then ApplyLogs goes on and writes the proof record. The
+// proof's retry still knows the RESTORING copy as its own (ApplyLogs
+// wrote only its part of the record, not the copy of the proof's it had
+// read), replaces it and passes.
+func TestPITProofKeepsItsCopyRecordAcrossTheStandbysWrite(t *testing.T) {
+	smb := sambatest.Start(t, sambatest.Options{})
+	p := proofSiteWith(t, "standby", "    pit_proof: {every: 24h}\n", func(o *sitetest.Options) {
+		o.SMB = map[string]*sambatest.Server{"bak02": smb}
+	})
+	p.commit(20)
+	p.verified()
+	p.provenLogs(2)
+	p.commit(3)
+	p.logAndCopy()
+
+	acts := p.f.Acts()
+	h := storagetest.NewHold(func(name string) bool { return strings.HasSuffix(name, "chain.json") }, nil)
+	acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		return h.Wrap(st), nil
+	}
+	var ts testsuite.WorkflowTestSuite
+	standby := ts.NewTestActivityEnvironment()
+	standby.RegisterActivity(logs.New(acts))
+	applied := make(chan error, 1)
+	go func() {
+		_, err := standby.ExecuteActivity(logs.New(nil).ApplyLogs, logs.ApplyLogsInput{Database: "Ledger", Instance: "sql01"})
+		applied <- err
+	}()
+	select {
+	case <-h.Reached:
+	case err := <-applied:
+		t.Fatalf("ApplyLogs ended before it marked log 3 proven: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("ApplyLogs never marked log 3 proven")
+	}
+
+	p.f.Verify().SetThrottle(2 << 20)
+	if err := p.f.Verify().CrashAt(sqlsim.OpRestore, 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.pit(0.5); err == nil {
+		t.Fatal("PITProof through a crash in its RESTORE DATABASE succeeded")
+	}
+	if err := p.f.Verify().Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.f.Verify().SetThrottle(0)
+	if st := p.dbState("Ledger_standby_proof"); st != "RESTORING" {
+		t.Fatalf("the scratch copy after the cut: %q, want RESTORING", st)
+	}
+	h.Release()
+	if err := <-applied; err != nil {
+		t.Fatalf("ApplyLogs: %v", err)
+	}
+	if rec := p.proofRecord(); rec.Scratch == nil || rec.Standby == nil || rec.Standby.AppliedThrough != 3 {
+		t.Errorf("proof record after ApplyLogs' write: scratch %+v, standby %+v: want the proof's intent and log 3 applied", rec.Scratch, rec.Standby)
+	}
+	if out, err := p.pit(0.5); err != nil || !out.OK {
+		t.Fatalf("PITProof over its own scratch copy cut short: %+v, %v", out, err)
+	}
+	p.dropProof("after the proof over its cut copy")
+	if rec := p.proofRecord(); rec.Standby == nil || rec.Standby.AppliedThrough != 3 || len(rec.PIT) != 1 {
+		t.Fatalf("proof record after the proof: standby %+v, %d results", rec.Standby, len(rec.PIT))
+	}
 }

@@ -156,19 +156,23 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 	}
 
 	end, _ := chainEnd(rec) // where this log backup must start
+	// A number whose files are there already may hold this chain's own
+	// log backup, finished by an attempt whose record of it was lost: it
+	// is adopted, and the chain goes on after it.
+	own := func(part *catalog.ChainRecord, l *catalog.LogBackup) (bool, error) {
+		f, ok, err := a.adoptOwn(ctx, sqlDB, st, srv, inst, db, server, part, l, end, fork, log)
+		if ok {
+			end, fork = l.LastLSN, f
+		}
+		return ok, err
+	}
 	// The number: a claim this chain's workflow left pending (an attempt,
 	// or a run that continued as new, cut short), else the next one.
-	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid)
+	n, rec, resumed, err := a.claim(ctx, st, fsys, d, server, rec, wid, rid, own)
 	if err != nil {
 		return out, err
 	}
-	names := rec.Names()
-	layout := make([]string, logFiles)
-	fileNames := make([]string, logFiles)
-	for i := range layout {
-		fileNames[i] = names.LogStripe(rec.Chain, n, i+1, logFiles)
-		layout[i] = tsql.JoinPath(srv.PathsFor(inst.Name)[i%len(srv.PathsFor(inst.Name))], fileNames[i])
-	}
+	fileNames, layout := logLayout(srv, inst, rec, n)
 	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: db.Name, Disks: layout, Chain: rec.Chain, Number: n,
 		Compression: &db.Compression, BufferCount: db.BufferCount, MaxTransferSize: int(db.MaxTransferSize), NoRecovery: in.Tail,
 		Encryption: db.Encryption.Backup()})
@@ -226,30 +230,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 		return out, err
 	}
 	l := rec.Log(n)
-	l.State, l.BackupSetGUID = catalog.LogWritten, hs.BackupSetGUID
-	l.FirstLSN, l.LastLSN, l.DatabaseBackupLSN = hs.FirstLSN, hs.LastLSN, hs.DatabaseBackupLSN
-	l.BackupStart, l.BackupFinish = hs.BackupStartDate, hs.BackupFinishDate
-	l.SetUTCOffset(off)
-	// The build that wrote this log, from its own header: a source patched
-	// since the chain's full writes its logs with the new one.
-	l.SoftwareVersion = hs.SoftwareVersion
-	l.Encryption = activities.HeaderEncryption(hs)
-	l.Files = nil
-	for _, name := range fileNames {
-		size, sum, err := hashFile(ctx, st, name)
-		if errors.Is(err, storage.ErrNotFound) {
-			return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
-				"backup server %s: SQL Server wrote %s (%s) but the worker does not see %s in %s (location): they must be the same directory",
-				server, layout[0], srv.PathsKey(inst.Name), name, st.Location()))
-		}
-		if err != nil {
-			return out, activities.StorageError(server, err)
-		}
-		l.Files = append(l.Files, catalog.Stripe{Name: name, Size: size, SHA256: sum})
-		out.Bytes += size
+	if out.Bytes, err = a.written(ctx, st, srv, inst, server, l, hs, off, fileNames, layout); err != nil {
+		return out, err
 	}
-	l.Servers = []string{server}
-	l.UpdatedAt = d.Clock().UTC()
 	if off := offPath(n, hs.Fork, fork, end); off != "" {
 		// Not a log of this chain: recorded with why, never restored with it.
 		l.State, l.Failure = catalog.LogFailed, truncate(off, 1024)
@@ -416,10 +399,13 @@ func truncate(s string, n int) string {
 // anything is written (a new part when rec is full). A fresh number whose
 // file names are taken on the server (a record put back from an older
 // copy, a file someone left) is recorded failed and skipped: BACKUP LOG
-// WITH FORMAT, INIT would write over that file. part is the record part
-// that holds n; resumed: the claim was there already.
+// WITH FORMAT, INIT would write over that file, unless own adopts it
+// (this chain's own log backup of that number, finished: it is recorded
+// written, and the next number is claimed). part is the record part that
+// holds n; resumed: the claim was there already.
 func (a *Activities) claim(ctx context.Context, st storage.Storage, fsys catalog.FS, d *activities.CycleDeps, server string,
-	rec *catalog.ChainRecord, wid, rid string) (n int64, part *catalog.ChainRecord, resumed bool, err error) {
+	rec *catalog.ChainRecord, wid, rid string, own func(*catalog.ChainRecord, *catalog.LogBackup) (bool, error)) (n int64,
+	part *catalog.ChainRecord, resumed bool, err error) {
 	if k := len(rec.Logs); k > 0 {
 		last := &rec.Logs[k-1]
 		if last.State == catalog.LogPending && last.WorkflowID != "" && last.WorkflowID == wid {
@@ -428,7 +414,7 @@ func (a *Activities) claim(ctx context.Context, st storage.Storage, fsys catalog
 		}
 	}
 	part = rec
-	for range maxTakenNumbers + 1 {
+	for skipped := 0; skipped <= maxTakenNumbers; {
 		n = part.NextNumber()
 		if catalog.PartOf(n) != part.Part {
 			part = catalog.NewChainRecord(rec.SourceInstance, rec.Database, rec.Chain, catalog.PartOf(n), d.Clock())
@@ -441,9 +427,16 @@ func (a *Activities) claim(ctx context.Context, st storage.Storage, fsys catalog
 		if err != nil {
 			return 0, nil, false, activities.StorageError(server, err)
 		}
+		adopted := false
 		if len(taken) > 0 {
-			l.State, l.Failure = catalog.LogFailed, fmt.Sprintf("%s is already on %s: left untouched, the number is skipped",
-				taken[0].Name, server)
+			if adopted, err = own(part, l); err != nil {
+				return 0, nil, false, err
+			}
+			if !adopted {
+				l.State, l.Failure = catalog.LogFailed, fmt.Sprintf("%s is already on %s: left untouched, the number is skipped",
+					taken[0].Name, server)
+				skipped++
+			}
 		}
 		if err := save(ctx, d, fsys, server, part); err != nil {
 			return 0, nil, false, err
@@ -640,4 +633,120 @@ func fullEnds(fulls []catalog.ChainFull) string {
 		fmt.Fprintf(&b, "%d: LSN %s", f.Sequence, f.LastLSN)
 	}
 	return b.String()
+}
+
+// A chain record can lose a log backup that was taken: an attempt cut
+// short by a heartbeat timeout or a crash after its BACKUP LOG, whose
+// write of the record was lost or landed late over the record of later
+// logs. The log is then in msdb and on the backup server, named as the
+// chain's own, but not in the record; without it the next log begins past
+// where the record says the chain stands, and the chain would look broken
+// although every log exists. adoptOwn takes it back.
+
+// logLayout are the file names of log n of rec's chain on the backup
+// server and the paths SQL Server writes them to.
+func logLayout(srv *config.BackupServer, inst *config.SQLInstance, rec *catalog.ChainRecord, n int64) (fileNames, layout []string) {
+	names := rec.Names()
+	paths := srv.PathsFor(inst.Name)
+	layout = make([]string, logFiles)
+	fileNames = make([]string, logFiles)
+	for i := range layout {
+		fileNames[i] = names.LogStripe(rec.Chain, n, i+1, logFiles)
+		layout[i] = tsql.JoinPath(paths[i%len(paths)], fileNames[i])
+	}
+	return fileNames, layout
+}
+
+// written records in l the finished log backup its header hs describes
+// (off: the source's offset from UTC its dates are on) with its files,
+// hashed on the backup server; it returns their bytes.
+func (a *Activities) written(ctx context.Context, st storage.Storage, srv *config.BackupServer, inst *config.SQLInstance, server string,
+	l *catalog.LogBackup, hs mssql.BackupHeader, off int, fileNames, layout []string) (int64, error) {
+	l.State, l.BackupSetGUID, l.Failure = catalog.LogWritten, hs.BackupSetGUID, ""
+	l.FirstLSN, l.LastLSN, l.DatabaseBackupLSN = hs.FirstLSN, hs.LastLSN, hs.DatabaseBackupLSN
+	l.BackupStart, l.BackupFinish = hs.BackupStartDate, hs.BackupFinishDate
+	l.SetUTCOffset(off)
+	// The build that wrote this log, from its own header: a source patched
+	// since the chain's full writes its logs with the new one.
+	l.SoftwareVersion = hs.SoftwareVersion
+	l.Encryption = activities.HeaderEncryption(hs)
+	l.Files = nil
+	var bytes int64
+	for _, name := range fileNames {
+		size, sum, err := hashFile(ctx, st, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			return 0, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
+				"backup server %s: SQL Server wrote %s (%s) but the worker does not see %s in %s (location): they must be the same directory",
+				server, layout[0], srv.PathsKey(inst.Name), name, st.Location()))
+		}
+		if err != nil {
+			return 0, activities.StorageError(server, err)
+		}
+		l.Files = append(l.Files, catalog.Stripe{Name: name, Size: size, SHA256: sum})
+		bytes += size
+	}
+	l.Servers = []string{server}
+	l.UpdatedAt = a.Base.Cycle.Clock().UTC()
+	return bytes, nil
+}
+
+// adoptOwn records l, a number just claimed whose files are on the
+// backup server already, as written when they hold this chain's own log
+// backup of that number and it continues the chain: its header names it
+// (tsql.BackupLogName) and is complete, msdb lists that backup set for
+// the database with the same LSNs and file, it begins at or before end
+// (where the chain stands) and ends at or after it, on the chain's
+// recovery fork. Anything else (another file, one msdb does not know, a
+// log that leaves a hole) is not adopted (false), and the number is
+// skipped as before. It returns the recovery fork the adopted log ends on.
+func (a *Activities) adoptOwn(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, srv *config.BackupServer, inst *config.SQLInstance,
+	db *config.Database, server string, part *catalog.ChainRecord, l *catalog.LogBackup, end, fork string, log *zap.Logger) (string, bool, error) {
+	if end == "" {
+		return "", false, nil
+	}
+	fileNames, layout := logLayout(srv, inst, part, l.Number)
+	hs, done, err := a.finished(ctx, sqlDB, layout, part.Chain, l.Number)
+	switch {
+	case errors.Is(err, mssql.ErrDeviceInUse):
+		return "", false, nil // written now by someone: not a finished log of ours
+	case err != nil:
+		return "", false, activities.SQLError(err)
+	case !done:
+		return "", false, nil
+	}
+	first, last, at := logchain.LSN(hs.FirstLSN), logchain.LSN(hs.LastLSN), logchain.LSN(end)
+	if at.Less(first) || last.Less(at) || offPath(l.Number, hs.Fork, fork, end) != "" {
+		return "", false, nil
+	}
+	q, args, err := tsql.LogBackupsAfter(db.Name, hs.FirstLSN)
+	if err != nil {
+		return "", false, activities.NonRetryable(activities.ErrInvalidConfig, err)
+	}
+	rows, err := sqlDB.LogBackupHistory(ctx, q, args...)
+	if err != nil {
+		return "", false, activities.SQLError(err)
+	}
+	var row *mssql.LogBackupRow
+	for i, r := range rows {
+		if strings.EqualFold(r.GUID, hs.BackupSetGUID) && r.Name == hs.BackupName && r.FirstLSN == hs.FirstLSN && r.LastLSN == hs.LastLSN &&
+			!r.CopyOnly && strings.EqualFold(r.Path, layout[0]) {
+			row = &rows[i]
+			break
+		}
+	}
+	if row == nil {
+		return "", false, nil
+	}
+	off, ok := row.UTCOffsetMinutes()
+	if !ok {
+		if off, err = activities.ServerOffset(ctx, sqlDB); err != nil {
+			return "", false, err
+		}
+	}
+	if _, err := a.written(ctx, st, srv, inst, server, l, hs, off, fileNames, layout); err != nil {
+		return "", false, err
+	}
+	log.Warn("log backup taken by an earlier attempt whose record of it was lost: adopted into the chain", zap.Int64("chain", part.Chain),
+		zap.Int64("seq", l.Number), zap.String("first_lsn", l.FirstLSN), zap.String("last_lsn", l.LastLSN))
+	return hs.Fork.Last, true, nil
 }

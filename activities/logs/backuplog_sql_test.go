@@ -50,7 +50,11 @@ type logFixture struct {
 // log backups; extra is more YAML for its entry.
 func newLogFixture(t *testing.T, extra string) *logFixture {
 	t.Helper()
-	site := sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra + extra})
+	return fixtureOn(t, sitetest.New(t, sitetest.Options{Database: "Sales", CommitLog: true, ManifestKeys: []string{"k1"}, Extra: logExtra + extra}))
+}
+
+// fixtureOn is the log chain's activities on site.
+func fixtureOn(t *testing.T, site *sitetest.Site) *logFixture {
 	base := activities.New(nil)
 	base.Cycle = activities.CycleDeps{Config: site.Config, Poll: 20 * time.Millisecond}
 	f := &logFixture{t: t, site: site, base: base, acts: New(base)}

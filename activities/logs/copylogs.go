@@ -80,7 +80,7 @@ func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOu
 			return out, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf(
 				"log chain record %s on %s is not trusted (%s): its log backups are not copied on its word", r.FileName(), from, r.Auth.Why()))
 		}
-		changed := false
+		var copied []int64
 		for i := range r.Logs {
 			lb := &r.Logs[i]
 			if lb.State != catalog.LogWritten || len(lb.Files) == 0 {
@@ -106,14 +106,14 @@ func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOu
 				lb.Servers = append(lb.Servers, to)
 			}
 			out.Copied = append(out.Copied, lb.Number)
-			changed = true
+			copied = append(copied, lb.Number)
 		}
-		if changed {
+		if len(copied) > 0 {
 			// Remote first: the record there is what says its copies are complete.
 			if err := save(ctx, d, catalog.StorageFS{Storage: dst}, to, r); err != nil {
 				return out, err
 			}
-			if err := save(ctx, d, catalog.StorageFS{Storage: src}, from, r); err != nil {
+			if err := markCopied(ctx, d, catalog.StorageFS{Storage: src}, keys, catalog.Of(db.Instance, db.Name), from, r, copied, to); err != nil {
 				return out, err
 			}
 		}
@@ -132,6 +132,37 @@ func (a *Activities) CopyLogs(ctx context.Context, in CopyLogsInput) (CopyLogsOu
 		activities.Recorder(a.Base).StepDone(StepCopyLogs, db.Instance, db.Name, to, out.Bytes, 0)
 	}
 	return out, nil
+}
+
+// markCopied records logs copied of r's part copied to `to` in that part
+// as the chain's server holds it now (r when it holds none): BackupLog
+// claims and records the chain's next log there while the copy runs, and
+// r, read before, would put back a record without it.
+func markCopied(ctx context.Context, d *activities.CycleDeps, fsys catalog.FS, keys *catalog.Keys, of catalog.DB, server string,
+	r *catalog.ChainRecord, copied []int64, to string) error {
+	l, err := catalog.ListChains(ctx, fsys, keys, of)
+	if err != nil {
+		return activities.StorageError(server, err)
+	}
+	cur := r
+	for _, p := range l.Records {
+		if p.Chain == r.Chain && p.Part == r.Part && p.Trusted() {
+			cur = p
+		}
+	}
+	if cur != r {
+		for i := range cur.Logs {
+			lb := &cur.Logs[i]
+			if !slices.Contains(copied, lb.Number) || lb.State != catalog.LogWritten && lb.State != catalog.LogCopied {
+				continue
+			}
+			lb.State, lb.UpdatedAt = catalog.LogCopied, d.Clock().UTC()
+			if !slices.Contains(lb.Servers, to) {
+				lb.Servers = append(lb.Servers, to)
+			}
+		}
+	}
+	return save(ctx, d, fsys, server, cur)
 }
 
 // recopyMissing copies a copied log's file that is missing on one server

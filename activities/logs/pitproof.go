@@ -120,7 +120,7 @@ func (a *Activities) PITProof(ctx context.Context, in PITProofInput) (ProofOutpu
 		LastLog: out.LastLog, CheckDB: p.t.db.PITProof.CheckDB, Instance: p.t.inst.Name, Database: p.name, StartedAt: p.started}
 	log := p.log.With(zap.Time("target", target))
 	if err := a.restoreScratch(ctx, p, m, tg.Logs, stopAt, log); err != nil {
-		return out, p.failed(ctx, &res, err, a.Base.Cycle.Clock())
+		return out, p.failed(ctx, &a.Base.Cycle, &res, err)
 	}
 	// The sanity checks' max_age is measured from T: the copy is the
 	// database as it was then.
@@ -130,14 +130,14 @@ func (a *Activities) PITProof(ctx context.Context, in PITProofInput) (ProofOutpu
 	at.Header = &h
 	detail, err := a.checkScratch(ctx, p, &at, p.t.db.PITProof.CheckDB, log)
 	if err != nil {
-		return out, p.failed(ctx, &res, err, a.Base.Cycle.Clock())
+		return out, p.failed(ctx, &a.Base.Cycle, &res, err)
 	}
 	res.OK, res.Detail, res.At = detail == "", detail, a.Base.Cycle.Clock().UTC()
 	if res.OK {
 		res.Detail = checksDone(p.t.db, res.CheckDB)
 	}
 	p.rec.AddPIT(res)
-	if err := saveProof(ctx, &a.Base.Cycle, p.t, p.rec); err != nil {
+	if err := saveProof(ctx, &a.Base.Cycle, p.t, p.rec, scratchPart); err != nil {
 		return out, err
 	}
 	if res.OK {
@@ -305,7 +305,7 @@ func (a *Activities) DropProofCopy(ctx context.Context, in DropProofInput) error
 	}
 	if rec.Scratch != nil {
 		rec.Scratch = nil
-		return saveProof(ctx, d, t, rec)
+		return saveProof(ctx, d, t, rec, scratchPart)
 	}
 	return nil
 }
@@ -382,7 +382,7 @@ func (a *Activities) openProof(ctx context.Context, database, instance, step str
 // full whose files or content do not restore) and passes err on; an
 // outage or a problem of the environment (the name taken, the
 // configuration) is only passed on: the proof says nothing then.
-func (p *proofRun) failed(ctx context.Context, res *catalog.PITProof, err error, now time.Time) error {
+func (p *proofRun) failed(ctx context.Context, d *activities.CycleDeps, res *catalog.PITProof, err error) error {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || !ae.NonRetryable() {
 		return err
@@ -392,9 +392,9 @@ func (p *proofRun) failed(ctx context.Context, res *catalog.PITProof, err error,
 	default:
 		return err
 	}
-	res.OK, res.Detail, res.At = false, err.Error(), now.UTC()
+	res.OK, res.Detail, res.At = false, err.Error(), d.Clock().UTC()
 	p.rec.AddPIT(*res)
-	if serr := catalog.SaveLogProof(ctx, catalog.StorageFS{Storage: p.t.remote}, p.t.keys, p.rec); serr != nil {
+	if serr := saveProof(ctx, d, p.t, p.rec, scratchPart); serr != nil {
 		p.log.Warn("failed point-in-time proof not recorded", zap.Error(serr))
 	}
 	return err
@@ -409,7 +409,7 @@ func (a *Activities) restoreScratch(ctx context.Context, p *proofRun, m *catalog
 	log.Info("proof copy restoring", zap.Int64("seq", m.Sequence), zap.Int("logs", len(logs)))
 	// NEW_BROKER: the copy comes online, and must deliver none of its
 	// source's Service Broker messages.
-	if err := a.restoreCopy(ctx, t, p.sqlDB, p.rec, p.name, m, tsql.RestoreOptions{NoRecovery: true, NewBroker: true},
+	if err := a.restoreCopy(ctx, t, p.sqlDB, p.rec, p.name, m, tsql.RestoreOptions{NoRecovery: true, NewBroker: true}, scratchPart,
 		func(v *catalog.VerifyCopy) *catalog.VerifyCopy { p.rec.Scratch = v; return v }, log, p.rec.Scratch); err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func (a *Activities) ApplyLogs(ctx context.Context, in ApplyLogsInput) (ApplyLog
 		}
 	}
 	rec.Standby.AppliedThrough, rec.Standby.RedoLSN, rec.Standby.AppliedAt = out.Through, out.RedoLSN, d.Clock().UTC()
-	if err := saveProof(ctx, d, t, rec); err != nil {
+	if err := saveProof(ctx, d, t, rec, standbyPart); err != nil {
 		return out, err
 	}
 	if len(out.Applied) > 0 {
@@ -408,7 +408,7 @@ func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *m
 	// Arguments", STANDBY). No NEW_BROKER: a copy that stays read-only
 	// delivers no Service Broker message.
 	log.Info("standby copy seeding", zap.Int64("seq", m.Sequence), zap.Int64("chain", chain))
-	return a.restoreCopy(ctx, t, sqlDB, rec, t.name, m, tsql.RestoreOptions{StandbyFile: standbyFile(t)},
+	return a.restoreCopy(ctx, t, sqlDB, rec, t.name, m, tsql.RestoreOptions{StandbyFile: standbyFile(t)}, standbyPart,
 		func(v *catalog.VerifyCopy) *catalog.VerifyCopy {
 			rec.Standby = &catalog.StandbyCopy{Chain: chain, Sequence: m.Sequence, LastLSN: m.Header.LastLSN, FinishUTC: m.Header.BackupFinishUTC,
 				Copy: *v}
@@ -423,7 +423,7 @@ func (a *Activities) seedStandby(ctx context.Context, t *standbyTarget, sqlDB *m
 // is handed to keep, which stores it in rec and returns where it is kept;
 // rec is saved before the RESTORE is sent and again once it is confirmed.
 func (a *Activities) restoreCopy(ctx context.Context, t *standbyTarget, sqlDB *mssql.DB, rec *catalog.LogProofRecord, name string,
-	m *catalog.Manifest, opts tsql.RestoreOptions, keep func(*catalog.VerifyCopy) *catalog.VerifyCopy, log *zap.Logger,
+	m *catalog.Manifest, opts tsql.RestoreOptions, part proofPart, keep func(*catalog.VerifyCopy) *catalog.VerifyCopy, log *zap.Logger,
 	recs ...*catalog.VerifyCopy) error {
 	d := &a.Base.Cycle
 	old, err := activities.GuardOwnCopy(ctx, sqlDB, t.inst.Name, name, "replaced", true, recs...)
@@ -449,7 +449,7 @@ func (a *Activities) restoreCopy(ctx context.Context, t *standbyTarget, sqlDB *m
 		return err
 	}
 	kept := keep(intent)
-	if err := saveProof(ctx, d, t, rec); err != nil {
+	if err := saveProof(ctx, d, t, rec, part); err != nil {
 		return err
 	}
 	marker, err := tsql.RestoreMarker(name, disks[0])
@@ -462,7 +462,7 @@ func (a *Activities) restoreCopy(ctx context.Context, t *standbyTarget, sqlDB *m
 	if err := activities.ConfirmCopy(ctx, sqlDB, kept); err != nil {
 		return err
 	}
-	return saveProof(ctx, d, t, rec)
+	return saveProof(ctx, d, t, rec, part)
 }
 
 // runLong runs a long statement under the cycle's rules: one an earlier
@@ -728,10 +728,41 @@ func loadProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget) (
 	return rec, nil
 }
 
-// saveProof writes the proof record on the copy target, signed.
-func saveProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget, rec *catalog.LogProofRecord) error {
-	rec.UpdatedAt = d.Clock().UTC()
-	if err := catalog.SaveLogProof(ctx, catalog.StorageFS{Storage: t.remote}, t.keys, rec); err != nil {
+// proofPart is the part of the proof record a writer owns. The standby
+// (ApplyLogs) and the scratch-copy proofs (PITProof, NightlyProof,
+// DropProofCopy) run side by side in workflows of their own, each reading
+// the record when it starts and writing it as it goes.
+type proofPart int
+
+const (
+	standbyPart proofPart = iota // Standby
+	scratchPart                  // Scratch and PIT
+)
+
+// saveProof writes rec's part of the proof record on the copy target,
+// signed, into the record as the server holds it now: a writer that read
+// the record before the other wrote its part (the proofs' own-copy intent,
+// a standby seeded again) never puts back the older part, which would
+// leave a copy the product restored without the record that shows it is
+// the product's.
+func saveProof(ctx context.Context, d *activities.CycleDeps, t *standbyTarget, rec *catalog.LogProofRecord, part proofPart) error {
+	fsys := catalog.StorageFS{Storage: t.remote}
+	cur, err := catalog.LoadLogProof(ctx, fsys, t.keys, t.db.Instance, t.db.Name)
+	if err != nil {
+		return activities.StorageError(t.srv.Name, err)
+	}
+	out := rec
+	if cur != nil && cur.Trusted() {
+		out = cur
+		switch part {
+		case standbyPart:
+			out.Standby = rec.Standby
+		case scratchPart:
+			out.Scratch, out.PIT = rec.Scratch, rec.PIT
+		}
+	}
+	out.UpdatedAt = d.Clock().UTC()
+	if err := catalog.SaveLogProof(ctx, fsys, t.keys, out); err != nil {
 		return activities.StorageError(t.srv.Name, err)
 	}
 	return nil
