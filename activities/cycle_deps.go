@@ -364,8 +364,9 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(d.poll())
 		defer t.Stop()
 		for {
@@ -379,6 +380,8 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 			}
 		}
 	}()
+	// stop waits for the goroutine: a heartbeat recorded after the activity
+	// returned would race with whatever the worker does with the attempt next.
 	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }
+	return func() { once.Do(func() { close(done); <-exited }) }
 }
