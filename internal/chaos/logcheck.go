@@ -256,6 +256,10 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 	if v.brk != nil {
 		notes = append(notes, fmt.Sprintf("log chain %d of %s broke (%s: %s)", v.id, LogTarget, v.brk.Reason, v.brk.Detail))
 	}
+	// now is taken before the product is asked: a log the checker finds
+	// overdue was overdue when status and the queries answered (a log that
+	// crossed log_proof_lag while they were read is not one they missed).
+	now := time.Now().UTC()
 	says := c.productSays(ctx)
 	if says.err != nil {
 		return append(notes, fmt.Sprintf("log chain of %s: the product's word not read: %v", LogTarget, says.err))
@@ -293,7 +297,6 @@ func (c *Checker) checkLogs(ctx context.Context, files []manifestFile, add addFu
 		defects = append(defects, defect{gapAt, gap})
 	}
 	defects = append(defects, c.acrossRestore(v)...)
-	now := time.Now().UTC()
 	fd, fn := c.fileDefects(seq, now)
 	defects, notes = append(defects, fd...), append(notes, fn...)
 	for _, d := range defects {
