@@ -20,6 +20,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/recovery"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -457,6 +458,13 @@ func recoverClaimOf(what string, st workflows.RecoverStatus, started time.Time) 
 // touchedSource (I12) lists what the recovery entry sent to the source
 // database between began and ended: a restore, a drop, a change, a write,
 // CHECKDB or a tail-log backup; the log chain's own log backups are not.
+// cycleSequence reports whether sql is a backup cycle's work on its
+// sequence table (tsql.SequenceSetup, tsql.SequenceNext): the table
+// [db].[DBBackup].[Sequence] named in it.
+func cycleSequence(sql string) bool {
+	return strings.Contains(strings.ToUpper(sql), strings.ToUpper("].["+tsql.SequenceSchema+"].["+tsql.SequenceTable+"]"))
+}
+
 func (c *Checker) touchedSource(began, ended time.Time) []string {
 	var out []string
 	for _, st := range c.f.Instances[LogTarget.Instance].Statements() {
@@ -465,6 +473,10 @@ func (c *Checker) touchedSource(began, ended time.Time) []string {
 		}
 		sql := strings.ToUpper(st.SQL)
 		switch {
+		case cycleSequence(st.SQL):
+			// A backup cycle of the database running meanwhile (one the log
+			// chain starts after a break) allocates its sequence number
+			// there; no recovery entry builds that statement.
 		case st.Kind == "BACKUP LOG" && (strings.Contains(sql, "NORECOVERY") || strings.Contains(sql, "NO_TRUNCATE")),
 			slices.ContainsFunc([]string{"RESTORE", "DROP", "ALTER", "CREATE", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "DBCC"},
 				func(p string) bool { return strings.HasPrefix(st.Kind, p) }):

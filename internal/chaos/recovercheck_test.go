@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"github.com/backupcycle/backupcycle/internal/tsql"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -98,6 +100,29 @@ func TestRecoveryEntriesAreDrawnOneInEight(t *testing.T) {
 	for i := range 50 {
 		if p := Draw(7, i, FaultWorkerKill); p.Recovers() {
 			t.Fatalf("run %d with a forced cycle fault is a recovery entry: %s", i, p)
+		}
+	}
+}
+
+// TestCycleSequenceIsTheCyclesOwn: a backup cycle's sequence statements on
+// the source are told apart from what a recovery entry must never send.
+func TestCycleSequenceIsTheCyclesOwn(t *testing.T) {
+	setup, err := tsql.SequenceSetup("DBA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := tsql.SequenceNext("DBA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range append(setup[1:], next) {
+		if !cycleSequence(sql) {
+			t.Errorf("cycleSequence(%q) = false, want true", sql)
+		}
+	}
+	for _, sql := range []string{"UPDATE [DBA].[dbo].[CommitLog] SET n = 1", "RESTORE DATABASE [DBA] FROM DISK = N'x'", "DROP DATABASE [DBA]"} {
+		if cycleSequence(sql) {
+			t.Errorf("cycleSequence(%q) = true, want false", sql)
 		}
 	}
 }
