@@ -10,7 +10,7 @@ RACE_PKGS ?= ./internal/sqlsim/... ./internal/storage/... ./internal/sambatest/.
 RACE_SKIP ?= ^TestCopyBetweenServers$$
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build test test-deps demo stack stack-stop stack-upgrade test-stack bench chaos lint fmt vet clean screenshots
+.PHONY: all build test test-deps demo stack stack-stop stack-upgrade test-stack bench bench-stack chaos lint fmt vet clean screenshots
 
 all: build
 
@@ -75,6 +75,14 @@ screenshots:
 # test-deps; without it those benchmarks fail.
 bench: test-deps
 	BACKUPCYCLE_BENCH_LONG=$(LONG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout $(if $(LONG),60m,30m) ./...
+
+# The fleet of 200 small databases on the production-shaped stack (PostgreSQL and the Temporal server) beside the
+# embedded server, in one run (BenchmarkStackFleetOverhead): cycles per minute, orchestration overhead, history, RPCs
+# and the CPU of PostgreSQL and the Temporal server per cycle. Not part of `make bench`.
+bench-stack:
+	@bash scripts/stack-deps.sh
+	@bash scripts/temporal-tools.sh >/dev/null
+	$(GO) test -count=1 -tags stack -timeout 90m -run '^$$' -bench '^BenchmarkStackFleetOverhead$$' -benchtime 1x ./internal/stack/
 
 # The seeded fault simulation (internal/chaos): RUNS backup cycles over three source instances, two backup
 # servers on Samba, a verification instance, the embedded Temporal server and worker processes, each cycle in a random

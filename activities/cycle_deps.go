@@ -50,6 +50,9 @@ type CycleDeps struct {
 	// HeartbeatTimeout of the long activities, handed to the workflow in
 	// the plan; 0 = the workflow's default (1 min).
 	HeartbeatTimeout time.Duration
+	// FreeSlots finds indexes of a slot no cycle holds now (Slot.Free),
+	// from Temporal; nil: the cycle tries its slots in order.
+	FreeSlots func(ctx context.Context, s Slot) []int
 }
 
 // ScheduleKeeper creates or updates the drill schedules of drills and the

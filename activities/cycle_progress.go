@@ -31,8 +31,12 @@ type reporter struct {
 // signalEvery bounds the signals a step sends (each is a history event).
 const signalEvery = time.Minute
 
+// A step starts without a signal: the workflow shows it at 0 % from its
+// start, and a signal (a history event and a workflow task each) would
+// tell it nothing. The first goes once the percent moved by 10 or after
+// signalEvery, so a small database's steps send none.
 func (a *Activities) newReporter(ctx context.Context, step string, seq int64) *reporter {
-	return &reporter{a: a, ctx: ctx, step: step, seq: seq, lastPct: -1}
+	return &reporter{a: a, ctx: ctx, step: step, seq: seq, lastSignal: time.Now()}
 }
 
 // newQuietReporter is a reporter that never signals its workflow.

@@ -410,6 +410,11 @@ type Slot struct {
 	Kind  string `json:"kind"`
 	Name  string `json:"name"`
 	Limit int    `json:"limit"`
+	// Free are slot indexes no cycle held when the plan was made
+	// (CycleDeps.FreeSlots): the cycle tries them first, saving a child
+	// start that fails on a held slot. A hint only: a slot may be taken
+	// meanwhile, and the others are tried after them.
+	Free []int `json:"free,omitempty"`
 }
 
 // RemoteFor is the copy target of a set written to primary.

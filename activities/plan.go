@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -254,6 +255,14 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	p.Evidence = d.config().Evidence.Signs()
 	p.Slots = slotsOf(d.config(), db.Instance, primary, p.Remote, p.Immutable)
+	if d.FreeSlots != nil {
+		// Each resource's lookups at once: they are round trips to Temporal.
+		var wg sync.WaitGroup
+		for i := range p.Slots {
+			wg.Go(func() { p.Slots[i].Free = d.FreeSlots(ctx, p.Slots[i]) })
+		}
+		wg.Wait()
+	}
 	// Before any BACKUP: can the source encrypt them, can every
 	// verification instance read the sets?
 	if src.EncryptorProblem != "" {

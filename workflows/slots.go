@@ -71,7 +71,13 @@ func (c *cycle) acquire(ctx workflow.Context, plan activities.Plan) error {
 	// cleanup, until it closes.
 	sctx, _ := workflow.NewDisconnectedContext(ctx)
 	holder := workflow.GetInfo(ctx).WorkflowExecution.ID
+	// A plan that found free slots (Slot.Free) has them tried first.
+	hinted := slices.ContainsFunc(slots, func(s activities.Slot) bool { return len(s.Free) > 0 }) &&
+		workflow.GetVersion(ctx, "slot-free-first", workflow.DefaultVersion, 1) == 1
 	for _, s := range slots {
+		if !hinted {
+			s.Free = nil
+		}
 		wait, waited := slotFirstWait, false
 		for {
 			got, err := c.takeSlot(sctx, s, holder)
@@ -95,10 +101,10 @@ func (c *cycle) acquire(ctx workflow.Context, plan activities.Plan) error {
 	return nil
 }
 
-// takeSlot starts the first free slot of s as a child of the cycle; false
-// when every one is held.
+// takeSlot starts the first free slot of s as a child of the cycle, trying
+// those of s.Free first; false when every one is held.
 func (c *cycle) takeSlot(ctx workflow.Context, s activities.Slot, holder string) (bool, error) {
-	for k := 1; k <= max(s.Limit, 1); k++ {
+	for _, k := range slotOrder(s) {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            SlotWorkflowID(s.Kind, s.Name, k),
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -116,4 +122,22 @@ func (c *cycle) takeSlot(ctx workflow.Context, s activities.Slot, holder string)
 		}
 	}
 	return false, nil
+}
+
+// slotOrder is the order takeSlot tries the slots of s in: those of s.Free
+// (within the limit, each once), then the others from 1 up.
+func slotOrder(s activities.Slot) []int {
+	n := max(s.Limit, 1)
+	var out []int
+	for _, k := range s.Free {
+		if k >= 1 && k <= n && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for k := 1; k <= n; k++ {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

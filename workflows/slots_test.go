@@ -1,10 +1,12 @@
 package workflows
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -89,5 +91,41 @@ func TestCyclesKeepToTheInstancesLimit(t *testing.T) {
 		if waited != (tc.limit == 1) {
 			t.Errorf("limit %d: a cycle waited for a slot: %v (steps %v)", tc.limit, waited, r.steps)
 		}
+	}
+}
+
+// TestCycleTakesTheFreeSlotFirst: a plan that found slots free
+// (Slot.Free) has the cycle start those first, not slot 1 up: each held
+// slot tried is a child start that fails, a workflow task and two history
+// events. A hint out of the limit is ignored.
+func TestCycleTakesTheFreeSlotFirst(t *testing.T) {
+	f := newFakeCycle()
+	f.plan = func(in activities.PlanInput) (activities.Plan, error) {
+		p := healthyPlan()
+		p.Database = in.Database
+		p.Slots = []activities.Slot{{Kind: activities.SlotServer, Name: "bak01", Limit: 2, Free: []int{9, 2}},
+			{Kind: activities.SlotInstance, Name: "sql01", Limit: 4, Free: []int{3}}}
+		return p, nil
+	}
+	var mu sync.Mutex
+	var started []string
+	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
+		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+			if info.WorkflowType.Name == SlotName {
+				mu.Lock()
+				started = append(started, info.WorkflowExecution.ID)
+				mu.Unlock()
+			}
+		})
+	})
+	r.env.ExecuteWorkflow("startCycles", []string{"Sales"})
+	if err := r.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{SlotWorkflowID(activities.SlotInstance, "sql01", 3), SlotWorkflowID(activities.SlotServer, "bak01", 2)}
+	if !slices.Equal(started, want) {
+		t.Errorf("slots started %v, want %v", started, want)
 	}
 }

@@ -232,7 +232,13 @@ fleet:
 // server opened through the recording storage.
 func (s *fleetSite) worker(t testing.TB, c client.Client) {
 	t.Helper()
-	acts := newActivities(s.cfg, c)
+	s.startWorker(t, c, newActivities(s.cfg, c), workerOptions())
+}
+
+// startWorker runs acts on a worker with opts, every backup server opened
+// through the recording storage.
+func (s *fleetSite) startWorker(t testing.TB, c client.Client, acts *activities.Activities, opts worker.Options) {
+	t.Helper()
 	acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
 		st, err := status.Open(ctx, srv)
 		if err != nil {
@@ -240,7 +246,7 @@ func (s *fleetSite) worker(t testing.TB, c client.Client) {
 		}
 		return recordingStorage{Storage: st, server: srv.Name, log: s.log}, nil
 	}
-	w := worker.New(c, s.tq, workerOptions())
+	w := worker.New(c, s.tq, opts)
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -40,17 +40,30 @@ type activityTimes struct {
 
 func (h *histStats) add(o histStats) {
 	h.runs, h.events, h.bytes, h.actions = h.runs+o.runs, h.events+o.events, h.bytes+o.bytes, h.actions+o.actions
-	if h.activities == nil {
-		h.activities = map[string]*activityTimes{}
+	h.activities = addActivityTimes(h.activities, o.activities)
+}
+
+// addActivityTimes adds src's times to dst's, per activity type, and
+// returns dst (made when nil).
+func addActivityTimes(dst, src map[string]*activityTimes) map[string]*activityTimes {
+	if dst == nil {
+		dst = map[string]*activityTimes{}
 	}
-	for k, v := range o.activities {
-		a := h.activities[k]
-		if a == nil {
-			a = &activityTimes{}
-			h.activities[k] = a
-		}
+	for k, v := range src {
+		a := activityOf(dst, k)
 		a.n, a.queued, a.work = a.n+v.n, a.queued+v.queued, a.work+v.work
 	}
+	return dst
+}
+
+// activityOf is m's entry of activity type name, added when missing.
+func activityOf(m map[string]*activityTimes, name string) *activityTimes {
+	a := m[name]
+	if a == nil {
+		a = &activityTimes{}
+		m[name] = a
+	}
+	return a
 }
 
 // activitySummary is "type n×, queued q, ran w" per activity type, means.
@@ -134,12 +147,7 @@ func histories(b *testing.B, c client.Client, query string) histStats {
 				sched = e.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
 			}
 			if se, ok := scheduled[sched]; ok && !started[sched].IsZero() {
-				name := se.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-				a := h.activities[name]
-				if a == nil {
-					a = &activityTimes{}
-					h.activities[name] = a
-				}
+				a := activityOf(h.activities, se.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
 				a.n++
 				a.queued += started[sched].Sub(se.GetEventTime().AsTime())
 				a.work += at.Sub(started[sched])

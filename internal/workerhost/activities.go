@@ -29,6 +29,8 @@ func NewActivities(log *zap.Logger, live *LiveConfig, c *client.Client, mx *endp
 			// The drill and differential schedules a fleet run keeps for
 			// the databases a selection picks.
 			Schedules: c,
+			// A free slot's index in the plan: fewer child starts fail.
+			FreeSlots: FreeSlots(c.SDK()),
 		}
 	}
 	return acts
