@@ -205,7 +205,9 @@ func (p *immutableProgress) state() ImmutableHeartbeat {
 		case u.Done:
 			done += u.Size
 		case u.PartSize > 0:
-			done += min(int64(len(u.Parts))*u.PartSize, u.Size)
+			for _, n := range u.Parts { // the last part is shorter
+				done += max(min(u.PartSize, u.Size-int64(n-1)*u.PartSize), 0)
+			}
 		}
 	}
 	pct := 0.0
