@@ -205,7 +205,9 @@ func (p *immutableProgress) state() ImmutableHeartbeat {
 		case u.Done:
 			done += u.Size
 		case u.PartSize > 0:
-			done += min(int64(len(u.Parts))*u.PartSize, u.Size)
+			for _, n := range u.Parts { // the last part is shorter
+				done += max(min(u.PartSize, u.Size-int64(n-1)*u.PartSize), 0)
+			}
 		}
 	}
 	pct := 0.0
@@ -230,7 +232,8 @@ func (a *Activities) uploadSet(ctx context.Context, store *s3.Store, src storage
 	}
 	prog.mu.Unlock()
 	results, err := store.UploadAll(ctx, src, jobs, s3.UploadOptions{
-		Limit: a.bandwidth.For(target.Name, int64(target.BandwidthLimit)),
+		PartSize: int64(target.S3.PartSize),
+		Limit:    a.bandwidth.For(target.Name, int64(target.BandwidthLimit)),
 		Progress: func(p s3.UploadProgress) {
 			prog.mu.Lock()
 			prev := prog.files[p.File]
@@ -249,6 +252,10 @@ func (a *Activities) uploadSet(ctx context.Context, store *s3.Store, src storage
 	}
 	log := a.loggerFor(ctx).With(zap.String("db", m.Database), zap.Int64("seq", m.Sequence), zap.String("server", target.Name))
 	for i, r := range results {
+		if r.ResumedParts > 0 {
+			log.Info("stripe upload resumed: the parts the object store held were not sent again", zap.String("file", r.Name),
+				zap.Int("resumed_parts", r.ResumedParts), zap.Int64("sent", r.BytesSent), zap.Int64("size", r.Size))
+		}
 		if r.ResumeRejected {
 			log.Warn("upload checkpoint did not hold: stripe sent from the start", zap.String("file", r.Name))
 		}

@@ -393,3 +393,19 @@ func TestCopyImmutableCatchUpGoesPastABrokenSet(t *testing.T) {
 		t.Errorf("set 1: state %s, immutable %+v; want verified, its copy recorded failed", m.State, m.Immutable)
 	}
 }
+
+// The heartbeat's bytes count each part held at its own size: the last
+// part of a stripe is shorter than the part size.
+func TestImmutableProgressCountsEachPartsSize(t *testing.T) {
+	const ps, size = 5 << 20, 5<<20 + 1<<19
+	p := &immutableProgress{total: size, files: map[string]*s3.UploadProgress{
+		"a_1of1.bak": {File: "a_1of1.bak", UploadID: "u", PartSize: ps, Size: size, Parts: []int32{2}},
+	}}
+	if s := p.state(); s.Bytes != 1<<19 || s.Percent > 10 {
+		t.Errorf("the short last part held: %d bytes, %.1f%%; want %d bytes, 9.1%%", s.Bytes, s.Percent, 1<<19)
+	}
+	p.files["a_1of1.bak"].Parts = []int32{1, 2}
+	if s := p.state(); s.Bytes != size || s.Percent != 100 {
+		t.Errorf("both parts held: %d bytes, %.1f%%; want %d, 100%%", s.Bytes, s.Percent, size)
+	}
+}

@@ -17,7 +17,8 @@
 // on its posix backend with versioning, a bucket with Object Lock, the
 // worker's own S3 user limited by the README's bucket policy
 // (s3test.WorkerPolicy: no version deleted, no governance bypassed), the
-// uploads paced to VaultBandwidth; sql01's sales and sql02's DBA
+// uploads paced to VaultBandwidth, in parts of VaultPartSize (S3's
+// smallest, part_size: 5MiB); sql01's sales and sql02's DBA
 // (ImmutableTargets) have immutable_copy: vault01 and immutable_within
 // ImmutableWithin (the key is left out, and I16 only notes a missing copy,
 // when the configuration does not know it). The harness starts versitygw
@@ -72,10 +73,18 @@
 // Faults of the object store (vault.go), drawn for a run of one of
 // ImmutableTargets: vault01 down (versitygw killed with SIGKILL at a step,
 // started again on its directory and port after the heal time); an upload
-// cut (killed at a percent of the immutable copy's upload, back after a
-// quarter of the heal time; the fleet's stripes are below the 16 MiB part
-// size, so the cut meets single-part uploads, which CopyImmutable sends
-// again); and the worker's credentials trying to destroy a copy: with the
+// cut, aimed at CutTarget (sales: one stripe of about 6 MiB, above
+// vault01's part_size of 5 MiB, so a multipart upload of two parts sent at
+// once): versitygw is killed once its ListParts shows a part of the stripe
+// and not all of them and the copy's heartbeat names that upload (the
+// checkpoint a retry resumes from; heartbeats are throttled to one a
+// second), and stays down until the upload would have ended (a part's
+// request goes out once the bandwidth limit let all its bytes through: a
+// store back before it is never missed); the run notes the parts held at
+// the cut and, from the worker's log, the parts the retry kept and the
+// bytes it sent (a set below the part size is cut at a percent of its
+// upload, back after a quarter of the heal time); and the worker's
+// credentials trying to destroy a copy: with the
 // worker's configured S3 user the harness deletes a locked version of a
 // copied set (with and without a governance bypass), shortens its
 // retention, turns it to governance with a bypass (each must be refused),

@@ -267,6 +267,10 @@ func Draw(seed uint64, run int, force Fault) Plan {
 			// A fault of the object store hits a database copied there.
 			p.Target = ImmutableTargets[p.Pick%uint64(len(ImmutableTargets))]
 		}
+		if p.Fault == FaultVaultCut {
+			// The database whose stripes are multipart uploads.
+			p.Target = CutTarget
+		}
 	}
 	if p.Target.Database == SharedDB {
 		p.NoInst = false // the name alone is ambiguous: the Web UI user names the instance

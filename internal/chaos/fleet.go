@@ -264,6 +264,9 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		}
 		for _, name := range on {
 			spec := sqlsim.DatabaseSpec{Name: t.Database, Size: opts.DBSize, DataFiles: 2}
+			if t == CutTarget {
+				spec.Size = max(spec.Size, CutTargetSize)
+			}
 			if t == LogTarget {
 				spec.CommitRate = CommitRate
 			}
@@ -426,6 +429,10 @@ sql_instances:
 		if t.Instance == Sql02 {
 			// Both DBA copies restore on verify01: the second needs its own name.
 			b.WriteString("    verify_name: \"{instance}_{db}_verify\"\n")
+		}
+		if t == CutTarget {
+			// One stripe above vault01's part size: a multipart upload.
+			b.WriteString("    stripes: 1\n")
 		}
 		if t == Targets[0] {
 			// One database keeps its verification copy: the re-attach path.

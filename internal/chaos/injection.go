@@ -140,9 +140,15 @@ func (s *Sim) due(r *run) bool {
 		return false
 	}
 	if p.Fault == FaultVaultCut && r.step == activities.StepImmutableCopy {
+		after := s.cutAfter(r) // reads the set's stripes from its manifest
+		if s.multipartCut(r) {
+			// Cut once vault01 holds a part of a stripe and not all of
+			// them: a multipart upload mid-way.
+			return s.cutDue(r)
+		}
 		// The copy's percent comes with its heartbeats, seconds apart:
 		// the upload's time at the store's bandwidth tells the point too.
-		return r.pct >= p.Percent || time.Since(r.stepSince) >= s.cutAfter(r)
+		return r.pct >= p.Percent || time.Since(r.stepSince) >= after
 	}
 	cur, target := stepIndex(r.step), stepIndex(p.Step)
 	switch {

@@ -108,8 +108,11 @@ type run struct {
 	// rec is a recovery entry's state (nil for a cycle).
 	rec *recRun
 	// uploadBytes is the size of the set the immutable copy uploads (0:
-	// not read yet).
+	// not read yet), cutStripes its stripes.
 	uploadBytes int64
+	cutStripes  []catalog.Stripe
+	// cut is the multipart upload vault-upload-cut cut (nil: none was).
+	cut *cutUpload
 }
 
 type heal struct {
@@ -176,6 +179,9 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 		s.disarm(r)
 	}
 	s.settle(ctx, r)
+	if r.cut != nil {
+		s.cutResumed(ctx, r)
+	}
 	if r.injected {
 		s.Faults++
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
@@ -39,7 +41,21 @@ const (
 	// about a second and a cut meets an upload in flight.
 	VaultBandwidth    = "1MiB"
 	vaultBandwidthBps = 1 << 20
+	// VaultPartSize is vault01's part_size, S3's smallest: CutTarget's
+	// stripe is a multipart upload of two parts.
+	VaultPartSize  = "5MiB"
+	vaultPartBytes = 5 << 20
 )
+
+// CutTarget is the database FaultVaultCut aims at: one stripe (stripes: 1)
+// of a CutTargetSize database, above VaultPartSize, so that the cut meets
+// a multipart upload.
+var CutTarget = Target{Sql01, SalesDB}
+
+// CutTargetSize is CutTarget's size: its stripe is about 6 MiB, two parts
+// (5 MiB and the rest) sent at once at VaultBandwidth, the short one on
+// the store after two or three seconds and the other after six.
+const CutTargetSize = 5 << 20
 
 // ImmutableWithin is the fleet's immutable_within: a verified set older
 // than this must be on vault01, locked, or its database out of objectives.
@@ -207,7 +223,8 @@ func (v *Vault) yaml() string {
       access_key_id: %s
       secret_access_key_env: %s
       lock_mode: compliance
-`, Vault01, VaultBandwidth, v.srv.Endpoint, vaultBucket, vaultPrefix, vaultWorker, vaultEnv)
+      part_size: %s
+`, Vault01, VaultBandwidth, v.srv.Endpoint, vaultBucket, vaultPrefix, vaultWorker, vaultEnv, VaultPartSize)
 }
 
 // attempt is one request the worker's credentials send against a locked
@@ -303,9 +320,19 @@ func (s *Sim) injectVault(ctx context.Context, r *run) {
 			return
 		}
 		v.Kill()
-		r.at += fmt.Sprintf(" (%s killed %.1fs into the copy of seq %d, %d bytes, %.0f%% reported)", Vault01,
+		r.at += fmt.Sprintf(" (%s killed %.1fs into the copy of seq %d, %d bytes, %.0f%% reported", Vault01,
 			time.Since(r.stepSince).Seconds(), r.seq, r.uploadBytes, r.pct)
-		r.later(p.Heal/4, "restart "+Vault01, v.Start)
+		down := p.Heal / 4
+		if c := r.cut; c != nil {
+			r.at += fmt.Sprintf("; multipart upload of %s mid-way: parts %v of %d on %s", c.Name, c.Parts, c.Need, Vault01)
+			// A part is sent once the bandwidth limit let all its bytes
+			// through: back before the next part's request, the store
+			// would not be missed by the upload (the client retries a
+			// broken connection). Down until the upload would have ended.
+			down = max(down, time.Duration(c.Size)*time.Second/vaultBandwidthBps+2*time.Second)
+		}
+		r.at += ")"
+		r.later(down, "restart "+Vault01, v.Start)
 	case FaultVaultDelete:
 		what, err := s.vaultAttack(ctx, p)
 		if err != nil || what == "" {
@@ -388,6 +415,7 @@ func (s *Sim) vaultAttack(ctx context.Context, p Plan) (string, error) {
 // plan's percent at VaultBandwidth (the set's size from its manifest).
 func (s *Sim) cutAfter(r *run) time.Duration {
 	if r.uploadBytes == 0 {
+		r.cutStripes = nil
 		name := catalog.New(r.plan.Target.Instance, r.plan.Target.Database, r.seq, time.Now()).FileName()
 		for _, srv := range Servers {
 			raw, err := readManifest(filepath.Join(s.F.ShareDir(srv), name))
@@ -398,6 +426,7 @@ func (s *Sim) cutAfter(r *run) time.Duration {
 				for _, st := range m.Stripes {
 					r.uploadBytes += st.Size
 				}
+				r.cutStripes = m.Stripes
 				break
 			}
 		}
@@ -406,4 +435,153 @@ func (s *Sim) cutAfter(r *run) time.Duration {
 		return time.Duration(r.plan.Percent / 100 * 2 * float64(time.Second))
 	}
 	return time.Duration(float64(r.uploadBytes) / vaultBandwidthBps * r.plan.Percent / 100 * float64(time.Second))
+}
+
+// cutUpload is the multipart upload FaultVaultCut cut: the stripe, its
+// upload id and the parts vault01 held at the cut of the Need it takes.
+type cutUpload struct {
+	Name     string
+	Size     int64
+	UploadID string
+	Parts    []int32
+	Need     int64
+}
+
+// multipartCut reports whether the run's set has a stripe above
+// VaultPartSize (read from its manifest by cutAfter).
+func (s *Sim) multipartCut(r *run) bool {
+	for _, st := range r.cutStripes {
+		if st.Size > vaultPartBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// cutDue reports whether vault01 holds at least one part of a multipart
+// upload of the run's stripes and not all of them (its ListParts, as the
+// root user), noting that upload in r.cut.
+func (s *Sim) cutDue(r *run) bool {
+	v := s.F.vault
+	if v == nil {
+		return true // injectVault notes the miss
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c := v.adminClient()
+	for _, st := range r.cutStripes {
+		need := (st.Size + vaultPartBytes - 1) / vaultPartBytes
+		if need < 2 {
+			continue
+		}
+		ups, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String(vaultBucket), Prefix: aws.String(vaultPrefix + st.Name)})
+		if err != nil {
+			continue
+		}
+		for _, u := range ups.Uploads {
+			parts, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String(vaultBucket), Key: u.Key, UploadId: u.UploadId})
+			if err != nil {
+				continue
+			}
+			var nums []int32
+			for _, pt := range parts.Parts {
+				nums = append(nums, aws.ToInt32(pt.PartNumber))
+			}
+			if n := int64(len(nums)); n >= 1 && n < need && s.checkpointed(ctx, st.Name, aws.ToString(u.UploadId)) {
+				sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+				r.cut = &cutUpload{Name: st.Name, Size: st.Size, UploadID: aws.ToString(u.UploadId), Parts: nums, Need: need}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkpointed reports whether a running CopyImmutable's last heartbeat
+// names upload id of stripe name with a part done: the checkpoint a retry
+// resumes from. Heartbeats are throttled (a second in the simulation), so
+// a cut just after the first part may come before it; the upload of a
+// retry without it starts again.
+func (s *Sim) checkpointed(ctx context.Context, name, id string) bool {
+	c := s.F.Client()
+	if c == nil {
+		return false
+	}
+	refs, err := s.openCycles(ctx)
+	if err != nil {
+		return false
+	}
+	for _, ref := range refs {
+		d, err := c.DescribeWorkflowExecution(ctx, ref.ID, ref.RunID)
+		if err != nil {
+			continue
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() != "CopyImmutable" || pa.GetHeartbeatDetails() == nil {
+				continue
+			}
+			var hb activities.ImmutableHeartbeat
+			if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil {
+				continue
+			}
+			if f := hb.Files[name]; f != nil && f.UploadID == id && len(f.Parts) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cutResumed notes, once the run's cycles closed, what became of the cut
+// upload: gone from vault01 (completed or aborted) and, from the workers'
+// logs, the parts the attempt that completed it kept and the bytes it sent.
+func (s *Sim) cutResumed(ctx context.Context, r *run) {
+	c := r.cut
+	state := "still open on " + Vault01
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.F.vault.adminClient().ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String(vaultBucket), Key: aws.String(vaultPrefix + c.Name),
+		UploadId: aws.String(c.UploadID)}); err != nil {
+		state = "no longer open on " + Vault01 + " (" + firstLine(err.Error()) + ")"
+		if strings.Contains(err.Error(), "NoSuchUpload") {
+			state = "completed (NoSuchUpload on " + Vault01 + ")"
+		}
+	}
+	var resumed, other []string
+	for _, name := range s.F.WorkerLogs() {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if !bytes.Contains(line, []byte(c.Name)) {
+				continue
+			}
+			if !bytes.Contains(line, []byte("stripe upload resumed")) {
+				var e struct {
+					Msg string `json:"msg"`
+					Err string `json:"error"`
+				}
+				if json.Unmarshal(line, &e) == nil && len(other) < 4 {
+					other = append(other, firstLine(e.Msg+" "+e.Err))
+				}
+				continue
+			}
+			var e struct {
+				Parts int   `json:"resumed_parts"`
+				Sent  int64 `json:"sent"`
+				Size  int64 `json:"size"`
+			}
+			if json.Unmarshal(line, &e) == nil {
+				resumed = append(resumed, fmt.Sprintf("%d parts kept, %d of %d bytes sent", e.Parts, e.Sent, e.Size))
+			}
+		}
+	}
+	if len(resumed) == 0 {
+		r.note("cut multipart upload of %s (parts %v of %d held at the cut): %s; no attempt resumed it (the workers' log on it: %s)", c.Name, c.Parts, c.Need, state,
+			strings.Join(other, " | "))
+		return
+	}
+	r.note("cut multipart upload of %s (parts %v of %d held at the cut): %s; resumed by the retry: %s", c.Name, c.Parts, c.Need, state,
+		strings.Join(resumed, "; "))
 }

@@ -226,6 +226,11 @@ type S3 struct {
 	// before its lock ends) or LockGovernance (a user with
 	// s3:BypassGovernanceRetention can).
 	LockMode string `yaml:"lock_mode"`
+	// PartSize is the size of each part of a multipart upload (every
+	// stripe above it is one); default DefaultPartSize. S3 takes parts of
+	// 5 MiB to 5 GiB and at most 10,000 of them: a stripe above 10,000
+	// parts is sent in larger ones.
+	PartSize Size `yaml:"part_size"`
 }
 
 // Object Lock modes (S3.LockMode), as S3 spells them.

@@ -7,7 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
+
+// DefaultPartSize is a kind: s3 server's part_size when not given.
+const DefaultPartSize = Size(s3.DefaultPartSize)
 
 // bucketRE is S3's rule for a bucket name ("General purpose bucket naming
 // rules", https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html):
@@ -138,6 +143,23 @@ func (d *decoder) checkObjectStore(b *BackupServer, path, owner string) {
 	default:
 		kp := join(sp, "lock_mode")
 		d.errf(d.line(kp), kp, "%s: lock_mode %q: use compliance (nobody can delete a locked version before its lock ends) or governance", so, s.LockMode)
+	}
+	d.checkPartSize(s, sp, so)
+}
+
+// checkPartSize holds part_size to S3's multipart limits: parts of 5 MiB
+// to 5 GiB (only the last may be smaller).
+func (d *decoder) checkPartSize(s *S3, sp, so string) {
+	kp := join(sp, "part_size")
+	switch {
+	case !d.given(kp):
+		s.PartSize = DefaultPartSize
+	case s.PartSize < s3.MinPartSize:
+		d.errf(d.line(kp), kp, "%s: part_size %s is below the %s S3 takes for every part but the last: use at least %s, or leave it out for %s",
+			so, s.PartSize, Size(s3.MinPartSize), Size(s3.MinPartSize), DefaultPartSize)
+	case s.PartSize > s3.MaxPartSize:
+		d.errf(d.line(kp), kp, "%s: part_size %s is above the %s S3 takes for a part: use at most %s, or leave it out for %s",
+			so, s.PartSize, Size(s3.MaxPartSize), Size(s3.MaxPartSize), DefaultPartSize)
 	}
 }
 

@@ -31,7 +31,7 @@ func TestObjectStoreServer(t *testing.T) {
 	}
 	v, _ := c.BackupServer("vault01")
 	if !v.IsObjectStore() || v.S3.Prefix != "backupcycle/" || v.S3.Region != "us-east-1" || !v.S3.PathStyle || v.S3.LockMode != LockCompliance ||
-		v.MaxConcurrent != DefaultServerConcurrency || v.BandwidthLimit != 50<<20 {
+		v.MaxConcurrent != DefaultServerConcurrency || v.BandwidthLimit != 50<<20 || v.S3.PartSize != 16<<20 {
 		t.Errorf("vault01: %+v %+v", v, v.S3)
 	}
 	db := c.Databases[0]
@@ -55,6 +55,27 @@ func TestObjectStoreServer(t *testing.T) {
 	}
 }
 
+// withPartSize is vault with s3.part_size v.
+func withPartSize(v string) string {
+	return strings.Replace(vault, "      secret_access_key_env: VAULT01_SECRET\n", "      secret_access_key_env: VAULT01_SECRET\n      part_size: "+v+"\n", 1)
+}
+
+// part_size: S3's limits, inclusive; the default 16 MiB.
+func TestObjectStorePartSize(t *testing.T) {
+	for _, tc := range []struct {
+		given string
+		want  Size
+	}{{"8MiB", 8 << 20}, {"5MiB", 5 << 20}, {"5GiB", 5 << 30}} {
+		c, err := Parse([]byte(withVault(t, withPartSize(tc.given), "")), "config.yaml")
+		if err != nil {
+			t.Fatalf("part_size %s: %v", tc.given, err)
+		}
+		if v, _ := c.BackupServer("vault01"); v.S3.PartSize != tc.want {
+			t.Errorf("part_size %s: %d bytes, want %d", tc.given, v.S3.PartSize, tc.want)
+		}
+	}
+}
+
 func TestObjectStoreErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
@@ -71,6 +92,12 @@ func TestObjectStoreErrors(t *testing.T) {
 			"location is a share's setting"},
 		{"bad mode", withVault(t, strings.Replace(vault, "access_key_id: AKIAEXAMPLE", "access_key_id: AKIAEXAMPLE\n      lock_mode: forever", 1), ""),
 			`lock_mode "forever"`},
+		{"part below 5 MiB", withVault(t, withPartSize("4MiB"), ""),
+			"part_size 4MiB is below the 5MiB S3 takes for every part but the last: use at least 5MiB, or leave it out for 16MiB"},
+		{"part of zero bytes", withVault(t, withPartSize("0"), ""), "part_size 0 bytes is below the 5MiB"},
+		{"part above 5 GiB", withVault(t, withPartSize("6GiB"), ""),
+			"part_size 6GiB is above the 5GiB S3 takes for a part: use at most 5GiB"},
+		{"part not a size", withVault(t, withPartSize("lots"), ""), "part_size"},
 		{"bad kind", withVault(t, strings.Replace(vault, "kind: s3", "kind: tape", 1), ""), `kind "tape"`},
 		{"in the rotation", strings.Replace(withVault(t, vault, ""), "backup_servers: [bak01, bak02]", "backup_servers: [bak01, vault01]", 1),
 			`backup server "vault01" is an object store (kind: s3): SQL Server cannot back up to it`},

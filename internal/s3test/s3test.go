@@ -144,6 +144,16 @@ func (s *Server) Close() {
 	s.log.Close()
 }
 
+// Kill ends the server with SIGKILL (its host gone) and waits for it; its
+// state stays in Dir, where RunAs with the same credentials finds it.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
 // Config is a store configuration for bucket with the root credentials.
 func (s *Server) Config(bucket, prefix string) s3.Config {
 	return s3.Config{Endpoint: s.Endpoint, Bucket: bucket, Prefix: prefix, PathStyle: true, Region: "us-east-1",

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/internal/s3test"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/limit"
 	"github.com/backupcycle/backupcycle/internal/storage/local"
 	"github.com/backupcycle/backupcycle/internal/storage/s3"
 	"github.com/backupcycle/backupcycle/internal/storage/storagetest"
@@ -180,6 +182,124 @@ func TestUploadResumesFromTheCheckpoint(t *testing.T) {
 	again := st.Upload(context.Background(), src, s3.UploadJob{Src: "db_1of2.bak", Name: "db_1of2.bak", SHA256: sum}, opts)
 	if again.Err != nil || !again.AlreadyThere || again.BytesSent != 0 || again.VersionID != res.VersionID {
 		t.Errorf("second upload: %+v; want AlreadyThere, nothing sent, version %s", again, res.VersionID)
+	}
+}
+
+// A multipart upload whose server is killed while a part is in flight
+// resumes, once the server is back on its directory, from the upload id of
+// its checkpoint: exactly the parts the server held are not sent again. The
+// retry locks for longer (CopyImmutable's lock runs from each attempt's
+// start); the upload was created with the first attempt's lock, and the
+// object ends up with the retry's.
+func TestUploadResumesAfterTheServerIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := s3test.RunAs(dir, "root", "killed-server-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	st := lockedStore(t, srv, "killed")
+	src, data, sum := source(t, "db_1of1.bak", 4*s3.MinPartSize+4321)
+	job := s3.UploadJob{Src: "db_1of1.bak", Name: "db_1of1.bak", SHA256: sum}
+	// Parts one at a time at 10 MiB/s: the third is in flight for half a
+	// second after the second is on the server, and the kill lands in it.
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 1, Limit: limit.New(10 << 20)}
+	var mu sync.Mutex
+	var cp s3.UploadProgress
+	killed := make(chan struct{})
+	var once sync.Once
+	opts.Progress = func(p s3.UploadProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.UploadID == "" {
+			return
+		}
+		cp = p
+		cp.Parts = slices.Clone(p.Parts)
+		if len(p.Parts) == 2 {
+			once.Do(func() {
+				go func() { time.Sleep(100 * time.Millisecond); srv.Kill(); close(killed) }()
+			})
+		}
+	}
+	res := st.Upload(context.Background(), src, job, opts)
+	if res.Err == nil {
+		t.Fatal("the upload went through a killed server")
+	}
+	<-killed
+	mu.Lock()
+	held := cp
+	mu.Unlock()
+	if held.UploadID == "" || len(held.Parts) != 2 {
+		t.Fatalf("checkpoint at the kill %+v: want its upload id and the 2 parts done", held)
+	}
+
+	srv2, err := s3test.RunAs(dir, "root", "killed-server-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv2.Close)
+	cfg := srv2.Config("killed", "sets/")
+	cfg.Lock = s3.Lock{Mode: s3.ModeCompliance, Until: time.Now().Add(2 * time.Hour).Truncate(time.Second)}
+	st2, err := s3.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	job.Resume = &held
+	opts.Progress, opts.Limit = nil, nil
+	res = st2.Upload(context.Background(), src, job, opts)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if want := int64(len(data)) - 2*s3.MinPartSize; res.ResumedParts != 2 || res.BytesSent != want || res.ResumeRejected {
+		t.Errorf("after the restart: resumed %d parts, sent %d bytes, rejected %v; want the 2 parts held kept and only the other %d bytes sent",
+			res.ResumedParts, res.BytesSent, res.ResumeRejected, want)
+	}
+	if !bytes.Equal(s3test.ReadAll(t, st2, "db_1of1.bak"), data) {
+		t.Fatal("the object reads otherwise than the source")
+	}
+	if h, err := st2.Head(context.Background(), "db_1of1.bak", res.VersionID); err != nil || h.Lock.Mode != s3.ModeCompliance || h.Lock.Until.Before(cfg.Lock.Until) {
+		t.Errorf("head %+v, %v: want the retry's COMPLIANCE lock until %s", h, err, cfg.Lock.Until)
+	}
+	ups, err := srv2.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String("killed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads left behind; want the resumed one completed and no other started", len(ups.Uploads))
+	}
+}
+
+// huge is a source whose files say they are more than S3 takes in one
+// object (10,000 parts of 5 GiB).
+type huge struct{ storage.Storage }
+
+func (h huge) Stat(ctx context.Context, name string) (storage.FileInfo, error) {
+	fi, err := h.Storage.Stat(ctx, name)
+	fi.Size = s3.MaxParts*s3.MaxPartSize + 1
+	return fi, err
+}
+
+// A stripe no part size fits into 10,000 parts is refused before anything
+// is sent; one above 10,000 parts of the configured size is sent in larger
+// parts (TestUploadResumesFromTheCheckpoint: a smaller one keeps them).
+func TestUploadRefusesAStripeAboveTenThousandParts(t *testing.T) {
+	srv := s3test.Start(t)
+	st := lockedStore(t, srv, "toolarge")
+	src, _, sum := source(t, "big.bak", 1000)
+	res := st.Upload(context.Background(), huge{src}, s3.UploadJob{Src: "big.bak", Name: "big.bak", SHA256: sum}, s3.UploadOptions{PartSize: s3.MinPartSize})
+	if !errors.Is(res.Err, storage.ErrTooLarge) || storage.IsRetryable(res.Err) || !strings.Contains(res.Err.Error(), "big.bak") ||
+		!strings.Contains(res.Err.Error(), "more stripes") || res.BytesSent != 0 {
+		t.Errorf("upload of %d bytes: %v (sent %d); want a non-retryable ErrTooLarge naming the file and the fix, nothing sent",
+			int64(s3.MaxParts*s3.MaxPartSize+1), res.Err, res.BytesSent)
+	}
+	ups, err := srv.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String("toolarge")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads started; want none", len(ups.Uploads))
 	}
 }
 

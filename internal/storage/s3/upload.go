@@ -28,8 +28,8 @@ import (
 // of 5 MiB to 5 GiB (the last may be smaller), at most 10,000 of them.
 const (
 	MinPartSize     = 5 << 20
-	maxPartSize     = 5 << 30
-	maxParts        = 10000
+	MaxPartSize     = 5 << 30
+	MaxParts        = 10000
 	DefaultPartSize = 16 << 20
 	DefaultInFlight = 4
 )
@@ -165,6 +165,9 @@ type upload struct {
 	size, mtime int64
 	mu          sync.Mutex
 	sent        int64
+	// resumed: the multipart upload is an earlier attempt's, created with
+	// that attempt's lock.
+	resumed bool
 }
 
 func (u *upload) report(p UploadProgress) {
@@ -192,6 +195,11 @@ func (u *upload) run(ctx context.Context, res *UploadResult) error {
 	}
 	u.size, u.mtime = fi.Size, fi.ModTime.UnixNano()
 	res.Size, res.SHA256Hex = u.size, u.job.SHA256
+	if u.size > MaxParts*MaxPartSize {
+		// Larger parts would not do either: refused before anything is sent.
+		return &storage.Error{Op: "upload", Location: u.src.Location(), Name: u.job.Src, Kind: storage.ErrTooLarge,
+			Err: fmt.Errorf("%d bytes is more than S3 takes in one object (%d parts of %d bytes): back the database up in more stripes", u.size, MaxParts, MaxPartSize)}
+	}
 
 	// The newest version may hold this content already (an attempt that
 	// completed and then lost its worker): read it back instead of sending
@@ -241,8 +249,14 @@ func (u *upload) run(ctx context.Context, res *UploadResult) error {
 		return &storage.Error{Op: "verify", Location: u.s.Location(), Name: u.job.Name, Kind: storage.ErrCorrupt,
 			Err: fmt.Errorf("version %s reads back with sha256 %x, the source's is %x; the next attempt writes a new version", obj.VersionID, got, want)}
 	}
-	if err := u.checkLock(ctx, &res.Object); err != nil {
-		return err
+	lockErr := u.checkLock(ctx, &res.Object)
+	if u.resumed && errors.Is(lockErr, ErrNotLocked) {
+		// The upload took the lock of the attempt that created it, which
+		// may end before this one's: extended (never shortened) to it.
+		lockErr = u.extendLock(ctx, &res.Object)
+	}
+	if lockErr != nil {
+		return lockErr
 	}
 	u.report(UploadProgress{VersionID: obj.VersionID, Done: true, Checked: u.size})
 	return nil
@@ -356,14 +370,15 @@ type part struct {
 	size   int64
 }
 
-// partSize is the part size for the file: the option, raised so that the
-// file fits in maxParts.
+// partSize is the part size for the file: the option, raised (to whole
+// MiB) so that the file fits in MaxParts; run refused files that no part
+// size fits.
 func (u *upload) partSize() int64 {
 	ps := u.opts.PartSize
-	if need := (u.size + maxParts - 1) / maxParts; need > ps {
+	if need := (u.size + MaxParts - 1) / MaxParts; need > ps {
 		ps = (need + 1<<20 - 1) &^ (1<<20 - 1)
 	}
-	return min(ps, maxPartSize)
+	return min(ps, MaxPartSize)
 }
 
 // multipart sends the file as a multipart upload, resuming the
@@ -375,11 +390,12 @@ func (u *upload) multipart(ctx context.Context, res *UploadResult) (Object, []by
 	uploadID := ""
 	if r := u.job.Resume; r != nil && r.UploadID != "" {
 		if r.File == u.job.Name && r.Size == u.size && r.SrcModTime == u.mtime && r.PartSize >= MinPartSize &&
-			r.PartSize <= maxPartSize && (u.size+r.PartSize-1)/r.PartSize <= maxParts && !r.Done {
+			r.PartSize <= MaxPartSize && (u.size+r.PartSize-1)/r.PartSize <= MaxParts && !r.Done {
 			parts, err := u.listParts(ctx, r.UploadID)
 			switch {
 			case err == nil:
 				uploadID, ps, have = r.UploadID, r.PartSize, parts
+				u.resumed = true
 			case errors.Is(err, storage.ErrNotFound):
 				res.ResumeRejected = true // completed or aborted meanwhile
 			default:
