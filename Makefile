@@ -14,10 +14,9 @@ TEST_TIMEOUT ?= 18m
 
 all: build
 
+# One invocation: the three links run in parallel.
 build:
-	$(GO) build -o $(BIN)/worker ./worker
-	$(GO) build -o $(BIN)/starter ./starter
-	$(GO) build -o $(BIN)/sqlsim ./internal/sqlsim/cmd/sqlsim
+	$(GO) build -o $(BIN)/ ./worker ./starter ./internal/sqlsim/cmd/sqlsim
 
 # What the tests need from the OS (samba, smbclient, nss_wrapper, uid_wrapper, promtool, chromium), installed when missing, and
 # versitygw, the S3 server with Object Lock of the object-storage tests, built from tools/versitygw once per version.
@@ -40,7 +39,8 @@ demo:
 # The production-shaped stack without Docker (README "A production-shaped stack"): PostgreSQL from the OS packages, the
 # Temporal server, schema and namespace by the compose file's own scripts, the Web UI, the emulated site and two
 # production workers, on free loopback ports, state in $(STACK_STATE). Runs until Ctrl-C or `make stack-stop`, which
-# stop every process. The Temporal programs are built once per release (scripts/temporal-tools.sh, up to half an hour).
+# stop every process. The Temporal programs (scripts/temporal-tools.sh): the server, schema tool and Web UI server are
+# go.mod's tool lines, compiled into the tests' build cache; the CLI comes from tools/temporalcli, built once per release.
 STACK_STATE ?= .stack
 stack: build
 	@bash scripts/stack-deps.sh

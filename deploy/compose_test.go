@@ -241,7 +241,9 @@ func checkPinned(t *testing.T, who, image string, pulled bool) {
 }
 
 // The stack runs the Temporal server, schema tool and Web UI releases the
-// tests embed (go.mod), so what `go test` proves is what compose runs.
+// tests embed (go.mod), so what `go test` proves is what compose runs; and
+// `make stack` builds them from go.mod's tool lines (internal/stack checks
+// those against the images too).
 func TestTemporalMatchesEmbeddedServer(t *testing.T) {
 	p := loadCompose(t)
 	module := map[string]string{

@@ -2,11 +2,15 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/semver"
 )
 
 // The stack runs the compose services' own entrypoints and environment:
@@ -97,26 +101,104 @@ func TestComposeServicesRunHere(t *testing.T) {
 	}
 }
 
-// The stack runs the Temporal server and Web UI releases the product's
-// go.mod pins (those the tests embed and the compose file's images are).
-func TestToolsMatchGoMod(t *testing.T) {
-	read := func(p string) string {
-		b, err := os.ReadFile(filepath.Join("../..", p))
+// The stack runs, in place of the compose file's Temporal images, programs
+// of the product's own module graph (go.mod's tool lines, built by
+// scripts/temporal-tools.sh), so of the releases the tests embed: each must
+// come from the release of the image whose service it stands in for.
+func TestToolsMatchComposeImages(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := readGoMod(t, filepath.Join(repo, "go.mod"))
+	script, err := os.ReadFile(filepath.Join(repo, "scripts", "temporal-tools.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadCompose(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ service, pkg string }{
+		{"temporal", "go.temporal.io/server/cmd/server"},
+		{"temporal-schema", "go.temporal.io/server/cmd/tools/sql"},
+		{"temporal-ui", "github.com/temporalio/ui-server/v2/cmd/server"},
+	} {
+		if !slices.ContainsFunc(mod.Tool, func(tl struct{ Path string }) bool { return tl.Path == c.pkg }) {
+			t.Errorf("go.mod has no tool line for %s, which the stack runs for the service %s: add it (go get -tool)", c.pkg, c.service)
+		}
+		if !strings.Contains(string(script), " "+c.pkg) {
+			t.Errorf("scripts/temporal-tools.sh does not build %s, which the stack runs for the service %s", c.pkg, c.service)
+		}
+		// The module of the package: the longest required path it is under.
+		module, version := "", ""
+		for _, r := range mod.Require {
+			if (c.pkg == r.Path || strings.HasPrefix(c.pkg, r.Path+"/")) && len(r.Path) > len(module) {
+				module, version = r.Path, r.Version
+			}
+		}
+		s, err := p.GetService(c.service)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b)
+		tag := s.Image[strings.LastIndex(s.Image, ":")+1:]
+		if "v"+tag != version {
+			t.Errorf("service %s runs %s, the stack builds %s from go.mod's %s: move them together", c.service, s.Image, c.pkg, version)
+		}
 	}
-	product, tools := read("go.mod"), read("tools/temporal/go.mod")
-	for _, mod := range []string{"go.temporal.io/server", "github.com/temporalio/ui-server/v2"} {
-		re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(mod) + `\s+(v\S+)`)
-		p, q := re.FindStringSubmatch(product), re.FindStringSubmatch(tools)
-		if p == nil || q == nil {
-			t.Errorf("%s: not required by go.mod (%v) or tools/temporal/go.mod (%v)", mod, p != nil, q != nil)
+}
+
+// The CLI's module (tools/temporalcli) links an older Temporal release, but
+// every other module it shares with the product sits at the product's
+// version, so that after `make test` most of its packages are already in the
+// build cache: only the CLI's own Temporal release (server, API, SDK and the
+// Nexus SDK that SDK is written against) and what that release requires at
+// a newer version than the product may differ.
+func TestCLISharesProductVersions(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	product := map[string]string{}
+	for _, r := range readGoMod(t, filepath.Join(repo, "go.mod")).Require {
+		product[r.Path] = r.Version
+	}
+	ownRelease := func(path string) bool {
+		return strings.HasPrefix(path, "go.temporal.io/") || strings.HasPrefix(path, "github.com/temporalio/") ||
+			path == "github.com/nexus-rpc/sdk-go"
+	}
+	cli := readGoMod(t, filepath.Join(repo, "tools", "temporalcli", "go.mod"))
+	shared := 0
+	for _, r := range cli.Require {
+		v, ok := product[r.Path]
+		if !ok || ownRelease(r.Path) {
 			continue
 		}
-		if p[1] != q[1] {
-			t.Errorf("%s: go.mod pins %s, tools/temporal/go.mod builds %s for the stack: move them together", mod, p[1], q[1])
+		shared++
+		if semver.Compare(r.Version, v) < 0 {
+			t.Errorf("tools/temporalcli builds the CLI with %s %s, the product has %s: raise it (cd tools/temporalcli && go get %s@%s && go mod tidy)",
+				r.Path, r.Version, v, r.Path, v)
 		}
 	}
+	if shared == 0 {
+		t.Error("tools/temporalcli/go.mod shares no module with go.mod: is it still the CLI's module?")
+	}
+}
+
+type goMod struct {
+	Require []struct{ Path, Version string }
+	Tool    []struct{ Path string }
+}
+
+func readGoMod(t *testing.T, path string) goMod {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "edit", "-json", path).Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
+	}
+	var mod goMod
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatal(err)
+	}
+	return mod
 }

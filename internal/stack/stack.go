@@ -21,11 +21,13 @@
 //     configuration: one on the default task queue, one on the task queue of
 //     backup server bak02, which runs bak02's copies.
 //
-// The Temporal programs are built by scripts/temporal-tools.sh from the
-// modules tools/temporal and tools/temporalcli. Run returns when its context
-// ends (Ctrl-C, `stack --stop`) after stopping every process it started,
-// workers first and PostgreSQL last. Meanwhile it replaces the workers with
-// another build on request (Upgrade, `stack --upgrade`), one at a time.
+// The Temporal programs are built by scripts/temporal-tools.sh: the server,
+// its schema tool and the Web UI server from the product's own module graph
+// (go.mod's tool lines), the CLI from the module tools/temporalcli. Run
+// returns when its context ends (Ctrl-C, `stack --stop`) after stopping every
+// process it started, workers first and PostgreSQL last. Meanwhile it
+// replaces the workers with another build on request (Upgrade,
+// `stack --upgrade`), one at a time.
 package stack
 
 import (
