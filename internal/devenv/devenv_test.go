@@ -400,6 +400,12 @@ func smbdPids(t *testing.T, conf string) []int {
 		if err != nil || !bytes.Contains(b, []byte(conf)) {
 			continue
 		}
+		// A zombie has ended: it only waits for its parent (or init) to
+		// collect it.
+		st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if i := bytes.LastIndexByte(st, ')'); err != nil || i < 0 || bytes.HasPrefix(bytes.TrimSpace(st[i+1:]), []byte("Z")) {
+			continue
+		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
 			pids = append(pids, pid)
 		}

@@ -599,11 +599,62 @@ func (s *Server) Kill() {
 
 func (s *Server) killLocked() {
 	if s.cmd != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		pgid := s.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-s.waitDone
 		s.cmd = nil
+		// smbd's children (one per connection, notifyd, cleanupd) outlive
+		// it by a moment: the server is down when they are gone.
+		s.killGroup(pgid)
 	}
 	s.killDcerpcd(syscall.SIGKILL)
+}
+
+// killGroup SIGKILLs what is left of process group pgid that runs this
+// server's smb.conf and waits (at most 10s) until none of it runs. Only
+// processes naming the smb.conf count: a group whose processes are all gone
+// frees its number for another program.
+func (s *Server) killGroup(pgid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := groupRunning(pgid, s.conf())
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupRunning lists the processes of group pgid whose command line holds
+// arg and which still run: a zombie (state Z, X) has ended and only waits
+// to be collected by its parent or init.
+func groupRunning(pgid int, arg string) []int {
+	var pids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Fields after the ")" that ends the command name: state(3) ppid pgrp.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(arg)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // Freeze stops smbd and its children (SIGSTOP): connections stay open but
@@ -621,7 +672,9 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// samba-dcerpcd starts on demand (share listing) and outlives smbd.
+// samba-dcerpcd starts on demand (share listing) and outlives smbd. It
+// leads a process group of its own with its rpcd_* workers, which outlive
+// it: the whole group goes.
 func (s *Server) killDcerpcd(sig syscall.Signal) {
 	b, err := os.ReadFile(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
 	if err != nil {
@@ -629,6 +682,7 @@ func (s *Server) killDcerpcd(sig syscall.Signal) {
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
 		_ = syscall.Kill(pid, sig)
+		s.killGroup(pid)
 	}
 	_ = os.Remove(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
 }
@@ -668,9 +722,11 @@ func (s *Server) Stop() {
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) // a frozen server must see the TERM
+	pgid := s.cmd.Process.Pid
 	select {
 	case <-s.waitDone:
 		s.cmd = nil
+		s.killGroup(pgid)
 	case <-time.After(5 * time.Second):
 	}
 	s.killLocked()
