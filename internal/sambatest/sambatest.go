@@ -536,29 +536,17 @@ func (s *Server) CPU() time.Duration {
 	if s.cmd == nil {
 		return 0
 	}
-	pgid := s.cmd.Process.Pid
+	pgid := strconv.Itoa(s.cmd.Process.Pid)
 	var ticks int64
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// Fields after the ")" that ends the command name: state(3) ppid
-		// pgrp ... utime(14) stime(15) cutime(16) cstime(17).
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 15 || f[2] != strconv.Itoa(pgid) {
-			continue
+	eachProcess(func(_ int, f []string) {
+		if len(f) < 15 || f[2] != pgid {
+			return
 		}
 		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
 			v, _ := strconv.ParseInt(f[k], 10, 64)
 			ticks += v
 		}
-	}
+	})
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
@@ -626,35 +614,59 @@ func (s *Server) killGroup(pgid int) {
 	}
 }
 
-// groupRunning lists the processes of group pgid whose command line holds
-// arg and which still run: a zombie (state Z, X) has ended and only waits
-// to be collected by its parent or init.
+// groupRunning lists the processes of group pgid that run arg (runs).
 func groupRunning(pgid int, arg string) []int {
 	var pids []int
+	eachProcess(func(pid int, f []string) {
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && runs(pid, f, arg) {
+			pids = append(pids, pid)
+		}
+	})
+	return pids
+}
+
+// Running lists the processes whose command line holds arg (a server's
+// ConfigPath: its smbd, their children, samba-dcerpcd and its workers) and
+// which still run.
+func Running(arg string) []int {
+	var pids []int
+	eachProcess(func(pid int, f []string) {
+		if runs(pid, f, arg) {
+			pids = append(pids, pid)
+		}
+	})
+	return pids
+}
+
+// runs says whether process pid (f: its stat fields) holds arg in its
+// command line and still runs: a zombie (state Z or X) has ended and only
+// waits to be collected by its parent or init.
+func runs(pid int, f []string, arg string) bool {
+	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && bytes.Contains(cmdline, []byte(arg))
+}
+
+// eachProcess calls fn with every process's pid and the fields of its
+// /proc stat after the command name: state(0) ppid pgrp ... utime(11)
+// stime(12) cutime(13) cstime(14).
+func eachProcess(fn func(pid int, f []string)) {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range stats {
-		b, err := os.ReadFile(p)
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		if err != nil {
 			continue
 		}
-		// Fields after the ")" that ends the command name: state(3) ppid pgrp.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // ended meanwhile
 		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte(arg)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			pids = append(pids, pid)
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			fn(pid, strings.Fields(string(b[i+1:])))
 		}
 	}
-	return pids
 }
 
 // Freeze stops smbd and its children (SIGSTOP): connections stay open but

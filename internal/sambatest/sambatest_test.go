@@ -236,36 +236,13 @@ func TestStopLeavesNoSmbdWithConnectionsOpen(t *testing.T) {
 		}
 		conf := s.ConfigPath()
 		s.Stop()
-		if left := runningWith(conf); len(left) > 0 {
+		if left := sambatest.Running(conf); len(left) > 0 {
 			t.Errorf("round %d: smbd processes of %s still running after Stop: %v", round, conf, left)
 		}
 		for _, c := range conns {
 			c.Close()
 		}
 	}
-}
-
-// runningWith lists the processes whose command line holds arg and which
-// are not zombies, as "pid state".
-func runningWith(arg string) []string {
-	var left []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(b, []byte(arg)) {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-		if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-			continue
-		}
-		left = append(left, filepath.Base(filepath.Dir(p))+" "+strings.Join(f[:min(len(f), 3)], " "))
-	}
-	return left
 }
 
 // listShares lists the server's shares (smbclient -L), over DCE/RPC.
