@@ -334,6 +334,27 @@ func TestOneCyclePerDatabase(t *testing.T) {
 	}
 }
 
+// outageLimit bounds a cycle whose verification instance stays down from
+// the copy on, by what the cycle promises (workflows' retry policies): the
+// rest of a clean cycle (cycleLimit: the copy still runs), the RESTORE tried
+// 20 times, its waits doubling from sql_host_wait.initial (100ms here) up to
+// 20 times that, then the copy a RESTORE may have left dropped, tried 5
+// times with waits doubling from 5s. Each of those 25 attempts (a refused
+// connect) gets 3s for its scheduling on a loaded machine.
+var outageLimit = cycleLimit + retryWaits(100*time.Millisecond, 20) + retryWaits(5*time.Second, 5) + 25*3*time.Second
+
+// retryWaits is the total of the waits between attempts of workflows'
+// retry policy: doubling from initial, at most 20 times initial.
+func retryWaits(initial time.Duration, attempts int) time.Duration {
+	var total time.Duration
+	wait := initial
+	for range attempts - 1 {
+		total += wait
+		wait = min(2*wait, 20*initial)
+	}
+	return total
+}
+
 // TestOutageKeepsSet: the verification instance goes down after the copy
 // for longer than the cycle's retry budget. The cycle ends not verified,
 // but nothing is known to be wrong with the set: it is not marked failed
@@ -365,7 +386,7 @@ func TestOutageKeepsSet(t *testing.T) {
 	})
 	s.verify.Crash()
 	down := time.Now()
-	_, err = finish(t, c, run, 2*time.Minute)
+	_, err = finish(t, c, run, outageLimit)
 	t.Logf("cycle with the verification instance down %s: %v", time.Since(down).Round(time.Second), err)
 	if err == nil {
 		t.Errorf("the cycle ended verified with its verification instance down")

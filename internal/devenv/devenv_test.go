@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -389,22 +388,11 @@ func findServer(t *testing.T, c *config.Config, name string) config.BackupServer
 	return config.BackupServer{}
 }
 
-// smbdPids are the processes whose command line names conf (smbd and its
-// children), read from /proc.
+// smbdPids are the running processes whose command line names conf (smbd,
+// its children, samba-dcerpcd and its workers), read from /proc.
 func smbdPids(t *testing.T, conf string) []int {
 	t.Helper()
-	var pids []int
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(b, []byte(conf)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return sambatest.Running(conf)
 }
 
 // A clone in a home directory closed to other users (Debian's 0700, as

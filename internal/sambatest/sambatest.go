@@ -536,29 +536,17 @@ func (s *Server) CPU() time.Duration {
 	if s.cmd == nil {
 		return 0
 	}
-	pgid := s.cmd.Process.Pid
+	pgid := strconv.Itoa(s.cmd.Process.Pid)
 	var ticks int64
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// Fields after the ")" that ends the command name: state(3) ppid
-		// pgrp ... utime(14) stime(15) cutime(16) cstime(17).
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 15 || f[2] != strconv.Itoa(pgid) {
-			continue
+	eachProcess(func(_ int, f []string) {
+		if len(f) < 15 || f[2] != pgid {
+			return
 		}
 		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
 			v, _ := strconv.ParseInt(f[k], 10, 64)
 			ticks += v
 		}
-	}
+	})
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
@@ -599,11 +587,86 @@ func (s *Server) Kill() {
 
 func (s *Server) killLocked() {
 	if s.cmd != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		pgid := s.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-s.waitDone
 		s.cmd = nil
+		// smbd's children (one per connection, notifyd, cleanupd) outlive
+		// it by a moment: the server is down when they are gone.
+		s.killGroup(pgid)
 	}
 	s.killDcerpcd(syscall.SIGKILL)
+}
+
+// killGroup SIGKILLs what is left of process group pgid that runs this
+// server's smb.conf and waits (at most 10s) until none of it runs. Only
+// processes naming the smb.conf count: a group whose processes are all gone
+// frees its number for another program.
+func (s *Server) killGroup(pgid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := groupRunning(pgid, s.conf())
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupRunning lists the processes of group pgid that run arg (runs).
+func groupRunning(pgid int, arg string) []int {
+	var pids []int
+	eachProcess(func(pid int, f []string) {
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && runs(pid, f, arg) {
+			pids = append(pids, pid)
+		}
+	})
+	return pids
+}
+
+// Running lists the processes whose command line holds arg (a server's
+// ConfigPath: its smbd, their children, samba-dcerpcd and its workers) and
+// which still run.
+func Running(arg string) []int {
+	var pids []int
+	eachProcess(func(pid int, f []string) {
+		if runs(pid, f, arg) {
+			pids = append(pids, pid)
+		}
+	})
+	return pids
+}
+
+// runs says whether process pid (f: its stat fields) holds arg in its
+// command line and still runs: a zombie (state Z or X) has ended and only
+// waits to be collected by its parent or init.
+func runs(pid int, f []string, arg string) bool {
+	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && bytes.Contains(cmdline, []byte(arg))
+}
+
+// eachProcess calls fn with every process's pid and the fields of its
+// /proc stat after the command name: state(0) ppid pgrp ... utime(11)
+// stime(12) cutime(13) cstime(14).
+func eachProcess(fn func(pid int, f []string)) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			fn(pid, strings.Fields(string(b[i+1:])))
+		}
+	}
 }
 
 // Freeze stops smbd and its children (SIGSTOP): connections stay open but
@@ -621,7 +684,9 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// samba-dcerpcd starts on demand (share listing) and outlives smbd.
+// samba-dcerpcd starts on demand (share listing) and outlives smbd. It
+// leads a process group of its own with its rpcd_* workers, which outlive
+// it: the whole group goes.
 func (s *Server) killDcerpcd(sig syscall.Signal) {
 	b, err := os.ReadFile(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
 	if err != nil {
@@ -629,6 +694,7 @@ func (s *Server) killDcerpcd(sig syscall.Signal) {
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
 		_ = syscall.Kill(pid, sig)
+		s.killGroup(pid)
 	}
 	_ = os.Remove(filepath.Join(s.dir, "pid", "samba-dcerpcd.pid"))
 }
@@ -668,9 +734,11 @@ func (s *Server) Stop() {
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) // a frozen server must see the TERM
+	pgid := s.cmd.Process.Pid
 	select {
 	case <-s.waitDone:
 		s.cmd = nil
+		s.killGroup(pgid)
 	case <-time.After(5 * time.Second):
 	}
 	s.killLocked()

@@ -210,3 +210,49 @@ func serveClosedHome(t *testing.T, home string) {
 		t.Errorf("smbd %d still runs after Close", pid)
 	}
 }
+
+// Stop returns only when no smbd of the server runs any more: smbd forks a
+// child per connection, and a child still serving (or still exiting) when
+// Stop returned was counted as a server left behind. A zombie is not
+// running: it only waits for its parent (or init) to collect it.
+func TestStopLeavesNoSmbdWithConnectionsOpen(t *testing.T) {
+	for round := 1; round <= 3; round++ {
+		s := sambatest.Start(t, sambatest.Options{})
+		var conns []net.Conn
+		for range 4 {
+			c, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		// Each connection has its child by the time smbd answers one. A
+		// share listing starts samba-dcerpcd and its rpcd_* workers.
+		if out, err := smbclient(t, s, "backup", s.Password(), "ls"); err != nil {
+			t.Fatalf("smbclient: %v\n%s", err, out)
+		}
+		if out, err := listShares(t, s); err != nil {
+			t.Fatalf("smbclient -L: %v\n%s", err, out)
+		}
+		conf := s.ConfigPath()
+		s.Stop()
+		if left := sambatest.Running(conf); len(left) > 0 {
+			t.Errorf("round %d: smbd processes of %s still running after Stop: %v", round, conf, left)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// listShares lists the server's shares (smbclient -L), over DCE/RPC.
+func listShares(t *testing.T, s *sambatest.Server) ([]byte, error) {
+	t.Helper()
+	auth := filepath.Join(t.TempDir(), "auth")
+	if err := os.WriteFile(auth, []byte("username = "+s.User()+"\npassword = "+s.Password()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("smbclient", "-L", "127.0.0.1", "-p", strconv.Itoa(s.Port()), "-A", auth)
+	cmd.Dir = t.TempDir()
+	return cmd.CombinedOutput()
+}

@@ -102,15 +102,22 @@ func (p *proc) waitLine(t *testing.T, re string) []string {
 	}
 }
 
-// wait drains stdout and returns the exit code.
+// wait drains stdout and returns the exit code. The worker must print a
+// line or exit within idle of its last line (a demo reports each cycle,
+// a stopping worker only says it stopped): silence that long is a worker
+// stuck, whatever the load. Then its goroutines are dumped (SIGQUIT) to
+// stderr, which the failure shows.
 func (p *proc) wait(t *testing.T) int {
 	t.Helper()
-	timeout := time.After(time.Minute)
+	const idle = 2 * time.Minute
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
 	for {
 		select {
 		case line, ok := <-p.lines:
 			if ok {
 				p.stdout.WriteString(line + "\n")
+				timer.Reset(idle)
 				continue
 			}
 			select {
@@ -123,13 +130,24 @@ func (p *proc) wait(t *testing.T) int {
 					t.Fatal(err)
 				}
 				return 0
-			case <-timeout:
-				t.Fatal("worker did not exit within 1m")
+			case <-timer.C:
+				p.stuck(t, idle)
 			}
-		case <-timeout:
-			t.Fatal("worker did not exit within 1m")
+		case <-timer.C:
+			p.stuck(t, idle)
 		}
 	}
+}
+
+// stuck fails the test with the goroutines of a worker silent for idle.
+func (p *proc) stuck(t *testing.T, idle time.Duration) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+	t.Fatalf("worker neither printed a line nor exited within %s of its last line (goroutines dumped to its stderr)", idle)
 }
 
 func TestDevWorkerServesUIRunsHealthCheckAndStopsOnSIGTERM(t *testing.T) {
