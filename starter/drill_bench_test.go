@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ import (
 // orchestration's share of the Recover: its wall time less the time its
 // activities ran (dispatch, workflow tasks, history writes), read from
 // the Recover's own history. BACKUPCYCLE_BENCH_LOGS sets another number
-// of log backups.
+// of log backups; BACKUPCYCLE_BENCH_CPUPROFILE a file for the CPU
+// profile of the drill (worker, emulator and Temporal, one process).
 func BenchmarkDrillOf500Logs(b *testing.B) {
 	n := 500
 	if v := os.Getenv("BACKUPCYCLE_BENCH_LOGS"); v != "" {
@@ -74,6 +76,17 @@ func BenchmarkDrillOf500Logs(b *testing.B) {
 		b.Fatalf("CopyLogs: %v", err)
 	}
 
+	if f := os.Getenv("BACKUPCYCLE_BENCH_CPUPROFILE"); f != "" {
+		// The drill alone, not the log backups before it.
+		w, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(w); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); w.Close() }()
+	}
 	b.ResetTimer()
 	began := time.Now()
 	code, out, errs := on(b, tq, "drill", "--config", site.ConfigFile, "--database", devenv.Database, "--latest", "--wait")

@@ -643,15 +643,26 @@ func restoredLogs(ctx context.Context, sqlDB *mssql.DB, name string, after int64
 
 // restoredSince reports whether msdb says step s (a log or a
 // differential) was restored into name after restore-history row after
-// (the recover's full): a RESTORE that completed, seen or not.
+// (the recover's full): a RESTORE that completed, seen or not. It asks
+// for s's backup set alone: a step reads the same whatever the number of
+// logs restored before it, and a retry on another worker finds it as
+// the first attempt would.
 func restoredSince(ctx context.Context, sqlDB *mssql.DB, name string, after int64, s recovery.Step) (bool, error) {
 	typ := tsql.RestoreTypeLog
 	if s.Kind == recovery.KindDiff {
 		typ = tsql.RestoreTypeDifferential
 	}
-	rs, err := restoredOfType(ctx, sqlDB, name, after, typ)
+	if strings.TrimSpace(s.GUID) == "" {
+		// No GUID recorded: msdb cannot name it; the redo LSN decides.
+		return false, nil
+	}
+	q, args, err := tsql.RestoredBackup(name, after, typ, s.GUID)
 	if err != nil {
-		return false, err
+		return false, activities.NonRetryable(activities.ErrInvalidConfig, fmt.Errorf("%s: %w", s.Name(), err))
+	}
+	rs, err := sqlDB.RestoredLogs(ctx, q, args...)
+	if err != nil {
+		return false, activities.SQLError(err)
 	}
 	return slices.ContainsFunc(rs, func(r mssql.RestoredLog) bool { return activities.SameGUID(r.BackupSetGUID, s.GUID) }), nil
 }

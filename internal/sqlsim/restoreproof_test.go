@@ -159,6 +159,12 @@ func TestJoins(t *testing.T) {
 	if fmt.Sprint(r.cols) != "[id name qty]" || fmt.Sprint(r.rows) != "[[1 one 10] [1 one 11]]" {
 		t.Fatalf("three-way join: %v %v", r.cols, r.rows)
 	}
+	// An integer key that is NULL matches nothing; LEFT keeps its row.
+	mustRun(t, sales, "CREATE TABLE dbo.C (q int NULL); INSERT INTO dbo.C VALUES (NULL), (30), (10)")
+	r = mustRun(t, sales, "SELECT c.q, b.a_id FROM dbo.C c LEFT JOIN dbo.B b ON b.qty = c.q ORDER BY c.q")
+	if fmt.Sprint(r.rows) != "[[<nil> <nil>] [10 1] [30 3]]" {
+		t.Fatalf("left join on a NULL key: %v", r.rows)
+	}
 	r = mustRun(t, e.db, "SELECT d.name, rh.restore_history_id FROM sys.databases d LEFT JOIN msdb.dbo.restorehistory rh ON rh.destination_database_name = d.name WHERE d.database_id > 4")
 	if fmt.Sprint(r.rows) != "[[Sales <nil>]]" {
 		t.Fatalf("catalog left join: %v", r.rows)

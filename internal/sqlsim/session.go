@@ -98,6 +98,9 @@ type StatementRecord struct {
 	// <session>) or "crashed".
 	Outcome string
 	Error   error
+	// Rows is how many result rows the statement sent to its client
+	// (what a test of what a step reads counts).
+	Rows int64
 }
 
 // Statements returns every statement started since the instance was
@@ -177,6 +180,7 @@ type execCtx struct {
 	req  *request
 	vars map[string]*variable
 	rows int64 // @@ROWCOUNT
+	sent int64 // result rows sent to the client
 	// crashed is the crash channel of the instance incarnation this
 	// request runs in (a restart installs a new one).
 	crashed chan struct{}
@@ -441,6 +445,7 @@ func (x *execCtx) run(st stmt) error {
 		}
 		rec = x.in.startRecord(StatementRecord{Session: int(x.s.id), Kind: kind, Database: dbName, SQL: x.req.text, Start: time.Now()})
 	}
+	sent := x.sent
 	err := x.exec(st)
 	// Held messages go out at the end of the statement, before its errors.
 	// A statement that finished and then found its client gone is still
@@ -458,6 +463,9 @@ func (x *execCtx) run(st stmt) error {
 		err = errConnectionDropped
 	}
 	if rec != nil {
+		x.in.mu.Lock()
+		rec.Rows = x.sent - sent
+		x.in.mu.Unlock()
 		x.in.finishRecord(rec, err)
 	}
 	if err == nil && werr != nil {
@@ -757,6 +765,7 @@ func (x *execCtx) sendRelation(rel *relation) error {
 		}
 	}
 	x.rows = int64(len(rel.rows))
+	x.sent += x.rows
 	return x.w.StatementDone(tds.CmdSelect, int64(len(rel.rows)), true)
 }
 

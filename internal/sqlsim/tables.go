@@ -72,15 +72,27 @@ func (x *execCtx) source(f *fromClause) (*relation, error) {
 
 // join is a nested-loop join: the rows of left x right for which on is
 // TRUE (NULL and FALSE drop the pair, as in SQL); LEFT keeps unmatched left
-// rows with NULLs on the right.
+// rows with NULLs on the right. An ON equating two integer columns pairs
+// only the rows with equal keys (equiJoin), so that joining msdb's
+// restorehistory to backupset costs what it costs SQL Server, not the
+// product of their rows.
 func (x *execCtx) join(left, right *relation, j joinClause) (*relation, error) {
 	if left.gen != nil || right.gen != nil {
 		return nil, errNotSupported("joins with a generated table (only COUNT(*), COUNT_BIG(*), MAX and MIN read them)")
 	}
 	out := &relation{cols: append(append([]relCol(nil), left.cols...), right.cols...)}
+	byKey, li := equiJoin(left, right, j)
 	for _, l := range left.rows {
 		matched := false
-		for _, r := range right.rows {
+		rights := right.rows
+		if byKey != nil {
+			// Only the right rows with the same integer key can match.
+			rights = nil
+			if k, ok := normValue(l[li]).(int64); ok {
+				rights = byKey[k]
+			}
+		}
+		for _, r := range rights {
 			row := append(append(make([]any, 0, len(out.cols)), l...), r...)
 			if j.on != nil {
 				v, err := (&env{x: x, rel: out, row: row}).eval(j.on)
@@ -99,6 +111,65 @@ func (x *execCtx) join(left, right *relation, j joinClause) (*relation, error) {
 		}
 	}
 	return out, nil
+}
+
+// equiJoin indexes right by its column of an ON that is an equality of
+// an integer column of each side (ON rh.backup_set_id =
+// bs.backup_set_id), as SQL Server seeks a key instead of comparing every
+// pair: the rows of right by key, and the left column's index. nil for
+// any other ON, or when either column holds anything but integers and
+// NULLs (the nested loop then compares, with the collation's rules); a
+// NULL key matches nothing, as NULL = x is not TRUE.
+func equiJoin(left, right *relation, j joinClause) (map[int64][][]any, int) {
+	b, ok := j.on.(*binExpr)
+	if !ok || b.op != "=" {
+		return nil, 0
+	}
+	lc, lok := b.l.(*colExpr)
+	rc, rok := b.r.(*colExpr)
+	if !lok || !rok {
+		return nil, 0
+	}
+	// Each column must be one side's alone (else the nested loop
+	// reports the ambiguity or the unknown column).
+	side := func(parts []string) (int, bool, bool) {
+		i, lerr := (&env{rel: left}).lookupCol(parts)
+		k, rerr := (&env{rel: right}).lookupCol(parts)
+		switch {
+		case lerr == nil && rerr != nil:
+			return i, true, true
+		case rerr == nil && lerr != nil:
+			return k, false, true
+		}
+		return 0, false, false
+	}
+	i1, left1, ok1 := side(lc.parts)
+	i2, left2, ok2 := side(rc.parts)
+	if !ok1 || !ok2 || left1 == left2 {
+		return nil, 0
+	}
+	li, ri := i1, i2
+	if left2 {
+		li, ri = i2, i1
+	}
+	for _, l := range left.rows {
+		if v := normValue(l[li]); v != nil {
+			if _, ok := v.(int64); !ok {
+				return nil, 0
+			}
+		}
+	}
+	byKey := map[int64][][]any{}
+	for _, r := range right.rows {
+		switch v := normValue(r[ri]).(type) {
+		case nil:
+		case int64:
+			byKey[v] = append(byKey[v], r)
+		default:
+			return nil, 0
+		}
+	}
+	return byKey, li
 }
 
 // tableSource reads one named table or view into a relation whose columns

@@ -36,14 +36,35 @@ const (
 // msdb.dbo.backupset on the instance that restores ("restorehistory
 // (Transact-SQL)"; "backupset (Transact-SQL)"); one cut short writes none.
 func RestoredBackups(db string, after int64, typ string) (string, []any, error) {
+	return restoredBackups(db, after, typ, "", false)
+}
+
+// RestoredBackup is RestoredBackups for the one backup set whose
+// backup_set_uuid is guid: its restores of type typ into db after
+// restore-history row `after`, the same columns. A step of a long restore
+// sequence asks for its own backup alone, so that what it reads does not
+// grow with the backups restored before it.
+func RestoredBackup(db string, after int64, typ, guid string) (string, []any, error) {
+	return restoredBackups(db, after, typ, guid, true)
+}
+
+func restoredBackups(db string, after int64, typ, guid string, one bool) (string, []any, error) {
 	if err := CheckIdent(db); err != nil {
 		return "", nil, fmt.Errorf("restored backups lookup: %w", err)
 	}
 	if typ != RestoreTypeLog && typ != RestoreTypeDifferential {
 		return "", nil, fmt.Errorf("restored backups lookup: %w: restore type %q (want %s or %s)", ErrInvalidOption, typ, RestoreTypeLog, RestoreTypeDifferential)
 	}
-	return "SELECT rh.restore_history_id, bs.backup_set_uuid, bs.first_lsn, bs.last_lsn, rh.stop_at " +
+	q := "SELECT rh.restore_history_id, bs.backup_set_uuid, bs.first_lsn, bs.last_lsn, rh.stop_at " +
 		"FROM msdb.dbo.restorehistory AS rh JOIN msdb.dbo.backupset AS bs ON bs.backup_set_id = rh.backup_set_id " +
-		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = @p3 AND rh.restore_history_id > @p2 " +
-		"ORDER BY rh.restore_history_id", []any{db, after, typ}, nil
+		"WHERE rh.destination_database_name = @p1 AND rh.restore_type = @p3 AND rh.restore_history_id > @p2 "
+	args := []any{db, after, typ}
+	if one {
+		if guid == "" {
+			return "", nil, fmt.Errorf("restored backups lookup: %w: no backup set GUID given", ErrInvalidOption)
+		}
+		q += "AND bs.backup_set_uuid = @p4 "
+		args = append(args, guid)
+	}
+	return q + "ORDER BY rh.restore_history_id", args, nil
 }

@@ -32,4 +32,11 @@ func TestRestoreDatabaseWithTheBackupsTuning(t *testing.T) {
 	if _, _, err := RestoredBackups("Sales", 7, "D' OR 1=1 --"); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("RestoredBackups of an unknown type: %v, want ErrInvalidOption", err)
 	}
+	q, args, err = RestoredBackup("Sales", 7, RestoreTypeLog, "6F9619FF-8B86-D011-B42D-00C04FC964FF")
+	if err != nil || !strings.Contains(q, "bs.backup_set_uuid = @p4") || len(args) != 4 || args[3] != "6F9619FF-8B86-D011-B42D-00C04FC964FF" {
+		t.Fatalf("RestoredBackup: %q %v %v", q, args, err)
+	}
+	if _, _, err := RestoredBackup("Sales", 7, RestoreTypeLog, ""); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("RestoredBackup without a GUID: %v, want ErrInvalidOption", err)
+	}
 }
