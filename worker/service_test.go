@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -73,23 +72,6 @@ func TestServiceUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
 			t.Errorf("worker service %q: exit %d, output %q; want exit %d and %q", c.args, code, out.String()+errb.String(), c.code, c.want)
 		}
-	}
-}
-
-// Elsewhere than on Windows the service mode says where the systemd unit
-// is.
-func TestServiceModeElsewhere(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the Windows service itself is checked on Windows")
-	}
-	cfg := filepath.Join(t.TempDir(), "backupcycle.yaml")
-	if err := os.WriteFile(cfg, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"service", "install", "--config", cfg}, &out, &errb); code != exitFail ||
-		!strings.Contains(errb.String(), "deploy/systemd/backupcycle-worker.service") {
-		t.Errorf("service install on %s: exit %d, %q", runtime.GOOS, code, errb.String())
 	}
 }
 
