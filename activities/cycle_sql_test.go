@@ -120,7 +120,11 @@ func (f *sqlFixture) backedUp() (Plan, int64, ManifestOutput) {
 func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
 	db := "Sales]; DROP DATABASE x--"
 	f := newSQLFixture(t, db, "")
+	// Paced so that the backup outlasts a few polls on any machine: the
+	// progress it signals must rise before it reaches 100.
+	f.src.SetThrottle(256 << 10)
 	p, seq, man := f.backedUp()
+	f.src.SetThrottle(0)
 	if p.Rotation[0] != "bak01" || p.Remote != "bak02" {
 		t.Fatalf("plan %+v, want bak01 then copy to bak02", p)
 	}
@@ -145,6 +149,11 @@ func TestSQLCycleActivitiesEndToEnd(t *testing.T) {
 	f.mu.Unlock()
 	if len(pcts) < 2 || pcts[len(pcts)-1] < 90 {
 		t.Errorf("backup progress signalled %v, want a rising percent up to 100", pcts)
+	}
+	for i := 1; i < len(pcts); i++ {
+		if pcts[i] < pcts[i-1] {
+			t.Errorf("backup progress signalled %v: it fell at signal %d", pcts, i)
+		}
 	}
 	written := f.load("bak01", seq)
 	if written.State != catalog.StateWritten || written.Header == nil || written.Header.BackupSetGUID == "" ||
