@@ -66,7 +66,7 @@ func TestDrillFromTheImmutableCopy(t *testing.T) {
 		t.Fatalf("drill --wait: exit %d", code)
 	}
 	for _, re := range []string{
-		`(?m)^DRILL PASSED Sales: recovered as Sales_drill on sqlverify to \S+ \(full's finish; workflow drill/sql01/Sales, recover recover/sqlverify/Sales_drill\)$`,
+		`(?m)^DRILL PASSED Sales: recovered as Sales_drill on sqlverify to \S+ \(full's start; workflow drill/sql01/Sales, recover recover/sqlverify/Sales_drill\)$`,
 		`(?m)^  restored: set 1 to the point the latest point the backups reach, read from ` + staging + `$`,
 		`(?m)^  immutable: [0-9]+ object\(s\) of set 1 from vault01 \(s3://\S+\), staged on ` + staging + ` in ` + regexp.QuoteMeta(dir) + `, removed after$`,
 		`(?m)^  copy:     Sales_drill dropped$`,

@@ -221,6 +221,10 @@ func printRecoverResult(w io.Writer, run client.RecoverRun) {
 	}
 	fmt.Fprintf(w, "%s %s on %s to %s (%s; workflow %s)\n", word, tsql.Printable(r.Name), r.Target, r.RecoveryPoint.UTC().Format(time.RFC3339Nano),
 		r.RecoveryPointFrom, run.WorkflowID)
+	if r.RecoveryPointBound.After(r.RecoveryPoint) {
+		fmt.Fprintf(w, "  every transaction committed before %s is in it; one that committed while that backup ran, up to %s, may be too\n",
+			r.RecoveryPoint.UTC().Format(time.RFC3339Nano), r.RecoveryPointBound.UTC().Format(time.RFC3339Nano))
+	}
 	from := fmt.Sprintf("set %d of %s", r.Sequence, tsql.Printable(r.Database))
 	if r.Instance != "" {
 		from += "@" + r.Instance
@@ -288,6 +292,7 @@ type recoverJSON struct {
 	StopAt            string         `json:"stop_at,omitempty"`
 	RecoveryPoint     string         `json:"recovery_point,omitempty"`
 	RecoveryPointFrom string         `json:"recovery_point_from,omitempty"`
+	RecoveryPointTo   string         `json:"recovery_point_bound,omitempty"`
 	Bytes             int64          `json:"bytes"`
 	Times             map[string]any `json:"times"`
 	Unreachable       []string       `json:"unreachable,omitempty"`
@@ -301,7 +306,7 @@ func recoverJSONOf(run client.RecoverRun) recoverJSON {
 	return recoverJSON{WorkflowID: run.WorkflowID, RunID: run.RunID, Database: r.Database, Instance: r.Instance, Target: r.Target, Name: r.Name,
 		Point: r.Point, Outcome: r.Outcome, State: r.State, Sequence: r.Sequence, Servers: r.Servers, Chain: r.Chain, LogsTotal: r.LogsTotal,
 		LogsDone: r.LogsDone, LogsRestored: r.LogsRestored, StoppedAt: r.StoppedAt, StopAt: rfc3339(r.StopAt), RecoveryPoint: rfc3339(r.RecoveryPoint),
-		RecoveryPointFrom: r.RecoveryPointFrom, Bytes: r.BytesDone, Unreachable: r.Unreachable, Warnings: r.Warnings, Error: r.LastError,
+		RecoveryPointFrom: r.RecoveryPointFrom, RecoveryPointTo: rfc3339(r.RecoveryPointBound), Bytes: r.BytesDone, Unreachable: r.Unreachable, Warnings: r.Warnings, Error: r.LastError,
 		Times: map[string]any{"plan_seconds": secs(t.Plan), "full_seconds": secs(t.Full), "logs_seconds": secs(t.Logs),
 			"finish_seconds": secs(t.Finish), "total_seconds": secs(t.Total)}}
 }

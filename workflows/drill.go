@@ -201,6 +201,9 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 			res.Predicted = rs.Predicted
 		}
 		res.RecoveryPoint, res.RecoveryPointFrom, res.Sequence, res.Bytes = rs.RecoveryPoint.UTC(), rs.RecoveryPointFrom, rs.Sequence, rs.BytesDone
+		if !rs.RecoveryPointBound.IsZero() {
+			res.RecoveryPointBound = rs.RecoveryPointBound.UTC()
+		}
 		if rs.LogsDone > 0 {
 			res.Chain, res.FirstLog, res.LastLog = rs.Chain, rs.FirstLog, rs.FirstLog+int64(rs.LogsDone)-1
 		}

@@ -118,11 +118,14 @@ type RecoverStatus struct {
 	// restore (nil: a plan made before recovers predicted).
 	Predicted *catalog.RecoveryPrediction `json:"predicted,omitempty"`
 	// StopAt is the STOPAT instant (zero for the latest);
-	// RecoveryPoint the newest commit time the restore reaches, and
-	// RecoveryPointFrom how it is known.
-	StopAt            time.Time `json:"stop_at,omitzero"`
-	RecoveryPoint     time.Time `json:"recovery_point,omitzero"`
-	RecoveryPointFrom string    `json:"recovery_point_from,omitempty"`
+	// RecoveryPoint the newest instant every commit before which the
+	// restore holds, RecoveryPointBound the instant no commit after which
+	// it holds (the same for an instant; for the latest, the last backup's
+	// start and finish), and RecoveryPointFrom how it is known.
+	StopAt             time.Time `json:"stop_at,omitzero"`
+	RecoveryPoint      time.Time `json:"recovery_point,omitzero"`
+	RecoveryPointBound time.Time `json:"recovery_point_bound,omitzero"`
+	RecoveryPointFrom  string    `json:"recovery_point_from,omitempty"`
 	// TailLog is the number in the chain of the tail-log backup this
 	// recover took (0: none).
 	TailLog int64 `json:"tail_log,omitempty"`
@@ -334,6 +337,7 @@ func (r *recoverRun) planned(ctx workflow.Context, p recover.Plan) {
 		s.Chain, s.FirstLog, s.LastLog = logs[0].Chain, logs[0].Number, logs[len(logs)-1].Number
 	}
 	s.StopAt, s.RecoveryPoint, s.RecoveryPointFrom = p.Restore.StopAt, p.Restore.RecoveryPoint, p.Restore.RecoveryPointFrom
+	s.RecoveryPointBound = p.Restore.RecoveryPointBound
 	s.DataDir, s.LogDir, s.Replaces, s.Unreachable, s.Warnings = p.DataDir, p.LogDir, p.Replaces, p.Unreachable, p.Warnings
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrInstance.ValueSet(p.Instance), AttrSequence.ValueSet(full.Sequence))
 }
@@ -485,7 +489,7 @@ func (r *recoverRun) details(ctx workflow.Context) {
 		out += "\n\n"
 	}
 	if !s.RecoveryPoint.IsZero() {
-		out += fmt.Sprintf("recovery point %s (%s)\n\n", s.RecoveryPoint.UTC().Format(time.RFC3339), s.RecoveryPointFrom)
+		out += fmt.Sprintf("recovery point %s (%s%s)\n\n", s.RecoveryPoint.UTC().Format(time.RFC3339), s.RecoveryPointFrom, s.boundText())
 	}
 	t := s.Times
 	out += fmt.Sprintf("times: plan %s · full %s · logs %s · finish %s", t.Plan.Round(time.Second), t.Full.Round(time.Second),
@@ -500,4 +504,13 @@ func (r *recoverRun) details(ctx workflow.Context) {
 		out += "\n\n**error:** " + s.LastError
 	}
 	workflow.SetCurrentDetails(ctx, out)
+}
+
+// boundText is "; commits up to <bound> may also be in it" when the
+// recovery point is a backup's start and the bound its finish, "" else.
+func (s RecoverStatus) boundText() string {
+	if s.RecoveryPointBound.After(s.RecoveryPoint) {
+		return "; what committed up to " + s.RecoveryPointBound.UTC().Format(time.RFC3339Nano) + " may also be in it, nothing later"
+	}
+	return ""
 }

@@ -185,7 +185,9 @@ func tailLog(in Request, tail *Tail, db *config.Database, p *Plan) error {
 				"its chain does not reach it from the newest verified full; the source is RESTORING: restore the tail by hand or recover to a point",
 			db.ID(), tail.Number, tail.Chain, tail.Server, r.RecoveryPointFrom))
 	}
-	r.RecoveryPointFrom = "the tail-log backup's finish"
+	// The tail-log backup left the source RESTORING: nothing committed
+	// after it, so its finish is reached, not only its start.
+	r.RecoveryPoint, r.RecoveryPointBound, r.RecoveryPointFrom = logs[len(logs)-1].Finish, logs[len(logs)-1].Finish, "the tail-log backup's finish"
 	return nil
 }
 

@@ -85,8 +85,10 @@ func TestRecoverRestoresNothingTwice(t *testing.T) {
 	hist := f.history(3)
 	var p Plan
 	f.must(New(nil).PlanRecover, PlanInput{Request: Request{Database: "Sales", ToInstance: sitetest.VerifyInstance, As: "Sales_dr", Latest: true}}, &p)
-	if len(p.Restore.Logs()) != 3 || !p.Restore.RecoveryPoint.Equal(hist[2].Finish) || p.Restore.RecoveryPointFrom != "last log's finish" {
-		t.Fatalf("plan: %d logs, recovery point %s (%s), want 3 to %s", len(p.Restore.Logs()), p.Restore.RecoveryPoint, p.Restore.RecoveryPointFrom, hist[2].Finish)
+	if len(p.Restore.Logs()) != 3 || !p.Restore.RecoveryPoint.Equal(hist[2].Start) || p.Restore.RecoveryPointFrom != "last log's start" ||
+		!p.Restore.RecoveryPointBound.Equal(hist[2].Finish) {
+		t.Fatalf("plan: %d logs, recovery point %s (%s) bound %s, want 3 to %s, bounded by %s", len(p.Restore.Logs()), p.Restore.RecoveryPoint,
+			p.Restore.RecoveryPointFrom, p.Restore.RecoveryPointBound, hist[2].Start, hist[2].Finish)
 	}
 	tg := Target{Database: "Sales", Instance: "sql01", To: sitetest.VerifyInstance, Name: "Sales_dr", AsGiven: true}
 	in := RestoreFullInput{Target: tg, Step: p.Restore.Full(), Moves: p.Moves, Intent: p.Intent}

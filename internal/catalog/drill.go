@@ -76,10 +76,14 @@ type DrillResult struct {
 	// restored, staged on a backup server first; nil for the others.
 	Immutable *DrillImmutable `json:"immutable,omitempty"`
 	// Point is what was asked ("latest" or an instant); RecoveryPoint
-	// what the restore reached, RecoveryPointFrom how it is known.
+	// what the restore reached (every commit before it is in the copy),
+	// RecoveryPointBound the instant no commit after which is (for the
+	// latest, the last backup's finish), RecoveryPointFrom how it is known.
 	Point             string    `json:"point"`
 	RecoveryPoint     time.Time `json:"recovery_point,omitzero"`
 	RecoveryPointFrom string    `json:"recovery_point_from,omitempty"`
+	// Zero in a record written before bounds were recorded.
+	RecoveryPointBound time.Time `json:"recovery_point_bound,omitzero"`
 	// Sequence is the full restored; Chain, FirstLog and LastLog the log
 	// backups after it.
 	Sequence int64 `json:"sequence,omitempty"`

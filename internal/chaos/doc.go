@@ -185,7 +185,9 @@
 //	   the point it reports (read on verify01; for a drill while its copy
 //	   exists, else its record's restore replayed on pit01), that point the
 //	   one asked (for the latest: no row committed by it missing, none
-//	   after it held, and no earlier than the newest proven log held
+//	   after the bound it reports held (the last backup's finish: what
+//	   committed while that backup ran may or may not be in it), and no
+//	   earlier than the newest proven log held
 //	   before it started), or ended failed with a stable error type of
 //	   package activities; a drill's record holds its run, its copy is
 //	   gone after it (or its record says why not), and no recovery entry

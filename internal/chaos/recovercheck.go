@@ -66,10 +66,13 @@ type finding struct{ key, detail string }
 // says the same): the point asked and reached, the full and logs it
 // restored, and the copy's rows as the harness read them.
 type recoverClaim struct {
-	what    string
-	latest  bool
-	asked   time.Time // UTC; zero for the latest
-	point   time.Time // the recovery point reported (UTC)
+	what   string
+	latest bool
+	asked  time.Time // UTC; zero for the latest
+	point  time.Time // the recovery point reported (UTC)
+	// bound is the instant it reports no commit after which is in the
+	// copy; zero: the point (a report from before bounds were given).
+	bound   time.Time
 	from    string
 	seq     int64
 	guid    string // "" when only the number is known
@@ -206,10 +209,17 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 		}
 		break
 	}
+	// Rows committed after the point and up to the bound may be in the
+	// copy (the last backup ran then); none committed after the bound.
+	bound := cl.point
+	if cl.bound.After(bound) {
+		bound = cl.bound
+	}
+	bw := wallAt(bound, off)
 	for _, row := range got {
-		if oneClock && row.id > beforeMax && row.at.After(pw.Add(pointPrecision)) {
-			add("beyond", "reports the latest point as %s (%s), but the copy holds row %d committed at %s on the source's clock, after it",
-				stamp(cl.point), cl.from, row.id, row.at.Format("15:04:05.0000000"))
+		if oneClock && row.id > beforeMax && row.at.After(bw.Add(pointPrecision)) {
+			add("beyond", "reports the latest point as %s (%s), bounded by %s, but the copy holds row %d committed at %s on the source's clock, after it",
+				stamp(cl.point), cl.from, stamp(bound), row.id, row.at.Format("15:04:05.0000000"))
 			break
 		}
 	}
@@ -425,8 +435,8 @@ func (c *Checker) drillResult(ctx context.Context, ref wfRef) *catalog.DrillResu
 
 // drillClaim is what a drill's record says it restored.
 func drillClaim(what string, d *catalog.DrillResult) (recoverClaim, error) {
-	cl := recoverClaim{what: what, point: d.RecoveryPoint.UTC(), from: d.RecoveryPointFrom, seq: d.Sequence, chain: d.Chain,
-		first: d.FirstLog, last: d.LastLog, started: d.StartedAt}
+	cl := recoverClaim{what: what, point: d.RecoveryPoint.UTC(), bound: d.RecoveryPointBound.UTC(), from: d.RecoveryPointFrom, seq: d.Sequence,
+		chain: d.Chain, first: d.FirstLog, last: d.LastLog, started: d.StartedAt}
 	if d.Point == (recovery.Point{Latest: true}).String() {
 		cl.latest = true
 		return cl, nil
@@ -441,8 +451,8 @@ func drillClaim(what string, d *catalog.DrillResult) (recoverClaim, error) {
 
 // recoverClaimOf is what a completed Recover reports.
 func recoverClaimOf(what string, st workflows.RecoverStatus, started time.Time) recoverClaim {
-	cl := recoverClaim{what: what, latest: st.Point == "latest", point: st.RecoveryPoint.UTC(), from: st.RecoveryPointFrom, seq: st.Sequence,
-		guid: st.FullGUID, started: started}
+	cl := recoverClaim{what: what, latest: st.Point == "latest", point: st.RecoveryPoint.UTC(), bound: st.RecoveryPointBound.UTC(),
+		from: st.RecoveryPointFrom, seq: st.Sequence, guid: st.FullGUID, started: started}
 	if !cl.latest {
 		cl.asked = st.StopAt.UTC()
 		if at, err := time.Parse(time.RFC3339Nano, st.Point); err == nil {

@@ -94,12 +94,19 @@ type Plan struct {
 	// in the log that reaches it, on which STOPAT is written.
 	StopAt              time.Time `json:"stop_at,omitzero"`
 	StopAtOffsetMinutes int       `json:"stop_at_offset_minutes,omitempty"`
-	// RecoveryPoint is the newest commit time the restore reaches: the
-	// point itself for an instant; for the latest, the last log's finish
-	// (its last commit is before it), or the full's finish without logs.
+	// RecoveryPoint is the newest instant every commit before which the
+	// restore holds: the point itself for an instant; for the latest, the
+	// start of the last backup restored (a log, or the differential or
+	// full without logs). A BACKUP holds the log up to where it stands at
+	// some moment between its start and its finish, so a commit after the
+	// start may or may not be in it: only the start is certain.
 	RecoveryPoint time.Time `json:"recovery_point"`
-	// RecoveryPointFrom says which: "stopat", "last log's finish",
-	// "differential's finish", "full's finish".
+	// RecoveryPointBound is the instant no commit after which is in the
+	// restore: the point itself for an instant, the last backup's finish
+	// for the latest.
+	RecoveryPointBound time.Time `json:"recovery_point_bound,omitzero"`
+	// RecoveryPointFrom says which: "stopat", "last log's start",
+	// "differential's start", "full's start".
 	RecoveryPointFrom string   `json:"recovery_point_from"`
 	Warnings          []string `json:"warnings,omitempty"`
 }
@@ -274,11 +281,13 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 		f.LastLSN, f.Finish, from, what = d.LastLSN, d.Finish, *d, "differential's"
 	}
 	ch := chainAfter(c, f)
-	if !p.Latest && p.At.Equal(from.Finish) || ch == nil && p.Latest {
-		plan.RecoveryPoint, plan.RecoveryPointFrom = from.Finish, what+" finish"
-		if p.Latest {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("no log backup follows set %d on the reachable backup servers: the restore ends at the %s finish", from.Sequence, what))
-		}
+	// An instant at the full's (or differential's) finish is reached by
+	// the logs after it with STOPAT, as any later one: the set alone holds
+	// for certain only what committed before it started.
+	if ch == nil && p.Latest {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("no log backup follows set %d on the reachable backup servers: the restore ends with the %s "+
+			"(what committed before it started for certain, nothing after its finish)", from.Sequence, strings.TrimSuffix(what, "'s")))
+		plan.reachesEndOf(setStep(from, KindFull), what)
 		return plan, nil
 	}
 	if ch == nil {
@@ -321,13 +330,28 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 			return Plan{}, err
 		}
 		plan.StopAt, plan.StopAtOffsetMinutes = p.At, last.UTCOffsetMinutes
-		plan.RecoveryPoint, plan.RecoveryPointFrom = p.At, "stopat"
+		plan.RecoveryPoint, plan.RecoveryPointBound, plan.RecoveryPointFrom = p.At, p.At, "stopat"
 	case len(reach) == 0:
-		plan.RecoveryPoint, plan.RecoveryPointFrom = from.Finish, what+" finish"
+		plan.reachesEndOf(setStep(from, KindFull), what)
 	default:
-		plan.RecoveryPoint, plan.RecoveryPointFrom = last.Finish, "last log's finish"
+		plan.reachesEndOf(last, "last log's")
 	}
 	return plan, nil
+}
+
+// reachesEndOf sets the recovery point of a restore that applies step to
+// its end: its start for certain, its finish at most. Without a recorded
+// start (a set written before starts were recorded), its finish is both,
+// and the plan says so.
+func (p *Plan) reachesEndOf(step Step, what string) {
+	p.RecoveryPointBound = step.Finish
+	if step.Start.IsZero() || step.Start.After(step.Finish) {
+		p.RecoveryPoint, p.RecoveryPointFrom = step.Finish, what+" finish"
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s records no start: the recovery point given is its finish, "+
+			"and a transaction that committed while it ran may not be in it", step.Name()))
+		return
+	}
+	p.RecoveryPoint, p.RecoveryPointFrom = step.Start, what+" start"
 }
 
 // clockNames checks that STOPAT, written on the source's clock as the

@@ -122,8 +122,11 @@ func TestChooseAPointTakesTheNewestFullBeforeItAndTheLogsUpToIt(t *testing.T) {
 	}
 }
 
-// The latest: the newest verified full and every log after it; the
-// recovery point is the last log's finish.
+// The latest: the newest verified full and every log after it. The
+// recovery point is the last log's start: a log backup holds the log up to
+// a point it reaches after it starts and before it finishes, so only what
+// committed before its start is in it for certain; its finish bounds what
+// may be (nothing committed later is).
 func TestChooseTheLatestRestoresEveryLogToTheEnd(t *testing.T) {
 	p, err := Choose(Build(estate()), Point{Latest: true})
 	if err != nil {
@@ -132,8 +135,33 @@ func TestChooseTheLatestRestoresEveryLogToTheEnd(t *testing.T) {
 	if p.Full().Sequence != 2 || fmt.Sprint(numbers(p)) != "[4 5 6 7 8]" || !p.StopAt.IsZero() {
 		t.Fatalf("set %d logs %v stop at %s, want set 2, logs 4-8, no STOPAT", p.Full().Sequence, numbers(p), p.StopAt)
 	}
-	if !p.RecoveryPoint.Equal(at(121)) || p.RecoveryPointFrom != "last log's finish" {
-		t.Fatalf("recovery point %s (%s), want log 8's finish %s", p.RecoveryPoint, p.RecoveryPointFrom, at(121))
+	if !p.RecoveryPoint.Equal(at(120)) || p.RecoveryPointFrom != "last log's start" || !p.RecoveryPointBound.Equal(at(121)) {
+		t.Fatalf("recovery point %s (%s), bound %s; want log 8's start %s, bounded by its finish %s",
+			p.RecoveryPoint, p.RecoveryPointFrom, p.RecoveryPointBound, at(120), at(121))
+	}
+	// To an instant, the point is the instant and bounds itself.
+	p, err = Choose(Build(estate()), Point{At: at(80)})
+	if err != nil || !p.RecoveryPoint.Equal(at(80)) || !p.RecoveryPointBound.Equal(at(80)) {
+		t.Fatalf("at minute 80: recovery point %s bound %s, %v", p.RecoveryPoint, p.RecoveryPointBound, err)
+	}
+}
+
+// The latest with no log after the newest verified full: the full's start
+// is what it holds for certain, its finish the bound.
+func TestChooseTheLatestWithoutLogsIsTheFullsStart(t *testing.T) {
+	servers := estate()
+	for i := range servers {
+		servers[i].Chains = nil
+	}
+	p, err := Choose(Build(servers), Point{Latest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := p.Full()
+	if len(p.Logs()) != 0 || f.Start.IsZero() || !p.RecoveryPoint.Equal(f.Start) || p.RecoveryPointFrom != "full's start" ||
+		!p.RecoveryPointBound.Equal(f.Finish) {
+		t.Fatalf("logs %v recovery point %s (%s) bound %s; want set %d's start %s bounded by its finish %s",
+			numbers(p), p.RecoveryPoint, p.RecoveryPointFrom, p.RecoveryPointBound, f.Sequence, f.Start, f.Finish)
 	}
 }
 
@@ -180,8 +208,9 @@ func TestChooseStopsAtAGap(t *testing.T) {
 	_, err := Choose(c, Point{At: at(100)})
 	unreachable(t, err, "reach 2026-03-01T11:15:00Z at the latest", "gap after log 5")
 	p, err := Choose(c, Point{Latest: true})
-	if err != nil || fmt.Sprint(numbers(p)) != "[4 5]" || !p.RecoveryPoint.Equal(at(76)) {
-		t.Fatalf("latest: logs %v recovery point %s, %v; want logs 4-5 to log 5's finish", numbers(p), p.RecoveryPoint, err)
+	if err != nil || fmt.Sprint(numbers(p)) != "[4 5]" || !p.RecoveryPoint.Equal(at(75)) || !p.RecoveryPointBound.Equal(at(76)) {
+		t.Fatalf("latest: logs %v recovery point %s bound %s, %v; want logs 4-5 to log 5's start, bounded by its finish", numbers(p),
+			p.RecoveryPoint, p.RecoveryPointBound, err)
 	}
 	if !strings.Contains(strings.Join(p.Warnings, "\n"), "gap after log 5") {
 		t.Fatalf("warnings %q do not name the gap", p.Warnings)
