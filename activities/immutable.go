@@ -307,6 +307,23 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 	}
 	var done []int64
 	var errs []error
+	due = slices.DeleteFunc(due, func(set dueSet) bool {
+		if set.copied == nil {
+			return false
+		}
+		// Copied: one holder's manifest lost the record (its server was
+		// down when the copy ended). Write it there; send nothing again.
+		sin := in
+		sin.Sequence, sin.Servers = set.seq, set.servers
+		if err := a.recordImmutable(ctx, db, sin, set.copied, true); err != nil {
+			a.loggerFor(ctx).Warn("immutable copy's record not repaired", zap.String("db", db.Name), zap.Int64("seq", set.seq),
+				zap.Strings("servers", set.servers), zap.Error(err))
+		} else {
+			a.loggerFor(ctx).Info("immutable copy's record repaired", zap.String("db", db.Name), zap.Int64("seq", set.seq),
+				zap.Strings("servers", set.servers), zap.String("server", target.Name))
+		}
+		return true
+	})
 	for _, set := range due[:min(len(due), ImmutableCatchUp)] {
 		sin := in
 		sin.Sequence, sin.Servers = set.seq, set.servers
@@ -354,11 +371,13 @@ func setOnly(err error) bool {
 }
 
 // dueSet is a verified set still without its immutable copy, and the
-// servers of the copy's input holding it verified.
+// servers of the copy's input holding it verified; or, with copied, a set
+// one holder records copied and servers do not.
 type dueSet struct {
 	seq     int64
 	m       *catalog.Manifest
 	servers []string
+	copied  *catalog.ImmutableCopy
 }
 
 // immutableDue lists the verified fulls of the database on in's servers,
@@ -366,6 +385,7 @@ type dueSet struct {
 // first. A server that cannot be listed is skipped; none, an error.
 func (a *Activities) immutableDue(ctx context.Context, db *config.Database, in ImmutableInput, target string) ([]dueSet, error) {
 	bySeq := map[int64]*dueSet{}
+	copied := map[int64]*catalog.ImmutableCopy{}
 	var errs []error
 	listed := 0
 	for _, name := range in.Servers {
@@ -376,8 +396,11 @@ func (a *Activities) immutableDue(ctx context.Context, db *config.Database, in I
 		}
 		listed++
 		for _, m := range l.Manifests {
-			if !m.Trusted() || m.State != catalog.StateVerified || m.IsDifferential() || m.Sequence == in.Sequence ||
-				m.Immutable != nil && m.Immutable.State == catalog.ImmutableCopied && m.Immutable.Server == target {
+			if !m.Trusted() || m.State != catalog.StateVerified || m.IsDifferential() || m.Sequence == in.Sequence {
+				continue
+			}
+			if im := m.Immutable; im != nil && im.State == catalog.ImmutableCopied && im.Server == target {
+				copied[m.Sequence] = im
 				continue
 			}
 			s := bySeq[m.Sequence]
@@ -393,6 +416,7 @@ func (a *Activities) immutableDue(ctx context.Context, db *config.Database, in I
 	}
 	out := make([]dueSet, 0, len(bySeq))
 	for _, s := range bySeq {
+		s.copied = copied[s.seq]
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(x, y dueSet) int {

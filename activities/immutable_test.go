@@ -394,6 +394,29 @@ func TestCopyImmutableCatchUpGoesPastABrokenSet(t *testing.T) {
 	}
 }
 
+// A set whose copy one holder's manifest records (the record on the
+// other was lost: its server was down when the copy ended) is not copied
+// again: the record is written where it is missing, nothing is sent.
+func TestCopyImmutableCatchUpRepairsALostRecordWithoutCopying(t *testing.T) {
+	f := newImmutableFixture(t, true, config.LockCompliance)
+	m := f.verifiedSet(1, nil)
+	rec := &catalog.ImmutableCopy{Server: "vault01", Location: "s3://elsewhere/", State: catalog.ImmutableCopied, At: f.now.Add(-2 * time.Hour),
+		Mode: "COMPLIANCE", RetainUntil: f.now.Add(30 * 24 * time.Hour), Objects: []catalog.ImmutableObject{{Name: m.Stripes[0].Name, SHA256: m.Stripes[0].SHA256}}}
+	m.Immutable = rec
+	f.save("bak02", m)
+	out, err := f.copy()
+	if err != nil || len(out.CaughtUp) != 0 || out.CatchUpError != "" {
+		t.Fatalf("copy of set 5: %+v, %v; want nothing caught up (set 1 is copied)", out, err)
+	}
+	if _, err := f.store().Retention(context.Background(), m.Stripes[0].Name, ""); err == nil {
+		t.Errorf("set 1's stripe was uploaded again")
+	}
+	if got := f.load("bak01", "Sales", 1).Immutable; got == nil || got.State != catalog.ImmutableCopied || got.Location != rec.Location ||
+		!got.RetainUntil.Equal(rec.RetainUntil) {
+		t.Errorf("set 1 on bak01 records %+v; want bak02's record %+v", got, rec)
+	}
+}
+
 // The heartbeat's bytes count each part held at its own size: the last
 // part of a stripe is shorter than the part size.
 func TestImmutableProgressCountsEachPartsSize(t *testing.T) {
