@@ -340,7 +340,11 @@ func fromBase(c Catalog, s Set, d *Set, p Point) (Plan, error) {
 }
 
 // reachesEndOf sets the recovery point of a restore that applies step to
-// its end: its start for certain, its finish at most. Without a recorded
+// its end: its start for certain, its finish at most. ("Full database
+// backups represent the database at the time the backup finished", Microsoft
+// Learn, Full database backups: approximately so; the log in a backup ends
+// where it stood when its last LSN was taken, before the finish, and a
+// commit in between is not in it.) Without a recorded
 // start (a set written before starts were recorded), its finish is both,
 // and the plan says so.
 func (p *Plan) reachesEndOf(step Step, what string) {
