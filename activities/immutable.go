@@ -256,6 +256,15 @@ func (a *Activities) uploadSet(ctx context.Context, store *s3.Store, src storage
 			log.Info("stripe upload resumed: the parts the object store held were not sent again", zap.String("file", r.Name),
 				zap.Int("resumed_parts", r.ResumedParts), zap.Int64("sent", r.BytesSent), zap.Int64("size", r.Size))
 		}
+		if r.Adopted {
+			log.Info("stripe upload continued from an upload left in progress whose id no heartbeat recorded", zap.String("file", r.Name),
+				zap.Int("resumed_parts", r.ResumedParts), zap.Int("aborted_duplicates", r.AbortedOwn))
+		}
+		if r.UnlistedUploads != "" {
+			log.Warn("uploads in progress not listed: the stripe went into a new upload, an earlier attempt's is left to the bucket's lifecycle rule; "+
+				"grant the worker's user s3:ListBucketMultipartUploads (README \"Immutable copies on object storage\")",
+				zap.String("file", r.Name), zap.String("error", r.UnlistedUploads))
+		}
 		if r.ResumeRejected {
 			log.Warn("upload checkpoint did not hold: stripe sent from the start", zap.String("file", r.Name))
 		}

@@ -237,6 +237,7 @@ func WorkerPolicy(bucket, principal string) string {
 	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
 {"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
  "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
+ "s3:ListBucketMultipartUploads",
  "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
  "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
 {"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
