@@ -138,8 +138,8 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 	if !probe.Immutable {
 		log.Error("object store is not immutable: nothing copied", zap.String("probe", probe.Summary()))
 		return out, nonRetryable(ErrNotImmutable, fmt.Errorf("%s (%s) is not immutable: %s; nothing of %s seq %d was copied there: "+
-			"enable Object Lock on the bucket, use lock_mode compliance, or take s3:DeleteObjectVersion and s3:BypassGovernanceRetention "+
-			"from the worker's S3 user (README \"Immutable copies on object storage\")", target.Name, store.Location(), probe.Summary(), db.ID(), in.Sequence))
+			"enable Object Lock on the bucket, use lock_mode compliance, or deny the worker's S3 user what the bucket policy of "+
+			"README \"Immutable copies on object storage\" denies (s3:DeleteObjectVersion, s3:BypassGovernanceRetention, ...)", target.Name, store.Location(), probe.Summary(), db.ID(), in.Sequence))
 	}
 
 	var hb ImmutableHeartbeat
@@ -489,7 +489,8 @@ func (a *Activities) verifiedSourceOf(ctx context.Context, db *config.Database, 
 }
 
 // probeImmutable returns the store's newest probe when it is recent and
-// passed, else probes now and records the result on the store.
+// passed, else probes now, with the privilege checks of the key, and
+// records the result on the store.
 func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target *config.BackupServer) (s3.ProbeResult, bool, error) {
 	now := time.Now() // the probe's own clock
 	last, err := store.ReadProbeRecord(ctx)
@@ -504,6 +505,14 @@ func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target
 	if err != nil {
 		return res, false, err
 	}
+	// What the key may do beyond the worker's needs, as preflight checks
+	// it: a key that could make the next copies deletable fails the probe.
+	began := time.Now()
+	privs, err := store.Privileges(ctx)
+	if err != nil {
+		return res, false, err
+	}
+	res.AddPrivileges(target.S3.AccessKeyID, privs, time.Since(began))
 	a.loggerFor(ctx).Info("object store probed", zap.String("server", target.Name), zap.Bool("immutable", res.Immutable),
 		zap.String("verdict", res.Summary()), zap.Duration("took", res.Duration))
 	a.recorder().ImmutableProbed(target.Name, res.Immutable, res.At)

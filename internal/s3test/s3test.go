@@ -245,6 +245,18 @@ func WorkerPolicy(bucket, principal string) string {
  "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
 }
 
+// WorkerPolicyWith is WorkerPolicy that also allows actions (and no
+// longer denies them): a worker's user with more rights than it needs.
+func WorkerPolicyWith(bucket, principal string, actions ...string) string {
+	p := WorkerPolicy(bucket, principal)
+	for _, a := range actions {
+		p = strings.Replace(p, `"`+a+`",`, "", 1)
+		p = strings.Replace(p, `"`+a+`"]`, "]", 1)
+		p = strings.Replace(p, `"Action":["`, `"Action":["`+a+`","`, 1) // the first statement's: the Allow
+	}
+	return p
+}
+
 // Versions lists every version of key, newest first as the server gives
 // them.
 func (s *Server) Versions(ctx context.Context, bucket, key string) ([]types.ObjectVersion, error) {
