@@ -138,8 +138,8 @@ func (a *Activities) CopyImmutable(ctx context.Context, in ImmutableInput) (out 
 	if !probe.Immutable {
 		log.Error("object store is not immutable: nothing copied", zap.String("probe", probe.Summary()))
 		return out, nonRetryable(ErrNotImmutable, fmt.Errorf("%s (%s) is not immutable: %s; nothing of %s seq %d was copied there: "+
-			"enable Object Lock on the bucket, use lock_mode compliance, or take s3:DeleteObjectVersion and s3:BypassGovernanceRetention "+
-			"from the worker's S3 user (README \"Immutable copies on object storage\")", target.Name, store.Location(), probe.Summary(), db.ID(), in.Sequence))
+			"enable Object Lock on the bucket, use lock_mode compliance, or deny the worker's S3 user what the bucket policy of "+
+			"README \"Immutable copies on object storage\" denies (s3:DeleteObjectVersion, s3:BypassGovernanceRetention, ...)", target.Name, store.Location(), probe.Summary(), db.ID(), in.Sequence))
 	}
 
 	var hb ImmutableHeartbeat
@@ -255,6 +255,15 @@ func (a *Activities) uploadSet(ctx context.Context, store *s3.Store, src storage
 		if r.ResumedParts > 0 {
 			log.Info("stripe upload resumed: the parts the object store held were not sent again", zap.String("file", r.Name),
 				zap.Int("resumed_parts", r.ResumedParts), zap.Int64("sent", r.BytesSent), zap.Int64("size", r.Size))
+		}
+		if r.Adopted {
+			log.Info("stripe upload continued from an upload left in progress whose id no heartbeat recorded", zap.String("file", r.Name),
+				zap.Int("resumed_parts", r.ResumedParts), zap.Int("aborted_duplicates", r.AbortedOwn))
+		}
+		if r.UnlistedUploads != "" {
+			log.Warn("uploads in progress not listed: the stripe went into a new upload, an earlier attempt's is left to the bucket's lifecycle rule; "+
+				"grant the worker's user s3:ListBucketMultipartUploads (README \"Immutable copies on object storage\")",
+				zap.String("file", r.Name), zap.String("error", r.UnlistedUploads))
 		}
 		if r.ResumeRejected {
 			log.Warn("upload checkpoint did not hold: stripe sent from the start", zap.String("file", r.Name))
@@ -480,7 +489,8 @@ func (a *Activities) verifiedSourceOf(ctx context.Context, db *config.Database, 
 }
 
 // probeImmutable returns the store's newest probe when it is recent and
-// passed, else probes now and records the result on the store.
+// passed, else probes now, with the privilege checks of the key, and
+// records the result on the store.
 func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target *config.BackupServer) (s3.ProbeResult, bool, error) {
 	now := time.Now() // the probe's own clock
 	last, err := store.ReadProbeRecord(ctx)
@@ -495,6 +505,14 @@ func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target
 	if err != nil {
 		return res, false, err
 	}
+	// What the key may do beyond the worker's needs, as preflight checks
+	// it: a key that could make the next copies deletable fails the probe.
+	began := time.Now()
+	privs, err := store.Privileges(ctx)
+	if err != nil {
+		return res, false, err
+	}
+	res.AddPrivileges(target.S3.AccessKeyID, privs, time.Since(began))
 	a.loggerFor(ctx).Info("object store probed", zap.String("server", target.Name), zap.Bool("immutable", res.Immutable),
 		zap.String("verdict", res.Summary()), zap.Duration("took", res.Duration))
 	a.recorder().ImmutableProbed(target.Name, res.Immutable, res.At)

@@ -33,15 +33,31 @@ type immutableFixture struct {
 }
 
 func newImmutableFixture(t *testing.T, locked bool, mode string) *immutableFixture {
+	return newImmutableFixtureAllowing(t, locked, mode)
+}
+
+// Credentials of the worker's user on the fixture's bucket.
+const immutableUser, immutableSecret = "backupworker", "backupworker-secret-1"
+
+// newImmutableFixtureAllowing is newImmutableFixture whose worker's user
+// may, beyond the README's bucket policy, do actions.
+func newImmutableFixtureAllowing(t *testing.T, locked bool, mode string, actions ...string) *immutableFixture {
 	t.Helper()
 	f := &immutableFixture{cycleFixture: newCycleFixture(t, "Sales", ""), srv: s3test.Start(t), bucket: "worm"}
-	if err := f.srv.CreateBucket(context.Background(), f.bucket, locked); err != nil {
+	ctx := context.Background()
+	if err := f.srv.CreateBucket(ctx, f.bucket, locked); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("VAULT01_SECRET", f.srv.RootSecret)
+	if err := f.srv.CreateUser(ctx, immutableUser, immutableSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.PutPolicy(ctx, f.bucket, s3test.WorkerPolicyWith(f.bucket, immutableUser, actions...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VAULT01_SECRET", immutableSecret)
 	f.cfg.BackupServers = append(f.cfg.BackupServers, config.BackupServer{Name: "vault01", Kind: config.KindS3, MaxConcurrent: 2,
 		S3: &config.S3{Endpoint: f.srv.Endpoint, Region: "us-east-1", Bucket: f.bucket, Prefix: "sets/", PathStyle: true,
-			AccessKeyID: f.srv.RootAccess, SecretAccessKeyEnv: "VAULT01_SECRET", LockMode: mode}})
+			AccessKeyID: immutableUser, SecretAccessKeyEnv: "VAULT01_SECRET", LockMode: mode}})
 	f.cfg.Databases[0].ImmutableCopy = "vault01"
 	f.m = f.verifiedSet(5, nil)
 	return f
@@ -168,7 +184,7 @@ func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
 		{"governance with bypass", true, config.LockGovernance, "bypassing governance"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newImmutableFixture(t, tc.locked, tc.mode)
+			f := newImmutableFixtureAllowing(t, tc.locked, tc.mode, "s3:DeleteObjectVersion", "s3:BypassGovernanceRetention")
 			_, err := f.copy()
 			if errorTypeOf(err) != ErrNotImmutable || !strings.Contains(err.Error(), tc.check) {
 				t.Fatalf("error %v: want NotImmutable naming %q", err, tc.check)
@@ -186,6 +202,66 @@ func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
 			rec, err := f.store().ReadProbeRecord(context.Background())
 			if err != nil || rec.Immutable {
 				t.Errorf("probe record %+v, %v: want the failed probe recorded", rec, err)
+			}
+		})
+	}
+}
+
+// The daily probe also runs preflight's least-privilege checks with the
+// worker's key: a key that may bypass governance retention or change the
+// bucket's Object Lock configuration makes the store not immutable
+// (NotImmutable, nothing copied, the probe recorded as failed with the key
+// and what it may do, in preflight's words); under the README's policy the
+// checks hold and the copy goes.
+func TestCopyImmutableProbeChecksTheKeysPrivileges(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		actions []string
+		says    string // "" for a copy made
+	}{
+		{"README policy", nil, ""},
+		{"bypass governance", []string{"s3:DeleteObjectVersion", "s3:BypassGovernanceRetention"},
+			"the key " + immutableUser + " may " + s3.PrivilegeBypass + ": allowed"},
+		{"change the lock configuration", []string{"s3:PutBucketObjectLockConfiguration"},
+			"the key " + immutableUser + " may " + s3.PrivilegeLockConfig + ": allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newImmutableFixtureAllowing(t, true, config.LockCompliance, tc.actions...)
+			out, err := f.copy()
+			rec, rerr := f.store().ReadProbeRecord(context.Background())
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			var privs []string
+			for _, c := range rec.Checks {
+				if strings.HasPrefix(c.Name, s3.PrivilegePrefix) {
+					privs = append(privs, c.Name)
+				}
+			}
+			if len(privs) != 4 {
+				t.Errorf("probe record's privilege checks %v, want the 4 of preflight", privs)
+			}
+			if tc.says == "" {
+				if err != nil || out.State != string(catalog.ImmutableCopied) || !rec.Immutable {
+					t.Fatalf("%+v, %v; probe %s: want the copy made and the probe passed", out, err, rec.Summary())
+				}
+				return
+			}
+			t.Logf("%s: %v", tc.name, err)
+			if errorTypeOf(err) != ErrNotImmutable || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "deny s3:") {
+				t.Fatalf("error %v: want NotImmutable saying %q and the action to deny", err, tc.says)
+			}
+			if rec.Immutable || !strings.Contains(rec.Summary(), tc.says) {
+				t.Errorf("probe record %s: want it failed, saying %q", rec.Summary(), tc.says)
+			}
+			m := f.load("bak02", "Sales", 5)
+			if m.Immutable == nil || m.Immutable.State != catalog.ImmutableNotImmutable || !strings.Contains(m.Immutable.Probe.Summary, tc.says) {
+				t.Errorf("manifest's record %+v: want not_immutable with the probe's verdict", m.Immutable)
+			}
+			objs, err := f.srv.Client().ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String(f.bucket),
+				Prefix: aws.String("sets/sql01")})
+			if err != nil || len(objs.Contents) != 0 {
+				t.Errorf("objects of the set on the store: %d, %v; want none", len(objs.Contents), err)
 			}
 		})
 	}

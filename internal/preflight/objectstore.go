@@ -61,8 +61,8 @@ func objectStoreChecks(ctx context.Context, srv *config.BackupServer, probe bool
 		c.Status = OK
 		if p.Excess {
 			c.Status = Warn
-			c.Detail = "the key " + srv.S3.AccessKeyID + " may " + p.Name + ": " + p.Detail
-			c.Fix = "deny " + s3Action(p.Name) + " to the worker's user in the bucket policy (README \"Immutable copies on object storage\")"
+			c.Detail = p.Says(srv.S3.AccessKeyID)
+			c.Fix = p.Fix() + " (README \"Immutable copies on object storage\")"
 			if p.Name == s3.PrivilegeBypass && srv.S3.LockMode == config.LockGovernance {
 				c.Fix += ", or use lock_mode: compliance"
 			}
@@ -70,19 +70,4 @@ func objectStoreChecks(ctx context.Context, srv *config.BackupServer, probe bool
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-// s3Action is the policy action behind a privilege check.
-func s3Action(check string) string {
-	switch check {
-	case s3.PrivilegeDeleteBucket:
-		return "s3:DeleteBucket"
-	case s3.PrivilegeBypass:
-		return "s3:BypassGovernanceRetention"
-	case s3.PrivilegeLockConfig:
-		return "s3:PutBucketObjectLockConfiguration"
-	case s3.PrivilegeBucketPolicy:
-		return "s3:PutBucketPolicy and s3:DeleteBucketPolicy"
-	}
-	return check
 }

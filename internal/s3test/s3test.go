@@ -237,11 +237,24 @@ func WorkerPolicy(bucket, principal string) string {
 	return fmt.Sprintf(`{"Version":"2012-10-17","Statement":[
 {"Effect":"Allow","Principal":{"AWS":["%[2]s"]},"Action":["s3:PutObject","s3:GetObject","s3:GetObjectVersion","s3:ListBucket",
  "s3:ListBucketVersions","s3:GetObjectRetention","s3:PutObjectRetention","s3:AbortMultipartUpload","s3:ListMultipartUploadParts",
+ "s3:ListBucketMultipartUploads",
  "s3:GetBucketObjectLockConfiguration","s3:GetBucketVersioning","s3:DeleteObject"],
  "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]},
 {"Effect":"Deny","Principal":{"AWS":["%[2]s"]},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention",
  "s3:PutBucketObjectLockConfiguration","s3:PutBucketVersioning","s3:DeleteBucket","s3:PutBucketPolicy"],
  "Resource":["arn:aws:s3:::%[1]s","arn:aws:s3:::%[1]s/*"]}]}`, bucket, principal)
+}
+
+// WorkerPolicyWith is WorkerPolicy that also allows actions (and no
+// longer denies them): a worker's user with more rights than it needs.
+func WorkerPolicyWith(bucket, principal string, actions ...string) string {
+	p := WorkerPolicy(bucket, principal)
+	for _, a := range actions {
+		p = strings.Replace(p, `"`+a+`",`, "", 1)
+		p = strings.Replace(p, `"`+a+`"]`, "]", 1)
+		p = strings.Replace(p, `"Action":["`, `"Action":["`+a+`","`, 1) // the first statement's: the Allow
+	}
+	return p
 }
 
 // Versions lists every version of key, newest first as the server gives

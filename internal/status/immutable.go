@@ -128,22 +128,28 @@ func judgeImmutable(dbs []Database, stores []ObjectStore) {
 // until the set's retention ends (verified + keep_verified x rpo) and
 // beyond now. Each set that is not adds a reason "immutable copy of set
 // <seq> (verified <age> ago, immutable_within <d>) on <store>: <why>",
-// oldest set first.
+// oldest set first. ImmutableWaitingSince is the oldest such set's
+// verification, of any age: how long a copy has been waited for.
 func judgeImmutableCopies(now time.Time, d *Database, trusted map[setID]*set) {
-	var due []*catalog.Manifest
+	var kept []*catalog.Manifest
 	for _, s := range trusted {
 		m := s.best
 		if m.State != catalog.StateVerified || m.IsDifferential() {
 			continue // a differential is not copied; its full is
 		}
-		if at := verifiedAt(m); now.Sub(at) > time.Duration(d.ImmutableWithin) {
-			due = append(due, m)
-		}
+		kept = append(kept, m)
 	}
-	sort.Slice(due, func(i, j int) bool { return due[j].Newer(due[i]) })
-	for _, m := range due {
-		if why := immutableMissing(now, d, m); why != "" {
-			at := verifiedAt(m)
+	sort.Slice(kept, func(i, j int) bool { return kept[j].Newer(kept[i]) })
+	for _, m := range kept {
+		why := immutableMissing(now, d, m)
+		if why == "" {
+			continue
+		}
+		at := verifiedAt(m)
+		if d.ImmutableWaitingSince.IsZero() || at.Before(d.ImmutableWaitingSince) {
+			d.ImmutableWaitingSince = at
+		}
+		if now.Sub(at) > time.Duration(d.ImmutableWithin) {
 			d.ImmutableMissing = append(d.ImmutableMissing, m.Sequence)
 			d.Reasons = append(d.Reasons, fmt.Sprintf("immutable copy of set %d (verified %s ago, immutable_within %s) on %s: %s",
 				m.Sequence, Duration(now.Sub(at).Truncate(time.Minute)), d.ImmutableWithin, d.ImmutableCopy, why))

@@ -102,7 +102,7 @@ func TestLoadJudgesTheObjectStore(t *testing.T) {
 // the backup servers still keep must have its copy recorded on the
 // database's immutable_copy, locked past the set's retention; else the
 // database is RED with a reason naming the set and why. A younger set
-// without a copy is not (yet) news.
+// without a copy is not (yet) news, but how long it has waited is known.
 func TestStatusRedForAVerifiedSetWithoutItsImmutableCopy(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
@@ -121,7 +121,8 @@ func TestStatusRedForAVerifiedSetWithoutItsImmutableCopy(t *testing.T) {
 	s2 := verified(t, "sql01", "Sales", 2, now.Add(-50*time.Hour), time.Minute, time.Minute)
 	save(t, copied(s2, s2.VerifiedAt().Add(78*time.Hour)), bak01)
 	// Set 4, two hours old, not copied yet: younger than immutable_within.
-	save(t, verified(t, "sql01", "Sales", 4, now.Add(-2*time.Hour), time.Minute, time.Minute), bak01)
+	s4 := verified(t, "sql01", "Sales", 4, now.Add(-2*time.Hour), time.Minute, time.Minute)
+	save(t, s4, bak01)
 
 	for _, tc := range []struct {
 		name string
@@ -155,6 +156,15 @@ func TestStatusRedForAVerifiedSetWithoutItsImmutableCopy(t *testing.T) {
 				if strings.Contains(r, "immutable copy") {
 					about = append(about, r)
 				}
+			}
+			// The oldest set waiting for its copy, of any age: set 3, or,
+			// once it is copied, set 4 (younger than immutable_within).
+			waiting := s3.VerifiedAt()
+			if tc.want == "" {
+				waiting = s4.VerifiedAt()
+			}
+			if !d.ImmutableWaitingSince.Equal(waiting) {
+				t.Errorf("immutable_waiting_since %s, want %s", d.ImmutableWaitingSince, waiting)
 			}
 			if tc.want == "" {
 				if d.OutOfObjectives || len(d.ImmutableMissing) != 0 {

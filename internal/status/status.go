@@ -135,6 +135,12 @@ type Database struct {
 	// waited longer than immutable_within for their immutable copy (each
 	// also a reason).
 	ImmutableMissing []int64 `json:"immutable_missing,omitempty"`
+	// ImmutableWaitingSince is when the oldest verified set still kept
+	// without a copy that counts (the same rule as ImmutableMissing,
+	// whatever its age) was verified; zero when every one has its copy.
+	// Its age above immutable_within is what puts a set in
+	// ImmutableMissing.
+	ImmutableWaitingSince time.Time `json:"immutable_waiting_since,omitzero"`
 	// ImmutableProven is the newest passed drill from the immutable copy
 	// (nil: none recorded).
 	ImmutableProven *ImmutableProven `json:"immutable_proven,omitempty"`

@@ -96,7 +96,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 	// A parse that finds nothing must not pass.
 	for _, want := range []string{LastVerified, RPO, TimeToRecover, RTO, LastFailure, CyclesEnded, ServerReadable, ManifestsRead, SourceDamaged,
-		EvidenceMissed, LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, ImmutableProven, "up"} {
+		EvidenceMissed, LastDrill, LastDrillOK, LastDrillRTO, DrillMaxAge, ImmutableProven, ImmutableMissingAge, ImmutableWithin, "up"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}
@@ -140,11 +140,12 @@ func selectors(expr string) []selector {
 func exportedLabels(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := siteConfig(t, dir, `  - name: Sales
+	cfg := siteConfigWith(t, dir, vaultServer(t), `  - name: Sales
     instance: sql01
     backup_servers: [bak01, bak02]
     rto: 1h
     drill: {every: 24h}
+    immutable_copy: vault01
   - name: Ledger
     instance: sql01
     backup_servers: [bak01, bak02]

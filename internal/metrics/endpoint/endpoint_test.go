@@ -499,6 +499,12 @@ func closedPort(t *testing.T) string {
 // directories under dir, with the given databases.
 func siteConfig(t *testing.T, dir, databases string) *config.Config {
 	t.Helper()
+	return siteConfigWith(t, dir, "", databases)
+}
+
+// siteConfigWith is siteConfig with more backup servers (YAML list items).
+func siteConfigWith(t *testing.T, dir, servers, databases string) *config.Config {
+	t.Helper()
 	yaml := `
 sql_instances:
   - name: sql01
@@ -522,7 +528,7 @@ backup_servers:
     verify_instance: verify
     restore_data_dir: /data
     restore_log_dir: /log
-databases:
+` + servers + `databases:
 ` + databases
 	for _, d := range []string{"bak01", "bak02"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {

@@ -44,7 +44,12 @@ const (
 	// ImmutableProven is when the immutable copy was last proven
 	// restorable: the newest passed drill from it.
 	ImmutableProven = "backupcycle_immutable_proven_timestamp_seconds"
-	CyclesEnded     = metrics.CycleCounter + "_total" // through the SDK's handler
+	// ImmutableMissingAge is how long the oldest verified set still kept
+	// has waited for its immutable copy (status's rule); ImmutableWithin
+	// how long it may.
+	ImmutableMissingAge = "backupcycle_immutable_copy_missing_age_seconds"
+	ImmutableWithin     = "backupcycle_immutable_within_seconds"
+	CyclesEnded         = metrics.CycleCounter + "_total" // through the SDK's handler
 )
 
 // DefaultRefresh is how often Watch reads the manifests again: they change
@@ -259,6 +264,13 @@ type row struct {
 	// immutableProven is the end of the newest passed drill from the
 	// immutable copy (zero: none recorded).
 	immutableProven time.Time
+	// immutableCopy is the database's immutable_copy ("" none),
+	// immutableWithin its immutable_within; immutableWaiting is when the
+	// oldest verified set still kept without its copy was verified (zero:
+	// none).
+	immutableCopy    string
+	immutableWithin  time.Duration
+	immutableWaiting time.Time
 }
 
 type dbKey struct{ instance, database string }
@@ -280,6 +292,7 @@ type manifestState struct {
 	lastProven, chainBroken                                                             *prometheus.Desc
 	lastDrill, lastDrillRTO, lastDrillOK, drillMaxAge, immutableProven                  *prometheus.Desc
 	storeImmutable, storeProbedAt                                                       *prometheus.Desc
+	immutableMissingAge, immutableWithin                                                *prometheus.Desc
 }
 
 // probe is an object store's newest immutability probe.
@@ -339,6 +352,14 @@ func newManifestState() *manifestState {
 				"can be neither deleted, nor its lock shortened, nor overwritten with the worker's own credentials; 0 when one of "+
 				"them went through: the immutable copies there are not immutable. Absent until the store was first probed.",
 			[]string{"server"}, nil),
+		immutableMissingAge: prometheus.NewDesc(ImmutableMissingAge,
+			"Age in seconds of the oldest verified set of the database that the backup servers still keep and whose immutable "+
+				"copy on its immutable_copy (server) is not recorded, failed, or locked too briefly (as starter status judges it), "+
+				"counted from its verification; 0 when every one has its copy. Above immutable_within the database is RED. "+
+				"Databases with immutable_copy only; from the manifests.", []string{"instance", "database", "server"}, nil),
+		immutableWithin: prometheus.NewDesc(ImmutableWithin,
+			"How long a verified set of the database may wait for its immutable copy on server (config immutable_within), "+
+				"in seconds. Databases with immutable_copy only.", []string{"instance", "database", "server"}, nil),
 		storeProbedAt: prometheus.NewDesc(StoreProbedAt,
 			"Unix time of the object store's newest immutability probe (one a day while copies go there).", []string{"server"}, nil),
 	}
@@ -411,6 +432,14 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 				n.immutableProven = p.At
 			}
 		}
+		if d.Configured && d.ImmutableCopy != "" && d.ImmutableWithin > 0 {
+			n.immutableCopy, n.immutableWithin, n.immutableWaiting = d.ImmutableCopy, time.Duration(d.ImmutableWithin), d.ImmutableWaitingSince
+			// A set on a server not read may be the one waiting longest.
+			if old, ok := s.rows[k]; ok && !complete && !old.immutableWaiting.IsZero() &&
+				(n.immutableWaiting.IsZero() || old.immutableWaiting.Before(n.immutableWaiting)) {
+				n.immutableWaiting = old.immutableWaiting
+			}
+		}
 		if old, ok := s.rows[k]; ok && !complete && old.immutableProven.After(n.immutableProven) {
 			n.immutableProven = old.immutableProven
 		}
@@ -452,7 +481,8 @@ func (s *manifestState) apply(r status.Report, at time.Time) {
 // Describe sends the descriptors of the manifest gauges (prometheus.Collector).
 func (s *manifestState) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.lastVerified, s.timeToRecover, s.rpo, s.rto, s.lastFailure, s.readTime, s.readable, s.unauthentic,
-		s.lastProven, s.chainBroken, s.lastDrill, s.lastDrillRTO, s.lastDrillOK, s.drillMaxAge, s.immutableProven, s.storeImmutable, s.storeProbedAt} {
+		s.lastProven, s.chainBroken, s.lastDrill, s.lastDrillRTO, s.lastDrillOK, s.drillMaxAge, s.immutableProven, s.storeImmutable, s.storeProbedAt,
+		s.immutableMissingAge, s.immutableWithin} {
 		ch <- d
 	}
 }
@@ -468,6 +498,7 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
+	now := time.Now()
 	for k, r := range s.rows {
 		taken := 0.0
 		if !r.takenAt.IsZero() {
@@ -515,6 +546,14 @@ func (s *manifestState) Collect(ch chan<- prometheus.Metric) {
 			if !r.immutableProven.IsZero() {
 				gauge(s.immutableProven, unixSeconds(r.immutableProven), k.instance, k.database)
 			}
+		}
+		if r.immutableCopy != "" {
+			age := 0.0
+			if !r.immutableWaiting.IsZero() {
+				age = max(now.Sub(r.immutableWaiting).Seconds(), 0)
+			}
+			gauge(s.immutableMissingAge, age, k.instance, k.database, r.immutableCopy)
+			gauge(s.immutableWithin, r.immutableWithin.Seconds(), k.instance, k.database, r.immutableCopy)
 		}
 		if !r.failureAt.IsZero() {
 			gauge(s.lastFailure, unixSeconds(r.failureAt), k.instance, k.database, r.failureType)

@@ -26,6 +26,32 @@ type PrivilegeCheck struct {
 	Detail  string `json:"detail"`
 }
 
+// Says is what an excess check says of the key (access, its id): what it
+// may do that it should not, and the server's answer that shows it.
+func (p PrivilegeCheck) Says(access string) string {
+	return "the key " + access + " may " + p.Name + ": " + p.Detail
+}
+
+// Fix is what takes an excess right away from the worker's key.
+func (p PrivilegeCheck) Fix() string {
+	return "deny " + PrivilegeAction(p.Name) + " to the worker's user in the bucket policy"
+}
+
+// PrivilegeAction is the bucket policy action behind a privilege check.
+func PrivilegeAction(check string) string {
+	switch check {
+	case PrivilegeDeleteBucket:
+		return "s3:DeleteBucket"
+	case PrivilegeBypass:
+		return "s3:BypassGovernanceRetention"
+	case PrivilegeLockConfig:
+		return "s3:PutBucketObjectLockConfiguration"
+	case PrivilegeBucketPolicy:
+		return "s3:PutBucketPolicy and s3:DeleteBucketPolicy"
+	}
+	return check
+}
+
 // Names of the privilege checks.
 const (
 	PrivilegeDeleteBucket   = "delete the bucket"

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,8 +66,12 @@ func (r ProbeResult) Failed() *ProbeCheck {
 // Summary is one line: the verdict and, when not immutable, what was let through.
 func (r ProbeResult) Summary() string {
 	if r.Immutable {
-		return fmt.Sprintf("immutable: a %s-locked object could not be deleted, its lock shortened or its version overwritten (%d checks, %s)",
-			r.Mode, len(r.Checks), r.Duration.Round(time.Millisecond))
+		key := ""
+		if slices.ContainsFunc(r.Checks, func(c ProbeCheck) bool { return strings.HasPrefix(c.Name, PrivilegePrefix) }) {
+			key = ", and the key may do no more than the worker needs"
+		}
+		return fmt.Sprintf("immutable: a %s-locked object could not be deleted, its lock shortened or its version overwritten%s (%d checks, %s)",
+			r.Mode, key, len(r.Checks), r.Duration.Round(time.Millisecond))
 	}
 	if f := r.Failed(); f != nil {
 		return fmt.Sprintf("NOT immutable: %s: %s", f.Name, f.Detail)
@@ -222,6 +228,30 @@ func (s *Store) Probe(ctx context.Context, mode string) (ProbeResult, error) {
 		add("shorten its lock", true, "refused: %s", refusal(err))
 	}
 	return finish()
+}
+
+// PrivilegePrefix starts the name of a probe check that is a privilege
+// check (AddPrivileges).
+const PrivilegePrefix = "least privilege: "
+
+// AddPrivileges adds to the probe the privilege checks of the key it ran
+// with (access: its id), which took took: each right the key has beyond
+// the worker's needs is a check that did not hold, in preflight's words,
+// and the store is not immutable for it. A key that may change the bucket's
+// policy or lock configuration, bypass governance retention or delete the
+// bucket can, once stolen, make the next copies deletable; the probe proves
+// what the key cannot do, not only what the bucket keeps. A check that could
+// not be made (Checked false) is no verdict and holds.
+func (r *ProbeResult) AddPrivileges(access string, checks []PrivilegeCheck, took time.Duration) {
+	for _, p := range checks {
+		c := ProbeCheck{Name: PrivilegePrefix + p.Name, Held: !p.Excess, Detail: p.Detail}
+		if p.Excess {
+			c.Detail = p.Says(access) + "; " + p.Fix()
+		}
+		r.Checks = append(r.Checks, c)
+	}
+	r.Duration += took
+	r.Immutable = r.Failed() == nil
 }
 
 // batchRefusal is a refusal reported inside a successful response.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -504,5 +505,119 @@ func TestPrivileges(t *testing.T) {
 	pol, err := srv.Client().GetBucketPolicy(ctx, &awss3.GetBucketPolicyInput{Bucket: aws.String("worm")})
 	if err != nil || !strings.Contains(aws.ToString(pol.Policy), "s3:BypassGovernanceRetention") {
 		t.Fatalf("policy after: %v, %v", pol, err)
+	}
+}
+
+// An upload cut before its upload id reached a checkpoint (the heartbeat
+// that would have carried it never went out) is continued, not left
+// behind: without a checkpoint, the uploads in progress under the key are
+// listed and the newest whose parts hash as the source is completed with
+// its parts kept; an older one of the same bytes is aborted, and one
+// holding other bytes (anyone's) stays. Credentials that may not list
+// uploads fall back to a new upload, saying why.
+func TestUploadAdoptsAnUploadNoCheckpointNamed(t *testing.T) {
+	srv := s3test.Start(t)
+	st := lockedStore(t, srv, "adopt")
+	ctx := context.Background()
+	src, data, sum := source(t, "db_1of1.bak", 3*s3.MinPartSize+777)
+	job := s3.UploadJob{Src: "db_1of1.bak", Name: "db_1of1.bak", SHA256: sum}
+	opts := s3.UploadOptions{PartSize: s3.MinPartSize, InFlight: 1}
+
+	// rawUpload starts an upload of name holding parts (1-based) of data
+	// cut at MinPartSize: as an attempt cut before its checkpoint leaves it.
+	rawUpload := func(name string, data []byte, parts ...int32) string {
+		t.Helper()
+		key := aws.String(st.Key(name))
+		up, err := srv.Client().CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String("adopt"), Key: key,
+			ChecksumAlgorithm: types.ChecksumAlgorithmSha256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range parts {
+			b := data[int(n-1)*s3.MinPartSize : min(len(data), int(n)*s3.MinPartSize)]
+			h := sha256.Sum256(b)
+			if _, err := srv.Client().UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("adopt"), Key: key, UploadId: up.UploadId,
+				PartNumber: aws.Int32(n), Body: bytes.NewReader(b), ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+				ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(h[:]))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return aws.ToString(up.UploadId)
+	}
+	inProgress := func() []string {
+		t.Helper()
+		ups, err := srv.Client().ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("adopt")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, u := range ups.Uploads {
+			ids = append(ids, aws.ToString(u.UploadId))
+		}
+		return ids
+	}
+
+	// Someone else's upload under the key (other bytes), then an attempt
+	// cut after its upload was created and one part sent, its checkpoint
+	// lost.
+	foreign := rawUpload(job.Name, bytes.Repeat([]byte{9}, s3.MinPartSize), 1)
+	stopAfter(t, st, src, job, opts, 1)
+	if n := len(inProgress()); n != 2 {
+		t.Fatalf("%d uploads in progress after the cut, want 2", n)
+	}
+	res := st.Upload(ctx, src, job, opts)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	t.Logf("retry: adopted %v, %d parts kept, sent %d of %d bytes", res.Adopted, res.ResumedParts, res.BytesSent, len(data))
+	if !res.Adopted || res.ResumedParts < 1 || res.BytesSent > int64(len(data))-int64(res.ResumedParts)*s3.MinPartSize || res.UnlistedUploads != "" {
+		t.Errorf("%+v: want the cut upload continued with its parts kept", res)
+	}
+	if !bytes.Equal(s3test.ReadAll(t, st, job.Name), data) {
+		t.Fatal("the object reads otherwise than the source")
+	}
+	if left := inProgress(); !slices.Equal(left, []string{foreign}) {
+		t.Errorf("uploads left in progress: %v; want only the one holding other bytes (%s)", left, foreign)
+	}
+
+	// Two such uploads of the source's bytes: the newest goes on, the
+	// older is aborted.
+	job.Name = "db_1of1.again"
+	older := rawUpload(job.Name, data, 1)
+	time.Sleep(1100 * time.Millisecond) // initiated a second apart
+	rawUpload(job.Name, data, 1, 2)
+	res = st.Upload(ctx, src, job, opts)
+	t.Logf("two cut: adopted %v, %d parts kept, %d aborted", res.Adopted, res.ResumedParts, res.AbortedOwn)
+	if res.Err != nil || !res.Adopted || res.ResumedParts != 2 || res.AbortedOwn != 1 {
+		t.Errorf("%+v: want the newest upload's 2 parts kept and the older one aborted", res)
+	}
+	if left := inProgress(); slices.Contains(left, older) || len(left) != 1 {
+		t.Errorf("uploads left in progress: %v; want only %s", left, foreign)
+	}
+
+	// A key that may not list the uploads: a new upload, and why.
+	const user, secret = "backupworker", "backupworker-secret-1"
+	if err := srv.CreateUser(ctx, user, secret); err != nil {
+		t.Fatal(err)
+	}
+	pol := strings.Replace(s3test.WorkerPolicy("adopt", user), `"s3:ListBucketMultipartUploads",`, "", 1)
+	if pol == s3test.WorkerPolicy("adopt", user) {
+		t.Fatal("the worker policy grants no s3:ListBucketMultipartUploads to take away")
+	}
+	if err := srv.PutPolicy(ctx, "adopt", pol); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config("adopt", "sets/")
+	cfg.AccessKeyID, cfg.SecretAccessKey = user, secret
+	cfg.Lock = s3.Lock{Mode: s3.ModeCompliance, Until: time.Now().Add(time.Hour)}
+	wst, err := s3.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wst.Close()
+	src2, data2, sum2 := source(t, "db_2of2.bak", 2*s3.MinPartSize+5)
+	res = wst.Upload(ctx, src2, s3.UploadJob{Src: "db_2of2.bak", Name: "db_2of2.bak", SHA256: sum2}, opts)
+	if res.Err != nil || res.Adopted || !strings.Contains(res.UnlistedUploads, "AccessDenied") || res.BytesSent != int64(len(data2)) {
+		t.Errorf("without s3:ListBucketMultipartUploads: %+v; want a new upload, sent whole, and AccessDenied said", res)
 	}
 }

@@ -100,7 +100,16 @@ type UploadResult struct {
 	// Replaced: the newest version held other content; this one is a new
 	// version above it (the old one is untouched).
 	Replaced bool
-	Err      error
+	// Adopted: without a checkpoint's upload, an upload of the object
+	// left in progress (an attempt cut before it reported its upload id)
+	// was continued; AbortedOwn are the older ones holding the source's
+	// bytes, aborted. UnlistedUploads says why the uploads in progress
+	// could not be listed (the credentials lack
+	// s3:ListBucketMultipartUploads): the file went into a new upload.
+	Adopted         bool
+	AbortedOwn      int
+	UnlistedUploads string
+	Err             error
 }
 
 // UploadAll uploads jobs, opts.Files at a time; results are in job order,
@@ -407,6 +416,15 @@ func (u *upload) multipart(ctx context.Context, res *UploadResult) (Object, []by
 		}
 	}
 	if uploadID == "" {
+		id, aps, parts, err := u.adopt(ctx, res)
+		if err != nil {
+			return Object{}, nil, err
+		}
+		if id != "" {
+			uploadID, ps, have, u.resumed, res.Adopted = id, aps, parts, true, true
+		}
+	}
+	if uploadID == "" {
 		in := &awss3.CreateMultipartUploadInput{Bucket: &u.s.cfg.Bucket, Key: aws.String(u.s.Key(u.job.Name)),
 			ChecksumAlgorithm: types.ChecksumAlgorithmSha256, ChecksumType: types.ChecksumTypeComposite}
 		setLock(&in.ObjectLockMode, &in.ObjectLockRetainUntilDate, u.job.Lock)
@@ -499,6 +517,112 @@ func (u *upload) multipart(ctx context.Context, res *UploadResult) (Object, []by
 			Err: fmt.Errorf("the server completed it with checksum %s, the parts sent make %s", obj.SHA256, composite)}
 	}
 	return obj, sum, nil
+}
+
+// adopt looks for an upload of the object that an earlier attempt created
+// and never reported (cut before its upload id reached a checkpoint): of
+// the uploads in progress under the object's key, the newest whose parts
+// all hash as the source's bytes there, with the part size they were cut
+// at. The other uploads holding the source's bytes are that attempt's or
+// an earlier one's, and are aborted; those holding other bytes, or none,
+// may be anyone's and stay for the bucket's lifecycle rule. A refused
+// listing (AccessDenied) is no error: res says why, and the file goes into
+// a new upload as without a checkpoint.
+func (u *upload) adopt(ctx context.Context, res *UploadResult) (string, int64, map[int32]part, error) {
+	key := u.s.Key(u.job.Name)
+	var found []types.MultipartUpload
+	p := awss3.NewListMultipartUploadsPaginator(u.s.client, &awss3.ListMultipartUploadsInput{Bucket: &u.s.cfg.Bucket, Prefix: &key})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			err = u.s.err("list the uploads in progress of", u.job.Name, err)
+			if refused(err) && refusal(err) == "AccessDenied" {
+				res.UnlistedUploads = rootCause(err)
+				return "", 0, nil, nil
+			}
+			return "", 0, nil, err
+		}
+		for _, up := range page.Uploads {
+			if aws.ToString(up.Key) == key && up.UploadId != nil {
+				found = append(found, up)
+			}
+		}
+	}
+	// Newest first: the latest attempt sent the most.
+	slices.SortStableFunc(found, func(a, b types.MultipartUpload) int { return aws.ToTime(b.Initiated).Compare(aws.ToTime(a.Initiated)) })
+	var chosen string
+	var chosenPS int64
+	var chosenParts map[int32]part
+	for _, up := range found {
+		id := aws.ToString(up.UploadId)
+		parts, err := u.listParts(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // completed or aborted meanwhile
+		}
+		if err != nil {
+			return "", 0, nil, err
+		}
+		ps, ok, err := u.ours(ctx, parts)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		switch {
+		case !ok:
+		case chosen == "":
+			chosen, chosenPS, chosenParts = id, ps, parts
+		default:
+			u.abort(ctx, id)
+			res.AbortedOwn++
+		}
+	}
+	return chosen, chosenPS, chosenParts, nil
+}
+
+// ours reports whether an upload's parts are the source's: at least one,
+// SHA-256 checked by the server, cut at one part size that fits the file,
+// and each hashing as the source's bytes at its place. It returns that
+// part size.
+func (u *upload) ours(ctx context.Context, parts map[int32]part) (int64, bool, error) {
+	if len(parts) == 0 {
+		return 0, false, nil
+	}
+	// Every part but the file's last has the part size.
+	var ps int64
+	for n, p := range parts {
+		if int64(n)*p.size < u.size && p.size > ps {
+			ps = p.size
+		}
+	}
+	if ps == 0 { // only the last part: its own size says nothing of the others
+		return 0, false, nil
+	}
+	if ps < MinPartSize || ps > MaxPartSize || (u.size+ps-1)/ps > MaxParts {
+		return 0, false, nil
+	}
+	last := int32((u.size + ps - 1) / ps)
+	for n, p := range parts {
+		want := min(ps, u.size-int64(n-1)*ps)
+		if n < 1 || n > last || p.size != want || p.sha256 == "" {
+			return 0, false, nil
+		}
+	}
+	r, err := u.src.OpenRead(ctx, u.job.Src)
+	if err != nil {
+		return 0, false, err
+	}
+	defer r.Close()
+	buf := make([]byte, ps)
+	for n, p := range parts {
+		b := buf[:p.size]
+		if k, err := r.ReadAt(b, int64(n-1)*ps); k != len(b) && err != nil {
+			return 0, false, err
+		}
+		sum := sha256.Sum256(b)
+		if base64.StdEncoding.EncodeToString(sum[:]) != p.sha256 {
+			return 0, false, nil
+		}
+	}
+	return ps, true, nil
 }
 
 // listParts lists what the server holds of an upload (NoSuchUpload:
