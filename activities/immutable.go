@@ -513,6 +513,9 @@ func (a *Activities) probeImmutable(ctx context.Context, store *s3.Store, target
 		return res, false, err
 	}
 	res.AddPrivileges(target.S3.AccessKeyID, privs, time.Since(began))
+	for _, w := range res.Warnings {
+		a.loggerFor(ctx).Warn("the worker's key may do more than it needs on the object store", zap.String("server", target.Name), zap.String("why", w))
+	}
 	a.loggerFor(ctx).Info("object store probed", zap.String("server", target.Name), zap.Bool("immutable", res.Immutable),
 		zap.String("verdict", res.Summary()), zap.Duration("took", res.Duration))
 	a.recorder().ImmutableProbed(target.Name, res.Immutable, res.At)

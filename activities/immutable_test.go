@@ -214,19 +214,27 @@ func TestCopyImmutableRefusesAStoreThatIsNotImmutable(t *testing.T) {
 // and what it may do, in preflight's words); under the README's policy the
 // checks hold and the copy goes.
 func TestCopyImmutableProbeChecksTheKeysPrivileges(t *testing.T) {
+	bypass := "the key " + immutableUser + " may " + s3.PrivilegeBypass + ": allowed"
 	for _, tc := range []struct {
 		name    string
+		mode    string
 		actions []string
-		says    string // "" for a copy made
+		says    string // what the probe says of the key
+		refused bool   // the right undoes the lock: no copy
 	}{
-		{"README policy", nil, ""},
-		{"bypass governance", []string{"s3:DeleteObjectVersion", "s3:BypassGovernanceRetention"},
-			"the key " + immutableUser + " may " + s3.PrivilegeBypass + ": allowed"},
-		{"change the lock configuration", []string{"s3:PutBucketObjectLockConfiguration"},
-			"the key " + immutableUser + " may " + s3.PrivilegeLockConfig + ": allowed"},
+		{"README policy", config.LockCompliance, nil, "", false},
+		// Under COMPLIANCE no key lifts a lock: the copy is made, and the
+		// excess right is a warning in the probe's verdict.
+		{"bypass governance, compliance", config.LockCompliance, []string{"s3:DeleteObjectVersion", "s3:BypassGovernanceRetention"}, bypass, false},
+		{"change the lock configuration", config.LockCompliance, []string{"s3:PutBucketObjectLockConfiguration"},
+			"the key " + immutableUser + " may " + s3.PrivilegeLockConfig + ": allowed", false},
+		// Under GOVERNANCE, bypassing it deletes every copy: the probe's
+		// own delete of its locked object goes through first.
+		{"bypass governance, governance", config.LockGovernance, []string{"s3:DeleteObjectVersion", "s3:BypassGovernanceRetention"},
+			"delete the locked version bypassing governance: the server accepted it", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newImmutableFixtureAllowing(t, true, config.LockCompliance, tc.actions...)
+			f := newImmutableFixtureAllowing(t, true, tc.mode, tc.actions...)
 			out, err := f.copy()
 			rec, rerr := f.store().ReadProbeRecord(context.Background())
 			if rerr != nil {
@@ -241,14 +249,17 @@ func TestCopyImmutableProbeChecksTheKeysPrivileges(t *testing.T) {
 			if len(privs) != 4 {
 				t.Errorf("probe record's privilege checks %v, want the 4 of preflight", privs)
 			}
-			if tc.says == "" {
+			if !tc.refused {
 				if err != nil || out.State != string(catalog.ImmutableCopied) || !rec.Immutable {
 					t.Fatalf("%+v, %v; probe %s: want the copy made and the probe passed", out, err, rec.Summary())
+				}
+				if tc.says == "" && len(rec.Warnings) > 0 || tc.says != "" && (!strings.Contains(out.Probe, tc.says) || !strings.Contains(out.Probe, "deny s3:")) {
+					t.Fatalf("probe verdict %q (warnings %q): want it to say %q and the action to deny", out.Probe, rec.Warnings, tc.says)
 				}
 				return
 			}
 			t.Logf("%s: %v", tc.name, err)
-			if errorTypeOf(err) != ErrNotImmutable || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "deny s3:") {
+			if errorTypeOf(err) != ErrNotImmutable || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "s3:BypassGovernanceRetention") {
 				t.Fatalf("error %v: want NotImmutable saying %q and the action to deny", err, tc.says)
 			}
 			if rec.Immutable || !strings.Contains(rec.Summary(), tc.says) {

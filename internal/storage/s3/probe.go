@@ -51,6 +51,9 @@ type ProbeResult struct {
 	Checks    []ProbeCheck  `json:"checks"`
 	Object    string        `json:"object,omitempty"`
 	VersionID string        `json:"version_id,omitempty"`
+	// Warnings are rights of the key beyond the worker's needs that do not
+	// undo the lock of Mode (AddPrivileges), in preflight's words.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Failed is the first check that did not hold, for messages.
@@ -69,6 +72,9 @@ func (r ProbeResult) Summary() string {
 		key := ""
 		if slices.ContainsFunc(r.Checks, func(c ProbeCheck) bool { return strings.HasPrefix(c.Name, PrivilegePrefix) }) {
 			key = ", and the key may do no more than the worker needs"
+		}
+		if len(r.Warnings) > 0 {
+			key = "; but " + strings.Join(r.Warnings, "; and ")
 		}
 		return fmt.Sprintf("immutable: a %s-locked object could not be deleted, its lock shortened or its version overwritten%s (%d checks, %s)",
 			r.Mode, key, len(r.Checks), r.Duration.Round(time.Millisecond))
@@ -235,23 +241,36 @@ func (s *Store) Probe(ctx context.Context, mode string) (ProbeResult, error) {
 const PrivilegePrefix = "least privilege: "
 
 // AddPrivileges adds to the probe the privilege checks of the key it ran
-// with (access: its id), which took took: each right the key has beyond
-// the worker's needs is a check that did not hold, in preflight's words,
-// and the store is not immutable for it. A key that may change the bucket's
-// policy or lock configuration, bypass governance retention or delete the
-// bucket can, once stolen, make the next copies deletable; the probe proves
-// what the key cannot do, not only what the bucket keeps. A check that could
-// not be made (Checked false) is no verdict and holds.
+// with (access: its id), which took took. A right beyond the worker's needs
+// that undoes the lock of the probe's mode is a check that did not hold, in
+// preflight's words, and the store is not immutable for it: in GOVERNANCE
+// mode, bypassing governance retention, or changing the bucket policy to
+// grant it. Any other (deleting an emptied bucket, changing the default
+// lock configuration, or any right at all under COMPLIANCE, which no key
+// can lift: "Object Lock", Amazon S3 User Guide, Retention modes) leaves
+// every copy locked as written: it is a warning, as preflight gives it,
+// and the copies go on. A check that could not be made (Checked false) is
+// no verdict and holds.
 func (r *ProbeResult) AddPrivileges(access string, checks []PrivilegeCheck, took time.Duration) {
 	for _, p := range checks {
 		c := ProbeCheck{Name: PrivilegePrefix + p.Name, Held: !p.Excess, Detail: p.Detail}
 		if p.Excess {
 			c.Detail = p.Says(access) + "; " + p.Fix()
+			if !UndoesLock(p.Name, r.Mode) {
+				c.Held = true
+				r.Warnings = append(r.Warnings, c.Detail)
+			}
 		}
 		r.Checks = append(r.Checks, c)
 	}
 	r.Duration += took
 	r.Immutable = r.Failed() == nil
+}
+
+// UndoesLock reports whether a key with the right of privilege check name
+// can delete or shorten versions locked in mode.
+func UndoesLock(name, mode string) bool {
+	return mode == ModeGovernance && (name == PrivilegeBypass || name == PrivilegeBucketPolicy)
 }
 
 // batchRefusal is a refusal reported inside a successful response.
