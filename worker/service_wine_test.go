@@ -185,11 +185,7 @@ func newWine(t *testing.T) *wineEnv {
 	}
 	prefix := filepath.Join(t.TempDir(), "prefix")
 	w := &wineEnv{env: append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=", "DISPLAY=")}
-	t.Cleanup(func() {
-		k := exec.Command("wineserver", "-k")
-		k.Env = w.env
-		_ = k.Run()
-	})
+	t.Cleanup(w.kill)
 	began := time.Now()
 	w.run(t, "wineboot", "--init")
 	t.Logf("Wine prefix initialised in %s", time.Since(began).Round(time.Millisecond))
@@ -222,9 +218,17 @@ func newWine(t *testing.T) *wineEnv {
 	}
 	t.Cleanup(func() {
 		_ = stdin.Close()
+		w.kill()
 		_ = keeper.Wait()
 	})
 	return w
+}
+
+// kill ends every process of the prefix, the service's among them.
+func (w *wineEnv) kill() {
+	k := exec.Command("wineserver", "-k")
+	k.Env = w.env
+	_ = k.Run()
 }
 
 // output runs a Windows program under Wine and returns what it printed.
