@@ -31,7 +31,7 @@ test: test-deps lint
 
 # The Windows service mode for real, through Wine's Service Control Manager (worker/service_wine_test.go, build tag
 # wine): the worker built for Windows started, polled, health-checked, stopped, failing a start and removed, about
-# 35 s. Wine and the MinGW-w64 binutils are installed when missing (scripts/test-deps.sh).
+# 40 s, a minute with the test's build. Wine and the MinGW-w64 binutils are installed when missing (scripts/test-deps.sh).
 test-windows:
 	@bash scripts/test-deps.sh
 	$(GO) test -count=1 -tags wine -timeout 10m -run '^TestWindowsServiceUnderWine$$' ./worker/
