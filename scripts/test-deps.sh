@@ -5,7 +5,10 @@
 # test that starts it as one), promtool (Debian's prometheus package: the tests check the alert rules with it),
 # chromium (the screenshot tool's tests drive it headless), FreeTDS's tsql (freetds-bin: a TDS client independent
 # of go-mssqldb that the emulator's tests talk to) and systemd-analyze (the systemd package: the worker's unit is
-# verified and scored with it; no systemd needs to run). Idempotent: does nothing when everything is there.
+# verified and scored with it; no systemd needs to run), Wine (`make test-windows`: its services.exe is the Service
+# Control Manager the worker's Windows service mode is driven through) and the MinGW-w64 binutils (their dlltool and ld
+# link the one-export bcryptprimitives.dll that test gives Wine 8, which lacks the ProcessPrng every Go 1.24+ program
+# calls at start). Idempotent: does nothing when everything is there.
 set -euo pipefail
 
 need=()
@@ -17,6 +20,8 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tsql >/dev/null 2>&1 || need+=(freetds-bin)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v wine >/dev/null 2>&1 || need+=(wine wine64)
+command -v x86_64-w64-mingw32-dlltool >/dev/null 2>&1 || need+=(binutils-mingw-w64-x86-64)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -189,37 +189,39 @@ func waitState(h *mgr.Service, want svc.State, timeout time.Duration) (svc.Statu
 // Run runs the worker as service s, which the Service Control Manager
 // started, with its output appended to s.LogFile.
 func Run(ctx context.Context, s Service, run RunFunc) error {
-	isService, err := svc.IsWindowsService()
-	if err != nil {
-		return fmt.Errorf("tell whether this is a service: %w", err)
-	}
-	if !isService {
-		return fmt.Errorf("`worker service run` is what the Service Control Manager starts: use `worker service start --name %s`, or run `worker --config FILE` at a prompt", s.Name)
-	}
 	h := &handler{s: s, ctx: ctx, run: run}
 	if elog, err := eventlog.Open(s.Name); err == nil {
 		h.elog = elog
 		defer elog.Close()
 	}
-	out, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		err = fmt.Errorf("open the log file: %w", err)
-		h.event(eventlog.Error, EventStartFailed, StartFailedMessage(s, err))
-		return err
+	// Whether the Service Control Manager started this process is what
+	// connecting to it says: svc.IsWindowsService guesses from the parent
+	// process and its session, which is not 0 everywhere a Service Control
+	// Manager runs services (Wine's is in session 1).
+	err := svc.Run(s.Name, h)
+	if errors.Is(err, windows.ERROR_FAILED_SERVICE_CONTROLLER_CONNECT) {
+		return fmt.Errorf("`worker service run` is what the Service Control Manager starts: use `worker service start --name %s`, or run `worker --config FILE` at a prompt", s.Name)
 	}
-	defer out.Close()
-	// The worker logs to stderr and prints to stdout; a service has
-	// neither. The standard handles too, so that a panic's trace lands in
-	// the file.
-	os.Stdout, os.Stderr = out, out
-	_ = windows.SetStdHandle(windows.STD_OUTPUT_HANDLE, windows.Handle(out.Fd()))
-	_ = windows.SetStdHandle(windows.STD_ERROR_HANDLE, windows.Handle(out.Fd()))
-	h.out = out
-	if err := svc.Run(s.Name, h); err != nil {
+	if err != nil {
 		h.event(eventlog.Error, EventStartFailed, StartFailedMessage(s, err))
 		return err
 	}
 	return h.err
+}
+
+// openLog sends the process's output to s.LogFile: the worker logs to
+// stderr and prints to stdout, and a service has neither. The standard
+// handles too, so that a panic's trace lands in the file.
+func (h *handler) openLog() (io.Closer, error) {
+	out, err := os.OpenFile(h.s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open the log file: %w", err)
+	}
+	os.Stdout, os.Stderr = out, out
+	_ = windows.SetStdHandle(windows.STD_OUTPUT_HANDLE, windows.Handle(out.Fd()))
+	_ = windows.SetStdHandle(windows.STD_ERROR_HANDLE, windows.Handle(out.Fd()))
+	h.out = out
+	return out, nil
 }
 
 // handler runs the worker while the Service Control Manager says so.
@@ -255,6 +257,13 @@ func (h *handler) event(kind, id uint32, msg string) {
 // service-specific exit code, which the recovery actions restart.
 func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<- svc.Status) (bool, uint32) {
 	const accepts = svc.AcceptStop | svc.AcceptShutdown | svc.AcceptPreShutdown
+	// Only now is this process a service: at a prompt svc.Run fails
+	// before, and nothing is written to the log file.
+	out, err := h.openLog()
+	if err != nil {
+		return h.failed(err, false)
+	}
+	defer out.Close()
 	startHint := uint32(StartWait.Milliseconds())
 	checkpoint := uint32(1)
 	status <- svc.Status{State: svc.StartPending, WaitHint: startHint, CheckPoint: checkpoint}

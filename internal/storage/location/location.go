@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/backupcycle/backupcycle/internal/config"
@@ -26,7 +27,9 @@ func parse(raw string) (scheme, dir string, err error) {
 	switch {
 	case raw == "":
 		return "", "", fmt.Errorf("empty storage location; want file:///dir, /dir or smb://server/share/dir")
-	case strings.HasPrefix(raw, "/"):
+	// An absolute path of the platform: on Windows also D:\dir and
+	// \\server\share\dir, which the config resolves a location to.
+	case strings.HasPrefix(raw, "/") || filepath.IsAbs(raw):
 		return "file", raw, nil
 	case strings.HasPrefix(raw, "smb://"):
 		if _, err := smb.ParseURL(raw); err != nil {
