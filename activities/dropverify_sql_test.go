@@ -1,11 +1,11 @@
 package activities
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 )
 
 // After a verified set (Cleanup) a verification instance that takes the
@@ -18,33 +18,6 @@ func TestDropVerifyDBCleanupLoginTimeout(t *testing.T) {
 	_, verify := f.copiedSet()
 	f.must(f.acts.Restore, verify, nil)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
 	srv, ok := f.cfg.BackupServer(verify.Server)
 	if !ok {
 		t.Fatalf("no backup server %s", verify.Server)
@@ -53,11 +26,11 @@ func TestDropVerifyDBCleanupLoginTimeout(t *testing.T) {
 	if !ok {
 		t.Fatalf("no instance %s", srv.VerifyInstance)
 	}
-	inst.Address, inst.ConnectTimeout = ln.Addr().String(), time.Minute
+	inst.Address, inst.ConnectTimeout = sitetest.SilentServer(t), time.Minute
 
 	verify.Cleanup = true
 	began := time.Now()
-	err = f.run(f.acts.DropVerifyDB, verify, nil)
+	err := f.run(f.acts.DropVerifyDB, verify, nil)
 	took := time.Since(began)
 	t.Logf("drop against a silent instance: %s: %v", took.Round(time.Millisecond), err)
 	if took > CleanupConnectTimeout+5*time.Second {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -495,34 +496,7 @@ func TestTargetNeverShowsPassword(t *testing.T) {
 // Open gives up after the connect timeout (go-mssqldb alone would wait
 // forever) and says the instance is unreachable.
 func TestOpenGivesUpOnASilentServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	target := Target{Instance: "verify01", Address: l.Addr().String(), User: "sa", Password: "x", Database: "master",
+	target := Target{Instance: "verify01", Address: sitetest.SilentServer(t), User: "sa", Password: "x", Database: "master",
 		Encrypt: "disable", ConnectTimeout: time.Second}
 	type result struct {
 		err  error
