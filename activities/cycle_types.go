@@ -311,6 +311,11 @@ type VerifyInput struct {
 	// verification database (a cancel cut it short): a copy RESTORING
 	// from it may be dropped.
 	OwnRestore bool `json:"own_restore,omitempty"`
+	// Cleanup tells DropVerifyDB that the set is verified: the drop is
+	// housekeeping, with a short login (CleanupConnectTimeout), and an
+	// unreachable instance is not retried: the copy is left to the next
+	// cycle.
+	Cleanup bool `json:"cleanup,omitempty"`
 	// SourceUTCOffsetMinutes is the source server's offset from UTC as the
 	// plan read it (SourceFacts), for the sanity checks' max_age; nil when
 	// unknown.

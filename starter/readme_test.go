@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,16 +71,27 @@ func readmeExamples(t *testing.T) [][]string {
 
 // withConfig points every --config of args at file, except a
 // configuration the repository itself holds (docs/case-study.yaml), which
-// the example uses as written (from the repository's root).
-func withConfig(args []string, file string) []string {
+// the example uses as written (from the repository's root, root). A file
+// git ignores is local state, not the repository's: .stack/ or .demo/ left
+// by `make stack` or `make demo` names a site that may be stopped.
+func withConfig(t *testing.T, root string, args []string, file string) []string {
+	t.Helper()
 	out := slices.Clone(args)
 	pick := func(v string) string {
-		if !filepath.IsAbs(v) && strings.Contains(v, "/") {
-			if _, err := os.Stat(filepath.Join("..", v)); err == nil {
-				return filepath.Join("..", v)
-			}
+		if filepath.IsAbs(v) || !strings.Contains(v, "/") {
+			return file
 		}
-		return file
+		if _, err := os.Stat(filepath.Join(root, v)); err != nil {
+			return file
+		}
+		held, err := exec.Command("git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard", "--", v).Output()
+		if err != nil {
+			t.Fatalf("git ls-files %s: %v", v, err)
+		}
+		if strings.TrimSpace(string(held)) == "" {
+			return file
+		}
+		return filepath.Join(root, v)
 	}
 	for i, a := range out {
 		switch {
@@ -138,7 +150,7 @@ func TestReadmeStarterExamples(t *testing.T) {
 	})
 
 	for _, args := range examples {
-		args = withConfig(args, site.ConfigFile)
+		args = withConfig(t, "..", args, site.ConfigFile)
 		following := slices.Contains(args, "run") && slices.Contains(args, "--wait")
 		if slices.Contains(args, "calibrate") {
 			// Its report and chart go to a directory of the test's.
@@ -177,7 +189,47 @@ func TestReadmeExamplesExtraction(t *testing.T) {
 	if !found {
 		t.Errorf("the schedule apply example is not extracted as %q: %q", want, examples)
 	}
-	if w := withConfig([]string{"--config", "a.yaml", "run", "--config=b.yaml"}, "c.yaml"); !slices.Equal(w, []string{"--config", "c.yaml", "run", "--config=c.yaml"}) {
+	if w := withConfig(t, "..", []string{"--config", "a.yaml", "run", "--config=b.yaml"}, "c.yaml"); !slices.Equal(w, []string{"--config", "c.yaml", "run", "--config=c.yaml"}) {
 		t.Errorf("withConfig: %q", w)
+	}
+}
+
+// A configuration left by a local run in an ignored directory (.stack/
+// from `make stack`, .demo/ from `make demo`) is not the repository's:
+// the example is pointed at the dev site's configuration like any other,
+// not at a stack that may be stopped (or running).
+func TestReadmeExamplesIgnoreLocalState(t *testing.T) {
+	root := t.TempDir()
+	for name, body := range map[string]string{
+		".gitignore":                  "/.stack/\n/.demo/\n",
+		"docs/case-study.yaml":        "instances: []\n",
+		".stack/site/config.dev.yaml": "instances: []\n",
+		".demo/config.dev.yaml":       "instances: []\n",
+		"local/untracked-config.yaml": "instances: []\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".gitignore", "docs/case-study.yaml")
+	for _, c := range []struct{ config, want string }{
+		{"docs/case-study.yaml", filepath.Join(root, "docs/case-study.yaml")},
+		{".stack/site/config.dev.yaml", "site.yaml"},
+		{".demo/config.dev.yaml", "site.yaml"},
+		{"missing/config.yaml", "site.yaml"},
+	} {
+		got := withConfig(t, root, []string{"--config", c.config, "status"}, "site.yaml")
+		if want := []string{"--config", c.want, "status"}; !slices.Equal(got, want) {
+			t.Errorf("--config %s: got %q, want %q", c.config, got, want)
+		}
 	}
 }

@@ -320,14 +320,19 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	// failure is reported, never turned into an unverified set.
 	if !plan.KeepVerifyDB {
 		c.step(ctx, activities.StepDropVerifyDB)
+		drop := verify
+		// A verification instance that cannot be reached now does not hold
+		// the verified cycle in retries: the copy is left to the next cycle.
+		drop.Cleanup = workflow.GetVersion(ctx, "drop-verify-cleanup", workflow.DefaultVersion, 1) == 1
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:    30 * time.Minute,
 			ScheduleToCloseTimeout: shortDeadline,
 			HeartbeatTimeout:       c.hb,
 			RetryPolicy:            retry(10*time.Second, 5),
 			Summary:                fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
-		}), a.DropVerifyDB, verify).Get(ctx, nil)
+		}), a.DropVerifyDB, drop).Get(ctx, nil)
 		if err != nil {
+			c.log(ctx).Warn("verification database not dropped: the set stays verified", "error", err)
 			result.Warnings = append(result.Warnings, "verification database not dropped: "+err.Error())
 		}
 	}

@@ -150,16 +150,25 @@ func Open(ctx context.Context, t Target) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn.Dialer = &watchDialer{}
-	db := &DB{DB: sql.OpenDB(conn), Target: t, dsn: dsn}
 	ct := t.ConnectTimeout
 	if ct <= 0 {
 		ct = 30 * time.Second
 	}
-	db.login = ct
+	// go-mssqldb reads the server's replies during the login without a
+	// deadline (its "connection timeout" would be one on every read): a
+	// server that takes the connection and never answers would hold the
+	// ping below past its context. The connections the ping dials get the
+	// login's deadline, lifted once it is in.
 	pctx, cancel := context.WithTimeout(ctx, ct)
 	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
+	by, _ := pctx.Deadline()
+	d := &watchDialer{loginBy: by}
+	conn.Dialer = d
+	db := &DB{DB: sql.OpenDB(conn), Target: t, dsn: dsn}
+	db.login = ct
+	err = db.PingContext(pctx)
+	d.loggedIn()
+	if err != nil {
 		_ = db.Close()
 		return nil, Classify(t, "connect", err)
 	}
@@ -249,20 +258,49 @@ func (db *DB) statementDB() (*sql.DB, <-chan struct{}, error) {
 // watchDialer dials TCP with keepalives; with dead set, it closes dead at
 // the first failed read or write of any connection it made, and remembers
 // the connections (Sent.Vanish closes them).
+//
+// With loginBy set, the connections it dials until loggedIn get that
+// deadline (Open's login check).
 type watchDialer struct {
-	dead  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	conns []net.Conn
+	dead    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	conns   []net.Conn
+	loginBy time.Time
+	login   []net.Conn
 }
 
 func (d *watchDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := (&net.Dialer{KeepAlive: 10 * time.Second}).DialContext(ctx, network, addr)
-	if err != nil || d.dead == nil {
+	if err != nil {
 		return c, err
+	}
+	d.mu.Lock()
+	if !d.loginBy.IsZero() {
+		if err := c.SetDeadline(d.loginBy); err != nil {
+			d.mu.Unlock()
+			_ = c.Close()
+			return nil, err
+		}
+		d.login = append(d.login, c)
+	}
+	d.mu.Unlock()
+	if d.dead == nil {
+		return c, nil
 	}
 	d.remember(c)
 	return &watchedConn{Conn: c, d: d}, nil
+}
+
+// loggedIn lifts the login deadline from the connections dialled for it
+// (the pool keeps them for statements of any length) and from later ones.
+func (d *watchDialer) loggedIn() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.login {
+		_ = c.SetDeadline(time.Time{})
+	}
+	d.loginBy, d.login = time.Time{}, nil
 }
 
 type watchedConn struct {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim/tds"
 	"github.com/backupcycle/backupcycle/internal/tsql"
 )
@@ -488,5 +489,58 @@ func TestTargetNeverShowsPassword(t *testing.T) {
 	tg := Target{Instance: "sql01", Address: "10.0.0.1:1433", User: "sa", Password: "s3cret"}
 	if s := tg.String(); strings.Contains(s, "s3cret") || !strings.Contains(s, "sql01") {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// A server that takes the connection and never answers the prelogin:
+// Open gives up after the connect timeout (go-mssqldb alone would wait
+// forever) and says the instance is unreachable.
+func TestOpenGivesUpOnASilentServer(t *testing.T) {
+	target := Target{Instance: "verify01", Address: sitetest.SilentServer(t), User: "sa", Password: "x", Database: "master",
+		Encrypt: "disable", ConnectTimeout: time.Second}
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		began := time.Now()
+		db, err := Open(testCtx(t), target)
+		if db != nil {
+			_ = db.Close()
+		}
+		done <- result{err, time.Since(began)}
+	}()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, ErrUnreachable) {
+			t.Errorf("silent server: %v, want Unreachable", r.err)
+		}
+		if r.took > 3*time.Second {
+			t.Errorf("Open gave up after %s, want about the connect timeout (1s)", r.took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open still waits for the prelogin reply of a silent server after 10s (connect timeout 1s)")
+	}
+}
+
+// The login's deadline is lifted once the login is in: a statement on the
+// pool's connection may take longer than the connect timeout.
+func TestOpenLoginDeadlineLifted(t *testing.T) {
+	_, _, target := startScripted(t, map[string]func(context.Context, tds.Request, tds.ResultWriter) error{
+		"SELECT 2": func(ctx context.Context, _ tds.Request, w tds.ResultWriter) error {
+			time.Sleep(2 * time.Second)
+			return w.StatementDone(tds.CmdSelect, 0, false)
+		},
+	})
+	target.ConnectTimeout = time.Second
+	db, err := Open(testCtx(t), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the connection the login check dialled
+	if _, err := db.ExecContext(testCtx(t), "SELECT 2"); err != nil {
+		t.Errorf("a 2s statement after a 1s connect timeout: %v", err)
 	}
 }
