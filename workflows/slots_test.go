@@ -94,6 +94,23 @@ func TestCyclesKeepToTheInstancesLimit(t *testing.T) {
 	}
 }
 
+// slotRun is a run of startCycles whose slot starts go to started (the
+// workflow id of each, one call at a time).
+func slotRun(t *testing.T, f *fakeCycle, started func(id string)) *cycleRun {
+	var mu sync.Mutex
+	return newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
+		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+			if info.WorkflowType.Name == SlotName {
+				mu.Lock()
+				started(info.WorkflowExecution.ID)
+				mu.Unlock()
+			}
+		})
+	})
+}
+
 // TestCycleTakesTheFreeSlotFirst: a plan that found slots free
 // (Slot.Free) has the cycle start those first, not slot 1 up: each held
 // slot tried is a child start that fails, a workflow task and two history
@@ -107,19 +124,8 @@ func TestCycleTakesTheFreeSlotFirst(t *testing.T) {
 			{Kind: activities.SlotInstance, Name: "sql01", Limit: 4, Free: []int{3}}}
 		return p, nil
 	}
-	var mu sync.Mutex
 	var started []string
-	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
-		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
-		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
-			if info.WorkflowType.Name == SlotName {
-				mu.Lock()
-				started = append(started, info.WorkflowExecution.ID)
-				mu.Unlock()
-			}
-		})
-	})
+	r := slotRun(t, f, func(id string) { started = append(started, id) })
 	r.env.ExecuteWorkflow("startCycles", []string{"Sales"})
 	if err := r.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -145,19 +151,8 @@ func TestCycleGivesBackLaterSlotsWhileItWaits(t *testing.T) {
 			{Kind: activities.SlotServer, Name: "bak01", Limit: 4, Free: free[in.Database]}}
 		return p, nil
 	}
-	var mu sync.Mutex
 	started := map[string]int{}
-	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
-		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
-		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
-			if info.WorkflowType.Name == SlotName {
-				mu.Lock()
-				started[info.WorkflowExecution.ID]++
-				mu.Unlock()
-			}
-		})
-	})
+	r := slotRun(t, f, func(id string) { started[id]++ })
 	r.env.ExecuteWorkflow("startCycles", []string{"Sales", "Orders"})
 	if err := r.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
