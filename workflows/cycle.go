@@ -594,9 +594,11 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 	}), a.PlanCycle, activities.PlanInput{
 		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer, Differential: c.in.Differential,
 		// A batched run that backs up under the database's own id has the
-		// plan allocate its sequence too: one activity less. A plan that
-		// resolves the start to another id leaves the number unused.
-		AllocateSequence: c.batched && c.in.Resume == 0 &&
+		// plan allocate its sequence too: one activity less. A start
+		// without its instance launches the cycle under the id with it
+		// (launch), whose plan allocates; a plan that resolves the name to
+		// another spelling leaves the number unused.
+		AllocateSequence: c.batched && c.in.Resume == 0 && c.in.Instance != "" &&
 			workflow.GetInfo(ctx).WorkflowExecution.ID == CycleWorkflowID(c.in.Instance, c.in.Database),
 	}).Get(ctx, &plan)
 	if err != nil {

@@ -368,13 +368,17 @@ func TestCyclePlanAllocatesTheSequence(t *testing.T) {
 			t.Errorf("plan allocated %d: backups %+v, want one of seq %d", planned, f.backupIn, want)
 		}
 	}
-	f := newFakeCycle()
-	r := newCycleRun(t, f)
-	if _, err := r.runAs("schedule-of-sales", CycleInput{Database: "Sales", Instance: "sql01"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.planIn) == 0 || f.planIn[0].AllocateSequence {
-		t.Errorf("a start under another id planned %+v, want no sequence allocated", f.planIn)
+	// A start under another id, or without its instance, launches the
+	// cycle: its plan allocates nothing (the number would be a gap).
+	for id, instance := range map[string]string{"schedule-of-sales": "sql01", CycleWorkflowID("", "Sales"): ""} {
+		f := newFakeCycle()
+		r := newCycleRun(t, f)
+		if _, err := r.runAs(id, CycleInput{Database: "Sales", Instance: instance}); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.planIn) == 0 || f.planIn[0].AllocateSequence {
+			t.Errorf("a start as %s with instance %q planned %+v, want no sequence allocated", id, instance, f.planIn)
+		}
 	}
 }
 
