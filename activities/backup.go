@@ -215,9 +215,10 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	if res.Summary != nil {
 		out.Pages = res.Summary.Pages
 	}
-	// The last percent_complete seen may be well below 100: the step is done.
+	// The last percent_complete seen may be well below 100: the step is
+	// done. No signal: the result shows 100 % and the bytes (a signal is a
+	// workflow task of its own).
 	rep.set(100, out.Bytes)
-	rep.maybeSignal(true)
 	log.Info("backup done", zap.Int64("bytes", out.Bytes), zap.Duration("duration", out.Duration))
 	a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
 	return done(out, nil)
@@ -275,7 +276,6 @@ func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st 
 		return BackupOutput{}, a.backupFailed(ctx, err, db, layout, rep, log)
 	}
 	rep.set(100, out.Bytes)
-	rep.maybeSignal(true)
 	a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, server, out.Bytes, out.Duration)
 	return out, nil
 }

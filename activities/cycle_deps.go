@@ -363,6 +363,9 @@ func heartbeat(ctx context.Context, details any) {
 // report no progress of their own (a DROP DATABASE, retention over a large
 // share, a manifest update) still run under a heartbeat timeout, so a dead
 // worker is noticed within it and not only after the StartToClose timeout.
+// The first goes after one interval: an activity shorter than that sends
+// none (each is an RPC, and a write of the workflow's state on the
+// server; the heartbeat timeout is minutes).
 func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
@@ -373,7 +376,6 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 		t := time.NewTicker(d.poll())
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx)
 			select {
 			case <-done:
 				return
@@ -381,6 +383,7 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
+			activity.RecordHeartbeat(ctx)
 		}
 	}()
 	// stop waits for the goroutine: a heartbeat recorded after the activity

@@ -50,7 +50,7 @@ func (r *reporter) setPercent(p float64) {
 	r.mu.Lock()
 	r.percent = p
 	r.mu.Unlock()
-	r.maybeSignal(false)
+	r.maybeSignal()
 }
 
 func (r *reporter) set(p float64, b int64) {
@@ -66,14 +66,14 @@ func (r *reporter) get() (float64, int64) {
 }
 
 // maybeSignal signals the workflow when the percent moved by 10 or more, or
-// signalEvery passed; force signals anyway.
-func (r *reporter) maybeSignal(force bool) {
+// signalEvery passed.
+func (r *reporter) maybeSignal() {
 	if r.quiet || r.a.Cycle.Signal == nil || !activity.IsActivity(r.ctx) {
 		return
 	}
 	r.mu.Lock()
 	p := StepProgress{Step: r.step, Sequence: r.seq, Percent: r.percent, Bytes: r.bytes}
-	due := force || r.percent-r.lastPct >= 10 || time.Since(r.lastSignal) >= signalEvery
+	due := r.percent-r.lastPct >= 10 || time.Since(r.lastSignal) >= signalEvery
 	if due {
 		r.lastSignal, r.lastPct = time.Now(), r.percent
 	}
@@ -108,7 +108,7 @@ func (r *reporter) every(interval time.Duration, bytes func() int64, details fun
 			d = details(p, b)
 		}
 		heartbeat(r.ctx, d)
-		r.maybeSignal(false)
+		r.maybeSignal()
 	}
 	beat()
 	done := make(chan struct{})

@@ -65,6 +65,10 @@ type PlanInput struct {
 	// Differential plans a differential backup on the newest verified
 	// full (diff_backup) instead of a full one.
 	Differential bool `json:"differential,omitempty"`
+	// AllocateSequence has the plan allocate the set's sequence number
+	// too (AllocateSequence, by the plan's mode), sparing the cycle an
+	// activity: Plan.Sequence.
+	AllocateSequence bool `json:"allocate_sequence,omitempty"`
 }
 
 // Plan is what one cycle will do, decided from the configuration and the
@@ -152,6 +156,10 @@ type Plan struct {
 	Mode     BackupMode  `json:"mode"`
 	Budget   plan.Budget `json:"budget"`
 	Warnings []string    `json:"warnings,omitempty"`
+	// Sequence is the set's sequence number, allocated by the plan when
+	// PlanInput.AllocateSequence asked for it; 0 when it did not or could
+	// not (the cycle allocates it then, waiting for its source as it does).
+	Sequence int64 `json:"seq,omitempty"`
 }
 
 // Limits bound the waiting and the long steps of a cycle; zero values mean

@@ -297,6 +297,15 @@ func (a *Activities) PlanCycle(ctx context.Context, in PlanInput) (Plan, error) 
 	}
 	if unresolved != "" {
 		log.Warn("plan: "+unresolved+": waiting for the instance before the cycle runs", zap.String("instance", db.Instance))
+	} else if in.AllocateSequence {
+		// Failing here fails nothing: the cycle's own AllocateSequence
+		// takes over, with its waits for the source.
+		seq, err := a.AllocateSequence(ctx, SequenceInput{Database: p.Database, Instance: p.Instance, Entry: p.Entry,
+			Method: mode.Sequence, Replica: p.Replica})
+		if err != nil {
+			log.Warn("plan: sequence not allocated: the cycle allocates it", zap.String("instance", db.Instance), zap.Error(err))
+		}
+		p.Sequence = seq
 	}
 	log.Info("cycle planned", zap.String("server", primary), zap.String("last_server", last),
 		zap.String("last_server_source", source), zap.Int("stripes", stripes), zap.String("remote", p.Remote),

@@ -240,3 +240,29 @@ func TestSQLSanityMaxAgeInServerTime(t *testing.T) {
 		t.Errorf("logged value %q, want it about 5h older than the backup", v)
 	}
 }
+
+// A plan asked for the sequence allocates it as AllocateSequence does
+// (recorded in the servers' sequence files, the next allocation above it);
+// with the source down it plans without one, and the cycle allocates it.
+func TestSQLPlanAllocatesTheSequence(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var p Plan
+	f.must(f.acts.PlanCycle, PlanInput{Database: f.db, AllocateSequence: true}, &p)
+	if p.Sequence <= 0 || f.recorded("bak01") != p.Sequence {
+		t.Fatalf("plan allocated %d, bak01's sequence file holds %d: want a number, recorded", p.Sequence, f.recorded("bak01"))
+	}
+	if next := f.allocate(); next != p.Sequence+1 {
+		t.Errorf("allocation after the plan's %d: %d, want the next number", p.Sequence, next)
+	}
+	if f.plan().Sequence != 0 {
+		t.Error("a plan not asked for the sequence allocated one")
+	}
+	if err := f.src.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var down Plan
+	f.must(f.acts.PlanCycle, PlanInput{Database: f.db, AllocateSequence: true}, &down)
+	if down.Sequence != 0 {
+		t.Errorf("plan with the source down allocated %d, want none (the cycle waits for the source)", down.Sequence)
+	}
+}

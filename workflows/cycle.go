@@ -183,7 +183,7 @@ func BackupCycle(ctx workflow.Context, in CycleInput) (CycleResult, error) {
 	}
 	// Within its instance's and servers' max_concurrent, whatever started
 	// it (slots.go).
-	if len(plan.Slots) > 0 && workflow.GetVersion(ctx, "concurrency-slots", workflow.DefaultVersion, 1) == 1 {
+	if len(plan.Slots) > 0 && c.changed(ctx, "concurrency-slots") {
 		if err := c.acquire(ctx, plan); err != nil {
 			return CycleResult{}, c.end(ctx, err)
 		}
@@ -303,7 +303,11 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		return CycleResult{}, err
 	}
 	c.verified = true
-	c.outcome(ctx, OutcomeVerified)
+	if c.batched {
+		c.settle(ctx, OutcomeVerified) // shown with the next step
+	} else {
+		c.outcome(ctx, OutcomeVerified)
+	}
 	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeVerified, "")
 
 	result := CycleResult{
@@ -318,28 +322,17 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 
 	// The set is verified from here on: what follows is housekeeping, and its
 	// failure is reported, never turned into an unverified set.
-	if !plan.KeepVerifyDB {
+	// With nothing between them, the copy is dropped while retention runs:
+	// both start in one workflow task, under the step retention.
+	together := c.batched && plan.Immutable == "" && !plan.Evidence
+	if !plan.KeepVerifyDB && !together {
 		c.step(ctx, activities.StepDropVerifyDB)
-		drop := verify
-		// A verification instance that cannot be reached now does not hold
-		// the verified cycle in retries: the copy is left to the next cycle.
-		drop.Cleanup = workflow.GetVersion(ctx, "drop-verify-cleanup", workflow.DefaultVersion, 1) == 1
-		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:    30 * time.Minute,
-			ScheduleToCloseTimeout: shortDeadline,
-			HeartbeatTimeout:       c.hb,
-			RetryPolicy:            retry(10*time.Second, 5),
-			Summary:                fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
-		}), a.DropVerifyDB, drop).Get(ctx, nil)
-		if err != nil {
-			c.log(ctx).Warn("verification database not dropped: the set stays verified", "error", err)
-			result.Warnings = append(result.Warnings, "verification database not dropped: "+err.Error())
-		}
+		result.Warnings = notDropped(ctx, c.dropVerifyDB(ctx, verify), result.Warnings)
 	}
 
 	// A locked copy on the object store, from the verified set: its
 	// failure is a warning, never an unverified set.
-	if plan.Immutable != "" && workflow.GetVersion(ctx, "immutable-copy", workflow.DefaultVersion, 1) == 1 {
+	if plan.Immutable != "" && c.changed(ctx, "immutable-copy") {
 		c.step(ctx, activities.StepImmutableCopy)
 		var imm activities.ImmutableOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, c.copyOptions(plan, plan.Immutable,
@@ -363,7 +356,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	// The evidence ledger's record, once the manifest is final (the
 	// immutable copy's outcome is in it): a warning when it fails, never
 	// an unverified set.
-	if plan.Evidence && workflow.GetVersion(ctx, "evidence-ledger", workflow.DefaultVersion, 1) == 1 {
+	if plan.Evidence && c.changed(ctx, "evidence-ledger") {
 		c.step(ctx, activities.StepEvidence)
 		var ev activities.EvidenceOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
@@ -387,8 +380,12 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	}
 
 	c.step(ctx, activities.StepRetention)
+	var dropped workflow.Future
+	if !plan.KeepVerifyDB && together {
+		dropped = c.dropVerifyDB(ctx, verify)
+	}
 	var kept activities.RetentionOutput
-	err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+	retained := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    30 * time.Minute,
 		ScheduleToCloseTimeout: 2 * shortDeadline, // a large share lists slowly
 		HeartbeatTimeout:       c.hb,
@@ -396,8 +393,11 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 		Summary:                "retention of " + in.Database,
 	}), a.ApplyRetention, activities.RetentionInput{
 		Database: in.Database, Instance: c.instance, Entry: c.entry, Servers: retentionServers(plan), Protect: c.seq,
-	}).Get(ctx, &kept)
-	if err != nil {
+	})
+	if dropped != nil {
+		result.Warnings = notDropped(ctx, dropped, result.Warnings)
+	}
+	if err := retained.Get(ctx, &kept); err != nil {
 		result.Warnings = append(result.Warnings, "retention not applied: "+err.Error())
 	}
 	result.Deleted = kept.Deleted
@@ -405,6 +405,30 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	c.step(ctx, activities.StepDone)
 	c.log(ctx).Info("backup cycle verified", "total", c.progress.Timings.Total)
 	return result, nil
+}
+
+// dropVerifyDB drops the set's restored copy (DropVerifyDB).
+func (c *cycle) dropVerifyDB(ctx workflow.Context, verify activities.VerifyInput) workflow.Future {
+	// A verification instance that cannot be reached now does not hold
+	// the verified cycle in retries: the copy is left to the next cycle.
+	verify.Cleanup = workflow.GetVersion(ctx, "drop-verify-cleanup", workflow.DefaultVersion, 1) == 1
+	return workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    30 * time.Minute,
+		ScheduleToCloseTimeout: shortDeadline,
+		HeartbeatTimeout:       c.hb,
+		RetryPolicy:            retry(10*time.Second, 5),
+		Summary:                fmt.Sprintf("drop the verification copy of %s seq %d", verify.Database, verify.Sequence),
+	}), a.DropVerifyDB, verify)
+}
+
+// notDropped adds the warning of a drop that failed: the set stays
+// verified.
+func notDropped(ctx workflow.Context, dropped workflow.Future, warnings []string) []string {
+	if err := dropped.Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("verification database not dropped: the set stays verified", "error", err)
+		return append(warnings, "verification database not dropped: "+err.Error())
+	}
+	return warnings
 }
 
 // immutableTarget is the object store the set was copied to, for its
@@ -573,6 +597,13 @@ func (c *cycle) plan(ctx workflow.Context) (activities.Plan, error) {
 		Summary:                "plan the cycle of " + c.in.Database,
 	}), a.PlanCycle, activities.PlanInput{
 		Database: c.in.Database, Instance: c.in.Instance, LastServer: c.in.LastServer, Differential: c.in.Differential,
+		// A batched run that backs up under the database's own id has the
+		// plan allocate its sequence too: one activity less. A start
+		// without its instance launches the cycle under the id with it
+		// (launch), whose plan allocates; a plan that resolves the name to
+		// another spelling leaves the number unused.
+		AllocateSequence: c.batched && c.in.Resume == 0 && c.in.Instance != "" &&
+			workflow.GetInfo(ctx).WorkflowExecution.ID == CycleWorkflowID(c.in.Instance, c.in.Database),
 	}).Get(ctx, &plan)
 	if err != nil {
 		return plan, err
@@ -613,6 +644,7 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 	inUse := 0 // numbers found used by another run, in a row
 	const maxInUse = 5
 	sameSeq := false
+	planned := plan.Sequence // allocated by the plan, for the first try
 	for {
 		server := plan.Rotation[next]
 		c.setServer(ctx, server)
@@ -623,6 +655,8 @@ func (c *cycle) backup(ctx workflow.Context, plan activities.Plan) (activities.B
 			// The set's files are held by its earlier BACKUP: back up
 			// the same number again (a retry recognises it complete).
 			seq, sameSeq = c.seq, false
+		} else if planned != 0 {
+			seq, planned = planned, 0
 		} else {
 			c.step(ctx, activities.StepSequence)
 			err = workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{

@@ -89,7 +89,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 		// A statement an earlier attempt left running (the cancel came
 		// while no attempt ran) is stopped before its copy is dropped and
 		// its files removed.
-		if workflow.GetVersion(dctx, "stop-statements-on-cancel", workflow.DefaultVersion, 1) == 1 {
+		if c.changed(dctx, "stop-statements-on-cancel") {
 			stop := activities.StopInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.server,
 				Replica: c.replica, Base: c.base}
 			if c.restoreStarted {
@@ -122,7 +122,7 @@ func (c *cycle) cancel(ctx workflow.Context) error {
 	}
 	c.progress.Error = "cancelled at step " + step
 	c.progress.Step = activities.StepCancelled
-	_ = c.upsert(dctx, AttrStep.ValueSet(activities.StepCancelled))
+	c.set(dctx, AttrStep.ValueSet(activities.StepCancelled))
 	c.outcome(dctx, OutcomeCancelled)
 	metrics.CycleEnded(workflow.GetMetricsHandler(dctx), metrics.OutcomeCancelled, "")
 	c.log(ctx).Warn("backup cycle cancelled", "cancelled_step", step)
@@ -169,7 +169,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	// while this run knows it sent that RESTORE. A restore refused before it
 	// started (the name is someone else's) or of another set is left alone.
 	if c.restoreStarted && step == activities.StepRestore && typ != activities.ErrVerifyDatabaseInUse &&
-		typ != activities.ErrRestoreMismatch && workflow.GetVersion(ctx, "drop-failed-restore", workflow.DefaultVersion, 1) == 1 {
+		typ != activities.ErrRestoreMismatch && c.changed(ctx, "drop-failed-restore") {
 		verify := activities.VerifyInput{Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Server: c.remoteOf(),
 			OwnRestore: true}
 		if derr := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
@@ -188,7 +188,7 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	c.progress.Step = activities.StepFailed
 	// BackupStep keeps the step that failed (BackupOutcome says failed),
 	// so the Web UI and `starter status` can filter failures by step.
-	_ = c.upsert(ctx, AttrStep.ValueSet(step))
+	c.set(ctx, AttrStep.ValueSet(step))
 	c.outcome(ctx, OutcomeFailed)
 	metrics.CycleEnded(workflow.GetMetricsHandler(ctx), metrics.OutcomeFailed, typ)
 	c.log(ctx).Error("backup cycle failed", "failed_step", step, "type", typ, "error", err)
@@ -224,7 +224,7 @@ func (c *cycle) stopFailedStep(ctx workflow.Context, step, typ string) []string 
 		return nil
 	}
 	if stop.Server == "" && stop.Remote == "" ||
-		workflow.GetVersion(ctx, "stop-statements-on-fail", workflow.DefaultVersion, 1) != 1 {
+		!c.changed(ctx, "stop-statements-on-fail") {
 		return nil
 	}
 	var stopped activities.StopOutput

@@ -42,10 +42,33 @@ type cycle struct {
 	hb time.Duration
 	// stepBegan is when the current step began (rate and ETA in details).
 	stepBegan time.Time
+	// batched: the run issues its commands in fewer workflow tasks and
+	// events (versionBatched): search attribute updates wait in pending
+	// for the next step's or outcome's single upsert, the slots are
+	// started together, the plan allocates the sequence, the restored
+	// copy is dropped while retention runs.
+	batched bool
+	pending []temporal.SearchAttributeUpdate
+	// shownInstance and shownRename are what the search attributes of a
+	// batched run already show of the plan's instance and resolved name.
+	shownInstance string
+	shownRename   bool
+}
+
+// versionBatched is the change that cut the cycle's workflow tasks and
+// events. A run that takes it skips the GetVersion calls of the changes
+// before it (changed): each would add a marker and an upsert of its own.
+const versionBatched = "cycle-batched-commands"
+
+// changed reports whether the run takes version 1 of change id, one that
+// came before versionBatched: a batched run always does, without a marker.
+func (c *cycle) changed(ctx workflow.Context, id string) bool {
+	return c.batched || workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) == 1
 }
 
 func newCycle(ctx workflow.Context, in CycleInput) *cycle {
-	return &cycle{in: in, hb: longHeartbeat, progress: Progress{Database: in.Database, Step: activities.StepPlan, Outcome: OutcomeRunning}}
+	return &cycle{in: in, hb: longHeartbeat, progress: Progress{Database: in.Database, Step: activities.StepPlan, Outcome: OutcomeRunning},
+		batched: workflow.GetVersion(ctx, versionBatched, workflow.DefaultVersion, 1) == 1}
 }
 
 // start registers the progress query and signal and the first search attributes.
@@ -70,6 +93,10 @@ func (c *cycle) start(ctx workflow.Context) error {
 			c.details(ctx)
 		}
 	})
+	if c.batched {
+		c.set(ctx, AttrDatabase.ValueSet(c.in.Database), AttrOutcome.ValueSet(OutcomeRunning))
+		return nil
+	}
 	return c.upsert(ctx,
 		AttrDatabase.ValueSet(c.in.Database),
 		AttrOutcome.ValueSet(OutcomeRunning))
@@ -79,6 +106,21 @@ func (c *cycle) step(ctx workflow.Context, step string) {
 	c.progress.Step = step
 	c.progress.Percent, c.progress.Bytes = 0, 0
 	c.stepBegan = workflow.Now(ctx)
+	if c.batched {
+		// The instance and the resolved name once, when they change.
+		c.set(ctx, AttrStep.ValueSet(step))
+		if c.instance != c.shownInstance {
+			c.set(ctx, AttrInstance.ValueSet(c.instance))
+			c.shownInstance = c.instance
+		}
+		if c.renamed && !c.shownRename {
+			c.set(ctx, AttrDatabase.ValueSet(c.in.Database))
+			c.shownRename = true
+		}
+		c.flush(ctx)
+		c.details(ctx)
+		return
+	}
 	updates := []temporal.SearchAttributeUpdate{AttrStep.ValueSet(step)}
 	if c.instance != "" {
 		// Known from the plan on; it rides on the step's update, which
@@ -97,7 +139,7 @@ func (c *cycle) setSequence(ctx workflow.Context, seq int64) {
 	c.backedUp = c.in.Resume > 0
 	c.progress.Sequence = seq
 	c.holders = []string{c.server}
-	_ = c.upsert(ctx, AttrSequence.ValueSet(seq))
+	c.set(ctx, AttrSequence.ValueSet(seq))
 }
 
 func (c *cycle) setServer(ctx workflow.Context, server string) {
@@ -106,13 +148,41 @@ func (c *cycle) setServer(ctx workflow.Context, server string) {
 	}
 	c.server = server
 	c.progress.Server = server
-	_ = c.upsert(ctx, AttrServer.ValueSet(server))
+	c.set(ctx, AttrServer.ValueSet(server))
 }
 
+// outcome records the cycle's outcome and shows it at once.
 func (c *cycle) outcome(ctx workflow.Context, outcome string) {
-	c.progress.Outcome = outcome
-	_ = c.upsert(ctx, AttrOutcome.ValueSet(outcome))
+	c.settle(ctx, outcome)
+	c.flush(ctx)
 	c.details(ctx)
+}
+
+// settle records the cycle's outcome; a batched run shows it with the
+// next step.
+func (c *cycle) settle(ctx workflow.Context, outcome string) {
+	c.progress.Outcome = outcome
+	c.set(ctx, AttrOutcome.ValueSet(outcome))
+}
+
+// set updates search attributes: at once in a run from before
+// versionBatched, else with the next flush (step, outcome), in one upsert
+// (one history event) with the others.
+func (c *cycle) set(ctx workflow.Context, updates ...temporal.SearchAttributeUpdate) {
+	if !c.batched {
+		_ = c.upsert(ctx, updates...)
+		return
+	}
+	c.pending = append(c.pending, updates...)
+}
+
+// flush sends the updates set since the last flush, in one upsert.
+func (c *cycle) flush(ctx workflow.Context) {
+	if len(c.pending) == 0 {
+		return
+	}
+	_ = c.upsert(ctx, c.pending...)
+	c.pending = nil
 }
 
 // upsert logs instead of failing: search attributes are for finding runs,

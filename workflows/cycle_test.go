@@ -323,6 +323,65 @@ func appError(t *testing.T, err error) *temporal.ApplicationError {
 	return appErr
 }
 
+// dropThenRetention is calls with DropVerifyDB before ApplyRetention
+// where they ran together: the cycle schedules both in one workflow task,
+// and the test environment runs them in either order.
+func dropThenRetention(calls []string) []string {
+	out := slices.Clone(calls)
+	if i := slices.Index(out, "ApplyRetention"); i >= 0 && i+1 < len(out) && out[i+1] == "DropVerifyDB" {
+		out[i], out[i+1] = out[i+1], out[i]
+	}
+	return out
+}
+
+// TestCyclePlanAllocatesTheSequence: a cycle started under the database's
+// own id has its plan allocate the sequence (one activity less, no step
+// sequence); a plan that could not leaves it to AllocateSequence. A start
+// under another id, which launches the cycle, allocates nothing.
+func TestCyclePlanAllocatesTheSequence(t *testing.T) {
+	for _, planned := range []int64{9, 0} {
+		f := newFakeCycle()
+		f.plan = func(in activities.PlanInput) (activities.Plan, error) {
+			p := healthyPlan()
+			if in.AllocateSequence {
+				p.Sequence = planned
+			}
+			return p, nil
+		}
+		r := newCycleRun(t, f)
+		res, err := r.run(CycleInput{Database: "Sales", Instance: "sql01"})
+		if err != nil {
+			t.Fatalf("plan allocated %d: %v", planned, err)
+		}
+		if len(f.planIn) != 1 || !f.planIn[0].AllocateSequence {
+			t.Fatalf("plan inputs %+v, want one asking for the sequence", f.planIn)
+		}
+		want, allocations, sequenceStep := planned, 0, false
+		if planned == 0 {
+			want, allocations, sequenceStep = 7, 1, true
+		}
+		if res.Sequence != want || f.count("AllocateSequence") != allocations || slices.Contains(r.steps, "sequence") != sequenceStep {
+			t.Errorf("plan allocated %d: seq %d, AllocateSequence ran %d times, steps %v; want seq %d, %d, step sequence %v",
+				planned, res.Sequence, f.count("AllocateSequence"), r.steps, want, allocations, sequenceStep)
+		}
+		if len(f.backupIn) != 1 || f.backupIn[0].Sequence != want {
+			t.Errorf("plan allocated %d: backups %+v, want one of seq %d", planned, f.backupIn, want)
+		}
+	}
+	// A start under another id, or without its instance, launches the
+	// cycle: its plan allocates nothing (the number would be a gap).
+	for id, instance := range map[string]string{"schedule-of-sales": "sql01", CycleWorkflowID("", "Sales"): ""} {
+		f := newFakeCycle()
+		r := newCycleRun(t, f)
+		if _, err := r.runAs(id, CycleInput{Database: "Sales", Instance: instance}); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.planIn) == 0 || f.planIn[0].AllocateSequence {
+			t.Errorf("a start as %s with instance %q planned %+v, want no sequence allocated", id, instance, f.planIn)
+		}
+	}
+}
+
 func TestCycleHappyPathVerifiesAndMeasures(t *testing.T) {
 	f := newFakeCycle()
 	r := newCycleRun(t, f)
@@ -333,7 +392,7 @@ func TestCycleHappyPathVerifiesAndMeasures(t *testing.T) {
 
 	wantCalls := []string{"PlanCycle", "AllocateSequence", "Backup", "WriteManifest", "CopyToRemote", "Restore",
 		"CheckDB", "SanityChecks", "MarkVerified", "DropVerifyDB", "ApplyRetention"}
-	if !slices.Equal(f.calls, wantCalls) {
+	if !slices.Equal(dropThenRetention(f.calls), wantCalls) {
 		t.Errorf("activities ran %v, want %v", f.calls, wantCalls)
 	}
 	if res.Sequence != 7 || res.Server != "bak01" || res.Instance != "sql01" || res.Remote != "remote01" || res.Manifest != "Sales_manifest.json" {
@@ -366,8 +425,9 @@ func TestCycleHappyPathVerifiesAndMeasures(t *testing.T) {
 		t.Errorf("copy input %+v, want seq 7 bak01 -> remote01", c)
 	}
 
+	// The copy is dropped while retention runs: no step of its own.
 	wantSteps := []string{"plan", "sequence", "backup", "catalog", "copy", "restore", "checkdb", "sanity",
-		"verified", "drop-verify-db", "retention", "done"}
+		"verified", "retention", "done"}
 	if !slices.Equal(r.steps, wantSteps) {
 		t.Errorf("BackupStep went %v, want %v", r.steps, wantSteps)
 	}

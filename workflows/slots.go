@@ -73,14 +73,25 @@ func (c *cycle) acquire(ctx workflow.Context, plan activities.Plan) error {
 	holder := workflow.GetInfo(ctx).WorkflowExecution.ID
 	// A plan that found free slots (Slot.Free) has them tried first.
 	hinted := slices.ContainsFunc(slots, func(s activities.Slot) bool { return len(s.Free) > 0 }) &&
-		workflow.GetVersion(ctx, "slot-free-first", workflow.DefaultVersion, 1) == 1
-	for _, s := range slots {
-		if !hinted {
-			s.Free = nil
+		c.changed(ctx, "slot-free-first")
+	if !hinted {
+		for i := range slots {
+			slots[i].Free = nil
 		}
+	}
+	if c.batched {
+		// Usually every slot is free: all of them at once, in one
+		// workflow task; from the first that is not, one at a time.
+		taken, err := c.takeTogether(sctx, slots, holder)
+		if err != nil {
+			return err
+		}
+		slots = slots[taken:]
+	}
+	for _, s := range slots {
 		wait, waited := slotFirstWait, false
 		for {
-			got, err := c.takeSlot(sctx, s, holder)
+			got, err := c.takeSlot(sctx, s, slotOrder(s), holder)
 			if err != nil {
 				return err
 			}
@@ -101,19 +112,12 @@ func (c *cycle) acquire(ctx workflow.Context, plan activities.Plan) error {
 	return nil
 }
 
-// takeSlot starts the first free slot of s as a child of the cycle, trying
-// those of s.Free first; false when every one is held.
-func (c *cycle) takeSlot(ctx workflow.Context, s activities.Slot, holder string) (bool, error) {
-	for _, k := range slotOrder(s) {
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            SlotWorkflowID(s.Kind, s.Name, k),
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
-			StaticSummary:         fmt.Sprintf("slot %d of %d of %s %s, held by %s", k, s.Limit, s.Kind, s.Name, holder),
-		})
-		child := workflow.ExecuteChildWorkflow(cctx, SlotName, SlotInput{Kind: s.Kind, Name: s.Name, Index: k, Limit: s.Limit, Holder: holder})
+// takeSlot starts the first free slot of s as a child of the cycle, in
+// order (slotOrder: those of s.Free first); false when every one is held.
+func (c *cycle) takeSlot(ctx workflow.Context, s activities.Slot, order []int, holder string) (bool, error) {
+	for _, k := range order {
 		var exec workflow.Execution
-		err := child.GetChildWorkflowExecution().Get(ctx, &exec)
+		err := c.startSlot(ctx, s, k, holder).GetChildWorkflowExecution().Get(ctx, &exec)
 		if err == nil {
 			return true, nil
 		}
@@ -122,6 +126,63 @@ func (c *cycle) takeSlot(ctx workflow.Context, s activities.Slot, holder string)
 		}
 	}
 	return false, nil
+}
+
+// takeTogether starts the first slot to try of each of slots (in their
+// order) at once, then, where that one was held, the resource's others one
+// at a time. It returns how many of slots, from the first, it holds: at a
+// resource that is full it gives back those it took after it (cancelled,
+// and awaited), for a cycle never waits for a slot while it holds a later
+// one.
+func (c *cycle) takeTogether(ctx workflow.Context, slots []activities.Slot, holder string) (int, error) {
+	type start struct {
+		child  workflow.ChildWorkflowFuture
+		cancel workflow.CancelFunc
+	}
+	starts := make([]start, len(slots))
+	for i, s := range slots {
+		cctx, cancel := workflow.WithCancel(ctx)
+		starts[i] = start{c.startSlot(cctx, s, slotOrder(s)[0], holder), cancel}
+	}
+	full := -1 // the first resource with no free slot
+	for i, st := range starts {
+		err := st.child.GetChildWorkflowExecution().Get(ctx, nil)
+		if full >= 0 {
+			if err == nil {
+				st.cancel()
+				_ = st.child.Get(ctx, nil) // ends cancelled: the slot is free again
+			}
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			return i, err
+		}
+		got, err := c.takeSlot(ctx, slots[i], slotOrder(slots[i])[1:], holder)
+		if err != nil {
+			return i, err
+		}
+		if !got {
+			full = i
+		}
+	}
+	if full < 0 {
+		return len(slots), nil
+	}
+	return full, nil
+}
+
+// startSlot starts slot k of s as a child of the cycle.
+func (c *cycle) startSlot(ctx workflow.Context, s activities.Slot, k int, holder string) workflow.ChildWorkflowFuture {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            SlotWorkflowID(s.Kind, s.Name, k),
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
+		StaticSummary:         fmt.Sprintf("slot %d of %d of %s %s, held by %s", k, s.Limit, s.Kind, s.Name, holder),
+	})
+	return workflow.ExecuteChildWorkflow(cctx, SlotName, SlotInput{Kind: s.Kind, Name: s.Name, Index: k, Limit: s.Limit, Holder: holder})
 }
 
 // slotOrder is the order takeSlot tries the slots of s in: those of s.Free

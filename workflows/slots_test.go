@@ -94,6 +94,23 @@ func TestCyclesKeepToTheInstancesLimit(t *testing.T) {
 	}
 }
 
+// slotRun is a run of startCycles whose slot starts go to started (the
+// workflow id of each, one call at a time).
+func slotRun(t *testing.T, f *fakeCycle, started func(id string)) *cycleRun {
+	var mu sync.Mutex
+	return newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
+		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+			if info.WorkflowType.Name == SlotName {
+				mu.Lock()
+				started(info.WorkflowExecution.ID)
+				mu.Unlock()
+			}
+		})
+	})
+}
+
 // TestCycleTakesTheFreeSlotFirst: a plan that found slots free
 // (Slot.Free) has the cycle start those first, not slot 1 up: each held
 // slot tried is a child start that fails, a workflow task and two history
@@ -107,19 +124,8 @@ func TestCycleTakesTheFreeSlotFirst(t *testing.T) {
 			{Kind: activities.SlotInstance, Name: "sql01", Limit: 4, Free: []int{3}}}
 		return p, nil
 	}
-	var mu sync.Mutex
 	var started []string
-	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterWorkflowWithOptions(startCycles, workflow.RegisterOptions{Name: "startCycles"})
-		env.RegisterWorkflowWithOptions(ConcurrencySlot, workflow.RegisterOptions{Name: SlotName})
-		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
-			if info.WorkflowType.Name == SlotName {
-				mu.Lock()
-				started = append(started, info.WorkflowExecution.ID)
-				mu.Unlock()
-			}
-		})
-	})
+	r := slotRun(t, f, func(id string) { started = append(started, id) })
 	r.env.ExecuteWorkflow("startCycles", []string{"Sales"})
 	if err := r.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -127,5 +133,43 @@ func TestCycleTakesTheFreeSlotFirst(t *testing.T) {
 	want := []string{SlotWorkflowID(activities.SlotInstance, "sql01", 3), SlotWorkflowID(activities.SlotServer, "bak01", 2)}
 	if !slices.Equal(started, want) {
 		t.Errorf("slots started %v, want %v", started, want)
+	}
+}
+
+// TestCycleGivesBackLaterSlotsWhileItWaits: a cycle starts its slots at
+// once; when its instance's only slot is held, it gives back the server
+// slot it took after it (a cycle never waits holding a later slot: two
+// cycles would wait for each other) and takes it again once the instance
+// is free. Both cycles end verified.
+func TestCycleGivesBackLaterSlotsWhileItWaits(t *testing.T) {
+	f := newFakeCycle()
+	free := map[string][]int{"Sales": {2}, "Orders": {3}} // a server slot of each cycle's own
+	f.plan = func(in activities.PlanInput) (activities.Plan, error) {
+		p := healthyPlan()
+		p.Database = in.Database
+		p.Slots = []activities.Slot{{Kind: activities.SlotInstance, Name: "sql01", Limit: 1},
+			{Kind: activities.SlotServer, Name: "bak01", Limit: 4, Free: free[in.Database]}}
+		return p, nil
+	}
+	started := map[string]int{}
+	r := slotRun(t, f, func(id string) { started[id]++ })
+	r.env.ExecuteWorkflow("startCycles", []string{"Sales", "Orders"})
+	if err := r.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res []CycleResult
+	if err := r.env.GetWorkflowResult(&res); err != nil || len(res) != 2 || res[0].Sequence == 0 || res[1].Sequence == 0 {
+		t.Fatalf("results %+v, %v; want both verified", res, err)
+	}
+	// The cycle that waited started its server slot twice: taken with the
+	// instance's, given back, taken again after the instance's.
+	again := 0
+	for _, k := range []int{2, 3} {
+		if started[SlotWorkflowID(activities.SlotServer, "bak01", k)] == 2 {
+			again++
+		}
+	}
+	if again != 1 || started[SlotWorkflowID(activities.SlotInstance, "sql01", 1)] != 2 {
+		t.Errorf("slots started %v, want the instance's twice (once per cycle) and one server slot twice", started)
 	}
 }

@@ -208,6 +208,10 @@ func WorkerOptions(cfg *config.Config) worker.Options {
 		// activities beyond them wait in Temporal's task queue, where
 		// another worker may take them.
 		MaxConcurrentActivityExecutionSize: ActivityConcurrency(cfg),
+		// The SDK's 2 pollers split between the sticky and the normal
+		// queue: one at a time took the workflow tasks of every running
+		// cycle, which waited for it (70 ms a task on a fleet run).
+		MaxConcurrentWorkflowTaskPollers: 8,
 	}
 }
 
