@@ -819,3 +819,40 @@ func TestSQLBackupLogDifferentialIsNotAFullOfTheChain(t *testing.T) {
 		t.Fatalf("the chain's fulls %+v, want only set %d (not the differential %d)", r.Fulls, base.Sequence, d.Sequence)
 	}
 }
+
+// A log backup an earlier attempt finished, recorded by a later one after
+// the source restarted in another zone, keeps the offset it was taken
+// with (msdb's backupset.time_zone), not the instance's offset at the
+// later attempt: its record gives the instant it ran.
+func TestSQLBackupLogFinishedUnseenKeepsItsOwnOffset(t *testing.T) {
+	f := newLogFixture(t, "")
+	f.full(true)
+	f.mustBackupLog()
+	f.commit(3)
+	r := f.newest()
+	if _, err := r.Claim(2, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.save(r)
+	srv, _ := f.site.Config.BackupServer("bak01")
+	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(2, 1, 1))},
+		Chain: 1, Number: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := time.Now().UTC()
+	if _, err := f.sa("sa").Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	f.site.RestartSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+1", 3600) })
+	if out := f.mustBackupLog(); !out.Reattached || out.Number != 2 {
+		t.Fatalf("BackupLog %+v, want log 2 finished by the earlier attempt", out)
+	}
+	l := f.newest().Log(2)
+	if offsetOf(l) != "0" {
+		t.Fatalf("log 2, taken on UTC: recorded with offset %s, finished %s (%s on its clock)", offsetOf(l), l.BackupFinishUTC, l.BackupFinish)
+	}
+	if d := l.BackupFinishUTC.Sub(ran); d < -time.Second || d > 5*time.Second {
+		t.Fatalf("log 2 ran at %s; its record says it finished at %s", ran, l.BackupFinishUTC)
+	}
+}
