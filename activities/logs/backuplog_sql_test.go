@@ -439,17 +439,7 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	f.full(true)
 	f.mustBackupLog()
 	f.commit(50)
-	r := f.newest()
-	if _, err := r.Claim(2, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	f.save(r)
-	srv, _ := f.site.Config.BackupServer("bak01")
-	disk := tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(2, 1, 1))
-	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{disk}, Chain: 1, Number: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := f.earlierClaim(2)
 	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.site.Source.Addr(), User: "sa",
 		Password: sitetest.Password, Encrypt: "disable"})
 	if err != nil {
@@ -485,13 +475,7 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	}
 	// Finished while no worker watched: recognised by its header, not sent.
 	f.commit(2)
-	r = f.newest()
-	if _, err := r.Claim(3, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	f.save(r)
-	disk = tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(3, 1, 1))
-	stmt, _ = tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{disk}, Chain: 1, Number: 3})
+	stmt = f.earlierClaim(3)
 	if _, err := first.Run(context.Background(), "BACKUP LOG", stmt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -499,6 +483,25 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	if !out.Reattached || out.Number != 3 || len(backupLogs(f.site.Source)) != 3 {
 		t.Fatalf("a finished BACKUP LOG: %+v, %d sent", out, len(backupLogs(f.site.Source)))
 	}
+}
+
+// earlierClaim leaves log n of chain 1 claimed by an earlier run of this
+// chain's workflow (an attempt cut short) and returns the BACKUP LOG that
+// attempt sends.
+func (f *logFixture) earlierClaim(n int64) string {
+	f.t.Helper()
+	r := f.newest()
+	if _, err := r.Claim(n, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
+		f.t.Fatal(err)
+	}
+	f.save(r)
+	srv, _ := f.site.Config.BackupServer("bak01")
+	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(n, 1, 1))},
+		Chain: 1, Number: n})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return stmt
 }
 
 // A number another run holds (a pending claim of another workflow) is
@@ -828,18 +831,8 @@ func TestSQLBackupLogFinishedUnseenKeepsItsOwnOffset(t *testing.T) {
 	f := newLogFixture(t, "")
 	f.full(true)
 	f.mustBackupLog()
+	stmt := f.earlierClaim(2)
 	f.commit(3)
-	r := f.newest()
-	if _, err := r.Claim(2, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	f.save(r)
-	srv, _ := f.site.Config.BackupServer("bak01")
-	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(2, 1, 1))},
-		Chain: 1, Number: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ran := time.Now().UTC()
 	if _, err := f.sa("sa").Exec(stmt); err != nil {
 		t.Fatal(err)
