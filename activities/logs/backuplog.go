@@ -225,7 +225,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, &notWritten{rerr}, &out, log)
 		}
 	}
-	off, err := a.takenOffset(ctx, sqlDB, db.Name, hs)
+	// Its dates are on the source's clock when it ran: msdb's offset for
+	// it, not the server's now (a restart in another zone since).
+	off, err := activities.BackupOffset(ctx, sqlDB, hs.BackupSetGUID)
 	if err != nil {
 		return out, err
 	}
@@ -747,32 +749,6 @@ func (a *Activities) adoptOwn(ctx context.Context, sqlDB *mssql.DB, st storage.S
 	log.Warn("log backup taken by an earlier attempt whose record of it was lost: adopted into the chain", zap.Int64("chain", part.Chain),
 		zap.Int64("seq", l.Number), zap.String("first_lsn", l.FirstLSN), zap.String("last_lsn", l.LastLSN))
 	return hs.Fork.Last, true, nil
-}
-
-// takenOffset is the source's offset from UTC when the log backup hs
-// describes ran, which its dates are on: msdb records it beside them
-// (backupset.time_zone, "the time zone information at the time the backup
-// operation started", backupset (Transact-SQL),
-// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql).
-// The instance's offset now is another when it restarted in another zone
-// since (a log an earlier attempt finished, recorded by a later one): its
-// instants would be off by the difference. Only when msdb does not know
-// the backup set (history cleaned, msdb restored) is the offset now taken.
-func (a *Activities) takenOffset(ctx context.Context, sqlDB *mssql.DB, db string, hs mssql.BackupHeader) (int, error) {
-	q, args, err := tsql.LogBackupsAfter(db, hs.FirstLSN)
-	if err != nil {
-		return 0, activities.NonRetryable(activities.ErrInvalidConfig, err)
-	}
-	rows, err := sqlDB.LogBackupHistory(ctx, q, args...)
-	if err != nil {
-		return 0, activities.SQLError(err)
-	}
-	for i, r := range rows {
-		if strings.EqualFold(r.GUID, hs.BackupSetGUID) {
-			return rowOffset(ctx, sqlDB, &rows[i])
-		}
-	}
-	return activities.ServerOffset(ctx, sqlDB)
 }
 
 // rowOffset is the offset from UTC msdb recorded for the backup set of
