@@ -38,3 +38,24 @@ func serverOffset(ctx context.Context, sqlDB *mssql.DB) (int, error) {
 	}
 	return off, nil
 }
+
+// backupOffset is the source's offset from UTC when backup set guid ran,
+// which its dates (RESTORE HEADERONLY's, msdb's) are on: msdb records it
+// beside them (backupset.time_zone, "the time zone information at the
+// time the backup operation started", backupset (Transact-SQL),
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-tables/backupset-transact-sql).
+// The server's offset now is another once it restarted in another zone
+// (a step that records a backup an earlier attempt took): the backup's
+// instants would be off by the difference. Only when msdb does not tell
+// (the set's history cleaned, msdb restored, no SELECT on
+// msdb.dbo.backupset) is the offset now taken.
+func backupOffset(ctx context.Context, sqlDB *mssql.DB, guid string) (int, error) {
+	if q, args, err := tsql.BackupSetByGUID(guid); err == nil {
+		if s, found, err := sqlDB.BackupSet(ctx, q, args...); err == nil && found {
+			if off, ok := s.UTCOffsetMinutes(); ok {
+				return off, nil
+			}
+		}
+	}
+	return serverOffset(ctx, sqlDB)
+}

@@ -154,3 +154,25 @@ func TestSQLServerOffsetBeyondAnyZone(t *testing.T) {
 		t.Errorf("manifest after the refusal: %+v, want the claim left pending", m)
 	}
 }
+
+// A full backup whose manifest is written after the source restarted in
+// another zone (an attempt of WriteManifest cut short, retried) keeps the
+// offset it was taken with, msdb's backupset.time_zone: its header's
+// instants are when it ran, not an hour off.
+func TestSQLManifestAfterAZoneChangeKeepsTheBackupsOffset(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var p Plan
+	f.must(f.acts.PlanCycle, PlanInput{Database: f.db}, &p)
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: f.db}, &seq)
+	var b BackupOutput
+	backedUp := time.Now()
+	f.must(f.acts.Backup, BackupInput{Database: f.db, Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes}, &b)
+	f.withSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+1", 3600) })
+	f.must(f.acts.WriteManifest, ManifestInput{Database: f.db, Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
+	h := f.load(p.Rotation[0], seq).Header
+	if h.UTCOffsetMinutes == nil || *h.UTCOffsetMinutes != 0 || h.BackupFinishUTC.Sub(backedUp).Abs() > time.Minute {
+		t.Fatalf("set %d, taken on UTC at %v: recorded with offset %s, finished %v (%v on its clock)", seq, backedUp.UTC(),
+			minutes(h.UTCOffsetMinutes), h.BackupFinishUTC, h.BackupFinish)
+	}
+}

@@ -77,13 +77,13 @@ func (a *Activities) WriteManifest(ctx context.Context, in ManifestInput) (Manif
 	if len(hs) == 0 {
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf("RESTORE HEADERONLY of %s seq %d returned no backup set", db.ID(), in.Sequence))
 	}
-	// The header's dates are the source's wall clock: its offset from UTC,
-	// read at once, makes them instants.
-	offset, err := serverOffset(ctx, sqlDB)
+	// The header's dates are the source's wall clock: its offset from UTC
+	// when the backup ran makes them instants.
+	h := hs[0]
+	offset, err := backupOffset(ctx, sqlDB, h.BackupSetGUID)
 	if err != nil {
 		return ManifestOutput{}, err
 	}
-	h := hs[0]
 	if !strings.EqualFold(h.DatabaseName, db.Name) || (h.BackupName != "" && h.BackupName != tsql.BackupSetName(in.Sequence)) {
 		return ManifestOutput{}, nonRetryable(ErrCorruptBackup, fmt.Errorf(
 			"stripes of %s seq %d hold backup %q of database %q, not this set", db.ID(), in.Sequence, h.BackupName, h.DatabaseName))

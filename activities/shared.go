@@ -122,6 +122,13 @@ func RunOf(ctx context.Context) (workflowID, runID string) { return runOf(ctx) }
 // ServerOffset reads a server's offset from UTC now, in minutes.
 func ServerOffset(ctx context.Context, sqlDB *mssql.DB) (int, error) { return serverOffset(ctx, sqlDB) }
 
+// BackupOffset is the offset from UTC, in minutes, of the clock backup set
+// guid's dates are on, as msdb recorded it (the server's now when it
+// records none).
+func BackupOffset(ctx context.Context, sqlDB *mssql.DB, guid string) (int, error) {
+	return backupOffset(ctx, sqlDB, guid)
+}
+
 // Statement is a long statement another package's step runs under the
 // cycle's rules (statement.go): sent without STATS and not bound to the
 // attempt, found again by its marker after a worker crash instead of sent

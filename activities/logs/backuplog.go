@@ -225,7 +225,9 @@ func (a *Activities) BackupLog(ctx context.Context, in BackupLogInput) (BackupLo
 			return out, a.backupLogFailed(ctx, d, fsys, server, rec, n, &notWritten{rerr}, &out, log)
 		}
 	}
-	off, err := activities.ServerOffset(ctx, sqlDB)
+	// Its dates are on the source's clock when it ran: msdb's offset for
+	// it, not the server's now (a restart in another zone since).
+	off, err := activities.BackupOffset(ctx, sqlDB, hs.BackupSetGUID)
 	if err != nil {
 		return out, err
 	}
@@ -737,11 +739,9 @@ func (a *Activities) adoptOwn(ctx context.Context, sqlDB *mssql.DB, st storage.S
 	if row == nil {
 		return "", false, nil
 	}
-	off, ok := row.UTCOffsetMinutes()
-	if !ok {
-		if off, err = activities.ServerOffset(ctx, sqlDB); err != nil {
-			return "", false, err
-		}
+	off, err := rowOffset(ctx, sqlDB, row)
+	if err != nil {
+		return "", false, err
 	}
 	if _, err := a.written(ctx, st, srv, inst, server, l, hs, off, fileNames, layout); err != nil {
 		return "", false, err
@@ -749,4 +749,13 @@ func (a *Activities) adoptOwn(ctx context.Context, sqlDB *mssql.DB, st storage.S
 	log.Warn("log backup taken by an earlier attempt whose record of it was lost: adopted into the chain", zap.Int64("chain", part.Chain),
 		zap.Int64("seq", l.Number), zap.String("first_lsn", l.FirstLSN), zap.String("last_lsn", l.LastLSN))
 	return hs.Fork.Last, true, nil
+}
+
+// rowOffset is the offset from UTC msdb recorded for the backup set of
+// row, or the server's offset now when it records none (127, unknown).
+func rowOffset(ctx context.Context, sqlDB *mssql.DB, row *mssql.LogBackupRow) (int, error) {
+	if off, ok := row.UTCOffsetMinutes(); ok {
+		return off, nil
+	}
+	return activities.ServerOffset(ctx, sqlDB)
 }

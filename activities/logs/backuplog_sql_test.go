@@ -439,17 +439,7 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	f.full(true)
 	f.mustBackupLog()
 	f.commit(50)
-	r := f.newest()
-	if _, err := r.Claim(2, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	f.save(r)
-	srv, _ := f.site.Config.BackupServer("bak01")
-	disk := tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(2, 1, 1))
-	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{disk}, Chain: 1, Number: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := f.earlierClaim(2)
 	first, err := mssql.Open(context.Background(), mssql.Target{Instance: "sql01", Address: f.site.Source.Addr(), User: "sa",
 		Password: sitetest.Password, Encrypt: "disable"})
 	if err != nil {
@@ -485,13 +475,7 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	}
 	// Finished while no worker watched: recognised by its header, not sent.
 	f.commit(2)
-	r = f.newest()
-	if _, err := r.Claim(3, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	f.save(r)
-	disk = tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(3, 1, 1))
-	stmt, _ = tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{disk}, Chain: 1, Number: 3})
+	stmt = f.earlierClaim(3)
 	if _, err := first.Run(context.Background(), "BACKUP LOG", stmt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -499,6 +483,25 @@ func TestSQLBackupLogReattachesAfterAWorkerCrash(t *testing.T) {
 	if !out.Reattached || out.Number != 3 || len(backupLogs(f.site.Source)) != 3 {
 		t.Fatalf("a finished BACKUP LOG: %+v, %d sent", out, len(backupLogs(f.site.Source)))
 	}
+}
+
+// earlierClaim leaves log n of chain 1 claimed by an earlier run of this
+// chain's workflow (an attempt cut short) and returns the BACKUP LOG that
+// attempt sends.
+func (f *logFixture) earlierClaim(n int64) string {
+	f.t.Helper()
+	r := f.newest()
+	if _, err := r.Claim(n, testWorkflowID, "an-earlier-run", time.Now()); err != nil {
+		f.t.Fatal(err)
+	}
+	f.save(r)
+	srv, _ := f.site.Config.BackupServer("bak01")
+	stmt, err := tsql.BackupLog(tsql.BackupLogOptions{Database: "Sales", Disks: []string{tsql.JoinPath(srv.UNCPaths[0], r.LogFileName(n, 1, 1))},
+		Chain: 1, Number: n})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return stmt
 }
 
 // A number another run holds (a pending claim of another workflow) is
@@ -817,5 +820,32 @@ func TestSQLBackupLogDifferentialIsNotAFullOfTheChain(t *testing.T) {
 	f.mustBackupLog()
 	if r := f.newest(); len(r.Fulls) != 1 || r.Fulls[0].Sequence != base.Sequence {
 		t.Fatalf("the chain's fulls %+v, want only set %d (not the differential %d)", r.Fulls, base.Sequence, d.Sequence)
+	}
+}
+
+// A log backup an earlier attempt finished, recorded by a later one after
+// the source restarted in another zone, keeps the offset it was taken
+// with (msdb's backupset.time_zone), not the instance's offset at the
+// later attempt: its record gives the instant it ran.
+func TestSQLBackupLogFinishedUnseenKeepsItsOwnOffset(t *testing.T) {
+	f := newLogFixture(t, "")
+	f.full(true)
+	f.mustBackupLog()
+	stmt := f.earlierClaim(2)
+	f.commit(3)
+	ran := time.Now().UTC()
+	if _, err := f.sa("sa").Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	f.site.RestartSource(func(c *sqlsim.Config) { c.TimeZone = time.FixedZone("UTC+1", 3600) })
+	if out := f.mustBackupLog(); !out.Reattached || out.Number != 2 {
+		t.Fatalf("BackupLog %+v, want log 2 finished by the earlier attempt", out)
+	}
+	l := f.newest().Log(2)
+	if offsetOf(l) != "0" {
+		t.Fatalf("log 2, taken on UTC: recorded with offset %s, finished %s (%s on its clock)", offsetOf(l), l.BackupFinishUTC, l.BackupFinish)
+	}
+	if d := l.BackupFinishUTC.Sub(ran); d < -time.Second || d > 5*time.Second {
+		t.Fatalf("log 2 ran at %s; its record says it finished at %s", ran, l.BackupFinishUTC)
 	}
 }

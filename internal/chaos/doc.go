@@ -188,7 +188,9 @@
 //	   after the bound it reports held (the last backup's finish: what
 //	   committed while that backup ran may or may not be in it), and no
 //	   earlier than the newest proven log held
-//	   before it started), or ended failed with a stable error type of
+//	   before it started; rows compared on the source's clock only where
+//	   the harness ran it on one zone over the last log's span, which
+//	   is then the offset that log records), or ended failed with a stable error type of
 //	   package activities; a drill's record holds its run, its copy is
 //	   gone after it (or its record says why not), and no recovery entry
 //	   sends the source database a restore, drop, change, write, CHECKDB

@@ -82,6 +82,7 @@ type Checker struct {
 	lastScan     int
 	checkedI7    map[setID]bool // I7 passed once
 	estates      []estateSpan   // the estate of each run, from its start (I8)
+	applying     time.Time      // when the fleet began to change to the next estate
 	hostile      hostile        // what the plant faults left (I13)
 	untrusted    []manifestFile // the unauthenticated manifests of the last scan (I13)
 	// later are checks the simulation queued during a run (I13 poisoning,
@@ -101,15 +102,26 @@ type Checker struct {
 	runStart func(ctx context.Context, workflowID, runID string) (time.Time, error)
 }
 
-// estateSpan is the estate from an instant on.
+// estateSpan is the estate from an instant on; since is when the fleet
+// began to change to it (its instances restarted in between, each on
+// its old or new build and zone).
 type estateSpan struct {
-	from time.Time
-	e    Estate
+	from, since time.Time
+	e           Estate
 }
+
+// EstateApplying records that the fleet begins to change to the next
+// estate at t (EstateFrom says which, once applied).
+func (c *Checker) EstateApplying(t time.Time) { c.applying = t }
 
 // EstateFrom records that the fleet is in estate e from t on.
 func (c *Checker) EstateFrom(t time.Time, e Estate) {
-	c.estates = append(c.estates, estateSpan{from: t, e: e})
+	since := t
+	if !c.applying.IsZero() && c.applying.Before(t) {
+		since = c.applying
+	}
+	c.applying = time.Time{}
+	c.estates = append(c.estates, estateSpan{from: t, since: since, e: e})
 }
 
 // estateAt is the estate at t (false before the first run).

@@ -121,9 +121,12 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 	// committed before it (each log holds what was committed before it
 	// started; the last is the first that started at or after the point);
 	// those of the last log are read on its clock, the source's offset from
-	// UTC then, which is theirs when the log before it (or the full) was
-	// taken on the same one: a time zone changes with a restart, between
-	// two logs.
+	// UTC then, which is theirs when the source ran on that one clock from
+	// the start of the step before it (the log before, or the full) to its
+	// end. Equal offsets of the two steps do not say so: the source may
+	// have restarted in another zone and back between them, and an offset
+	// the product recorded may be wrong; the harness's own record of the
+	// source's zones does (sourceClock).
 	offs := []*int{h.UTCOffsetMinutes}
 	for _, l := range logs {
 		offs = append(offs, l.UTCOffsetMinutes)
@@ -132,7 +135,20 @@ func (c *Checker) checkClaim(ctx context.Context, cl recoverClaim, snap recoverS
 		return out, c.recs.skipped("a backup records no UTC offset")
 	}
 	off, prev := *offs[len(offs)-1], *offs[max(len(offs)-2, 0)]
-	oneClock := off == prev
+	prevWall, lastWall := h.BackupStart, h.BackupFinish
+	if n := len(logs); n > 0 {
+		lastWall = logs[n-1].BackupFinish
+		if n > 1 {
+			prevWall = logs[n-2].BackupStart
+		}
+	}
+	clock, ok := c.sourceClock(prevWall, lastWall)
+	oneClock := ok && off == prev && clock == off
+	if ok && clock != off {
+		add("offset", "its last step (log %d, or the full) records the source's clock as UTC%+d min, but the source ran on UTC%+d min from %s to %s (its clock): "+
+			"its instants, and a STOPAT written from them, are off by the difference", cl.last, off, clock,
+			prevWall.Format("15:04:05"), lastWall.Format("15:04:05"))
+	}
 	if !cl.latest && !oneClock {
 		return out, c.recs.skipped("the source's time zone changed just before the log that reaches the point")
 	}
@@ -492,6 +508,83 @@ func (c *Checker) touchedSource(began, ended time.Time) []string {
 				func(p string) bool { return strings.HasPrefix(st.Kind, p) }):
 			out = append(out, fmt.Sprintf("%s at %s (%s)", st.Kind, st.Start.UTC().Format("15:04:05.000"), st.Outcome))
 		}
+	}
+	return out
+}
+
+// sourceClock is the one offset from UTC LogTarget's instance ran on from
+// the moment its clock read from to the one it read to (wall clocks,
+// zone-less, as SQL Server dates are), as the harness set its zones (the
+// estates; while an estate was being applied, either one); false when
+// it ran on more than one then, or a wall clock names no instant at
+// which the source ran on a zone that reads it.
+func (c *Checker) sourceClock(from, to time.Time) (int, bool) {
+	i := estateIndex(LogTarget.Instance)
+	zones := map[string]bool{baseEstate.Zone[i]: true}
+	for _, s := range c.estates {
+		zones[s.e.Zone[i]] = true
+	}
+	// instant is the earliest (or latest) instant at which the source's
+	// clock read wall.
+	instant := func(wall time.Time, latest bool) (time.Time, bool) {
+		var out time.Time
+		for z := range zones {
+			loc, err := time.LoadLocation(z)
+			if err != nil {
+				continue
+			}
+			t := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), loc).UTC()
+			if !c.sourceZonesIn(t, t)[z] {
+				continue
+			}
+			if out.IsZero() || latest && t.After(out) || !latest && t.Before(out) {
+				out = t
+			}
+		}
+		return out, !out.IsZero()
+	}
+	a, ok1 := instant(from, false)
+	b, ok2 := instant(to, true)
+	if !ok1 || !ok2 || b.Before(a) {
+		return 0, false
+	}
+	offs := map[int]bool{}
+	for z := range c.sourceZonesIn(a, b) {
+		loc, err := time.LoadLocation(z)
+		if err != nil {
+			return 0, false
+		}
+		// A zone's offset may change inside the span too (daylight
+		// saving time).
+		_, sa := a.In(loc).Zone()
+		_, sb := b.In(loc).Zone()
+		offs[sa/60], offs[sb/60] = true, true
+	}
+	if len(offs) != 1 {
+		return 0, false
+	}
+	for o := range offs {
+		return o, true
+	}
+	return 0, false
+}
+
+// sourceZonesIn are the zones LogTarget's instance may have run on at
+// some instant from a to b: an estate's from when it began to be applied
+// to when the next one was.
+func (c *Checker) sourceZonesIn(a, b time.Time) map[string]bool {
+	i := estateIndex(LogTarget.Instance)
+	out := map[string]bool{}
+	prevZone, prevSince := baseEstate.Zone[i], time.Time{}
+	for _, s := range c.estates {
+		// The previous estate held from prevSince until s was applied.
+		if (prevSince.IsZero() || !prevSince.After(b)) && s.from.After(a) {
+			out[prevZone] = true
+		}
+		prevZone, prevSince = s.e.Zone[i], s.since
+	}
+	if prevSince.IsZero() || !prevSince.After(b) {
+		out[prevZone] = true
 	}
 	return out
 }

@@ -126,3 +126,53 @@ func TestCycleSequenceIsTheCyclesOwn(t *testing.T) {
 		}
 	}
 }
+
+// The last log's rows are read on one clock only when the source ran on
+// one from the start of the step before it to the end of it, as the
+// harness set its zones: equal offsets recorded for the two steps do not
+// say so (a restart into another zone and back, or an offset recorded
+// wrong). Seed 20261220 runs 122..125: log 4 taken on UTC, the source
+// restarted in Asia/Kolkata, then in Europe/Berlin, log 5 taken there.
+func TestSourceClockIsTheHarnessZonesOverTheLastLog(t *testing.T) {
+	day := func(hms string) time.Time {
+		v, err := time.Parse("2006-01-02 15:04:05.000", "2026-12-02 "+hms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	zoned := func(zone string) Estate {
+		e := baseEstate
+		e.Zone[estateIndex(LogTarget.Instance)] = zone
+		return e
+	}
+	run := func(c *Checker, applying, from, zone string) {
+		c.EstateApplying(day(applying))
+		c.EstateFrom(day(from), zoned(zone))
+	}
+	c := NewChecker(nil)
+	run(c, "16:56:48.000", "16:56:50.000", "UTC")
+	run(c, "16:57:37.000", "16:57:40.000", "Asia/Kolkata")
+	run(c, "16:57:58.000", "16:58:00.000", "Europe/Berlin")
+	run(c, "16:58:22.000", "16:58:25.000", "Europe/Berlin")
+	// Log 4 started on UTC's clock, log 5 ended on Berlin's.
+	if off, ok := c.sourceClock(day("16:57:15.000"), day("17:58:31.533")); ok {
+		t.Fatalf("UTC, then Kolkata, then Berlin over log 5: one clock (%+d min)", off)
+	}
+	// Both on Berlin's, after the restart.
+	if off, ok := c.sourceClock(day("17:58:05.000"), day("17:58:31.533")); !ok || off != 60 {
+		t.Fatalf("Berlin throughout: %+d min, %v; want +60", off, ok)
+	}
+	// Berlin, Kolkata and Berlin again: equal offsets at both ends.
+	back := NewChecker(nil)
+	run(back, "16:57:58.000", "16:58:00.000", "Europe/Berlin")
+	run(back, "16:58:10.000", "16:58:12.000", "Asia/Kolkata")
+	run(back, "16:58:22.000", "16:58:25.000", "Europe/Berlin")
+	if off, ok := back.sourceClock(day("17:58:05.000"), day("17:58:31.533")); ok {
+		t.Fatalf("Berlin, Kolkata, Berlin over log 5: one clock (%+d min)", off)
+	}
+	// A wall clock no zone of the source read then names no instant.
+	if off, ok := c.sourceClock(day("03:00:00.000"), day("17:58:31.533")); ok {
+		t.Fatalf("a start no clock of the source read: one clock (%+d min)", off)
+	}
+}

@@ -139,6 +139,7 @@ func (s *Sim) Run(ctx context.Context, i int) error {
 	p := r.plan
 	s.Runs++
 
+	s.C.EstateApplying(time.Now())
 	changes, err := s.F.ApplyEstate(ctx, p.Estate)
 	if err != nil {
 		return fmt.Errorf("chaos: estate of run %d: %w", i, err)

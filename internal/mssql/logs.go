@@ -103,9 +103,17 @@ type BackupSetInfo struct {
 	Type     string // D database, I differential, L log
 	CopyOnly bool
 	// Finish is backup_finish_date: the source's wall clock, labelled UTC.
-	Finish  time.Time
-	User    string
-	Devices []string // physical_device_name of each media family
+	Finish time.Time
+	// TimeZone is backupset.time_zone: the offset from UTC of that clock
+	// when the backup ran, in 15-minute units (127 unknown).
+	TimeZone int64
+	User     string
+	Devices  []string // physical_device_name of each media family
+}
+
+// UTCOffsetMinutes is the set's time_zone in minutes, false when unknown.
+func (s BackupSetInfo) UTCOffsetMinutes() (int, bool) {
+	return LogBackupRow{TimeZone: s.TimeZone}.UTCOffsetMinutes()
 }
 
 // BackupSet runs a tsql.BackupSetByGUID query: found is false when msdb has
@@ -114,7 +122,7 @@ func (db *DB) BackupSet(ctx context.Context, query string, args ...any) (s Backu
 	err = db.scan(ctx, "read msdb.dbo.backupset", query, args, func(r row) {
 		if !found {
 			s = BackupSetInfo{Type: strings.TrimSpace(r.str("type")), CopyOnly: r.bool("is_copy_only"), Finish: r.time("backup_finish_date"),
-				User: r.str("user_name")}
+				TimeZone: r.int("time_zone"), User: r.str("user_name")}
 			found = true
 		}
 		if d := r.str("physical_device_name"); d != "" {

@@ -312,7 +312,8 @@ func BackupSetFork(backupSetGUID string) (string, []any, error) {
 
 // BackupSetByGUID returns the query for what msdb knows of the backup set
 // backup_set_uuid: rows (type char(1): D database, I differential, L log;
-// is_copy_only bit, backup_finish_date datetime, user_name nvarchar,
+// is_copy_only bit, backup_finish_date datetime, time_zone smallint
+// (15-minute units, 127 unknown), user_name nvarchar,
 // physical_device_name nvarchar, one row per media family), none when msdb
 // has no row for it ("backupset (Transact-SQL)", "backupmediafamily
 // (Transact-SQL)"). It names the full backup a differential's header gives
@@ -321,7 +322,7 @@ func BackupSetByGUID(backupSetGUID string) (string, []any, error) {
 	if !guidText(backupSetGUID) {
 		return "", nil, fmt.Errorf("backup set lookup: %w: %q is not a uniqueidentifier", ErrInvalidOption, backupSetGUID)
 	}
-	return "SELECT bs.type, bs.is_copy_only, bs.backup_finish_date, bs.user_name, mf.physical_device_name " +
+	return "SELECT bs.type, bs.is_copy_only, bs.backup_finish_date, bs.time_zone, bs.user_name, mf.physical_device_name " +
 		"FROM msdb.dbo.backupset AS bs JOIN msdb.dbo.backupmediafamily AS mf ON mf.media_set_id = bs.media_set_id " +
 		"WHERE bs.backup_set_uuid = @p1 ORDER BY mf.family_sequence_number", []any{backupSetGUID}, nil
 }
