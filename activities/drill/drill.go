@@ -220,9 +220,10 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	}
 	point := recovery.Point{Latest: p.Latest, At: p.AsOf}
 	p.Point = point.String()
+	full := "" // the set the restore starts from, as planned now
 	if rp, err := recovery.Choose(cat, point); err == nil {
 		pred := recover.Predict(db, cat, rp)
-		p.Predicted = &pred
+		p.Predicted, full = &pred, rp.Full().GUID
 	}
 
 	sqlDB, err := d.ConnectSQL(ctx, inst, "master")
@@ -233,7 +234,9 @@ func (a *Activities) PrepareDrill(ctx context.Context, in Request) (Plan, error)
 	if err := a.clearLeftover(ctx, sqlDB, db, &p, log); err != nil {
 		return Plan{}, err
 	}
-	if p.Scratch, err = activities.CopyIntent(a.Base, ctx, sqlDB, inst.Name, p.Name, "", nil); err != nil {
+	// The scratch names the full: a copy this drill leaves is still known
+	// as its own once retention has removed that set.
+	if p.Scratch, err = activities.CopyIntent(a.Base, ctx, sqlDB, inst.Name, p.Name, full, nil); err != nil {
 		return Plan{}, err
 	}
 	// A crash from here on leaves a copy the next drill must know is a
@@ -362,7 +365,8 @@ func (a *Activities) clearLeftover(ctx context.Context, sqlDB *mssql.DB, db *con
 // it did not exist then (its id was no database's, created no earlier
 // than the instance's clock), this login owns it, and its newest restore,
 // when msdb recorded one since (a higher restore_history_id than its
-// newest then), is of one of the database's fulls (a RESTORE cut short
+// newest then), is of one of the database's fulls or of the full v names
+// (the drill's plan; retention may have removed it since) (a RESTORE cut short
 // records none, and leaves it RESTORING). The cycle's own-copy guard
 // judges its copies by the same facts.
 func own(ctx context.Context, sqlDB *mssql.DB, name string, v *catalog.VerifyCopy, fulls []string) (bool, string, error) {
@@ -382,7 +386,8 @@ func own(ctx context.Context, sqlDB *mssql.DB, name string, v *catalog.VerifyCop
 	case slices.Contains(v.OtherDatabaseIDs, st.ID) || st.Created.Before(since):
 		return false, what + ", there before the drill", nil
 	case last != nil && activities.RecordedAfter(v, last):
-		if slices.ContainsFunc(fulls, func(g string) bool { return activities.SameGUID(g, last.BackupSetGUID) }) {
+		if slices.ContainsFunc(fulls, func(g string) bool { return activities.SameGUID(g, last.BackupSetGUID) }) ||
+			v.BackupSetGUID != "" && activities.SameGUID(v.BackupSetGUID, last.BackupSetGUID) {
 			return true, "", nil
 		}
 		return false, fmt.Sprintf("%s, restored from backup set %s, none of the database's", what, last.BackupSetGUID), nil
@@ -605,6 +610,12 @@ func (a *Activities) RecordDrill(ctx context.Context, in RecordInput) ([]string,
 	log := activities.Logger(a.Base, ctx).With(zap.String("db", db.Name), zap.String("instance", db.Instance), zap.String("step", StepRecord))
 	written := a.update(ctx, db, in.Servers, log, func(r *catalog.DrillRecord) {
 		r.Add(in.Result)
+		// A drill that ended before it recorded a scratch of its own
+		// (refused at its plan) leaves the record's: it may name the copy
+		// an earlier drill left, which the next drill then recognises.
+		if in.Scratch == nil {
+			return
+		}
 		r.Scratch = in.Scratch
 		if in.Result.Dropped {
 			r.Scratch = nil
