@@ -70,7 +70,7 @@ func (db *DB) LogBackupHistory(ctx context.Context, query string, args ...any) (
 		out = append(out, LogBackupRow{SetID: r.int("backup_set_id"), GUID: r.guid("backup_set_uuid"), Name: r.str("name"),
 			Description: r.str("description"), User: r.str("user_name"), Server: r.str("server_name"),
 			FirstLSN: r.str("first_lsn"), LastLSN: r.str("last_lsn"), Start: r.time("backup_start_date"),
-			Finish: r.time("backup_finish_date"), TimeZone: r.int("time_zone"), CopyOnly: r.bool("is_copy_only"), Fork: recoveryFork(r),
+			Finish: r.time("backup_finish_date"), TimeZone: timeZone(r), CopyOnly: r.bool("is_copy_only"), Fork: recoveryFork(r),
 			Family: r.int("family_sequence_number"), Path: r.str("physical_device_name"), DeviceType: r.int("device_type"),
 			SoftwareVersion: buildOf(r, "software_major_version", "software_minor_version", "software_build_version")})
 	})
@@ -122,7 +122,7 @@ func (db *DB) BackupSet(ctx context.Context, query string, args ...any) (s Backu
 	err = db.scan(ctx, "read msdb.dbo.backupset", query, args, func(r row) {
 		if !found {
 			s = BackupSetInfo{Type: strings.TrimSpace(r.str("type")), CopyOnly: r.bool("is_copy_only"), Finish: r.time("backup_finish_date"),
-				TimeZone: r.int("time_zone"), User: r.str("user_name")}
+				TimeZone: timeZone(r), User: r.str("user_name")}
 			found = true
 		}
 		if d := r.str("physical_device_name"); d != "" {
@@ -130,4 +130,13 @@ func (db *DB) BackupSet(ctx context.Context, query string, args ...any) (s Backu
 		}
 	})
 	return s, found, err
+}
+
+// timeZone is backupset.time_zone, 127 (unknown) when NULL: a NULL is no
+// offset of zero ("backupset (Transact-SQL)": 127 = unknown).
+func timeZone(r row) int64 {
+	if r.get("time_zone") == nil {
+		return 127
+	}
+	return r.int("time_zone")
 }
