@@ -316,9 +316,11 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 	}
 	var done []int64
 	var errs []error
-	due = slices.DeleteFunc(due, func(set dueSet) bool {
+	var toCopy []dueSet
+	for _, set := range due {
 		if set.copied == nil {
-			return false
+			toCopy = append(toCopy, set)
+			continue
 		}
 		// Copied: one holder's manifest lost the record (its server was
 		// down when the copy ended). Write it there; send nothing again.
@@ -327,13 +329,12 @@ func (a *Activities) catchUpImmutable(ctx context.Context, db *config.Database, 
 		if err := a.recordImmutable(ctx, db, sin, set.copied, true); err != nil {
 			a.loggerFor(ctx).Warn("immutable copy's record not repaired", zap.String("db", db.Name), zap.Int64("seq", set.seq),
 				zap.Strings("servers", set.servers), zap.Error(err))
-		} else {
-			a.loggerFor(ctx).Info("immutable copy's record repaired", zap.String("db", db.Name), zap.Int64("seq", set.seq),
-				zap.Strings("servers", set.servers), zap.String("server", target.Name))
+			continue
 		}
-		return true
-	})
-	for _, set := range due[:min(len(due), ImmutableCatchUp)] {
+		a.loggerFor(ctx).Info("immutable copy's record repaired", zap.String("db", db.Name), zap.Int64("seq", set.seq),
+			zap.Strings("servers", set.servers), zap.String("server", target.Name))
+	}
+	for _, set := range toCopy[:min(len(toCopy), ImmutableCatchUp)] {
 		sin := in
 		sin.Sequence, sin.Servers = set.seq, set.servers
 		start := time.Now()
