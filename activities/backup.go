@@ -171,7 +171,11 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 					return BackupOutput{}, err
 				}
 			}
-			if out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log); ok {
+			out, ok, err := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log)
+			if err != nil {
+				return BackupOutput{}, err
+			}
+			if ok {
 				a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
 				return done(out, nil)
 			}
@@ -225,28 +229,35 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 }
 
 // finishedUnseen reports a backup set already complete on our stripes: a
-// BACKUP that finished while no worker watched it is not run again.
+// BACKUP that finished while no worker watched it is not run again. A
+// complete set whose stripes the worker cannot reach now is
+// BackupUnconfirmed: retried, never backed up over.
 func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database,
-	layout []tsql.Stripe, seq int64, log *zap.Logger) (BackupOutput, bool) {
+	layout []tsql.Stripe, seq int64, log *zap.Logger) (BackupOutput, bool, error) {
 	start := time.Now()
 	hq, err := tsql.RestoreHeaderOnly(tsql.Paths(layout))
 	if err != nil {
-		return BackupOutput{}, false
+		return BackupOutput{}, false, nil
 	}
 	hs, err := sqlDB.HeaderOnly(ctx, hq)
 	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupSetName(seq) || hs[0].BackupFinishDate.IsZero() {
-		return BackupOutput{}, false // not ours or not complete: back up again
+		return BackupOutput{}, false, nil // not ours or not complete: back up again
 	}
 	out, err := finishedBackup(ctx, st, nil, "", layout, time.Since(start))
+	if errorTypeOf(err) == ErrBackupUnconfirmed {
+		return BackupOutput{}, false, err
+	}
 	if err != nil {
-		return BackupOutput{}, false
+		// The worker does not see a stripe SQL Server read: the BACKUP
+		// again says which location is wrong.
+		return BackupOutput{}, false, nil
 	}
 	out.Reattached = true
 	if !hs[0].BackupStartDate.IsZero() {
 		out.Duration = hs[0].BackupFinishDate.Sub(hs[0].BackupStartDate)
 	}
 	log.Info("backup finished while no worker watched it: not running it again")
-	return out, true
+	return out, true, nil
 }
 
 // filesHeld reports (as RESTORE HEADERONLY's error) the stripes of a set
@@ -271,7 +282,10 @@ func filesHeld(ctx context.Context, sqlDB *mssql.DB, layout []tsql.Stripe) error
 // the lost connection is the failure.
 func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database, server string,
 	layout []tsql.Stripe, seq int64, err error, rep *reporter, log *zap.Logger) (BackupOutput, error) {
-	out, ok := a.finishedUnseen(ctx, sqlDB, st, db, layout, seq, log)
+	out, ok, ferr := a.finishedUnseen(ctx, sqlDB, st, db, layout, seq, log)
+	if ferr != nil {
+		return BackupOutput{}, ferr
+	}
 	if !ok {
 		return BackupOutput{}, a.backupFailed(ctx, err, db, layout, rep, log)
 	}
@@ -317,7 +331,10 @@ func (a *Activities) sourceDamaged(err error, db *config.Database, file string, 
 }
 
 // finishedBackup checks that the worker sees every stripe SQL Server wrote
-// and measures them.
+// and measures them. It runs only once a BACKUP completed: a backup server
+// the worker cannot reach now (the share lost, the attempt's context ended)
+// is BackupUnconfirmed, which the step retries, not BackupTargetUnreachable,
+// which the cycle takes for a BACKUP that failed and its set for incomplete.
 func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupServer, instance string, layout []tsql.Stripe, took time.Duration) (BackupOutput, error) {
 	out := BackupOutput{Duration: took}
 	for _, s := range layout {
@@ -337,7 +354,13 @@ func finishedBackup(ctx context.Context, st storage.Storage, srv *config.BackupS
 			if srv != nil {
 				name = srv.Name
 			}
-			return BackupOutput{}, storageError(name, err)
+			serr := storageError(name, err)
+			if errorTypeOf(serr) == ErrBackupTargetUnreachable {
+				return BackupOutput{}, retryable(ErrBackupUnconfirmed, fmt.Errorf(
+					"SQL Server completed the BACKUP, and the worker could not check %s on %s: the step is retried and recognises the finished backup: %w",
+					s.Name, st.Location(), err))
+			}
+			return BackupOutput{}, serr
 		}
 		out.Stripes = append(out.Stripes, Stripe{Name: s.Name, Path: s.Path, Size: fi.Size})
 		out.Bytes += fi.Size

@@ -151,6 +151,20 @@ const (
 	// which stays copied; not retryable: the base needs a person, or the
 	// next full cycle makes a new one.
 	ErrDifferentialBaseUnusable = "DifferentialBaseUnusable"
+	// ErrBackupUnconfirmed: SQL Server completed the BACKUP, and the worker
+	// could not reach the backup server to check and measure its stripes
+	// (the share lost, the attempt interrupted). Retried: the retry
+	// recognises the finished backup (RESTORE HEADERONLY) without running
+	// it again. Never evidence about the set, and never a failed backup.
+	ErrBackupUnconfirmed = "BackupUnconfirmed"
+	// ErrActivityInterrupted: the attempt's context ended before it did,
+	// not on the workflow's request: its heartbeats did not reach Temporal
+	// within the heartbeat timeout (the server restarting, a network cut),
+	// the worker is stopping, or the activity was paused or reset. Whatever
+	// the attempt met after that (a cancelled read, a closed connection) says
+	// nothing about a SQL host, a backup server or a set: the worker reports
+	// this type instead, and the activity is retried.
+	ErrActivityInterrupted = "ActivityInterrupted"
 )
 
 // NonRetryableErrorTypes are the types no retry of the same activity can fix:

@@ -17,6 +17,7 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logging"
+	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/starter/client"
 	"github.com/backupcycle/backupcycle/workflows"
 )
@@ -68,6 +69,9 @@ func RunWorker() error {
 	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
 		WorkerStopTimeout:            10 * time.Second,
 		MaxHeartbeatThrottleInterval: time.Second,
+		// The production worker's: an interrupted attempt is reported
+		// as such, not as the failure of what it was reading.
+		Interceptors: workerhost.Interceptors(),
 	})
 	acts := activities.New(log)
 	acts.Cycle = activities.CycleDeps{Config: cfg, Signal: c.SignalWorkflow, Poll: 200 * time.Millisecond,

@@ -40,6 +40,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/sambatest"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
+	"github.com/backupcycle/backupcycle/internal/workerhost"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -83,6 +84,7 @@ func workerOptions() worker.Options {
 	return worker.Options{
 		WorkerStopTimeout:            10 * time.Second,
 		MaxHeartbeatThrottleInterval: time.Second,
+		Interceptors:                 workerhost.Interceptors(),
 	}
 }
 

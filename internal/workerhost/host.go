@@ -192,14 +192,21 @@ func keepRunning(ctx context.Context, c *client.Client, cfg *config.Config, log 
 	}
 }
 
+// Interceptors are the production worker's activity interceptors: the
+// fault simulation and the crash tests run them too.
+func Interceptors() []interceptor.WorkerInterceptor {
+	return []interceptor.WorkerInterceptor{&stopGrace{}, &interruption{}}
+}
+
 // WorkerOptions are the options of a worker of cfg.
 func WorkerOptions(cfg *config.Config) worker.Options {
 	return worker.Options{
 		// In-flight activities get this long to finish on SIGTERM; the rest
 		// are retried by Temporal on another (or the restarted) worker, once
-		// their attempts are reported (stopGrace).
+		// their attempts are reported (stopGrace), as interrupted
+		// (interruption, inside stopGrace to see the context it ends).
 		WorkerStopTimeout: stopTimeout,
-		Interceptors:      []interceptor.WorkerInterceptor{&stopGrace{}},
+		Interceptors:      Interceptors(),
 		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout
 		// by default (48 s for the copy's 1 min): a worker killed in between
 		// loses the copy's checkpoints and the retry starts the stripe over.

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devserver"
 	"github.com/backupcycle/backupcycle/internal/workerhost"
@@ -42,10 +44,15 @@ func TestStoppedWorkerReportsTheAttemptItEnded(t *testing.T) {
 
 	const queue = "stop-test"
 	started := make(chan struct{}, 10)
+	// What a step meets once its context ends: the backup server's client
+	// fails "context canceled", which the step classifies as the server's
+	// failure (not retried by the activity; the cycle rotates and condemns
+	// the set). The worker reports the attempt as interrupted instead.
 	long := func(ctx context.Context) error {
 		started <- struct{}{}
 		<-ctx.Done()
-		return temporal.NewApplicationError("left running: the worker is stopping", "StatementLeftRunning")
+		return temporal.NewNonRetryableApplicationError("backup server bak02: stat: "+ctx.Err().Error(),
+			activities.ErrBackupTargetUnreachable, ctx.Err())
 	}
 	flow := func(ctx workflow.Context) error {
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -87,7 +94,23 @@ func TestStoppedWorkerReportsTheAttemptItEnded(t *testing.T) {
 			last = p[0].String()
 			if p[0].GetAttempt() >= 2 && p[0].GetLastFailure() != nil {
 				_ = c.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "test done")
+				if typ := p[0].GetLastFailure().GetApplicationFailureInfo().GetType(); typ != activities.ErrActivityInterrupted {
+					t.Errorf("the ended attempt was reported as %q, want %s", typ, activities.ErrActivityInterrupted)
+				}
 				return
+			}
+		} else {
+			// The activity failed for good: its error was not retried.
+			it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := ev.GetActivityTaskFailedEventAttributes(); f != nil {
+					_ = c.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "test done")
+					t.Fatalf("the ended attempt failed the activity for good (%s): %s", f.GetFailure().GetApplicationFailureInfo().GetType(), f.GetFailure().GetMessage())
+				}
 			}
 		}
 	}
