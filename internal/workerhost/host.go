@@ -195,7 +195,7 @@ func keepRunning(ctx context.Context, c *client.Client, cfg *config.Config, log 
 // Interceptors are the production worker's activity interceptors: the
 // fault simulation and the crash tests run them too.
 func Interceptors() []interceptor.WorkerInterceptor {
-	return []interceptor.WorkerInterceptor{&stopGrace{}, &interruption{}}
+	return []interceptor.WorkerInterceptor{&stopGrace{}}
 }
 
 // WorkerOptions are the options of a worker of cfg.
@@ -203,8 +203,7 @@ func WorkerOptions(cfg *config.Config) worker.Options {
 	return worker.Options{
 		// In-flight activities get this long to finish on SIGTERM; the rest
 		// are retried by Temporal on another (or the restarted) worker, once
-		// their attempts are reported (stopGrace), as interrupted
-		// (interruption, inside stopGrace to see the context it ends).
+		// their attempts are reported as interrupted (stopGrace).
 		WorkerStopTimeout: stopTimeout,
 		Interceptors:      Interceptors(),
 		// The SDK sends heartbeat details at most every 0.8 x HeartbeatTimeout

@@ -5,44 +5,24 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/activities"
 )
 
-// interruption reports an attempt whose context ended before it did, not on
-// the workflow's request, as activities.ErrActivityInterrupted, which every
-// retry policy retries. The SDK ends an activity's context when its
-// heartbeats do not reach Temporal within the heartbeat timeout (a server
-// restarting, a network cut), when the worker stops (stopGrace), and when
-// the activity is paused or reset. Whatever the attempt met after that, a
-// read of a backup share failing with "context canceled", a connection
-// closed under a statement, would otherwise be classified as the SQL
-// host's or the backup server's failure, and the cycle acts on those: a
-// BACKUP that completed was once taken for one that did not reach its
-// backup server, and its set was marked failed as incomplete. A
-// cancellation the workflow asked for keeps the attempt's own error (the
-// SDK reports it as cancelled).
-type interruption struct {
-	interceptor.WorkerInterceptorBase
-}
-
-func (*interruption) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
-	return &interruptionActivity{interceptor.ActivityInboundInterceptorBase{Next: next}}
-}
-
-type interruptionActivity struct {
-	interceptor.ActivityInboundInterceptorBase
-}
-
-func (i *interruptionActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	res, err := i.Next.ExecuteActivity(ctx, in)
-	return res, interrupted(ctx, err)
-}
-
-// interrupted is err as the attempt reports it: ErrActivityInterrupted when
-// ctx ended by anything but the workflow's cancellation.
+// interrupted is how an attempt whose context ended before it did, not on
+// the workflow's request, is reported (stopGrace applies it):
+// activities.ErrActivityInterrupted, which every retry policy retries. The
+// SDK ends an activity's context when its heartbeats do not reach Temporal
+// within the heartbeat timeout (a server restarting, a network cut), when
+// the worker stops, and when the activity is paused or reset. Whatever the
+// attempt met after that, a read of a backup share failing with "context
+// canceled", a connection closed under a statement, would otherwise be
+// classified as the SQL host's or the backup server's failure, and the
+// cycle acts on those: a BACKUP that completed was once taken for one that
+// did not reach its backup server, and its set was marked failed as
+// incomplete. A cancellation the workflow asked for keeps the attempt's own
+// error (the SDK reports it as cancelled).
 func interrupted(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err

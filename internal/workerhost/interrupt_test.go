@@ -6,23 +6,17 @@ import (
 	"fmt"
 	"testing"
 
-	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/backupcycle/backupcycle/activities"
 )
 
-// ends is an activity that returns what the backup server's client says
-// once the attempt's context has ended: a stat "context canceled", which
-// the step classifies as the server's failure.
-type ends struct {
-	interceptor.ActivityInboundInterceptorBase
-}
-
-func (*ends) ExecuteActivity(ctx context.Context, _ *interceptor.ExecuteActivityInput) (any, error) {
-	<-ctx.Done()
-	return nil, temporal.NewNonRetryableApplicationError(
+// ends is what a step returns once the attempt's context has ended: the
+// backup server's client fails a stat "context canceled", which the step
+// classifies as the server's failure.
+func ends(ctx context.Context) error {
+	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("backup server bak02: stat: %v", ctx.Err()), activities.ErrBackupTargetUnreachable, ctx.Err())
 }
 
@@ -30,9 +24,7 @@ func TestInterruptedAttemptIsNotTheBackupServersFailure(t *testing.T) {
 	run := func(cause error) error {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(cause)
-		i := (&interruption{}).InterceptActivity(ctx, &ends{})
-		_, err := i.ExecuteActivity(ctx, &interceptor.ExecuteActivityInput{})
-		return err
+		return interrupted(ctx, ends(ctx))
 	}
 	for _, cause := range []error{
 		errors.New("RecordActivityHeartbeat: Unavailable: connection refused"), // the server restarting

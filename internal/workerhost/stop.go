@@ -26,7 +26,8 @@ const (
 // lost, and Temporal retries the activity only after its heartbeat timeout
 // (minutes) instead of its retry interval. Ended earlier, the attempt (a
 // statement left running for the next one, a copy that keeps its
-// checkpoints) is reported within the stop.
+// checkpoints) is reported within the stop, as interrupted (interrupted),
+// as is every attempt whose context ended without the workflow's request.
 type stopGrace struct {
 	interceptor.WorkerInterceptorBase
 }
@@ -57,7 +58,8 @@ func (i *stopGraceActivity) ExecuteActivity(ctx context.Context, in *interceptor
 		case <-ctx.Done():
 		}
 	}()
-	return i.Next.ExecuteActivity(ctx, in)
+	res, err := i.Next.ExecuteActivity(ctx, in)
+	return res, interrupted(ctx, err)
 }
 
 // StopTimeout is how long the activities in flight get when the worker is
