@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ func (a *Activities) DropVerifyDB(ctx context.Context, in VerifyInput) error {
 		inst = &short
 	}
 	err = a.dropCopy(ctx, db, srv, inst, verifyDB, log)
+	if in.Cleanup && err == nil && strings.Contains(db.VerifyName, "{seq}") {
+		a.dropLeftCopies(ctx, db, srv, inst, in.Sequence, log)
+	}
 	if !in.Cleanup || errorTypeOf(err) != ErrSQLHostUnreachable {
 		return err
 	}
@@ -69,27 +73,91 @@ func errorMessage(err error) string {
 // leftCopy says what becomes of a copy a verified cycle could not drop.
 // With one name for every set the next cycle's RESTORE replaces it (it is
 // the product's own) and that cycle's drop removes it; a name per set
-// ({seq}) is never restored into again.
+// ({seq}) is never restored into again: the next verified set's cleanup
+// drops it (dropLeftCopies).
 func leftCopy(db *config.Database, instance, verifyDB string) string {
 	if strings.Contains(db.VerifyName, "{seq}") {
-		return fmt.Sprintf("the copy %s is left on %s: drop it there once it answers (verify_name has {seq}: no later cycle restores into that name)",
+		return fmt.Sprintf("the copy %s is left on %s: the next verified set's cleanup drops it (verify_name has {seq}: no later cycle restores into that name)",
 			verifyDB, instance)
 	}
 	return fmt.Sprintf("the copy %s is left on %s: the next cycle replaces it and drops it", verifyDB, instance)
 }
 
+// dropLeftCopies drops, after a verified set's own copy, the copies of
+// earlier sets that a cleanup left on inst (it did not answer then): with
+// {seq} in verify_name no later cycle restores into their names. A name is
+// one a set's manifest records the product restoring there, and its
+// database is dropped only when the instance proves it is that copy
+// (guardCopy, as for the set's own); anything else stays. Failures are
+// logged: they do not hold the verified cycle, and the next one tries again.
+func (a *Activities) dropLeftCopies(ctx context.Context, db *config.Database, srv *config.BackupServer, inst *config.SQLInstance, seq int64,
+	log *zap.Logger) {
+	names := a.recordedCopies(ctx, db, inst.Name, seq)
+	if len(names) == 0 {
+		return
+	}
+	sqlDB, err := a.Cycle.openSQL(ctx, inst, "master")
+	if err != nil {
+		log.Warn("copies earlier cleanups left: not looked for", zap.Error(err))
+		return
+	}
+	defer sqlDB.Close()
+	for _, name := range names {
+		if st, err := databaseState(ctx, sqlDB, name); err != nil || st == nil {
+			continue
+		}
+		if err := a.dropOn(ctx, sqlDB, db, srv, inst, name, log); err != nil {
+			log.Warn("copy an earlier cleanup left: not dropped", zap.String("copy", name), zap.Error(err))
+			continue
+		}
+		log.Info("copy an earlier cleanup left: dropped", zap.String("copy", name))
+	}
+}
+
+// recordedCopies are the names of the copies db's sets before seq record
+// restoring on instance under their own verify_name, each once.
+func (a *Activities) recordedCopies(ctx context.Context, db *config.Database, instance string, seq int64) []string {
+	var names []string
+	for _, name := range slices.Concat(db.BackupServers, []string{db.CopyTo}) {
+		if name == "" {
+			continue
+		}
+		if srv, err := a.Cycle.server(name); err != nil || srv.VerifyInstance != instance {
+			continue
+		}
+		l, err := a.listManifests(ctx, name, db)
+		if err != nil {
+			continue
+		}
+		for _, m := range l.Manifests {
+			// Only the workers' own record says which database they
+			// restored: a planted one could name a DBA's database.
+			if own := db.VerifyDatabaseName(m.Sequence); m.Trusted() && m.Sequence < seq && m.VerifyCopy.On(instance, own) && !slices.Contains(names, own) {
+				names = append(names, own)
+			}
+		}
+	}
+	return names
+}
+
 // dropCopy drops verifyDB on inst when it is the product's own copy.
 func (a *Activities) dropCopy(ctx context.Context, db *config.Database, srv *config.BackupServer, inst *config.SQLInstance, verifyDB string,
 	log *zap.Logger) error {
-	stmt, err := tsql.DropDatabase(verifyDB)
-	if err != nil {
-		return nonRetryable(ErrInvalidConfig, err)
-	}
 	sqlDB, err := a.Cycle.openSQL(ctx, inst, "master")
 	if err != nil {
 		return err
 	}
 	defer sqlDB.Close()
+	return a.dropOn(ctx, sqlDB, db, srv, inst, verifyDB, log)
+}
+
+// dropOn is dropCopy over an open connection to inst.
+func (a *Activities) dropOn(ctx context.Context, sqlDB *mssql.DB, db *config.Database, srv *config.BackupServer, inst *config.SQLInstance,
+	verifyDB string, log *zap.Logger) error {
+	stmt, err := tsql.DropDatabase(verifyDB)
+	if err != nil {
+		return nonRetryable(ErrInvalidConfig, err)
+	}
 	st, err := a.guardCopy(ctx, sqlDB, db, inst.Name, verifyDB, "dropped", srv.Name)
 	if err != nil || st == nil {
 		return err

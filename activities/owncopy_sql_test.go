@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -505,5 +506,71 @@ func TestDropVerifyDBCleanupLoginTimeout(t *testing.T) {
 	err = f.run(f.acts.DropVerifyDB, verify, nil)
 	if errorTypeOf(err) != ErrSQLHostUnreachable || appErrorOf(t, err).NonRetryable() {
 		t.Errorf("drop without Cleanup: %v, want retryable SQLHostUnreachable", err)
+	}
+}
+
+// With verify_name "{db}_v{seq}" every set's copy has its own name: a copy
+// a verified set's cleanup could not drop (the instance did not answer its
+// login) is never restored into again. The next verified set's cleanup
+// drops it, and every other copy of an earlier set its manifest shows the
+// product restored; a database a DBA created under such a name since is
+// not the product's, and stays.
+func TestDropVerifyDBDropsCopiesEarlierCleanupsLeft(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "    verify_name: \"{db}_v{seq}\"\n")
+	exists := func(name string) bool {
+		t.Helper()
+		st, err := databaseState(context.Background(), f.verifySQL(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st != nil
+	}
+	// verified restores a set on the verification instance and runs the
+	// cleanup's drop; silent: the instance does not answer that login.
+	verified := func(silent bool) (string, error) {
+		t.Helper()
+		seq, verify := f.copiedSet()
+		f.must(f.acts.Restore, verify, nil)
+		srv, _ := f.cfg.BackupServer(verify.Server)
+		inst, _ := f.cfg.SQLInstance(srv.VerifyInstance)
+		if silent {
+			addr := inst.Address
+			inst.Address = sitetest.SilentServer(t)
+			defer func() { inst.Address = addr }()
+		}
+		verify.Cleanup = true
+		return fmt.Sprintf("Sales_v%08d", seq), f.run(f.acts.DropVerifyDB, verify, nil) // {seq}: eight digits
+	}
+	left1, err := verified(true)
+	if errorTypeOf(err) != ErrSQLHostUnreachable || !exists(left1) {
+		t.Fatalf("cleanup against a silent instance: %v (%s there: %v), want SQLHostUnreachable and the copy left", err, left1, exists(left1))
+	}
+	left2, err := verified(true)
+	if errorTypeOf(err) != ErrSQLHostUnreachable || !exists(left2) {
+		t.Fatalf("cleanup against a silent instance: %v, want SQLHostUnreachable and the copy left", err)
+	}
+	// A DBA drops the second copy and creates a database of that name.
+	sitetest.ExecIn(t, f.verify, "master", "DROP DATABASE ["+left2+"]")
+	sitetest.ExecIn(t, f.verify, "master", "CREATE DATABASE ["+left2+"]")
+
+	if want := "the copy " + left2 + " is left on verify01: the next verified set's cleanup drops it"; !strings.Contains(err.Error(), want) {
+		t.Errorf("cleanup: %v, want %q", err, want)
+	}
+	logs := f.observe()
+	name3, err := verified(false)
+	if err != nil {
+		t.Fatalf("cleanup of %s: %v", name3, err)
+	}
+	if exists(name3) {
+		t.Errorf("%s (this set's copy) is still there", name3)
+	}
+	if exists(left1) {
+		t.Errorf("%s, the copy an earlier cleanup left, is still on the verification instance after the next verified set's cleanup", left1)
+	}
+	if !exists(left2) {
+		t.Errorf("%s, a database the product did not restore, was dropped", left2)
+	}
+	if n := logs.FilterMessage("copy an earlier cleanup left: not dropped").FilterField(zap.String("copy", left2)).Len(); n != 1 {
+		t.Errorf("%d warnings that %s was not dropped, want 1", n, left2)
 	}
 }

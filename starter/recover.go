@@ -210,6 +210,9 @@ func recoverLine(s workflows.RecoverStatus) string {
 	if s.ETA > 0 {
 		line += "  ETA " + plan.RoundDuration(s.ETA).String()
 	}
+	if s.Waiting != "" {
+		line += "  " + s.Waiting
+	}
 	return line
 }
 

@@ -94,6 +94,7 @@ type DrillStatus struct {
 	Result   catalog.DrillResult `json:"result"`
 	Recorded []string            `json:"recorded,omitempty"`
 	Leftover string              `json:"leftover,omitempty"`
+	Waiting  string              `json:"waiting,omitempty"` // what the drill's own step waits for (a backup server), and why; its Recover's says its own
 	// Skipped is set, and nothing else was done, when this start found a
 	// drill of the database running under its workflow id (HeldBy).
 	Skipped string `json:"skipped,omitempty"`
@@ -145,9 +146,16 @@ func Drill(ctx workflow.Context, in DrillInput) (DrillStatus, error) {
 
 	began := step(drill.StepPrepare)
 	var p drill.Plan
-	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour,
-		HeartbeatTimeout: time.Minute, RetryPolicy: retry(10*time.Second, 10), Summary: "prepare the drill of " + tsql.Printable(in.Database)}),
-		da.PrepareDrill, in).Get(ctx, &p)
+	prepare := workflow.ActivityOptions{StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour,
+		HeartbeatTimeout: time.Minute, RetryPolicy: retry(10*time.Second, 10), Summary: "prepare the drill of " + tsql.Printable(in.Database)}
+	var err error
+	// No backup server readable: the drill waits for one at a short pace,
+	// saying so (only drills started with it get the commands of the wait).
+	if workflow.GetVersion(ctx, "drill-server-wait", workflow.DefaultVersion, 1) == 1 {
+		err = awaitServer(ctx, prepare, &st.Waiting, drill.StepPrepare, da.PrepareDrill, in, &p)
+	} else {
+		err = workflow.ExecuteActivity(withOptions(ctx, prepare), da.PrepareDrill, in).Get(ctx, &p)
+	}
 	res.Steps.Prepare = workflow.Now(ctx).Sub(began)
 	if err != nil {
 		// Nothing was restored, and nothing is known of where it would

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,5 +282,46 @@ func TestDrillFromImmutableUnstagesAfterAFailedStaging(t *testing.T) {
 		!im.Removed || im.Sequence != 3 || !slices.Equal(im.Objects, []string{"sql01@Sales_00000003_1of1.bak", "sql01@Sales_00000003.manifest.json"}) ||
 		!slices.Equal(rec.Servers, []string{"bak01", "bak02"}) {
 		t.Errorf("recorded %+v (immutable %+v) on %v", res, im, rec.Servers)
+	}
+}
+
+// No backup server readable at the drill's prepare step (NoBackupServerReachable)
+// for 4m20s: the drill's status says what it waits for, and it goes on
+// within seconds of a server's return (the activity's own retries had grown
+// to 160 s apart by then).
+func TestDrillResumesSoonAfterTheServerReturns(t *testing.T) {
+	r := newRecoverEnv(t)
+	env := r.env
+	registerDrill(r, DrillWorkflowID("sql01", "Sales"))
+	r.steps(t)
+	var acts *drill.Activities
+	back := time.Date(2026, 3, 1, 9, 4, 20, 0, time.UTC)
+	var prepared time.Time
+	env.OnActivity(acts.PrepareDrill, mock.Anything, mock.Anything).Return(func(context.Context, drill.Request) (drill.Plan, error) {
+		if env.Now().Before(back) {
+			return drill.Plan{}, temporal.NewApplicationError("no backup server of sql01/Sales could be read: bak02: connection refused",
+				activities.ErrNoBackupServerReachable)
+		}
+		prepared = env.Now()
+		return drillPlan(), nil
+	})
+	env.OnActivity(acts.CheckDrill, mock.Anything, mock.Anything).Return(drill.CheckOutput{}, nil)
+	env.OnActivity(acts.DropDrill, mock.Anything, mock.Anything).Return(drill.DropOutput{Dropped: true}, nil)
+	env.OnActivity(acts.RecordDrill, mock.Anything, mock.Anything).Return([]string{"bak02"}, nil)
+	var away DrillStatus
+	env.RegisterDelayedCallback(func() {
+		if v, err := env.QueryWorkflow(DrillQuery); err == nil {
+			_ = v.Get(&away)
+		}
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(DrillName, DrillInput{Database: "Sales"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("drill: %v", err)
+	}
+	if prepared.IsZero() || prepared.Sub(back) > 15*time.Second {
+		t.Errorf("prepared %s after the server returned, want within 15s", prepared.Sub(back))
+	}
+	if away.Step != drill.StepPrepare || !strings.Contains(away.Waiting, "bak02") {
+		t.Errorf("status while no server is readable: step %q, waiting %q; want the prepare step waiting for bak02", away.Step, away.Waiting)
 	}
 }

@@ -146,12 +146,14 @@ type RecoverStatus struct {
 	Unreachable  []string  `json:"unreachable,omitempty"`
 	Warnings     []string  `json:"warnings,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
+	Waiting      string    `json:"waiting,omitempty"` // what a step waits for (a backup server), and why
 	Started      time.Time `json:"started"`
 }
 
 // recoverRun is one run's state.
 type recoverRun struct {
 	st        RecoverStatus
+	wait      bool // a step that cannot reach its backup server waits for it (exec)
 	stepBegan time.Time
 	fullBytes int64
 	diffBytes int64
@@ -171,15 +173,19 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrDatabase.ValueSet(in.Database), AttrOutcome.ValueSet(RecoverRunning))
 	r.step(ctx, recover.StepPlan)
+	// A step that cannot reach its backup server waits for it at a short
+	// pace, saying so in the status; only runs started with it get the
+	// commands of that wait.
+	r.wait = workflow.GetVersion(ctx, "recover-server-wait", workflow.DefaultVersion, 1) == 1
 
-	planOpts := withOptions(ctx, workflow.ActivityOptions{
+	planOpts := workflow.ActivityOptions{
 		// Reading the servers of a site that is gone takes its timeouts;
 		// none readable is retried (NoBackupServerReachable) a while.
 		StartToCloseTimeout: 15 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
 		RetryPolicy: retry(10*time.Second, 10), Summary: "plan the recover of " + tsql.Printable(in.Database),
-	})
+	}
 	var p recover.Plan
-	err := workflow.ExecuteActivity(planOpts, ra.PlanRecover, recover.PlanInput{Request: in}).Get(ctx, &p)
+	err := r.exec(ctx, planOpts, ra.PlanRecover, recover.PlanInput{Request: in}, &p)
 	if err != nil {
 		return r.fail(ctx, err)
 	}
@@ -195,23 +201,23 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 		}
 		r.st.TailLog = tail.Number
 		r.step(ctx, recover.StepPlan)
-		if err := workflow.ExecuteActivity(planOpts, ra.PlanRecover, recover.PlanInput{Request: in, Tail: tail}).Get(ctx, &p); err != nil {
+		if err := r.exec(ctx, planOpts, ra.PlanRecover, recover.PlanInput{Request: in, Tail: tail}, &p); err != nil {
 			return r.fail(ctx, err)
 		}
 	}
 	r.planned(ctx, p)
 
 	target := recover.Target{Database: p.Database, Instance: p.Instance, To: p.Target, Name: p.Name, AsGiven: in.As != "", Replace: in.Replace}
-	long := func(timeout time.Duration, summary string) workflow.Context {
-		return withOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, ScheduleToCloseTimeout: 3 * timeout,
-			HeartbeatTimeout: p.HeartbeatTimeout, RetryPolicy: retry(5*time.Second, 20), Summary: summary})
+	long := func(timeout time.Duration, summary string) workflow.ActivityOptions {
+		return workflow.ActivityOptions{StartToCloseTimeout: timeout, ScheduleToCloseTimeout: 3 * timeout,
+			HeartbeatTimeout: p.HeartbeatTimeout, RetryPolicy: retry(5*time.Second, 20), Summary: summary}
 	}
 	full := p.Restore.Full()
 	r.step(ctx, recover.StepFull)
 	var fo recover.StepOutput
-	err = workflow.ExecuteActivity(long(p.RestoreTimeout, fmt.Sprintf("restore set %d into %s on %s", full.Sequence, tsql.Printable(p.Name), p.Target)),
+	err = r.exec(ctx, long(p.RestoreTimeout, fmt.Sprintf("restore set %d into %s on %s", full.Sequence, tsql.Printable(p.Name), p.Target)),
 		ra.RestoreFull, recover.RestoreFullInput{Target: target, Step: full, Moves: p.Moves, BufferCount: p.BufferCount,
-			MaxTransferSize: p.MaxTransferSize, Intent: p.Intent}).Get(ctx, &fo)
+			MaxTransferSize: p.MaxTransferSize, Intent: p.Intent}, &fo)
 	if err != nil {
 		return r.fail(ctx, err)
 	}
@@ -225,8 +231,8 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 		// replay unchanged.
 		r.step(ctx, recover.StepDiff)
 		var do recover.StepOutput
-		err = workflow.ExecuteActivity(long(p.RestoreTimeout, fmt.Sprintf("restore differential set %d into %s", d.Sequence, tsql.Printable(p.Name))),
-			ra.RestoreDiff, recover.RestoreDiffInput{Target: target, Step: d, Copy: fo.Copy}).Get(ctx, &do)
+		err = r.exec(ctx, long(p.RestoreTimeout, fmt.Sprintf("restore differential set %d into %s", d.Sequence, tsql.Printable(p.Name))),
+			ra.RestoreDiff, recover.RestoreDiffInput{Target: target, Step: d, Copy: fo.Copy}, &do)
 		if err != nil {
 			return r.fail(ctx, err)
 		}
@@ -242,10 +248,10 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 		r.st.CurrentLog = l.Number
 		r.eta(ctx)
 		var lo recover.StepOutput
-		err := workflow.ExecuteActivity(long(p.LogTimeout, fmt.Sprintf("restore log %d of %d (log %d of chain %d) into %s", i+1, len(logs), l.Number,
+		err := r.exec(ctx, long(p.LogTimeout, fmt.Sprintf("restore log %d of %d (log %d of chain %d) into %s", i+1, len(logs), l.Number,
 			l.Chain, tsql.Printable(p.Name))),
 			ra.RestoreLog, recover.RestoreLogInput{Target: target, Step: l, Index: i + 1, Count: len(logs), StopAt: p.Restore.StopAt,
-				StopAtOffsetMinutes: p.Restore.StopAtOffsetMinutes, Copy: fo.Copy}).Get(ctx, &lo)
+				StopAtOffsetMinutes: p.Restore.StopAtOffsetMinutes, Copy: fo.Copy}, &lo)
 		if err != nil {
 			return r.fail(ctx, err)
 		}
@@ -288,6 +294,52 @@ func Recover(ctx workflow.Context, in RecoverInput) (RecoverStatus, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStep.ValueSet(recover.StepDone), AttrOutcome.ValueSet(r.st.Outcome))
 	r.details(ctx)
 	return r.st, nil
+}
+
+// serverAway are the failures of a step that a backup server (or the
+// target's way to it) being away explains; serverWaitEvery is the pace at
+// which such a step is tried again: a DBA sees the recover resume within
+// seconds of the server's return, not after a backoff grown to minutes.
+var serverAway = []string{activities.ErrBackupTargetUnreachable, activities.ErrNoBackupServerReachable}
+
+const serverWaitEvery = 10 * time.Second
+
+// exec runs a step's activity with o, waiting for its backup server in a
+// run that does (r.wait, see awaitServer).
+func (r *recoverRun) exec(ctx workflow.Context, o workflow.ActivityOptions, activity, in, out any) error {
+	if !r.wait {
+		return workflow.ExecuteActivity(withOptions(ctx, o), activity, in).Get(ctx, out)
+	}
+	return awaitServer(ctx, o, &r.st.Waiting, r.st.Step, activity, in, out)
+}
+
+// awaitServer runs a step's activity with o; a failure of serverAway ends
+// the activity's own backoff: waiting says which server the step waits
+// for, and the step is tried again every serverWaitEvery (the retries of
+// one activity: the history does not grow with the wait) until o's bound
+// over all attempts (ScheduleToClose) passes.
+func awaitServer(ctx workflow.Context, o workflow.ActivityOptions, waiting *string, step string, activity, in, out any) error {
+	first, rp := o, *o.RetryPolicy
+	rp.NonRetryableErrorTypes = append(slices.Clone(rp.NonRetryableErrorTypes), serverAway...)
+	first.RetryPolicy = &rp
+	fctx := withOptions(ctx, first)
+	until := workflow.Now(ctx).Add(workflow.GetActivityOptions(fctx).ScheduleToCloseTimeout)
+	err := workflow.ExecuteActivity(fctx, activity, in).Get(ctx, out)
+	left := until.Sub(workflow.Now(ctx)) - serverWaitEvery
+	if err == nil || !slices.Contains(serverAway, errorType(err)) || left <= 0 {
+		return err
+	}
+	*waiting = fmt.Sprintf("waits for the backup server, tried again every %s: %s", serverWaitEvery, applicationMessage(err))
+	defer func() { *waiting = "" }()
+	workflow.GetLogger(ctx).Warn("step waits for a backup server", "step", step, "error", applicationMessage(err))
+	if err := workflow.Sleep(ctx, serverWaitEvery); err != nil {
+		return err
+	}
+	again := o
+	again.ScheduleToCloseTimeout = left
+	again.RetryPolicy = &temporal.RetryPolicy{InitialInterval: serverWaitEvery, BackoffCoefficient: 1, MaximumInterval: serverWaitEvery,
+		MaximumAttempts: int32(left/serverWaitEvery) + 1, NonRetryableErrorTypes: o.RetryPolicy.NonRetryableErrorTypes}
+	return workflow.ExecuteActivity(withOptions(ctx, again), activity, in).Get(ctx, out)
 }
 
 // tailLog takes the tail-log backup of the plan's source as its log

@@ -279,3 +279,49 @@ func TestRecoverWithTheTailOfTheLog(t *testing.T) {
 		t.Fatalf("logs restored after a broken tail: %d", len(r.logs))
 	}
 }
+
+// A backup server that the full's step reads from is away for 4m20s:
+// the step waits for it at a short pace, its status saying for which
+// server, and resumes within seconds of its return (the activity's own
+// retries had grown to 100 s apart by then).
+func TestRecoverResumesSoonAfterTheServerReturns(t *testing.T) {
+	r := newRecoverEnv(t)
+	var acts *recover.Activities
+	r.env.OnActivity(acts.PlanRecover, mock.Anything, mock.Anything).Return(recoverPlan(), nil)
+	start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	back := start.Add(4*time.Minute + 20*time.Second)
+	var restored time.Time
+	r.env.OnActivity(acts.RestoreFull, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in recover.RestoreFullInput) (recover.StepOutput, error) {
+			if now := r.env.Now(); now.Before(back) {
+				return recover.StepOutput{}, temporal.NewApplicationError(
+					"backup server bak02: connect smb://bak02:445/backup: connection refused", activities.ErrBackupTargetUnreachable)
+			}
+			restored = r.env.Now()
+			return recover.StepOutput{Server: "bak02", Copy: &catalog.VerifyCopy{BackupSetGUID: "F", RestoreHistoryID: 9}}, nil
+		})
+	r.env.OnActivity(acts.RestoreLog, mock.Anything, mock.Anything).Return(recover.StepOutput{Server: "bak02"}, nil)
+	r.env.OnActivity(acts.FinishRecover, mock.Anything, mock.Anything).Return(recover.FinishOutput{State: "ONLINE"}, nil)
+	away := r.queryAt(t, 3*time.Minute)
+	r.env.ExecuteWorkflow(RecoverName, RecoverInput{Database: "Sales", ToInstance: "sql02", Latest: true})
+	if !r.env.IsWorkflowCompleted() || r.env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", r.env.GetWorkflowError())
+	}
+	if restored.IsZero() {
+		t.Fatal("the full was never restored")
+	}
+	if d := restored.Sub(back); d > 15*time.Second {
+		t.Errorf("the full was restored %s after the server returned, want within 15s", d)
+	}
+	if away.Step != recover.StepFull || !strings.Contains(away.Waiting, "bak02") {
+		t.Errorf("status while the server is away: step %q, waiting %q; want the full's step waiting for bak02", away.Step, away.Waiting)
+	}
+	var res RecoverStatus
+	if err := r.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Waiting != "" || res.Outcome != RecoverRecovered {
+		t.Errorf("result %+v: want recovered, waiting for nothing", res)
+	}
+	t.Logf("server back at +4m20s, full restored %s later", restored.Sub(back))
+}

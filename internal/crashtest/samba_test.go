@@ -1,14 +1,19 @@
 package crashtest
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/sambatest"
+	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/workflows"
 )
 
@@ -17,10 +22,8 @@ import (
 // CopyDeadlineExceeded naming the server; the set stays `written` on the
 // primary (intact, not failed, not copied) and the earlier set is untouched.
 func TestRemoteServerLostPastCopyDeadline(t *testing.T) {
-	smb1 := sambatest.Start(t, sambatest.Options{})
-	smb2 := sambatest.Start(t, sambatest.Options{User: smb1.User(), Password: smb1.Password()})
-	s := newSite(t, "Sales", 8<<20, "    copy_deadline: 20s\n", bandwidth("1MiB"),
-		onSamba(map[string]*sambatest.Server{"bak01": smb1, "bak02": smb2}))
+	smb1, _, both := onTwoSambas(t)
+	s := newSite(t, "Sales", 8<<20, "    copy_deadline: 20s\n", bandwidth("1MiB"), both)
 	srv := sharedTemporal(t)
 	c := dial(t, srv)
 	s.inProcessWorker(c)
@@ -96,4 +99,75 @@ func TestBadInputRemoteShareFull(t *testing.T) {
 	if m := s.manifest("bak01", 1); m == nil || m.State != catalog.StateWritten || m.Failure != nil {
 		t.Errorf("seq 1 on the primary: %+v, want written, not failed", m)
 	}
+}
+
+// A drill whose instance loses its way to the backup servers' shares (the
+// worker still reads them over SMB, Samba) for 100 s from its start: its
+// Recover waits for them (its plan reads the full's file list through
+// them), the Recover's status naming the server, and resumes within
+// seconds of their return, not after a backoff grown to minutes; the
+// drill passes.
+func TestDrillResumesSoonAfterTheSharesReturn(t *testing.T) {
+	_, _, both := onTwoSambas(t)
+	s := newSite(t, "Sales", 4<<20, "", both)
+	srv := sharedTemporal(t)
+	c := dial(t, srv)
+	s.inProcessWorker(c)
+	if _, err := wait(t, s.start(c, "full"), 3*time.Minute); err != nil {
+		t.Fatalf("the verified full: %v", err)
+	}
+	away := func(on bool) {
+		for _, srv := range sitetest.Servers {
+			s.verify.SetShareUnreachable(sitetest.UNC(srv), on)
+		}
+	}
+	restored := func() int {
+		return len(slices.DeleteFunc(outcomes(s.verify, "RESTORE DATABASE"), func(o string) bool { return o != "ok" }))
+	}
+	before := restored() // the cycle's verification
+	away(true)
+	in := workflows.DrillInput{Database: "Sales", Instance: s.inst, ToInstance: sitetest.VerifyInstance, Latest: true}
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: workflows.DrillWorkflowID(s.inst, "Sales"), TaskQueue: s.tq},
+		workflows.DrillName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid := workflows.RecoverWorkflowID(sitetest.VerifyInstance, "Sales_drill")
+	var mu sync.Mutex
+	var waiting string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if v, err := c.QueryWorkflow(ctx, rid, "", workflows.RecoverQuery); err == nil {
+				var st workflows.RecoverStatus
+				if v.Get(&st) == nil && st.Waiting != "" {
+					mu.Lock()
+					waiting = st.Waiting
+					mu.Unlock()
+				}
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+	time.Sleep(100 * time.Second)
+	away(false)
+	healed := time.Now()
+	until(t, "the drill's full restored", 4*time.Minute, func() bool {
+		return restored() > before
+	})
+	resumed := time.Since(healed)
+	res, err := waitFor[workflows.DrillStatus](t, run, 3*time.Minute)
+	if err != nil || res.Result.Outcome != "passed" {
+		t.Fatalf("drill after the shares returned: %v (%+v)", err, res.Result)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(waiting, "bak0") {
+		t.Errorf("the Recover's status while the shares were away said waiting %q, want the server it waits for", waiting)
+	}
+	if resumed > 30*time.Second {
+		t.Errorf("the full was restored %.1fs after the shares returned, want within 30s", resumed.Seconds())
+	}
+	t.Logf("RECOVERY | drill instance without its shares for 100s | full restored %.1fs after their return | waiting: %s", resumed.Seconds(), waiting)
 }

@@ -207,6 +207,14 @@ func onSamba(smb map[string]*sambatest.Server) func(*sitetest.Options) {
 	return func(o *sitetest.Options) { o.SMB = smb }
 }
 
+// onTwoSambas starts two Samba servers with one login, bak01 and bak02,
+// and the option that puts the site's backup servers on them.
+func onTwoSambas(t *testing.T) (bak01, bak02 *sambatest.Server, opt func(*sitetest.Options)) {
+	bak01 = sambatest.Start(t, sambatest.Options{})
+	bak02 = sambatest.Start(t, sambatest.Options{User: bak01.User(), Password: bak01.Password()})
+	return bak01, bak02, onSamba(map[string]*sambatest.Server{"bak01": bak01, "bak02": bak02})
+}
+
 // reconfigure rewrites the site's configuration file with edit and loads
 // it; db is the database key the cycles use from now on.
 func (s *site) reconfigure(edit func(yaml string) string, db string) {
