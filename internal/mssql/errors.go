@@ -468,7 +468,10 @@ var checkDBSnapshotNumbers = []int32{5128}
 //   - the environment: the database gone, restoring or unavailable, the
 //     login refused, the instance shutting down or unreachable
 //     (unreachableNumbers), and errors below severity 16 (permissions 14,
-//     syntax 15: the statement never checked anything).
+//     syntax 15: the statement never checked anything);
+//   - the check cut off from outside: its session killed, the copy's
+//     storage lost (checkDBCutOff), unless CHECKDB reported a finding
+//     before.
 func classifyCheckDB(errs []mssqldb.Error) error {
 	has := func(set []int32) bool {
 		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return slices.Contains(set, e.Number) })
@@ -480,10 +483,46 @@ func classifyCheckDB(errs []mssqldb.Error) error {
 	case has(tempdbNumbers), has(memoryNumbers), has(checkDBSnapshotNumbers):
 		return ErrCheckDBCouldNotRun
 	}
-	if slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 16 && !slices.Contains(unreachableNumbers, e.Number) }) {
+	if slices.ContainsFunc(errs, func(e mssqldb.Error) bool {
+		return e.Class >= 16 && !slices.Contains(unreachableNumbers, e.Number) && !checkDBCutOff(e)
+	}) {
 		return ErrCheckDBFailed
 	}
+	if slices.ContainsFunc(errs, checkDBCutOff) {
+		return ErrUnreachable
+	}
 	return kind
+}
+
+// osNotReady (ERROR_NOT_READY) and osDeviceNotConnected
+// (ERROR_DEVICE_NOT_CONNECTED): a disk that went away, as a lost SAN path
+// reports it (system error codes on Microsoft Learn).
+const (
+	osNotReady           = 21
+	osDeviceNotConnected = 1167
+)
+
+// checkDBCutOff reports an error that ended a CHECKDB from outside, saying
+// nothing about the copy it checked: 596 "Cannot continue the execution
+// because the session is in the kill state" (severity 21), the session
+// ended by KILL ("KILL (Transact-SQL)",
+// https://learn.microsoft.com/sql/t-sql/language-elements/kill-transact-sql);
+// and 823 quoting an operating system error of storage that went away (a
+// network path, a disk not ready or not connected): 823 reports the error
+// Windows returned to SQL Server's read or write of the copy's file
+// (MSSQLSERVER_823,
+// https://learn.microsoft.com/sql/relational-databases/errors-events/mssqlserver-823-database-engine-error),
+// here the verification instance's storage lost, not a damaged page (823
+// with 23, a CRC error, stays a finding).
+func checkDBCutOff(e mssqldb.Error) bool {
+	switch e.Number {
+	case 596:
+		return true
+	case 823:
+		n := osError(e)
+		return n == osNotReady || n == osDeviceNotConnected || slices.Contains(netOSErrors, n)
+	}
+	return false
 }
 
 // isCertificateError reports a TLS handshake that failed on the server's
