@@ -245,6 +245,12 @@ func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st sto
 		// SQL Server cannot reach the stripes now (the share lost, 3201
 		// with 53): whether they hold a finished backup is not known, and
 		// a BACKUP sent now would write over them once the share is back.
+		// Stripes the worker sees were written by an earlier BACKUP.
+		for _, s := range layout {
+			if _, serr := st.Stat(ctx, s.Name); serr == nil {
+				return BackupOutput{}, false, unconfirmedError(seq, err)
+			}
+		}
 		return BackupOutput{}, false, retryable(ErrBackupTargetUnreachable, err)
 	}
 	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupSetName(seq) || hs[0].BackupFinishDate.IsZero() {

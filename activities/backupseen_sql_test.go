@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"go.temporal.io/sdk/testsuite"
+
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
@@ -135,5 +137,35 @@ func TestSQLBackupCompletedThenShareDownIsNotAFailedBackup(t *testing.T) {
 	}
 	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
 		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+}
+
+// The same set sent again by a new activity (no heartbeat of the earlier
+// one: the workflow waited, then took the same number) while SQL Server
+// cannot reach the share: the stripes the worker sees were written by an
+// earlier BACKUP, which may have completed: no BACKUP over them, no failed
+// set.
+func TestSQLBackupSameSetAgainWithShareDownFromSQLServer(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	in := BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}
+	f.must(f.acts.Backup, in, nil)
+	var ts testsuite.WorkflowTestSuite
+	f.env = ts.NewTestActivityEnvironment()
+	f.env.RegisterActivity(f.acts)
+	f.src.SetShareUnreachable(`\\bak01\backup`, true)
+	err := f.run(f.acts.Backup, in, nil)
+	if typ := errorTypeOf(err); typ != ErrBackupUnconfirmed {
+		t.Errorf("same set again, the share unreachable from SQL Server: %s: %v, want %s", typ, err, ErrBackupUnconfirmed)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+	f.src.SetShareUnreachable(`\\bak01\backup`, false)
+	var out BackupOutput
+	f.must(f.acts.Backup, in, &out)
+	if !out.Reattached {
+		t.Errorf("backup %+v, want the finished backup recognised", out)
 	}
 }
