@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
@@ -147,13 +145,7 @@ func TestSQLBackupCompletedThenShareDownIsNotAFailedBackup(t *testing.T) {
 // set.
 func TestSQLBackupSameSetAgainWithShareDownFromSQLServer(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
-	var seq int64
-	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
-	in := BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}
-	f.must(f.acts.Backup, in, nil)
-	var ts testsuite.WorkflowTestSuite
-	f.env = ts.NewTestActivityEnvironment()
-	f.env.RegisterActivity(f.acts)
+	in := f.backedUpOnce()
 	f.src.SetShareUnreachable(`\\bak01\backup`, true)
 	err := f.run(f.acts.Backup, in, nil)
 	if typ := errorTypeOf(err); typ != ErrBackupUnconfirmed {
@@ -167,5 +159,27 @@ func TestSQLBackupSameSetAgainWithShareDownFromSQLServer(t *testing.T) {
 	f.must(f.acts.Backup, in, &out)
 	if !out.Reattached {
 		t.Errorf("backup %+v, want the finished backup recognised", out)
+	}
+}
+
+// backedUpOnce backs the fixture's database up to bak01 in 2 stripes under
+// a new number: the input of that set's Backup.
+func (f *sqlFixture) backedUpOnce() BackupInput {
+	f.t.Helper()
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: f.db}, &seq)
+	in := BackupInput{Database: f.db, Sequence: seq, Server: "bak01", Stripes: 2}
+	f.must(f.acts.Backup, in, nil)
+	return in
+}
+
+// throughStorage has the activities reach backup server name through wrap.
+func (f *sqlFixture) throughStorage(name string, wrap func(storage.Storage) storage.Storage) {
+	f.acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil || srv.Name != name {
+			return st, err
+		}
+		return wrap(st), nil
 	}
 }
