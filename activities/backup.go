@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
@@ -91,7 +92,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	}
 	st, err := d.openStorage(ctx, srv)
 	if err != nil {
-		return BackupOutput{}, err
+		return BackupOutput{}, unconfirmed(ctx, in.Sequence, err)
 	}
 	defer st.Close()
 	sqlDB, err := d.openSQL(ctx, inst, "master")
@@ -102,13 +103,13 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 	// SQL Server's paths and the worker's location must be one directory
 	// before anything is written (probe.go).
 	if err := a.checkBackupPaths(ctx, sqlDB, st, inst, srv, log); err != nil {
-		return BackupOutput{}, err
+		return BackupOutput{}, unconfirmed(ctx, in.Sequence, err)
 	}
 	// Claim the number on this server before anything is written: INIT,
 	// FORMAT would overwrite whatever holds these file names.
 	names, resumed, err := a.claimSet(ctx, st, db, srv.Name, in.Sequence, mode.Differential)
 	if err != nil {
-		return BackupOutput{}, err
+		return BackupOutput{}, unconfirmed(ctx, in.Sequence, err)
 	}
 	if names.Legacy {
 		// This run's claim was written by the build before file names were
@@ -173,7 +174,7 @@ func (a *Activities) Backup(ctx context.Context, in BackupInput) (BackupOutput, 
 			}
 			out, ok, err := a.finishedUnseen(ctx, sqlDB, st, db, layout, in.Sequence, log)
 			if err != nil {
-				return BackupOutput{}, err
+				return BackupOutput{}, unconfirmed(ctx, in.Sequence, err)
 			}
 			if ok {
 				a.recorder().StepDone(metrics.StepBackup, db.Instance, db.Name, srv.Name, out.Bytes, out.Duration)
@@ -240,6 +241,18 @@ func (a *Activities) finishedUnseen(ctx context.Context, sqlDB *mssql.DB, st sto
 		return BackupOutput{}, false, nil
 	}
 	hs, err := sqlDB.HeaderOnly(ctx, hq)
+	if errors.Is(err, mssql.ErrBackupTargetUnreachable) {
+		// SQL Server cannot reach the stripes now (the share lost, 3201
+		// with 53): whether they hold a finished backup is not known, and
+		// a BACKUP sent now would write over them once the share is back.
+		// Stripes the worker sees were written by an earlier BACKUP.
+		for _, s := range layout {
+			if _, serr := st.Stat(ctx, s.Name); serr == nil {
+				return BackupOutput{}, false, unconfirmedError(seq, err)
+			}
+		}
+		return BackupOutput{}, false, retryable(ErrBackupTargetUnreachable, err)
+	}
 	if err != nil || len(hs) == 0 || hs[0].BackupName != tsql.BackupSetName(seq) || hs[0].BackupFinishDate.IsZero() {
 		return BackupOutput{}, false, nil // not ours or not complete: back up again
 	}
@@ -283,6 +296,11 @@ func filesHeld(ctx context.Context, sqlDB *mssql.DB, layout []tsql.Stripe) error
 func (a *Activities) backupEndedUnseen(ctx context.Context, sqlDB *mssql.DB, st storage.Storage, db *config.Database, server string,
 	layout []tsql.Stripe, seq int64, err error, rep *reporter, log *zap.Logger) (BackupOutput, error) {
 	out, ok, ferr := a.finishedUnseen(ctx, sqlDB, st, db, layout, seq, log)
+	if errorTypeOf(ferr) == ErrBackupTargetUnreachable {
+		// This attempt's own BACKUP ended unseen, and its stripes cannot
+		// be read now: it may have completed.
+		return BackupOutput{}, unconfirmedError(seq, ferr)
+	}
 	if ferr != nil {
 		return BackupOutput{}, ferr
 	}
@@ -328,6 +346,31 @@ func (a *Activities) sourceDamaged(err error, db *config.Database, file string, 
 	log.Error("source database damaged", zap.String("file", file), zap.Float64("percent", pct), zap.Error(err))
 	a.recorder().SourceDamaged(db.Instance, db.Name)
 	return temporal.NewNonRetryableApplicationError(msg, ErrSourceDatabaseDamaged, err, BackupFailure{Started: true, Percent: pct})
+}
+
+// unconfirmed is err as a retry reports it before it has seen the set's
+// headers: when an earlier attempt started the set's BACKUP (its heartbeats
+// say so), that BACKUP may have completed, and a backup server that cannot
+// be reached now (by the worker or by SQL Server) tells nothing of it:
+// BackupUnconfirmed, retried, instead of BackupTargetUnreachable, which the
+// cycle takes for a BACKUP that failed and its set for incomplete.
+func unconfirmed(ctx context.Context, seq int64, err error) error {
+	if errorTypeOf(err) != ErrBackupTargetUnreachable || !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
+		return err
+	}
+	var hb BackupHeartbeat
+	if activity.GetHeartbeatDetails(ctx, &hb) != nil || !hb.Started {
+		return err
+	}
+	return unconfirmedError(seq, err)
+}
+
+// unconfirmedError is BackupUnconfirmed for err, a backup server not
+// reachable after a BACKUP of set seq that may have completed.
+func unconfirmedError(seq int64, err error) error {
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf(
+		"set %d: a BACKUP of it may have completed, and its backup server cannot be reached now to tell: the step is retried and recognises a finished backup: %v",
+		seq, err), ErrBackupUnconfirmed, err)
 }
 
 // finishedBackup checks that the worker sees every stripe SQL Server wrote

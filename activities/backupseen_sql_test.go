@@ -85,3 +85,101 @@ func TestSQLBackupCompletedThenServerLostIsNotAFailedBackup(t *testing.T) {
 		t.Errorf("BACKUP ran %d times, want 1", n)
 	}
 }
+
+// The backup server lost for everyone after a BACKUP completed (the file
+// server rebooting): the retries can neither open the worker's location nor
+// have SQL Server read the set's headers. Until one of them can tell, the
+// outcome stays unconfirmed: no second BACKUP is sent over the finished one,
+// and the step never reports the backup server unreachable, which the cycle
+// takes for a BACKUP that failed (backup_incomplete, a new number).
+func TestSQLBackupCompletedThenShareDownIsNotAFailedBackup(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	var lost, down atomic.Bool
+	f.acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		if down.Load() {
+			return nil, &storage.Error{Op: "connect", Location: srv.Location, Kind: storage.ErrConnection, Err: syscall.ECONNREFUSED}
+		}
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		return &lostAfterBackup{Storage: st, lost: lost.Load}, nil
+	}
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
+	in := BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}
+	var out BackupOutput
+	f.must(f.acts.Backup, in, &out)
+	// The same set's attempt as the one cut off after its BACKUP completed.
+	f.env.SetHeartbeatDetails(BackupHeartbeat{Started: true, Percent: 100})
+
+	down.Store(true)
+	f.src.SetShareUnreachable(`\\bak01\backup`, true)
+	err := f.run(f.acts.Backup, in, nil)
+	if typ := errorTypeOf(err); typ != ErrBackupUnconfirmed {
+		t.Errorf("retry with the worker's location unreachable: %s: %v, want %s", typ, err, ErrBackupUnconfirmed)
+	}
+	down.Store(false)
+	err = f.run(f.acts.Backup, in, nil)
+	if typ := errorTypeOf(err); typ != ErrBackupUnconfirmed {
+		t.Errorf("retry with the share unreachable from SQL Server: %s: %v, want %s", typ, err, ErrBackupUnconfirmed)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1 (no second BACKUP over a set that may be complete)", n)
+	}
+	f.src.SetShareUnreachable(`\\bak01\backup`, false)
+	out = BackupOutput{}
+	f.must(f.acts.Backup, in, &out)
+	if !out.Reattached || len(out.Stripes) != 2 {
+		t.Errorf("retried backup %+v, want the finished backup recognised", out)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+}
+
+// The same set sent again by a new activity (no heartbeat of the earlier
+// one: the workflow waited, then took the same number) while SQL Server
+// cannot reach the share: the stripes the worker sees were written by an
+// earlier BACKUP, which may have completed: no BACKUP over them, no failed
+// set.
+func TestSQLBackupSameSetAgainWithShareDownFromSQLServer(t *testing.T) {
+	f := newSQLFixture(t, "Sales", "")
+	in := f.backedUpOnce()
+	f.src.SetShareUnreachable(`\\bak01\backup`, true)
+	err := f.run(f.acts.Backup, in, nil)
+	if typ := errorTypeOf(err); typ != ErrBackupUnconfirmed {
+		t.Errorf("same set again, the share unreachable from SQL Server: %s: %v, want %s", typ, err, ErrBackupUnconfirmed)
+	}
+	if n := len(statements(f.src, "BACKUP DATABASE")); n != 1 {
+		t.Errorf("BACKUP ran %d times, want 1", n)
+	}
+	f.src.SetShareUnreachable(`\\bak01\backup`, false)
+	var out BackupOutput
+	f.must(f.acts.Backup, in, &out)
+	if !out.Reattached {
+		t.Errorf("backup %+v, want the finished backup recognised", out)
+	}
+}
+
+// backedUpOnce backs the fixture's database up to bak01 in 2 stripes under
+// a new number: the input of that set's Backup.
+func (f *sqlFixture) backedUpOnce() BackupInput {
+	f.t.Helper()
+	var seq int64
+	f.must(f.acts.AllocateSequence, SequenceInput{Database: f.db}, &seq)
+	in := BackupInput{Database: f.db, Sequence: seq, Server: "bak01", Stripes: 2}
+	f.must(f.acts.Backup, in, nil)
+	return in
+}
+
+// throughStorage has the activities reach backup server name through wrap.
+func (f *sqlFixture) throughStorage(name string, wrap func(storage.Storage) storage.Storage) {
+	f.acts.Cycle.OpenStorage = func(ctx context.Context, srv *config.BackupServer) (storage.Storage, error) {
+		st, err := location.OpenServer(ctx, srv)
+		if err != nil || srv.Name != name {
+			return st, err
+		}
+		return wrap(st), nil
+	}
+}

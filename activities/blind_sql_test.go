@@ -151,10 +151,7 @@ func TestSQLCheckDBRetryBlindLogin(t *testing.T) {
 // earlier BACKUP first and finds it complete instead of running a second.
 func TestSQLBackupSameSetAgainFindsItComplete(t *testing.T) {
 	f := newSQLFixture(t, "Sales", "")
-	var seq int64
-	f.must(f.acts.AllocateSequence, SequenceInput{Database: "Sales"}, &seq)
-	in := BackupInput{Database: "Sales", Sequence: seq, Server: "bak01", Stripes: 2}
-	f.must(f.acts.Backup, in, nil)
+	in := f.backedUpOnce()
 	var out BackupOutput
 	f.must(f.acts.Backup, in, &out)
 	if got := statements(f.src, "BACKUP DATABASE"); len(got) != 1 || !out.Reattached || len(out.Stripes) != 2 {

@@ -16,6 +16,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/mssql"
 	"github.com/backupcycle/backupcycle/internal/selection"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
 )
 
@@ -341,6 +342,12 @@ func storageError(server string, err error) error {
 		// set (a link, a huge file); a person removes it, and it says
 		// nothing about the set's content.
 		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, copier.ErrReadBack):
+		// A copy's destination read back otherwise than the bytes sent
+		// (its disk, the path to it, an earlier attempt still writing the
+		// partial file): the copy is bad, not the set, whose bytes hashed
+		// as they were sent. The retry copies again.
+		return retryable(ErrBackupTargetUnreachable, err)
 	case errors.Is(err, storage.ErrCorrupt):
 		return nonRetryable(ErrCorruptBackup, err)
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, fs.ErrNotExist):

@@ -153,7 +153,9 @@ const (
 	ErrDifferentialBaseUnusable = "DifferentialBaseUnusable"
 	// ErrBackupUnconfirmed: SQL Server completed the BACKUP, and the worker
 	// could not reach the backup server to check and measure its stripes
-	// (the share lost, the attempt interrupted). Retried: the retry
+	// (the share lost, the attempt interrupted); or a BACKUP an earlier
+	// attempt started may have completed, and neither the worker nor SQL
+	// Server can reach the stripes to tell. Retried: the retry
 	// recognises the finished backup (RESTORE HEADERONLY) without running
 	// it again. Never evidence about the set, and never a failed backup.
 	ErrBackupUnconfirmed = "BackupUnconfirmed"

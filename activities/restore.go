@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -399,18 +401,26 @@ func undoSingleUser(ctx context.Context, sqlDB *mssql.DB, single bool, old *mssq
 // verification instance looks) and its location (where the worker copied
 // the set) are different directories. nil when err is something else or
 // the worker misses a stripe too (the set is incomplete: CorruptBackup).
+// A worker that cannot reach the server to look has confirmed nothing: the
+// server's failure, retried, never evidence against the set.
 func (a *Activities) locationApart(ctx context.Context, srv *config.BackupServer, verifyInstance string, layout []tsql.Stripe, err error) error {
 	if ctx.Err() != nil || !mssql.MissingFile(err) || len(layout) == 0 {
 		return nil
 	}
 	st, oerr := a.Cycle.openStorage(ctx, srv)
 	if oerr != nil {
-		return nil
+		return oerr // InvalidConfig or BackupTargetUnreachable: no evidence
 	}
 	defer st.Close()
 	for _, s := range layout {
-		if _, serr := st.Stat(ctx, s.Name); serr != nil {
+		_, serr := st.Stat(ctx, s.Name)
+		switch {
+		case errors.Is(serr, storage.ErrNotFound), errors.Is(serr, fs.ErrNotExist):
 			return nil
+		case serr != nil:
+			return retryable(ErrBackupTargetUnreachable, fmt.Errorf(
+				"backup server %s: verification instance %s does not find a stripe of the set (%v), and the worker cannot reach the server to confirm it: %w",
+				srv.Name, verifyInstance, err, serr))
 		}
 	}
 	key := srv.PathsKey(verifyInstance)

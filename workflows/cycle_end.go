@@ -150,7 +150,8 @@ func (c *cycle) fail(ctx workflow.Context, err error) error {
 	left := c.stopFailedStep(ctx, step, typ)
 	// The BACKUP itself reported a failure: the set is incomplete. A timeout
 	// (no type) proves nothing: the statement may have completed unseen.
-	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && !slices.Contains(notAgainstSet, typ) {
+	if evidence == "" && c.seq != 0 && !c.backedUp && step == activities.StepBackup && typ != "" && !slices.Contains(notAgainstSet, typ) &&
+		!(slices.Contains(unconfirmedNotAgainstSet, typ) && workflow.GetVersion(ctx, versionUnconfirmed, workflow.DefaultVersion, 1) == 1) {
 		evidence = catalog.EvidenceBackupIncomplete
 	}
 	alreadyMarked := len(c.progress.Failed) > 0 && c.progress.Failed[len(c.progress.Failed)-1] == c.seq

@@ -1205,3 +1205,25 @@ func TestCycleReadsFromThePlansReplica(t *testing.T) {
 		t.Errorf("sequence %+v, backup %+v, manifest %+v: want replica sql02 of ag1", f.sequenceIn, f.backupIn, manIn)
 	}
 }
+
+// A BACKUP whose outcome the worker could not confirm (BackupUnconfirmed:
+// completed, its stripes not measured) or an attempt interrupted
+// (ActivityInterrupted) proves nothing against the set, also when the
+// retries run out: the cycle fails and the set keeps its state.
+func TestCycleUnconfirmedBackupIsNotEvidence(t *testing.T) {
+	for _, typ := range []string{activities.ErrBackupUnconfirmed, activities.ErrActivityInterrupted} {
+		t.Run(typ, func(t *testing.T) {
+			f := newFakeCycle()
+			f.backup = func(activities.BackupInput) (activities.BackupOutput, error) {
+				return activities.BackupOutput{}, temporal.NewApplicationError("backup server lost after the BACKUP completed", typ)
+			}
+			r := newCycleRun(t, f)
+			if _, err := r.run(CycleInput{Database: "Sales"}); err == nil {
+				t.Fatal("want a failure")
+			}
+			if len(f.failedIn) != 0 {
+				t.Errorf("MarkFailed %+v after %s, want the set left in its state", f.failedIn, typ)
+			}
+		})
+	}
+}

@@ -32,6 +32,17 @@ func errorType(err error) string {
 var notAgainstSet = []string{activities.ErrSequenceInUse, activities.ErrBackupDeviceInUse, activities.ErrDatabaseUnavailable,
 	activities.ErrStatementLeftRunning}
 
+// unconfirmedNotAgainstSet are failures of the BACKUP step that say nothing
+// against the set either, recognised since versionUnconfirmed: a BACKUP
+// that completed and whose stripes the worker could not measure, and an
+// attempt whose context ended (heartbeats lost while Temporal restarted, the
+// worker stopping), both when their retries ran out.
+var unconfirmedNotAgainstSet = []string{activities.ErrBackupUnconfirmed, activities.ErrActivityInterrupted}
+
+// versionUnconfirmed: a BACKUP step that ends in unconfirmedNotAgainstSet
+// no longer marks its set failed as incomplete.
+const versionUnconfirmed = "backup-unconfirmed-not-against-set"
+
 func retry(initial time.Duration, attempts int32, extra ...string) *temporal.RetryPolicy {
 	types := append(append([]string(nil), activities.NonRetryableErrorTypes...), extra...)
 	return &temporal.RetryPolicy{

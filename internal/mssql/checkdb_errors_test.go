@@ -47,6 +47,13 @@ func TestClassifyCheckDBErrors(t *testing.T) {
 		{"copy restoring", []mssqldb.Error{sqlErr(927, 14, "Database 'Sales_verify' cannot be opened. It is in the middle of a restore.")}, ErrDatabaseUnavailable, true},
 		{"copy gone", []mssqldb.Error{sqlErr(2520, 16, "Could not find database 'Sales_verify'.")}, ErrDatabaseNotFound, false},
 		{"instance shutting down", []mssqldb.Error{sqlErr(6005, 14, "SHUTDOWN is in progress.")}, ErrUnreachable, true},
+		{"session killed (KILL)", []mssqldb.Error{sqlErr(596, 21, "Cannot continue the execution because the session is in the kill state.")}, ErrUnreachable, true},
+		{"session killed after a finding keeps the finding", []mssqldb.Error{
+			sqlErr(8939, 16, "Table error: page (1:153) failed check."),
+			sqlErr(596, 21, "Cannot continue the execution because the session is in the kill state.")}, ErrCheckDBFailed, false},
+		{"the copy's storage lost: 823 with 64", []mssqldb.Error{sqlErr(823, 24, `The operating system returned error 64(The specified network name is no longer available.) to SQL Server during a read at offset 0x00000000a4c000 in file '\\san01\data\Sales_verify.mdf'.`)}, ErrUnreachable, true},
+		{"the copy's storage lost: 823 with 1167", []mssqldb.Error{sqlErr(823, 24, `The operating system returned error 1167(The device is not connected.) to SQL Server during a read at offset 0x00000000a4c000 in file 'E:\data\Sales_verify.mdf'.`)}, ErrUnreachable, true},
+		{"823 with a CRC error is a finding", []mssqldb.Error{sqlErr(823, 24, `The operating system returned error 23(Data error (cyclic redundancy check).) to SQL Server during a read at offset 0x00000000a4c000 in file 'E:\data\Sales_verify.mdf'.`)}, ErrCheckDBFailed, false},
 		{"no permission to run DBCC", []mssqldb.Error{sqlErr(7983, 14, "User 'bk' does not have permission to run DBCC CHECKDB for database 'Sales_verify'.")}, ErrStatement, false},
 		{"syntax", []mssqldb.Error{sqlErr(102, 15, "Incorrect syntax near 'CHECKDB'.")}, ErrStatement, false},
 	}

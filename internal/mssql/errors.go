@@ -179,9 +179,11 @@ var (
 	unavailableNumbers = []int32{4060, 4064, 942, 922, 926, 927, 945, 952, 976, 983}
 	// 911 USE of a database that does not exist; 2520 DBCC naming one.
 	databaseNumbers = []int32{911, 2520}
-	// 3201 cannot open, 3202 write failed, 3203 read failed, 3204 aborted:
+	// 3201 cannot open, 3202 write failed, 3203 read failed, 3204 aborted,
+	// 3271 "A nonrecoverable I/O error occurred on file" (what a BACKUP or
+	// RESTORE reports when the share of its file goes away mid-transfer):
 	// the operating system error in their text says why.
-	deviceNumbers = []int32{3201, 3202, 3203, 3204}
+	deviceNumbers = []int32{3201, 3202, 3203, 3204, 3271}
 	// Damaged or incomplete sets: 3183 bad page read from the set, 3182 and
 	// 3186 set damaged, 3189 damage detected, 3208 unexpected end of file,
 	// 3241-3243 media family malformed, 3256 set terminated while being
@@ -234,6 +236,17 @@ const (
 	osBadPathname    = 161  // ERROR_BAD_PATHNAME
 	osLogonFailure   = 1326 // ERROR_LOGON_FAILURE: the service account cannot log on to the share
 )
+
+// netOSErrors are the operating system errors of a network path that went
+// away or did not answer (system error codes 0-499 and 1000-1299 on
+// Microsoft Learn): 51 ERROR_REM_NOT_LIST, 53 ERROR_BAD_NETPATH, 54
+// ERROR_NETWORK_BUSY, 55 ERROR_DEV_NOT_EXIST ("The specified network
+// resource or device is no longer available"), 58 ERROR_BAD_NET_RESP, 59
+// ERROR_UNEXP_NET_ERR, 64 ERROR_NETNAME_DELETED, 121 ERROR_SEM_TIMEOUT (an
+// SMB request with no answer in time), 1231 ERROR_NETWORK_UNREACHABLE, 1232
+// ERROR_HOST_UNREACHABLE, 1236 ERROR_CONNECTION_ABORTED. A device error that
+// quotes one says the file was cut off, never what is in it.
+var netOSErrors = []int{51, osBadNetPath, 54, 55, 58, osUnexpNetErr, osNetNameDeleted, 121, 1231, 1232, 1236}
 
 // osErrorRE finds the operating system error of a device message. SQL
 // Server formats it as the number followed at once by "(" and Windows'
@@ -388,6 +401,13 @@ func classifyNumbers(errs []mssqldb.Error) error {
 		return ErrSourceDamaged
 	case osErr([]int{osDiskFull, osHandleDiskFull}):
 		return ErrShareFull
+	// The share went away mid-transfer: what SQL Server concluded from the
+	// bytes it then did not get (3241 media family malformed, 3183, 3208,
+	// 3266: "a loss of connectivity ... during a network backup") is no
+	// evidence about the set. 53 host away, 59/64 connection lost, 121 no
+	// answer in time.
+	case osErr(netOSErrors):
+		return ErrBackupTargetUnreachable
 	// Damage on the medium (CRC), reading past the end of a truncated
 	// stripe (3203 with 38), or a file of the set missing.
 	case has(corruptNumbers) || osErr([]int{osCRC, osFileNotFound}) || osErr([]int{osHandleEOF}, 3203):
@@ -398,9 +418,8 @@ func classifyNumbers(errs []mssqldb.Error) error {
 	// does not have (53, host away, stays retryable).
 	case osErr([]int{osPathNotFound, osAccessDenied, osBadNetName, osInvalidName, osBadPathname, osLogonFailure}):
 		return ErrBackupPathInvalid
-	// 53 host away, 59/64 connection to the share lost mid-write, and any
-	// other device failure: the backup server may come back.
-	case osErr([]int{osBadNetPath, osUnexpNetErr, osNetNameDeleted}), has(deviceNumbers):
+	// Any other device failure: the backup server may come back.
+	case has(deviceNumbers):
 		return ErrBackupTargetUnreachable
 	case checkDB:
 		return ErrCheckDBFailed
@@ -449,7 +468,10 @@ var checkDBSnapshotNumbers = []int32{5128}
 //   - the environment: the database gone, restoring or unavailable, the
 //     login refused, the instance shutting down or unreachable
 //     (unreachableNumbers), and errors below severity 16 (permissions 14,
-//     syntax 15: the statement never checked anything).
+//     syntax 15: the statement never checked anything);
+//   - the check cut off from outside: its session killed, the copy's
+//     storage lost (checkDBCutOff), unless CHECKDB reported a finding
+//     before.
 func classifyCheckDB(errs []mssqldb.Error) error {
 	has := func(set []int32) bool {
 		return slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return slices.Contains(set, e.Number) })
@@ -461,10 +483,46 @@ func classifyCheckDB(errs []mssqldb.Error) error {
 	case has(tempdbNumbers), has(memoryNumbers), has(checkDBSnapshotNumbers):
 		return ErrCheckDBCouldNotRun
 	}
-	if slices.ContainsFunc(errs, func(e mssqldb.Error) bool { return e.Class >= 16 && !slices.Contains(unreachableNumbers, e.Number) }) {
+	if slices.ContainsFunc(errs, func(e mssqldb.Error) bool {
+		return e.Class >= 16 && !slices.Contains(unreachableNumbers, e.Number) && !checkDBCutOff(e)
+	}) {
 		return ErrCheckDBFailed
 	}
+	if slices.ContainsFunc(errs, checkDBCutOff) {
+		return ErrUnreachable
+	}
 	return kind
+}
+
+// osNotReady (ERROR_NOT_READY) and osDeviceNotConnected
+// (ERROR_DEVICE_NOT_CONNECTED): a disk that went away, as a lost SAN path
+// reports it (system error codes on Microsoft Learn).
+const (
+	osNotReady           = 21
+	osDeviceNotConnected = 1167
+)
+
+// checkDBCutOff reports an error that ended a CHECKDB from outside, saying
+// nothing about the copy it checked: 596 "Cannot continue the execution
+// because the session is in the kill state" (severity 21), the session
+// ended by KILL ("KILL (Transact-SQL)",
+// https://learn.microsoft.com/sql/t-sql/language-elements/kill-transact-sql);
+// and 823 quoting an operating system error of storage that went away (a
+// network path, a disk not ready or not connected): 823 reports the error
+// Windows returned to SQL Server's read or write of the copy's file
+// (MSSQLSERVER_823,
+// https://learn.microsoft.com/sql/relational-databases/errors-events/mssqlserver-823-database-engine-error),
+// here the verification instance's storage lost, not a damaged page (823
+// with 23, a CRC error, stays a finding).
+func checkDBCutOff(e mssqldb.Error) bool {
+	switch e.Number {
+	case 596:
+		return true
+	case 823:
+		n := osError(e)
+		return n == osNotReady || n == osDeviceNotConnected || slices.Contains(netOSErrors, n)
+	}
+	return false
 }
 
 // isCertificateError reports a TLS handshake that failed on the server's

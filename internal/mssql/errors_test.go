@@ -187,3 +187,58 @@ func TestFailureTextIsCapped(t *testing.T) {
 		t.Errorf("distinct numbers not capped: %.400s", text)
 	}
 }
+
+// A backup file SQL Server could not read or write because the network to
+// its share went (the device message quotes a network error) is never a
+// corrupt set, whatever SQL Server concluded from the bytes it did not get:
+// 3241, 3183, 3208 or 3266 after it, or 3271, the "nonrecoverable I/O
+// error" a lost share is often reported with.
+func TestNetworkLossOnADeviceIsNeverCorruption(t *testing.T) {
+	read := func(code string) mssqldb.Error {
+		return sqlErr(3203, 16, `Read on "\\bak01\backup\Sales_7_1of2.bak" failed: `+code)
+	}
+	cases := []struct {
+		name string
+		errs []mssqldb.Error
+	}{
+		{"64 then a malformed media family", []mssqldb.Error{read("64(The specified network name is no longer available.)"),
+			sqlErr(3241, 16, `The media family on device '\\bak01\backup\Sales_7_1of2.bak' is incorrectly formed. SQL Server cannot process this media family.`),
+			restoreTerm}},
+		{"59 then a damaged page read", []mssqldb.Error{read("59(An unexpected network error occurred.)"),
+			sqlErr(3183, 16, `RESTORE detected an error on page (0:0) in database "Sales_verify" as read from the backup set.`), restoreTerm}},
+		{"121 then an unexpected end of file", []mssqldb.Error{read("121(The semaphore timeout period has expired.)"),
+			sqlErr(3208, 16, `Unexpected end of file while reading beginning of backup set.`), restoreTerm}},
+		{"1231 then the end of the media malformed", []mssqldb.Error{read("1231(The network location cannot be reached.)"),
+			sqlErr(3266, 16, `The backup data at the end of "\\bak01\backup\Sales_7_1of2.bak" is incorrectly formatted.`), restoreTerm}},
+		{"3271 on a lost share", []mssqldb.Error{
+			sqlErr(3271, 16, `A nonrecoverable I/O error occurred on file "\\bak01\backup\Sales_7_1of2.bak:" 64(The specified network name is no longer available.).`),
+			restoreTerm}},
+		{"3271 semaphore timeout, German", []mssqldb.Error{
+			sqlErr(3271, 16, `Nicht behebbarer E/A-Fehler für die Datei "\\bak01\backup\Sales_7_1of2.bak:" 121(Das Zeitlimit für die Semaphore wurde erreicht.).`),
+			sqlErr(3013, 16, "RESTORE DATABASE wird fehlerbedingt beendet.")}},
+	}
+	for _, op := range []string{"RESTORE DATABASE", "RESTORE VERIFYONLY", "op"} {
+		for _, tc := range cases {
+			t.Run(op+"/"+tc.name, func(t *testing.T) {
+				err := ClassifyErrors(Target{Instance: "verify01", Address: "verify01:1433"}, op, tc.errs)
+				var f *Failure
+				if !errors.As(err, &f) || !errors.Is(err, ErrBackupTargetUnreachable) || !f.Retryable() {
+					t.Fatalf("kind of %v: want %v, retryable", err, ErrBackupTargetUnreachable)
+				}
+			})
+		}
+	}
+	// Without a network error the same numbers stay evidence.
+	err := ClassifyErrors(Target{Instance: "verify01"}, "RESTORE DATABASE", []mssqldb.Error{
+		sqlErr(3241, 16, `The media family on device '\\bak01\backup\Sales_7_1of2.bak' is incorrectly formed. SQL Server cannot process this media family.`),
+		restoreTerm})
+	if !errors.Is(err, ErrCorruptBackup) {
+		t.Errorf("3241 alone: %v, want %v", err, ErrCorruptBackup)
+	}
+	err = ClassifyErrors(Target{Instance: "verify01"}, "RESTORE DATABASE", []mssqldb.Error{
+		sqlErr(3271, 16, `A nonrecoverable I/O error occurred on file "\\bak01\backup\Sales_7_1of2.bak:" 23(Data error (cyclic redundancy check).).`),
+		restoreTerm})
+	if !errors.Is(err, ErrCorruptBackup) {
+		t.Errorf("3271 with a CRC error: %v, want %v", err, ErrCorruptBackup)
+	}
+}

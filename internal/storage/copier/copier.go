@@ -139,6 +139,23 @@ var errResumeRejected = errors.New("the resume checkpoint does not hold for the 
 // storage.ErrExists (not retryable).
 var ErrDifferentContent = errors.New("with different content, not overwriting it")
 
+// ErrReadBack: the destination's partial file, read back, is not what was
+// written to it (its bytes or its size): the destination's failure (its
+// disk, the network path to it, another writer of the same partial file),
+// never the source's, whose bytes hashed as they were sent. The next copy
+// writes the file again. The error that wraps it also wraps
+// storage.ErrCorrupt.
+var ErrReadBack = errors.New("the destination read back otherwise than written")
+
+// readBackErr marks a content mismatch met reading the destination back as
+// ErrReadBack.
+func readBackErr(err error) error {
+	if errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, ErrReadBack) {
+		return fmt.Errorf("%w: %w", ErrReadBack, err)
+	}
+	return err
+}
+
 // Copier copies files with fixed Options. It is safe for concurrent use.
 type Copier struct {
 	opts Options
@@ -302,7 +319,7 @@ func (f *fileCopy) attempt(ctx context.Context) (res Result) {
 		// A failed read-back cancels the streaming: report its error, not
 		// the cancellation.
 		if _, rerr := rb.stop(); rerr != nil && !errors.Is(rerr, context.Canceled) {
-			err = rerr
+			err = readBackErr(rerr)
 		}
 	}
 	if err != nil {
@@ -345,7 +362,7 @@ func (f *fileCopy) attempt(ctx context.Context) (res Result) {
 			}
 		}
 		if err != nil {
-			res.Err = err
+			res.Err = readBackErr(err)
 			return res
 		}
 		if !slices.Equal(got, streamed) {
@@ -356,8 +373,8 @@ func (f *fileCopy) attempt(ctx context.Context) (res Result) {
 				res.Err = fmt.Errorf("%w: destination sha256 %x, streamed from the checkpoint %x", errResumeRejected, got, streamed)
 				return res
 			}
-			res.Err = &storage.Error{Op: "verify", Location: f.dst.Location(), Name: f.tmp, Kind: storage.ErrCorrupt,
-				Err: fmt.Errorf("destination sha256 %x differs from the source's %x; removed it, the next attempt copies again", got, streamed)}
+			res.Err = readBackErr(&storage.Error{Op: "verify", Location: f.dst.Location(), Name: f.tmp, Kind: storage.ErrCorrupt,
+				Err: fmt.Errorf("destination sha256 %x differs from the source's %x; removed it, the next attempt copies again", got, streamed)})
 			return res
 		}
 	}

@@ -90,7 +90,7 @@ func (f *file) openOnce(k int) (fresh bool, err error) {
 			f.s.abandon(i, l)
 			return fresh, f.s.err("open", f.name, f.ctx.Err())
 		}
-		e := f.s.err("open", f.name, err)
+		e := f.s.err("open", f.name, f.s.dirGone(l.share.WithContext(lctx), "open", f.name, err))
 		if failed(e, err) {
 			f.s.broken(i, l)
 		}

@@ -432,7 +432,12 @@ func (s *Storage) run(ctx context.Context, op, name string, retry bool, fn func(
 			return err
 		}
 		lctx, stop := s.bind(ctx, i, l)
-		err = fn(l.share.WithContext(lctx))
+		sh := l.share.WithContext(lctx)
+		err = fn(sh)
+		if err != nil && ctx.Err() == nil && name != "" {
+			// (An op on the location itself, Open's, keeps its ErrNotFound.)
+			err = s.dirGone(sh, op, name, err)
+		}
 		stop()
 		l.release()
 		if err == nil {
@@ -453,6 +458,28 @@ func (s *Storage) run(ctx context.Context, op, name string, retry bool, fn func(
 		}
 		return e
 	}
+}
+
+// dirGone is err, or, when err says a name is not there and the location's
+// directory itself is gone from the share, a connection failure naming the
+// directory. The library answers both STATUS_OBJECT_NAME_NOT_FOUND and
+// STATUS_OBJECT_PATH_NOT_FOUND with fs.ErrNotExist, and a directory that
+// vanished under an open storage is the share's volume unmounted or a DFS
+// target without it: an outage, retried, never a file missing from a set
+// (which the cycle takes for an incomplete set).
+func (s *Storage) dirGone(sh *smb2.Share, op, name string, err error) error {
+	if s.cfg.Dir == "" || errors.Is(err, storage.ErrConnection) || !errors.Is(Classify(err), storage.ErrNotFound) {
+		return err
+	}
+	fi, serr := sh.Stat(s.full(""))
+	if serr == nil && fi.IsDir() {
+		return err
+	}
+	if serr == nil || errors.Is(serr, fs.ErrNotExist) {
+		return &storage.Error{Op: op, Location: s.loc, Name: name, Kind: storage.ErrConnection, Err: fmt.Errorf(
+			"directory %q is gone from share %q (its volume unmounted, or a DFS target without it): %v", s.cfg.Dir, s.cfg.Share, err)}
+	}
+	return err
 }
 
 // NTSTATUS codes we classify (MS-ERREF).
@@ -655,6 +682,11 @@ func (s *Storage) list(sh *smb2.Share, dir, base, suffix string) ([]storage.File
 	full := s.full(dir)
 	d, err := sh.Open(full)
 	if errors.Is(err, fs.ErrNotExist) {
+		// A subdirectory not made yet holds nothing; the location's own
+		// directory gone is an outage (dirGone).
+		if gone := s.dirGone(sh, "list", path.Join(dir, base+"*"+suffix), err); gone != err {
+			return nil, gone
+		}
 		return nil, nil
 	}
 	if err != nil {

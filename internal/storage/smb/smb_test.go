@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +221,45 @@ func TestFrozenServer(t *testing.T) {
 	}
 	if _, err := s.Stat(context.Background(), "f.bak"); err != nil {
 		t.Fatalf("Stat after the server answers again: %v", err)
+	}
+}
+
+// The location's directory gone from the share while the storage is open
+// (the share's volume unmounted, a DFS target switched to a server without
+// it): a file of a set looked up there is not "not found", which the cycle
+// takes for an incomplete set, but a retryable connection failure naming
+// the directory. A file missing from a directory that is there stays
+// ErrNotFound.
+func TestLocationGoneIsNotAMissingFile(t *testing.T) {
+	srv := sambatest.Start(t, sambatest.Options{})
+	share := srv.Dir("backup")
+	loc := filepath.Join(share, "sql")
+	if err := os.MkdirAll(loc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(loc, 0o777)
+	if err := os.WriteFile(filepath.Join(loc, "Sales_7_1of1.bak"), []byte("stripe"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	s, err := open(t, srv, srv.URL("backup")+"/sql", creds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Stat(ctx, "Sales_7_2of2.bak"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a file missing from the location: %v, want ErrNotFound", err)
+	}
+	if err := os.Rename(loc, filepath.Join(share, "unmounted")); err != nil {
+		t.Fatal(err)
+	}
+	_, serr := s.Stat(ctx, "Sales_7_1of1.bak")
+	_, oerr := s.OpenRead(ctx, "Sales_7_1of1.bak")
+	_, lerr := s.List(ctx, "Sales_7_", ".bak")
+	for op, err := range map[string]error{"stat": serr, "open": oerr, "list": lerr} {
+		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || !errors.Is(err, storage.ErrConnection) || !storage.IsRetryable(err) ||
+			!strings.Contains(err.Error(), `"sql"`) {
+			t.Errorf("%s with the location's directory gone: %v, want a retryable ErrConnection naming the directory", op, err)
+		}
 	}
 }
