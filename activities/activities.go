@@ -1,6 +1,10 @@
 // Package activities holds the Temporal activity implementations: thin
 // adapters from Temporal to the internal/ packages (heartbeats, error
-// classification). Workflows reference them as methods of *Activities.
+// classification), and what every workflow's activities share. The
+// BackupCycle's steps are methods of *cycle.Activities (package
+// activities/cycle), which embeds *Activities: the steps still here are
+// its methods, promoted there. Each other workflow's activities have a
+// package of their own.
 package activities
 
 import (
@@ -14,7 +18,7 @@ import (
 )
 
 // Activities carries what activities need at run time. The worker builds one
-// and registers all its exported methods; each issue adds its dependencies
+// and registers all its exported methods (through cycle.New); each issue adds its dependencies
 // here (SQL connections, storage backends, ...) instead of globals.
 type Activities struct {
 	// Log is the worker's logger; never nil after New.

@@ -18,6 +18,7 @@ import (
 	"github.com/backupcycle/backupcycle/internal/storage"
 	"github.com/backupcycle/backupcycle/internal/storage/copier"
 	"github.com/backupcycle/backupcycle/internal/storage/location"
+	"github.com/backupcycle/backupcycle/internal/storage/s3"
 )
 
 // CycleDeps are the BackupCycle activities' dependencies. Config or Live is
@@ -397,4 +398,28 @@ func (d *CycleDeps) keepAlive(ctx context.Context) (stop func()) {
 	// returned would race with whatever the worker does with the attempt next.
 	var once sync.Once
 	return func() { once.Do(func() { close(done); <-exited }) }
+}
+
+// objectStoreError classifies an object store's failure: a bucket that does
+// not keep the lock is NotImmutable; credentials, a missing bucket, a
+// refused request are the configuration's (InvalidConfig); the rest is
+// retried (ObjectStoreUnreachable).
+func objectStoreError(server string, err error) error {
+	if err == nil || isAppError(err) {
+		return err
+	}
+	err = fmt.Errorf("object store %s: %w", server, err)
+	switch {
+	case errors.Is(err, config.ErrSecretUnavailable):
+		return nonRetryable(ErrInvalidConfig, err)
+	case errors.Is(err, s3.ErrNotLocked):
+		return nonRetryable(ErrNotImmutable, err)
+	case errors.Is(err, storage.ErrAuth), errors.Is(err, storage.ErrShareNotFound), errors.Is(err, storage.ErrPermission),
+		errors.Is(err, storage.ErrInvalidName):
+		return nonRetryable(ErrInvalidConfig, fmt.Errorf("%w: check the bucket, the access key and the bucket policy (README \"Immutable copies on object storage\")", err))
+	case errors.Is(err, storage.ErrNoSpace), errors.Is(err, storage.ErrUnsupported), s3.Refused(err) && !errors.Is(err, storage.ErrConnection):
+		// The server's considered answer: the same request meets it again.
+		return nonRetryable(ErrImmutableCopyFailed, err)
+	}
+	return retryable(ErrObjectStoreUnreachable, err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -14,6 +15,8 @@ import (
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/storage"
+	"github.com/backupcycle/backupcycle/internal/storage/copier"
+	"github.com/backupcycle/backupcycle/internal/tsql"
 )
 
 // advance moves m forward to state through the states in between (a server
@@ -281,4 +284,26 @@ func advanceOrKeep(m *catalog.Manifest, to catalog.State, at time.Time) error {
 // started its statement: a retry, or heartbeat details left by one.
 func isRetry(ctx context.Context) bool {
 	return activity.IsActivity(ctx) && (activity.GetInfo(ctx).Attempt > 1 || activity.HasHeartbeatDetails(ctx))
+}
+
+// setFiles lists the stripe files of set seq on a server under any of
+// namings, and the temporary files a copy writes them through. The listing
+// is by the set's prefix; each name is then parsed and its owner and
+// sequence compared, since <inst>@<db>_<seq:08d>_ also starts every file
+// of a database named <db>_<seq:08d>.
+func setFiles(ctx context.Context, st storage.Storage, namings []tsql.SetNames, seq int64) ([]storage.FileInfo, error) {
+	var out []storage.FileInfo
+	for _, n := range namings {
+		files, err := st.List(ctx, n.SetPrefix(seq)+"_", "")
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			p, ok := tsql.ParseStripeFileName(strings.TrimSuffix(f.Name, copier.DefaultTempSuffix))
+			if ok && p.Sequence == seq && p.Owner() == n.Owner() {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
 }

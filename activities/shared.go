@@ -87,8 +87,9 @@ func ListManifests(a *Activities, ctx context.Context, server string, db *config
 	return a.listManifests(ctx, server, db)
 }
 
-// SQLError maps a SQL failure to the stable error types.
-func SQLError(err error) error { return sqlError(err) }
+// SQLError maps a SQL failure to the stable error types; details go to a
+// retryable one's ApplicationError.
+func SQLError(err error, details ...any) error { return sqlError(err, details...) }
 
 // StorageError maps a backup server's storage failure to the stable types.
 func StorageError(server string, err error) error { return storageError(server, err) }
@@ -106,8 +107,9 @@ func ObjectStoreError(server string, err error) error { return objectStoreError(
 // NonRetryable wraps err as a non-retryable ApplicationError of type typ.
 func NonRetryable(typ string, err error) error { return nonRetryable(typ, err) }
 
-// Retryable wraps err as a retryable ApplicationError of type typ.
-func Retryable(typ string, err error) error { return retryable(typ, err) }
+// Retryable wraps err as a retryable ApplicationError of type typ, with
+// details.
+func Retryable(typ string, err error, details ...any) error { return retryable(typ, err, details...) }
 
 // Heartbeat records details when running as an activity.
 func Heartbeat(ctx context.Context, details any) { heartbeat(ctx, details) }

@@ -252,3 +252,34 @@ func TestReadmeComposeWalkthrough(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// docTestsRE is how the documents name the tests that show a behaviour:
+// `package` (`TestA`, `TestB`).
+var docTestsRE = regexp.MustCompile("`([a-z][\\w/]*)` \\(((?:`Test\\w+`(?:, )?)+)\\)")
+
+// Every test a document names as the one that shows a behaviour exists in
+// the package named beside it: a test renamed or moved to another package
+// leaves the reader looking for it in vain.
+func TestDocumentedTestsExist(t *testing.T) {
+	funcs := map[string]string{} // package directory: its test files' text
+	for _, f := range repoFiles(t) {
+		if strings.HasSuffix(f, "_test.go") {
+			funcs[path.Dir(f)] += readRepo(t, f)
+		}
+	}
+	named := 0
+	for _, doc := range []string{"README.md", "CONTRIBUTING.md", "docs/cycle.md"} {
+		for _, m := range docTestsRE.FindAllStringSubmatch(readRepo(t, doc), -1) {
+			pkg := m[1]
+			for _, name := range regexp.MustCompile("`(Test\\w+)`").FindAllStringSubmatch(m[2], -1) {
+				named++
+				if !strings.Contains(funcs[pkg], "func "+name[1]+"(") {
+					t.Errorf("%s names %s in %s: no such test there", doc, name[1], pkg)
+				}
+			}
+		}
+	}
+	if named < 50 {
+		t.Fatalf("found %d tests named in the documents; has their form changed?", named)
+	}
+}

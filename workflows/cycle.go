@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/metrics"
 	"github.com/backupcycle/backupcycle/internal/plan"
@@ -59,7 +60,7 @@ type CycleResult struct {
 	Deleted []activities.SetRef `json:"deleted,omitempty"` // removed by retention
 	// Immutable is the verified set's copy to its object store
 	// (immutable_copy), when the database has one and it was made.
-	Immutable *activities.ImmutableOutput `json:"immutable,omitempty"`
+	Immutable *cycleacts.ImmutableOutput `json:"immutable,omitempty"`
 	// Evidence are the evidence ledger's records of the set, one per
 	// backup server holding it (evidence: configured with a signing key).
 	Evidence []activities.EvidenceRecord `json:"evidence,omitempty"`
@@ -132,7 +133,9 @@ const (
 )
 
 // a is only used to name activity methods; the worker registers the real one.
-var a *activities.Activities
+// Not nil: the steps still in package activities are methods of its
+// embedded *activities.Activities, reached through it.
+var a = &cycleacts.Activities{}
 
 // BackupCycle runs one complete backup cycle of one database (seed 000, "When
 // Is a Backup Valid?"): back up to the round-robin primary, catalog, copy to
@@ -205,7 +208,7 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 			return CycleResult{}, err
 		}
 		manifest = activities.ManifestOutput{Manifest: set.Manifest, Stripes: set.Stripes}
-		copied = set.State != activities.ResumeFromCopy
+		copied = set.State != cycleacts.ResumeFromCopy
 	} else {
 		// Sequence + backup, with a new sequence after a lost SQL host and
 		// fail-over to the next backup server when the primary is lost.
@@ -333,9 +336,9 @@ func (c *cycle) run(ctx workflow.Context, plan activities.Plan) (CycleResult, er
 	// failure is a warning, never an unverified set.
 	if plan.Immutable != "" && c.changed(ctx, "immutable-copy") {
 		c.step(ctx, activities.StepImmutableCopy)
-		var imm activities.ImmutableOutput
+		var imm cycleacts.ImmutableOutput
 		err = workflow.ExecuteActivity(withOptions(ctx, c.copyOptions(plan, plan.Immutable,
-			fmt.Sprintf("immutable copy of %s seq %d to %s", in.Database, c.seq, plan.Immutable))), a.CopyImmutable, activities.ImmutableInput{
+			fmt.Sprintf("immutable copy of %s seq %d to %s", in.Database, c.seq, plan.Immutable))), a.CopyImmutable, cycleacts.ImmutableInput{
 			Database: in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.seq, Servers: c.holders, Target: plan.Immutable,
 		}).Get(ctx, &imm)
 		if err != nil {
@@ -432,7 +435,7 @@ func notDropped(ctx workflow.Context, dropped workflow.Future, warnings []string
 
 // immutableTarget is the object store the set was copied to, for its
 // servers' ledgers to follow; "" when it was not copied.
-func immutableTarget(out *activities.ImmutableOutput) string {
+func immutableTarget(out *cycleacts.ImmutableOutput) string {
 	if out == nil || out.State != string(catalog.ImmutableCopied) {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/metrics"
 )
 
@@ -86,9 +87,9 @@ func (r CycleResult) outcome() string {
 }
 
 // resume takes over set c.in.Resume left unfinished by an earlier run.
-func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.ResumeOutput, error) {
+func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (cycleacts.ResumeOutput, error) {
 	c.step(ctx, activities.StepResume)
-	var set activities.ResumeOutput
+	var set cycleacts.ResumeOutput
 	err := workflow.ExecuteActivity(withOptions(ctx, workflow.ActivityOptions{
 		// It reads every stripe on every holder (ResumeSet): as long as a copy.
 		StartToCloseTimeout:    orDefault(plan.Limits.CopyDeadline, defaultCopyDeadline),
@@ -96,7 +97,7 @@ func (c *cycle) resume(ctx workflow.Context, plan activities.Plan) (activities.R
 		HeartbeatTimeout:       c.hb,
 		RetryPolicy:            retry(5*time.Second, 10),
 		Summary:                fmt.Sprintf("resume %s seq %d", c.in.Database, c.in.Resume),
-	}), a.ResumeSet, activities.ResumeInput{
+	}), a.ResumeSet, cycleacts.ResumeInput{
 		Database: c.in.Database, Instance: c.instance, Entry: c.entry, Sequence: c.in.Resume, Servers: retentionServers(plan),
 	}).Get(ctx, &set)
 	if err != nil {

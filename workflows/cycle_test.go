@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 )
 
@@ -35,7 +36,7 @@ type fakeCycle struct {
 	sanity    func(activities.VerifyInput) (activities.StepOutput, error)
 	manifest  func(activities.ManifestInput) (activities.ManifestOutput, error)
 	retention func(activities.RetentionInput) (activities.RetentionOutput, error)
-	immutable func(activities.ImmutableInput) (activities.ImmutableOutput, error)
+	immutable func(cycleacts.ImmutableInput) (cycleacts.ImmutableOutput, error)
 	evidence  func(activities.EvidenceInput) (activities.EvidenceOutput, error)
 	sequence  func() (int64, error)
 	stop      func(activities.StopInput) (activities.StopOutput, error)
@@ -52,7 +53,7 @@ type fakeCycle struct {
 	verifiedIn  []activities.MarkInput
 	retentionIn []activities.RetentionInput
 	dropIn      []activities.VerifyInput
-	immutableIn []activities.ImmutableInput
+	immutableIn []cycleacts.ImmutableInput
 	evidenceIn  []activities.EvidenceInput
 }
 
@@ -142,7 +143,7 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 	for _, fn := range first {
 		fn(env)
 	}
-	var acts *activities.Activities
+	var acts = &cycleacts.Activities{}
 	env.OnActivity(acts.PlanCycle, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.PlanInput) (activities.Plan, error) {
 			f.record("PlanCycle")
@@ -229,13 +230,13 @@ func newCycleRun(t *testing.T, f *fakeCycle, first ...func(*testsuite.TestWorkfl
 			return f.retention(in)
 		})
 	env.OnActivity(acts.CopyImmutable, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ImmutableInput) (activities.ImmutableOutput, error) {
+		func(_ context.Context, in cycleacts.ImmutableInput) (cycleacts.ImmutableOutput, error) {
 			f.record("CopyImmutable")
 			f.immutableIn = append(f.immutableIn, in)
 			if f.immutable != nil {
 				return f.immutable(in)
 			}
-			return activities.ImmutableOutput{Target: in.Target, State: "copied", Objects: 2}, nil
+			return cycleacts.ImmutableOutput{Target: in.Target, State: "copied", Objects: 2}, nil
 		})
 	env.OnActivity(acts.RecordSetEvidence, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.EvidenceInput) (activities.EvidenceOutput, error) {
@@ -869,7 +870,7 @@ func TestCycleProgressQueryWhileBackingUp(t *testing.T) {
 	f := newFakeCycle()
 	// Backup takes an hour of workflow time; look at it on the way.
 	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		var acts *activities.Activities
+		var acts = &cycleacts.Activities{}
 		env.OnActivity(acts.Backup, mock.Anything, mock.Anything).Return(
 			activities.BackupOutput{Bytes: 8 << 30, Duration: time.Hour}, nil).After(time.Hour)
 	})
@@ -996,7 +997,7 @@ func TestCycleIncompleteBackupIsEvidence(t *testing.T) {
 // no verification database was restored, so none is dropped.
 func TestCycleCancelDuringCopy(t *testing.T) {
 	f := newFakeCycle()
-	var acts *activities.Activities
+	var acts = &cycleacts.Activities{}
 	r := cancelDuring(t, f, acts.CopyToRemote, activities.CopyOutput{})
 	if len(f.cancelledIn) != 1 || f.cancelledIn[0].Sequence != 7 || !slices.Equal(f.cancelledIn[0].Servers, []string{"bak01", "remote01"}) {
 		t.Errorf("MarkCancelled %+v, want seq 7 on bak01 and remote01", f.cancelledIn)
@@ -1013,7 +1014,7 @@ func TestCycleCancelDuringCopy(t *testing.T) {
 // dropped.
 func TestCycleCancelDuringCheckDBDropsTheCopy(t *testing.T) {
 	f := newFakeCycle()
-	var acts *activities.Activities
+	var acts = &cycleacts.Activities{}
 	cancelDuring(t, f, acts.CheckDB, activities.StepOutput{})
 	if f.count("DropVerifyDB") != 1 || len(f.cancelledIn) != 1 {
 		t.Errorf("calls %v: want the restored copy dropped and the set cancelled", f.calls)
@@ -1046,10 +1047,10 @@ func cancelDuring(t *testing.T, f *fakeCycle, activity, out any) *cycleRun {
 // run restores, checks and verifies it.
 func TestCycleResumeFinishesACopiedSet(t *testing.T) {
 	f := newFakeCycle()
-	var acts *activities.Activities
+	var acts = &cycleacts.Activities{}
 	r := newCycleRun(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.ResumeSet, mock.Anything, mock.Anything).Return(activities.ResumeOutput{
-			Sequence: 5, Primary: "bak02", Holders: []string{"bak02", "bak01"}, State: activities.ResumeFromRestore}, nil)
+		env.OnActivity(acts.ResumeSet, mock.Anything, mock.Anything).Return(cycleacts.ResumeOutput{
+			Sequence: 5, Primary: "bak02", Holders: []string{"bak02", "bak01"}, State: cycleacts.ResumeFromRestore}, nil)
 	})
 	res, err := r.run(CycleInput{Database: "Sales", Resume: 5})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 )
 
 // evidenceCycle is a healthy night of a database whose configuration keeps
@@ -87,8 +88,8 @@ func TestCycleEvidenceFollowsTheImmutableCopy(t *testing.T) {
 			return p, err
 		}
 		if failed {
-			f.immutable = func(activities.ImmutableInput) (activities.ImmutableOutput, error) {
-				return activities.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("not immutable", activities.ErrNotImmutable, nil)
+			f.immutable = func(cycleacts.ImmutableInput) (cycleacts.ImmutableOutput, error) {
+				return cycleacts.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("not immutable", activities.ErrNotImmutable, nil)
 			}
 		}
 		r := newCycleRun(t, f)

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 )
 
 // A database with immutable_copy: once its set is verified (and the
@@ -41,8 +42,8 @@ func TestCycleCopiesTheVerifiedSetToItsObjectStore(t *testing.T) {
 // verified: the cycle ends verified with a warning naming it.
 func TestCycleImmutableCopyFailureKeepsTheSetVerified(t *testing.T) {
 	f := immutableCycle()
-	f.immutable = func(activities.ImmutableInput) (activities.ImmutableOutput, error) {
-		return activities.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("vault01 is not immutable: delete went through",
+	f.immutable = func(cycleacts.ImmutableInput) (cycleacts.ImmutableOutput, error) {
+		return cycleacts.ImmutableOutput{}, temporal.NewNonRetryableApplicationError("vault01 is not immutable: delete went through",
 			activities.ErrNotImmutable, nil)
 	}
 	r := newCycleRun(t, f)
@@ -66,8 +67,8 @@ func TestCycleImmutableCopyFailureKeepsTheSetVerified(t *testing.T) {
 // cycle that names the object store and why.
 func TestCycleImmutableCatchUpFailureIsAWarning(t *testing.T) {
 	f := immutableCycle()
-	f.immutable = func(in activities.ImmutableInput) (activities.ImmutableOutput, error) {
-		return activities.ImmutableOutput{Target: in.Target, State: "copied", CaughtUp: []int64{3},
+	f.immutable = func(in cycleacts.ImmutableInput) (cycleacts.ImmutableOutput, error) {
+		return cycleacts.ImmutableOutput{Target: in.Target, State: "copied", CaughtUp: []int64{3},
 			CatchUpError: "catching up the immutable copy of sql01/Sales seq 4: object store vault01: connection reset"}, nil
 	}
 	r := newCycleRun(t, f)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/backupcycle/backupcycle/activities"
 	calibrateacts "github.com/backupcycle/backupcycle/activities/calibrate"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/activities/drill"
 	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/activities/health"
@@ -15,10 +16,11 @@ import (
 
 // Register registers every workflow and activity of the product on a worker.
 // It is the one list: a new workflow adds its line to RegisterWorkflows, new
-// activities are methods of *activities.Activities (or, for the log chain,
-// of *logs.Activities; for the recover, of *recover.Activities; for the
-// Fleet, of *fleet.Activities; for a calibration, of *calibrate.Activities;
-// for the HealthCheck, of *health.Activities) and come for free.
+// activities are methods of *cycle.Activities for the BackupCycle (or, for
+// the log chain, of *logs.Activities; for the recover, of
+// *recover.Activities; for the Fleet, of *fleet.Activities; for a
+// calibration, of *calibrate.Activities; for the HealthCheck, of
+// *health.Activities) and come for free.
 func Register(r worker.Registry, acts *activities.Activities) {
 	RegisterWith(r, acts, Overrides{})
 }
@@ -49,8 +51,9 @@ func RegisterWith(r worker.Registry, acts *activities.Activities, o Overrides) {
 		o.Drill = drill.New(acts)
 	}
 	RegisterWorkflows(r)
-	// All exported methods of *Activities, under their method names.
-	r.RegisterActivity(acts)
+	// The BackupCycle's, under their method names (package activities/cycle;
+	// the steps still methods of *activities.Activities are promoted there).
+	r.RegisterActivity(cycleacts.New(acts))
 	// The log chain's, over the same dependencies (package activities/logs).
 	r.RegisterActivity(o.Logs)
 	// The recover's (package activities/recover).

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/plan"
 )
 
@@ -52,7 +53,7 @@ func (o *optionsRecorder) of(t *testing.T, name string) scheduled {
 func recordOptions(f *fakeCycle) (*optionsRecorder, func(*testsuite.TestWorkflowEnvironment)) {
 	o := &optionsRecorder{opts: map[string][]scheduled{}}
 	return o, func(env *testsuite.TestWorkflowEnvironment) {
-		var acts *activities.Activities
+		var acts = &cycleacts.Activities{}
 		env.OnActivity(acts.PlanCycle, mock.Anything, mock.Anything).Return(
 			func(ctx context.Context, in activities.PlanInput) (activities.Plan, error) {
 				o.record(ctx)

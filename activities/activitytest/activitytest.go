@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 )
 
@@ -25,7 +26,7 @@ type Fixture struct {
 	T    testing.TB
 	Site *sitetest.Site
 	// Base carries the dependencies (Base.Cycle.Config is the site's
-	// configuration); its activities, the cycle's, are registered.
+	// configuration); the cycle's activities over it are registered.
 	Base *activities.Activities
 	Env  *testsuite.TestActivityEnvironment
 	// Now is the activities' clock on a site without SQL Server
@@ -52,7 +53,7 @@ func New(t testing.TB, o sitetest.Options) *Fixture {
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	f.Env = ts.NewTestActivityEnvironment()
-	f.Env.RegisterActivity(f.Base)
+	f.Env.RegisterActivity(cycle.New(f.Base))
 	return f
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
@@ -489,7 +490,7 @@ type CheckOutput struct {
 }
 
 // CheckDrill runs the database's sanity checks on the recovered copy, as
-// the sanity user (activities.SanityCheckCopy, as the cycle's), and DBCC
+// the sanity user (cycle.SanityCheckCopy, as the cycle's), and DBCC
 // CHECKDB when asked, after proving the copy is the drill's. A check that
 // did not hold is SanityCheckFailed, CHECKDB's errors CheckDBFailed: the
 // drill failed; no set is marked by it.
@@ -528,7 +529,7 @@ func (a *Activities) CheckDrill(ctx context.Context, in CheckInput) (CheckOutput
 	// copy is the database as it was then.
 	ref := &catalog.Manifest{Sequence: in.Sequence, Header: &catalog.Header{BackupFinish: in.RecoveryPoint.UTC(), BackupFinishUTC: in.RecoveryPoint.UTC()}}
 	ref.Header.SetUTCOffset(0)
-	if err := activities.SanityCheckCopy(ctx, cdb, db, inst.Name, in.Name, in.Sequence, ref, log); err != nil {
+	if err := cycle.SanityCheckCopy(ctx, cdb, db, inst.Name, in.Name, in.Sequence, ref, log); err != nil {
 		return CheckOutput{}, err
 	}
 	out := CheckOutput{}
@@ -536,7 +537,7 @@ func (a *Activities) CheckDrill(ctx context.Context, in CheckInput) (CheckOutput
 		out.Sanity = append(out.Sanity, c.Name)
 	}
 	if in.CheckDB {
-		detail, err := activities.CheckDBCopy(ctx, sqlDB, in.Name)
+		detail, err := cycle.CheckDBCopy(ctx, sqlDB, in.Name)
 		if err != nil {
 			return out, err
 		}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/logchain"
@@ -671,7 +672,7 @@ func (a *Activities) written(ctx context.Context, st storage.Storage, srv *confi
 	// The build that wrote this log, from its own header: a source patched
 	// since the chain's full writes its logs with the new one.
 	l.SoftwareVersion = hs.SoftwareVersion
-	l.Encryption = activities.HeaderEncryption(hs)
+	l.Encryption = cycle.HeaderEncryption(hs)
 	l.Files = nil
 	var bytes int64
 	for _, name := range fileNames {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/logchain"
 	"github.com/backupcycle/backupcycle/internal/mssql"
@@ -60,7 +61,7 @@ func fixtureOn(t *testing.T, site *sitetest.Site) *logFixture {
 	f := &logFixture{t: t, site: site, base: base, acts: New(base)}
 	var ts testsuite.WorkflowTestSuite
 	f.env = ts.NewTestActivityEnvironment()
-	f.env.RegisterActivity(base)
+	f.env.RegisterActivity(cycle.New(base))
 	f.env.RegisterActivity(f.acts)
 	return f
 }
@@ -105,10 +106,10 @@ func (f *logFixture) take(differential, verified bool) *catalog.Manifest {
 		f.t.Fatal(p.NoDifferentialBase)
 	}
 	var seq int64
-	f.must(f.base.AllocateSequence, activities.SequenceInput{Database: "Sales"}, &seq)
+	f.must(cycle.New(f.base).AllocateSequence, activities.SequenceInput{Database: "Sales"}, &seq)
 	var b activities.BackupOutput
 	f.must(f.base.Backup, activities.BackupInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Stripes: p.Stripes, Mode: p.RunMode()}, &b)
-	f.must(f.base.WriteManifest, activities.ManifestInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
+	f.must(cycle.New(f.base).WriteManifest, activities.ManifestInput{Database: "Sales", Sequence: seq, Server: p.Rotation[0], Backup: b}, nil)
 	st := f.storage(p.Rotation[0])
 	m, err := catalog.Load(context.Background(), catalog.StorageFS{Storage: st}, f.keys(), catalog.Of(f.site.Instance, "Sales"), seq)
 	if err != nil {

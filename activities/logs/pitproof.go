@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/evidence"
@@ -464,7 +465,7 @@ func (a *Activities) checkScratch(ctx context.Context, p *proofRun, ref *catalog
 		return "", err
 	}
 	defer cdb.Close()
-	err = activities.SanityCheckCopy(ctx, cdb, p.t.db, p.t.inst.Name, p.name, ref.Sequence, ref, log)
+	err = cycle.SanityCheckCopy(ctx, cdb, p.t.db, p.t.inst.Name, p.name, ref.Sequence, ref, log)
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) && ae.Type() == activities.ErrSanityCheckFailed {
 		return ae.Error(), nil
@@ -475,5 +476,5 @@ func (a *Activities) checkScratch(ctx context.Context, p *proofRun, ref *catalog
 	if !checkDB {
 		return "", nil
 	}
-	return activities.CheckDBCopy(ctx, p.sqlDB, p.name)
+	return cycle.CheckDBCopy(ctx, p.sqlDB, p.name)
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	"github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/activities/logs"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
 	"github.com/backupcycle/backupcycle/internal/sqlsim"
@@ -49,7 +50,7 @@ func newFixture(t *testing.T, o sitetest.Options) *fixture {
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := ts.NewTestActivityEnvironment()
-	env.RegisterActivity(base)
+	env.RegisterActivity(cycle.New(base))
 	env.RegisterActivity(logs.New(base))
 	env.RegisterActivity(New(base))
 	return &fixture{t: t, site: site, base: base, env: env}
@@ -82,7 +83,7 @@ func (f *fixture) verified() int64 { return f.cycle(false) }
 // differential (the database needs diff_backup).
 func (f *fixture) cycle(differential bool) int64 {
 	f.t.Helper()
-	a := f.base
+	a := cycle.New(f.base)
 	var p activities.Plan
 	f.must(a.PlanCycle, activities.PlanInput{Database: "Sales", Differential: differential}, &p)
 	if differential && p.NoDifferentialBase != "" {

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/s3test"
 )
@@ -520,7 +521,7 @@ func (s *Sim) checkpointed(ctx context.Context, name, id string) bool {
 			if pa.GetActivityType().GetName() != "CopyImmutable" || pa.GetHeartbeatDetails() == nil {
 				continue
 			}
-			var hb activities.ImmutableHeartbeat
+			var hb cycleacts.ImmutableHeartbeat
 			if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil {
 				continue
 			}

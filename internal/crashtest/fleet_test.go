@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	fleetacts "github.com/backupcycle/backupcycle/activities/fleet"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/sitetest"
@@ -420,7 +421,7 @@ func TestCopyOnServerTaskQueue(t *testing.T) {
 	workflows.Register(w, acts)
 	w.RegisterActivityWithOptions(func(ctx context.Context, in activities.CopyInput) (activities.CopyOutput, error) {
 		ranHere.Store(in.Database, true)
-		return acts.CopyToRemote(ctx, in)
+		return cycleacts.New(acts).CopyToRemote(ctx, in)
 	}, activity.RegisterOptions{Name: "CopyToRemote", DisableAlreadyRegisteredCheck: true})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

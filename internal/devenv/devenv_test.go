@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/backupcycle/backupcycle/activities"
+	cycleacts "github.com/backupcycle/backupcycle/activities/cycle"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
 	"github.com/backupcycle/backupcycle/internal/mssql"
@@ -44,9 +45,9 @@ func startMode(t *testing.T, dir string, mode devenv.SambaMode) *devenv.Site {
 }
 
 // activityEnv runs the cycle's real activities on the site's configuration.
-func activityEnv(s *devenv.Site) (*activities.Activities, *testsuite.TestActivityEnvironment) {
-	acts := activities.New(nil)
-	acts.Cycle = activities.CycleDeps{Config: s.Config, Poll: 50 * time.Millisecond}
+func activityEnv(s *devenv.Site) (*cycleacts.Activities, *testsuite.TestActivityEnvironment) {
+	acts := cycleacts.New(activities.New(nil))
+	acts.Activities.Cycle = activities.CycleDeps{Config: s.Config, Poll: 50 * time.Millisecond}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
