@@ -49,10 +49,11 @@ demo:
 # production workers, on free loopback ports, state in $(STACK_STATE). Runs until Ctrl-C or `make stack-stop`, which
 # stop every process. The Temporal programs (scripts/temporal-tools.sh): the server, schema tool and Web UI server are
 # go.mod's tool lines, compiled into the tests' build cache; the CLI comes from tools/temporalcli, built once per release.
+# scripts/stack-build.sh builds them and bin/ (make build's binaries and bin/stack, in one invocation) while the OS
+# packages install and the Temporal programs' modules download in the background.
 STACK_STATE ?= .stack
-stack: build
-	@bash scripts/stack-deps.sh
-	@tools=$$(bash scripts/temporal-tools.sh) && $(GO) build -o $(BIN)/stack ./internal/stack/cmd/stack && \
+stack:
+	@tools=$$(GO=$(GO) bash scripts/stack-build.sh $(BIN)) && \
 	  exec $(BIN)/stack --state-dir $(STACK_STATE) --tools "$$tools" --worker $(BIN)/worker
 
 stack-stop:
