@@ -21,7 +21,6 @@ import (
 	"github.com/backupcycle/backupcycle/activities"
 	"github.com/backupcycle/backupcycle/activities/drill"
 	"github.com/backupcycle/backupcycle/activities/logs"
-	"github.com/backupcycle/backupcycle/activities/recover"
 	"github.com/backupcycle/backupcycle/internal/catalog"
 	"github.com/backupcycle/backupcycle/internal/config"
 	"github.com/backupcycle/backupcycle/internal/devenv"
@@ -301,11 +300,8 @@ func TestDrillOfSalesEndToEnd(t *testing.T) {
 func verifiedSiteWorker(t testing.TB, c sdkclient.Client, tq string, site *devenv.Site, acts *activities.Activities, drills any) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	w := sdkworker.New(c, tq, sdkworker.Options{})
-	workflows.RegisterWorkflows(w)
-	w.RegisterActivity(acts)
-	w.RegisterActivity(logs.New(acts))
-	w.RegisterActivity(recover.New(acts))
-	w.RegisterActivity(drills)
+	// The product's registration, with the drill's activities given.
+	workflows.RegisterWith(w, acts, workflows.Overrides{Drill: drills})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
