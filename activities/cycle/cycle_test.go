@@ -50,7 +50,9 @@ func newCycleFixtureOf(t *testing.T, o sitetest.Options) *cycleFixture {
 	if os.Getenv(sitetest.PasswordEnv) != sitetest.Password {
 		t.Setenv(sitetest.PasswordEnv, sitetest.Password)
 	}
-	f := &cycleFixture{t: t, dirs: site.Dirs, cfg: site.Config, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
+	// The fixture's clock starts at the real time: an object store locks
+	// copies until a date computed from it, which must be in its future.
+	f := &cycleFixture{t: t, dirs: site.Dirs, cfg: site.Config, now: time.Now().UTC().Truncate(time.Second)}
 	f.acts = New(activities.New(nil))
 	f.acts.Cycle = activities.CycleDeps{Config: f.cfg, Now: func() time.Time { return f.now }, Poll: 10 * time.Millisecond}
 	var ts testsuite.WorkflowTestSuite
